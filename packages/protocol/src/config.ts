@@ -1,0 +1,65 @@
+import { MAX_FRAME_LENGTH_FIELD } from './constants.js';
+import { ProtocolError, ProtocolErrorCode } from './errors.js';
+import { ErrorCode } from './constants.js';
+
+/** What one side accepts from its peer; announced in HELLO. */
+export interface ProtocolSettings {
+  /** Streams the peer may have open towards us at once. */
+  maxConcurrentStreams: number;
+  /** Largest frame payload we accept (bytes). Also bounds a request/response head. */
+  maxFrameSize: number;
+  /** Bytes of DATA the peer may send on one stream before it needs a WINDOW_UPDATE. */
+  initialStreamWindow: number;
+  /** Bytes of DATA the peer may send on the whole session before it needs a WINDOW_UPDATE. */
+  initialSessionWindow: number;
+  /** How often each side pings; a peer silent for two intervals is dead. 0 disables. */
+  heartbeatIntervalMs: number;
+}
+
+export const MIN_FRAME_SIZE = 16 * 1024;
+export const MAX_WINDOW = 0x7f_ff_ff_ff;
+
+export const defaultSettings: Readonly<ProtocolSettings> = Object.freeze({
+  maxConcurrentStreams: 1000,
+  maxFrameSize: 64 * 1024,
+  initialStreamWindow: 256 * 1024,
+  initialSessionWindow: 16 * 1024 * 1024,
+  heartbeatIntervalMs: 10_000,
+});
+
+/** The settings a peer is assumed to have until its HELLO arrives: the smallest legal values. */
+export const settingsBeforeHello: Readonly<ProtocolSettings> = Object.freeze({
+  maxConcurrentStreams: 0,
+  maxFrameSize: MIN_FRAME_SIZE,
+  initialStreamWindow: 0,
+  initialSessionWindow: 0,
+  heartbeatIntervalMs: 0,
+});
+
+function invalid(name: string, value: number, allowed: string): ProtocolError {
+  return new ProtocolError(
+    ProtocolErrorCode.INVALID_SETTING,
+    ErrorCode.PROTOCOL_ERROR,
+    `invalid setting ${name}=${value}: must be ${allowed}`,
+  );
+}
+
+function checkRange(name: string, value: number, min: number, max: number): void {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw invalid(name, value, `an integer in [${min}, ${max}]`);
+  }
+}
+
+/** Validates settings (ours at construction, the peer's from HELLO); throws a typed error naming the setting. */
+export function validateSettings(settings: ProtocolSettings): ProtocolSettings {
+  checkRange('maxConcurrentStreams', settings.maxConcurrentStreams, 0, 1_000_000);
+  checkRange('maxFrameSize', settings.maxFrameSize, MIN_FRAME_SIZE, MAX_FRAME_LENGTH_FIELD);
+  checkRange('initialStreamWindow', settings.initialStreamWindow, 0, MAX_WINDOW);
+  checkRange('initialSessionWindow', settings.initialSessionWindow, 0, MAX_WINDOW);
+  checkRange('heartbeatIntervalMs', settings.heartbeatIntervalMs, 0, 3_600_000);
+  return settings;
+}
+
+export function resolveSettings(partial: Partial<ProtocolSettings> = {}): ProtocolSettings {
+  return validateSettings({ ...defaultSettings, ...partial });
+}

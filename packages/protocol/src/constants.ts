@@ -1,0 +1,69 @@
+/** The protocol version this implementation speaks. See PROTOCOL.md "Version negotiation". */
+export const PROTOCOL_VERSION = 1;
+
+/** Every frame starts with this many bytes: length (u24), type (u8), flags (u8), stream id (u32). */
+export const FRAME_HEADER_SIZE = 9;
+
+/** The largest value the 24-bit length field can carry. */
+export const MAX_FRAME_LENGTH_FIELD = 0xff_ff_ff;
+
+export const FrameType = {
+  DATA: 0x0,
+  HEADERS: 0x1,
+  RESET: 0x2,
+  WINDOW_UPDATE: 0x3,
+  PING: 0x4,
+  GOAWAY: 0x5,
+  HELLO: 0x6,
+} as const;
+export type FrameType = (typeof FrameType)[keyof typeof FrameType];
+
+export const FrameFlags = {
+  /** DATA, HEADERS: the sender will send nothing more on this stream. */
+  END_STREAM: 0x1,
+  /** PING, HELLO: this frame answers the peer's frame of the same type. */
+  ACK: 0x1,
+} as const;
+
+/** Error codes carried by RESET and GOAWAY frames. Stable: they are part of the wire format. */
+export const ErrorCode = {
+  NO_ERROR: 0,
+  PROTOCOL_ERROR: 1,
+  INTERNAL_ERROR: 2,
+  FLOW_CONTROL_ERROR: 3,
+  STREAM_CLOSED: 4,
+  FRAME_SIZE_ERROR: 5,
+  REFUSED_STREAM: 6,
+  /** The requester went away (public client disconnected): abort the work. */
+  CANCEL: 7,
+  /** The agent could not connect to its local target. */
+  BACKEND_UNREACHABLE: 8,
+  /** The local target failed after the exchange began (reset, bad response). */
+  BACKEND_ERROR: 9,
+  /** The local target did not answer in time. */
+  BACKEND_TIMEOUT: 10,
+  VERSION_UNSUPPORTED: 11,
+  /** A request or response head exceeded a limit. */
+  HEADERS_TOO_LARGE: 12,
+  /** The sender is shutting down gracefully. */
+  GOING_AWAY: 13,
+  /** Local only, never sent: the session's transport closed underneath the stream. */
+  SESSION_CLOSED: 14,
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+const errorCodeNames = new Map<number, string>(Object.entries(ErrorCode).map(([name, code]) => [code, name]));
+
+/** The name of a wire error code, or `UNKNOWN(<n>)` for codes from a newer peer. */
+export function errorCodeName(code: number): string {
+  return errorCodeNames.get(code) ?? `UNKNOWN(${code})`;
+}
+
+/** Setting identifiers carried in HELLO. Unknown ids are ignored so peers can add settings. */
+export const SettingId = {
+  MAX_CONCURRENT_STREAMS: 0x1,
+  MAX_FRAME_SIZE: 0x2,
+  INITIAL_STREAM_WINDOW: 0x3,
+  INITIAL_SESSION_WINDOW: 0x4,
+  HEARTBEAT_INTERVAL_MS: 0x5,
+} as const;

@@ -1,0 +1,10 @@
+export * from './constants.js';
+export * from './errors.js';
+export * from './config.js';
+export * from './frame-codec.js';
+export * from './control-frames.js';
+export * from './hello.js';
+export * from './http-head.js';
+export { OutboundBatch } from './outbound-batch.js';
+export { MuxStream, type StreamHandler } from './mux-stream.js';
+export * from './mux-session.js';

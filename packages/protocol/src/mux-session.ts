@@ -1,0 +1,457 @@
+import { type ProtocolSettings, resolveSettings, settingsBeforeHello } from './config.js';
+import { ErrorCode, FrameFlags, FrameType, PROTOCOL_VERSION, errorCodeName } from './constants.js';
+import { parseGoAway, parseReset, parseWindowUpdate, type GoAway } from './control-frames.js';
+import { ProtocolError, ProtocolErrorCode, StreamResetError, Tunnel2Error, frameError } from './errors.js';
+import { type Frame, FrameDecoder } from './frame-codec.js';
+import { type Hello, encodeHelloPayload, parseHello } from './hello.js';
+import { MuxStream, type StreamHost } from './mux-stream.js';
+import { OutboundBatch } from './outbound-batch.js';
+
+/** The byte pipe under a session (a WebSocket in practice). The protocol package knows nothing more of it. */
+export interface FrameTransport {
+  /** Sends one binary message; `done` runs once the bytes have left this process or the send failed. */
+  send(message: Buffer, done: (error?: Error) => void): void;
+  /** Closes the pipe; the owner reports back with `session.transportClosed()`. */
+  close(code: number, reason: string): void;
+}
+
+export interface SessionHandler {
+  /** The peer's HELLO (its settings are already applied). `ack` is true on the answer to ours. */
+  onHello(hello: Hello, ack: boolean): void;
+  /** The peer opened a stream; set `stream.handler` before returning. */
+  onStream?(stream: MuxStream): void;
+  onGoAway?(goAway: GoAway): void;
+  /** A handler threw while processing a stream; the stream was reset with INTERNAL_ERROR. */
+  onStreamError?(stream: MuxStream, error: unknown): void;
+  /** Called once, when the session is over (cleanly: no error). */
+  onClose(error: Error | undefined): void;
+}
+
+export type SessionRole = 'edge' | 'agent';
+
+export interface MuxSessionOptions {
+  /** The edge opens request streams (odd ids); the agent's ids are even. */
+  role: SessionRole;
+  transport: FrameTransport;
+  handler: SessionHandler;
+  /** What we accept from the peer; announced in our HELLO. */
+  settings?: Partial<ProtocolSettings>;
+  /** Bytes handed to the transport and not yet flushed before streams are told to pause. */
+  highWaterMark?: number;
+  /** Largest WebSocket message the batcher builds. */
+  maxMessageSize?: number;
+}
+
+const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
+const MAX_STREAM_ID = 0x7f_ff_ff_ff;
+
+/** Fired when a session ends because the peer went silent for two heartbeat intervals. */
+export class PeerTimeoutError extends Tunnel2Error {
+  constructor(ms: number) {
+    super('TUNNEL2_ERR_PEER_TIMEOUT', `peer sent nothing for ${ms} ms`);
+  }
+}
+
+/**
+ * One multiplexed session over one transport: frames in and out, streams, flow control,
+ * heartbeats and graceful shutdown. Pure state machine: the owner feeds `receive()` and wires the transport.
+ */
+export class MuxSession implements StreamHost {
+  readonly role: SessionRole;
+  readonly localSettings: ProtocolSettings;
+  peerSettings: ProtocolSettings = { ...settingsBeforeHello };
+  sessionSendWindow = 0;
+  readonly streams = new Map<number, MuxStream>();
+
+  readonly #transport: FrameTransport;
+  readonly #handler: SessionHandler;
+  readonly #decoder: FrameDecoder;
+  readonly #batch: OutboundBatch;
+  readonly #highWaterMark: number;
+  #flushScheduled = false;
+  #outstanding = 0;
+  #congested = false;
+  #creditWaiters = new Set<MuxStream>();
+  #drainWaiters = new Set<MuxStream>();
+  #sessionRecvWindow: number;
+  #sessionUnacked = 0;
+  #nextStreamId: number;
+  #lastPeerStreamId = 0;
+  #helloReceived = false;
+  #goingAway = false;
+  #peerGoingAway = false;
+  #closed = false;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #receivedSinceTick = false;
+  #silentTicks = 0;
+  #pingCounter = 0n;
+
+  constructor(options: MuxSessionOptions) {
+    this.role = options.role;
+    this.#transport = options.transport;
+    this.#handler = options.handler;
+    this.localSettings = resolveSettings(options.settings);
+    this.#highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
+    this.#batch = new OutboundBatch(options.maxMessageSize ?? 256 * 1024);
+    this.#sessionRecvWindow = this.localSettings.initialSessionWindow;
+    this.#nextStreamId = options.role === 'edge' ? 1 : 2;
+    this.#decoder = new FrameDecoder({
+      maxFrameSize: this.localSettings.maxFrameSize,
+      onFrame: (frame) => this.#onFrame(frame),
+    });
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+  get congested(): boolean {
+    return this.#congested;
+  }
+  get peerMaxFrameSize(): number {
+    return this.peerSettings.maxFrameSize;
+  }
+  get ready(): boolean {
+    return this.#helloReceived && !this.#closed;
+  }
+  /** True once either side announced GOAWAY: no new streams. */
+  get draining(): boolean {
+    return this.#goingAway || this.#peerGoingAway;
+  }
+  /** Bytes written to the transport and not yet confirmed flushed. */
+  get bufferedBytes(): number {
+    return this.#outstanding + this.#batch.bytes;
+  }
+
+  /** Sends our HELLO (the agent first; the edge answers with `ack`). */
+  sendHello(meta: Record<string, unknown>, ack: boolean): void {
+    const hello: Hello = {
+      minVersion: PROTOCOL_VERSION,
+      maxVersion: PROTOCOL_VERSION,
+      settings: this.localSettings,
+      meta,
+    };
+    this.enqueue(FrameType.HELLO, ack ? FrameFlags.ACK : 0, 0, encodeHelloPayload(hello));
+  }
+
+  /** Opens a stream towards the peer. Throws TOO_MANY_STREAMS when the peer's limit is reached. */
+  openStream(): MuxStream {
+    if (this.#closed) throw new ProtocolError(ProtocolErrorCode.SESSION_CLOSED, ErrorCode.NO_ERROR, 'session is closed');
+    if (this.draining) {
+      throw new ProtocolError(ProtocolErrorCode.SESSION_CLOSED, ErrorCode.GOING_AWAY, 'session is draining');
+    }
+    if (this.streams.size >= this.peerSettings.maxConcurrentStreams) {
+      throw new ProtocolError(
+        ProtocolErrorCode.TOO_MANY_STREAMS,
+        ErrorCode.REFUSED_STREAM,
+        `peer allows ${this.peerSettings.maxConcurrentStreams} concurrent streams`,
+      );
+    }
+    const id = this.#nextStreamId;
+    if (id > MAX_STREAM_ID) {
+      throw new ProtocolError(ProtocolErrorCode.TOO_MANY_STREAMS, ErrorCode.REFUSED_STREAM, 'stream ids exhausted');
+    }
+    this.#nextStreamId += 2;
+    const stream = new MuxStream(
+      this,
+      id,
+      this.peerSettings.initialStreamWindow,
+      this.localSettings.initialStreamWindow,
+    );
+    this.streams.set(id, stream);
+    return stream;
+  }
+
+  /** Feeds one received message. Protocol violations end the session with GOAWAY; nothing is thrown. */
+  receive(message: Buffer): void {
+    if (this.#closed) return;
+    this.#receivedSinceTick = true;
+    try {
+      this.#decoder.push(message);
+    } catch (error) {
+      this.#fail(error);
+    }
+  }
+
+  /** Sends a liveness PING; the peer answers with an ACK. */
+  ping(): void {
+    const payload = Buffer.allocUnsafe(8);
+    payload.writeBigUInt64BE(this.#pingCounter++, 0);
+    this.enqueue(FrameType.PING, 0, 0, payload);
+  }
+
+  /** Announces a graceful shutdown: no new streams either way; open ones run to completion. */
+  goAway(code: number = ErrorCode.NO_ERROR, reason = ''): void {
+    if (this.#closed || this.#goingAway) return;
+    this.#goingAway = true;
+    const reasonBytes = Buffer.from(reason, 'utf8');
+    const payload = Buffer.allocUnsafe(8 + reasonBytes.length);
+    payload.writeUInt32BE(this.#lastPeerStreamId, 0);
+    payload.writeUInt32BE(code, 4);
+    reasonBytes.copy(payload, 8);
+    this.enqueue(FrameType.GOAWAY, 0, 0, payload);
+  }
+
+  /** Ends the session now: streams are reset locally, GOAWAY is sent if the transport still works. */
+  close(code: number = ErrorCode.NO_ERROR, reason = 'closing', error?: Error): void {
+    if (this.#closed) return;
+    this.goAway(code, reason);
+    this.#flush();
+    this.#transport.close(code === ErrorCode.NO_ERROR ? 1000 : 1002, reason.slice(0, 120));
+    this.transportClosed(error);
+  }
+
+  /** The owner reports that the transport is gone. Every open stream hears a SESSION_CLOSED reset. */
+  transportClosed(error?: Error): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    const streams = [...this.streams.values()];
+    for (const stream of streams) {
+      stream.receiveReset(new StreamResetError(ErrorCode.SESSION_CLOSED, 'session closed'));
+    }
+    this.streams.clear();
+    this.#creditWaiters.clear();
+    this.#drainWaiters.clear();
+    this.#handler.onClose(error);
+  }
+
+  // ---- StreamHost ----
+
+  enqueue(type: number, flags: number, streamId: number, payload: Buffer | undefined): void {
+    if (this.#closed) return;
+    this.#batch.add(type, flags, streamId, payload);
+    if (!this.#congested && this.#outstanding + this.#batch.bytes > this.#highWaterMark) this.#congested = true;
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setImmediate(this.#flush);
+    }
+  }
+
+  waitForSessionCredit(stream: MuxStream): void {
+    this.#creditWaiters.add(stream);
+  }
+
+  waitForDrain(stream: MuxStream): void {
+    this.#drainWaiters.add(stream);
+  }
+
+  creditSession(bytes: number): void {
+    if (bytes <= 0 || this.#closed) return;
+    this.#sessionUnacked += bytes;
+    if (this.#sessionUnacked >= this.localSettings.initialSessionWindow >>> 2) {
+      this.#sessionRecvWindow += this.#sessionUnacked;
+      const payload = Buffer.allocUnsafe(4);
+      payload.writeUInt32BE(this.#sessionUnacked, 0);
+      this.enqueue(FrameType.WINDOW_UPDATE, 0, 0, payload);
+      this.#sessionUnacked = 0;
+    }
+  }
+
+  streamClosed(stream: MuxStream): void {
+    this.streams.delete(stream.id);
+    this.#creditWaiters.delete(stream);
+    this.#drainWaiters.delete(stream);
+  }
+
+  // ---- internals ----
+
+  readonly #flush = (): void => {
+    this.#flushScheduled = false;
+    if (this.#closed || this.#batch.empty) return;
+    this.#batch.take((message) => {
+      this.#outstanding += message.length;
+      this.#transport.send(message, (error) => this.#onSent(message.length, error));
+    });
+  };
+
+  #onSent(bytes: number, error: Error | undefined): void {
+    this.#outstanding -= bytes;
+    if (error !== undefined) {
+      this.transportClosed(error);
+      return;
+    }
+    if (this.#congested && this.#outstanding + this.#batch.bytes <= this.#highWaterMark >>> 1) {
+      this.#congested = false;
+      const waiters = [...this.#drainWaiters];
+      this.#drainWaiters.clear();
+      for (const stream of waiters) stream.notifyDrain();
+    }
+  }
+
+  #onFrame(frame: Frame): void {
+    if (!this.#helloReceived && frame.type !== FrameType.HELLO && frame.type !== FrameType.GOAWAY) {
+      throw frameError(`frame type ${frame.type} before HELLO`);
+    }
+    switch (frame.type) {
+      case FrameType.DATA:
+        return this.#onData(frame);
+      case FrameType.HEADERS:
+        return this.#onHeaders(frame);
+      case FrameType.WINDOW_UPDATE:
+        return this.#onWindowUpdate(frame);
+      case FrameType.RESET: {
+        const stream = this.streams.get(frame.streamId);
+        if (stream) this.#guard(stream, () => stream.receiveReset(new StreamResetError(parseReset(frame.payload))));
+        return;
+      }
+      case FrameType.PING:
+        if ((frame.flags & FrameFlags.ACK) === 0) this.enqueue(FrameType.PING, FrameFlags.ACK, 0, frame.payload);
+        return;
+      case FrameType.GOAWAY:
+        return this.#onGoAway(parseGoAway(frame.payload));
+      case FrameType.HELLO:
+        return this.#onHello(frame);
+      default:
+        return;
+    }
+  }
+
+  #onHello(frame: Frame): void {
+    if (this.#helloReceived) throw frameError('second HELLO');
+    const hello = parseHello(frame.payload);
+    this.#helloReceived = true;
+    this.peerSettings = hello.settings;
+    this.sessionSendWindow = hello.settings.initialSessionWindow;
+    const interval = Math.min(
+      this.localSettings.heartbeatIntervalMs || Number.POSITIVE_INFINITY,
+      hello.settings.heartbeatIntervalMs || Number.POSITIVE_INFINITY,
+    );
+    if (Number.isFinite(interval)) this.#startHeartbeat(interval);
+    this.#handler.onHello(hello, (frame.flags & FrameFlags.ACK) !== 0);
+  }
+
+  #onHeaders(frame: Frame): void {
+    const endStream = (frame.flags & FrameFlags.END_STREAM) !== 0;
+    let stream = this.streams.get(frame.streamId);
+    if (stream === undefined) {
+      if (!this.#isPeerStreamId(frame.streamId) || frame.streamId <= this.#lastPeerStreamId) return; // stale
+      this.#lastPeerStreamId = frame.streamId;
+      if (this.#goingAway || this.streams.size >= this.localSettings.maxConcurrentStreams) {
+        this.enqueue(FrameType.RESET, 0, frame.streamId, codeBytes(ErrorCode.REFUSED_STREAM));
+        return;
+      }
+      stream = new MuxStream(
+        this,
+        frame.streamId,
+        this.peerSettings.initialStreamWindow,
+        this.localSettings.initialStreamWindow,
+      );
+      this.streams.set(stream.id, stream);
+      const opened = stream;
+      this.#guard(opened, () => this.#handler.onStream?.(opened));
+      if (opened.closed) return;
+    }
+    const target = stream;
+    this.#guard(target, () => target.receiveHeaders(frame.payload, endStream));
+  }
+
+  #onData(frame: Frame): void {
+    const length = frame.payload.length;
+    if (length > this.#sessionRecvWindow) {
+      throw new ProtocolError(
+        ProtocolErrorCode.FLOW_CONTROL,
+        ErrorCode.FLOW_CONTROL_ERROR,
+        `${length} bytes of DATA exceed the session window of ${this.#sessionRecvWindow}`,
+      );
+    }
+    this.#sessionRecvWindow -= length;
+    const stream = this.streams.get(frame.streamId);
+    if (stream === undefined) {
+      if (frame.streamId > this.#lastPeerStreamId && this.#isPeerStreamId(frame.streamId)) {
+        throw frameError(`DATA on stream ${frame.streamId} that was never opened`);
+      }
+      // Late data for a stream we already closed: drop it, but keep the session window whole.
+      this.creditSession(length);
+      return;
+    }
+    const endStream = (frame.flags & FrameFlags.END_STREAM) !== 0;
+    this.#guard(stream, () => stream.receiveData(frame.payload, endStream));
+  }
+
+  #onWindowUpdate(frame: Frame): void {
+    const increment = parseWindowUpdate(frame.payload);
+    if (frame.streamId !== 0) {
+      const stream = this.streams.get(frame.streamId);
+      if (stream) this.#guard(stream, () => stream.receiveWindowUpdate(increment));
+      return;
+    }
+    this.sessionSendWindow += increment;
+    if (this.sessionSendWindow > 0x7f_ff_ff_ff) {
+      throw new ProtocolError(ProtocolErrorCode.FLOW_CONTROL, ErrorCode.FLOW_CONTROL_ERROR, 'session window past 2^31-1');
+    }
+    const waiters = [...this.#creditWaiters];
+    this.#creditWaiters.clear();
+    for (const stream of waiters) {
+      if (this.sessionSendWindow <= 0) {
+        this.#creditWaiters.add(stream);
+        continue;
+      }
+      this.#guard(stream, () => stream.flushPending());
+    }
+  }
+
+  #onGoAway(goAway: GoAway): void {
+    this.#peerGoingAway = true;
+    // Streams we opened that the peer never saw will not be served: refuse them so callers may retry.
+    for (const stream of [...this.streams.values()]) {
+      if (!this.#isPeerStreamId(stream.id) && stream.id > goAway.lastStreamId) {
+        stream.receiveReset(new StreamResetError(ErrorCode.REFUSED_STREAM, 'refused: peer is going away'));
+      }
+    }
+    this.#handler.onGoAway?.(goAway);
+  }
+
+  /** Runs per-stream work; a stream-level failure resets only that stream. */
+  #guard(stream: MuxStream, work: () => void): void {
+    try {
+      work();
+    } catch (error) {
+      if (error instanceof ProtocolError && error.code !== ProtocolErrorCode.FLOW_CONTROL) {
+        stream.reset(error.protocolCode);
+        return;
+      }
+      if (error instanceof ProtocolError) throw error;
+      stream.reset(ErrorCode.INTERNAL_ERROR);
+      this.#handler.onStreamError?.(stream, error);
+    }
+  }
+
+  #isPeerStreamId(id: number): boolean {
+    const peerOpensOdd = this.role === 'agent';
+    return id % 2 === (peerOpensOdd ? 1 : 0);
+  }
+
+  #startHeartbeat(interval: number): void {
+    this.#heartbeat = setInterval(() => {
+      if (this.#receivedSinceTick) {
+        this.#receivedSinceTick = false;
+        this.#silentTicks = 0;
+      } else if (++this.#silentTicks >= 2) {
+        this.close(ErrorCode.NO_ERROR, 'peer timed out', new PeerTimeoutError(interval * 2));
+        return;
+      }
+      this.ping();
+    }, interval);
+    this.#heartbeat.unref();
+  }
+
+  #fail(error: unknown): void {
+    const protocolError =
+      error instanceof ProtocolError
+        ? error
+        : new ProtocolError(ProtocolErrorCode.MALFORMED_FRAME, ErrorCode.INTERNAL_ERROR, 'internal error', {
+            cause: error,
+          });
+    this.close(
+      protocolError.protocolCode,
+      `${errorCodeName(protocolError.protocolCode)}: ${protocolError.message}`,
+      protocolError,
+    );
+  }
+}
+
+function codeBytes(code: number): Buffer {
+  const payload = Buffer.allocUnsafe(4);
+  payload.writeUInt32BE(code, 0);
+  return payload;
+}
