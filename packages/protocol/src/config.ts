@@ -1,6 +1,5 @@
-import { MAX_FRAME_LENGTH_FIELD } from './constants.js';
+import { ErrorCode, MAX_FRAME_LENGTH_FIELD } from './constants.js';
 import { ProtocolError, ProtocolErrorCode } from './errors.js';
-import { ErrorCode } from './constants.js';
 
 /** What one side accepts from its peer; announced in HELLO. */
 export interface ProtocolSettings {

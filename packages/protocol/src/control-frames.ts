@@ -1,7 +1,7 @@
-import { FrameType } from './constants.js';
-import { encodeFrame } from './frame-codec.js';
-import { frameError } from './errors.js';
 import { MAX_WINDOW } from './config.js';
+import { FrameType } from './constants.js';
+import { frameError } from './errors.js';
+import { encodeFrame } from './frame-codec.js';
 
 /** RESET payload: the error code (u32). */
 export function encodeReset(streamId: number, code: number): Buffer {

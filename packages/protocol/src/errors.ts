@@ -35,7 +35,12 @@ Object.defineProperty(Tunnel2Error.prototype, brand, { value: true });
 /** A violation of the wire protocol; `protocolCode` is the wire error code to send to the peer. */
 export class ProtocolError extends Tunnel2Error {
   readonly protocolCode: ErrorCode;
-  constructor(code: ProtocolErrorCode, protocolCode: ErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(
+    code: ProtocolErrorCode,
+    protocolCode: ErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(code, message, options);
     this.protocolCode = protocolCode;
   }

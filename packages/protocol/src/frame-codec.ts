@@ -1,5 +1,5 @@
 import { ErrorCode, FRAME_HEADER_SIZE, FrameType, MAX_FRAME_LENGTH_FIELD } from './constants.js';
-import { ProtocolError, ProtocolErrorCode, frameError } from './errors.js';
+import { frameError, ProtocolError, ProtocolErrorCode } from './errors.js';
 
 /** One decoded frame. `payload` is a view into the received bytes, not a copy. */
 export interface Frame {
@@ -113,7 +113,9 @@ export class FrameDecoder {
   /** Feeds bytes; calls onFrame for each complete frame. After an error the decoder stays failed. */
   push(input: Uint8Array): void {
     if (this.#failed) throw this.#failed;
-    const chunk = Buffer.isBuffer(input) ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+    const chunk = Buffer.isBuffer(input)
+      ? input
+      : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
     try {
       this.#consume(chunk);
     } catch (err) {

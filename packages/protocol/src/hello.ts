@@ -1,7 +1,7 @@
-import { PROTOCOL_VERSION, SettingId, FrameType, FrameFlags, ErrorCode } from './constants.js';
+import { defaultSettings, type ProtocolSettings, validateSettings } from './config.js';
+import { ErrorCode, FrameFlags, FrameType, PROTOCOL_VERSION, SettingId } from './constants.js';
+import { frameError, ProtocolError, ProtocolErrorCode } from './errors.js';
 import { encodeFrame } from './frame-codec.js';
-import { ProtocolError, ProtocolErrorCode, frameError } from './errors.js';
-import { type ProtocolSettings, defaultSettings, validateSettings } from './config.js';
 
 /** A side's handshake: the versions it speaks, its settings, and free-form metadata (session info). */
 export interface Hello {
@@ -66,9 +66,14 @@ export function parseHello(payload: Buffer): Hello {
     try {
       parsed = JSON.parse(payload.toString('utf8', settingsEnd));
     } catch (cause) {
-      throw new ProtocolError(ProtocolErrorCode.MALFORMED_FRAME, ErrorCode.PROTOCOL_ERROR, 'HELLO metadata is not JSON', {
-        cause,
-      });
+      throw new ProtocolError(
+        ProtocolErrorCode.MALFORMED_FRAME,
+        ErrorCode.PROTOCOL_ERROR,
+        'HELLO metadata is not JSON',
+        {
+          cause,
+        },
+      );
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       throw frameError('HELLO metadata must be a JSON object');
@@ -81,7 +86,10 @@ export function parseHello(payload: Buffer): Hello {
 /** Picks the highest version both sides speak, or throws VERSION_UNSUPPORTED naming both ranges. */
 export function negotiateVersion(
   peer: { minVersion: number; maxVersion: number },
-  local: { minVersion: number; maxVersion: number } = { minVersion: PROTOCOL_VERSION, maxVersion: PROTOCOL_VERSION },
+  local: { minVersion: number; maxVersion: number } = {
+    minVersion: PROTOCOL_VERSION,
+    maxVersion: PROTOCOL_VERSION,
+  },
 ): number {
   const version = Math.min(peer.maxVersion, local.maxVersion);
   if (version < peer.minVersion || version < local.minVersion) {

@@ -101,13 +101,15 @@ class Reader {
     return headers;
   }
   end(): void {
-    if (this.offset !== this.buf.length) throw malformed(`${this.buf.length - this.offset} trailing bytes after head`);
+    if (this.offset !== this.buf.length)
+      throw malformed(`${this.buf.length - this.offset} trailing bytes after head`);
   }
 }
 
 /** Request head payload: method (u8 len + bytes), target (u16 len + bytes), headers. */
 export function encodeRequestHead(head: RequestHead, limit: number): Buffer {
-  if (head.method.length === 0 || head.method.length > 0xff) throw malformed(`bad method length ${head.method.length}`);
+  if (head.method.length === 0 || head.method.length > 0xff)
+    throw malformed(`bad method length ${head.method.length}`);
   if (head.target.length > 0xff_ff) throw tooLarge('request target', head.target.length, 0xff_ff);
   const size = 1 + head.method.length + 2 + head.target.length + headersSize(head.headers);
   if (size > limit) throw tooLarge('request head', size, limit);

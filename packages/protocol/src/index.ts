@@ -1,10 +1,11 @@
-export * from './constants.js';
-export * from './errors.js';
 export * from './config.js';
-export * from './frame-codec.js';
+export * from './constants.js';
 export * from './control-frames.js';
+export * from './errors.js';
+export * from './frame-codec.js';
 export * from './hello.js';
+export { withoutHopByHop } from './hop-by-hop.js';
 export * from './http-head.js';
-export { OutboundBatch } from './outbound-batch.js';
-export { MuxStream, type StreamHandler } from './mux-stream.js';
 export * from './mux-session.js';
+export { MuxStream, type StreamHandler } from './mux-stream.js';
+export { OutboundBatch } from './outbound-batch.js';

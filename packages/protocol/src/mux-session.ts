@@ -1,16 +1,16 @@
 import { type ProtocolSettings, resolveSettings, settingsBeforeHello } from './config.js';
-import { ErrorCode, FrameFlags, FrameType, PROTOCOL_VERSION, errorCodeName } from './constants.js';
-import { parseGoAway, parseReset, parseWindowUpdate, type GoAway } from './control-frames.js';
-import { ProtocolError, ProtocolErrorCode, StreamResetError, Tunnel2Error, frameError } from './errors.js';
+import { ErrorCode, errorCodeName, FrameFlags, FrameType, PROTOCOL_VERSION } from './constants.js';
+import { type GoAway, parseGoAway, parseReset, parseWindowUpdate } from './control-frames.js';
+import { frameError, ProtocolError, ProtocolErrorCode, StreamResetError, Tunnel2Error } from './errors.js';
 import { type Frame, FrameDecoder } from './frame-codec.js';
-import { type Hello, encodeHelloPayload, parseHello } from './hello.js';
+import { encodeHelloPayload, type Hello, parseHello } from './hello.js';
 import { MuxStream, type StreamHost } from './mux-stream.js';
 import { OutboundBatch } from './outbound-batch.js';
 
 /** The byte pipe under a session (a WebSocket in practice). The protocol package knows nothing more of it. */
 export interface FrameTransport {
   /** Sends one binary message; `done` runs once the bytes have left this process or the send failed. */
-  send(message: Buffer, done: (error?: Error) => void): void;
+  send(message: Buffer, done: (error?: Error | null) => void): void;
   /** Closes the pipe; the owner reports back with `session.transportClosed()`. */
   close(code: number, reason: string): void;
 }
@@ -21,7 +21,10 @@ export interface SessionHandler {
   /** The peer opened a stream; set `stream.handler` before returning. */
   onStream?(stream: MuxStream): void;
   onGoAway?(goAway: GoAway): void;
-  /** A handler threw while processing a stream; the stream was reset with INTERNAL_ERROR. */
+  /**
+   * A handler threw while processing a stream; the stream was reset with INTERNAL_ERROR and its handler
+   * heard onReset. (A ProtocolError from a handler resets with its own wire code and is not reported here.)
+   */
   onStreamError?(stream: MuxStream, error: unknown): void;
   /** Called once, when the session is over (cleanly: no error). */
   onClose(error: Error | undefined): void;
@@ -135,7 +138,8 @@ export class MuxSession implements StreamHost {
 
   /** Opens a stream towards the peer. Throws TOO_MANY_STREAMS when the peer's limit is reached. */
   openStream(): MuxStream {
-    if (this.#closed) throw new ProtocolError(ProtocolErrorCode.SESSION_CLOSED, ErrorCode.NO_ERROR, 'session is closed');
+    if (this.#closed)
+      throw new ProtocolError(ProtocolErrorCode.SESSION_CLOSED, ErrorCode.NO_ERROR, 'session is closed');
     if (this.draining) {
       throw new ProtocolError(ProtocolErrorCode.SESSION_CLOSED, ErrorCode.GOING_AWAY, 'session is draining');
     }
@@ -148,7 +152,11 @@ export class MuxSession implements StreamHost {
     }
     const id = this.#nextStreamId;
     if (id > MAX_STREAM_ID) {
-      throw new ProtocolError(ProtocolErrorCode.TOO_MANY_STREAMS, ErrorCode.REFUSED_STREAM, 'stream ids exhausted');
+      throw new ProtocolError(
+        ProtocolErrorCode.TOO_MANY_STREAMS,
+        ErrorCode.REFUSED_STREAM,
+        'stream ids exhausted',
+      );
     }
     this.#nextStreamId += 2;
     const stream = new MuxStream(
@@ -207,7 +215,12 @@ export class MuxSession implements StreamHost {
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     const streams = [...this.streams.values()];
     for (const stream of streams) {
-      stream.receiveReset(new StreamResetError(ErrorCode.SESSION_CLOSED, 'session closed'));
+      try {
+        stream.receiveReset(new StreamResetError(ErrorCode.SESSION_CLOSED, 'session closed'));
+      } catch (error) {
+        // A throwing handler must not keep the other streams, or the owner, from hearing the session ended.
+        this.#handler.onStreamError?.(stream, error);
+      }
     }
     this.streams.clear();
     this.#creditWaiters.clear();
@@ -220,7 +233,8 @@ export class MuxSession implements StreamHost {
   enqueue(type: number, flags: number, streamId: number, payload: Buffer | undefined): void {
     if (this.#closed) return;
     this.#batch.add(type, flags, streamId, payload);
-    if (!this.#congested && this.#outstanding + this.#batch.bytes > this.#highWaterMark) this.#congested = true;
+    if (!this.#congested && this.#outstanding + this.#batch.bytes > this.#highWaterMark)
+      this.#congested = true;
     if (!this.#flushScheduled) {
       this.#flushScheduled = true;
       setImmediate(this.#flush);
@@ -264,9 +278,9 @@ export class MuxSession implements StreamHost {
     });
   };
 
-  #onSent(bytes: number, error: Error | undefined): void {
+  #onSent(bytes: number, error: Error | null | undefined): void {
     this.#outstanding -= bytes;
-    if (error !== undefined) {
+    if (error) {
       this.transportClosed(error);
       return;
     }
@@ -274,33 +288,43 @@ export class MuxSession implements StreamHost {
       this.#congested = false;
       const waiters = [...this.#drainWaiters];
       this.#drainWaiters.clear();
-      for (const stream of waiters) stream.notifyDrain();
+      // Guarded: this runs from the transport's callback, where a handler's throw would escape the session.
+      for (const stream of waiters) this.#guard(stream, () => stream.notifyDrain());
     }
   }
 
   #onFrame(frame: Frame): void {
+    // A handler may close the session while the rest of a message is still being decoded.
+    if (this.#closed) return;
     if (!this.#helloReceived && frame.type !== FrameType.HELLO && frame.type !== FrameType.GOAWAY) {
       throw frameError(`frame type ${frame.type} before HELLO`);
     }
     switch (frame.type) {
       case FrameType.DATA:
-        return this.#onData(frame);
+        this.#onData(frame);
+        return;
       case FrameType.HEADERS:
-        return this.#onHeaders(frame);
+        this.#onHeaders(frame);
+        return;
       case FrameType.WINDOW_UPDATE:
-        return this.#onWindowUpdate(frame);
+        this.#onWindowUpdate(frame);
+        return;
       case FrameType.RESET: {
         const stream = this.streams.get(frame.streamId);
-        if (stream) this.#guard(stream, () => stream.receiveReset(new StreamResetError(parseReset(frame.payload))));
+        if (stream)
+          this.#guard(stream, () => stream.receiveReset(new StreamResetError(parseReset(frame.payload))));
         return;
       }
       case FrameType.PING:
-        if ((frame.flags & FrameFlags.ACK) === 0) this.enqueue(FrameType.PING, FrameFlags.ACK, 0, frame.payload);
+        if ((frame.flags & FrameFlags.ACK) === 0)
+          this.enqueue(FrameType.PING, FrameFlags.ACK, 0, frame.payload);
         return;
       case FrameType.GOAWAY:
-        return this.#onGoAway(parseGoAway(frame.payload));
+        this.#onGoAway(parseGoAway(frame.payload));
+        return;
       case FrameType.HELLO:
-        return this.#onHello(frame);
+        this.#onHello(frame);
+        return;
       default:
         return;
     }
@@ -377,7 +401,11 @@ export class MuxSession implements StreamHost {
     }
     this.sessionSendWindow += increment;
     if (this.sessionSendWindow > 0x7f_ff_ff_ff) {
-      throw new ProtocolError(ProtocolErrorCode.FLOW_CONTROL, ErrorCode.FLOW_CONTROL_ERROR, 'session window past 2^31-1');
+      throw new ProtocolError(
+        ProtocolErrorCode.FLOW_CONTROL,
+        ErrorCode.FLOW_CONTROL_ERROR,
+        'session window past 2^31-1',
+      );
     }
     const waiters = [...this.#creditWaiters];
     this.#creditWaiters.clear();
@@ -395,7 +423,9 @@ export class MuxSession implements StreamHost {
     // Streams we opened that the peer never saw will not be served: refuse them so callers may retry.
     for (const stream of [...this.streams.values()]) {
       if (!this.#isPeerStreamId(stream.id) && stream.id > goAway.lastStreamId) {
-        stream.receiveReset(new StreamResetError(ErrorCode.REFUSED_STREAM, 'refused: peer is going away'));
+        this.#guard(stream, () =>
+          stream.receiveReset(new StreamResetError(ErrorCode.REFUSED_STREAM, 'refused: peer is going away')),
+        );
       }
     }
     this.#handler.onGoAway?.(goAway);
@@ -407,11 +437,27 @@ export class MuxSession implements StreamHost {
       work();
     } catch (error) {
       if (error instanceof ProtocolError && error.code !== ProtocolErrorCode.FLOW_CONTROL) {
-        stream.reset(error.protocolCode);
+        this.#resetOnError(stream, error.protocolCode);
         return;
       }
       if (error instanceof ProtocolError) throw error;
-      stream.reset(ErrorCode.INTERNAL_ERROR);
+      this.#resetOnError(stream, ErrorCode.INTERNAL_ERROR);
+      this.#handler.onStreamError?.(stream, error);
+    }
+  }
+
+  /**
+   * Resets a stream on the session's own initiative. Its handler hears it as a reset: otherwise the owner
+   * would wait forever for a stream that is gone (a public response left open, a backend request running).
+   */
+  #resetOnError(stream: MuxStream, code: number): void {
+    if (stream.closed) return;
+    stream.reset(code);
+    try {
+      stream.handler?.onReset(
+        new StreamResetError(code, `stream reset by this side: ${errorCodeName(code)}`),
+      );
+    } catch (error) {
       this.#handler.onStreamError?.(stream, error);
     }
   }

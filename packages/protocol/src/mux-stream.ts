@@ -9,7 +9,10 @@ export interface StreamHandler {
   onData(chunk: Buffer): void;
   /** The peer finished sending (END_STREAM). */
   onEnd(): void;
-  /** The stream was reset by the peer, or the session underneath it closed. */
+  /**
+   * The stream was reset by the peer, by the session itself (a protocol violation on this stream, or a
+   * handler that threw), or the session underneath it closed. Not called for the owner's own `reset()`.
+   */
   onReset(error: StreamResetError): void;
   /** `write()` returned false earlier; the stream can take more now. */
   onDrain(): void;
@@ -85,6 +88,14 @@ export class MuxStream {
   /** Sends a head (request, response, 1xx or trailers). */
   sendHeaders(payload: Buffer, endStream: boolean): void {
     this.#assertWritable('send headers');
+    // The peer's decoder would fail the whole session on an oversized frame; refuse it here instead.
+    if (payload.length > this.#host.peerMaxFrameSize) {
+      throw new ProtocolError(
+        ProtocolErrorCode.HEAD_TOO_LARGE,
+        ErrorCode.HEADERS_TOO_LARGE,
+        `stream ${this.id}: head of ${payload.length} bytes exceeds the peer's frame limit`,
+      );
+    }
     if (endStream) {
       if (this.#pending.length > 0) throw this.#stateError('end with body bytes still pending');
       this.#localEnded = true;
@@ -253,7 +264,12 @@ export class MuxStream {
     const maxFrame = this.#host.peerMaxFrameSize;
     for (let offset = 0; offset < n; offset += maxFrame) {
       const end = Math.min(offset + maxFrame, n);
-      this.#host.enqueue(FrameType.DATA, 0, this.id, offset === 0 && end === chunk.length ? chunk : chunk.subarray(offset, end));
+      this.#host.enqueue(
+        FrameType.DATA,
+        0,
+        this.id,
+        offset === 0 && end === chunk.length ? chunk : chunk.subarray(offset, end),
+      );
     }
     this.sendWindow -= n;
     this.#host.sessionSendWindow -= n;
@@ -261,7 +277,8 @@ export class MuxStream {
   }
 
   #maybeClose(): void {
-    if (!this.#closed && this.#localEnded && this.#remoteEnded && this.#unconsumed === 0) this.#close(undefined);
+    if (!this.#closed && this.#localEnded && this.#remoteEnded && this.#unconsumed === 0)
+      this.#close(undefined);
   }
 
   #close(resetCode: number | undefined): void {
@@ -282,7 +299,11 @@ export class MuxStream {
   }
 
   #stateError(message: string): ProtocolError {
-    return new ProtocolError(ProtocolErrorCode.STREAM_STATE, ErrorCode.STREAM_CLOSED, `stream ${this.id}: ${message}`);
+    return new ProtocolError(
+      ProtocolErrorCode.STREAM_STATE,
+      ErrorCode.STREAM_CLOSED,
+      `stream ${this.id}: ${message}`,
+    );
   }
 }
 

@@ -1,0 +1,179 @@
+import { ErrorCode, type Hello, MuxSession, type ProtocolSettings } from '@tunnel2/protocol';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import WebSocket from 'ws';
+import { AgentError, AgentErrorCode } from './errors.js';
+import { ForwardExchange, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
+import type { Target } from './target.js';
+
+export interface SessionInfo {
+  name: string;
+  url: string;
+  urls: string[];
+}
+
+export interface AgentSessionOptions {
+  server: string;
+  agentPath: string;
+  name: string | undefined;
+  token: string | undefined;
+  /** Identifies this agent process so reconnects resume its name without a token. */
+  agentKey: string;
+  pool: Dispatcher;
+  target: Target;
+  hostHeader: HostHeaderMode;
+  protocol: Partial<ProtocolSettings>;
+  logger: Logger;
+  version: string;
+  onReport: (report: RequestReport) => void;
+  handshakeTimeoutMs: number;
+}
+
+export interface ConnectedSession {
+  info: SessionInfo;
+  /** Resolves when the session ends, with the reason when it was not a local close. */
+  closed: Promise<Error | undefined>;
+  /** Graceful: GOAWAY, wait for in-flight requests (up to graceMs), then close. */
+  close(graceMs: number): Promise<void>;
+}
+
+/** The WebSocket URL for an edge base URL: http→ws, https→wss, path joined. */
+export function agentUrl(server: string, agentPath: string, name: string | undefined): string {
+  const url = new URL(server);
+  url.protocol = url.protocol === 'https:' || url.protocol === 'wss:' ? 'wss:' : 'ws:';
+  url.pathname = url.pathname.replace(/\/$/, '') + agentPath;
+  if (name !== undefined) url.searchParams.set('name', name);
+  return url.href;
+}
+
+/** Opens one WebSocket to the edge, runs the handshake, and forwards every stream the edge opens. */
+export function connectSession(options: AgentSessionOptions): Promise<ConnectedSession> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { 'x-tunnel2-agent-key': options.agentKey };
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+    const url = agentUrl(options.server, options.agentPath, options.name);
+    const socket = new WebSocket(url, {
+      perMessageDeflate: false,
+      headers,
+      handshakeTimeout: options.handshakeTimeoutMs,
+      maxPayload: 8 * 1024 * 1024,
+    });
+    let settled = false;
+    let resolveClosed: (error: Error | undefined) => void = () => {};
+    const closed = new Promise<Error | undefined>((r) => {
+      resolveClosed = r;
+    });
+    let localClose = false;
+    const fail = (error: AgentError): void => {
+      if (settled) return;
+      settled = true;
+      reject(error);
+    };
+
+    const session = new MuxSession({
+      role: 'agent',
+      settings: options.protocol,
+      transport: {
+        send: (message, done) => socket.send(message, { binary: true, compress: false }, done),
+        close: (code, reason) => socket.close(code, reason),
+      },
+      handler: {
+        onHello: (hello: Hello) => {
+          const info = readSessionInfo(hello.meta);
+          if (info === undefined) {
+            session.close(ErrorCode.PROTOCOL_ERROR, 'edge HELLO without session info');
+            fail(new AgentError(AgentErrorCode.HANDSHAKE_FAILED, 'edge answered without a session name'));
+            return;
+          }
+          settled = true;
+          resolve({ info, closed, close: (graceMs) => closeGracefully(graceMs) });
+        },
+        onStream: (stream) => {
+          new ForwardExchange(stream, {
+            pool: options.pool,
+            target: options.target,
+            hostHeader: options.hostHeader,
+            maxHeadSize: session.peerSettings.maxFrameSize,
+            onReport: options.onReport,
+          });
+        },
+        onGoAway: (goAway) => options.logger.info({ reason: goAway.reason }, 'edge is going away'),
+        onStreamError: (stream, err) => options.logger.error({ err, stream: stream.id }, 'forwarding failed'),
+        onClose: (error) => {
+          if (!settled) {
+            fail(
+              new AgentError(AgentErrorCode.HANDSHAKE_FAILED, `edge closed the session during the handshake`, {
+                cause: error,
+              }),
+            );
+          }
+          resolveClosed(localClose ? undefined : (error ?? new Error('connection to the edge closed')));
+        },
+      },
+    });
+
+    async function closeGracefully(graceMs: number): Promise<void> {
+      localClose = true;
+      session.goAway(ErrorCode.GOING_AWAY, 'agent shutting down');
+      const deadline = Date.now() + graceMs;
+      while (session.streams.size > 0 && Date.now() < deadline && !session.closed) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      session.close(ErrorCode.NO_ERROR, 'agent closed');
+      await closed;
+    }
+
+    socket.on('open', () => session.sendHello({ agent: `tunnel2/${options.version}` }, false));
+    socket.on('message', (data, isBinary) => {
+      if (isBinary) session.receive(data as Buffer);
+    });
+    socket.on('close', (code, reason) => {
+      session.transportClosed(
+        localClose ? undefined : new Error(`edge closed the connection (${code}${reason.length ? `: ${reason}` : ''})`),
+      );
+    });
+    socket.on('error', (err) => {
+      if (!settled) {
+        fail(
+          new AgentError(AgentErrorCode.EDGE_UNREACHABLE, `cannot reach the edge at ${options.server}: ${describe(err)}`, {
+            cause: err,
+          }),
+        );
+      }
+      session.transportClosed(err);
+    });
+    socket.on('unexpected-response', (_req, res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        if (size < 4096) chunks.push(chunk);
+        size += chunk.length;
+      });
+      res.on('end', () => {
+        const status = res.statusCode ?? 0;
+        const text = Buffer.concat(chunks).toString('utf8').trim().slice(0, 500);
+        const edgeCode = res.headers['x-tunnel2-error'];
+        fail(
+          new AgentError(AgentErrorCode.EDGE_REFUSED, `edge refused the tunnel (${status}): ${text || res.statusMessage}`, {
+            status,
+            edgeCode: typeof edgeCode === 'string' ? edgeCode : undefined,
+            fatal: status === 400 || status === 401 || status === 403 || status === 404 || status === 409,
+          }),
+        );
+        socket.terminate();
+      });
+    });
+  });
+}
+
+function readSessionInfo(meta: Record<string, unknown>): SessionInfo | undefined {
+  const { name, url, urls } = meta;
+  if (typeof name !== 'string' || typeof url !== 'string') return undefined;
+  const list = Array.isArray(urls) ? urls.filter((u): u is string => typeof u === 'string') : [url];
+  return { name, url, urls: list };
+}
+
+function describe(err: Error): string {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' ? code : err.message;
+}

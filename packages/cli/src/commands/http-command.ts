@@ -1,0 +1,61 @@
+import { pino } from 'pino';
+import { AgentError } from '../errors.js';
+import { createHumanReporter, createJsonReporter } from '../reporter.js';
+import { Tunnel } from '../tunnel.js';
+
+export interface HttpCommandOptions {
+  server?: string;
+  subdomain?: string;
+  token?: string;
+  hostHeader?: string;
+  json?: boolean;
+  logLevel?: string;
+}
+
+/** `tunnel2 http <target>`: runs until Ctrl-C (exit 0) or a refusal retrying cannot fix (exit 1). */
+export async function runHttpCommand(target: string, options: HttpCommandOptions): Promise<number> {
+  const write = (line: string): void => void process.stdout.write(line);
+  const writeErr = (line: string): void => void process.stderr.write(line);
+  const reporter = options.json ? createJsonReporter(write) : createHumanReporter(write, writeErr);
+  const logger = pino({ level: options.logLevel ?? 'warn' }, pino.destination(2));
+  let tunnel: Tunnel;
+  try {
+    tunnel = new Tunnel({
+      target,
+      server: options.server,
+      subdomain: options.subdomain,
+      token: options.token,
+      hostHeader: options.hostHeader,
+      logger,
+    });
+  } catch (err) {
+    if (err instanceof AgentError) {
+      reporter.error(err);
+      return 1;
+    }
+    throw err;
+  }
+  const targetLabel = tunnel.target.origin + tunnel.target.basePath;
+  tunnel.on('ready', (info) => reporter.ready(info, targetLabel));
+  tunnel.on('request', (report) => reporter.request(report));
+  tunnel.on('reconnecting', (event) => reporter.reconnecting(event));
+  tunnel.on('error', (error) => reporter.error(error));
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (code: number): void => {
+      if (stopping) return;
+      stopping = true;
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      void tunnel.close().then(() => {
+        reporter.closed();
+        resolve(code);
+      });
+    };
+    const onSignal = (): void => stop(0);
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    tunnel.start().catch(() => stop(1));
+  });
+}

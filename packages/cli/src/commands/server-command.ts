@@ -1,0 +1,43 @@
+import { pino } from 'pino';
+
+export interface ServerCommandOptions {
+  port?: string;
+  host?: string;
+  domain?: string;
+  publicUrl?: string;
+  json?: boolean;
+  logLevel?: string;
+}
+
+/** `tunnel2 server`: an edge with the in-memory registry. The edge is loaded only for this command. */
+export async function runServerCommand(options: ServerCommandOptions): Promise<number> {
+  const { buildEdge } = await import('@tunnel2/edge');
+  const port = options.port === undefined ? 8080 : Number(options.port);
+  const logger = pino({ level: options.logLevel ?? 'info' }, pino.destination(2));
+  const edge = buildEdge({
+    port,
+    host: options.host ?? '127.0.0.1',
+    domain: options.domain,
+    publicUrl: options.publicUrl,
+    logger,
+  });
+  const { url } = await edge.listen();
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify({ event: 'listening', url, domain: edge.options.domain })}\n`);
+  } else {
+    process.stdout.write(
+      `tunnel2 edge listening on ${url}\n` +
+        `agents:  npx tunnel2 http <port> --server ${url}\n` +
+        `tunnels: http://<name>.${edge.options.domain}:${new URL(url).port}/  and  ${url}/session/<name>/\n`,
+    );
+  }
+  return new Promise<number>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      void edge.close().then(() => resolve(0));
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}

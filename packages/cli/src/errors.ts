@@ -1,0 +1,32 @@
+/** Stable error codes of the agent / CLI. */
+export const AgentErrorCode = {
+  INVALID_TARGET: 'TUNNEL2_ERR_INVALID_TARGET',
+  INVALID_OPTION: 'TUNNEL2_ERR_INVALID_OPTION',
+  EDGE_REFUSED: 'TUNNEL2_ERR_EDGE_REFUSED',
+  EDGE_UNREACHABLE: 'TUNNEL2_ERR_EDGE_UNREACHABLE',
+  HANDSHAKE_FAILED: 'TUNNEL2_ERR_HANDSHAKE_FAILED',
+  CLOSED: 'TUNNEL2_ERR_CLOSED',
+} as const;
+export type AgentErrorCode = (typeof AgentErrorCode)[keyof typeof AgentErrorCode];
+
+export class AgentError extends Error {
+  readonly code: AgentErrorCode;
+  /** HTTP status of the edge's refusal, when there was one. */
+  readonly status: number | undefined;
+  /** The edge's own error code (`x-tunnel2-error`), when it sent one. */
+  readonly edgeCode: string | undefined;
+  /** Retrying cannot help (bad name, name taken, bad token): the agent stops. */
+  readonly fatal: boolean;
+  constructor(
+    code: AgentErrorCode,
+    message: string,
+    options: { cause?: unknown; status?: number; edgeCode?: string; fatal?: boolean } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.status = options.status;
+    this.edgeCode = options.edgeCode;
+    this.fatal = options.fatal ?? false;
+    this.name = 'AgentError';
+  }
+}

@@ -1,0 +1,265 @@
+import { Readable } from 'node:stream';
+import {
+  ErrorCode,
+  type MuxStream,
+  type RawHeaders,
+  type StreamHandler,
+  type StreamResetError,
+  decodeRequestHead,
+  encodeResponseHead,
+  withoutHopByHop,
+} from '@tunnel2/protocol';
+import type { Dispatcher } from 'undici';
+import type { Target } from './target.js';
+
+export type HostHeaderMode = 'rewrite' | 'preserve' | { value: string };
+
+export interface RequestReport {
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+  /** Response body bytes sent back through the tunnel. */
+  bytes: number;
+  /** Set when the exchange did not complete normally. */
+  error?: string;
+}
+
+export interface ForwardOptions {
+  pool: Dispatcher;
+  target: Target;
+  hostHeader: HostHeaderMode;
+  /** The edge's frame limit, which bounds a response head. */
+  maxHeadSize: number;
+  onReport: (report: RequestReport) => void;
+}
+
+type DispatchController = Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[0];
+
+// Fields undici refuses, plus those that only described the public hop (the edge already answered 100).
+const dropOnForward = new Set(['expect', 'host']);
+
+/**
+ * One tunnelled request on the agent: stream → undici request to the local target, and the response
+ * back into the stream. Both directions stream; credit is returned only as bytes are taken.
+ */
+export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandler {
+  readonly #stream: MuxStream;
+  readonly #options: ForwardOptions;
+  readonly #started = performance.now();
+  #method = 'GET';
+  #path = '/';
+  #status = 0;
+  #bytes = 0;
+  #body: Readable | undefined;
+  /** Request bytes pushed while the body stream was full; credited when undici reads again. */
+  #owed = 0;
+  #controller: DispatchController | undefined;
+  #responseStarted = false;
+  #finished = false;
+  #requestSeen = false;
+
+  constructor(stream: MuxStream, options: ForwardOptions) {
+    this.#stream = stream;
+    this.#options = options;
+    stream.handler = this;
+  }
+
+  // ---- StreamHandler: frames from the edge ----
+
+  onHeaders(payload: Buffer, endStream: boolean): void {
+    if (this.#requestSeen) return; // request trailers: undici cannot send them; dropped
+    this.#requestSeen = true;
+    const head = decodeRequestHead(payload);
+    this.#method = head.method;
+    this.#path = head.target;
+    if (!endStream) {
+      this.#body = new Readable({
+        highWaterMark: 64 * 1024,
+        read: () => {
+          if (this.#owed > 0) {
+            const owed = this.#owed;
+            this.#owed = 0;
+            this.#stream.consume(owed);
+          }
+        },
+      });
+    }
+    const { target } = this.#options;
+    this.#options.pool.dispatch(
+      {
+        origin: target.origin,
+        method: head.method,
+        path: target.basePath + head.target,
+        headers: this.#forwardHeaders(head.headers),
+        body: this.#body ?? null,
+        // The edge owns the response timeout; a body may legitimately stay idle (SSE).
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      },
+      this,
+    );
+  }
+
+  onData(chunk: Buffer): void {
+    const body = this.#body;
+    if (body === undefined || body.destroyed) {
+      this.#stream.consume(chunk.length);
+      return;
+    }
+    if (body.push(chunk)) this.#stream.consume(chunk.length);
+    else this.#owed += chunk.length;
+  }
+
+  onEnd(): void {
+    this.#body?.push(null);
+  }
+
+  onReset(error: StreamResetError): void {
+    const reason = new Error(`request cancelled through the tunnel (${error.message})`);
+    this.#body?.destroy(reason);
+    if (this.#controller && !this.#controller.aborted) this.#controller.abort(reason);
+    this.#report(error.protocolCode === ErrorCode.CANCEL ? 'client went away' : error.message);
+  }
+
+  onDrain(): void {
+    this.#controller?.resume();
+  }
+
+  // ---- undici DispatchHandler: the local target's response ----
+
+  onRequestStart(controller: DispatchController): void {
+    this.#controller = controller;
+    if (this.#stream.closed) controller.abort(new Error('stream closed before the request started'));
+  }
+
+  onResponseStart(controller: DispatchController, statusCode: number, _headers: unknown, statusMessage?: string): void {
+    if (this.#stream.closed) return;
+    if (statusCode < 200) return;
+    this.#status = statusCode;
+    this.#responseStarted = true;
+    const head = encodeResponseHead(
+      { status: statusCode, statusMessage: statusMessage ?? '', headers: withoutHopByHop(rawHeaderStrings(controller.rawHeaders)) },
+      this.#options.maxHeadSize,
+    );
+    this.#stream.sendHeaders(head, false);
+  }
+
+  onResponseData(controller: DispatchController, chunk: Buffer): void {
+    this.#bytes += chunk.length;
+    if (!this.#stream.write(chunk)) controller.pause();
+  }
+
+  onResponseEnd(controller: DispatchController): void {
+    const trailers = controller.rawTrailers;
+    const raw = rawHeaderStrings(trailers);
+    if (raw.length > 0 && !this.#stream.closed) {
+      this.#stream.sendHeaders(encodeResponseHead({ status: 200, statusMessage: '', headers: raw }, this.#options.maxHeadSize), true);
+    } else {
+      this.#stream.end();
+    }
+    this.#report(undefined);
+  }
+
+  onResponseError(_controller: DispatchController, error: Error): void {
+    this.#body?.destroy();
+    if (this.#stream.closed) {
+      this.#report(error.message);
+      return;
+    }
+    if (this.#responseStarted) {
+      // Part of the body is already on its way: the client must see the response aborted.
+      this.#stream.reset(ErrorCode.BACKEND_ERROR);
+      this.#report(`backend failed mid-response: ${errorCode(error)}`);
+      return;
+    }
+    const [status, message] = describeBackendError(error, this.#options.target.host);
+    this.#status = status;
+    this.#sendErrorResponse(status, message);
+    this.#report(message);
+  }
+
+  #sendErrorResponse(status: number, message: string): void {
+    const body = Buffer.from(`${message}\n`, 'utf8');
+    const head = encodeResponseHead(
+      {
+        status,
+        statusMessage: '',
+        headers: [
+          'content-type',
+          'text/plain; charset=utf-8',
+          'content-length',
+          String(body.length),
+          'x-tunnel2-error',
+          status === 504 ? 'TUNNEL2_ERR_BACKEND_TIMEOUT' : 'TUNNEL2_ERR_BACKEND_UNREACHABLE',
+        ],
+      },
+      this.#options.maxHeadSize,
+    );
+    this.#stream.sendHeaders(head, false);
+    this.#stream.write(body);
+    this.#stream.end();
+  }
+
+  #forwardHeaders(raw: RawHeaders): string[] {
+    const headers = withoutHopByHop(raw);
+    const out: string[] = [];
+    let publicHost: string | undefined;
+    for (let i = 0; i < headers.length; i += 2) {
+      const lower = headers[i]!.toLowerCase();
+      if (lower === 'host') publicHost = headers[i + 1];
+      if (dropOnForward.has(lower)) continue;
+      out.push(headers[i]!, headers[i + 1]!);
+    }
+    const mode = this.#options.hostHeader;
+    const host = mode === 'rewrite' ? this.#options.target.host : mode === 'preserve' ? publicHost : mode.value;
+    if (host !== undefined) out.unshift('host', host);
+    return out;
+  }
+
+  #report(error: string | undefined): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    const report: RequestReport = {
+      method: this.#method,
+      path: this.#path,
+      status: this.#status,
+      durationMs: Math.round((performance.now() - this.#started) * 100) / 100,
+      bytes: this.#bytes,
+    };
+    if (error !== undefined) report.error = error;
+    this.#options.onReport(report);
+  }
+}
+
+function rawHeaderStrings(raw: Buffer[] | string[] | Record<string, unknown> | null | undefined): RawHeaders {
+  if (!Array.isArray(raw)) return [];
+  const out: RawHeaders = new Array<string>(raw.length);
+  for (let i = 0; i < raw.length; i++) {
+    const v = raw[i]!;
+    out[i] = typeof v === 'string' ? v : v.toString('latin1');
+  }
+  return out;
+}
+
+function errorCode(error: Error): string {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : error.name;
+}
+
+function describeBackendError(error: Error, host: string): [number, string] {
+  const code = errorCode(error);
+  switch (code) {
+    case 'ECONNREFUSED':
+      return [502, `tunnel2: backend refused connection on ${host}`];
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return [502, `tunnel2: backend host of ${host} could not be resolved`];
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'ETIMEDOUT':
+      return [504, `tunnel2: backend on ${host} did not answer in time`];
+    default:
+      return [502, `tunnel2: backend on ${host} failed (${code})`];
+  }
+}

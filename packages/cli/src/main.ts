@@ -1,0 +1,52 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { runHttpCommand } from './commands/http-command.js';
+import { runServerCommand } from './commands/server-command.js';
+import { VERSION } from './version.js';
+
+function hostHeaderArg(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('expected rewrite, preserve or a host value');
+  return value;
+}
+
+const program = new Command()
+  .name('tunnel2')
+  .description('Expose a local HTTP server on a public URL through one WebSocket.')
+  .version(VERSION, '-v, --version')
+  .showHelpAfterError();
+
+program
+  .command('http')
+  .description('forward a public URL to a local HTTP server')
+  .argument('<target>', 'local port, host:port or URL (3000, localhost:3000, http://127.0.0.1:3000)')
+  .option('-s, --server <url>', 'edge server URL (env TUNNEL2_SERVER)', process.env.TUNNEL2_SERVER ?? 'http://localhost:8080')
+  .option('-n, --subdomain <name>', 'requested subdomain (default: random, unguessable)')
+  .option('-t, --token <token>', 'agent token (env TUNNEL2_TOKEN)')
+  .option('--host-header <mode>', 'Host seen by the backend: rewrite | preserve | <value>', hostHeaderArg, 'rewrite')
+  .option('--json', 'one JSON event per line on stdout (ready, request, reconnecting, error)')
+  .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
+  .addHelpText(
+    'after',
+    '\nExamples:\n  $ tunnel2 http 3000\n  $ tunnel2 http localhost:5173 --subdomain myapp --server https://tunnel.example.com\n  $ tunnel2 http 8080 --json | jq .\n',
+  )
+  .action(async (target: string, options) => {
+    process.exitCode = await runHttpCommand(target, options);
+  });
+
+program
+  .command('server')
+  .description('run an edge server (in-memory session registry)')
+  .option('-p, --port <port>', 'listen port', '8080')
+  .option('-H, --host <host>', 'listen address', '127.0.0.1')
+  .option('-d, --domain <domain>', 'tunnels are <name>.<domain>', 'localhost')
+  .option('--public-url <url>', 'base URL handed to agents (default http://<domain>:<port>)')
+  .option('--json', 'print the listening event as JSON')
+  .option('--log-level <level>', 'log level on stderr', 'info')
+  .addHelpText('after', '\nExamples:\n  $ tunnel2 server\n  $ tunnel2 server --port 9000 --domain tunnels.example.com\n')
+  .action(async (options) => {
+    process.exitCode = await runServerCommand(options);
+  });
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(`tunnel2: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,59 @@
+import type { SessionInfo } from './agent-session.js';
+import type { AgentError } from './errors.js';
+import type { RequestReport } from './forward-exchange.js';
+import type { ReconnectingEvent } from './tunnel.js';
+
+export interface Reporter {
+  ready(info: SessionInfo, target: string): void;
+  request(report: RequestReport): void;
+  reconnecting(event: ReconnectingEvent): void;
+  error(error: AgentError): void;
+  closed(): void;
+}
+
+type Write = (line: string) => void;
+
+/** `--json`: one JSON object per line on stdout; `event` names are a public contract. */
+export function createJsonReporter(write: Write): Reporter {
+  const emit = (event: string, fields: object): void =>
+    write(`${JSON.stringify({ event, time: new Date().toISOString(), ...fields })}\n`);
+  return {
+    ready: (info, target) => emit('ready', { name: info.name, url: info.url, urls: info.urls, target }),
+    request: (report) => emit('request', report),
+    reconnecting: (event) => emit('reconnecting', event),
+    error: (error) =>
+      emit('error', { code: error.code, message: error.message, status: error.status, edgeCode: error.edgeCode, fatal: error.fatal }),
+    closed: () => emit('closed', {}),
+  };
+}
+
+/** Human output: the public URL(s) first, then one line per request. */
+export function createHumanReporter(out: Write, err: Write): Reporter {
+  let announced = false;
+  return {
+    ready(info, target) {
+      if (announced) {
+        out(`reconnected: ${info.url}\n`);
+        return;
+      }
+      announced = true;
+      out(`tunnel2: forwarding ${info.url} -> ${target}\n`);
+      for (const url of info.urls.filter((u) => u !== info.url)) out(`         also at  ${url}\n`);
+      out('\n');
+    },
+    request(r) {
+      const time = new Date().toTimeString().slice(0, 8);
+      const tail = r.error ? `  (${r.error})` : '';
+      out(`${time}  ${r.method.padEnd(7)} ${r.path}  ${r.status || '---'}  ${r.durationMs.toFixed(1)} ms${tail}\n`);
+    },
+    reconnecting(e) {
+      err(`tunnel2: connection lost (${e.reason}); reconnecting in ${(e.delayMs / 1000).toFixed(1)} s\n`);
+    },
+    error(e) {
+      err(`tunnel2: ${e.message}\n`);
+    },
+    closed() {
+      err('tunnel2: closed\n');
+    },
+  };
+}

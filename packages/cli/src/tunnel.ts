@@ -1,0 +1,188 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { ProtocolSettings } from '@tunnel2/protocol';
+import { type Logger, pino } from 'pino';
+import { Pool } from 'undici';
+import { type ConnectedSession, type SessionInfo, connectSession } from './agent-session.js';
+import { backoffDelay } from './backoff.js';
+import { AgentError, AgentErrorCode } from './errors.js';
+import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
+import { type Target, parseTarget } from './target.js';
+import { VERSION } from './version.js';
+
+export interface ConnectOptions {
+  /** Local target: a port, `host:port` or URL. */
+  target: string | number;
+  /** Edge base URL. Default: `TUNNEL2_SERVER`, else `http://localhost:8080`. */
+  server?: string;
+  /** Requested subdomain; else the edge picks a random, unguessable one. */
+  subdomain?: string;
+  /** Agent token. Default: `TUNNEL2_TOKEN`. */
+  token?: string;
+  /** `rewrite` (default): the backend sees `Host: <target host:port>`; `preserve`: the public host; any other string: that value. */
+  hostHeader?: string;
+  logger?: Logger;
+  /** Backend connections kept by the pool. */
+  connections?: number;
+  protocol?: Partial<ProtocolSettings>;
+  /** Reconnect backoff. */
+  reconnect?: { initialMs?: number; maxMs?: number };
+  agentPath?: string;
+}
+
+export interface ReconnectingEvent {
+  attempt: number;
+  delayMs: number;
+  reason: string;
+}
+
+export interface TunnelEvents {
+  ready: [SessionInfo];
+  request: [RequestReport];
+  reconnecting: [ReconnectingEvent];
+  error: [AgentError];
+  close: [];
+}
+
+export function resolveHostHeader(value: string | undefined): HostHeaderMode {
+  if (value === undefined || value === 'rewrite') return 'rewrite';
+  if (value === 'preserve') return 'preserve';
+  if (value.trim() === '' || /[\r\n\0]/.test(value)) {
+    throw new AgentError(AgentErrorCode.INVALID_OPTION, `--host-header "${value}": expected rewrite, preserve or a host value`);
+  }
+  return { value };
+}
+
+/**
+ * A tunnel that stays up: one session at a time, reconnecting with jittered exponential backoff and
+ * asking for the same name, until `close()` or a refusal that retrying cannot fix.
+ */
+export class Tunnel extends EventEmitter<TunnelEvents> {
+  readonly target: Target;
+  info: SessionInfo | undefined;
+  readonly #options: ConnectOptions;
+  readonly #pool: Pool;
+  readonly #logger: Logger;
+  readonly #agentKey = randomUUID();
+  readonly #hostHeader: HostHeaderMode;
+  #session: ConnectedSession | undefined;
+  #closing = false;
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+
+  constructor(options: ConnectOptions) {
+    super();
+    this.#options = options;
+    this.target = parseTarget(String(options.target));
+    this.#hostHeader = resolveHostHeader(options.hostHeader);
+    this.#logger = options.logger ?? pino({ level: 'silent' });
+    this.#pool = new Pool(this.target.origin, {
+      connections: options.connections ?? 256,
+      keepAliveTimeout: 30_000,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+  }
+
+  get url(): string | undefined {
+    return this.info?.url;
+  }
+
+  /** Starts the connect loop; resolves at the first `ready`, rejects if the first attempt is refused for good. */
+  start(): Promise<SessionInfo> {
+    return new Promise((resolve, reject) => {
+      const onReady = (info: SessionInfo): void => {
+        this.off('error', onError);
+        resolve(info);
+      };
+      const onError = (error: AgentError): void => {
+        if (!error.fatal) return;
+        this.off('ready', onReady);
+        reject(error);
+      };
+      this.once('ready', onReady);
+      this.on('error', onError);
+      this.#loop = this.#run();
+    });
+  }
+
+  /** Graceful: stops taking requests, lets in-flight ones finish (up to graceMs), closes. */
+  async close(graceMs = 5_000): Promise<void> {
+    if (this.#closing) return this.#loop;
+    this.#closing = true;
+    this.#wake?.();
+    await this.#session?.close(graceMs);
+    await this.#loop;
+    await this.#pool.close();
+    this.emit('close');
+  }
+
+  async #run(): Promise<void> {
+    let attempt = 0;
+    let name = this.#options.subdomain?.toLowerCase();
+    while (!this.#closing) {
+      let reason: string;
+      try {
+        const session = await connectSession({
+          server: this.#options.server ?? process.env.TUNNEL2_SERVER ?? 'http://localhost:8080',
+          agentPath: this.#options.agentPath ?? '/_tunnel2/connect',
+          name,
+          token: this.#options.token ?? process.env.TUNNEL2_TOKEN,
+          agentKey: this.#agentKey,
+          pool: this.#pool,
+          target: this.target,
+          hostHeader: this.#hostHeader,
+          protocol: this.#options.protocol ?? {},
+          logger: this.#logger,
+          version: VERSION,
+          onReport: (report) => this.emit('request', report),
+          handshakeTimeoutMs: 10_000,
+        });
+        if (this.#closing) {
+          await session.close(0);
+          break;
+        }
+        this.#session = session;
+        this.info = session.info;
+        name = session.info.name;
+        attempt = 0;
+        this.emit('ready', session.info);
+        const error = await session.closed;
+        this.#session = undefined;
+        if (this.#closing) break;
+        reason = error?.message ?? 'connection closed';
+      } catch (err) {
+        const error =
+          err instanceof AgentError ? err : new AgentError(AgentErrorCode.EDGE_UNREACHABLE, String(err), { cause: err });
+        this.emit('error', error);
+        if (error.fatal) {
+          this.#closing = true;
+          break;
+        }
+        reason = error.message;
+      }
+      const delayMs = backoffDelay(attempt++, {
+        initialMs: this.#options.reconnect?.initialMs ?? 500,
+        maxMs: this.#options.reconnect?.maxMs ?? 30_000,
+      });
+      this.emit('reconnecting', { attempt, delayMs, reason });
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delayMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
+    }
+  }
+}
+
+/** Opens a tunnel and resolves once it has a public URL (the localtunnel-style API). */
+export async function connect(options: ConnectOptions): Promise<Tunnel> {
+  const tunnel = new Tunnel(options);
+  // An 'error' event without a listener would throw; the caller may add its own.
+  tunnel.on('error', () => {});
+  await tunnel.start();
+  return tunnel;
+}

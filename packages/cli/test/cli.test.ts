@@ -1,0 +1,109 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { buildEdge } from '@tunnel2/edge';
+import { createTestBackend } from '@tunnel2/test-backend';
+import { afterEach, describe, expect, it } from 'vitest';
+import { send } from './support/http-client.js';
+import { cliBin, type Spawned, spawnCli } from './support/processes.js';
+import { silent } from './support/stack.js';
+
+const run = promisify(execFile);
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [cliBin, ...args]);
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('tunnel2 CLI', () => {
+  it('--version prints the package version', async () => {
+    const { code, stdout } = await cli(['--version']);
+    expect(code).toBe(0);
+    expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it('http --help shows the flags and examples', async () => {
+    const { code, stdout } = await cli(['http', '--help']);
+    expect(code).toBe(0);
+    for (const flag of ['--server', '--subdomain', '--token', '--host-header', '--json', 'Examples:']) {
+      expect(stdout).toContain(flag);
+    }
+  });
+
+  it('a bad target is one clear line and exit code 1', async () => {
+    const { code, stderr } = await cli(['http', 'not a port!']);
+    expect(code).toBe(1);
+    expect(stderr).toContain('is not a port, host:port or http(s) URL');
+    expect(stderr).not.toContain('    at ');
+  });
+
+  it('--json prints ready with the URLs, a request event per request, and exits 0 on SIGINT', async () => {
+    const backend = await createTestBackend();
+    cleanups.push(() => backend.close());
+    const edge = buildEdge({ port: 0, logger: silent });
+    const { port, url } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const agent: Spawned = spawnCli(['http', String(backend.port), '--server', url, '--subdomain', 'jsonapp', '--json']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    const ready = await agent.waitFor('ready');
+    expect(ready.url).toBe(`http://jsonapp.localhost:${port}/`);
+    expect(ready.urls).toContain(`http://localhost:${port}/session/jsonapp/`);
+    const res = await send({ port, path: '/loadtest/ping', headers: ['Host', `jsonapp.localhost:${port}`] });
+    expect(res.status).toBe(200);
+    const event = await agent.waitFor('request');
+    expect(event).toMatchObject({ method: 'GET', path: '/loadtest/ping', status: 200 });
+    expect(typeof event.durationMs).toBe('number');
+    agent.kill('SIGINT');
+    expect(await agent.exited).toBe(0);
+    expect(agent.events.map((e) => e.event)).toContain('closed');
+  });
+
+  it('human output starts with the public URL', async () => {
+    const backend = await createTestBackend();
+    cleanups.push(() => backend.close());
+    const edge = buildEdge({ port: 0, logger: silent });
+    const { port, url } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const agent = spawnCli(['http', String(backend.port), '--server', url, '--subdomain', 'human']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    const first = await agent.waitFor('text');
+    expect(String(first.line)).toContain(`http://human.localhost:${port}/`);
+    agent.kill('SIGINT');
+    expect(await agent.exited).toBe(0);
+  });
+
+  it('reconnects after the edge restarts and keeps its name', async () => {
+    const backend = await createTestBackend();
+    cleanups.push(() => backend.close());
+    const first = spawnCli(['server', '--port', '0', '--json', '--log-level', 'warn']);
+    cleanups.push(() => first.kill('SIGKILL'));
+    const url = String((await first.waitFor('listening')).url);
+    const port = new URL(url).port;
+    const agent = spawnCli(['http', String(backend.port), '--server', url, '--json']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    const ready = await agent.waitFor('ready');
+    first.kill('SIGKILL');
+    await first.exited;
+    await agent.waitFor('reconnecting');
+    const second = spawnCli(['server', '--port', port, '--json', '--log-level', 'warn']);
+    cleanups.push(() => second.kill('SIGKILL'));
+    await second.waitFor('listening');
+    // Wait for the second ready event: the same random name on the new edge.
+    while (agent.events.filter((e) => e.event === 'ready').length < 2) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      if (agent.child.exitCode !== null) throw new Error(agent.stderr());
+    }
+    const again = agent.events.filter((e) => e.event === 'ready')[1]!;
+    expect(again.name).toBe(ready.name);
+    const res = await send({ port: Number(port), path: '/loadtest/ping', headers: ['Host', `${String(ready.name)}.localhost:${port}`] });
+    expect(res.status).toBe(200);
+  });
+});

@@ -1,0 +1,73 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+
+export const cliBin = fileURLToPath(new URL('../../bin/tunnel2.js', import.meta.url));
+
+export interface Spawned {
+  child: ChildProcess;
+  /** Every stdout line parsed as JSON, in order. */
+  events: Record<string, unknown>[];
+  stderr: () => string;
+  /** Resolves with the first event named `name` (or rejects if the process exits first). */
+  waitFor(name: string): Promise<Record<string, unknown>>;
+  exited: Promise<number | null>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+/** Runs the real CLI (`bin/tunnel2.js`) with `--json` output. */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
+  const child = spawn(process.execPath, [cliBin, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const events: Record<string, unknown>[] = [];
+  const waiters: { name: string; resolve: (e: Record<string, unknown>) => void; reject: (e: Error) => void }[] = [];
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    let event: Record<string, unknown>;
+    try {
+      event = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      event = { event: 'text', line };
+    }
+    events.push(event);
+    for (const waiter of waiters.filter((w) => w.name === event.event)) {
+      waiters.splice(waiters.indexOf(waiter), 1);
+      waiter.resolve(event);
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  void exited.then(() => {
+    for (const waiter of waiters.splice(0)) {
+      waiter.reject(new Error(`process exited before "${waiter.name}"; stderr: ${stderr}`));
+    }
+  });
+  return {
+    child,
+    events,
+    stderr: () => stderr,
+    waitFor(name) {
+      const seen = events.find((e) => e.event === name);
+      if (seen) return Promise.resolve(seen);
+      if (child.exitCode !== null) return Promise.reject(new Error(`process already exited; stderr: ${stderr}`));
+      return new Promise((resolve, reject) => waiters.push({ name, resolve, reject }));
+    },
+    exited,
+    kill(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
+    },
+  };
+}
+
+/** Peak resident set size of a process (VmHWM), in bytes. */
+export function peakRss(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /VmHWM:\s+(\d+) kB/.exec(status);
+  if (!match) throw new Error(`no VmHWM for pid ${pid}`);
+  return Number(match[1]) * 1024;
+}

@@ -1,0 +1,49 @@
+import { type Edge, type EdgeOptions, buildEdge } from '@tunnel2/edge';
+import { createTestBackend } from '@tunnel2/test-backend';
+import { pino } from 'pino';
+import { type ConnectOptions, type Tunnel, connect } from '../../src/index.js';
+
+export type Backend = Awaited<ReturnType<typeof createTestBackend>>;
+
+export interface Stack {
+  backend: Backend;
+  edge: Edge;
+  tunnel: Tunnel;
+  /** Edge port. */
+  port: number;
+  name: string;
+  /** Host header that routes to this tunnel by host. */
+  host: string;
+  close(): Promise<void>;
+}
+
+export const silent = pino({ level: 'silent' });
+
+/** A real backend, a real edge and a real agent, all on loopback with ephemeral ports. */
+export async function startStack(
+  options: { edge?: EdgeOptions; tunnel?: Partial<ConnectOptions>; name?: string } = {},
+): Promise<Stack> {
+  const backend = await createTestBackend();
+  const edge = buildEdge({ port: 0, logger: silent, ...options.edge });
+  const { port } = await edge.listen();
+  const name = options.name ?? 'app';
+  const tunnel = await connect({ target: backend.port, server: edge.url, subdomain: name, ...options.tunnel });
+  return {
+    backend,
+    edge,
+    tunnel,
+    port,
+    name,
+    host: `${name}.localhost:${port}`,
+    async close() {
+      await tunnel.close(0);
+      await edge.close(0);
+      await backend.close();
+    },
+  };
+}
+
+/** Resolves when `predicate` holds, checking on every event-loop turn (bounded by the test timeout). */
+export async function until(predicate: () => boolean): Promise<void> {
+  while (!predicate()) await new Promise((resolve) => setTimeout(resolve, 5));
+}

@@ -1,0 +1,115 @@
+import {
+  ErrorCode,
+  type Hello,
+  MuxSession,
+  type MuxStream,
+  type ProtocolSettings,
+  Tunnel2Error,
+  negotiateVersion,
+} from '@tunnel2/protocol';
+import type { Logger } from 'pino';
+import type { WebSocket } from 'ws';
+
+export interface AgentConnectionOptions {
+  name: string;
+  epoch: number;
+  owner: string;
+  socket: WebSocket;
+  logger: Logger;
+  protocol: Partial<ProtocolSettings>;
+  helloTimeoutMs: number;
+  /** Session info for the agent's HELLO answer (name, public URLs). */
+  sessionInfo: Record<string, unknown>;
+  onReady: (connection: AgentConnection) => void;
+  onClose: (connection: AgentConnection, error: Error | undefined) => void;
+}
+
+/** One agent's WebSocket on the edge, and the multiplexed session running over it. */
+export class AgentConnection {
+  readonly name: string;
+  readonly epoch: number;
+  readonly owner: string;
+  readonly session: MuxSession;
+  readonly connectedAt = Date.now();
+  readonly #socket: WebSocket;
+  readonly #log: Logger;
+  readonly #options: AgentConnectionOptions;
+  #helloTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: AgentConnectionOptions) {
+    this.name = options.name;
+    this.epoch = options.epoch;
+    this.owner = options.owner;
+    this.#socket = options.socket;
+    this.#options = options;
+    this.#log = options.logger.child({ session: options.name, epoch: options.epoch });
+    const socket = options.socket;
+    this.session = new MuxSession({
+      role: 'edge',
+      settings: options.protocol,
+      transport: {
+        send: (message, done) => socket.send(message, { binary: true, compress: false }, done),
+        close: (code, reason) => socket.close(code, reason),
+      },
+      handler: {
+        onHello: (hello) => this.#onHello(hello),
+        onGoAway: (goAway) => this.#log.info({ code: goAway.code, reason: goAway.reason }, 'agent is going away'),
+        onStreamError: (stream, err) => this.#log.error({ err, stream: stream.id }, 'stream handler failed'),
+        onClose: (error) => {
+          if (this.#helloTimer) clearTimeout(this.#helloTimer);
+          if (error) this.#log.warn({ err: error }, 'agent session ended');
+          options.onClose(this, error);
+        },
+      },
+    });
+    socket.on('message', (data, isBinary) => {
+      if (!isBinary) {
+        this.session.close(ErrorCode.PROTOCOL_ERROR, 'text messages are not part of the protocol');
+        return;
+      }
+      this.session.receive(data as Buffer);
+    });
+    socket.on('close', () => this.session.transportClosed());
+    socket.on('error', (err) => {
+      this.#log.warn({ err }, 'agent socket error');
+      this.session.transportClosed(err);
+    });
+    this.#helloTimer = setTimeout(() => {
+      this.session.close(ErrorCode.PROTOCOL_ERROR, `no HELLO within ${options.helloTimeoutMs} ms`);
+    }, options.helloTimeoutMs);
+    this.#helloTimer.unref();
+  }
+
+  get ready(): boolean {
+    return this.session.ready;
+  }
+
+  /** Opens a request stream; throws a ProtocolError with TOO_MANY_STREAMS or SESSION_CLOSED. */
+  openStream(): MuxStream {
+    return this.session.openStream();
+  }
+
+  /** Graceful: no new requests, in-flight ones finish. */
+  drain(reason: string): void {
+    this.session.goAway(ErrorCode.GOING_AWAY, reason);
+  }
+
+  close(code: number = ErrorCode.NO_ERROR, reason = 'closed by edge'): void {
+    this.session.close(code, reason);
+  }
+
+  #onHello(hello: Hello): void {
+    if (this.#helloTimer) clearTimeout(this.#helloTimer);
+    try {
+      negotiateVersion(hello);
+    } catch (err) {
+      const code = Tunnel2Error.isTunnel2Error(err) ? err.code : 'unknown';
+      this.#log.warn({ code }, 'agent protocol version unsupported');
+      this.session.close(ErrorCode.VERSION_UNSUPPORTED, err instanceof Error ? err.message : 'version unsupported');
+      return;
+    }
+    this.session.sendHello(this.#options.sessionInfo, true);
+    this.#log.info({ agent: hello.meta.agent }, 'agent connected');
+    this.#options.onReady(this);
+  }
+}

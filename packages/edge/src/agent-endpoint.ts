@@ -1,0 +1,127 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { WebSocketServer } from 'ws';
+import { AgentConnection } from './agent-connection.js';
+import type { ResolvedEdgeOptions } from './edge-options.js';
+import { rejectUpgrade } from './error-response.js';
+import { EdgeErrorCode } from './errors.js';
+import type { SessionTable } from './session-table.js';
+import { checkRequestedName, ownerKey, randomSessionName } from './session-name.js';
+
+export interface AgentEndpointOptions {
+  options: ResolvedEdgeOptions;
+  sessions: SessionTable;
+  logger: Logger;
+  /** Public URLs for a session name. */
+  urlsFor: (name: string) => { url: string; urls: string[] };
+  isDraining: () => boolean;
+}
+
+/** Header an agent sends so its reconnects resume its name even without a token. */
+export const AGENT_KEY_HEADER = 'x-tunnel2-agent-key';
+
+/**
+ * The agents' door: checks the requested name and claims it in the registry before upgrading, so a
+ * conflict is an HTTP 409 the CLI can print, then runs the protocol session over the WebSocket.
+ */
+export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
+  const { options, sessions, logger } = endpoint;
+  const wss = new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    maxPayload: options.maxMessageSize,
+    clientTracking: false,
+  });
+
+  async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    if (endpoint.isDraining()) {
+      rejectUpgrade(socket, { code: EdgeErrorCode.DRAINING, message: 'edge is shutting down: connect again shortly' });
+      return;
+    }
+    const url = new URL(req.url ?? '/', 'http://edge.invalid');
+    const requested = url.searchParams.get('name')?.toLowerCase() || undefined;
+    if (requested !== undefined) {
+      const check = checkRequestedName(requested);
+      if (!check.ok) {
+        const code = check.reason === 'reserved' ? EdgeErrorCode.RESERVED_NAME : EdgeErrorCode.INVALID_NAME;
+        const why =
+          check.reason === 'reserved'
+            ? `subdomain "${requested}" is reserved`
+            : `subdomain "${requested}" is not a valid DNS label (a-z, 0-9, inner hyphens, at most 63 characters)`;
+        rejectUpgrade(socket, { code, message: why });
+        return;
+      }
+    }
+    const name = requested ?? randomSessionName();
+    const secret = bearerToken(req) ?? headerValue(req, AGENT_KEY_HEADER) ?? randomUUID();
+    const owner = ownerKey(secret);
+    let admitted: Awaited<ReturnType<SessionTable['admit']>>;
+    try {
+      admitted = await sessions.admit(name, owner);
+    } catch (err) {
+      logger.error({ err, session: name }, 'registry claim failed');
+      rejectUpgrade(socket, { code: EdgeErrorCode.TUNNEL_OFFLINE, message: 'session registry unavailable' });
+      return;
+    }
+    if (!admitted.ok) {
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.NAME_IN_USE,
+        message: `subdomain "${name}" is in use by another agent`,
+      });
+      return;
+    }
+    const epoch = admitted.epoch;
+    if (socket.destroyed) {
+      await sessions.abandon(name, epoch);
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const urls = endpoint.urlsFor(name);
+      let activated = false;
+      new AgentConnection({
+        name,
+        epoch,
+        owner,
+        socket: ws,
+        logger,
+        protocol: options.protocol,
+        helloTimeoutMs: options.helloTimeoutMs,
+        sessionInfo: { name, ...urls },
+        onReady: (connection) => {
+          activated = true;
+          sessions.activate(connection);
+        },
+        onClose: (connection) => {
+          if (activated) void sessions.deactivate(connection);
+          else void sessions.abandon(name, epoch);
+        },
+      });
+    });
+  }
+
+  return {
+    handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+      handleUpgrade(req, socket, head).catch((err: unknown) => {
+        logger.error({ err }, 'agent upgrade failed');
+        socket.destroy();
+      });
+    },
+    close(): void {
+      wss.close();
+    },
+  };
+}
+
+function headerValue(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function bearerToken(req: IncomingMessage): string | undefined {
+  const auth = req.headers.authorization;
+  if (auth === undefined) return undefined;
+  const match = /^Bearer\s+(\S+)$/i.exec(auth);
+  return match?.[1];
+}

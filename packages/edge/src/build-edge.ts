@@ -1,0 +1,152 @@
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { ErrorCode } from '@tunnel2/protocol';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import { type Logger, pino } from 'pino';
+import { createAgentEndpoint } from './agent-endpoint.js';
+import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
+import { rejectUpgrade } from './error-response.js';
+import { EdgeErrorCode } from './errors.js';
+import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
+import { SessionTable } from './session-table.js';
+import { handleTunnelRequest } from './tunnel-ingress.js';
+import { InFlight } from './in-flight.js';
+
+export interface Edge {
+  readonly app: FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>;
+  readonly sessions: SessionTable;
+  readonly options: ResolvedEdgeOptions;
+  /** Starts listening; resolves with the bound port. */
+  listen(): Promise<{ port: number; url: string }>;
+  /** The base URL agents and clients use (valid after listen). */
+  readonly url: string;
+  /** Public URLs of a session name. */
+  urlsFor(name: string): { url: string; urls: string[] };
+  /** Requests currently being carried through tunnels. */
+  readonly inFlight: number;
+  /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Builds the edge without listening. Tunnel traffic is routed before Fastify sees it (no body parsing,
+ * no per-request hooks on the hot path); everything else — the landing page, errors — is a Fastify route.
+ */
+export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
+  const options = resolveEdgeOptions(edgeOptions);
+  const logger: Logger = edgeOptions.logger ?? pino({ level: process.env.TUNNEL2_LOG_LEVEL ?? 'info' });
+  const sessions = new SessionTable({
+    registry: options.registry,
+    nodeId: options.nodeId,
+    leaseTtlMs: options.leaseTtlMs,
+    reconnectGraceMs: options.reconnectGraceMs,
+    logger,
+  });
+  const inFlight = new InFlight();
+  let draining = false;
+  let boundPort = options.port;
+  const ingress = { sessions, responseTimeoutMs: options.responseTimeoutMs, logger, inFlight };
+
+  const baseUrl = (): URL => new URL(options.publicUrl ?? `http://${options.domain}:${boundPort}`);
+  const urlsFor = (name: string): { url: string; urls: string[] } => {
+    const base = baseUrl();
+    const hostUrl = new URL(base);
+    hostUrl.hostname = `${name}.${base.hostname}`;
+    const pathUrl = new URL(`session/${name}/`, base.href.endsWith('/') ? base : `${base.href}/`);
+    return { url: hostUrl.href, urls: [hostUrl.href, pathUrl.href] };
+  };
+
+  const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
+    const server = createServer((req, res) => {
+      const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
+      if (route === undefined) {
+        fastifyHandler(req, res);
+        return;
+      }
+      handleTunnelRequest(req, res, route, ingress);
+    });
+    return server;
+  };
+
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    serverFactory,
+    // Tunnelled bodies never pass through Fastify; its own routes are small.
+    bodyLimit: 64 * 1024,
+  });
+
+  const agentEndpoint = createAgentEndpoint({
+    options,
+    sessions,
+    logger,
+    urlsFor,
+    isDraining: () => draining,
+  });
+
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
+    if (route === undefined && (req.url ?? '').split('?')[0] === options.agentPath) {
+      agentEndpoint.handleUpgrade(req, socket, head);
+      return;
+    }
+    rejectUpgrade(socket, {
+      code: EdgeErrorCode.UPGRADE_UNSUPPORTED,
+      message: 'protocol upgrades through the tunnel are not supported by this edge',
+    });
+  });
+
+  app.get('/', async (request, reply) => {
+    reply.type('text/plain; charset=utf-8');
+    const host = hostnameOf(request.headers.host) ?? options.domain;
+    return (
+      'tunnel2 edge\n\n' +
+      `Agents connect with:  npx tunnel2 http <port> --server ${baseUrl().origin}\n` +
+      `Tunnels answer at:    http://<name>.${options.domain}:${boundPort}/  or  ${baseUrl().origin}/session/<name>/\n` +
+      `Sessions on this node: ${sessions.size}\n` +
+      (host !== options.domain ? `\n(host ${host} is not a tunnel under ${options.domain})\n` : '')
+    );
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply
+      .code(404)
+      .header('x-tunnel2-error', EdgeErrorCode.UNKNOWN_SESSION)
+      .type('text/plain; charset=utf-8')
+      .send(
+        `not found: ${request.url} is not a tunnel URL. Use http://<name>.${options.domain}:${boundPort}/ ` +
+          'or /session/<name>/...\n',
+      );
+  });
+
+  const edge: Edge = {
+    app,
+    sessions,
+    options,
+    get url() {
+      return `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${boundPort}`;
+    },
+    get inFlight() {
+      return inFlight.count;
+    },
+    urlsFor,
+    async listen() {
+      await app.listen({ port: options.port, host: options.host });
+      boundPort = (app.server.address() as AddressInfo).port;
+      return { port: boundPort, url: edge.url };
+    },
+    async close(graceMs = 10_000) {
+      draining = true;
+      for (const connection of sessions.connections()) connection.drain('edge shutting down');
+      await inFlight.idle(graceMs);
+      for (const connection of [...sessions.connections()]) connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
+      sessions.close();
+      agentEndpoint.close();
+      app.server.closeAllConnections();
+      await app.close();
+      if (options.ownsRegistry) await options.registry.close();
+    },
+  };
+  return edge;
+}

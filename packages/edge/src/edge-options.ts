@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import type { ProtocolSettings } from '@tunnel2/protocol';
+import { type SessionRegistry, createMemoryRegistry } from '@tunnel2/registry';
+import type { Logger } from 'pino';
+import { EdgeError, EdgeErrorCode } from './errors.js';
+
+export interface EdgeOptions {
+  /** Listen port; 0 picks a free one. */
+  port?: number;
+  /** Listen address. */
+  host?: string;
+  /** Sessions are reachable as `<name>.<domain>`; `localhost` works locally since `*.localhost` is loopback. */
+  domain?: string;
+  /** Base of the public URLs handed to agents, e.g. `https://tunnel.example.com`. Default: `http://<domain>:<port>`. */
+  publicUrl?: string;
+  /** Where agents open their WebSocket. */
+  agentPath?: string;
+  registry?: SessionRegistry;
+  /** This node's id in the registry. */
+  nodeId?: string;
+  logger?: Logger;
+  /** A tunnel request that gets no response head within this time is answered 504. */
+  responseTimeoutMs?: number;
+  /** How long a session's lease lives in the registry without renewal. */
+  leaseTtlMs?: number;
+  /** How long a disconnected session's name stays reserved for its owner. */
+  reconnectGraceMs?: number;
+  /** What the edge accepts from agents (announced in its HELLO). */
+  protocol?: Partial<ProtocolSettings>;
+  /** Largest WebSocket message accepted from an agent. */
+  maxMessageSize?: number;
+  /** Time an agent has to send its HELLO after the WebSocket opens. */
+  helloTimeoutMs?: number;
+}
+
+export interface ResolvedEdgeOptions {
+  port: number;
+  host: string;
+  domain: string;
+  publicUrl: string | undefined;
+  agentPath: string;
+  registry: SessionRegistry;
+  ownsRegistry: boolean;
+  nodeId: string;
+  responseTimeoutMs: number;
+  leaseTtlMs: number;
+  reconnectGraceMs: number;
+  protocol: Partial<ProtocolSettings>;
+  maxMessageSize: number;
+  helloTimeoutMs: number;
+}
+
+function positive(name: string, value: number, min: number, max: number): number {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `invalid edge option ${name}=${value}: must be an integer in [${min}, ${max}]`,
+    );
+  }
+  return value;
+}
+
+export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
+  const domain = (options.domain ?? 'localhost').toLowerCase().replace(/\.$/, '');
+  if (!/^[a-z0-9.-]+$/.test(domain) || domain.startsWith('.') || domain.includes('..')) {
+    throw new EdgeError(EdgeErrorCode.INVALID_CONFIG, `invalid edge option domain=${domain}: must be a DNS name`);
+  }
+  const agentPath = options.agentPath ?? '/_tunnel2/connect';
+  if (!agentPath.startsWith('/')) {
+    throw new EdgeError(EdgeErrorCode.INVALID_CONFIG, `invalid edge option agentPath=${agentPath}: must start with /`);
+  }
+  if (options.publicUrl !== undefined && !URL.canParse(options.publicUrl)) {
+    throw new EdgeError(EdgeErrorCode.INVALID_CONFIG, `invalid edge option publicUrl=${options.publicUrl}: not a URL`);
+  }
+  return {
+    port: positive('port', options.port ?? 8080, 0, 65535),
+    host: options.host ?? '127.0.0.1',
+    domain,
+    publicUrl: options.publicUrl,
+    agentPath,
+    registry: options.registry ?? createMemoryRegistry(),
+    ownsRegistry: options.registry === undefined,
+    nodeId: options.nodeId ?? randomUUID(),
+    responseTimeoutMs: positive('responseTimeoutMs', options.responseTimeoutMs ?? 60_000, 1, 3_600_000),
+    leaseTtlMs: positive('leaseTtlMs', options.leaseTtlMs ?? 30_000, 1_000, 3_600_000),
+    reconnectGraceMs: positive('reconnectGraceMs', options.reconnectGraceMs ?? 60_000, 0, 86_400_000),
+    protocol: options.protocol ?? {},
+    maxMessageSize: positive('maxMessageSize', options.maxMessageSize ?? 4 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024),
+    helloTimeoutMs: positive('helloTimeoutMs', options.helloTimeoutMs ?? 10_000, 1, 600_000),
+  };
+}

@@ -1,0 +1,106 @@
+import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
+import { ErrorCode } from '@tunnel2/protocol';
+import type { Logger } from 'pino';
+import type { AgentConnection } from './agent-connection.js';
+
+export interface SessionTableOptions {
+  registry: SessionRegistry;
+  nodeId: string;
+  leaseTtlMs: number;
+  reconnectGraceMs: number;
+  logger: Logger;
+}
+
+export type AdmitResult = { ok: true; epoch: number } | { ok: false; record: SessionRecord | undefined };
+
+/**
+ * The sessions connected to this edge node, kept in step with the shared registry: a name is claimed
+ * before the WebSocket upgrade, its lease renewed while connected, and marked disconnected (reserved for
+ * its owner for a grace period) when the socket goes away. Epochs make sure an older connection that
+ * closes late cannot remove a newer one.
+ */
+export class SessionTable {
+  readonly #local = new Map<string, AgentConnection>();
+  readonly #options: SessionTableOptions;
+  readonly #renewTimer: NodeJS.Timeout;
+
+  constructor(options: SessionTableOptions) {
+    this.#options = options;
+    // One timer for every session on this node, not one per session.
+    this.#renewTimer = setInterval(() => void this.#renewAll(), Math.max(250, Math.floor(options.leaseTtlMs / 3)));
+    this.#renewTimer.unref();
+  }
+
+  get size(): number {
+    return this.#local.size;
+  }
+
+  /** The live, handshaken connection for a name on this node. */
+  get(name: string): AgentConnection | undefined {
+    return this.#local.get(name);
+  }
+
+  connections(): IterableIterator<AgentConnection> {
+    return this.#local.values();
+  }
+
+  /** The registry's view of a name (used to tell "never heard of it" from "its agent is away"). */
+  lookup(name: string): Promise<SessionRecord | undefined> {
+    return this.#options.registry.lookup(name);
+  }
+
+  async admit(name: string, owner: string): Promise<AdmitResult> {
+    const result = await this.#options.registry.claim({
+      name,
+      owner,
+      nodeId: this.#options.nodeId,
+      ttlMs: this.#options.leaseTtlMs,
+    });
+    if (result.ok) return { ok: true, epoch: result.record.epoch };
+    return { ok: false, record: result.record };
+  }
+
+  /** A claimed name whose WebSocket never became a session. */
+  async abandon(name: string, epoch: number): Promise<void> {
+    await this.#options.registry.release(name, epoch);
+  }
+
+  /** The connection finished its handshake: it now serves the name, replacing an older connection. */
+  activate(connection: AgentConnection): void {
+    const previous = this.#local.get(connection.name);
+    this.#local.set(connection.name, connection);
+    if (previous !== undefined && previous !== connection) {
+      this.#options.logger.info({ session: connection.name }, 'newer connection replaces the older one');
+      previous.close(ErrorCode.GOING_AWAY, 'replaced by a newer connection for this name');
+    }
+  }
+
+  /** The connection is gone; its name stays reserved for the owner for the grace period. */
+  async deactivate(connection: AgentConnection): Promise<void> {
+    if (this.#local.get(connection.name) === connection) this.#local.delete(connection.name);
+    try {
+      await this.#options.registry.markDisconnected(connection.name, connection.epoch, this.#options.reconnectGraceMs);
+    } catch (err) {
+      this.#options.logger.warn({ err, session: connection.name }, 'registry markDisconnected failed');
+    }
+  }
+
+  close(): void {
+    clearInterval(this.#renewTimer);
+  }
+
+  async #renewAll(): Promise<void> {
+    for (const connection of [...this.#local.values()]) {
+      try {
+        const ok = await this.#options.registry.renew(connection.name, connection.epoch, this.#options.leaseTtlMs);
+        if (!ok && this.#local.get(connection.name) === connection) {
+          this.#options.logger.warn({ session: connection.name }, 'lease lost to a newer owner; closing');
+          this.#local.delete(connection.name);
+          connection.close(ErrorCode.GOING_AWAY, 'session taken over elsewhere');
+        }
+      } catch (err) {
+        this.#options.logger.warn({ err, session: connection.name }, 'lease renewal failed');
+      }
+    }
+  }
+}

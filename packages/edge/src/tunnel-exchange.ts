@@ -1,0 +1,184 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  ErrorCode,
+  type MuxStream,
+  type StreamHandler,
+  type StreamResetError,
+  decodeResponseHead,
+  withoutHopByHop,
+} from '@tunnel2/protocol';
+import { sendEdgeError } from './error-response.js';
+import { EdgeErrorCode } from './errors.js';
+
+
+export interface ExchangeContext {
+  name: string;
+  responseTimeoutMs: number;
+  onFinish?: (exchange: TunnelExchange) => void;
+}
+
+/**
+ * One public request carried over one stream. Request bytes flow into the stream (the client socket is
+ * paused while the stream has no credit); response bytes flow into the client response and their credit
+ * is returned only once the response has taken them (after 'drain' when the client is slow).
+ */
+export class TunnelExchange implements StreamHandler {
+  readonly #req: IncomingMessage;
+  readonly #res: ServerResponse;
+  readonly #stream: MuxStream;
+  readonly #context: ExchangeContext;
+  #timer: NodeJS.Timeout | undefined;
+  #headSent = false;
+  #done = false;
+  /** Response bytes written while the client's buffer was full; credited on 'drain'. */
+  #owed = 0;
+
+  constructor(req: IncomingMessage, res: ServerResponse, stream: MuxStream, context: ExchangeContext) {
+    this.#req = req;
+    this.#res = res;
+    this.#stream = stream;
+    this.#context = context;
+    stream.handler = this;
+    this.#timer = setTimeout(this.#onTimeout, context.responseTimeoutMs);
+    res.on('close', this.#onResponseClose);
+    res.on('drain', this.#onResponseDrain);
+  }
+
+  /** Sends the request body (if any) into the stream, honouring its backpressure. */
+  pumpRequestBody(): void {
+    const req = this.#req;
+    req.on('data', (chunk: Buffer) => {
+      if (!this.#stream.write(chunk)) req.pause();
+    });
+    req.on('end', () => this.#stream.end());
+  }
+
+  onHeaders(payload: Buffer, endStream: boolean): void {
+    const head = decodeResponseHead(payload);
+    if (this.#headSent) {
+      // A second head after the body is the trailer section: kept apart from the header section.
+      if (head.headers.length > 0 && this.#res.chunkedEncoding) this.#res.addTrailers(pairs(head.headers));
+      if (endStream) this.#finish();
+      return;
+    }
+    if (head.status < 200) {
+      if (head.status === 100) this.#res.writeContinue();
+      return;
+    }
+    this.#clearTimer();
+    try {
+      this.#res.writeHead(head.status, head.statusMessage || undefined, withoutHopByHop(head.headers));
+    } catch {
+      // Node refuses heads it could not put on the wire (invalid characters, bad status): say so plainly.
+      this.#done = true;
+      this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+      sendEdgeError(this.#res, EdgeErrorCode.STREAM_FAILED, `tunnel ${this.#context.name}: the backend sent an invalid response head`);
+      this.#context.onFinish?.(this);
+      return;
+    }
+    this.#headSent = true;
+    if (endStream) this.#finish();
+  }
+
+  onData(chunk: Buffer): void {
+    if (this.#res.write(chunk)) this.#stream.consume(chunk.length);
+    else this.#owed += chunk.length;
+  }
+
+  onEnd(): void {
+    this.#finish();
+  }
+
+  onReset(error: StreamResetError): void {
+    this.#clearTimer();
+    if (this.#done) return;
+    this.#done = true;
+    if (this.#headSent) {
+      // The body was cut short: the client must see an aborted response, never a silently short one.
+      this.#res.destroy();
+    } else {
+      const [code, message] = describeReset(error.protocolCode, this.#context.name);
+      sendEdgeError(this.#res, code, message, code === EdgeErrorCode.TUNNEL_BUSY ? 1 : undefined);
+    }
+    this.#req.resume();
+    this.#context.onFinish?.(this);
+  }
+
+  onDrain(): void {
+    this.#req.resume();
+  }
+
+  #finish(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#clearTimer();
+    if (!this.#headSent) {
+      sendEdgeError(this.#res, EdgeErrorCode.STREAM_FAILED, `tunnel ${this.#context.name}: agent ended without a response`);
+    } else {
+      this.#res.end();
+    }
+    this.#context.onFinish?.(this);
+  }
+
+  readonly #onTimeout = (): void => {
+    this.#timer = undefined;
+    if (this.#headSent || this.#done) return;
+    this.#done = true;
+    this.#stream.reset(ErrorCode.CANCEL);
+    sendEdgeError(
+      this.#res,
+      EdgeErrorCode.RESPONSE_TIMEOUT,
+      `tunnel ${this.#context.name}: no response from the backend within ${this.#context.responseTimeoutMs} ms`,
+    );
+    this.#context.onFinish?.(this);
+  };
+
+  readonly #onResponseDrain = (): void => {
+    if (this.#owed > 0) {
+      const owed = this.#owed;
+      this.#owed = 0;
+      this.#stream.consume(owed);
+    }
+  };
+
+  /** The client connection closed: if the response was not complete, the backend request is cancelled. */
+  readonly #onResponseClose = (): void => {
+    this.#clearTimer();
+    if (!this.#res.writableFinished && !this.#stream.closed) this.#stream.reset(ErrorCode.CANCEL);
+    else if (this.#owed > 0) this.#onResponseDrain();
+    if (!this.#done) {
+      this.#done = true;
+      this.#context.onFinish?.(this);
+    }
+  };
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+}
+
+function pairs(raw: string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
+  return out;
+}
+
+function describeReset(code: number, name: string): [EdgeErrorCode, string] {
+  switch (code) {
+    case ErrorCode.REFUSED_STREAM:
+      return [EdgeErrorCode.TUNNEL_BUSY, `tunnel ${name}: the agent refused the request (too busy or shutting down)`];
+    case ErrorCode.GOING_AWAY:
+      return [EdgeErrorCode.TUNNEL_BUSY, `tunnel ${name}: the agent is shutting down`];
+    case ErrorCode.SESSION_CLOSED:
+      return [EdgeErrorCode.TUNNEL_OFFLINE, `tunnel ${name} is offline: its agent disconnected`];
+    case ErrorCode.BACKEND_TIMEOUT:
+      return [EdgeErrorCode.RESPONSE_TIMEOUT, `tunnel ${name}: the backend did not answer in time`];
+    case ErrorCode.HEADERS_TOO_LARGE:
+      return [EdgeErrorCode.HEADERS_TOO_LARGE, `tunnel ${name}: request headers too large for the tunnel`];
+    default:
+      return [EdgeErrorCode.STREAM_FAILED, `tunnel ${name}: the request failed in the tunnel`];
+  }
+}

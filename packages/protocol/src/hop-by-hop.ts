@@ -1,0 +1,37 @@
+import type { RawHeaders } from './http-head.js';
+
+/** RFC 9110 §7.6.1 connection-specific fields, plus the legacy ones proxies still see. */
+const alwaysHopByHop = new Set([
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'te',
+  'transfer-encoding',
+  'upgrade',
+  'trailer',
+]);
+
+/**
+ * Copies raw headers without the hop-by-hop ones, including every field named in `Connection`.
+ * Order, case and repeated names of everything else are kept.
+ */
+export function withoutHopByHop(raw: RawHeaders): RawHeaders {
+  let named: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length === 10 && raw[i]!.toLowerCase() === 'connection') {
+      for (const token of raw[i + 1]!.split(',')) {
+        const name = token.trim().toLowerCase();
+        if (name === '') continue;
+        named ??= new Set();
+        named.add(name);
+      }
+    }
+  }
+  const out: RawHeaders = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const lower = raw[i]!.toLowerCase();
+    if (alwaysHopByHop.has(lower) || named?.has(lower)) continue;
+    out.push(raw[i]!, raw[i + 1]!);
+  }
+  return out;
+}

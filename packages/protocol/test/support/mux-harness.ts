@@ -1,0 +1,197 @@
+import {
+  decodeFrames,
+  type Frame,
+  type FrameTransport,
+  type GoAway,
+  type Hello,
+  MuxSession,
+  type MuxStream,
+  type ProtocolSettings,
+  type SessionHandler,
+  type SessionRole,
+} from '../../src/index.js';
+import { type Deferred, deferred } from './deferred.js';
+
+/** Settings that keep session tests free of timers unless a test asks for a heartbeat. */
+export const quietSettings: Partial<ProtocolSettings> = { heartbeatIntervalMs: 0 };
+
+/** Resolves with the first frame in `frames` (now or later) that matches. */
+class FrameLog {
+  readonly frames: Frame[] = [];
+  #waiters: { match: (frame: Frame) => boolean; done: Deferred<Frame> }[] = [];
+
+  add(message: Buffer): void {
+    for (const frame of decodeFrames(message)) {
+      this.frames.push(frame);
+      this.#waiters = this.#waiters.filter((w) => {
+        if (!w.match(frame)) return true;
+        w.done.resolve(frame);
+        return false;
+      });
+    }
+  }
+
+  waitFor(match: (frame: Frame) => boolean): Promise<Frame> {
+    const found = this.frames.find(match);
+    if (found !== undefined) return Promise.resolve(found);
+    const done = deferred<Frame>();
+    this.#waiters.push({ match, done });
+    return done.promise;
+  }
+}
+
+/**
+ * One end of an in-memory pipe: send() hands the message to the peer's receive() on a later turn (like a
+ * socket would) and then reports it flushed; close() tells the peer its transport went away, after the
+ * messages already sent, as a WebSocket close would.
+ */
+export class MemoryTransport implements FrameTransport {
+  peer: MuxSession | undefined;
+  /** Every frame this side sent, in order. */
+  readonly sent = new FrameLog();
+  closedWith: { code: number; reason: string } | undefined;
+
+  send(message: Buffer, done: (error?: Error) => void): void {
+    this.sent.add(message);
+    setImmediate(() => {
+      this.peer?.receive(message);
+      done();
+    });
+  }
+
+  close(code: number, reason: string): void {
+    this.closedWith = { code, reason };
+    setImmediate(() => this.peer?.transportClosed());
+  }
+}
+
+/** The session-level events of one side, as promises and lists. */
+export class SessionEvents implements SessionHandler {
+  readonly hello = deferred<{ hello: Hello; ack: boolean }>();
+  readonly closed = deferred<Error | undefined>();
+  readonly goAway = deferred<GoAway>();
+  readonly streamErrors: { stream: MuxStream; error: unknown }[] = [];
+  onStreamOpened: ((stream: MuxStream) => void) | undefined;
+  /** Extra work on HELLO (the edge answers the agent's HELLO here). */
+  afterHello: ((hello: Hello, ack: boolean) => void) | undefined;
+
+  onHello(hello: Hello, ack: boolean): void {
+    this.hello.resolve({ hello, ack });
+    this.afterHello?.(hello, ack);
+  }
+  onStream(stream: MuxStream): void {
+    this.onStreamOpened?.(stream);
+  }
+  onGoAway(goAway: GoAway): void {
+    this.goAway.resolve(goAway);
+  }
+  onStreamError(stream: MuxStream, error: unknown): void {
+    this.streamErrors.push({ stream, error });
+  }
+  onClose(error: Error | undefined): void {
+    this.closed.resolve(error);
+  }
+}
+
+export interface Side {
+  session: MuxSession;
+  transport: MemoryTransport;
+  events: SessionEvents;
+}
+
+export interface Pair {
+  edge: Side;
+  agent: Side;
+  /** Ends both sessions (idempotent), so no test leaves state behind. */
+  dispose(): void;
+}
+
+export interface PairOptions {
+  /** Applied to both sides unless overridden per side. */
+  settings?: Partial<ProtocolSettings>;
+  edgeSettings?: Partial<ProtocolSettings>;
+  agentSettings?: Partial<ProtocolSettings>;
+  highWaterMark?: number;
+}
+
+function createSide(role: SessionRole, settings: Partial<ProtocolSettings>, highWaterMark?: number): Side {
+  const transport = new MemoryTransport();
+  const events = new SessionEvents();
+  const session = new MuxSession({
+    role,
+    transport,
+    handler: events,
+    settings,
+    ...(highWaterMark === undefined ? {} : { highWaterMark }),
+  });
+  return { session, transport, events };
+}
+
+/** Builds an edge and an agent wired back to back, without the handshake. */
+export function createPair(options: PairOptions = {}): Pair {
+  const edge = createSide(
+    'edge',
+    { ...quietSettings, ...options.settings, ...options.edgeSettings },
+    options.highWaterMark,
+  );
+  const agent = createSide(
+    'agent',
+    { ...quietSettings, ...options.settings, ...options.agentSettings },
+    options.highWaterMark,
+  );
+  edge.transport.peer = agent.session;
+  agent.transport.peer = edge.session;
+  return {
+    edge,
+    agent,
+    dispose() {
+      edge.session.transportClosed();
+      agent.session.transportClosed();
+    },
+  };
+}
+
+/** Builds a pair and runs the handshake: the agent says HELLO first, the edge answers with ACK. */
+export async function connectPair(options: PairOptions = {}): Promise<Pair> {
+  const pair = createPair(options);
+  pair.edge.events.afterHello = (_hello, ack) => {
+    if (!ack) pair.edge.session.sendHello({ session: 'test' }, true);
+  };
+  pair.agent.session.sendHello({ agent: 'test' }, false);
+  await pair.agent.events.hello.promise;
+  return pair;
+}
+
+/**
+ * A session under test whose peer is the test itself: the test feeds raw frames with `feed()` and reads
+ * what the session sent in `sent`. Used where a well-behaved MuxSession peer cannot misbehave.
+ */
+export interface RawPeer {
+  session: MuxSession;
+  events: SessionEvents;
+  sent: FrameLog;
+  closes: { code: number; reason: string }[];
+  feed(...frames: Buffer[]): void;
+}
+
+export function createRawPeer(role: SessionRole, settings: Partial<ProtocolSettings> = {}): RawPeer {
+  const sent = new FrameLog();
+  const closes: { code: number; reason: string }[] = [];
+  const transport: FrameTransport = {
+    send(message, done) {
+      sent.add(message);
+      setImmediate(done);
+    },
+    close(code, reason) {
+      closes.push({ code, reason });
+    },
+  };
+  const events = new SessionEvents();
+  const session = new MuxSession({
+    role,
+    transport,
+    handler: events,
+    settings: { ...quietSettings, ...settings },
+  });
+  return { session, events, sent, closes, feed: (...frames) => session.receive(Buffer.concat(frames)) };
+}
