@@ -1,6 +1,7 @@
 // The self-contained demo: an edge, a backend and an agent on loopback, then a request through the tunnel.
-import { buildEdge } from '@tunnel2/edge';
+
 import { connect } from '@tunnel2/cli';
+import { buildEdge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { pino } from 'pino';
 

@@ -1,12 +1,12 @@
 import { Readable } from 'node:stream';
 import {
+  decodeRequestHead,
   ErrorCode,
+  encodeResponseHead,
   type MuxStream,
   type RawHeaders,
   type StreamHandler,
   type StreamResetError,
-  decodeRequestHead,
-  encodeResponseHead,
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
@@ -133,13 +133,22 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     if (this.#stream.closed) controller.abort(new Error('stream closed before the request started'));
   }
 
-  onResponseStart(controller: DispatchController, statusCode: number, _headers: unknown, statusMessage?: string): void {
+  onResponseStart(
+    controller: DispatchController,
+    statusCode: number,
+    _headers: unknown,
+    statusMessage?: string,
+  ): void {
     if (this.#stream.closed) return;
     if (statusCode < 200) return;
     this.#status = statusCode;
     this.#responseStarted = true;
     const head = encodeResponseHead(
-      { status: statusCode, statusMessage: statusMessage ?? '', headers: withoutHopByHop(rawHeaderStrings(controller.rawHeaders)) },
+      {
+        status: statusCode,
+        statusMessage: statusMessage ?? '',
+        headers: withoutHopByHop(rawHeaderStrings(controller.rawHeaders)),
+      },
       this.#options.maxHeadSize,
     );
     this.#stream.sendHeaders(head, false);
@@ -154,7 +163,10 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     const trailers = controller.rawTrailers;
     const raw = rawHeaderStrings(trailers);
     if (raw.length > 0 && !this.#stream.closed) {
-      this.#stream.sendHeaders(encodeResponseHead({ status: 200, statusMessage: '', headers: raw }, this.#options.maxHeadSize), true);
+      this.#stream.sendHeaders(
+        encodeResponseHead({ status: 200, statusMessage: '', headers: raw }, this.#options.maxHeadSize),
+        true,
+      );
     } else {
       this.#stream.end();
     }
@@ -212,7 +224,8 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       out.push(headers[i]!, headers[i + 1]!);
     }
     const mode = this.#options.hostHeader;
-    const host = mode === 'rewrite' ? this.#options.target.host : mode === 'preserve' ? publicHost : mode.value;
+    const host =
+      mode === 'rewrite' ? this.#options.target.host : mode === 'preserve' ? publicHost : mode.value;
     if (host !== undefined) out.unshift('host', host);
     return out;
   }

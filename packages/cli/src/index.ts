@@ -1,6 +1,6 @@
-export { connect, Tunnel, type ConnectOptions, type TunnelEvents, type ReconnectingEvent } from './tunnel.js';
 export type { SessionInfo } from './agent-session.js';
-export type { RequestReport } from './forward-exchange.js';
 export { AgentError, AgentErrorCode } from './errors.js';
+export type { RequestReport } from './forward-exchange.js';
 export { parseTarget, type Target } from './target.js';
+export { type ConnectOptions, connect, type ReconnectingEvent, Tunnel, type TunnelEvents } from './tunnel.js';
 export { VERSION } from './version.js';

@@ -1,6 +1,4 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { runHttpCommand } from './commands/http-command.js';
-import { runServerCommand } from './commands/server-command.js';
 import { VERSION } from './version.js';
 
 function hostHeaderArg(value: string): string {
@@ -18,10 +16,19 @@ program
   .command('http')
   .description('forward a public URL to a local HTTP server')
   .argument('<target>', 'local port, host:port or URL (3000, localhost:3000, http://127.0.0.1:3000)')
-  .option('-s, --server <url>', 'edge server URL (env TUNNEL2_SERVER)', process.env.TUNNEL2_SERVER ?? 'http://localhost:8080')
+  .option(
+    '-s, --server <url>',
+    'edge server URL (env TUNNEL2_SERVER)',
+    process.env.TUNNEL2_SERVER ?? 'http://localhost:8080',
+  )
   .option('-n, --subdomain <name>', 'requested subdomain (default: random, unguessable)')
   .option('-t, --token <token>', 'agent token (env TUNNEL2_TOKEN)')
-  .option('--host-header <mode>', 'Host seen by the backend: rewrite | preserve | <value>', hostHeaderArg, 'rewrite')
+  .option(
+    '--host-header <mode>',
+    'Host seen by the backend: rewrite | preserve | <value>',
+    hostHeaderArg,
+    'rewrite',
+  )
   .option('--json', 'one JSON event per line on stdout (ready, request, reconnecting, error)')
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
   .addHelpText(
@@ -29,6 +36,8 @@ program
     '\nExamples:\n  $ tunnel2 http 3000\n  $ tunnel2 http localhost:5173 --subdomain myapp --server https://tunnel.example.com\n  $ tunnel2 http 8080 --json | jq .\n',
   )
   .action(async (target: string, options) => {
+    // Each command loads only what it needs: the agent never loads the edge, the edge never loads undici.
+    const { runHttpCommand } = await import('./commands/http-command.js');
     process.exitCode = await runHttpCommand(target, options);
   });
 
@@ -41,12 +50,16 @@ program
   .option('--public-url <url>', 'base URL handed to agents (default http://<domain>:<port>)')
   .option('--json', 'print the listening event as JSON')
   .option('--log-level <level>', 'log level on stderr', 'info')
-  .addHelpText('after', '\nExamples:\n  $ tunnel2 server\n  $ tunnel2 server --port 9000 --domain tunnels.example.com\n')
+  .addHelpText(
+    'after',
+    '\nExamples:\n  $ tunnel2 server\n  $ tunnel2 server --port 9000 --domain tunnels.example.com\n',
+  )
   .action(async (options) => {
+    const { runServerCommand } = await import('./commands/server-command.js');
     process.exitCode = await runServerCommand(options);
   });
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`tunnel2: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
+  process.exitCode = 1;
 });

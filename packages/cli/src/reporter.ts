@@ -22,7 +22,13 @@ export function createJsonReporter(write: Write): Reporter {
     request: (report) => emit('request', report),
     reconnecting: (event) => emit('reconnecting', event),
     error: (error) =>
-      emit('error', { code: error.code, message: error.message, status: error.status, edgeCode: error.edgeCode, fatal: error.fatal }),
+      emit('error', {
+        code: error.code,
+        message: error.message,
+        status: error.status,
+        edgeCode: error.edgeCode,
+        fatal: error.fatal,
+      }),
     closed: () => emit('closed', {}),
   };
 }
@@ -44,7 +50,9 @@ export function createHumanReporter(out: Write, err: Write): Reporter {
     request(r) {
       const time = new Date().toTimeString().slice(0, 8);
       const tail = r.error ? `  (${r.error})` : '';
-      out(`${time}  ${r.method.padEnd(7)} ${r.path}  ${r.status || '---'}  ${r.durationMs.toFixed(1)} ms${tail}\n`);
+      out(
+        `${time}  ${r.method.padEnd(7)} ${r.path}  ${r.status || '---'}  ${r.durationMs.toFixed(1)} ms${tail}\n`,
+      );
     },
     reconnecting(e) {
       err(`tunnel2: connection lost (${e.reason}); reconnecting in ${(e.delayMs / 1000).toFixed(1)} s\n`);

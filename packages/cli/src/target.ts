@@ -24,7 +24,10 @@ export function parseTarget(input: string): Target {
     throw invalid(input);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new AgentError(AgentErrorCode.INVALID_TARGET, `target ${input}: only http and https targets are supported`);
+    throw new AgentError(
+      AgentErrorCode.INVALID_TARGET,
+      `target ${input}: only http and https targets are supported`,
+    );
   }
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw invalid(input);

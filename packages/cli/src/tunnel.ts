@@ -3,11 +3,11 @@ import { EventEmitter } from 'node:events';
 import type { ProtocolSettings } from '@tunnel2/protocol';
 import { type Logger, pino } from 'pino';
 import { Pool } from 'undici';
-import { type ConnectedSession, type SessionInfo, connectSession } from './agent-session.js';
+import { type ConnectedSession, connectSession, type SessionInfo } from './agent-session.js';
 import { backoffDelay } from './backoff.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
-import { type Target, parseTarget } from './target.js';
+import { parseTarget, type Target } from './target.js';
 import { VERSION } from './version.js';
 
 export interface ConnectOptions {
@@ -48,7 +48,10 @@ export function resolveHostHeader(value: string | undefined): HostHeaderMode {
   if (value === undefined || value === 'rewrite') return 'rewrite';
   if (value === 'preserve') return 'preserve';
   if (value.trim() === '' || /[\r\n\0]/.test(value)) {
-    throw new AgentError(AgentErrorCode.INVALID_OPTION, `--host-header "${value}": expected rewrite, preserve or a host value`);
+    throw new AgentError(
+      AgentErrorCode.INVALID_OPTION,
+      `--host-header "${value}": expected rewrite, preserve or a host value`,
+    );
   }
   return { value };
 }
@@ -153,7 +156,9 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         reason = error?.message ?? 'connection closed';
       } catch (err) {
         const error =
-          err instanceof AgentError ? err : new AgentError(AgentErrorCode.EDGE_UNREACHABLE, String(err), { cause: err });
+          err instanceof AgentError
+            ? err
+            : new AgentError(AgentErrorCode.EDGE_UNREACHABLE, String(err), { cause: err });
         this.emit('error', error);
         if (error.fatal) {
           this.#closing = true;

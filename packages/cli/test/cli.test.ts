@@ -8,7 +8,7 @@ import { cliBin, type Spawned, spawnCli } from './support/processes.js';
 import { silent } from './support/stack.js';
 
 const run = promisify(execFile);
-const cleanups: (() => Promise<unknown> | void)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -51,7 +51,15 @@ describe('tunnel2 CLI', () => {
     const edge = buildEdge({ port: 0, logger: silent });
     const { port, url } = await edge.listen();
     cleanups.push(() => edge.close(0));
-    const agent: Spawned = spawnCli(['http', String(backend.port), '--server', url, '--subdomain', 'jsonapp', '--json']);
+    const agent: Spawned = spawnCli([
+      'http',
+      String(backend.port),
+      '--server',
+      url,
+      '--subdomain',
+      'jsonapp',
+      '--json',
+    ]);
     cleanups.push(() => agent.kill('SIGKILL'));
     const ready = await agent.waitFor('ready');
     expect(ready.url).toBe(`http://jsonapp.localhost:${port}/`);
@@ -103,7 +111,11 @@ describe('tunnel2 CLI', () => {
     }
     const again = agent.events.filter((e) => e.event === 'ready')[1]!;
     expect(again.name).toBe(ready.name);
-    const res = await send({ port: Number(port), path: '/loadtest/ping', headers: ['Host', `${String(ready.name)}.localhost:${port}`] });
+    const res = await send({
+      port: Number(port),
+      path: '/loadtest/ping',
+      headers: ['Host', `${String(ready.name)}.localhost:${port}`],
+    });
     expect(res.status).toBe(200);
   });
 });

@@ -1,18 +1,20 @@
 import { request } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
-import { spawnCli, type Spawned } from './support/processes.js';
-import { type Stack, startStack } from './support/stack.js';
 import { buildEdge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
-import { silent } from './support/stack.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Spawned, spawnCli } from './support/processes.js';
+import { type Stack, silent, startStack } from './support/stack.js';
 
-const cleanups: (() => Promise<unknown> | void)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
 /** Resolves when the backend sees a request to `path` end before its response finished. */
-function backendAbort(stack: { backend: { server: import('node:http').Server } }, path: string): Promise<void> {
+function backendAbort(
+  stack: { backend: { server: import('node:http').Server } },
+  path: string,
+): Promise<void> {
   return new Promise((resolve) => {
     stack.backend.server.on('request', (req, res) => {
       if (!req.url?.startsWith(path)) return;
@@ -76,7 +78,15 @@ describe('aborts propagate through the tunnel', () => {
     const edge = buildEdge({ port: 0, logger: silent });
     const { port, url } = await edge.listen();
     cleanups.push(() => edge.close(0));
-    const agent: Spawned = spawnCli(['http', String(backend.port), '--server', url, '--subdomain', 'killed', '--json']);
+    const agent: Spawned = spawnCli([
+      'http',
+      String(backend.port),
+      '--server',
+      url,
+      '--subdomain',
+      'killed',
+      '--json',
+    ]);
     cleanups.push(() => agent.kill('SIGKILL'));
     await agent.waitFor('ready');
     const size = 512 * 1024 * 1024;

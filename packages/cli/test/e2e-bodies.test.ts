@@ -37,7 +37,14 @@ describe('bodies are byte-exact through the tunnel', () => {
         port: stack.port,
         path: '/upload',
         method: 'POST',
-        headers: ['Host', stack.host, 'Content-Length', String(size), 'Content-Type', 'application/octet-stream'],
+        headers: [
+          'Host',
+          stack.host,
+          'Content-Length',
+          String(size),
+          'Content-Type',
+          'application/octet-stream',
+        ],
         body: data,
       });
       expect(res.status).toBe(200);
@@ -59,7 +66,12 @@ describe('bodies are byte-exact through the tunnel', () => {
 
     it(`download of ${size} bytes with Content-Length and chunked`, async () => {
       const direct = await send({ port: stack.backend.port, path: `/bytes/${size}`, keepBody: false });
-      const viaLength = await send({ port: stack.port, path: `/bytes/${size}`, headers: ['Host', stack.host], keepBody: false });
+      const viaLength = await send({
+        port: stack.port,
+        path: `/bytes/${size}`,
+        headers: ['Host', stack.host],
+        keepBody: false,
+      });
       expect(viaLength.status).toBe(200);
       expect(viaLength.headers['content-length']).toBe(String(size));
       expect(viaLength.length).toBe(size);

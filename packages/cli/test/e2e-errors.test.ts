@@ -5,7 +5,7 @@ import { connect } from '../src/index.js';
 import { send } from './support/http-client.js';
 import { silent, startStack, until } from './support/stack.js';
 
-const cleanups: (() => Promise<unknown> | void)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -73,7 +73,11 @@ describe('clear, specific errors', () => {
     const stack = await startStack({ name: 'taken' });
     cleanups.push(() => stack.close());
     const attempt = connect({ target: stack.backend.port, server: stack.edge.url, subdomain: 'taken' });
-    await expect(attempt).rejects.toMatchObject({ status: 409, edgeCode: 'TUNNEL2_ERR_NAME_IN_USE', fatal: true });
+    await expect(attempt).rejects.toMatchObject({
+      status: 409,
+      edgeCode: 'TUNNEL2_ERR_NAME_IN_USE',
+      fatal: true,
+    });
   });
 
   it('an invalid subdomain is refused with 400 naming the rule', async () => {

@@ -1,10 +1,9 @@
 import { request } from 'node:http';
-import { buildEdge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterAll, expect, it } from 'vitest';
-import { peakRss, spawnCli, type Spawned } from './support/processes.js';
+import { peakRss, type Spawned, spawnCli } from './support/processes.js';
 
-const cleanups: (() => Promise<unknown> | void)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterAll(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -21,7 +20,15 @@ it('a 1 GiB download read slowly keeps edge and agent RSS under 150 MB', async (
   const listening = await edge.waitFor('listening');
   const edgeUrl = String(listening.url);
   const edgePort = Number(new URL(edgeUrl).port);
-  const agent: Spawned = spawnCli(['http', String(backend.port), '--server', edgeUrl, '--subdomain', 'bulk', '--json']);
+  const agent: Spawned = spawnCli([
+    'http',
+    String(backend.port),
+    '--server',
+    edgeUrl,
+    '--subdomain',
+    'bulk',
+    '--json',
+  ]);
   cleanups.push(() => agent.kill('SIGKILL'));
   await agent.waitFor('ready');
 
@@ -55,7 +62,9 @@ it('a 1 GiB download read slowly keeps edge and agent RSS under 150 MB', async (
   expect(received).toBe(GiB);
   const edgePeak = peakRss(edge.child.pid!);
   const agentPeak = peakRss(agent.child.pid!);
-  console.log(`peak RSS after 1 GiB: edge ${(edgePeak / MB).toFixed(1)} MB, agent ${(agentPeak / MB).toFixed(1)} MB`);
+  console.log(
+    `peak RSS after 1 GiB: edge ${(edgePeak / MB).toFixed(1)} MB, agent ${(agentPeak / MB).toFixed(1)} MB`,
+  );
   expect(edgePeak).toBeLessThan(150 * MB);
   expect(agentPeak).toBeLessThan(150 * MB);
 }, 180_000);

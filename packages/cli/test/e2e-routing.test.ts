@@ -67,7 +67,18 @@ describe('routing by host and by path', () => {
       const res = await send({
         port: stack.port,
         path: route.path,
-        headers: ['Host', route.host, 'X-Multi', 'one', 'x-multi', 'two', 'X-MULTI', 'three', 'Accept', 'text/plain'],
+        headers: [
+          'Host',
+          route.host,
+          'X-Multi',
+          'one',
+          'x-multi',
+          'two',
+          'X-MULTI',
+          'three',
+          'Accept',
+          'text/plain',
+        ],
       });
       const echo = JSON.parse(res.body.toString()) as Echo;
       expect(headerValues(echo.rawHeaders, 'x-multi')).toEqual(['one', 'two', 'three']);
@@ -79,7 +90,16 @@ describe('routing by host and by path', () => {
     const res = await send({
       port: stack.port,
       path: '/echo/request',
-      headers: ['Host', stack.host, 'Connection', 'keep-alive, X-Secret-Hop', 'X-Secret-Hop', 'no', 'Keep-Alive', 'timeout=5'],
+      headers: [
+        'Host',
+        stack.host,
+        'Connection',
+        'keep-alive, X-Secret-Hop',
+        'X-Secret-Hop',
+        'no',
+        'Keep-Alive',
+        'timeout=5',
+      ],
     });
     const echo = JSON.parse(res.body.toString()) as Echo;
     expect(headerValues(echo.rawHeaders, 'x-forwarded-for')).toEqual(['127.0.0.1']);

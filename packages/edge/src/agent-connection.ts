@@ -3,9 +3,9 @@ import {
   type Hello,
   MuxSession,
   type MuxStream,
+  negotiateVersion,
   type ProtocolSettings,
   Tunnel2Error,
-  negotiateVersion,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
@@ -53,7 +53,8 @@ export class AgentConnection {
       },
       handler: {
         onHello: (hello) => this.#onHello(hello),
-        onGoAway: (goAway) => this.#log.info({ code: goAway.code, reason: goAway.reason }, 'agent is going away'),
+        onGoAway: (goAway) =>
+          this.#log.info({ code: goAway.code, reason: goAway.reason }, 'agent is going away'),
         onStreamError: (stream, err) => this.#log.error({ err, stream: stream.id }, 'stream handler failed'),
         onClose: (error) => {
           if (this.#helloTimer) clearTimeout(this.#helloTimer);
@@ -105,7 +106,10 @@ export class AgentConnection {
     } catch (err) {
       const code = Tunnel2Error.isTunnel2Error(err) ? err.code : 'unknown';
       this.#log.warn({ code }, 'agent protocol version unsupported');
-      this.session.close(ErrorCode.VERSION_UNSUPPORTED, err instanceof Error ? err.message : 'version unsupported');
+      this.session.close(
+        ErrorCode.VERSION_UNSUPPORTED,
+        err instanceof Error ? err.message : 'version unsupported',
+      );
       return;
     }
     this.session.sendHello(this.#options.sessionInfo, true);

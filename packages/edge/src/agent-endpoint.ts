@@ -1,14 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { AgentConnection } from './agent-connection.js';
 import type { ResolvedEdgeOptions } from './edge-options.js';
 import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
-import type { SessionTable } from './session-table.js';
 import { checkRequestedName, ownerKey, randomSessionName } from './session-name.js';
+import type { SessionTable } from './session-table.js';
 
 export interface AgentEndpointOptions {
   options: ResolvedEdgeOptions;
@@ -37,7 +37,10 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
 
   async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     if (endpoint.isDraining()) {
-      rejectUpgrade(socket, { code: EdgeErrorCode.DRAINING, message: 'edge is shutting down: connect again shortly' });
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.DRAINING,
+        message: 'edge is shutting down: connect again shortly',
+      });
       return;
     }
     const url = new URL(req.url ?? '/', 'http://edge.invalid');

@@ -1,4 +1,4 @@
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode } from '@tunnel2/protocol';
@@ -8,10 +8,10 @@ import { createAgentEndpoint } from './agent-endpoint.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
 import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
+import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
 import { SessionTable } from './session-table.js';
 import { handleTunnelRequest } from './tunnel-ingress.js';
-import { InFlight } from './in-flight.js';
 
 export interface Edge {
   readonly app: FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>;
@@ -140,7 +140,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       draining = true;
       for (const connection of sessions.connections()) connection.drain('edge shutting down');
       await inFlight.idle(graceMs);
-      for (const connection of [...sessions.connections()]) connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
+      for (const connection of [...sessions.connections()])
+        connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
       sessions.close();
       agentEndpoint.close();
       app.server.closeAllConnections();

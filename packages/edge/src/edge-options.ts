@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ProtocolSettings } from '@tunnel2/protocol';
-import { type SessionRegistry, createMemoryRegistry } from '@tunnel2/registry';
+import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 
@@ -63,14 +63,23 @@ function positive(name: string, value: number, min: number, max: number): number
 export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
   const domain = (options.domain ?? 'localhost').toLowerCase().replace(/\.$/, '');
   if (!/^[a-z0-9.-]+$/.test(domain) || domain.startsWith('.') || domain.includes('..')) {
-    throw new EdgeError(EdgeErrorCode.INVALID_CONFIG, `invalid edge option domain=${domain}: must be a DNS name`);
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `invalid edge option domain=${domain}: must be a DNS name`,
+    );
   }
   const agentPath = options.agentPath ?? '/_tunnel2/connect';
   if (!agentPath.startsWith('/')) {
-    throw new EdgeError(EdgeErrorCode.INVALID_CONFIG, `invalid edge option agentPath=${agentPath}: must start with /`);
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `invalid edge option agentPath=${agentPath}: must start with /`,
+    );
   }
   if (options.publicUrl !== undefined && !URL.canParse(options.publicUrl)) {
-    throw new EdgeError(EdgeErrorCode.INVALID_CONFIG, `invalid edge option publicUrl=${options.publicUrl}: not a URL`);
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `invalid edge option publicUrl=${options.publicUrl}: not a URL`,
+    );
   }
   return {
     port: positive('port', options.port ?? 8080, 0, 65535),
@@ -85,7 +94,12 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     leaseTtlMs: positive('leaseTtlMs', options.leaseTtlMs ?? 30_000, 1_000, 3_600_000),
     reconnectGraceMs: positive('reconnectGraceMs', options.reconnectGraceMs ?? 60_000, 0, 86_400_000),
     protocol: options.protocol ?? {},
-    maxMessageSize: positive('maxMessageSize', options.maxMessageSize ?? 4 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024),
+    maxMessageSize: positive(
+      'maxMessageSize',
+      options.maxMessageSize ?? 4 * 1024 * 1024,
+      64 * 1024,
+      64 * 1024 * 1024,
+    ),
     helloTimeoutMs: positive('helloTimeoutMs', options.helloTimeoutMs ?? 10_000, 1, 600_000),
   };
 }

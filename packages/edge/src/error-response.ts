@@ -1,13 +1,18 @@
 import type { ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { EdgeError, type EdgeErrorCode, statusByCode } from './errors.js';
-import { STATUS_CODES } from 'node:http';
 
 /**
  * Answers a public request with a short, specific plain-text error. The `x-tunnel2-error` header carries
  * the stable code so scripts and tests never have to read the prose.
  */
-export function sendEdgeError(res: ServerResponse, code: EdgeErrorCode, message: string, retryAfterS?: number): void {
+export function sendEdgeError(
+  res: ServerResponse,
+  code: EdgeErrorCode,
+  message: string,
+  retryAfterS?: number,
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -25,7 +30,10 @@ export function sendEdgeError(res: ServerResponse, code: EdgeErrorCode, message:
 }
 
 /** Refuses an HTTP upgrade on a raw socket (before any WebSocket handshake). */
-export function rejectUpgrade(socket: Duplex, error: EdgeError | { code: EdgeErrorCode; message: string }): void {
+export function rejectUpgrade(
+  socket: Duplex,
+  error: EdgeError | { code: EdgeErrorCode; message: string },
+): void {
   const status = statusByCode[error.code];
   const body = `${error.message}\n`;
   if (socket.writable) {

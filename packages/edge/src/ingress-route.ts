@@ -30,7 +30,11 @@ const PATH_PREFIX = '/session/';
  * Routes by host (`<name>.<domain>`) first, then by path (`/session/<name>/...`, prefix stripped).
  * Returns undefined for requests meant for the edge itself.
  */
-export function resolveIngressRoute(hostHeader: string | undefined, url: string, domain: string): IngressRoute | undefined {
+export function resolveIngressRoute(
+  hostHeader: string | undefined,
+  url: string,
+  domain: string,
+): IngressRoute | undefined {
   const hostname = hostnameOf(hostHeader);
   if (hostname !== undefined && hostname.length > domain.length + 1 && hostname.endsWith(domain)) {
     const dot = hostname.length - domain.length - 1;

@@ -1,5 +1,5 @@
-import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import { ErrorCode } from '@tunnel2/protocol';
+import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { AgentConnection } from './agent-connection.js';
 
@@ -27,7 +27,10 @@ export class SessionTable {
   constructor(options: SessionTableOptions) {
     this.#options = options;
     // One timer for every session on this node, not one per session.
-    this.#renewTimer = setInterval(() => void this.#renewAll(), Math.max(250, Math.floor(options.leaseTtlMs / 3)));
+    this.#renewTimer = setInterval(
+      () => void this.#renewAll(),
+      Math.max(250, Math.floor(options.leaseTtlMs / 3)),
+    );
     this.#renewTimer.unref();
   }
 
@@ -79,7 +82,11 @@ export class SessionTable {
   async deactivate(connection: AgentConnection): Promise<void> {
     if (this.#local.get(connection.name) === connection) this.#local.delete(connection.name);
     try {
-      await this.#options.registry.markDisconnected(connection.name, connection.epoch, this.#options.reconnectGraceMs);
+      await this.#options.registry.markDisconnected(
+        connection.name,
+        connection.epoch,
+        this.#options.reconnectGraceMs,
+      );
     } catch (err) {
       this.#options.logger.warn({ err, session: connection.name }, 'registry markDisconnected failed');
     }
@@ -92,7 +99,11 @@ export class SessionTable {
   async #renewAll(): Promise<void> {
     for (const connection of [...this.#local.values()]) {
       try {
-        const ok = await this.#options.registry.renew(connection.name, connection.epoch, this.#options.leaseTtlMs);
+        const ok = await this.#options.registry.renew(
+          connection.name,
+          connection.epoch,
+          this.#options.leaseTtlMs,
+        );
         if (!ok && this.#local.get(connection.name) === connection) {
           this.#options.logger.warn({ session: connection.name }, 'lease lost to a newer owner; closing');
           this.#local.delete(connection.name);

@@ -1,15 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
+  decodeResponseHead,
   ErrorCode,
   type MuxStream,
   type StreamHandler,
   type StreamResetError,
-  decodeResponseHead,
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import { sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
-
 
 export interface ExchangeContext {
   name: string;
@@ -72,7 +71,11 @@ export class TunnelExchange implements StreamHandler {
       // Node refuses heads it could not put on the wire (invalid characters, bad status): say so plainly.
       this.#done = true;
       this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
-      sendEdgeError(this.#res, EdgeErrorCode.STREAM_FAILED, `tunnel ${this.#context.name}: the backend sent an invalid response head`);
+      sendEdgeError(
+        this.#res,
+        EdgeErrorCode.STREAM_FAILED,
+        `tunnel ${this.#context.name}: the backend sent an invalid response head`,
+      );
       this.#context.onFinish?.(this);
       return;
     }
@@ -113,7 +116,11 @@ export class TunnelExchange implements StreamHandler {
     this.#done = true;
     this.#clearTimer();
     if (!this.#headSent) {
-      sendEdgeError(this.#res, EdgeErrorCode.STREAM_FAILED, `tunnel ${this.#context.name}: agent ended without a response`);
+      sendEdgeError(
+        this.#res,
+        EdgeErrorCode.STREAM_FAILED,
+        `tunnel ${this.#context.name}: agent ended without a response`,
+      );
     } else {
       this.#res.end();
     }
@@ -169,7 +176,10 @@ function pairs(raw: string[]): [string, string][] {
 function describeReset(code: number, name: string): [EdgeErrorCode, string] {
   switch (code) {
     case ErrorCode.REFUSED_STREAM:
-      return [EdgeErrorCode.TUNNEL_BUSY, `tunnel ${name}: the agent refused the request (too busy or shutting down)`];
+      return [
+        EdgeErrorCode.TUNNEL_BUSY,
+        `tunnel ${name}: the agent refused the request (too busy or shutting down)`,
+      ];
     case ErrorCode.GOING_AWAY:
       return [EdgeErrorCode.TUNNEL_BUSY, `tunnel ${name}: the agent is shutting down`];
     case ErrorCode.SESSION_CLOSED:

@@ -1,13 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ProtocolError, ProtocolErrorCode, encodeRequestHead, type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
+import {
+  encodeRequestHead,
+  ProtocolError,
+  ProtocolErrorCode,
+  type RawHeaders,
+  withoutHopByHop,
+} from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
-
+import type { InFlight } from './in-flight.js';
 import { type IngressRoute, isValidSessionName } from './ingress-route.js';
 import type { SessionTable } from './session-table.js';
 import { TunnelExchange } from './tunnel-exchange.js';
-import type { InFlight } from './in-flight.js';
 
 export interface TunnelIngressOptions {
   sessions: SessionTable;
@@ -41,7 +46,11 @@ export function handleTunnelRequest(
     );
   } catch (err) {
     if (err instanceof ProtocolError && err.code === ProtocolErrorCode.HEAD_TOO_LARGE) {
-      sendEdgeError(res, EdgeErrorCode.HEADERS_TOO_LARGE, `request head too large for the tunnel: ${err.message}`);
+      sendEdgeError(
+        res,
+        EdgeErrorCode.HEADERS_TOO_LARGE,
+        `request head too large for the tunnel: ${err.message}`,
+      );
     } else {
       sendEdgeError(res, EdgeErrorCode.BAD_REQUEST, 'request head cannot be carried through the tunnel');
     }
@@ -92,7 +101,11 @@ function forwardedHeaders(req: IncomingMessage, route: IngressRoute): RawHeaders
   return headers;
 }
 
-async function answerMissingSession(res: ServerResponse, name: string, sessions: SessionTable): Promise<void> {
+async function answerMissingSession(
+  res: ServerResponse,
+  name: string,
+  sessions: SessionTable,
+): Promise<void> {
   if (!isValidSessionName(name)) {
     sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, `no tunnel named "${name}": not a valid session name`);
     return;
@@ -100,12 +113,22 @@ async function answerMissingSession(res: ServerResponse, name: string, sessions:
   try {
     const record = await sessions.lookup(name);
     if (record !== undefined) {
-      sendEdgeError(res, EdgeErrorCode.TUNNEL_OFFLINE, `tunnel ${name} is offline: its agent is not connected`, 5);
+      sendEdgeError(
+        res,
+        EdgeErrorCode.TUNNEL_OFFLINE,
+        `tunnel ${name} is offline: its agent is not connected`,
+        5,
+      );
       return;
     }
   } catch {
     // A registry that cannot answer must not turn into a misleading 404.
-    sendEdgeError(res, EdgeErrorCode.TUNNEL_OFFLINE, `tunnel ${name}: the session registry is unreachable`, 5);
+    sendEdgeError(
+      res,
+      EdgeErrorCode.TUNNEL_OFFLINE,
+      `tunnel ${name}: the session registry is unreachable`,
+      5,
+    );
     return;
   }
   sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, `no tunnel named "${name}" is connected to this edge`);

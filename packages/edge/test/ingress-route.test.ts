@@ -8,7 +8,11 @@ describe('resolveIngressRoute', () => {
       target: '/a/b?c=1',
       via: 'host',
     });
-    expect(resolveIngressRoute('APP.Example.COM', '/', 'example.com')).toEqual({ name: 'app', target: '/', via: 'host' });
+    expect(resolveIngressRoute('APP.Example.COM', '/', 'example.com')).toEqual({
+      name: 'app',
+      target: '/',
+      via: 'host',
+    });
   });
 
   it('routes /session/<name>/... by path and strips the prefix', () => {
@@ -44,6 +48,7 @@ describe('resolveIngressRoute', () => {
 
   it('accepts DNS labels only as session names', () => {
     for (const ok of ['a', 'app', 'my-app-1', 'x'.repeat(63)]) expect(isValidSessionName(ok)).toBe(true);
-    for (const bad of ['', '-a', 'a-', 'A', 'a_b', 'a.b', 'x'.repeat(64)]) expect(isValidSessionName(bad)).toBe(false);
+    for (const bad of ['', '-a', 'a-', 'A', 'a_b', 'a.b', 'x'.repeat(64)])
+      expect(isValidSessionName(bad)).toBe(false);
   });
 });

@@ -9,7 +9,10 @@ import { OutboundBatch } from './outbound-batch.js';
 
 /** The byte pipe under a session (a WebSocket in practice). The protocol package knows nothing more of it. */
 export interface FrameTransport {
-  /** Sends one binary message; `done` runs once the bytes have left this process or the send failed. */
+  /**
+   * Sends one binary message; `done` runs once the bytes have left this process or the send failed.
+   * The session reuses the message's memory after `done`, so the transport must not keep it.
+   */
   send(message: Buffer, done: (error?: Error | null) => void): void;
   /** Closes the pipe; the owner reports back with `session.transportClosed()`. */
   close(code: number, reason: string): void;
@@ -272,9 +275,12 @@ export class MuxSession implements StreamHost {
   readonly #flush = (): void => {
     this.#flushScheduled = false;
     if (this.#closed || this.#batch.empty) return;
-    this.#batch.take((message) => {
+    this.#batch.take((message, release) => {
       this.#outstanding += message.length;
-      this.#transport.send(message, (error) => this.#onSent(message.length, error));
+      this.#transport.send(message, (error) => {
+        release();
+        this.#onSent(message.length, error);
+      });
     });
   };
 

@@ -13,6 +13,8 @@ export class OutboundBatch {
   #payloads: (Buffer | undefined)[] = [];
   #bytes = 0;
   readonly #maxMessageSize: number;
+  /** Message buffers whose send completed, reused so a busy session does not churn large allocations. */
+  readonly #free: Buffer[] = [];
 
   constructor(maxMessageSize: number) {
     this.#maxMessageSize = maxMessageSize;
@@ -33,8 +35,11 @@ export class OutboundBatch {
     this.#bytes += FRAME_HEADER_SIZE + (payload?.length ?? 0);
   }
 
-  /** Drains the batch into messages of at most maxMessageSize bytes (a bigger single frame gets its own). */
-  take(send: (message: Buffer) => void): void {
+  /**
+   * Drains the batch into messages of at most maxMessageSize bytes (a bigger single frame gets its own).
+   * `send` must call `release` once the transport no longer needs the message bytes.
+   */
+  take(send: (message: Buffer, release: () => void) => void): void {
     const count = this.#types.length;
     let start = 0;
     while (start < count) {
@@ -46,7 +51,11 @@ export class OutboundBatch {
         size += frameSize;
         end++;
       }
-      const message = Buffer.allocUnsafe(size);
+      const pooled =
+        size <= this.#maxMessageSize
+          ? (this.#free.pop() ?? Buffer.allocUnsafeSlow(this.#maxMessageSize))
+          : undefined;
+      const message = pooled === undefined ? Buffer.allocUnsafe(size) : pooled.subarray(0, size);
       let offset = 0;
       for (let i = start; i < end; i++) {
         const payload = this.#payloads[i];
@@ -58,7 +67,7 @@ export class OutboundBatch {
           offset += length;
         }
       }
-      send(message);
+      send(message, pooled === undefined ? noop : () => this.#release(pooled));
       start = end;
     }
     this.#types.length = 0;
@@ -67,4 +76,11 @@ export class OutboundBatch {
     this.#payloads.length = 0;
     this.#bytes = 0;
   }
+
+  #release(buffer: Buffer): void {
+    if (this.#free.length < MAX_FREE_BUFFERS) this.#free.push(buffer);
+  }
 }
+
+const MAX_FREE_BUFFERS = 8;
+const noop = (): void => {};

@@ -31,7 +31,10 @@ export function createMemoryRegistry(options: MemoryRegistryOptions = {}): Sessi
   };
   const checkTtl = (what: string, ms: number): void => {
     if (!Number.isFinite(ms) || ms < 0) {
-      throw new RegistryError(RegistryErrorCode.INVALID_ARGUMENT, `${what} must be a non-negative number of ms, got ${ms}`);
+      throw new RegistryError(
+        RegistryErrorCode.INVALID_ARGUMENT,
+        `${what} must be a non-negative number of ms, got ${ms}`,
+      );
     }
   };
 

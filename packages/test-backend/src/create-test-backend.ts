@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { deterministicChunks } from './deterministic-bytes.js';
 import { endpoints } from './endpoints.js';
@@ -91,50 +91,83 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
   const method = req.method ?? 'GET';
 
-  if (path === '/loadtest/ping') return sendBody(res, 200, 'text/plain', PING);
-  if (path === '/loadtest/get') return sendBody(res, 200, JSON_TYPE, GET_BODY);
-  if (path === '/loadtest/fast') return sendBody(res, 200, JSON_TYPE, FAST_BODY);
-  if (path === '/loadtest/info') return sendBody(res, 200, JSON_TYPE, INFO_BODY);
+  if (path === '/loadtest/ping') {
+    sendBody(res, 200, 'text/plain', PING);
+    return;
+  }
+  if (path === '/loadtest/get') {
+    sendBody(res, 200, JSON_TYPE, GET_BODY);
+    return;
+  }
+  if (path === '/loadtest/fast') {
+    sendBody(res, 200, JSON_TYPE, FAST_BODY);
+    return;
+  }
+  if (path === '/loadtest/info') {
+    sendBody(res, 200, JSON_TYPE, INFO_BODY);
+    return;
+  }
   if (path.startsWith('/loadtest/delay/')) {
     const ms = parseCount(path.slice('/loadtest/delay/'.length), 60_000);
-    if (ms === undefined) return sendJson(res, 400, { error: 'delay must be an integer of ms in [0, 60000]' });
+    if (ms === undefined) {
+      sendJson(res, 400, { error: 'delay must be an integer of ms in [0, 60000]' });
+      return;
+    }
     const timer = setTimeout(() => sendJson(res, 200, { delayedMs: ms }), ms);
     res.on('close', () => clearTimeout(timer));
     return;
   }
   if (path === '/loadtest/echo' && method === 'POST') {
-    const headers: Record<string, string> = { 'content-type': req.headers['content-type'] ?? 'application/octet-stream' };
-    if (req.headers['content-length'] !== undefined) headers['content-length'] = req.headers['content-length'];
+    const headers: Record<string, string> = {
+      'content-type': req.headers['content-type'] ?? 'application/octet-stream',
+    };
+    if (req.headers['content-length'] !== undefined)
+      headers['content-length'] = req.headers['content-length'];
     res.writeHead(200, headers);
     req.pipe(res);
     return;
   }
   if (path.startsWith('/bytes/')) {
     const n = parseCount(path.slice('/bytes/'.length), 2 ** 40);
-    if (n === undefined) return sendJson(res, 400, { error: 'n must be a non-negative integer of bytes' });
+    if (n === undefined) {
+      sendJson(res, 400, { error: 'n must be a non-negative integer of bytes' });
+      return;
+    }
     const headers: Record<string, string | number> = { 'content-type': 'application/octet-stream' };
     if (query.get('chunked') !== '1') headers['content-length'] = n;
     res.writeHead(200, headers);
-    if (method === 'HEAD') return void res.end();
-    return streamBytes(res, n);
+    if (method === 'HEAD') {
+      res.end();
+      return;
+    }
+    streamBytes(res, n);
+    return;
   }
   if (path.startsWith('/abort-after/')) {
     const n = parseCount(path.slice('/abort-after/'.length), 2 ** 30);
-    if (n === undefined) return sendJson(res, 400, { error: 'n must be a non-negative integer of bytes' });
+    if (n === undefined) {
+      sendJson(res, 400, { error: 'n must be a non-negative integer of bytes' });
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': n * 2 + 1 });
-    return streamBytes(res, n * 2 + 1, n);
+    streamBytes(res, n * 2 + 1, n);
+    return;
   }
   if (path.startsWith('/stream/')) {
     const chunks = parseCount(path.slice('/stream/'.length), 100_000);
     const interval = parseCount(query.get('interval') ?? '0', 60_000);
     if (chunks === undefined || interval === undefined) {
-      return sendJson(res, 400, { error: 'chunks and interval must be non-negative integers' });
+      sendJson(res, 400, { error: 'chunks and interval must be non-negative integers' });
+      return;
     }
     res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache' });
     let sent = 0;
     let timer: NodeJS.Timeout | undefined;
     const tick = (): void => {
-      if (sent >= chunks) return void res.end();
+      if (sent >= chunks) {
+        res.end();
+        return;
+      }
       res.write(`chunk ${sent++}\n`);
       timer = setTimeout(tick, interval);
     };
@@ -151,7 +184,10 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
     });
     req.on('end', () => {
       const sha256 = hash.digest('hex');
-      if (path === '/upload') return sendJson(res, 200, { bytes, sha256 });
+      if (path === '/upload') {
+        sendJson(res, 200, { bytes, sha256 });
+        return;
+      }
       sendJson(res, 200, { method, url, rawHeaders: req.rawHeaders, bodyLength: bytes, bodySha256: sha256 });
     });
     return;
@@ -160,16 +196,22 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
     res.setHeader('Set-Cookie', ['a=1; Path=/', 'b=2; Path=/; HttpOnly']);
     res.appendHeader('X-Multi', 'a');
     res.appendHeader('X-Multi', 'b');
-    return sendBody(res, 200, 'text/plain', Buffer.from('multi'));
+    sendBody(res, 200, 'text/plain', Buffer.from('multi'));
+    return;
   }
   if (path.startsWith('/status/')) {
     const status = parseCount(path.slice('/status/'.length), 599);
-    if (status === undefined || status < 200) return sendJson(res, 400, { error: 'status must be in [200, 599]' });
+    if (status === undefined || status < 200) {
+      sendJson(res, 400, { error: 'status must be in [200, 599]' });
+      return;
+    }
     if (status === 204 || status === 304) {
       res.writeHead(status);
-      return void res.end();
+      res.end();
+      return;
     }
-    return sendJson(res, status, { status });
+    sendJson(res, status, { status });
+    return;
   }
   sendJson(res, 404, { error: `no such endpoint: ${method} ${url}`, path: url });
 }

@@ -1,9 +1,9 @@
 export {
   createTestBackend,
   type TestBackend,
+  type TestBackendEvents,
   type TestBackendOptions,
   type TestBackendStats,
-  type TestBackendEvents,
 } from './create-test-backend.js';
-export { deterministicChunks, deterministicSha256, BYTES_CHUNK_SIZE } from './deterministic-bytes.js';
+export { BYTES_CHUNK_SIZE, deterministicChunks, deterministicSha256 } from './deterministic-bytes.js';
 export { endpoints } from './endpoints.js';

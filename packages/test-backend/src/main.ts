@@ -10,7 +10,9 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   process.exit(1);
 }
 const backend = await createTestBackend({ port, host: values.host });
-process.stdout.write(`test backend listening on ${backend.url} (GET ${backend.url}/loadtest/info lists endpoints)\n`);
+process.stdout.write(
+  `test backend listening on ${backend.url} (GET ${backend.url}/loadtest/info lists endpoints)\n`,
+);
 const stop = (): void => void backend.close().then(() => process.exit(0));
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);

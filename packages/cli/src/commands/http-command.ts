@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { AgentError } from '../errors.js';
 import { createHumanReporter, createJsonReporter } from '../reporter.js';
+import { onShutdownSignal } from '../shutdown-signal.js';
 import { Tunnel } from '../tunnel.js';
 
 export interface HttpCommandOptions {
@@ -46,16 +47,13 @@ export async function runHttpCommand(target: string, options: HttpCommandOptions
     const stop = (code: number): void => {
       if (stopping) return;
       stopping = true;
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      stopListening();
       void tunnel.close().then(() => {
         reporter.closed();
         resolve(code);
       });
     };
-    const onSignal = (): void => stop(0);
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    const stopListening = onShutdownSignal(() => stop(0));
     tunnel.start().catch(() => stop(1));
   });
 }

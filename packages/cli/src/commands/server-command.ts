@@ -1,4 +1,5 @@
 import { pino } from 'pino';
+import { onShutdownSignal } from '../shutdown-signal.js';
 
 export interface ServerCommandOptions {
   port?: string;
@@ -32,12 +33,9 @@ export async function runServerCommand(options: ServerCommandOptions): Promise<n
     );
   }
   return new Promise<number>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+    const stopListening = onShutdownSignal(() => {
+      stopListening();
       void edge.close().then(() => resolve(0));
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+    });
   });
 }

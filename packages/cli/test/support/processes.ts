@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 
 export const cliBin = fileURLToPath(new URL('../../bin/tunnel2.js', import.meta.url));
 
@@ -23,7 +23,11 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const events: Record<string, unknown>[] = [];
-  const waiters: { name: string; resolve: (e: Record<string, unknown>) => void; reject: (e: Error) => void }[] = [];
+  const waiters: {
+    name: string;
+    resolve: (e: Record<string, unknown>) => void;
+    reject: (e: Error) => void;
+  }[] = [];
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
@@ -54,7 +58,8 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
     waitFor(name) {
       const seen = events.find((e) => e.event === name);
       if (seen) return Promise.resolve(seen);
-      if (child.exitCode !== null) return Promise.reject(new Error(`process already exited; stderr: ${stderr}`));
+      if (child.exitCode !== null)
+        return Promise.reject(new Error(`process already exited; stderr: ${stderr}`));
       return new Promise((resolve, reject) => waiters.push({ name, resolve, reject }));
     },
     exited,

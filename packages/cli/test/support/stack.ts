@@ -1,7 +1,7 @@
-import { type Edge, type EdgeOptions, buildEdge } from '@tunnel2/edge';
+import { buildEdge, type Edge, type EdgeOptions } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { pino } from 'pino';
-import { type ConnectOptions, type Tunnel, connect } from '../../src/index.js';
+import { type ConnectOptions, connect, type Tunnel } from '../../src/index.js';
 
 export type Backend = Awaited<ReturnType<typeof createTestBackend>>;
 
@@ -27,7 +27,12 @@ export async function startStack(
   const edge = buildEdge({ port: 0, logger: silent, ...options.edge });
   const { port } = await edge.listen();
   const name = options.name ?? 'app';
-  const tunnel = await connect({ target: backend.port, server: edge.url, subdomain: name, ...options.tunnel });
+  const tunnel = await connect({
+    target: backend.port,
+    server: edge.url,
+    subdomain: name,
+    ...options.tunnel,
+  });
   return {
     backend,
     edge,
