@@ -9,7 +9,12 @@ export interface FakeClock {
 
 export function createFakeClock(start = 1_700_000_000_000): FakeClock {
   let time = start;
-  return { now: () => time, advance: (ms) => void (time += ms) };
+  return {
+    now: () => time,
+    advance: (ms) => {
+      time += ms;
+    },
+  };
 }
 
 export type RegistryFactory = (
