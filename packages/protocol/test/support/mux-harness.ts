@@ -52,9 +52,11 @@ export class MemoryTransport implements FrameTransport {
   closedWith: { code: number; reason: string } | undefined;
 
   send(message: Buffer, done: (error?: Error) => void): void {
-    this.sent.add(message);
+    // A copy, as the wire would make: the session reuses the message's memory once done() runs.
+    const onTheWire = Buffer.from(message);
+    this.sent.add(onTheWire);
     setImmediate(() => {
-      this.peer?.receive(message);
+      this.peer?.receive(onTheWire);
       done();
     });
   }
@@ -179,7 +181,7 @@ export function createRawPeer(role: SessionRole, settings: Partial<ProtocolSetti
   const closes: { code: number; reason: string }[] = [];
   const transport: FrameTransport = {
     send(message, done) {
-      sent.add(message);
+      sent.add(Buffer.from(message));
       setImmediate(done);
     },
     close(code, reason) {
