@@ -101,6 +101,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           });
         },
         onGoAway: (goAway) => options.logger.info({ reason: goAway.reason }, 'edge is going away'),
+        onIdle: () => onIdle?.(),
         onStreamError: (stream, err) => options.logger.error({ err, stream: stream.id }, 'forwarding failed'),
         onClose: (error) => {
           if (!settled) {
@@ -119,12 +120,19 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       },
     });
 
+    let onIdle: (() => void) | undefined;
     async function closeGracefully(graceMs: number): Promise<void> {
       localClose = true;
       session.goAway(ErrorCode.GOING_AWAY, 'agent shutting down');
-      const deadline = Date.now() + graceMs;
-      while (session.streams.size > 0 && Date.now() < deadline && !session.closed) {
-        await new Promise((r) => setTimeout(r, 20));
+      if (session.streams.size > 0 && !session.closed && graceMs > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, graceMs);
+          onIdle = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          void closed.then(onIdle);
+        });
       }
       session.close(ErrorCode.NO_ERROR, 'agent closed');
       await closed;

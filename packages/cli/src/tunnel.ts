@@ -91,16 +91,21 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     return this.info?.url;
   }
 
-  /** Starts the connect loop; resolves at the first `ready`, rejects if the first attempt is refused for good. */
-  start(): Promise<SessionInfo> {
+  /**
+   * Starts the connect loop and resolves at the first `ready`. It rejects if the first attempt is refused
+   * for good, or, with `failFast`, if it fails at all (then the loop stops); later drops always reconnect.
+   */
+  start(options: { failFast?: boolean } = {}): Promise<SessionInfo> {
     return new Promise((resolve, reject) => {
       const onReady = (info: SessionInfo): void => {
         this.off('error', onError);
         resolve(info);
       };
       const onError = (error: AgentError): void => {
-        if (!error.fatal) return;
+        if (!error.fatal && !options.failFast) return;
+        this.off('error', onError);
         this.off('ready', onReady);
+        if (!error.fatal) void this.close(0);
         reject(error);
       };
       this.once('ready', onReady);
@@ -166,6 +171,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         }
         reason = error.message;
       }
+      if (this.#closing) break;
       const delayMs = backoffDelay(attempt++, {
         initialMs: this.#options.reconnect?.initialMs ?? 500,
         maxMs: this.#options.reconnect?.maxMs ?? 30_000,
@@ -183,11 +189,14 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   }
 }
 
-/** Opens a tunnel and resolves once it has a public URL (the localtunnel-style API). */
+/**
+ * Opens a tunnel and resolves once it has a public URL (the localtunnel-style API). Rejects with an
+ * AgentError when the first connection fails; once up, the tunnel reconnects by itself.
+ */
 export async function connect(options: ConnectOptions): Promise<Tunnel> {
   const tunnel = new Tunnel(options);
   // An 'error' event without a listener would throw; the caller may add its own.
   tunnel.on('error', () => {});
-  await tunnel.start();
+  await tunnel.start({ failFast: true });
   return tunnel;
 }

@@ -86,6 +86,15 @@ describe('clear, specific errors', () => {
     await expect(attempt).rejects.toMatchObject({ status: 400, edgeCode: 'TUNNEL2_ERR_INVALID_NAME' });
   });
 
+  it('connect() rejects with a clear error when the edge is unreachable', async () => {
+    const edgePort = await closedPort();
+    const attempt = connect({ target: 1, server: `http://127.0.0.1:${edgePort}`, subdomain: 'nowhere' });
+    await expect(attempt).rejects.toMatchObject({
+      code: 'TUNNEL2_ERR_EDGE_UNREACHABLE',
+      message: expect.stringContaining(`cannot reach the edge at http://127.0.0.1:${edgePort}: ECONNREFUSED`),
+    });
+  });
+
   it('the edge answers its own 404 for non-tunnel paths', async () => {
     const { port } = await startEdge();
     const res = await send({ port, path: '/nope', headers: ['Host', `localhost:${port}`] });

@@ -31,6 +31,8 @@ export interface SessionHandler {
   onStreamError?(stream: MuxStream, error: unknown): void;
   /** Called once, when the session is over (cleanly: no error). */
   onClose(error: Error | undefined): void;
+  /** The last open stream closed (lets a draining owner close without polling). */
+  onIdle?(): void;
 }
 
 export type SessionRole = 'edge' | 'agent';
@@ -268,6 +270,7 @@ export class MuxSession implements StreamHost {
     this.streams.delete(stream.id);
     this.#creditWaiters.delete(stream);
     this.#drainWaiters.delete(stream);
+    if (this.streams.size === 0 && !this.#closed) this.#handler.onIdle?.();
   }
 
   // ---- internals ----
