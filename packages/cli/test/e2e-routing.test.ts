@@ -124,3 +124,24 @@ describe('routing by host and by path', () => {
     }
   });
 });
+
+describe('--host-header', () => {
+  for (const [mode, expected] of [
+    ['preserve', (s: Stack) => s.host],
+    ['backend.test:8443', () => 'backend.test:8443'],
+  ] as const) {
+    it(`${mode}: the backend sees the expected Host`, async () => {
+      const other = await startStack({
+        name: `host-${mode === 'preserve' ? 'preserve' : 'value'}`,
+        tunnel: { hostHeader: mode },
+      });
+      try {
+        const res = await send({ port: other.port, path: '/echo/request', headers: ['Host', other.host] });
+        const echo = JSON.parse(res.body.toString()) as Echo;
+        expect(headerValues(echo.rawHeaders, 'host')).toEqual([expected(other)]);
+      } finally {
+        await other.close();
+      }
+    });
+  }
+});
