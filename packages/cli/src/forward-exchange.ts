@@ -11,6 +11,7 @@ import {
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
 import type { Target } from './target.js';
+import { isWebSocketUpgrade, UpgradeExchange } from './upgrade-exchange.js';
 
 export type HostHeaderMode = 'rewrite' | 'preserve' | { value: string };
 
@@ -71,6 +72,10 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     if (this.#requestSeen) return; // request trailers: undici cannot send them; dropped
     this.#requestSeen = true;
     const head = decodeRequestHead(payload);
+    if (isWebSocketUpgrade(head.headers)) {
+      new UpgradeExchange(this.#stream, this.#options).start(head, this.#forwardHeaders(head.headers));
+      return;
+    }
     this.#method = head.method;
     this.#path = head.target;
     if (!endStream) {

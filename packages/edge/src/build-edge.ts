@@ -11,7 +11,11 @@ import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
 import { SessionTable } from './session-table.js';
-import { handleTunnelRequest } from './tunnel-ingress.js';
+import { handleTunnelRequest, handleTunnelUpgrade } from './tunnel-ingress.js';
+
+function isWebSocketUpgrade(req: IncomingMessage): boolean {
+  return req.headers.upgrade?.toLowerCase() === 'websocket';
+}
 
 export interface Edge {
   readonly app: FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>;
@@ -58,14 +62,21 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   };
 
   const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
-    const server = createServer((req, res) => {
-      const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
-      if (route === undefined) {
-        fastifyHandler(req, res);
-        return;
-      }
-      handleTunnelRequest(req, res, route, ingress);
-    });
+    const server = createServer(
+      {
+        // Only WebSocket upgrades leave HTTP; any other Upgrade (h2c, ...) is served as a plain request
+        // with the Upgrade field dropped, as RFC 9110 §7.8 allows.
+        shouldUpgradeCallback: (req: IncomingMessage) => isWebSocketUpgrade(req),
+      },
+      (req, res) => {
+        const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
+        if (route === undefined) {
+          fastifyHandler(req, res);
+          return;
+        }
+        handleTunnelRequest(req, res, route, ingress);
+      },
+    );
     return server;
   };
 
@@ -87,13 +98,25 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
 
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
-    if (route === undefined && (req.url ?? '').split('?')[0] === options.agentPath) {
+    if (!isWebSocketUpgrade(req)) {
+      // Reached only on Node versions without shouldUpgradeCallback.
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.UPGRADE_UNSUPPORTED,
+        message: `only WebSocket upgrades are tunnelled, not "${String(req.headers.upgrade)}"`,
+      });
+      return;
+    }
+    if (route !== undefined) {
+      handleTunnelUpgrade(req, socket, head, route, ingress);
+      return;
+    }
+    if ((req.url ?? '').split('?')[0] === options.agentPath) {
       agentEndpoint.handleUpgrade(req, socket, head);
       return;
     }
     rejectUpgrade(socket, {
-      code: EdgeErrorCode.UPGRADE_UNSUPPORTED,
-      message: 'protocol upgrades through the tunnel are not supported by this edge',
+      code: EdgeErrorCode.UNKNOWN_SESSION,
+      message: `not found: ${req.url ?? '/'} is neither a tunnel URL nor the agent endpoint`,
     });
   });
 

@@ -32,20 +32,26 @@ export function sendEdgeError(
 /** Refuses an HTTP upgrade on a raw socket (before any WebSocket handshake). */
 export function rejectUpgrade(
   socket: Duplex,
-  error: EdgeError | { code: EdgeErrorCode; message: string },
+  error: EdgeError | { code: EdgeErrorCode; message: string; retryAfterS?: number | undefined },
 ): void {
   const status = statusByCode[error.code];
   const body = `${error.message}\n`;
-  if (socket.writable) {
-    socket.end(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
-        'Connection: close\r\n' +
-        'Content-Type: text/plain; charset=utf-8\r\n' +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-        `x-tunnel2-error: ${error.code}\r\n\r\n${body}`,
-    );
+  const retryAfter =
+    'retryAfterS' in error && error.retryAfterS !== undefined ? `Retry-After: ${error.retryAfterS}\r\n` : '';
+  if (!socket.writable) {
+    socket.destroy();
+    return;
   }
-  socket.destroy();
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+      'Connection: close\r\n' +
+      'Content-Type: text/plain; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      retryAfter +
+      `x-tunnel2-error: ${error.code}\r\n\r\n${body}`,
+  );
+  // The answer is flushed before the socket goes; a client that never closes its side is cut off later.
+  socket.once('finish', () => setTimeout(() => socket.destroy(), 1_000).unref());
 }
 
 export { EdgeError };

@@ -58,3 +58,9 @@ export function resolveIngressRoute(
   }
   return undefined;
 }
+
+function parseAbsoluteForm(target: string): { host: string; path: string } | undefined {
+  if (!/^https?:\/\//i.test(target) || !URL.canParse(target)) return undefined;
+  const url = new URL(target);
+  return { host: url.host, path: `${url.pathname}${url.search}` };
+}

@@ -1,18 +1,21 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import {
   encodeRequestHead,
+  type MuxStream,
   ProtocolError,
   ProtocolErrorCode,
   type RawHeaders,
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
-import { sendEdgeError } from './error-response.js';
+import { rejectUpgrade, sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import type { InFlight } from './in-flight.js';
 import { type IngressRoute, isValidSessionName } from './ingress-route.js';
 import type { SessionTable } from './session-table.js';
 import { TunnelExchange } from './tunnel-exchange.js';
+import { UpgradeTunnel } from './upgrade-tunnel.js';
 
 export interface TunnelIngressOptions {
   sessions: SessionTable;
@@ -22,6 +25,65 @@ export interface TunnelIngressOptions {
   inFlight: InFlight;
 }
 
+interface Refusal {
+  code: EdgeErrorCode;
+  message: string;
+  retryAfterS?: number;
+}
+
+type Opened = { stream: MuxStream; payload: Buffer } | { refusal: Refusal } | { missing: string };
+
+/** Finds the route's session, encodes the request head and opens its stream — or says why not. */
+function openTunnelStream(
+  req: IncomingMessage,
+  route: IngressRoute,
+  options: TunnelIngressOptions,
+  upgrade: boolean,
+): Opened {
+  const connection = options.sessions.get(route.name);
+  if (connection === undefined || !connection.ready) return { missing: route.name };
+  if (connection.session.draining) {
+    return {
+      refusal: {
+        code: EdgeErrorCode.TUNNEL_BUSY,
+        message: `tunnel ${route.name} is restarting: retry shortly`,
+        retryAfterS: 1,
+      },
+    };
+  }
+  const headers = forwardedHeaders(req, route);
+  // An upgrade keeps the two fields that ask for it; everything else hop-by-hop is dropped.
+  if (upgrade) headers.push('Connection', 'Upgrade', 'Upgrade', String(req.headers.upgrade));
+  let payload: Buffer;
+  try {
+    payload = encodeRequestHead(
+      { method: req.method ?? 'GET', target: route.target, headers },
+      connection.session.peerSettings.maxFrameSize,
+    );
+  } catch (err) {
+    const tooLarge = err instanceof ProtocolError && err.code === ProtocolErrorCode.HEAD_TOO_LARGE;
+    return {
+      refusal: tooLarge
+        ? {
+            code: EdgeErrorCode.HEADERS_TOO_LARGE,
+            message: `request head too large for the tunnel: ${(err as Error).message}`,
+          }
+        : { code: EdgeErrorCode.BAD_REQUEST, message: 'request head cannot be carried through the tunnel' },
+    };
+  }
+  try {
+    return { stream: connection.openStream(), payload };
+  } catch {
+    return {
+      refusal: {
+        code: EdgeErrorCode.TUNNEL_BUSY,
+        message: `tunnel ${route.name} has too many requests in flight`,
+        retryAfterS: 1,
+      },
+    };
+  }
+}
+
 /** Carries one routed public request into its session's tunnel, or answers why it cannot. */
 export function handleTunnelRequest(
   req: IncomingMessage,
@@ -29,40 +91,18 @@ export function handleTunnelRequest(
   route: IngressRoute,
   options: TunnelIngressOptions,
 ): void {
-  const connection = options.sessions.get(route.name);
-  if (connection === undefined || !connection.ready) {
-    void answerMissingSession(res, route.name, options.sessions);
-    return;
-  }
-  if (connection.session.draining) {
-    sendEdgeError(res, EdgeErrorCode.TUNNEL_BUSY, `tunnel ${route.name} is restarting: retry shortly`, 1);
-    return;
-  }
-  let payload: Buffer;
-  try {
-    payload = encodeRequestHead(
-      { method: req.method ?? 'GET', target: route.target, headers: forwardedHeaders(req, route) },
-      connection.session.peerSettings.maxFrameSize,
+  const opened = openTunnelStream(req, route, options, false);
+  if ('missing' in opened) {
+    void missingSession(opened.missing, options.sessions).then((r) =>
+      sendEdgeError(res, r.code, r.message, r.retryAfterS),
     );
-  } catch (err) {
-    if (err instanceof ProtocolError && err.code === ProtocolErrorCode.HEAD_TOO_LARGE) {
-      sendEdgeError(
-        res,
-        EdgeErrorCode.HEADERS_TOO_LARGE,
-        `request head too large for the tunnel: ${err.message}`,
-      );
-    } else {
-      sendEdgeError(res, EdgeErrorCode.BAD_REQUEST, 'request head cannot be carried through the tunnel');
-    }
     return;
   }
-  let stream: ReturnType<typeof connection.openStream>;
-  try {
-    stream = connection.openStream();
-  } catch {
-    sendEdgeError(res, EdgeErrorCode.TUNNEL_BUSY, `tunnel ${route.name} has too many requests in flight`, 1);
+  if ('refusal' in opened) {
+    sendEdgeError(res, opened.refusal.code, opened.refusal.message, opened.refusal.retryAfterS);
     return;
   }
+  const { stream, payload } = opened;
   const inFlight = options.inFlight;
   inFlight.start();
   const exchange = new TunnelExchange(req, res, stream, {
@@ -74,6 +114,34 @@ export function handleTunnelRequest(
   stream.sendHeaders(payload, !hasBody);
   if (hasBody) exchange.pumpRequestBody();
   else req.resume();
+}
+
+/** Carries a public WebSocket upgrade into the tunnel: the backend's answer decides what happens next. */
+export function handleTunnelUpgrade(
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  route: IngressRoute,
+  options: TunnelIngressOptions,
+): void {
+  const opened = openTunnelStream(req, route, options, true);
+  if ('missing' in opened) {
+    void missingSession(opened.missing, options.sessions).then((r) => rejectUpgrade(socket, r));
+    return;
+  }
+  if ('refusal' in opened) {
+    rejectUpgrade(socket, opened.refusal);
+    return;
+  }
+  const { stream, payload } = opened;
+  options.inFlight.start();
+  const tunnel = new UpgradeTunnel(socket, stream, {
+    name: route.name,
+    responseTimeoutMs: options.responseTimeoutMs,
+    onFinish: () => options.inFlight.finish(),
+  });
+  stream.sendHeaders(payload, false);
+  tunnel.pumpClientBytes(head);
 }
 
 /** A request has a body when it declares a non-zero length or uses a transfer coding (RFC 9112 §6.3). */
@@ -101,35 +169,32 @@ function forwardedHeaders(req: IncomingMessage, route: IngressRoute): RawHeaders
   return headers;
 }
 
-async function answerMissingSession(
-  res: ServerResponse,
-  name: string,
-  sessions: SessionTable,
-): Promise<void> {
+async function missingSession(name: string, sessions: SessionTable): Promise<Refusal> {
   if (!isValidSessionName(name)) {
-    sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, `no tunnel named "${name}": not a valid session name`);
-    return;
+    return {
+      code: EdgeErrorCode.UNKNOWN_SESSION,
+      message: `no tunnel named "${name}": not a valid session name`,
+    };
   }
   try {
     const record = await sessions.lookup(name);
     if (record !== undefined) {
-      sendEdgeError(
-        res,
-        EdgeErrorCode.TUNNEL_OFFLINE,
-        `tunnel ${name} is offline: its agent is not connected`,
-        5,
-      );
-      return;
+      return {
+        code: EdgeErrorCode.TUNNEL_OFFLINE,
+        message: `tunnel ${name} is offline: its agent is not connected`,
+        retryAfterS: 5,
+      };
     }
   } catch {
     // A registry that cannot answer must not turn into a misleading 404.
-    sendEdgeError(
-      res,
-      EdgeErrorCode.TUNNEL_OFFLINE,
-      `tunnel ${name}: the session registry is unreachable`,
-      5,
-    );
-    return;
+    return {
+      code: EdgeErrorCode.TUNNEL_OFFLINE,
+      message: `tunnel ${name}: the session registry is unreachable`,
+      retryAfterS: 5,
+    };
   }
-  sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, `no tunnel named "${name}" is connected to this edge`);
+  return {
+    code: EdgeErrorCode.UNKNOWN_SESSION,
+    message: `no tunnel named "${name}" is connected to this edge`,
+  };
 }

@@ -1,0 +1,187 @@
+import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { Duplex } from 'node:stream';
+import {
+  ErrorCode,
+  encodeResponseHead,
+  type MuxStream,
+  type RequestHead,
+  type StreamHandler,
+  type StreamResetError,
+  withoutHopByHop,
+} from '@tunnel2/protocol';
+import type { ForwardOptions } from './forward-exchange.js';
+
+/** True when a request head asks for a WebSocket upgrade. */
+export function isWebSocketUpgrade(headers: string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i]!.toLowerCase() === 'upgrade' && headers[i + 1]!.toLowerCase() === 'websocket') return true;
+  }
+  return false;
+}
+
+/**
+ * A tunnelled WebSocket on the agent: the handshake goes to the local target with node:http (which reports
+ * both a 101 and a refusal with its body), then raw bytes flow between the stream and the backend socket,
+ * each direction paused while the other cannot take more.
+ */
+export class UpgradeExchange implements StreamHandler {
+  readonly #stream: MuxStream;
+  readonly #options: ForwardOptions;
+  readonly #started = performance.now();
+  #head: RequestHead | undefined;
+  #request: ClientRequest | undefined;
+  #socket: Duplex | undefined;
+  #response: IncomingMessage | undefined;
+  #owed = 0;
+  #status = 0;
+  #reported = false;
+
+  constructor(stream: MuxStream, options: ForwardOptions) {
+    this.#stream = stream;
+    this.#options = options;
+    stream.handler = this;
+  }
+
+  start(head: RequestHead, headers: string[]): void {
+    this.#head = head;
+    const origin = new URL(this.#options.target.origin);
+    const request = (origin.protocol === 'https:' ? httpsRequest : httpRequest)({
+      protocol: origin.protocol,
+      hostname: origin.hostname.replace(/^\[|\]$/g, ''),
+      port: origin.port,
+      method: head.method,
+      path: this.#options.target.basePath + head.target,
+      headers: [...headers, 'Connection', 'Upgrade', 'Upgrade', 'websocket'],
+      setHost: false,
+      agent: false,
+    });
+    this.#request = request;
+    request.on('upgrade', (res, socket, rest) => this.#onUpgrade(res, socket, rest));
+    request.on('response', (res) => this.#onRefusal(res));
+    request.on('error', (err) => this.#onError(err));
+    request.end();
+  }
+
+  onHeaders(): void {}
+
+  onData(chunk: Buffer): void {
+    const socket = this.#socket;
+    if (socket === undefined || socket.destroyed) {
+      this.#stream.consume(chunk.length);
+      return;
+    }
+    if (socket.write(chunk)) this.#stream.consume(chunk.length);
+    else this.#owed += chunk.length;
+  }
+
+  onEnd(): void {
+    this.#socket?.end();
+  }
+
+  onReset(error: StreamResetError): void {
+    this.#request?.destroy();
+    this.#socket?.destroy();
+    this.#response?.destroy();
+    this.#report(error.protocolCode === ErrorCode.CANCEL ? 'client went away' : error.message);
+  }
+
+  onDrain(): void {
+    this.#socket?.resume();
+    this.#response?.resume();
+  }
+
+  #onUpgrade(res: IncomingMessage, socket: Duplex, rest: Buffer): void {
+    if (this.#stream.closed) {
+      socket.destroy();
+      return;
+    }
+    this.#status = 101;
+    this.#socket = socket;
+    this.#sendHead(101, res.statusMessage ?? 'Switching Protocols', res.rawHeaders);
+    if (rest.length > 0) this.#stream.write(rest);
+    socket.on('data', (chunk: Buffer) => {
+      if (!this.#stream.write(chunk)) socket.pause();
+    });
+    socket.on('drain', () => {
+      if (this.#owed === 0) return;
+      const owed = this.#owed;
+      this.#owed = 0;
+      this.#stream.consume(owed);
+    });
+    socket.on('end', () => {
+      this.#stream.end();
+      this.#report(undefined);
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      if (!this.#stream.closed && !this.#stream.localEnded) this.#stream.reset(ErrorCode.BACKEND_ERROR);
+      this.#report(undefined);
+    });
+  }
+
+  /** The backend answered the handshake with a normal response: relay it, body and all. */
+  #onRefusal(res: IncomingMessage): void {
+    if (this.#stream.closed) {
+      res.destroy();
+      return;
+    }
+    this.#status = res.statusCode ?? 502;
+    this.#response = res;
+    this.#sendHead(this.#status, res.statusMessage ?? '', withoutHopByHop(res.rawHeaders));
+    res.on('data', (chunk: Buffer) => {
+      if (!this.#stream.write(chunk)) res.pause();
+    });
+    res.on('end', () => {
+      this.#stream.end();
+      this.#report(undefined);
+    });
+    res.on('error', () => this.#stream.reset(ErrorCode.BACKEND_ERROR));
+  }
+
+  #onError(err: Error): void {
+    if (this.#stream.closed) return;
+    if (this.#status !== 0) {
+      this.#stream.reset(ErrorCode.BACKEND_ERROR);
+      return;
+    }
+    const code = (err as { code?: unknown }).code;
+    const message =
+      code === 'ECONNREFUSED'
+        ? `tunnel2: backend refused connection on ${this.#options.target.host}`
+        : `tunnel2: backend on ${this.#options.target.host} failed (${typeof code === 'string' ? code : err.name})`;
+    const body = Buffer.from(`${message}\n`);
+    this.#status = 502;
+    this.#sendHead(502, '', [
+      'content-type',
+      'text/plain; charset=utf-8',
+      'content-length',
+      String(body.length),
+      'x-tunnel2-error',
+      'TUNNEL2_ERR_BACKEND_UNREACHABLE',
+    ]);
+    this.#stream.write(body);
+    this.#stream.end();
+    this.#report(message);
+  }
+
+  #sendHead(status: number, statusMessage: string, headers: string[]): void {
+    this.#stream.sendHeaders(
+      encodeResponseHead({ status, statusMessage, headers }, this.#options.maxHeadSize),
+      false,
+    );
+  }
+
+  #report(error: string | undefined): void {
+    if (this.#reported) return;
+    this.#reported = true;
+    this.#options.onReport({
+      method: this.#head?.method ?? 'GET',
+      path: this.#head?.target ?? '/',
+      status: this.#status,
+      durationMs: Math.round((performance.now() - this.#started) * 100) / 100,
+      bytes: 0,
+      ...(error === undefined ? {} : { error }),
+    });
+  }
+}
