@@ -101,6 +101,24 @@ describe('GOAWAY', () => {
   });
 });
 
+describe('idle', () => {
+  it('onIdle fires when the last open stream closes, not when the session closes', async () => {
+    const pair = await pairFor();
+    const { edge, agent } = await openStreams(pair, 2);
+    expect(pair.edge.events.idleCount).toBe(0);
+    edge[0]!.stream.reset(ErrorCode.CANCEL);
+    expect(pair.edge.events.idleCount).toBe(0);
+    edge[1]!.stream.reset(ErrorCode.CANCEL);
+    expect(pair.edge.events.idleCount).toBe(1);
+    await Promise.all(agent.map((r) => r.resetError.promise));
+    expect(pair.agent.events.idleCount).toBe(1);
+    const third = await openStreams(pair, 1);
+    pair.edge.session.transportClosed();
+    await third.edge[0]!.resetError.promise;
+    expect(pair.edge.events.idleCount).toBe(1);
+  });
+});
+
 describe('closing', () => {
   it('transportClosed resets every open stream with SESSION_CLOSED and reports a clean close', async () => {
     const pair = await pairFor();

@@ -42,4 +42,23 @@ describe('OutboundBatch', () => {
     payload.fill(0);
     expect(decodeFrames(messages[0]!)[0]!.payload.toString()).toBe('abc');
   });
+  it('reuses a message buffer only after the transport released it', () => {
+    const batch = new OutboundBatch(1024);
+    const take = (): { message: Buffer; release: () => void } => {
+      batch.add(FrameType.DATA, 0, 1, Buffer.from('x'));
+      let taken: { message: Buffer; release: () => void } | undefined;
+      batch.take((message, release) => {
+        taken = { message, release };
+      });
+      return taken!;
+    };
+    const first = take();
+    const second = take();
+    // Still held by the transport: a second message must not share its memory.
+    expect(second.message.buffer).not.toBe(first.message.buffer);
+    first.release();
+    const third = take();
+    expect(third.message.buffer).toBe(first.message.buffer);
+    expect(decodeFrames(third.message)[0]!.payload.toString()).toBe('x');
+  });
 });

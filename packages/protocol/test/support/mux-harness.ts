@@ -73,6 +73,8 @@ export class SessionEvents implements SessionHandler {
   readonly closed = deferred<Error | undefined>();
   readonly goAway = deferred<GoAway>();
   readonly streamErrors: { stream: MuxStream; error: unknown }[] = [];
+  /** How often the last open stream closed. */
+  idleCount = 0;
   onStreamOpened: ((stream: MuxStream) => void) | undefined;
   /** Extra work on HELLO (the edge answers the agent's HELLO here). */
   afterHello: ((hello: Hello, ack: boolean) => void) | undefined;
@@ -92,6 +94,9 @@ export class SessionEvents implements SessionHandler {
   }
   onClose(error: Error | undefined): void {
     this.closed.resolve(error);
+  }
+  onIdle(): void {
+    this.idleCount++;
   }
 }
 
