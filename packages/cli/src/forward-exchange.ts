@@ -10,8 +10,8 @@ import {
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
+import { expectsContinue, isWebSocketUpgrade, NodeHttpExchange } from './node-http-exchange.js';
 import type { Target } from './target.js';
-import { isWebSocketUpgrade, UpgradeExchange } from './upgrade-exchange.js';
 
 export type HostHeaderMode = 'rewrite' | 'preserve' | { value: string };
 
@@ -72,8 +72,12 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     if (this.#requestSeen) return; // request trailers: undici cannot send them; dropped
     this.#requestSeen = true;
     const head = decodeRequestHead(payload);
-    if (isWebSocketUpgrade(head.headers)) {
-      new UpgradeExchange(this.#stream, this.#options).start(head, this.#forwardHeaders(head.headers));
+    if (isWebSocketUpgrade(head.headers) || expectsContinue(head.headers)) {
+      new NodeHttpExchange(this.#stream, this.#options).start(
+        head,
+        this.#forwardHeaders(head.headers),
+        !endStream,
+      );
       return;
     }
     this.#method = head.method;

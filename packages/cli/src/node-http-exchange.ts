@@ -14,18 +14,28 @@ import type { ForwardOptions } from './forward-exchange.js';
 
 /** True when a request head asks for a WebSocket upgrade. */
 export function isWebSocketUpgrade(headers: string[]): boolean {
+  return hasHeader(headers, 'upgrade', 'websocket');
+}
+
+/** True when a request waits for `100 Continue` before sending its body. */
+export function expectsContinue(headers: string[]): boolean {
+  return hasHeader(headers, 'expect', '100-continue');
+}
+
+function hasHeader(headers: string[], name: string, value: string): boolean {
   for (let i = 0; i < headers.length; i += 2) {
-    if (headers[i]!.toLowerCase() === 'upgrade' && headers[i + 1]!.toLowerCase() === 'websocket') return true;
+    if (headers[i]!.toLowerCase() === name && headers[i + 1]!.trim().toLowerCase() === value) return true;
   }
   return false;
 }
 
 /**
- * A tunnelled WebSocket on the agent: the handshake goes to the local target with node:http (which reports
- * both a 101 and a refusal with its body), then raw bytes flow between the stream and the backend socket,
- * each direction paused while the other cannot take more.
+ * The exchanges undici cannot carry, done with node:http instead: WebSocket upgrades (a 101 and then raw
+ * bytes both ways, or a refusal with its body) and `Expect: 100-continue` requests (the backend's interim
+ * 100 is relayed so the client sends its body only then, and an early final answer arrives without it).
+ * Every direction is paused while the other side cannot take more.
  */
-export class UpgradeExchange implements StreamHandler {
+export class NodeHttpExchange implements StreamHandler {
   readonly #stream: MuxStream;
   readonly #options: ForwardOptions;
   readonly #started = performance.now();
@@ -36,6 +46,7 @@ export class UpgradeExchange implements StreamHandler {
   #owed = 0;
   #status = 0;
   #reported = false;
+  #upgrade = false;
 
   constructor(stream: MuxStream, options: ForwardOptions) {
     this.#stream = stream;
@@ -43,8 +54,9 @@ export class UpgradeExchange implements StreamHandler {
     stream.handler = this;
   }
 
-  start(head: RequestHead, headers: string[]): void {
+  start(head: RequestHead, headers: string[], hasBody: boolean): void {
     this.#head = head;
+    this.#upgrade = isWebSocketUpgrade(head.headers);
     const origin = new URL(this.#options.target.origin);
     const request = (origin.protocol === 'https:' ? httpsRequest : httpRequest)({
       protocol: origin.protocol,
@@ -52,20 +64,35 @@ export class UpgradeExchange implements StreamHandler {
       port: origin.port,
       method: head.method,
       path: this.#options.target.basePath + head.target,
-      headers: [...headers, 'Connection', 'Upgrade', 'Upgrade', 'websocket'],
+      headers: this.#upgrade
+        ? [...headers, 'Connection', 'Upgrade', 'Upgrade', 'websocket']
+        : [...headers, 'Expect', '100-continue'],
       setHost: false,
       agent: false,
     });
     this.#request = request;
     request.on('upgrade', (res, socket, rest) => this.#onUpgrade(res, socket, rest));
-    request.on('response', (res) => this.#onRefusal(res));
+    request.on('information', (info) => {
+      if (!this.#stream.closed && info.statusCode !== 101)
+        this.#sendHead(info.statusCode, info.statusMessage, info.rawHeaders);
+    });
+    request.on('response', (res) => this.#onResponse(res));
     request.on('error', (err) => this.#onError(err));
-    request.end();
+    request.on('drain', () => this.#creditRequestBody());
+    if (this.#upgrade || !hasBody) request.end();
   }
 
   onHeaders(): void {}
 
   onData(chunk: Buffer): void {
+    if (!this.#upgrade) {
+      // Request body on its way to the backend (after the 100 Continue the client waited for).
+      const request = this.#request;
+      if (request === undefined || request.destroyed) this.#stream.consume(chunk.length);
+      else if (request.write(chunk)) this.#stream.consume(chunk.length);
+      else this.#owed += chunk.length;
+      return;
+    }
     const socket = this.#socket;
     if (socket === undefined || socket.destroyed) {
       this.#stream.consume(chunk.length);
@@ -76,7 +103,15 @@ export class UpgradeExchange implements StreamHandler {
   }
 
   onEnd(): void {
-    this.#socket?.end();
+    if (this.#upgrade) this.#socket?.end();
+    else this.#request?.end();
+  }
+
+  #creditRequestBody(): void {
+    if (this.#owed === 0) return;
+    const owed = this.#owed;
+    this.#owed = 0;
+    this.#stream.consume(owed);
   }
 
   onReset(error: StreamResetError): void {
@@ -103,12 +138,7 @@ export class UpgradeExchange implements StreamHandler {
     socket.on('data', (chunk: Buffer) => {
       if (!this.#stream.write(chunk)) socket.pause();
     });
-    socket.on('drain', () => {
-      if (this.#owed === 0) return;
-      const owed = this.#owed;
-      this.#owed = 0;
-      this.#stream.consume(owed);
-    });
+    socket.on('drain', () => this.#creditRequestBody());
     socket.on('end', () => {
       this.#stream.end();
       this.#report(undefined);
@@ -120,8 +150,8 @@ export class UpgradeExchange implements StreamHandler {
     });
   }
 
-  /** The backend answered the handshake with a normal response: relay it, body and all. */
-  #onRefusal(res: IncomingMessage): void {
+  /** A final response (for an upgrade: a refusal of the handshake): relayed with its body. */
+  #onResponse(res: IncomingMessage): void {
     if (this.#stream.closed) {
       res.destroy();
       return;

@@ -62,21 +62,25 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   };
 
   const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
+    const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
+      const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
+      if (route !== undefined) {
+        // With Expect: 100-continue the backend decides: its 100 is relayed, or its early final answer.
+        handleTunnelRequest(req, res, route, ingress);
+        return;
+      }
+      if (expectsContinue) res.writeContinue();
+      fastifyHandler(req, res);
+    };
     const server = createServer(
       {
         // Only WebSocket upgrades leave HTTP; any other Upgrade (h2c, ...) is served as a plain request
         // with the Upgrade field dropped, as RFC 9110 §7.8 allows.
         shouldUpgradeCallback: (req: IncomingMessage) => isWebSocketUpgrade(req),
       },
-      (req, res) => {
-        const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
-        if (route === undefined) {
-          fastifyHandler(req, res);
-          return;
-        }
-        handleTunnelRequest(req, res, route, ingress);
-      },
+      (req, res) => onRequest(req, res, false),
     );
+    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
     return server;
   };
 

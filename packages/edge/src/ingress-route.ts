@@ -32,10 +32,20 @@ const PATH_PREFIX = '/session/';
  */
 export function resolveIngressRoute(
   hostHeader: string | undefined,
-  url: string,
+  requestTarget: string,
   domain: string,
 ): IngressRoute | undefined {
-  const hostname = hostnameOf(hostHeader);
+  let url = requestTarget;
+  let host = hostHeader;
+  if (url.charCodeAt(0) !== 47 /* / */) {
+    // Absolute form (RFC 9112 §3.2.2): its authority replaces Host, and only its path travels on, so the
+    // backend never sees, let alone contacts, another origin.
+    const absolute = parseAbsoluteForm(url);
+    if (absolute === undefined) return undefined;
+    host = absolute.host;
+    url = absolute.path;
+  }
+  const hostname = hostnameOf(host);
   if (hostname !== undefined && hostname.length > domain.length + 1 && hostname.endsWith(domain)) {
     const dot = hostname.length - domain.length - 1;
     if (hostname.charCodeAt(dot) === 46 /* . */) {

@@ -31,6 +31,8 @@ export class TunnelExchange implements StreamHandler {
   #done = false;
   /** Response bytes written while the client's buffer was full; credited on 'drain'. */
   #owed = 0;
+  /** The request body is still streaming in. */
+  #requestPending = false;
 
   constructor(req: IncomingMessage, res: ServerResponse, stream: MuxStream, context: ExchangeContext) {
     this.#req = req;
@@ -46,10 +48,14 @@ export class TunnelExchange implements StreamHandler {
   /** Sends the request body (if any) into the stream, honouring its backpressure. */
   pumpRequestBody(): void {
     const req = this.#req;
+    this.#requestPending = true;
     req.on('data', (chunk: Buffer) => {
       if (!this.#stream.write(chunk)) req.pause();
     });
-    req.on('end', () => this.#stream.end());
+    req.on('end', () => {
+      this.#requestPending = false;
+      this.#stream.end();
+    });
   }
 
   onHeaders(payload: Buffer, endStream: boolean): void {
@@ -62,6 +68,7 @@ export class TunnelExchange implements StreamHandler {
     }
     if (head.status < 200) {
       if (head.status === 100) this.#res.writeContinue();
+      else if (head.status === 103) this.#res.writeEarlyHints(earlyHints(head.headers));
       return;
     }
     this.#clearTimer();
@@ -124,6 +131,12 @@ export class TunnelExchange implements StreamHandler {
     } else {
       this.#res.end();
     }
+    if (this.#requestPending) {
+      // The backend answered before the body was complete (an early 413, a refused 100-continue): the rest
+      // of the body has nowhere to go, so the stream is cancelled and what the client still sends is drained.
+      this.#stream.reset(ErrorCode.CANCEL);
+      this.#req.resume();
+    }
     this.#context.onFinish?.(this);
   }
 
@@ -165,6 +178,20 @@ export class TunnelExchange implements StreamHandler {
       this.#timer = undefined;
     }
   }
+}
+
+/** Early hints as Node's writeEarlyHints wants them: names to a value or list of values. */
+function earlyHints(raw: string[]): Record<string, string | string[]> {
+  const hints: Record<string, string | string[]> = {};
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const existing = hints[name];
+    hints[name] =
+      existing === undefined
+        ? raw[i + 1]!
+        : [...(Array.isArray(existing) ? existing : [existing]), raw[i + 1]!];
+  }
+  return hints;
 }
 
 function pairs(raw: string[]): [string, string][] {

@@ -52,3 +52,16 @@ describe('resolveIngressRoute', () => {
       expect(isValidSessionName(bad)).toBe(false);
   });
 });
+
+describe('absolute-form request targets', () => {
+  it('route by their authority, ignoring Host, and carry only the path on', () => {
+    expect(resolveIngressRoute('evil.example', 'http://app.localhost:8080/a?b=1', 'localhost')).toEqual({
+      name: 'app',
+      target: '/a?b=1',
+      via: 'host',
+    });
+    expect(resolveIngressRoute('app.localhost', 'http://evil.example/x', 'localhost')).toBeUndefined();
+    expect(resolveIngressRoute('app.localhost', 'ftp://app.localhost/x', 'localhost')).toBeUndefined();
+    expect(resolveIngressRoute('app.localhost', '*', 'localhost')).toBeUndefined();
+  });
+});
