@@ -34,9 +34,7 @@ it('a real browser loads a page through the tunnel whose WebSocket and SSE work'
   const page = await browser.newPage();
   // Chromium resolves every *.localhost name to loopback, so the host-routed URL works as is.
   await page.goto(`http://browser.localhost:${port}/`);
-  await page.waitForFunction(() => document.getElementById('status')?.textContent === 'done', undefined, {
-    timeout: 20_000,
-  });
+  await page.locator('#status', { hasText: /^done$/ }).waitFor({ timeout: 20_000 });
   const echoes = await page.locator('#ws li').allTextContents();
   const events = await page.locator('#sse li').allTextContents();
   expect(echoes).toEqual([0, 1, 2, 3, 4].map((i) => `echo: message ${i}`));
