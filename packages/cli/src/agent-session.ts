@@ -25,6 +25,8 @@ export interface AgentSessionOptions {
   protocol: Partial<ProtocolSettings>;
   logger: Logger;
   version: string;
+  /** Public URL protection for the edge to enforce (sent in HELLO). */
+  protect: Record<string, unknown> | undefined;
   onReport: (report: RequestReport) => void;
   handshakeTimeoutMs: number;
 }
@@ -67,6 +69,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       resolveClosed = r;
     });
     let localClose = false;
+    let replaced = false;
     const fail = (error: AgentError): void => {
       if (settled) return;
       settled = true;
@@ -100,7 +103,10 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
             onReport: options.onReport,
           });
         },
-        onGoAway: (goAway) => options.logger.info({ reason: goAway.reason }, 'edge is going away'),
+        onGoAway: (goAway) => {
+          options.logger.info({ reason: goAway.reason }, 'edge is going away');
+          if (goAway.code === ErrorCode.SESSION_REPLACED) replaced = true;
+        },
         onIdle: () => onIdle?.(),
         onStreamError: (stream, err) => options.logger.error({ err, stream: stream.id }, 'forwarding failed'),
         onClose: (error) => {
@@ -114,6 +120,18 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
                 },
               ),
             );
+          }
+          if (replaced) {
+            resolveClosed(
+              new AgentError(
+                AgentErrorCode.REPLACED,
+                'another agent with the same token took over this tunnel name',
+                {
+                  fatal: true,
+                },
+              ),
+            );
+            return;
           }
           resolveClosed(localClose ? undefined : (error ?? new Error('connection to the edge closed')));
         },
@@ -138,7 +156,12 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       await closed;
     }
 
-    socket.on('open', () => session.sendHello({ agent: `tunnel2/${options.version}` }, false));
+    socket.on('open', () =>
+      session.sendHello(
+        { agent: `tunnel2/${options.version}`, ...(options.protect ? { protect: options.protect } : {}) },
+        false,
+      ),
+    );
     socket.on('message', (data, isBinary) => {
       if (isBinary) session.receive(data as Buffer);
     });

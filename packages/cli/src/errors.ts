@@ -6,6 +6,7 @@ export const AgentErrorCode = {
   EDGE_UNREACHABLE: 'TUNNEL2_ERR_EDGE_UNREACHABLE',
   HANDSHAKE_FAILED: 'TUNNEL2_ERR_HANDSHAKE_FAILED',
   CLOSED: 'TUNNEL2_ERR_CLOSED',
+  REPLACED: 'TUNNEL2_ERR_REPLACED',
 } as const;
 export type AgentErrorCode = (typeof AgentErrorCode)[keyof typeof AgentErrorCode];
 

@@ -29,6 +29,11 @@ program
     hostHeaderArg,
     'rewrite',
   )
+  .option(
+    '--basic-auth <user:password>',
+    'require HTTP Basic credentials on the public URL (checked by the edge)',
+  )
+  .option('--allow-ip <cidrs>', 'only these client addresses may use the public URL (comma-separated CIDRs)')
   .option('--json', 'one JSON event per line on stdout (ready, request, reconnecting, error)')
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
   .addHelpText(
@@ -48,6 +53,10 @@ program
   .option('-H, --host <host>', 'listen address', '127.0.0.1')
   .option('-d, --domain <domain>', 'tunnels are <name>.<domain>', 'localhost')
   .option('--public-url <url>', 'base URL handed to agents (default http://<domain>:<port>)')
+  .option('--token <token...>', 'accepted agent token (repeatable; env TUNNEL2_TOKENS, comma-separated)')
+  .option('--token-file <path>', 'file of accepted agent tokens, one per line')
+  .option('--token-secret <secret>', 'accept tokens signed with this secret (env TUNNEL2_TOKEN_SECRET)')
+  .option('--allow-anonymous', 'accept agents without a token (the default only on a loopback address)')
   .option('--json', 'print the listening event as JSON')
   .option('--log-level <level>', 'log level on stderr', 'info')
   .addHelpText(
@@ -57,6 +66,24 @@ program
   .action(async (options) => {
     const { runServerCommand } = await import('./commands/server-command.js');
     process.exitCode = await runServerCommand(options);
+  });
+
+program
+  .command('token')
+  .description('mint a signed agent token for an edge started with --token-secret')
+  .requiredOption(
+    '--secret <secret>',
+    'the edge token secret (env TUNNEL2_TOKEN_SECRET)',
+    process.env.TUNNEL2_TOKEN_SECRET,
+  )
+  .option('--subject <name>', 'who the token is for: tokens of one subject share names', 'agent')
+  .option('--ttl <seconds>', 'validity in seconds', '2592000')
+  .action(async (options: { secret: string; subject: string; ttl: string }) => {
+    const ttl = Number(options.ttl);
+    if (!Number.isInteger(ttl) || ttl <= 0)
+      throw new InvalidArgumentError(`--ttl ${options.ttl}: a positive number of seconds`);
+    const { createSignedToken } = await import('@tunnel2/edge');
+    process.stdout.write(`${createSignedToken(options.secret, options.subject, ttl)}\n`);
   });
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -1,5 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { isIP } from 'node:net';
 import type { ProtocolSettings } from '@tunnel2/protocol';
 import { type Logger, pino } from 'pino';
 import { Pool } from 'undici';
@@ -28,6 +29,10 @@ export interface ConnectOptions {
   /** Reconnect backoff. */
   reconnect?: { initialMs?: number; maxMs?: number };
   agentPath?: string;
+  /** `user:password` the edge asks of every public request (HTTP Basic). */
+  basicAuth?: string;
+  /** Client addresses or CIDR blocks allowed to use the public URL. */
+  allowIps?: string[];
 }
 
 export interface ReconnectingEvent {
@@ -56,6 +61,37 @@ export function resolveHostHeader(value: string | undefined): HostHeaderMode {
   return { value };
 }
 
+/** What the agent asks the edge to enforce on its public URL (only a hash of the password is sent). */
+export function resolveProtection(
+  options: Pick<ConnectOptions, 'basicAuth' | 'allowIps'>,
+): Record<string, unknown> | undefined {
+  const protect: Record<string, unknown> = {};
+  if (options.basicAuth !== undefined) {
+    if (!/^[^:]+:.+$/.test(options.basicAuth)) {
+      throw new AgentError(
+        AgentErrorCode.INVALID_OPTION,
+        '--basic-auth must be user:password (both non-empty)',
+      );
+    }
+    protect.basicAuthSha256 = createHash('sha256').update(options.basicAuth).digest('hex');
+  }
+  if (options.allowIps !== undefined) {
+    for (const entry of options.allowIps) {
+      const [address, prefix] = entry.split('/');
+      const family = isIP(address ?? '');
+      const max = family === 6 ? 128 : 32;
+      if (family === 0 || (prefix !== undefined && !(/^\d+$/.test(prefix) && Number(prefix) <= max))) {
+        throw new AgentError(
+          AgentErrorCode.INVALID_OPTION,
+          `--allow-ip "${entry}" is not an IP address or CIDR block`,
+        );
+      }
+    }
+    protect.allowIps = options.allowIps;
+  }
+  return Object.keys(protect).length > 0 ? protect : undefined;
+}
+
 /**
  * A tunnel that stays up: one session at a time, reconnecting with jittered exponential backoff and
  * asking for the same name, until `close()` or a refusal that retrying cannot fix.
@@ -68,6 +104,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   readonly #logger: Logger;
   readonly #agentKey = randomUUID();
   readonly #hostHeader: HostHeaderMode;
+  readonly #protect: Record<string, unknown> | undefined;
   #session: ConnectedSession | undefined;
   #closing = false;
   #wake: (() => void) | undefined;
@@ -78,6 +115,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     this.#options = options;
     this.target = parseTarget(String(options.target));
     this.#hostHeader = resolveHostHeader(options.hostHeader);
+    this.#protect = resolveProtection(options);
     this.#logger = options.logger ?? pino({ level: 'silent' });
     this.#pool = new Pool(this.target.origin, {
       connections: options.connections ?? 256,
@@ -143,6 +181,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           protocol: this.#options.protocol ?? {},
           logger: this.#logger,
           version: VERSION,
+          protect: this.#protect,
           onReport: (report) => this.emit('request', report),
           handshakeTimeoutMs: 10_000,
         });
@@ -158,6 +197,11 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         const error = await session.closed;
         this.#session = undefined;
         if (this.#closing) break;
+        if (error instanceof AgentError && error.fatal) {
+          this.emit('error', error);
+          this.#closing = true;
+          break;
+        }
         reason = error?.message ?? 'connection closed';
       } catch (err) {
         const error =

@@ -9,6 +9,7 @@ import {
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
+import { type CompiledProtection, compileProtection } from './public-protection.js';
 
 export interface AgentConnectionOptions {
   name: string;
@@ -31,6 +32,8 @@ export class AgentConnection {
   readonly owner: string;
   readonly session: MuxSession;
   readonly connectedAt = Date.now();
+  /** Basic auth and IP allow-list the agent asked the edge to enforce on its public URL. */
+  protection: CompiledProtection | undefined;
   readonly #socket: WebSocket;
   readonly #log: Logger;
   readonly #options: AgentConnectionOptions;
@@ -112,6 +115,12 @@ export class AgentConnection {
       );
       return;
     }
+    const protection = compileProtection(hello.meta.protect);
+    if (protection !== undefined && 'error' in protection) {
+      this.session.close(ErrorCode.PROTOCOL_ERROR, `invalid public URL protection: ${protection.error}`);
+      return;
+    }
+    this.protection = protection;
     this.session.sendHello(this.#options.sessionInfo, true);
     this.#log.info({ agent: hello.meta.agent }, 'agent connected');
     this.#options.onReady(this);

@@ -8,6 +8,7 @@ import type { ResolvedEdgeOptions } from './edge-options.js';
 import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import { checkRequestedName, ownerKey, randomSessionName } from './session-name.js';
+import { createAgentAuthenticator } from './agent-auth.js';
 import type { SessionTable } from './session-table.js';
 
 export interface AgentEndpointOptions {
@@ -28,6 +29,7 @@ export const AGENT_KEY_HEADER = 'x-tunnel2-agent-key';
  */
 export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
   const { options, sessions, logger } = endpoint;
+  const authenticator = createAgentAuthenticator(options.auth);
   const wss = new WebSocketServer({
     noServer: true,
     perMessageDeflate: false,
@@ -57,9 +59,21 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         return;
       }
     }
+    const auth = authenticator.check(bearerToken(req), headerValue(req, AGENT_KEY_HEADER) ?? randomUUID());
+    if (!auth.ok) {
+      rejectUpgrade(socket, authRefusal(auth.reason));
+      return;
+    }
+    const owner = ownerKey(auth.identity);
+    if (sessions.countOwnedBy(owner) >= options.maxSessionsPerOwner) {
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.TOO_MANY_SESSIONS,
+        message: `too many tunnels for this agent token (at most ${options.maxSessionsPerOwner} on this edge)`,
+        retryAfterS: 10,
+      });
+      return;
+    }
     const name = requested ?? randomSessionName();
-    const secret = bearerToken(req) ?? headerValue(req, AGENT_KEY_HEADER) ?? randomUUID();
-    const owner = ownerKey(secret);
     let admitted: Awaited<ReturnType<SessionTable['admit']>>;
     try {
       admitted = await sessions.admit(name, owner);
@@ -115,6 +129,17 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       wss.close();
     },
   };
+}
+
+function authRefusal(reason: 'missing' | 'invalid' | 'expired'): { code: EdgeErrorCode; message: string } {
+  switch (reason) {
+    case 'missing':
+      return { code: EdgeErrorCode.AGENT_TOKEN_MISSING, message: 'this edge requires an agent token: pass --token or set TUNNEL2_TOKEN' };
+    case 'expired':
+      return { code: EdgeErrorCode.AGENT_TOKEN_EXPIRED, message: 'the agent token has expired: get a new one' };
+    default:
+      return { code: EdgeErrorCode.AGENT_TOKEN_INVALID, message: 'the agent token is not valid for this edge' };
+  }
 }
 
 function headerValue(req: IncomingMessage, name: string): string | undefined {

@@ -50,7 +50,13 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   const inFlight = new InFlight();
   let draining = false;
   let boundPort = options.port;
-  const ingress = { sessions, responseTimeoutMs: options.responseTimeoutMs, logger, inFlight };
+  const ingress = {
+    sessions,
+    responseTimeoutMs: options.responseTimeoutMs,
+    logger,
+    inFlight,
+    maxRequestBodyBytes: options.maxRequestBodyBytes,
+  };
 
   const baseUrl = (): URL => new URL(options.publicUrl ?? `http://${options.domain}:${boundPort}`);
   const urlsFor = (name: string): { url: string; urls: string[] } => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ProtocolSettings } from '@tunnel2/protocol';
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
+import type { AgentAuthOptions } from './agent-auth.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 
 export interface EdgeOptions {
@@ -31,6 +32,15 @@ export interface EdgeOptions {
   maxMessageSize?: number;
   /** Time an agent has to send its HELLO after the WebSocket opens. */
   helloTimeoutMs?: number;
+  /**
+   * Who may connect agents. Without tokens or a secret, anonymous agents are accepted only on a loopback
+   * address, or when `allowAnonymous` is set explicitly.
+   */
+  auth?: AgentAuthOptions;
+  /** Live sessions one token (or one anonymous agent) may hold on this node. */
+  maxSessionsPerOwner?: number;
+  /** Largest request body carried through a tunnel (413 beyond). */
+  maxRequestBodyBytes?: number;
 }
 
 export interface ResolvedEdgeOptions {
@@ -48,6 +58,13 @@ export interface ResolvedEdgeOptions {
   protocol: Partial<ProtocolSettings>;
   maxMessageSize: number;
   helloTimeoutMs: number;
+  auth: AgentAuthOptions & { allowAnonymous: boolean };
+  maxSessionsPerOwner: number;
+  maxRequestBodyBytes: number;
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
 function positive(name: string, value: number, min: number, max: number): number {
@@ -81,9 +98,23 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
       `invalid edge option publicUrl=${options.publicUrl}: not a URL`,
     );
   }
+  const host = options.host ?? '127.0.0.1';
+  const auth = options.auth ?? {};
+  const hasCredentials = (auth.tokens?.length ?? 0) > 0 || (auth.tokenSecret ?? '') !== '';
+  const allowAnonymous = auth.allowAnonymous ?? (!hasCredentials && isLoopback(host));
+  if (!hasCredentials && !allowAnonymous) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `refusing to accept agents on ${host} without authentication: configure agent tokens or a token secret, ` +
+        'or allow anonymous agents explicitly (allowAnonymous / --allow-anonymous)',
+    );
+  }
+  if (auth.tokenSecret !== undefined && auth.tokenSecret.length < 16) {
+    throw new EdgeError(EdgeErrorCode.INVALID_CONFIG, 'invalid edge option tokenSecret: must be at least 16 characters');
+  }
   return {
     port: positive('port', options.port ?? 8080, 0, 65535),
-    host: options.host ?? '127.0.0.1',
+    host,
     domain,
     publicUrl: options.publicUrl,
     agentPath,
@@ -101,5 +132,13 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
       64 * 1024 * 1024,
     ),
     helloTimeoutMs: positive('helloTimeoutMs', options.helloTimeoutMs ?? 10_000, 1, 600_000),
+    auth: { ...auth, allowAnonymous },
+    maxSessionsPerOwner: positive('maxSessionsPerOwner', options.maxSessionsPerOwner ?? 20, 1, 1_000_000),
+    maxRequestBodyBytes: positive(
+      'maxRequestBodyBytes',
+      options.maxRequestBodyBytes ?? 8 * 1024 * 1024 * 1024,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
   };
 }

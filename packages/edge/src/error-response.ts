@@ -12,6 +12,7 @@ export function sendEdgeError(
   code: EdgeErrorCode,
   message: string,
   retryAfterS?: number,
+  extraHeaders?: Record<string, string>,
 ): void {
   if (res.headersSent) {
     res.destroy();
@@ -25,6 +26,7 @@ export function sendEdgeError(
     'x-tunnel2-error': code,
   };
   if (retryAfterS !== undefined) headers['retry-after'] = retryAfterS;
+  if (extraHeaders !== undefined) Object.assign(headers, extraHeaders);
   res.writeHead(statusByCode[code], headers);
   res.end(body);
 }

@@ -5,3 +5,5 @@ export { EdgeError, EdgeErrorCode, statusByCode } from './errors.js';
 export { type IngressRoute, isValidSessionName, resolveIngressRoute } from './ingress-route.js';
 
 export { randomSessionName, reservedNames } from './session-name.js';
+export { createSignedToken, createAgentAuthenticator, type AgentAuthOptions } from './agent-auth.js';
+export type { PublicProtection } from './public-protection.js';

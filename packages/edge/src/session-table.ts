@@ -43,6 +43,13 @@ export class SessionTable {
     return this.#local.get(name);
   }
 
+  /** Live sessions on this node that belong to `owner` (bounded per token). */
+  countOwnedBy(owner: string): number {
+    let count = 0;
+    for (const connection of this.#local.values()) if (connection.owner === owner) count++;
+    return count;
+  }
+
   connections(): IterableIterator<AgentConnection> {
     return this.#local.values();
   }
@@ -74,7 +81,7 @@ export class SessionTable {
     this.#local.set(connection.name, connection);
     if (previous !== undefined && previous !== connection) {
       this.#options.logger.info({ session: connection.name }, 'newer connection replaces the older one');
-      previous.close(ErrorCode.GOING_AWAY, 'replaced by a newer connection for this name');
+      previous.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection for this name');
     }
   }
 

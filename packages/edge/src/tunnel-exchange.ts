@@ -13,6 +13,8 @@ import { EdgeErrorCode } from './errors.js';
 export interface ExchangeContext {
   name: string;
   responseTimeoutMs: number;
+  /** A streamed body beyond this is cut off with 413 (or an aborted response once one has started). */
+  maxRequestBodyBytes?: number;
   onFinish?: (exchange: TunnelExchange) => void;
 }
 
@@ -49,7 +51,14 @@ export class TunnelExchange implements StreamHandler {
   pumpRequestBody(): void {
     const req = this.#req;
     this.#requestPending = true;
+    const limit = this.#context.maxRequestBodyBytes ?? Number.POSITIVE_INFINITY;
+    let received = 0;
     req.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > limit) {
+        this.#bodyTooLarge(limit);
+        return;
+      }
       if (!this.#stream.write(chunk)) req.pause();
     });
     req.on('end', () => {
@@ -137,6 +146,20 @@ export class TunnelExchange implements StreamHandler {
       this.#stream.reset(ErrorCode.CANCEL);
       this.#req.resume();
     }
+    this.#context.onFinish?.(this);
+  }
+
+  #bodyTooLarge(limit: number): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#requestPending = false;
+    this.#clearTimer();
+    this.#stream.reset(ErrorCode.CANCEL);
+    // Already streaming: the backend request is cancelled and the client hears 413 (or, if the response had
+    // begun, an aborted response); the connection closes so the rest of the body is not read.
+    this.#res.shouldKeepAlive = false;
+    sendEdgeError(this.#res, EdgeErrorCode.BODY_TOO_LARGE, `request body exceeds this edge's limit of ${limit} bytes`);
+    this.#req.resume();
     this.#context.onFinish?.(this);
   }
 

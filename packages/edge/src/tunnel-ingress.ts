@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import {
+  ErrorCode,
   encodeRequestHead,
   type MuxStream,
   ProtocolError,
@@ -23,12 +24,14 @@ export interface TunnelIngressOptions {
   logger: Logger;
   /** Counts requests in flight (for drain and metrics). */
   inFlight: InFlight;
+  maxRequestBodyBytes: number;
 }
 
 interface Refusal {
   code: EdgeErrorCode;
   message: string;
   retryAfterS?: number;
+  headers?: Record<string, string>;
 }
 
 type Opened = { stream: MuxStream; payload: Buffer } | { refusal: Refusal } | { missing: string };
@@ -42,6 +45,16 @@ function openTunnelStream(
 ): Opened {
   const connection = options.sessions.get(route.name);
   if (connection === undefined || !connection.ready) return { missing: route.name };
+  const verdict = connection.protection?.check(req);
+  if (verdict !== undefined && !verdict.ok) {
+    return {
+      refusal: {
+        code: verdict.status === 401 ? EdgeErrorCode.PUBLIC_AUTH_REQUIRED : EdgeErrorCode.PUBLIC_IP_FORBIDDEN,
+        message: verdict.message,
+        ...(verdict.status === 401 ? { headers: { 'www-authenticate': 'Basic realm="tunnel2", charset="UTF-8"' } } : {}),
+      },
+    };
+  }
   if (connection.session.draining) {
     return {
       refusal: {
@@ -99,7 +112,18 @@ export function handleTunnelRequest(
     return;
   }
   if ('refusal' in opened) {
-    sendEdgeError(res, opened.refusal.code, opened.refusal.message, opened.refusal.retryAfterS);
+    const { code, message, retryAfterS, headers } = opened.refusal;
+    sendEdgeError(res, code, message, retryAfterS, headers);
+    return;
+  }
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > options.maxRequestBodyBytes) {
+    opened.stream.reset(ErrorCode.CANCEL);
+    sendEdgeError(
+      res,
+      EdgeErrorCode.BODY_TOO_LARGE,
+      `request body of ${declared} bytes exceeds this edge's limit of ${options.maxRequestBodyBytes}`,
+    );
     return;
   }
   const { stream, payload } = opened;
@@ -108,6 +132,7 @@ export function handleTunnelRequest(
   const exchange = new TunnelExchange(req, res, stream, {
     name: route.name,
     responseTimeoutMs: options.responseTimeoutMs,
+    maxRequestBodyBytes: options.maxRequestBodyBytes,
     onFinish: () => inFlight.finish(),
   });
   const hasBody = requestHasBody(req);

@@ -49,6 +49,8 @@ export const ErrorCode = {
   GOING_AWAY: 13,
   /** Local only, never sent: the session's transport closed underneath the stream. */
   SESSION_CLOSED: 14,
+  /** GOAWAY: a newer connection of the same owner took this session's name; do not reconnect. */
+  SESSION_REPLACED: 15,
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

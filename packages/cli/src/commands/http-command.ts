@@ -11,6 +11,8 @@ export interface HttpCommandOptions {
   hostHeader?: string;
   json?: boolean;
   logLevel?: string;
+  basicAuth?: string;
+  allowIp?: string;
 }
 
 /** `tunnel2 http <target>`: runs until Ctrl-C (exit 0) or a refusal retrying cannot fix (exit 1). */
@@ -27,6 +29,11 @@ export async function runHttpCommand(target: string, options: HttpCommandOptions
       subdomain: options.subdomain,
       token: options.token,
       hostHeader: options.hostHeader,
+      basicAuth: options.basicAuth,
+      allowIps: options.allowIp
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
       logger,
     });
   } catch (err) {
@@ -40,7 +47,6 @@ export async function runHttpCommand(target: string, options: HttpCommandOptions
   tunnel.on('ready', (info) => reporter.ready(info, targetLabel));
   tunnel.on('request', (report) => reporter.request(report));
   tunnel.on('reconnecting', (event) => reporter.reconnecting(event));
-  tunnel.on('error', (error) => reporter.error(error));
 
   return new Promise<number>((resolve) => {
     let stopping = false;
@@ -54,6 +60,11 @@ export async function runHttpCommand(target: string, options: HttpCommandOptions
       });
     };
     const stopListening = onShutdownSignal(() => stop(0));
+    tunnel.on('error', (error) => {
+      reporter.error(error);
+      // A refusal retrying cannot fix (bad token, name taken over): stop with a failure status.
+      if (error.fatal) stop(1);
+    });
     tunnel.start().catch(() => stop(1));
   });
 }

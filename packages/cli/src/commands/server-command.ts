@@ -8,12 +8,30 @@ export interface ServerCommandOptions {
   publicUrl?: string;
   json?: boolean;
   logLevel?: string;
+  token?: string[];
+  tokenFile?: string;
+  tokenSecret?: string;
+  allowAnonymous?: boolean;
+}
+
+/** Agent tokens from flags, TUNNEL2_TOKENS (comma-separated) and a file (one per line, # comments). */
+async function collectTokens(options: ServerCommandOptions): Promise<string[]> {
+  const tokens = [...(options.token ?? [])];
+  const fromEnv = process.env.TUNNEL2_TOKENS;
+  if (fromEnv) tokens.push(...fromEnv.split(','));
+  if (options.tokenFile !== undefined) {
+    const { readFile } = await import('node:fs/promises');
+    const text = await readFile(options.tokenFile, 'utf8');
+    tokens.push(...text.split('\n').filter((line) => !line.trimStart().startsWith('#')));
+  }
+  return tokens.map((t) => t.trim()).filter((t) => t !== '');
 }
 
 /** `tunnel2 server`: an edge with the in-memory registry. The edge is loaded only for this command. */
 export async function runServerCommand(options: ServerCommandOptions): Promise<number> {
   const { buildEdge } = await import('@tunnel2/edge');
   const port = options.port === undefined ? 8080 : Number(options.port);
+  const secret = options.tokenSecret ?? process.env.TUNNEL2_TOKEN_SECRET;
   const logger = pino({ level: options.logLevel ?? 'info' }, pino.destination(2));
   const edge = buildEdge({
     port,
@@ -21,6 +39,11 @@ export async function runServerCommand(options: ServerCommandOptions): Promise<n
     domain: options.domain,
     publicUrl: options.publicUrl,
     logger,
+    auth: {
+      tokens: await collectTokens(options),
+      ...(secret ? { tokenSecret: secret } : {}),
+      ...(options.allowAnonymous ? { allowAnonymous: true } : {}),
+    },
   });
   const { url } = await edge.listen();
   if (options.json) {

@@ -76,3 +76,25 @@ export function peakRss(pid: number): number {
   if (!match) throw new Error(`no VmHWM for pid ${pid}`);
   return Number(match[1]) * 1024;
 }
+
+/** Runs the CLI to completion and returns its exit code and output. */
+export function cli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [cliBin, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr!.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    child.on('exit', (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  });
+}

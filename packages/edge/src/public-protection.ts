@@ -1,0 +1,76 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { BlockList, isIP } from 'node:net';
+
+/** What an agent asks the edge to enforce on its public URL (sent in its HELLO). */
+export interface PublicProtection {
+  /** SHA-256 (hex) of `user:password`; the password itself never leaves the agent. */
+  basicAuthSha256?: string;
+  /** Client addresses allowed, as CIDR blocks or single addresses. */
+  allowIps?: string[];
+}
+
+export type ProtectionVerdict = { ok: true } | { ok: false; status: 401 | 403; message: string };
+
+export interface CompiledProtection {
+  check(req: IncomingMessage): ProtectionVerdict;
+}
+
+/** Validates the agent's settings once per session, so each request only does lookups. */
+export function compileProtection(input: unknown): CompiledProtection | { error: string } | undefined {
+  if (input === undefined || input === null) return undefined;
+  if (typeof input !== 'object') return { error: 'protection must be an object' };
+  const { basicAuthSha256, allowIps } = input as PublicProtection;
+  let expected: Buffer | undefined;
+  if (basicAuthSha256 !== undefined) {
+    if (typeof basicAuthSha256 !== 'string' || !/^[0-9a-f]{64}$/.test(basicAuthSha256)) {
+      return { error: 'basicAuthSha256 must be 64 hex characters' };
+    }
+    expected = Buffer.from(basicAuthSha256, 'hex');
+  }
+  let allowed: BlockList | undefined;
+  if (allowIps !== undefined) {
+    if (!Array.isArray(allowIps)) return { error: 'allowIps must be a list' };
+    allowed = new BlockList();
+    for (const entry of allowIps) {
+      const [address, prefix] = String(entry).split('/');
+      const family = isIP(address ?? '');
+      const bits = prefix === undefined ? (family === 6 ? 128 : 32) : Number(prefix);
+      if (family === 0 || !Number.isInteger(bits) || bits < 0 || bits > (family === 6 ? 128 : 32)) {
+        return { error: `allowIps entry "${String(entry)}" is not an IP address or CIDR block` };
+      }
+      allowed.addSubnet(address!, bits, family === 6 ? 'ipv6' : 'ipv4');
+    }
+  }
+  if (expected === undefined && allowed === undefined) return undefined;
+  return {
+    check(req) {
+      if (allowed !== undefined) {
+        const remote = normalize(req.socket.remoteAddress ?? '');
+        const family = isIP(remote);
+        if (family === 0 || !allowed.check(remote, family === 6 ? 'ipv6' : 'ipv4')) {
+          return { ok: false, status: 403, message: `forbidden: ${remote} is not allowed by this tunnel` };
+        }
+      }
+      if (expected !== undefined) {
+        const given = credentialsDigest(req.headers.authorization);
+        if (given === undefined || !timingSafeEqual(given, expected)) {
+          return { ok: false, status: 401, message: 'this tunnel requires a user name and password' };
+        }
+      }
+      return { ok: true };
+    },
+  };
+}
+
+/** `::ffff:127.0.0.1` is an IPv4 client on a dual-stack socket. */
+function normalize(address: string): string {
+  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
+}
+
+function credentialsDigest(header: string | undefined): Buffer | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header);
+  if (!match) return undefined;
+  return createHash('sha256').update(Buffer.from(match[1]!, 'base64').toString('utf8')).digest();
+}
