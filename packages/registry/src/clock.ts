@@ -1,4 +1,7 @@
-/** Milliseconds since the epoch; injectable so tests can move time without sleeping. */
+/**
+ * Milliseconds since the Unix epoch. Injected rather than read from `Date.now()` so tests move time by
+ * hand (no sleeps) and every lease decision in one registry reads the same source.
+ */
 export type Clock = () => number;
 
 export const systemClock: Clock = () => Date.now();

@@ -1,4 +1,10 @@
 export { type Clock, systemClock } from './clock.js';
 export { RegistryError, RegistryErrorCode } from './errors.js';
-export { createMemoryRegistry, type MemoryRegistryOptions } from './memory-registry.js';
+export {
+  createMemoryRegistry,
+  DEFAULT_SWEEP_INTERVAL_MS,
+  type MemoryRegistry,
+  type MemoryRegistryOptions,
+} from './memory-registry.js';
+export { checkClaimInput, checkEpoch, checkGrace, checkName, checkTtl } from './registry-arguments.js';
 export type { ClaimInput, ClaimResult, SessionRecord, SessionRegistry } from './session-registry.js';

@@ -1,123 +1,181 @@
 import { type Clock, systemClock } from './clock.js';
 import { RegistryError, RegistryErrorCode } from './errors.js';
+import { checkClaimInput, checkEpoch, checkGrace, checkName, checkTtl } from './registry-arguments.js';
 import type { ClaimInput, ClaimResult, SessionRecord, SessionRegistry } from './session-registry.js';
 
 export interface MemoryRegistryOptions {
+  /** Time source for leases; default `Date.now`. */
   clock?: Clock;
-  /** How often expired records are swept (they are also ignored on access). */
+  /**
+   * How often expired records are swept from memory; default 30 s. This only bounds memory: a record is
+   * invisible from the moment it expires.
+   */
   sweepIntervalMs?: number;
 }
 
-/** The embedded default: one process, no dependencies. Expired records are swept so memory stays bounded. */
-export function createMemoryRegistry(options: MemoryRegistryOptions = {}): SessionRegistry {
-  const clock = options.clock ?? systemClock;
-  const records = new Map<string, SessionRecord>();
-  // Epochs survive release, so a name claimed again never reuses an old epoch.
-  const lastEpoch = new Map<string, number>();
-  let epochSeed = 0;
+interface ResolvedMemoryRegistryOptions {
+  clock: Clock;
+  sweepIntervalMs: number;
+}
+
+export const DEFAULT_SWEEP_INTERVAL_MS = 30_000;
+
+function resolveMemoryRegistryOptions(options: MemoryRegistryOptions = {}): ResolvedMemoryRegistryOptions {
+  const sweepIntervalMs = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
+  if (!Number.isSafeInteger(sweepIntervalMs) || sweepIntervalMs < 1 || sweepIntervalMs > 2_147_483_647) {
+    throw new RegistryError(
+      RegistryErrorCode.INVALID_ARGUMENT,
+      `sweepIntervalMs must be an integer in [1, 2147483647], got ${sweepIntervalMs}`,
+    );
+  }
+  if (options.clock !== undefined && typeof options.clock !== 'function') {
+    throw new RegistryError(RegistryErrorCode.INVALID_ARGUMENT, 'clock must be a function returning ms');
+  }
+  return { clock: options.clock ?? systemClock, sweepIntervalMs };
+}
+
+/** The memory registry, plus what only makes sense in one process. */
+export interface MemoryRegistry extends SessionRegistry {
+  /** Records held in memory, including expired ones not swept yet (diagnostics and tests). */
+  readonly size: number;
+}
+
+type MutableRecord = { -readonly [K in keyof SessionRecord]: SessionRecord[K] };
+
+/**
+ * The embedded default: one process, no dependencies. Every operation runs to completion synchronously
+ * inside its promise, so concurrent claims are naturally serialised and exactly one of them wins.
+ */
+export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryRegistry {
+  const { clock, sweepIntervalMs } = resolveMemoryRegistryOptions(options);
+  const records = new Map<string, MutableRecord>();
+  // One counter for every name: strictly increasing per name too, and nothing to remember about a name
+  // after it is released or expires (a per-name counter would have to outlive its record forever).
+  let lastEpoch = 0;
+  let nextSweepAt = clock() + sweepIntervalMs;
   let closed = false;
 
-  const live = (name: string): SessionRecord | undefined => {
+  const sweep = (now: number): void => {
+    for (const [name, record] of records) if (record.expiresAt <= now) records.delete(name);
+    nextSweepAt = now + sweepIntervalMs;
+  };
+  // Expired records are invisible at once; they are also removed from memory in bulk, by the timer and,
+  // in case timers do not follow the injected clock (tests, or a stalled event loop), on writes once the
+  // interval has passed by the clock. Either way memory is bounded by the live names of an interval.
+  const sweepIfDue = (now: number): void => {
+    if (now >= nextSweepAt) sweep(now);
+  };
+  const timer = setInterval(() => sweep(clock()), sweepIntervalMs);
+  timer.unref();
+
+  const assertOpen = (): void => {
+    if (closed) throw new RegistryError(RegistryErrorCode.CLOSED, 'the session registry is closed');
+  };
+  /** The record of `name` if it has not expired; an expired one is dropped on the way. */
+  const live = (name: string, now: number): MutableRecord | undefined => {
     const record = records.get(name);
     if (record === undefined) return undefined;
-    if (record.expiresAt <= clock()) {
+    if (record.expiresAt <= now) {
       records.delete(name);
       return undefined;
     }
     return record;
   };
-  const assertOpen = (): void => {
-    if (closed) throw new RegistryError(RegistryErrorCode.CLOSED, 'registry is closed');
+  /** Live record holding exactly `epoch`. */
+  const current = (name: string, epoch: number, now: number): MutableRecord | undefined => {
+    const record = live(name, now);
+    return record?.epoch === epoch ? record : undefined;
   };
-  const checkTtl = (what: string, ms: number): void => {
-    if (!Number.isFinite(ms) || ms < 0) {
-      throw new RegistryError(
-        RegistryErrorCode.INVALID_ARGUMENT,
-        `${what} must be a non-negative number of ms, got ${ms}`,
-      );
-    }
-  };
-
-  const sweep = setInterval(() => {
-    const now = clock();
-    for (const [name, record] of records) if (record.expiresAt <= now) records.delete(name);
-    // Epoch memory only matters while a record could still be stale somewhere; keep it bounded too.
-    if (lastEpoch.size > records.size * 2 + 10_000) {
-      for (const name of lastEpoch.keys()) if (!records.has(name)) lastEpoch.delete(name);
-    }
-  }, options.sweepIntervalMs ?? 30_000);
-  sweep.unref();
-
-  const nextEpoch = (name: string): number => {
-    // Epochs increase per name and across the registry's life (a wall-clock seed keeps them rising after a restart).
-    epochSeed = Math.max(epochSeed + 1, lastEpoch.get(name) ?? 0, clock());
-    lastEpoch.set(name, epochSeed);
-    return epochSeed;
-  };
+  const snapshot = (record: MutableRecord): SessionRecord => ({ ...record });
 
   return {
+    get size() {
+      return records.size;
+    },
+
     async claim(input: ClaimInput): Promise<ClaimResult> {
       assertOpen();
-      checkTtl('ttlMs', input.ttlMs);
-      const existing = live(input.name);
+      checkClaimInput(input);
+      const now = clock();
+      sweepIfDue(now);
+      const existing = live(input.name, now);
       if (existing !== undefined && existing.owner !== input.owner) {
-        return { ok: false, reason: 'owned-by-other', record: { ...existing } };
+        return { ok: false, reason: 'owned-by-other', record: snapshot(existing) };
       }
-      const record: SessionRecord = {
+      lastEpoch += 1;
+      const record: MutableRecord = {
         name: input.name,
         nodeId: input.nodeId,
         owner: input.owner,
-        epoch: nextEpoch(input.name),
-        expiresAt: clock() + input.ttlMs,
+        epoch: lastEpoch,
+        expiresAt: now + input.ttlMs,
         connected: true,
       };
       records.set(input.name, record);
-      return { ok: true, record: { ...record } };
+      return { ok: true, record: snapshot(record) };
     },
+
     async renew(name, epoch, ttlMs) {
       assertOpen();
+      checkName(name);
+      checkEpoch(epoch);
       checkTtl('ttlMs', ttlMs);
-      const record = live(name);
-      if (record === undefined || record.epoch !== epoch || !record.connected) return false;
-      record.expiresAt = clock() + ttlMs;
+      const now = clock();
+      const record = current(name, epoch, now);
+      // A disconnected record is only a reservation: a late heartbeat must not turn it back into a lease.
+      if (record === undefined || !record.connected) return false;
+      record.expiresAt = now + ttlMs;
       return true;
     },
+
     async markDisconnected(name, epoch, graceMs) {
       assertOpen();
-      checkTtl('graceMs', graceMs);
-      const record = live(name);
-      if (record === undefined || record.epoch !== epoch) return false;
+      checkName(name);
+      checkEpoch(epoch);
+      checkGrace(graceMs);
+      const now = clock();
+      const record = current(name, epoch, now);
+      if (record === undefined) return false;
       if (graceMs === 0) {
         records.delete(name);
         return true;
       }
       record.connected = false;
-      record.expiresAt = clock() + graceMs;
+      record.expiresAt = now + graceMs;
       return true;
     },
+
     async release(name, epoch) {
       assertOpen();
-      const record = live(name);
-      if (record === undefined || record.epoch !== epoch) return false;
+      checkName(name);
+      checkEpoch(epoch);
+      if (current(name, epoch, clock()) === undefined) return false;
       records.delete(name);
       return true;
     },
+
     async lookup(name) {
       assertOpen();
-      const record = live(name);
-      return record === undefined ? undefined : { ...record };
+      checkName(name);
+      const record = live(name, clock());
+      return record === undefined ? undefined : snapshot(record);
     },
+
     async list() {
       assertOpen();
       const now = clock();
-      return [...records.values()].filter((r) => r.expiresAt > now).map((r) => ({ ...r }));
+      // The scan is a full pass anyway, so it sweeps as it goes.
+      sweep(now);
+      return [...records.values()].map(snapshot);
     },
+
     async ping() {
       assertOpen();
     },
+
     async close() {
       closed = true;
-      clearInterval(sweep);
+      clearInterval(timer);
       records.clear();
     },
   };

@@ -1,49 +1,69 @@
 /**
- * Who owns which session name across edge nodes. The edge keeps live WebSockets locally; the registry is
- * the shared truth that lets several nodes agree (a Redis implementation plugs in behind this interface).
+ * Who owns which session name across edge nodes. Each edge keeps its live WebSockets locally; the
+ * registry is the shared truth that lets several nodes agree (the memory registry is the embedded
+ * default, a Redis implementation plugs in behind this same interface).
  *
- * Every successful claim gets a new epoch, strictly greater than any earlier epoch of that name. Updates
- * carry the epoch they were granted, so a stale owner (an old connection closing late, a node that lost
- * its lease) can never renew, disconnect or release a newer session.
+ * Every successful claim gets a new epoch, strictly greater than any earlier epoch of that name, even
+ * after a release or an expiry. Updates carry the epoch they were granted, so a stale holder (an old
+ * connection closing late, a node that lost its lease) can never renew, disconnect or release a newer
+ * session: it gets `false` and nothing changes.
  */
 export interface SessionRecord {
-  name: string;
-  /** The edge node holding the live connection. */
-  nodeId: string;
-  /** Opaque owner key (a hash of the agent's token or key), never a secret. */
-  owner: string;
-  epoch: number;
-  /** When the lease (or, disconnected, the reservation) ends, in ms since the epoch. */
-  expiresAt: number;
+  readonly name: string;
+  /** The edge node holding (or, disconnected, last holding) the connection. */
+  readonly nodeId: string;
+  /** Opaque owner key (a hash of what identifies the agent), never a secret. */
+  readonly owner: string;
+  /** Generation of this claim; strictly increasing per name across claims. */
+  readonly epoch: number;
+  /** When the lease (or, disconnected, the reservation) ends, in ms since the Unix epoch. */
+  readonly expiresAt: number;
   /** False while the owner is away and the name is only reserved for its reconnect. */
-  connected: boolean;
+  readonly connected: boolean;
 }
 
 export interface ClaimInput {
   name: string;
   nodeId: string;
   owner: string;
+  /** Lease length; the holder renews before it ends. Must be > 0. */
   ttlMs: number;
 }
 
 export type ClaimResult =
   | { ok: true; record: SessionRecord }
+  /** The live or reserved record that blocked the claim, so the caller can say who holds the name. */
   | { ok: false; reason: 'owned-by-other'; record: SessionRecord };
 
+/**
+ * All methods are async because real implementations talk to a store. Records handed out are snapshots:
+ * changing them changes nothing in the registry. Invalid arguments reject with
+ * `TUNNEL2_ERR_REGISTRY_INVALID_ARGUMENT`; any call after `close()` rejects with
+ * `TUNNEL2_ERR_REGISTRY_CLOSED`.
+ * A record whose `expiresAt` is not in the future does not exist for any operation.
+ */
 export interface SessionRegistry {
-  /** Takes a name: free or expired names go to anyone, a live or reserved name only to its owner (new epoch). */
+  /**
+   * Takes a name. A free or expired name goes to anyone; a live or reserved name only to its owner, who
+   * takes it over with a new epoch (that is how a reconnect replaces the older connection). A live record
+   * of another owner refuses the claim and is returned.
+   */
   claim(input: ClaimInput): Promise<ClaimResult>;
-  /** Extends the lease of the current epoch; false if the epoch is stale or the record is gone. */
+  /**
+   * Extends the lease of a connected record to `ttlMs` from now; false if the epoch is stale or the
+   * record is gone or disconnected (a late heartbeat must not revive a reservation).
+   */
   renew(name: string, epoch: number, ttlMs: number): Promise<boolean>;
-  /** The owner's connection is gone: keep the name reserved for it for `graceMs`. */
+  /** The holder's connection is gone: keep the name reserved for its owner for `graceMs` (0 frees it now). */
   markDisconnected(name: string, epoch: number, graceMs: number): Promise<boolean>;
   /** Removes the record, only for the current epoch. */
   release(name: string, epoch: number): Promise<boolean>;
   /** The live or reserved record of a name; expired records are invisible. */
   lookup(name: string): Promise<SessionRecord | undefined>;
-  /** Every live or reserved record (observability). */
+  /** Every live or reserved record, in no particular order (observability). */
   list(): Promise<SessionRecord[]>;
-  /** Resolves if the registry is reachable (readiness). */
+  /** Resolves if the registry can serve requests (readiness checks); rejects otherwise. */
   ping(): Promise<void>;
+  /** Releases the registry's own resources (timers, connections); idempotent. */
   close(): Promise<void>;
 }

@@ -1,29 +1,27 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { SessionRegistry } from '../src/index.js';
+import type { ClaimResult, SessionRecord, SessionRegistry } from '../src/index.js';
+import { createFakeClock, type FakeClock } from './fake-clock.js';
 
-/** A clock the test moves by hand: no sleeps, no real time. */
-export interface FakeClock {
-  now: () => number;
-  advance: (ms: number) => void;
-}
-
-export function createFakeClock(start = 1_700_000_000_000): FakeClock {
-  let time = start;
-  return {
-    now: () => time,
-    advance: (ms) => {
-      time += ms;
-    },
-  };
-}
+export { createFakeClock, type FakeClock } from './fake-clock.js';
 
 export type RegistryFactory = (
   clock: FakeClock,
 ) => Promise<{ registry: SessionRegistry; cleanup: () => Promise<void> }>;
 
+const INVALID = { code: 'TUNNEL2_ERR_REGISTRY_INVALID_ARGUMENT' };
+const CLOSED = { code: 'TUNNEL2_ERR_REGISTRY_CLOSED' };
+
+/** The record of a claim the test expects to succeed (fails the test otherwise). */
+function won(result: ClaimResult): SessionRecord {
+  if (!result.ok) throw new Error(`expected the claim to succeed, it was refused by ${result.record.owner}`);
+  return result.record;
+}
+
 /**
- * The behaviour every SessionRegistry implementation must have. Run it for each one (memory now,
- * Redis when it lands) so they cannot drift apart.
+ * The behaviour every SessionRegistry implementation must have. Run it for each one (memory now, Redis
+ * when it lands) so they cannot drift apart. The factory must build its registry on the given fake clock:
+ * the suite moves time by hand and never sleeps. `cleanup` runs after each test, possibly after the test
+ * itself closed the registry.
  */
 export function registryContract(name: string, factory: RegistryFactory): void {
   describe(`SessionRegistry contract: ${name}`, () => {
@@ -35,101 +33,282 @@ export function registryContract(name: string, factory: RegistryFactory): void {
 
     beforeEach(async () => {
       clock = createFakeClock();
-      ({ registry, cleanup } = await factory(clock));
+      const made = await factory(clock);
+      registry = made.registry;
+      cleanup = made.cleanup;
     });
     afterEach(() => cleanup());
 
-    it('claims a free name and finds it', async () => {
-      const result = await claim('app', 'alice');
-      expect(result.ok).toBe(true);
-      const record = await registry.lookup('app');
-      expect(record).toMatchObject({ name: 'app', owner: 'alice', nodeId: 'node-a', connected: true });
-      expect(record?.epoch).toBe(result.record.epoch);
-      expect(await registry.lookup('other')).toBeUndefined();
+    describe('claim and lookup', () => {
+      it('claims a free name and finds it', async () => {
+        const start = clock.now();
+        const record = won(await claim('app', 'alice', 10_000, 'node-a'));
+        expect(record).toEqual({
+          name: 'app',
+          owner: 'alice',
+          nodeId: 'node-a',
+          epoch: record.epoch,
+          expiresAt: start + 10_000,
+          connected: true,
+        });
+        expect(Number.isSafeInteger(record.epoch) && record.epoch > 0).toBe(true);
+        expect(await registry.lookup('app')).toEqual(record);
+        expect(await registry.lookup('other')).toBeUndefined();
+      });
+
+      it('hands out snapshots: changing a returned record changes nothing', async () => {
+        const record = won(await claim('app', 'alice'));
+        (record as { owner: string }).owner = 'mallory';
+        const looked = await registry.lookup('app');
+        (looked as { connected: boolean }).connected = false;
+        expect(await registry.lookup('app')).toMatchObject({ owner: 'alice', connected: true });
+      });
+
+      it('keeps names independent', async () => {
+        won(await claim('a', 'alice'));
+        won(await claim('b', 'bob'));
+        expect((await registry.lookup('a'))?.owner).toBe('alice');
+        expect((await registry.lookup('b'))?.owner).toBe('bob');
+      });
     });
 
-    it('refuses a live name to another owner and shows who holds it', async () => {
-      await claim('app', 'alice');
-      const result = await claim('app', 'mallory');
-      expect(result).toMatchObject({ ok: false, reason: 'owned-by-other', record: { owner: 'alice' } });
-      expect((await registry.lookup('app'))?.owner).toBe('alice');
+    describe('ownership', () => {
+      it('refuses a live name to another owner, returning the record that holds it', async () => {
+        const alice = won(await claim('app', 'alice'));
+        const result = await claim('app', 'mallory', 10_000, 'node-b');
+        expect(result).toEqual({ ok: false, reason: 'owned-by-other', record: alice });
+        expect(await registry.lookup('app')).toEqual(alice);
+      });
+
+      it('lets the same owner take over with a higher epoch (a reconnect)', async () => {
+        const first = won(await claim('app', 'alice', 10_000, 'node-a'));
+        clock.advance(1_000);
+        const second = won(await claim('app', 'alice', 20_000, 'node-b'));
+        expect(second.epoch).toBeGreaterThan(first.epoch);
+        expect(second).toMatchObject({ nodeId: 'node-b', expiresAt: clock.now() + 20_000, connected: true });
+        expect(await registry.lookup('app')).toEqual(second);
+      });
+
+      it('gives exactly one winner to concurrent claims of one name by different owners', async () => {
+        const results = await Promise.all(Array.from({ length: 20 }, (_, i) => claim('race', `owner-${i}`)));
+        const winners = results.filter((r) => r.ok);
+        expect(winners).toHaveLength(1);
+        const winner = winners[0]!.record;
+        for (const r of results) if (!r.ok) expect(r.record).toEqual(winner);
+        expect(await registry.lookup('race')).toEqual(winner);
+      });
+
+      it('gives concurrent claims of one owner distinct epochs, the highest one current', async () => {
+        const records = (await Promise.all(Array.from({ length: 10 }, () => claim('race', 'alice')))).map(
+          won,
+        );
+        const epochs = records.map((r) => r.epoch);
+        expect(new Set(epochs).size).toBe(epochs.length);
+        expect((await registry.lookup('race'))?.epoch).toBe(Math.max(...epochs));
+      });
     });
 
-    it('lets the same owner take over with a higher epoch', async () => {
-      const first = await claim('app', 'alice');
-      const second = await claim('app', 'alice', 10_000, 'node-b');
-      expect(second.ok).toBe(true);
-      expect(second.record.epoch).toBeGreaterThan(first.record.epoch);
-      expect((await registry.lookup('app'))?.nodeId).toBe('node-b');
+    describe('epochs', () => {
+      it('a stale epoch cannot renew, disconnect or release the newer session', async () => {
+        const first = won(await claim('app', 'alice'));
+        const second = won(await claim('app', 'alice'));
+        clock.advance(100);
+        expect(await registry.renew('app', first.epoch, 60_000)).toBe(false);
+        expect(await registry.markDisconnected('app', first.epoch, 60_000)).toBe(false);
+        expect(await registry.release('app', first.epoch)).toBe(false);
+        expect(await registry.lookup('app')).toEqual(second);
+      });
+
+      it('an epoch never handed out acts on nothing', async () => {
+        const record = won(await claim('app', 'alice'));
+        const bogus = record.epoch + 1_000;
+        expect(await registry.renew('app', bogus, 60_000)).toBe(false);
+        expect(await registry.markDisconnected('app', bogus, 60_000)).toBe(false);
+        expect(await registry.release('app', bogus)).toBe(false);
+        expect(await registry.lookup('app')).toEqual(record);
+      });
+
+      it('answers false for a name it does not hold', async () => {
+        expect(await registry.renew('ghost', 1, 1_000)).toBe(false);
+        expect(await registry.markDisconnected('ghost', 1, 1_000)).toBe(false);
+        expect(await registry.release('ghost', 1)).toBe(false);
+        expect(await registry.lookup('ghost')).toBeUndefined();
+      });
+
+      it('release removes only the current epoch; epochs keep rising after it', async () => {
+        const first = won(await claim('app', 'alice'));
+        expect(await registry.release('app', first.epoch)).toBe(true);
+        expect(await registry.lookup('app')).toBeUndefined();
+        expect(await registry.release('app', first.epoch)).toBe(false);
+        const again = won(await claim('app', 'alice'));
+        expect(again.epoch).toBeGreaterThan(first.epoch);
+        expect(await registry.release('app', again.epoch)).toBe(true);
+        const other = won(await claim('app', 'bob'));
+        expect(other.epoch).toBeGreaterThan(again.epoch);
+        expect(await registry.release('app', first.epoch)).toBe(false);
+        expect(await registry.lookup('app')).toEqual(other);
+      });
     });
 
-    it('a stale epoch cannot renew, disconnect or release the newer session', async () => {
-      const first = await claim('app', 'alice');
-      const second = await claim('app', 'alice');
-      expect(await registry.renew('app', first.record.epoch, 10_000)).toBe(false);
-      expect(await registry.markDisconnected('app', first.record.epoch, 10_000)).toBe(false);
-      expect(await registry.release('app', first.record.epoch)).toBe(false);
-      const record = await registry.lookup('app');
-      expect(record).toMatchObject({ epoch: second.record.epoch, connected: true });
+    describe('leases', () => {
+      it('renew extends the lease from now', async () => {
+        const record = won(await claim('app', 'alice', 1_000));
+        clock.advance(500);
+        expect(await registry.renew('app', record.epoch, 2_000)).toBe(true);
+        expect(await registry.lookup('app')).toEqual({ ...record, expiresAt: clock.now() + 2_000 });
+      });
+
+      it('expires a lease that is not renewed, freeing the name for anyone', async () => {
+        const first = won(await claim('app', 'alice', 1_000));
+        clock.advance(999);
+        expect(await registry.renew('app', first.epoch, 1_000)).toBe(true);
+        clock.advance(999);
+        expect(await registry.lookup('app')).toBeDefined();
+        clock.advance(1);
+        // expiresAt is now: a lease ends at its expiry instant, not a millisecond later.
+        expect(await registry.lookup('app')).toBeUndefined();
+        expect(await registry.list()).toEqual([]);
+        const taken = won(await claim('app', 'mallory'));
+        expect(taken.epoch).toBeGreaterThan(first.epoch);
+      });
+
+      it('an expired lease cannot be renewed, disconnected or released by its old holder', async () => {
+        const first = won(await claim('app', 'alice', 1_000));
+        clock.advance(1_000);
+        expect(await registry.renew('app', first.epoch, 1_000)).toBe(false);
+        expect(await registry.markDisconnected('app', first.epoch, 1_000)).toBe(false);
+        expect(await registry.release('app', first.epoch)).toBe(false);
+        expect(await registry.lookup('app')).toBeUndefined();
+        const taken = won(await claim('app', 'mallory'));
+        expect(await registry.release('app', first.epoch)).toBe(false);
+        expect(await registry.lookup('app')).toEqual(taken);
+      });
     });
 
-    it('expires a lease that is not renewed, freeing the name for anyone', async () => {
-      const first = await claim('app', 'alice', 1_000);
-      clock.advance(999);
-      expect(await registry.renew('app', first.record.epoch, 1_000)).toBe(true);
-      clock.advance(999);
-      expect(await registry.lookup('app')).toBeDefined();
-      clock.advance(2);
-      expect(await registry.lookup('app')).toBeUndefined();
-      expect((await claim('app', 'mallory')).ok).toBe(true);
+    describe('disconnect and grace', () => {
+      it('keeps a disconnected name for its owner only, until the grace ends', async () => {
+        const first = won(await claim('app', 'alice'));
+        expect(await registry.markDisconnected('app', first.epoch, 5_000)).toBe(true);
+        const reserved = { ...first, connected: false, expiresAt: clock.now() + 5_000 };
+        expect(await registry.lookup('app')).toEqual(reserved);
+        expect(await claim('app', 'mallory')).toEqual({
+          ok: false,
+          reason: 'owned-by-other',
+          record: reserved,
+        });
+        clock.advance(4_000);
+        const back = won(await claim('app', 'alice', 10_000, 'node-b'));
+        expect(back).toMatchObject({ connected: true, nodeId: 'node-b' });
+        expect(back.epoch).toBeGreaterThan(first.epoch);
+        expect(await registry.markDisconnected('app', back.epoch, 5_000)).toBe(true);
+        clock.advance(4_999);
+        expect((await claim('app', 'mallory')).ok).toBe(false);
+        clock.advance(1);
+        expect(await registry.lookup('app')).toBeUndefined();
+        expect(won(await claim('app', 'mallory')).epoch).toBeGreaterThan(back.epoch);
+      });
+
+      it('a disconnected session cannot be renewed back to life', async () => {
+        const first = won(await claim('app', 'alice'));
+        await registry.markDisconnected('app', first.epoch, 5_000);
+        expect(await registry.renew('app', first.epoch, 10_000)).toBe(false);
+        expect(await registry.lookup('app')).toMatchObject({
+          connected: false,
+          expiresAt: clock.now() + 5_000,
+        });
+      });
+
+      it('a replaced connection closing late does not turn the new one into a reservation', async () => {
+        const old = won(await claim('app', 'alice', 10_000, 'node-a'));
+        const fresh = won(await claim('app', 'alice', 10_000, 'node-b'));
+        expect(await registry.markDisconnected('app', old.epoch, 60_000)).toBe(false);
+        expect(await registry.release('app', old.epoch)).toBe(false);
+        expect(await registry.lookup('app')).toEqual(fresh);
+      });
+
+      it('a grace of 0 frees the name at once', async () => {
+        const first = won(await claim('app', 'alice'));
+        expect(await registry.markDisconnected('app', first.epoch, 0)).toBe(true);
+        expect(await registry.lookup('app')).toBeUndefined();
+        expect((await claim('app', 'mallory')).ok).toBe(true);
+      });
+
+      it('the owner may release its reservation early', async () => {
+        const first = won(await claim('app', 'alice'));
+        await registry.markDisconnected('app', first.epoch, 60_000);
+        expect(await registry.release('app', first.epoch)).toBe(true);
+        expect((await claim('app', 'mallory')).ok).toBe(true);
+      });
     });
 
-    it('keeps a disconnected name for its owner only, until the grace ends', async () => {
-      const first = await claim('app', 'alice');
-      expect(await registry.markDisconnected('app', first.record.epoch, 5_000)).toBe(true);
-      expect(await registry.lookup('app')).toMatchObject({ connected: false });
-      expect((await claim('app', 'mallory')).ok).toBe(false);
-      clock.advance(4_000);
-      const back = await claim('app', 'alice');
-      expect(back).toMatchObject({ ok: true, record: { connected: true } });
-      expect(await registry.markDisconnected('app', back.record.epoch, 5_000)).toBe(true);
-      clock.advance(5_001);
-      expect(await registry.lookup('app')).toBeUndefined();
-      expect((await claim('app', 'mallory')).ok).toBe(true);
+    describe('list', () => {
+      it('lists live and reserved records, never expired or released ones', async () => {
+        expect(await registry.list()).toEqual([]);
+        won(await claim('short', 'alice', 1_000));
+        const reserved = won(await claim('reserved', 'bob', 10_000));
+        await registry.markDisconnected('reserved', reserved.epoch, 10_000);
+        const live = won(await claim('live', 'carol', 10_000, 'node-b'));
+        const released = won(await claim('released', 'dave', 10_000));
+        await registry.release('released', released.epoch);
+        clock.advance(1_000);
+        const listed = (await registry.list()).sort((a, b) => a.name.localeCompare(b.name));
+        expect(listed).toEqual([live, { ...reserved, connected: false, expiresAt: clock.now() + 9_000 }]);
+      });
+
+      it('hands out snapshots', async () => {
+        won(await claim('app', 'alice'));
+        const [record] = await registry.list();
+        (record as { owner: string }).owner = 'mallory';
+        expect((await registry.lookup('app'))?.owner).toBe('alice');
+      });
     });
 
-    it('a disconnected session cannot be renewed (its connection is gone)', async () => {
-      const first = await claim('app', 'alice');
-      await registry.markDisconnected('app', first.record.epoch, 5_000);
-      expect(await registry.renew('app', first.record.epoch, 10_000)).toBe(false);
+    describe('arguments', () => {
+      it('rejects malformed claims with INVALID_ARGUMENT and keeps nothing', async () => {
+        const base = { name: 'app', owner: 'alice', nodeId: 'node-a', ttlMs: 1_000 };
+        for (const bad of [
+          { name: '' },
+          { owner: '' },
+          { nodeId: '' },
+          { ttlMs: 0 },
+          { ttlMs: -1 },
+          { ttlMs: Number.NaN },
+          { ttlMs: Number.POSITIVE_INFINITY },
+        ]) {
+          await expect(registry.claim({ ...base, ...bad })).rejects.toMatchObject(INVALID);
+        }
+        expect(await registry.list()).toEqual([]);
+      });
+
+      it('rejects malformed epochs and durations with INVALID_ARGUMENT', async () => {
+        const record = won(await claim('app', 'alice'));
+        await expect(registry.renew('app', 0, 1_000)).rejects.toMatchObject(INVALID);
+        await expect(registry.renew('app', 1.5, 1_000)).rejects.toMatchObject(INVALID);
+        await expect(registry.renew('app', record.epoch, 0)).rejects.toMatchObject(INVALID);
+        await expect(registry.markDisconnected('app', record.epoch, -1)).rejects.toMatchObject(INVALID);
+        await expect(registry.release('', record.epoch)).rejects.toMatchObject(INVALID);
+        await expect(registry.lookup('')).rejects.toMatchObject(INVALID);
+        expect(await registry.lookup('app')).toEqual(record);
+      });
     });
 
-    it('release removes only the current epoch, and epochs keep rising after it', async () => {
-      const first = await claim('app', 'alice');
-      expect(await registry.release('app', first.record.epoch)).toBe(true);
-      expect(await registry.lookup('app')).toBeUndefined();
-      const again = await claim('app', 'bob');
-      expect(again.record.epoch).toBeGreaterThan(first.record.epoch);
-    });
+    describe('lifecycle', () => {
+      it('answers ping while open', async () => {
+        await expect(registry.ping()).resolves.toBeUndefined();
+      });
 
-    it('lists live and reserved records, never expired ones', async () => {
-      await claim('a', 'alice', 1_000);
-      const b = await claim('b', 'bob', 10_000);
-      await registry.markDisconnected('b', b.record.epoch, 10_000);
-      clock.advance(1_001);
-      const names = (await registry.list()).map((r) => r.name).sort();
-      expect(names).toEqual(['b']);
-    });
-
-    it('gives exactly one winner to concurrent claims of one name', async () => {
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => claim('race', `owner-${i}`)));
-      expect(results.filter((r) => r.ok)).toHaveLength(1);
-      const winner = results.find((r) => r.ok);
-      expect((await registry.lookup('race'))?.owner).toBe(winner?.record.owner);
-    });
-
-    it('answers ping while open', async () => {
-      await expect(registry.ping()).resolves.toBeUndefined();
+      it('refuses every call once closed, and close is idempotent', async () => {
+        const record = won(await claim('app', 'alice'));
+        await registry.close();
+        await registry.close();
+        await expect(registry.ping()).rejects.toMatchObject(CLOSED);
+        await expect(claim('app', 'alice')).rejects.toMatchObject(CLOSED);
+        await expect(registry.renew('app', record.epoch, 1_000)).rejects.toMatchObject(CLOSED);
+        await expect(registry.markDisconnected('app', record.epoch, 1_000)).rejects.toMatchObject(CLOSED);
+        await expect(registry.release('app', record.epoch)).rejects.toMatchObject(CLOSED);
+        await expect(registry.lookup('app')).rejects.toMatchObject(CLOSED);
+        await expect(registry.list()).rejects.toMatchObject(CLOSED);
+      });
     });
   });
 }

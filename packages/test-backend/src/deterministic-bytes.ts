@@ -1,13 +1,19 @@
 import { createHash } from 'node:crypto';
+import { invalidArgument } from './errors.js';
 
+/** Size of the chunks /bytes is generated and written in. */
 export const BYTES_CHUNK_SIZE = 64 * 1024;
 
+// Chunk i is cut from this pattern starting at i mod 251: neighbouring chunks differ (a duplicated,
+// dropped or reordered chunk changes the hash), and the sequence repeats only every 251 chunks (~15.7 MiB).
+const PATTERN_SHIFTS = 251;
+
 /**
- * The 64 KiB pattern every /bytes body is cut from: pseudo-random (xorshift) so compression or a
- * repeated-chunk bug cannot pass for a correct transfer, and computed once.
+ * Pseudo-random bytes (xorshift32) computed once at load: serving a chunk is then a zero-copy view, so
+ * /bytes costs the backend nothing per byte, and compression cannot make a broken transfer look right.
  */
 const pattern: Buffer = (() => {
-  const out = Buffer.allocUnsafe(BYTES_CHUNK_SIZE + 251);
+  const out = Buffer.allocUnsafe(BYTES_CHUNK_SIZE + PATTERN_SHIFTS);
   let x = 0x9e3779b9;
   for (let i = 0; i < out.length; i++) {
     x ^= x << 13;
@@ -18,26 +24,31 @@ const pattern: Buffer = (() => {
   return out;
 })();
 
-/**
- * The chunk at `offset` of a deterministic stream of bytes. Successive chunks start at a shifting
- * position of the pattern (offset / 64 KiB mod 251), so no two neighbouring chunks are equal.
- */
-export function chunkAt(offset: number, size: number): Buffer {
-  const index = Math.floor(offset / BYTES_CHUNK_SIZE);
-  const start = (index % 251) + (offset % BYTES_CHUNK_SIZE);
-  return pattern.subarray(start, start + size);
-}
-
-/** Yields `n` deterministic bytes in chunks of at most 64 KiB, never holding more than one chunk. */
-export function* deterministicChunks(n: number): Generator<Buffer> {
-  for (let offset = 0; offset < n; ) {
-    const size = Math.min(BYTES_CHUNK_SIZE - (offset % BYTES_CHUNK_SIZE), n - offset);
-    yield chunkAt(offset, size);
-    offset += size;
+function checkLength(n: number): void {
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw invalidArgument(`a byte count must be a non-negative safe integer, got ${n}`);
   }
 }
 
-/** The SHA-256 (hex) of the first `n` deterministic bytes, computed chunk by chunk. */
+/**
+ * Yields the first `n` deterministic bytes in chunks of at most 64 KiB (aligned to 64 KiB offsets).
+ * The chunks are read-only views of one shared buffer: never write to them; nothing of size `n` is
+ * ever allocated, so `n` may be far beyond what fits in memory.
+ */
+export function deterministicChunks(n: number): Generator<Buffer, void, undefined> {
+  // Checked here, not inside the generator, so a bad count throws at the call rather than at first use.
+  checkLength(n);
+  return generateChunks(n);
+}
+
+function* generateChunks(n: number): Generator<Buffer, void, undefined> {
+  for (let offset = 0, index = 0; offset < n; offset += BYTES_CHUNK_SIZE, index++) {
+    const start = index % PATTERN_SHIFTS;
+    yield pattern.subarray(start, start + Math.min(BYTES_CHUNK_SIZE, n - offset));
+  }
+}
+
+/** The SHA-256 (hex) of the first `n` deterministic bytes, computed chunk by chunk in constant memory. */
 export function deterministicSha256(n: number): string {
   const hash = createHash('sha256');
   for (const chunk of deterministicChunks(n)) hash.update(chunk);

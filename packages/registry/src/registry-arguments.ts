@@ -1,0 +1,50 @@
+import { RegistryError, RegistryErrorCode } from './errors.js';
+import type { ClaimInput } from './session-registry.js';
+
+/*
+ * Argument checks shared by every SessionRegistry implementation, so the memory and a future Redis
+ * registry refuse exactly the same inputs (the contract suite checks it). A bad argument is a caller bug,
+ * so it rejects with INVALID_ARGUMENT instead of answering false like a stale epoch does.
+ */
+
+function invalid(message: string): RegistryError {
+  return new RegistryError(RegistryErrorCode.INVALID_ARGUMENT, message);
+}
+
+function checkKey(what: string, value: unknown): void {
+  if (typeof value !== 'string' || value.length === 0) throw invalid(`${what} must be a non-empty string`);
+}
+
+/** A session name: any non-empty string (the edge has already checked its syntax). */
+export function checkName(name: unknown): void {
+  checkKey('name', name);
+}
+
+/** An epoch as handed out by claim: a positive safe integer. */
+export function checkEpoch(epoch: unknown): void {
+  if (typeof epoch !== 'number' || !Number.isSafeInteger(epoch) || epoch < 1) {
+    throw invalid(`epoch must be a positive integer, got ${String(epoch)}`);
+  }
+}
+
+/** A lease length: a finite number of ms, > 0 (a zero lease would be expired the moment it is granted). */
+export function checkTtl(what: string, ms: unknown): void {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
+    throw invalid(`${what} must be a positive number of ms, got ${String(ms)}`);
+  }
+}
+
+/** A grace period: a finite number of ms, >= 0 (0 frees the name at once). */
+export function checkGrace(ms: unknown): void {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+    throw invalid(`graceMs must be a non-negative number of ms, got ${String(ms)}`);
+  }
+}
+
+export function checkClaimInput(input: ClaimInput): void {
+  if (typeof input !== 'object' || input === null) throw invalid('claim input must be an object');
+  checkName(input.name);
+  checkKey('nodeId', input.nodeId);
+  checkKey('owner', input.owner);
+  checkTtl('ttlMs', input.ttlMs);
+}
