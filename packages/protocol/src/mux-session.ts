@@ -359,7 +359,12 @@ export class MuxSession implements StreamHost {
     if (stream === undefined) {
       if (!this.#isPeerStreamId(frame.streamId) || frame.streamId <= this.#lastPeerStreamId) return; // stale
       this.#lastPeerStreamId = frame.streamId;
-      if (this.#goingAway || this.streams.size >= this.localSettings.maxConcurrentStreams) {
+      // A side that serves no streams (the edge) refuses them, so a peer cannot park streams it opened.
+      const refuse =
+        this.#handler.onStream === undefined ||
+        this.#goingAway ||
+        this.streams.size >= this.localSettings.maxConcurrentStreams;
+      if (refuse) {
         this.enqueue(FrameType.RESET, 0, frame.streamId, codeBytes(ErrorCode.REFUSED_STREAM));
         return;
       }

@@ -16,7 +16,7 @@ import { type Deferred, deferred } from './deferred.js';
 export const quietSettings: Partial<ProtocolSettings> = { heartbeatIntervalMs: 0 };
 
 /** Resolves with the first frame in `frames` (now or later) that matches. */
-class FrameLog {
+export class FrameLog {
   readonly frames: Frame[] = [];
   #waiters: { match: (frame: Frame) => boolean; done: Deferred<Frame> }[] = [];
 
