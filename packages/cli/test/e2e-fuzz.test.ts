@@ -156,7 +156,7 @@ it(`${TOTAL_FRAMES} random and mutated frames never crash the edge; bad sessions
   expect(sent).toBeGreaterThanOrEqual(TOTAL_FRAMES);
   expect(closedByEdge).toBeGreaterThan(1);
   console.log(
-    `fuzz: ${sent} frames over ${sessions} sessions (seed ${SEED}), ${closedByEdge} sessions closed`,
+    `fuzz: ${sent} frames over ${sessions} sessions (seed ${SEED}), ${closedByEdge} closed by the edge for protocol errors`,
   );
   // Every fuzz session is gone; only the steady one remains.
   while (edge.sessions.size > 1) await new Promise((resolve) => setTimeout(resolve, 10));
