@@ -3,7 +3,7 @@ import { buildEdge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Spawned, spawnCli } from './support/processes.js';
-import { type Stack, silent, startStack } from './support/stack.js';
+import { type Stack, silent, startStack, until } from './support/stack.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -103,4 +103,62 @@ describe('aborts propagate through the tunnel', () => {
     const result = await download(stack.port, stack.host, '/abort-after/100000', 1, () => {});
     expect(result.outcome).toBe('aborted');
   });
+});
+
+describe('aborts at scale and mid-upload', () => {
+  it('a client that aborts mid-upload makes the backend see the abort, and nothing is replayed', async () => {
+    const stack: Stack = await startStack({ name: 'abort-upload' });
+    cleanups.push(() => stack.close());
+    const aborted = stack.backend.nextAbort('/upload');
+    const before = stack.backend.stats.requests;
+    const req = request({
+      host: '127.0.0.1',
+      port: stack.port,
+      method: 'POST',
+      path: '/upload',
+      headers: { host: stack.host, 'content-length': String(64 * 1024 * 1024) },
+      agent: false,
+    });
+    req.on('error', () => {});
+    req.write(Buffer.alloc(1024 * 1024));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    req.destroy();
+    await aborted;
+    expect(stack.backend.stats.requests).toBe(before + 1);
+  });
+
+  it('10,000 aborted downloads leave no stream, socket or request behind', async () => {
+    const stack: Stack = await startStack({ name: 'many-aborts' });
+    cleanups.push(() => stack.close());
+    const total = 10_000;
+    let started = 0;
+    const worker = async (): Promise<void> => {
+      while (started < total) {
+        started++;
+        await new Promise<void>((resolve) => {
+          const req = request({
+            host: '127.0.0.1',
+            port: stack.port,
+            path: `/bytes/${1024 * 1024}`,
+            headers: { host: stack.host },
+            agent: false,
+          });
+          req.on('error', () => resolve());
+          req.on('close', () => resolve());
+          req.on('response', (res) => res.once('data', () => req.destroy()));
+          req.end();
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: 50 }, worker));
+    const session = stack.edge.sessions.get('many-aborts')!.session;
+    await until(
+      () => stack.edge.inFlight === 0 && session.streams.size === 0 && stack.backend.stats.inFlight === 0,
+    );
+    const connections = await new Promise<number>((resolve, reject) =>
+      stack.edge.app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))),
+    );
+    // Only the agent's WebSocket is left on the edge.
+    expect(connections).toBe(1);
+  }, 120_000);
 });
