@@ -139,7 +139,7 @@ describe('aborts at scale and mid-upload', () => {
           const req = request({
             host: '127.0.0.1',
             port: stack.port,
-            path: `/bytes/${1024 * 1024}`,
+            path: `/bytes/${256 * 1024}`,
             headers: { host: stack.host },
             agent: false,
           });
