@@ -31,7 +31,12 @@ function sign(secret: string, claims: string): Buffer {
 }
 
 /** Mints a signed agent token for `subject`, valid for `ttlSeconds`. */
-export function createSignedToken(secret: string, subject: string, ttlSeconds: number, now = Date.now()): string {
+export function createSignedToken(
+  secret: string,
+  subject: string,
+  ttlSeconds: number,
+  now = Date.now(),
+): string {
   const claims: SignedClaims = { sub: subject, exp: Math.floor(now / 1000) + ttlSeconds };
   const encoded = Buffer.from(JSON.stringify(claims)).toString('base64url');
   return `${PREFIX}${encoded}.${sign(secret, encoded).toString('base64url')}`;
@@ -52,14 +57,16 @@ export function createAgentAuthenticator(options: AgentAuthOptions, clock: () =>
     if (claims === undefined || mac === undefined) return { ok: false, reason: 'invalid' };
     const expected = sign(secret, claims);
     const given = Buffer.from(mac, 'base64url');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'invalid' };
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      return { ok: false, reason: 'invalid' };
     let parsed: Partial<SignedClaims>;
     try {
       parsed = JSON.parse(Buffer.from(claims, 'base64url').toString('utf8')) as Partial<SignedClaims>;
     } catch {
       return { ok: false, reason: 'invalid' };
     }
-    if (typeof parsed.sub !== 'string' || typeof parsed.exp !== 'number') return { ok: false, reason: 'invalid' };
+    if (typeof parsed.sub !== 'string' || typeof parsed.exp !== 'number')
+      return { ok: false, reason: 'invalid' };
     if (parsed.exp * 1000 <= clock()) return { ok: false, reason: 'expired' };
     return { ok: true, identity: `sub:${parsed.sub}`, anonymous: false };
   }

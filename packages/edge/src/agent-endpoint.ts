@@ -3,12 +3,12 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
+import { createAgentAuthenticator } from './agent-auth.js';
 import { AgentConnection } from './agent-connection.js';
 import type { ResolvedEdgeOptions } from './edge-options.js';
 import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import { checkRequestedName, ownerKey, randomSessionName } from './session-name.js';
-import { createAgentAuthenticator } from './agent-auth.js';
 import type { SessionTable } from './session-table.js';
 
 export interface AgentEndpointOptions {
@@ -134,11 +134,20 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
 function authRefusal(reason: 'missing' | 'invalid' | 'expired'): { code: EdgeErrorCode; message: string } {
   switch (reason) {
     case 'missing':
-      return { code: EdgeErrorCode.AGENT_TOKEN_MISSING, message: 'this edge requires an agent token: pass --token or set TUNNEL2_TOKEN' };
+      return {
+        code: EdgeErrorCode.AGENT_TOKEN_MISSING,
+        message: 'this edge requires an agent token: pass --token or set TUNNEL2_TOKEN',
+      };
     case 'expired':
-      return { code: EdgeErrorCode.AGENT_TOKEN_EXPIRED, message: 'the agent token has expired: get a new one' };
+      return {
+        code: EdgeErrorCode.AGENT_TOKEN_EXPIRED,
+        message: 'the agent token has expired: get a new one',
+      };
     default:
-      return { code: EdgeErrorCode.AGENT_TOKEN_INVALID, message: 'the agent token is not valid for this edge' };
+      return {
+        code: EdgeErrorCode.AGENT_TOKEN_INVALID,
+        message: 'the agent token is not valid for this edge',
+      };
   }
 }
 

@@ -110,7 +110,10 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     );
   }
   if (auth.tokenSecret !== undefined && auth.tokenSecret.length < 16) {
-    throw new EdgeError(EdgeErrorCode.INVALID_CONFIG, 'invalid edge option tokenSecret: must be at least 16 characters');
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      'invalid edge option tokenSecret: must be at least 16 characters',
+    );
   }
   return {
     port: positive('port', options.port ?? 8080, 0, 65535),

@@ -158,7 +158,11 @@ export class TunnelExchange implements StreamHandler {
     // Already streaming: the backend request is cancelled and the client hears 413 (or, if the response had
     // begun, an aborted response); the connection closes so the rest of the body is not read.
     this.#res.shouldKeepAlive = false;
-    sendEdgeError(this.#res, EdgeErrorCode.BODY_TOO_LARGE, `request body exceeds this edge's limit of ${limit} bytes`);
+    sendEdgeError(
+      this.#res,
+      EdgeErrorCode.BODY_TOO_LARGE,
+      `request body exceeds this edge's limit of ${limit} bytes`,
+    );
     this.#req.resume();
     this.#context.onFinish?.(this);
   }

@@ -51,7 +51,9 @@ function openTunnelStream(
       refusal: {
         code: verdict.status === 401 ? EdgeErrorCode.PUBLIC_AUTH_REQUIRED : EdgeErrorCode.PUBLIC_IP_FORBIDDEN,
         message: verdict.message,
-        ...(verdict.status === 401 ? { headers: { 'www-authenticate': 'Basic realm="tunnel2", charset="UTF-8"' } } : {}),
+        ...(verdict.status === 401
+          ? { headers: { 'www-authenticate': 'Basic realm="tunnel2", charset="UTF-8"' } }
+          : {}),
       },
     };
   }
