@@ -50,6 +50,17 @@ function headersSize(headers: RawHeaders): number {
   return size;
 }
 
+/**
+ * Writes a latin1 string and returns its length. Header fields are short, and for short strings a plain
+ * loop beats a call into native code (the native write was ~8 % of the agent's CPU under load).
+ */
+function writeLatin1(out: Buffer, value: string, offset: number): number {
+  const length = value.length;
+  if (length > 48) return out.write(value, offset, ENC);
+  for (let i = 0; i < length; i++) out[offset + i] = value.charCodeAt(i) & 0xff;
+  return length;
+}
+
 function writeHeaders(out: Buffer, offset: number, headers: RawHeaders): number {
   out.writeUInt16BE(headers.length / 2, offset);
   let o = offset + 2;
@@ -58,10 +69,10 @@ function writeHeaders(out: Buffer, offset: number, headers: RawHeaders): number 
     const value = headers[i + 1]!;
     out.writeUInt16BE(name.length, o);
     o += 2;
-    o += out.write(name, o, ENC);
+    o += writeLatin1(out, name, o);
     out.writeUInt16BE(value.length, o);
     o += 2;
-    o += out.write(value, o, ENC);
+    o += writeLatin1(out, value, o);
   }
   return o;
 }
@@ -115,10 +126,10 @@ export function encodeRequestHead(head: RequestHead, limit: number): Buffer {
   if (size > limit) throw tooLarge('request head', size, limit);
   const out = Buffer.allocUnsafe(size);
   out[0] = head.method.length;
-  let o = 1 + out.write(head.method, 1, ENC);
+  let o = 1 + writeLatin1(out, head.method, 1);
   out.writeUInt16BE(head.target.length, o);
   o += 2;
-  o += out.write(head.target, o, ENC);
+  o += writeLatin1(out, head.target, o);
   writeHeaders(out, o, head.headers);
   return out;
 }

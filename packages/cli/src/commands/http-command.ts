@@ -1,5 +1,6 @@
 import { pino } from 'pino';
 import { AgentError } from '../errors.js';
+import { createLineWriter } from '../line-writer.js';
 import { createHumanReporter, createJsonReporter } from '../reporter.js';
 import { onShutdownSignal } from '../shutdown-signal.js';
 import { Tunnel } from '../tunnel.js';
@@ -17,7 +18,8 @@ export interface HttpCommandOptions {
 
 /** `tunnel2 http <target>`: runs until Ctrl-C (exit 0) or a refusal retrying cannot fix (exit 1). */
 export async function runHttpCommand(target: string, options: HttpCommandOptions): Promise<number> {
-  const write = (line: string): void => void process.stdout.write(line);
+  const stdout = createLineWriter(process.stdout);
+  const write = stdout.write;
   const writeErr = (line: string): void => void process.stderr.write(line);
   const reporter = options.json ? createJsonReporter(write) : createHumanReporter(write, writeErr);
   const logger = pino({ level: options.logLevel ?? 'warn' }, pino.destination(2));
@@ -56,6 +58,7 @@ export async function runHttpCommand(target: string, options: HttpCommandOptions
       stopListening();
       void tunnel.close().then(() => {
         reporter.closed();
+        stdout.flush();
         resolve(code);
       });
     };
