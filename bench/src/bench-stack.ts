@@ -1,0 +1,144 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type ChildService, startChildService } from './child-service.js';
+import { BenchError, BenchErrorCode } from './errors.js';
+
+/** Where a side of the comparison sends its requests. */
+export interface LoadTarget {
+  /** Origin the load generator connects to (always a loopback address). */
+  origin: string;
+  /** Host header to send; the tunnel side is routed by host, as public traffic is. */
+  host: string;
+}
+
+/** The processes under test, each its own child process so its CPU and memory are its own. */
+export interface BenchStack {
+  backend: ChildService;
+  /** Present unless only the direct side runs. */
+  edge: ChildService | undefined;
+  agent: ChildService | undefined;
+  direct: LoadTarget;
+  tunnel: LoadTarget | undefined;
+  /** A short description of the stack, for the report. */
+  describe(): StackDescription;
+  close(): Promise<void>;
+  /** Synchronous last resort when the bench itself exits. */
+  kill(): void;
+}
+
+export interface StackDescription {
+  backendUrl: string;
+  edgeUrl: string | null;
+  tunnelUrl: string | null;
+}
+
+export interface BenchStackOptions {
+  /** Start the edge and the agent (false when only the direct side is measured). */
+  tunnel: boolean;
+  /** The subdomain the agent asks for. */
+  subdomain?: string;
+}
+
+function packageDir(name: string): string {
+  return dirname(fileURLToPath(import.meta.resolve(`${name}/package.json`)));
+}
+
+function jsonEvent(line: string, event: string): Record<string, unknown> | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    const parsed = JSON.parse(line) as Record<string, unknown>;
+    return parsed.event === event ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The test backend prints one text line with its URL; nothing else it prints starts the same way. */
+function backendUrl(line: string): string | undefined {
+  const marker = 'listening on ';
+  const at = line.indexOf(marker);
+  if (at < 0) return undefined;
+  const url = line.slice(at + marker.length).split(' ')[0];
+  return url !== undefined && URL.canParse(url) ? url.replace(/\/$/, '') : undefined;
+}
+
+function targetOf(url: string): LoadTarget {
+  const parsed = new URL(url);
+  // *.localhost does not resolve through Node's resolver: connect to loopback and route by Host.
+  const hostname =
+    parsed.hostname === 'localhost' || parsed.hostname.endsWith('.localhost') ? '127.0.0.1' : parsed.hostname;
+  return { origin: `${parsed.protocol}//${hostname}:${parsed.port}`, host: parsed.host };
+}
+
+/** Starts the backend, then (for the tunnel side) an edge and an agent, through their real command lines. */
+export async function startBenchStack(options: BenchStackOptions): Promise<BenchStack> {
+  const cliBin = join(packageDir('@tunnel2/cli'), 'bin', 'tunnel2.js');
+  const backendBin = join(packageDir('@tunnel2/test-backend'), 'bin', 'test-backend.js');
+  const started: ChildService[] = [];
+  const closeAll = async (): Promise<void> => {
+    // Agent first, so the edge never sees a session vanish under load as an error.
+    for (const service of started.splice(0).reverse()) await service.stop();
+  };
+  try {
+    const backend = await startChildService({
+      name: 'test backend',
+      args: [backendBin, '--port', '0', '--host', '127.0.0.1'],
+      ready: backendUrl,
+    });
+    started.push(backend);
+    let edge: ChildService | undefined;
+    let agent: ChildService | undefined;
+    if (options.tunnel) {
+      edge = await startChildService({
+        name: 'edge (tunnel2 server)',
+        args: [cliBin, 'server', '--port', '0', '--host', '127.0.0.1', '--json', '--log-level', 'warn'],
+        ready: (line) => {
+          const url = jsonEvent(line, 'listening')?.url;
+          return typeof url === 'string' ? url : undefined;
+        },
+      });
+      started.push(edge);
+      agent = await startChildService({
+        name: 'agent (tunnel2 http)',
+        args: [
+          cliBin,
+          'http',
+          backend.readyValue,
+          '--server',
+          edge.readyValue,
+          '--subdomain',
+          options.subdomain ?? 'bench',
+          '--json',
+          '--log-level',
+          'warn',
+        ],
+        ready: (line) => {
+          const url = jsonEvent(line, 'ready')?.url;
+          return typeof url === 'string' ? url : undefined;
+        },
+      });
+      started.push(agent);
+    }
+    const tunnelUrl = agent?.readyValue;
+    return {
+      backend,
+      edge,
+      agent,
+      direct: targetOf(backend.readyValue),
+      tunnel: tunnelUrl === undefined ? undefined : targetOf(tunnelUrl),
+      describe: () => ({
+        backendUrl: backend.readyValue,
+        edgeUrl: edge?.readyValue ?? null,
+        tunnelUrl: tunnelUrl ?? null,
+      }),
+      close: closeAll,
+      kill: () => {
+        for (const service of started) service.kill();
+      },
+    };
+  } catch (err) {
+    await closeAll();
+    if (err instanceof BenchError) throw err;
+    throw new BenchError(BenchErrorCode.STACK, 'the stack under test did not start', { cause: err });
+  }
+}

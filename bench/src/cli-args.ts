@@ -1,0 +1,230 @@
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { usageError } from './errors.js';
+import type { ScenarioName, SideName } from './report-schema.js';
+import { isScenarioName, SCENARIOS } from './scenarios.js';
+
+/** Everything a run needs, validated. */
+export interface BenchOptions {
+  scenario: ScenarioName;
+  /** Fixed-rate scenarios: the target rate of each stage. Empty for max. */
+  rates: number[];
+  /** max: the connection counts, one stage each. Fixed-rate scenarios: one fixed count, or empty for auto. */
+  connections: number[];
+  durationSec: number;
+  warmupSec: number;
+  timeoutSec: number;
+  path: string;
+  outDir: string;
+  sides: SideName[];
+  failUnderPct: number | null;
+  maxP99Ms: number | null;
+}
+
+export type ParsedCommand = { help: true } | { help: false; options: BenchOptions };
+
+export const USAGE = `usage: pnpm bench <scenario> [flags]
+
+Starts a test backend, an edge and an agent on loopback (each its own process), measures the backend
+directly and through the tunnel, stage by stage, and writes report.json, report.md and report.html.
+
+scenarios:
+  ramp       fixed-rate stages, one after the other   --stages 20,50,100,200,500,1000 --duration 30
+  spike      2-minute runs at fixed rates             --rates 600,800,900,1000 --duration 120
+  constant   N minutes at one fixed rate              --rate 300 --minutes 5
+  max        closed loop: as fast as answers come     --connections 50,100 --duration 30
+
+flags:
+  --stages <rps,...>     ramp: target rate of each stage
+  --rates <rps,...>      spike: target rate of each run
+  --rate <rps>           constant: the target rate
+  --minutes <n>          constant: length of the run (fractions allowed)
+  --duration <s>         seconds per stage (constant: instead of --minutes)
+  --warmup <s>           seconds of discarded load before the first stage of each side (default 10)
+  --connections <n,...>  max: connection counts, one stage each (default 50,100);
+                         fixed-rate scenarios: connections per stage (default rate/10, at least 1)
+  --path <path>          GET path on the test backend (default /loadtest/get)
+  --timeout <s>          request timeout (default 10)
+  --only <side>          direct | tunnel: measure one side only
+  --out <dir>            where the reports go (default bench/results/<scenario>-<time>)
+  --fail-under <pct>     exit 1 if a tunnel stage's success rate is below pct
+  --max-p99 <ms>         exit 1 if a tunnel stage's corrected p99 is above ms
+  -h, --help             this text
+
+exit codes: 0 done (and the gate passed), 1 the gate failed, 2 bad flags, 3 the run itself failed.
+`;
+
+function positiveNumber(flag: string, text: string, { allowZero = false, integer = false } = {}): number {
+  const value = /^\d+(\.\d+)?$/.test(text.trim()) ? Number(text) : Number.NaN;
+  const ok =
+    Number.isFinite(value) && (allowZero ? value >= 0 : value > 0) && (!integer || Number.isInteger(value));
+  if (!ok) {
+    const what = integer ? 'a positive integer' : allowZero ? 'a number >= 0' : 'a positive number';
+    throw usageError(`${flag} ${JSON.stringify(text)} is not ${what}`);
+  }
+  return value;
+}
+
+function integerList(flag: string, text: string): number[] {
+  const items = text.split(',').map((item) => item.trim());
+  if (items.some((item) => !/^\d+$/.test(item) || Number(item) === 0)) {
+    throw usageError(`${flag} ${JSON.stringify(text)} is not a comma-separated list of positive integers`);
+  }
+  return items.map(Number);
+}
+
+/** Flags each scenario accepts besides the common ones; anything else is refused by name. */
+const SCENARIO_FLAGS: Record<ScenarioName, readonly string[]> = {
+  ramp: ['stages', 'duration'],
+  spike: ['rates', 'duration'],
+  constant: ['rate', 'minutes', 'duration'],
+  max: ['duration'],
+};
+const SCENARIO_ONLY_FLAGS = ['stages', 'rates', 'rate', 'minutes', 'duration'];
+
+/**
+ * Parses `<scenario> [flags]`. Throws a BenchError (USAGE) with one line naming the offending flag.
+ * @param cwd the directory relative --out paths are resolved from (where the user ran pnpm).
+ * @param defaultOutRoot where reports go when --out is not given.
+ */
+export function parseBenchArgs(
+  argv: string[],
+  cwd: string,
+  defaultOutRoot: string,
+  now: Date = new Date(),
+): ParsedCommand {
+  // `pnpm bench -- ramp` hands the separator through; it carries no meaning here.
+  const args = argv[0] === '--' ? argv.slice(1) : argv;
+  for (const arg of args) {
+    const name = arg.startsWith('--') ? arg.slice(2).split('=')[0]! : undefined;
+    if (name !== undefined && name !== '' && !(name in OPTIONS)) {
+      throw usageError(`unknown flag --${name}`);
+    }
+  }
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(args);
+  } catch (err) {
+    // parseArgs names the flag in its message; its codes say which mistake it was.
+    throw usageError((err as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help === true) return { help: true };
+  const [scenario, ...extra] = positionals;
+  if (scenario === undefined)
+    throw usageError(`missing scenario: one of ${Object.keys(SCENARIOS).join(', ')}`);
+  if (!isScenarioName(scenario)) {
+    throw usageError(`unknown scenario "${scenario}": one of ${Object.keys(SCENARIOS).join(', ')}`);
+  }
+  if (extra.length > 0) throw usageError(`unexpected argument "${extra[0]}" (flags start with --)`);
+  for (const flag of SCENARIO_ONLY_FLAGS) {
+    if (values[flag as keyof typeof values] !== undefined && !SCENARIO_FLAGS[scenario].includes(flag)) {
+      const accepted = SCENARIO_FLAGS[scenario].map((f) => `--${f}`).join(', ');
+      throw usageError(`--${flag} does not apply to ${scenario} (it takes ${accepted})`);
+    }
+  }
+  const defaults = SCENARIOS[scenario];
+
+  let durationSec = defaults.durationSec;
+  if (values.duration !== undefined) durationSec = positiveNumber('--duration', values.duration);
+  if (values.minutes !== undefined) {
+    if (values.duration !== undefined)
+      throw usageError('--minutes and --duration both set the length: give one');
+    durationSec = positiveNumber('--minutes', values.minutes) * 60;
+  }
+
+  let rates: number[] = [];
+  if (scenario === 'ramp')
+    rates = values.stages === undefined ? defaults.rates : integerList('--stages', values.stages);
+  if (scenario === 'spike')
+    rates = values.rates === undefined ? defaults.rates : integerList('--rates', values.rates);
+  if (scenario === 'constant') {
+    rates =
+      values.rate === undefined ? defaults.rates : [positiveNumber('--rate', values.rate, { integer: true })];
+  }
+
+  let connections: number[] = scenario === 'max' ? defaults.connections : [];
+  if (values.connections !== undefined) {
+    connections = integerList('--connections', values.connections);
+    if (scenario !== 'max' && connections.length > 1) {
+      throw usageError(`--connections takes one number for ${scenario} (a list is for max)`);
+    }
+  }
+
+  const timeoutSec = values.timeout === undefined ? 10 : positiveNumber('--timeout', values.timeout);
+  // autocannon's own bounds.
+  if (timeoutSec < 1 || timeoutSec > 600)
+    throw usageError(`--timeout ${values.timeout} must be within 1..600 s`);
+  if (connections.length === 1 && scenario !== 'max') {
+    // A connection idle for longer than the timeout would be timed out by autocannon between two sends.
+    const worst = Math.min(...rates);
+    const gapSec = connections[0]! / worst;
+    if (gapSec >= timeoutSec) {
+      throw usageError(
+        `--connections ${connections[0]} at ${worst} RPS leaves ${gapSec} s between sends on a connection; ` +
+          `it must be below --timeout (${timeoutSec} s)`,
+      );
+    }
+  }
+
+  const path = values.path ?? '/loadtest/get';
+  if (!path.startsWith('/')) throw usageError(`--path ${JSON.stringify(path)} must start with /`);
+
+  let sides: SideName[] = ['direct', 'tunnel'];
+  if (values.only !== undefined) {
+    if (values.only !== 'direct' && values.only !== 'tunnel') {
+      throw usageError(`--only ${JSON.stringify(values.only)} must be direct or tunnel`);
+    }
+    sides = [values.only];
+  }
+
+  let failUnderPct: number | null = null;
+  if (values['fail-under'] !== undefined) {
+    failUnderPct = positiveNumber('--fail-under', values['fail-under'], { allowZero: true });
+    if (failUnderPct > 100) throw usageError(`--fail-under ${values['fail-under']} is above 100 (it is a %)`);
+  }
+  const maxP99Ms = values['max-p99'] === undefined ? null : positiveNumber('--max-p99', values['max-p99']);
+
+  const stamp = now.toISOString().replace(/[:T]/g, '-').replace(/\..*$/, '');
+  const outDir =
+    values.out === undefined ? resolve(defaultOutRoot, `${scenario}-${stamp}`) : resolve(cwd, values.out);
+
+  return {
+    help: false,
+    options: {
+      scenario,
+      rates,
+      connections,
+      durationSec,
+      warmupSec:
+        values.warmup === undefined ? 10 : positiveNumber('--warmup', values.warmup, { allowZero: true }),
+      timeoutSec,
+      path,
+      outDir,
+      sides,
+      failUnderPct,
+      maxP99Ms,
+    },
+  };
+}
+
+const OPTIONS = {
+  stages: { type: 'string' },
+  rates: { type: 'string' },
+  rate: { type: 'string' },
+  minutes: { type: 'string' },
+  duration: { type: 'string' },
+  warmup: { type: 'string' },
+  connections: { type: 'string' },
+  path: { type: 'string' },
+  timeout: { type: 'string' },
+  only: { type: 'string' },
+  out: { type: 'string' },
+  'fail-under': { type: 'string' },
+  'max-p99': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function parse(args: string[]) {
+  return parseArgs({ args, allowPositionals: true, strict: true, options: OPTIONS });
+}

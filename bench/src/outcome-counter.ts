@@ -1,0 +1,53 @@
+/**
+ * The kinds a failed request is counted under. `http_<status>` for every answer that is not 2xx, then:
+ * - `timeout`: no complete answer within the request timeout;
+ * - `reset`: the connection was reset or closed before the answer was complete (ECONNRESET, EPIPE, or the
+ *   peer closing mid-response: "response ended prematurely");
+ * - `other`: any other transport error (ECONNREFUSED, ...).
+ */
+export type ErrorKind = `http_${number}` | 'timeout' | 'reset' | 'other';
+
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET']);
+
+/** Maps a transport error to its kind by its stable `code` (never by its message). */
+export function transportErrorKind(err: unknown): 'reset' | 'other' {
+  const code =
+    typeof err === 'object' && err !== null && 'code' in err ? (err as { code: unknown }).code : undefined;
+  return typeof code === 'string' && RESET_CODES.has(code) ? 'reset' : 'other';
+}
+
+/** Counts what became of every request of one side of one stage. */
+export class OutcomeCounter {
+  /** Requests written to a socket. */
+  sent = 0;
+  /** 2xx answers. */
+  ok = 0;
+  /** Requests that ended in an answer (any status) or an error. */
+  finished = 0;
+  /** Response bytes received (headers and body) on 2xx and non-2xx answers. */
+  bytes = 0;
+  readonly errors: Partial<Record<ErrorKind, number>> = {};
+
+  response(status: number, bytes: number): void {
+    this.finished += 1;
+    this.bytes += bytes;
+    if (status >= 200 && status < 300) this.ok += 1;
+    else this.fail(`http_${status}`);
+  }
+
+  /** `count` requests failed without an answer. */
+  failed(kind: 'timeout' | 'reset' | 'other', count = 1): void {
+    this.finished += count;
+    this.fail(kind, count);
+  }
+
+  errorCount(): number {
+    let total = 0;
+    for (const n of Object.values(this.errors)) total += n ?? 0;
+    return total;
+  }
+
+  private fail(kind: ErrorKind, count = 1): void {
+    this.errors[kind] = (this.errors[kind] ?? 0) + count;
+  }
+}

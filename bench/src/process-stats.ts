@@ -1,0 +1,105 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+
+/** What one process spent during one stage. */
+export interface ProcessUsage {
+  /** User + system CPU time, in ms (10 ms resolution: the kernel counts clock ticks). */
+  cpuMs: number;
+  /** cpuMs over the stage's wall time, in % of one core (200 % = two cores busy). */
+  cpuPct: number;
+  /** Largest resident set during the stage, in MiB (the whole process's lifetime if the reset failed). */
+  peakRssMb: number;
+}
+
+/** A running measurement of one process, started at the beginning of a stage. */
+export interface UsageMeter {
+  stop(): ProcessUsage | null;
+}
+
+// The unit of utime/stime in /proc/<pid>/stat. USER_HZ is 100 on every Linux ABI Node runs on.
+const TICK_MS = 10;
+
+/** utime + stime of a process in ms, or undefined where /proc is not there (macOS) or the process is gone. */
+export function readCpuMs(pid: number): number | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) may hold spaces and parentheses: fields are counted after its last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After the name, utime and stime are the 12th and 13th fields (fields 14 and 15 of the whole line).
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return undefined;
+  return (utime + stime) * TICK_MS;
+}
+
+function readStatusKb(pid: number, field: 'VmHWM' | 'VmRSS'): number | undefined {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  for (const line of status.split('\n')) {
+    if (line.startsWith(`${field}:`)) {
+      const kb = Number.parseInt(line.slice(field.length + 1).trim(), 10);
+      return Number.isFinite(kb) ? kb : undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Writing 5 to clear_refs resets the peak-RSS counter (VmHWM) to the current RSS, so reading VmHWM at the
+ * end of a stage gives that stage's peak exactly, with no sampling that could miss a short spike.
+ */
+function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Starts measuring a child process (Linux /proc); stop() answers null where that is not available. */
+export function meterProcess(pid: number): UsageMeter {
+  resetPeakRss(pid);
+  const startCpu = readCpuMs(pid);
+  const startedAt = performance.now();
+  return {
+    stop() {
+      const endCpu = readCpuMs(pid);
+      const peakKb = readStatusKb(pid, 'VmHWM');
+      if (startCpu === undefined || endCpu === undefined || peakKb === undefined) return null;
+      const wallMs = performance.now() - startedAt;
+      const cpuMs = endCpu - startCpu;
+      return {
+        cpuMs,
+        cpuPct: wallMs > 0 ? (cpuMs / wallMs) * 100 : 0,
+        peakRssMb: peakKb / 1024,
+      };
+    },
+  };
+}
+
+/** The same measurement for this process (the load generator), from Node's own counters. */
+export function meterSelf(): UsageMeter {
+  const start = process.cpuUsage();
+  const startedAt = performance.now();
+  // The generator's RSS is reported as the current peak of the whole run: it is not the system under test.
+  return {
+    stop() {
+      const used = process.cpuUsage(start);
+      const wallMs = performance.now() - startedAt;
+      const cpuMs = (used.user + used.system) / 1000;
+      return {
+        cpuMs,
+        cpuPct: wallMs > 0 ? (cpuMs / wallMs) * 100 : 0,
+        peakRssMb: process.resourceUsage().maxRSS / 1024,
+      };
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import type { ProcessUsageReport, StageReport } from './report-schema.js';
+
+/** How numbers read in report.md and report.html (report.json keeps them raw). */
+
+export function ms(value: number): string {
+  if (value >= 100) return value.toFixed(0);
+  if (value >= 10) return value.toFixed(1);
+  return value.toFixed(2);
+}
+
+export function rps(value: number): string {
+  return value >= 100 ? value.toFixed(0) : value.toFixed(1);
+}
+
+export function pct(value: number): string {
+  return value === 100 ? '100' : value.toFixed(2);
+}
+
+export function count(value: number): string {
+  return value.toLocaleString('en-US');
+}
+
+export function ratio(value: number): string {
+  return `${value.toFixed(2)}×`;
+}
+
+export function signedMs(value: number): string {
+  return `${value >= 0 ? '+' : '−'}${ms(Math.abs(value))}`;
+}
+
+export function errorsText(errors: Record<string, number>): string {
+  const entries = Object.entries(errors).filter(([, n]) => n > 0);
+  return entries.length === 0 ? '0' : entries.map(([kind, n]) => `${kind}: ${count(n)}`).join(', ');
+}
+
+export function usageText(usage: ProcessUsageReport | null | undefined): string {
+  if (usage === null || usage === undefined) return '–';
+  return `${count(usage.cpuMs)} ms (${usage.cpuPct.toFixed(0)} %) · ${usage.peakRssMb.toFixed(0)} MB`;
+}
+
+/** "100 RPS" for a fixed-rate stage, "50 conn" for a closed-loop one. */
+export function stageLabel(stage: StageReport): string {
+  return stage.targetRps === null ? `${stage.connections} conn` : `${stage.targetRps} RPS`;
+}

@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import type { StackDescription } from './bench-stack.js';
+import type { BenchOptions } from './cli-args.js';
+import { evaluateGate } from './gate.js';
+import { type BenchReport, SCHEMA_VERSION } from './report-schema.js';
+import type { ScenarioRun } from './run-scenario.js';
+import { totalsOf } from './side-report.js';
+
+function versionOf(packageName: string): string {
+  try {
+    const file = new URL(import.meta.resolve(`${packageName}/package.json`));
+    return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Quotes an argument only when a shell would need it, so the command can be pasted back. */
+function shellArg(arg: string): string {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+export interface ReportInput {
+  options: BenchOptions;
+  argv: string[];
+  run: ScenarioRun;
+  stack: StackDescription;
+  startedAt: Date;
+  finishedAt: Date;
+}
+
+export function buildReport(input: ReportInput): BenchReport {
+  const { options, run } = input;
+  const cpuList = cpus();
+  return {
+    schemaVersion: SCHEMA_VERSION,
+    scenario: options.scenario,
+    command: ['pnpm', 'bench', ...input.argv].map(shellArg).join(' '),
+    startedAt: input.startedAt.toISOString(),
+    finishedAt: input.finishedAt.toISOString(),
+    environment: {
+      node: process.version,
+      platform: process.platform,
+      arch: process.arch,
+      cpus: cpuList.length,
+      cpuModel: cpuList[0]?.model.trim() ?? 'unknown',
+      totalMemoryMb: Math.round(totalmem() / 2 ** 20),
+      tunnel2: versionOf('@tunnel2/cli'),
+      autocannon: versionOf('autocannon'),
+    },
+    settings: {
+      path: options.path,
+      warmupSec: options.warmupSec,
+      timeoutSec: options.timeoutSec,
+      sides: options.sides,
+      backendUrl: input.stack.backendUrl,
+      tunnelUrl: input.stack.tunnelUrl,
+    },
+    stages: run.stages,
+    aborted: run.aborted,
+    totals: { direct: totalsOf(run.stages, 'direct'), tunnel: totalsOf(run.stages, 'tunnel') },
+    gate: evaluateGate(run.stages, options.sides, options, run.aborted),
+  };
+}
+
+export function renderJson(report: BenchReport): string {
+  return `${JSON.stringify(report, null, 2)}\n`;
+}

@@ -1,0 +1,51 @@
+import type { BenchReport } from './report-schema.js';
+import {
+  costTable,
+  HOW_TO_READ,
+  processTable,
+  shortfalls,
+  stageTable,
+  type Table,
+  totalsTable,
+} from './report-tables.js';
+import { SCENARIOS } from './scenarios.js';
+
+function markdownTable(table: Table): string {
+  // A pipe inside a cell would end it.
+  const line = (cells: string[]): string => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
+  return [line(table.header), line(table.header.map(() => '---')), ...table.rows.map(line)].join('\n');
+}
+
+/** report.md: tables only, so it reads the same in a terminal, a PR comment and a GitHub job summary. */
+export function renderMarkdown(report: BenchReport): string {
+  const scenario = SCENARIOS[report.scenario];
+  const env = report.environment;
+  const out: string[] = [
+    `# tunnel2 bench: ${scenario.title}`,
+    '',
+    `${scenario.purpose}.`,
+    '',
+    `\`${report.command}\``,
+    '',
+    `${report.startedAt} · tunnel2 ${env.tunnel2} · Node ${env.node} · ${env.cpus} × ${env.cpuModel} · ` +
+      `${env.platform}/${env.arch} · autocannon ${env.autocannon} · GET ${report.settings.path} · ` +
+      `warm-up ${report.settings.warmupSec} s per side`,
+    '',
+  ];
+  if (report.aborted !== null) out.push(`> **The run stopped early:** ${report.aborted}`, '');
+  const gate = report.gate;
+  if (gate.failUnderPct !== null || gate.maxP99Ms !== null || !gate.passed) {
+    out.push(gate.passed ? '**Gate: passed**' : '**Gate: FAILED**', '');
+    if (gate.violations.length > 0) out.push(...gate.violations.map((v) => `- ${v}`), '');
+  }
+  out.push('## Totals', '', markdownTable(totalsTable(report)), '');
+  out.push('## Per stage', '', markdownTable(stageTable(report)), '');
+  out.push('⚠ = a fixed-rate stage that achieved less than 95 % of its target.', '');
+  const short = shortfalls(report);
+  if (short.length > 0) out.push(...short.map((s) => `- ⚠ ${s}`), '');
+  const cost = costTable(report);
+  if (cost.rows.length > 0) out.push('## Tunnel cost (tunnel − direct)', '', markdownTable(cost), '');
+  out.push('## Processes', '', markdownTable(processTable(report)), '');
+  out.push(HOW_TO_READ, '');
+  return out.join('\n');
+}

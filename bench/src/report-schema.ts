@@ -1,0 +1,161 @@
+/**
+ * The report.json contract (schemaVersion 1). bench/report.schema.json is the same contract as a JSON
+ * Schema, and bench/README.md explains every field; a change that breaks a reader bumps schemaVersion.
+ * Times are in milliseconds, rates in requests per second, memory in MiB.
+ */
+
+export const SCHEMA_VERSION = 1;
+
+export type ScenarioName = 'ramp' | 'spike' | 'constant' | 'max';
+export type SideName = 'direct' | 'tunnel';
+
+export interface BenchReport {
+  schemaVersion: typeof SCHEMA_VERSION;
+  scenario: ScenarioName;
+  /** The command line that produced this report, to run it again. */
+  command: string;
+  startedAt: string;
+  finishedAt: string;
+  environment: Environment;
+  settings: Settings;
+  stages: StageReport[];
+  /** Why the run stopped before its last stage (a process of the stack died); null when it ran to the end. */
+  aborted: string | null;
+  /** Totals of each side over all stages (null for a side that did not run). */
+  totals: { direct: SideTotals | null; tunnel: SideTotals | null };
+  gate: GateReport;
+}
+
+export interface Environment {
+  node: string;
+  platform: string;
+  arch: string;
+  cpus: number;
+  cpuModel: string;
+  totalMemoryMb: number;
+  /** Version of @tunnel2/cli under test. */
+  tunnel2: string;
+  /** autocannon version used as the load generator. */
+  autocannon: string;
+}
+
+export interface Settings {
+  /** Requested path (GET), the same on both sides. */
+  path: string;
+  /** Seconds of discarded load before the first stage of each side. */
+  warmupSec: number;
+  /** Request timeout in seconds. */
+  timeoutSec: number;
+  sides: SideName[];
+  backendUrl: string;
+  /** The tunnel's public URL (routed by Host header to the edge on loopback). */
+  tunnelUrl: string | null;
+}
+
+export interface StageReport {
+  /** 1-based position in the run. */
+  index: number;
+  /** `rate`: requests are sent on a fixed schedule; `closed`: each connection sends as soon as it has its answer. */
+  mode: 'rate' | 'closed';
+  /** Requests per second offered by the schedule; null for closed-loop stages. */
+  targetRps: number | null;
+  connections: number;
+  durationSec: number;
+  direct: SideReport | null;
+  tunnel: SideReport | null;
+  /** tunnel relative to direct; null unless both sides ran. */
+  comparison: Comparison | null;
+}
+
+export interface LatencyMs {
+  min: number;
+  mean: number;
+  p50: number;
+  p75: number;
+  p90: number;
+  p95: number;
+  p99: number;
+  p999: number;
+  max: number;
+}
+
+export interface ProcessUsageReport {
+  /** User + system CPU time during the stage. */
+  cpuMs: number;
+  /** cpuMs / wall time, in % of one core. */
+  cpuPct: number;
+  /** Peak resident set during the stage. */
+  peakRssMb: number;
+}
+
+export interface SideReport {
+  /** Requests that finished during the stage: an answer of any status, or an error. */
+  requests: number;
+  /** 2xx answers. */
+  ok: number;
+  /** Failed requests by kind: `http_<status>`, `timeout`, `reset`, `other`. */
+  errors: Record<string, number>;
+  /** ok / requests, in %. */
+  successPct: number;
+  /** Requests written (finished + still in flight when the stage stopped). */
+  sent: number;
+  /** Scheduled sends skipped because every request of that connection was still waiting for its answer. */
+  missedSlots: number;
+  /** sent / durationSec. */
+  offeredRps: number;
+  /** requests / durationSec. */
+  achievedRps: number;
+  /** Measured wall time of the stage. */
+  durationSec: number;
+  /** Response bytes received (headers + body). */
+  bytes: number;
+  /** Latency of answered requests (any status) as measured from the send. */
+  latencyMs: LatencyMs;
+  /** Latency corrected for coordinated omission (HDR, expected interval = connections / targetRps). */
+  correctedLatencyMs: LatencyMs;
+  /** correctedLatencyMs.p99, the headline number. */
+  correctedP99Ms: number;
+  /** For fixed-rate stages: achievedRps >= 95 % of targetRps. Always true for closed-loop stages. */
+  keptUp: boolean;
+  /** Why a fixed-rate stage fell short of its target; null when it kept up. */
+  shortfall: string | null;
+  backend: ProcessUsageReport | null;
+  /** Only on the tunnel side. */
+  edge?: ProcessUsageReport | null;
+  /** Only on the tunnel side. */
+  agent?: ProcessUsageReport | null;
+  /** The load generator (this process): when it is saturated, the numbers measure it, not the stack. */
+  generator: ProcessUsageReport & { eventLoopDelayP99Ms: number };
+}
+
+export interface Comparison {
+  /** tunnel achievedRps / direct achievedRps. */
+  throughputRatio: number;
+  /** tunnel p50 - direct p50. */
+  addedP50Ms: number;
+  /** tunnel p99 - direct p99. */
+  addedP99Ms: number;
+  /** tunnel corrected p99 - direct corrected p99. */
+  addedCorrectedP99Ms: number;
+  /** tunnel p50 / direct p50. */
+  p50Ratio: number;
+  /** tunnel p99 / direct p99. */
+  p99Ratio: number;
+}
+
+export interface SideTotals {
+  requests: number;
+  ok: number;
+  errors: Record<string, number>;
+  successPct: number;
+}
+
+export interface GateReport {
+  /** --fail-under: every tunnel stage must reach this success %. */
+  failUnderPct: number | null;
+  /** --max-p99: every tunnel stage's corrected p99 must stay at or below this. */
+  maxP99Ms: number | null;
+  passed: boolean;
+  /** One line per violated threshold. */
+  violations: string[];
+}

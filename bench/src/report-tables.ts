@@ -1,0 +1,143 @@
+import { count, errorsText, ms, pct, ratio, rps, signedMs, stageLabel, usageText } from './report-format.js';
+import type { BenchReport } from './report-schema.js';
+
+/** A table as text cells: report.md renders it with pipes, report.html as <table>. */
+export interface Table {
+  header: string[];
+  rows: string[][];
+}
+
+export function totalsTable(report: BenchReport): Table {
+  return {
+    header: ['side', 'requests', 'ok', 'success %', 'errors'],
+    rows: report.settings.sides.map((side) => {
+      const t = report.totals[side];
+      return t === null
+        ? [side, '–', '–', '–', '–']
+        : [side, count(t.requests), count(t.ok), pct(t.successPct), errorsText(t.errors)];
+    }),
+  };
+}
+
+/** Throughput, outcomes and latency of every stage and side. ⚠ marks a stage that fell short of its target. */
+export function stageTable(report: BenchReport): Table {
+  const rows: string[][] = [];
+  for (const stage of report.stages) {
+    for (const side of report.settings.sides) {
+      const s = stage[side];
+      if (s === null) continue;
+      const l = s.latencyMs;
+      rows.push([
+        `${stage.index}`,
+        stageLabel(stage),
+        side,
+        `${rps(s.achievedRps)}${s.keptUp ? '' : ' ⚠'}`,
+        count(s.requests),
+        pct(s.successPct),
+        errorsText(s.errors),
+        ms(l.min),
+        ms(l.mean),
+        ms(l.p50),
+        ms(l.p75),
+        ms(l.p95),
+        ms(l.p99),
+        ms(l.p999),
+        ms(l.max),
+        ms(s.correctedP99Ms),
+      ]);
+    }
+  }
+  return {
+    header: [
+      '#',
+      'load',
+      'side',
+      'achieved RPS',
+      'requests',
+      'success %',
+      'errors',
+      'min',
+      'mean',
+      'p50',
+      'p75',
+      'p95',
+      'p99',
+      'p99.9',
+      'max',
+      'p99 corrected',
+    ],
+    rows,
+  };
+}
+
+/** Stages that fell short of their target, with the measured reason. */
+export function shortfalls(report: BenchReport): string[] {
+  const lines: string[] = [];
+  for (const stage of report.stages) {
+    for (const side of report.settings.sides) {
+      const s = stage[side];
+      if (s !== null && !s.keptUp && s.shortfall !== null)
+        lines.push(`stage ${stage.index} ${side}: ${s.shortfall}`);
+    }
+  }
+  return lines;
+}
+
+/** What the tunnel adds, stage by stage; empty unless both sides ran. */
+export function costTable(report: BenchReport): Table {
+  return {
+    header: [
+      '#',
+      'load',
+      'throughput tunnel/direct',
+      'p50',
+      'p99',
+      'p99 corrected',
+      'p50 ratio',
+      'p99 ratio',
+    ],
+    rows: report.stages
+      .filter((stage) => stage.comparison !== null)
+      .map((stage) => {
+        const c = stage.comparison!;
+        return [
+          `${stage.index}`,
+          stageLabel(stage),
+          ratio(c.throughputRatio),
+          signedMs(c.addedP50Ms),
+          signedMs(c.addedP99Ms),
+          signedMs(c.addedCorrectedP99Ms),
+          ratio(c.p50Ratio),
+          ratio(c.p99Ratio),
+        ];
+      }),
+  };
+}
+
+/** CPU time and peak RSS of every process during every stage. */
+export function processTable(report: BenchReport): Table {
+  const hasTunnel = report.settings.sides.includes('tunnel');
+  const rows: string[][] = [];
+  for (const stage of report.stages) {
+    for (const side of report.settings.sides) {
+      const s = stage[side];
+      if (s === null) continue;
+      const row = [`${stage.index}`, stageLabel(stage), side, usageText(s.backend)];
+      if (hasTunnel) row.push(usageText(s.edge), usageText(s.agent));
+      row.push(`${s.generator.cpuPct.toFixed(0)} % · loop p99 ${ms(s.generator.eventLoopDelayP99Ms)} ms`);
+      rows.push(row);
+    }
+  }
+  return {
+    header: ['#', 'load', 'side', 'backend', ...(hasTunnel ? ['edge', 'agent'] : []), 'load generator'],
+    rows,
+  };
+}
+
+export const HOW_TO_READ =
+  'Achieved RPS counts finished requests per second. Latencies are in ms from the moment a request is written. ' +
+  'p99 corrected adds back the requests a stalled connection did not send (HDR, expected interval = ' +
+  'connections / target rate), so a stall cannot hide in it; in closed-loop stages it equals p99. The tunnel ' +
+  'side goes through the edge and the agent, each its own process; the direct side hits the same backend ' +
+  'process. Process cells: CPU time during the stage (% of one core) · peak RSS during the stage. All ' +
+  'processes share this machine with the load generator.';

@@ -1,0 +1,92 @@
+import type { ScenarioName } from './report-schema.js';
+
+/** The defaults of a scenario: the measurements the reports this project grew from made. */
+export interface ScenarioDefaults {
+  title: string;
+  /** One line on what the scenario answers. */
+  purpose: string;
+  /** Fixed-rate scenarios: the target rate of each stage. */
+  rates: number[];
+  /** max: the connection count of each stage. */
+  connections: number[];
+  durationSec: number;
+}
+
+export const SCENARIOS: Record<ScenarioName, ScenarioDefaults> = {
+  ramp: {
+    title: 'Ramp',
+    purpose: 'fixed-rate stages one after the other: where latency bends and errors start',
+    rates: [20, 50, 100, 200, 500, 1000],
+    connections: [],
+    durationSec: 30,
+  },
+  spike: {
+    title: 'Spike',
+    purpose: 'two-minute runs at high fixed rates: success rate and corrected p99 under a burst',
+    rates: [600, 800, 900, 1000],
+    connections: [],
+    durationSec: 120,
+  },
+  constant: {
+    title: 'Constant pressure',
+    purpose: 'one fixed rate held for minutes: drift, leaks and slow degradation',
+    rates: [300],
+    connections: [],
+    durationSec: 300,
+  },
+  max: {
+    title: 'Maximum throughput',
+    purpose: 'closed loop (each connection sends when it has its answer): the most each side can serve',
+    rates: [],
+    connections: [50, 100],
+    durationSec: 30,
+  },
+};
+
+export function isScenarioName(name: string): name is ScenarioName {
+  return Object.hasOwn(SCENARIOS, name);
+}
+
+/** One stage as planned: the same parameters are run against each side. */
+export interface StagePlan {
+  index: number;
+  mode: 'rate' | 'closed';
+  targetRps: number | null;
+  connections: number;
+  durationSec: number;
+}
+
+/**
+ * Connections for a fixed rate when not given: one per 10 RPS, so each connection sends every 100 ms and
+ * an answer may take up to 100 ms before the schedule slips (a slip is then counted and HDR-corrected).
+ */
+export function autoConnections(ratePerSec: number): number {
+  return Math.min(1000, Math.max(1, Math.ceil(ratePerSec / 10)));
+}
+
+export interface PlanInput {
+  scenario: ScenarioName;
+  rates: number[];
+  connections: number[];
+  durationSec: number;
+}
+
+export function planStages(input: PlanInput): StagePlan[] {
+  if (input.scenario === 'max') {
+    return input.connections.map((connections, i) => ({
+      index: i + 1,
+      mode: 'closed',
+      targetRps: null,
+      connections,
+      durationSec: input.durationSec,
+    }));
+  }
+  const fixed = input.connections[0];
+  return input.rates.map((rate, i) => ({
+    index: i + 1,
+    mode: 'rate',
+    targetRps: rate,
+    connections: fixed ?? autoConnections(rate),
+    durationSec: input.durationSec,
+  }));
+}

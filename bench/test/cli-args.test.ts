@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest';
+import { parseBenchArgs } from '../src/cli-args.js';
+import { BenchError, BenchErrorCode } from '../src/errors.js';
+import { planStages } from '../src/scenarios.js';
+
+const parse = (...argv: string[]) => {
+  const parsed = parseBenchArgs(argv, '/work', '/repo/bench/results', new Date('2026-01-02T03:04:05Z'));
+  if (parsed.help) throw new Error('unexpected help');
+  return parsed.options;
+};
+
+function usage(...argv: string[]): string {
+  try {
+    parseBenchArgs(argv, '/work', '/repo/bench/results');
+  } catch (err) {
+    expect(err).toBeInstanceOf(BenchError);
+    expect((err as BenchError).code).toBe(BenchErrorCode.USAGE);
+    return (err as BenchError).message;
+  }
+  throw new Error(`no usage error for ${argv.join(' ')}`);
+}
+
+describe('scenario defaults', () => {
+  it('ramp: 20 → 1000 RPS, 30 s stages, 10 s warm-up, both sides, one connection per 10 RPS', () => {
+    const options = parse('ramp');
+    expect(options.rates).toEqual([20, 50, 100, 200, 500, 1000]);
+    expect(options.durationSec).toBe(30);
+    expect(options.warmupSec).toBe(10);
+    expect(options.sides).toEqual(['direct', 'tunnel']);
+    expect(options.path).toBe('/loadtest/get');
+    expect(options.outDir).toBe('/repo/bench/results/ramp-2026-01-02-03-04-05');
+    expect(planStages(options).map((s) => [s.targetRps, s.connections])).toEqual([
+      [20, 2],
+      [50, 5],
+      [100, 10],
+      [200, 20],
+      [500, 50],
+      [1000, 100],
+    ]);
+  });
+
+  it('spike: 2-minute runs at 600, 800, 900, 1000 RPS', () => {
+    const options = parse('spike');
+    expect(options.rates).toEqual([600, 800, 900, 1000]);
+    expect(options.durationSec).toBe(120);
+  });
+
+  it('constant: one rate for N minutes', () => {
+    expect(parse('constant').rates).toEqual([300]);
+    expect(parse('constant').durationSec).toBe(300);
+    const options = parse('constant', '--rate', '400', '--minutes', '20');
+    expect(options.rates).toEqual([400]);
+    expect(options.durationSec).toBe(1200);
+    expect(parse('constant', '--duration', '2').durationSec).toBe(2);
+  });
+
+  it('max: closed-loop stages at 50 and 100 connections', () => {
+    const stages = planStages(parse('max'));
+    expect(stages.map((s) => [s.mode, s.targetRps, s.connections])).toEqual([
+      ['closed', null, 50],
+      ['closed', null, 100],
+    ]);
+  });
+});
+
+describe('flags', () => {
+  it('reads every flag', () => {
+    const options = parse(
+      'ramp',
+      '--stages',
+      '5,10',
+      '--duration',
+      '1.5',
+      '--warmup',
+      '0',
+      '--connections',
+      '3',
+      '--path',
+      '/loadtest/ping',
+      '--timeout',
+      '2',
+      '--only',
+      'tunnel',
+      '--out',
+      'out/x',
+      '--fail-under',
+      '99.5',
+      '--max-p99',
+      '250',
+    );
+    expect(options).toMatchObject({
+      rates: [5, 10],
+      durationSec: 1.5,
+      warmupSec: 0,
+      connections: [3],
+      path: '/loadtest/ping',
+      timeoutSec: 2,
+      sides: ['tunnel'],
+      outDir: '/work/out/x',
+      failUnderPct: 99.5,
+      maxP99Ms: 250,
+    });
+    expect(planStages(options).map((s) => s.connections)).toEqual([3, 3]);
+  });
+
+  it('accepts a leading -- and --help', () => {
+    expect(parse('--', 'max').scenario).toBe('max');
+    expect(parseBenchArgs(['--help'], '/', '/')).toEqual({ help: true });
+  });
+
+  it('refuses mistakes with one line naming the flag', () => {
+    expect(usage()).toMatch(/missing scenario/);
+    expect(usage('soak')).toMatch(/unknown scenario "soak"/);
+    expect(usage('ramp', '--bogus')).toBe('unknown flag --bogus');
+    expect(usage('ramp', '--rates', '10')).toMatch(/^--rates does not apply to ramp/);
+    expect(usage('max', '--stages', '10')).toMatch(/^--stages does not apply to max/);
+    expect(usage('ramp', '--stages', '10,x')).toMatch(/^--stages "10,x"/);
+    expect(usage('ramp', '--stages', '0')).toMatch(/^--stages "0"/);
+    expect(usage('ramp', '--duration', '-1')).toMatch(/--duration/);
+    expect(usage('ramp', '--duration', '0')).toMatch(/^--duration "0" is not a positive number/);
+    expect(usage('ramp', '--connections', '5,10')).toMatch(/^--connections takes one number/);
+    expect(usage('constant', '--minutes', '1', '--duration', '5')).toMatch(/--minutes and --duration/);
+    expect(usage('constant', '--rate', '1.5')).toMatch(/^--rate "1.5" is not a positive integer/);
+    expect(usage('ramp', '--stages', '5', '--connections', '100')).toMatch(/below --timeout/);
+    expect(usage('ramp', '--timeout', '0.5')).toMatch(/^--timeout 0.5 must be within 1..600 s/);
+    expect(usage('ramp', '--only', 'both')).toMatch(/^--only "both"/);
+    expect(usage('ramp', '--fail-under', '101')).toMatch(/^--fail-under 101/);
+    expect(usage('ramp', '--max-p99', 'fast')).toMatch(/^--max-p99 "fast"/);
+    expect(usage('ramp', '--path', 'loadtest')).toMatch(/^--path "loadtest" must start with \//);
+    expect(usage('ramp', 'now')).toMatch(/unexpected argument "now"/);
+    for (const message of [usage('ramp', '--bogus'), usage('ramp', '--stages', 'x')]) {
+      expect(message).not.toContain('\n');
+    }
+  });
+});
