@@ -1,0 +1,350 @@
+// Builds the publishable @tunnel2/cli into packages/cli/publish/ and packs it into a tarball.
+//
+//   node scripts/pack-cli.ts [--no-build] [--check]
+//
+// builds the workspace with `tsc -b` (unless --no-build), writes packages/cli/publish/ and
+// packages/cli/tunnel2-cli-<version>.tgz, prints a summary and, with --check, runs publint and
+// @arethetypeswrong/cli on the tarball. Publish with `npm publish packages/cli/tunnel2-cli-<version>.tgz`.
+//
+// The published package is self-contained: esbuild bundles the CLI with everything it imports, the
+// unpublished workspace packages and the third-party ones alike, so `npx @tunnel2/cli` downloads one tarball
+// and installs no dependency at all (measured: cold npx 3.3 s with 51 packages to install when the
+// third-party packages were dependencies, 0.65 s bundled; see bench/README.md). Code splitting keeps the
+// edge (fastify) in chunks that only `tunnel2 server` loads. The declarations are bundled by
+// rollup-plugin-dts into one index.d.ts that imports nothing but `node:*` types. The workspace build (dist/
+// from `tsc -b`) is the input and is left untouched.
+
+import { execFile } from 'node:child_process';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { build, type Metafile, type Plugin } from 'esbuild';
+
+const run = promisify(execFile);
+const require = createRequire(import.meta.url);
+
+export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+export const cliDir = join(repoRoot, 'packages', 'cli');
+/** Where the publishable package is written (gitignored). */
+export const publishDir = join(cliDir, 'publish');
+
+/** Packages that must never be on the agent path (`tunnel2 http`, `connect()`): only `tunnel2 server`. */
+const SERVER_ONLY = ['/node_modules/fastify/', 'packages/edge/', 'packages/registry/'];
+/** Optional native add-ons of ws, loaded in a try/catch: left out, ws uses its JS fallbacks. */
+const OPTIONAL_NATIVE = ['bufferutil', 'utf-8-validate'];
+/** Files of the published package besides package.json, README.md and LICENSE. */
+const FILES = ['bin/tunnel2.js', 'bin/check-node.js', 'dist', 'THIRD-PARTY-NOTICES.md'];
+
+// CommonJS code bundled into ESM calls `require` for Node built-ins and optional packages: give every chunk
+// a real one.
+const REQUIRE_BANNER =
+  "import { createRequire as __tunnel2CreateRequire } from 'node:module';\n" +
+  'const require = __tunnel2CreateRequire(import.meta.url);';
+
+// The public `logger` option is typed as pino's Logger in the sources; the published declarations must not
+// need pino's types (pino is bundled, not a dependency), so `pino` resolves to this structural type, which a
+// pino logger satisfies.
+const LOGGER_TYPES = `/** How the agent logs, in pino's calling convention: a pino logger fits, as does any object of this shape. */
+export interface Logger {
+  fatal: LogFn;
+  error: LogFn;
+  warn: LogFn;
+  info: LogFn;
+  debug: LogFn;
+  trace: LogFn;
+  child(bindings: Record<string, unknown>): Logger;
+}
+/** \`log.warn({ err }, 'what failed')\` or \`log.info('message')\`. */
+export interface LogFn {
+  (obj: object, msg?: string, ...args: unknown[]): void;
+  (msg: string, ...args: unknown[]): void;
+}
+`;
+
+interface PackageJson {
+  name: string;
+  version: string;
+  description?: string;
+  license?: string;
+  engines?: Record<string, string>;
+  keywords?: string[];
+  dependencies?: Record<string, string>;
+  bin?: Record<string, string>;
+}
+
+export interface PackedCli {
+  /** The publish folder (packages/cli/publish). */
+  dir: string;
+  /** Absolute path of the packed tarball. */
+  tarball: string;
+  name: string;
+  version: string;
+  /** Runtime dependencies of the published package (none: everything is bundled). */
+  dependencies: Record<string, string>;
+  /** Third-party packages bundled in, as name@version. */
+  bundled: string[];
+  /** Tarball size and unpacked size in bytes, as `npm pack` reports them. */
+  size: number;
+  unpackedSize: number;
+  /** Paths inside the package, sorted. */
+  files: string[];
+}
+
+async function readJson<T>(path: string): Promise<T> {
+  return JSON.parse(await readFile(path, 'utf8')) as T;
+}
+
+/**
+ * Node built-ins imported from ESM code are loaded with `require` instead: an ESM import of a built-in
+ * builds a facade that reads every export, and node:http's lazy getters then load Node's own undici and
+ * web streams (about 20 ms of a 130 ms start).
+ */
+const builtinsAsRequire: Plugin = {
+  name: 'builtins-as-require',
+  setup(b) {
+    b.onResolve({ filter: /^node:/ }, (args) =>
+      args.kind === 'import-statement' ? { path: args.path, namespace: 'builtin' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
+
+/** The modules an output file loads before its code runs (static imports, followed through chunks). */
+function staticallyLoaded(metafile: Metafile, output: string): Set<string> {
+  const seen = new Set<string>([output]);
+  const walk = (file: string): void => {
+    for (const imported of metafile.outputs[file]?.imports ?? []) {
+      if (imported.kind !== 'import-statement' || seen.has(imported.path)) continue;
+      seen.add(imported.path);
+      if (!imported.external) walk(imported.path);
+    }
+  };
+  walk(output);
+  const inputs = new Set<string>();
+  for (const file of seen) {
+    for (const input of Object.keys(metafile.outputs[file]?.inputs ?? {})) inputs.add(input);
+  }
+  return inputs;
+}
+
+/** The folder of the npm package a metafile input belongs to, or undefined for repository code. */
+function packageRoot(input: string): string | undefined {
+  const at = input.lastIndexOf('node_modules/');
+  if (at < 0) return undefined;
+  const rest = input.slice(at + 'node_modules/'.length).split('/');
+  const depth = rest[0]?.startsWith('@') ? 2 : 1;
+  return join(repoRoot, input.slice(0, at), 'node_modules', ...rest.slice(0, depth));
+}
+
+async function bundleJs(): Promise<Metafile> {
+  const dist = join(cliDir, 'dist');
+  const outdir = join(publishDir, 'dist');
+  const { metafile } = await build({
+    absWorkingDir: repoRoot,
+    entryPoints: { main: join(dist, 'main.js'), index: join(dist, 'index.js') },
+    outdir,
+    // Chunks sit next to the entries: version.ts reads `../package.json` relative to its own file.
+    chunkNames: '[name]-[hash]',
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node22',
+    external: OPTIONAL_NATIVE,
+    plugins: [builtinsAsRequire],
+    banner: { js: REQUIRE_BANNER },
+    minifySyntax: true,
+    minifyWhitespace: true,
+    legalComments: 'none',
+    metafile: true,
+    logLevel: 'warning',
+  });
+  if (metafile === undefined) throw new Error('esbuild wrote no metafile');
+  // The agent path must not load the edge: main.js (the CLI) and index.js (connect()) statically reach
+  // neither fastify nor the edge's code, which only `tunnel2 server` imports dynamically. The http command's
+  // chunk is checked as well.
+  const entries = Object.keys(metafile.outputs).filter((file) =>
+    /\/(main|index|http-command-[A-Z0-9]+)\.js$/.test(file),
+  );
+  for (const output of entries) {
+    const leaked = [...staticallyLoaded(metafile, output)].filter((input) =>
+      SERVER_ONLY.some((pattern) => input.includes(pattern)),
+    );
+    if (leaked.length > 0) throw new Error(`${output} statically loads ${leaked.slice(0, 3).join(', ')}`);
+  }
+  return metafile;
+}
+
+/** THIRD-PARTY-NOTICES.md: name, version, license and license text of every bundled package. */
+async function writeNotices(metafile: Metafile): Promise<string[]> {
+  const roots = new Set<string>();
+  for (const input of Object.keys(metafile.inputs)) {
+    const root = packageRoot(input);
+    if (root !== undefined) roots.add(root);
+  }
+  const sections: { id: string; text: string }[] = [];
+  for (const root of roots) {
+    const json = await readJson<PackageJson>(join(root, 'package.json'));
+    const licenseFile = (await readdir(root)).find((file) => /^licen[cs]e(\.|$)/i.test(file));
+    const text = licenseFile ? (await readFile(join(root, licenseFile), 'utf8')).trim() : '(no license file)';
+    const id = `${json.name}@${json.version}`;
+    sections.push({
+      id,
+      text: `## ${id}\n\nLicense: ${json.license ?? 'unknown'}\n\n\`\`\`\n${text}\n\`\`\`\n`,
+    });
+  }
+  sections.sort((a, b) => a.id.localeCompare(b.id));
+  await writeFile(
+    join(publishDir, 'THIRD-PARTY-NOTICES.md'),
+    `# Third-party notices\n\nThe files in dist/ include code from these packages.\n\n${sections.map((s) => s.text).join('\n')}`,
+  );
+  return sections.map((s) => s.id);
+}
+
+/** dist/index.d.ts: the public declarations, with the workspace packages' types inlined. */
+async function bundleTypes(): Promise<void> {
+  const { rollup } = await import('rollup');
+  const { dts } = await import('rollup-plugin-dts');
+  const scratch = await mkdtemp(join(tmpdir(), 'tunnel2-pack-'));
+  try {
+    const loggerTypes = join(scratch, 'logger.d.ts');
+    await writeFile(loggerTypes, LOGGER_TYPES);
+    const inline = (id: string): boolean => id === 'pino' || id.startsWith('@tunnel2/');
+    const bundle = await rollup({
+      input: join(cliDir, 'dist', 'index.d.ts'),
+      plugins: [
+        { name: 'logger-types', resolveId: (id) => (id === 'pino' ? loggerTypes : null) },
+        dts({ includeExternal: ['@tunnel2/protocol', '@tunnel2/edge', '@tunnel2/registry'] }),
+      ],
+      external: (id) => /^(node:|[a-z@])/.test(id) && !inline(id),
+      onwarn(warning, warn) {
+        if (warning.code === 'UNRESOLVED_IMPORT') throw new Error(`index.d.ts: ${warning.message}`);
+        warn(warning);
+      },
+    });
+    await bundle.write({ file: join(publishDir, 'dist', 'index.d.ts'), format: 'es' });
+    await bundle.close();
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  // Consumers need @types/node and nothing else.
+  const text = await readFile(join(publishDir, 'dist', 'index.d.ts'), 'utf8');
+  const imports = [...text.matchAll(/\bfrom\s+['"]([^'"]+)['"]/g)].map((m) => m[1] ?? '');
+  const foreign = imports.filter((id) => !id.startsWith('node:'));
+  if (foreign.length > 0) throw new Error(`index.d.ts imports ${foreign.join(', ')}: only node:* may remain`);
+}
+
+/** package.json of the published package: the workspace one without dependencies, scripts or dev fields. */
+function publishManifest(source: PackageJson): Record<string, unknown> {
+  return {
+    name: source.name,
+    version: source.version,
+    description: source.description,
+    license: source.license,
+    type: 'module',
+    engines: source.engines,
+    bin: source.bin,
+    main: './dist/index.js',
+    types: './dist/index.d.ts',
+    exports: {
+      '.': { types: './dist/index.d.ts', default: './dist/index.js' },
+      './package.json': './package.json',
+    },
+    files: FILES,
+    keywords: source.keywords,
+  };
+}
+
+/** Builds packages/cli/publish/ from the workspace build (run `tsc -b` first). */
+export async function buildPublishDir(): Promise<{ source: PackageJson; bundled: string[] }> {
+  const source = await readJson<PackageJson>(join(cliDir, 'package.json'));
+  await rm(publishDir, { recursive: true, force: true });
+  await mkdir(join(publishDir, 'bin'), { recursive: true });
+  const metafile = await bundleJs();
+  const bundled = await writeNotices(metafile);
+  await bundleTypes();
+  await writeFile(join(publishDir, 'package.json'), `${JSON.stringify(publishManifest(source), null, 2)}\n`);
+  for (const file of ['bin/tunnel2.js', 'bin/check-node.js', 'README.md', 'LICENSE']) {
+    await copyFile(join(cliDir, file), join(publishDir, file));
+  }
+  return { source, bundled };
+}
+
+/** Builds the publish folder and packs it with `npm pack` into `tarballDir` (default: packages/cli). */
+export async function packCli(options: { tarballDir?: string } = {}): Promise<PackedCli> {
+  const { source, bundled } = await buildPublishDir();
+  const tarballDir = options.tarballDir ?? cliDir;
+  await mkdir(tarballDir, { recursive: true });
+  // Without the npm_* variables a parent pnpm or npm set (they would configure this npm too).
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', tarballDir], {
+    cwd: publishDir,
+    env,
+  });
+  const [report] = JSON.parse(stdout) as {
+    filename: string;
+    size: number;
+    unpackedSize: number;
+    files: { path: string }[];
+  }[];
+  if (!report) throw new Error(`npm pack printed no report: ${stdout}`);
+  return {
+    dir: publishDir,
+    tarball: join(tarballDir, report.filename),
+    name: source.name,
+    version: source.version,
+    dependencies: {},
+    bundled,
+    size: report.size,
+    unpackedSize: report.unpackedSize,
+    files: report.files.map((f) => f.path).sort(),
+  };
+}
+
+/** publint and @arethetypeswrong/cli (ESM-only profile) on the packed tarball; returns their complaints. */
+export async function lintPackage(packed: PackedCli): Promise<string[]> {
+  const problems: string[] = [];
+  const { publint } = await import('publint');
+  const { formatMessage } = await import('publint/utils');
+  const pkg = await readJson<Record<string, unknown>>(join(packed.dir, 'package.json'));
+  const { messages } = await publint({ pkgDir: packed.dir, level: 'suggestion', strict: true, pack: 'npm' });
+  for (const message of messages) problems.push(`publint: ${formatMessage(message, pkg) ?? message.code}`);
+  const attw = join(dirname(require.resolve('@arethetypeswrong/cli/package.json')), 'dist', 'index.js');
+  try {
+    await run(process.execPath, [attw, packed.tarball, '--profile', 'esm-only', '--format', 'ascii'], {
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string };
+    problems.push(`attw: ${e.stdout ?? ''}${e.stderr ?? ''}`);
+  }
+  return problems;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  if (!args.includes('--no-build')) {
+    await run(process.execPath, [require.resolve('typescript/bin/tsc'), '-b'], { cwd: repoRoot });
+  }
+  const packed = await packCli();
+  const kb = (bytes: number): string => `${(bytes / 1024).toFixed(1)} kB`;
+  const tarball = relative(process.cwd(), packed.tarball);
+  process.stdout.write(
+    `${packed.name}@${packed.version}: ${tarball}\n` +
+      `  tarball ${kb(packed.size)}, unpacked ${kb(packed.unpackedSize)}, ${packed.files.length} files, no dependencies\n` +
+      `  bundled: ${packed.bundled.length} packages (THIRD-PARTY-NOTICES.md)\n` +
+      `  publish with: npm publish ${tarball}\n`,
+  );
+  if (args.includes('--check')) {
+    const problems = await lintPackage(packed);
+    for (const problem of problems) process.stderr.write(`${problem}\n`);
+    if (problems.length > 0) process.exitCode = 1;
+    else process.stdout.write('  publint and attw: no problems\n');
+  }
+}
