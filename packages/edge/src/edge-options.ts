@@ -41,6 +41,31 @@ export interface EdgeOptions {
   maxSessionsPerOwner?: number;
   /** Largest request body carried through a tunnel (413 beyond). */
   maxRequestBodyBytes?: number;
+  /** Largest public request head (request line and headers); Node answers 431 beyond. */
+  maxHeaderBytes?: number;
+  /** Concurrent requests one session carries (the agent may announce fewer); more wait, then 503. */
+  maxStreamsPerSession?: number;
+  /** How long a request waits for a free stream slot before 503 + Retry-After. 0: no wait. */
+  streamWaitMs?: number;
+  /** Requests one session may hold waiting for a slot; beyond, 503 at once (bounds memory). */
+  maxWaitingPerSession?: number;
+  /** Requests per second one session accepts (token bucket; 429 + Retry-After beyond). 0: no limit. */
+  sessionRequestRate?: number;
+  /** Burst the rate limit allows above its rate. Default: one second's worth. */
+  sessionRequestBurst?: number;
+  /** How long a request for a name whose agent is reconnecting waits for it before 502. 0: no wait. */
+  reconnectWaitMs?: number;
+  /** Time a client has to send its request head (408 beyond); bounds slow-loris clients. */
+  headersTimeoutMs?: number;
+  /** Time a client has to send its whole request, head and body (408 beyond). 0: no limit. */
+  requestTimeoutMs?: number;
+  /** An idle keep-alive client connection is closed after this. */
+  keepAliveTimeoutMs?: number;
+  /**
+   * A client connection with no bytes in either direction for this long is closed (a response stalled
+   * mid-body is aborted). Should exceed `responseTimeoutMs`, or the 504 is never seen. 0: no limit.
+   */
+  idleTimeoutMs?: number;
 }
 
 export interface ResolvedEdgeOptions {
@@ -61,6 +86,17 @@ export interface ResolvedEdgeOptions {
   auth: AgentAuthOptions & { allowAnonymous: boolean };
   maxSessionsPerOwner: number;
   maxRequestBodyBytes: number;
+  maxHeaderBytes: number;
+  maxStreamsPerSession: number;
+  streamWaitMs: number;
+  maxWaitingPerSession: number;
+  sessionRequestRate: number;
+  sessionRequestBurst: number;
+  reconnectWaitMs: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  idleTimeoutMs: number;
 }
 
 function isLoopback(host: string): boolean {
@@ -115,6 +151,15 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
       'invalid edge option tokenSecret: must be at least 16 characters',
     );
   }
+  const headersTimeoutMs = options.headersTimeoutMs ?? 20_000;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 300_000;
+  if (requestTimeoutMs !== 0 && requestTimeoutMs < headersTimeoutMs) {
+    // Node refuses a request timeout shorter than the head timeout; say which options clash.
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `invalid edge option requestTimeoutMs=${requestTimeoutMs}: must be 0 or at least headersTimeoutMs=${headersTimeoutMs}`,
+    );
+  }
   return {
     port: positive('port', options.port ?? 8080, 0, 65535),
     host,
@@ -143,5 +188,26 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
       0,
       Number.MAX_SAFE_INTEGER,
     ),
+    maxHeaderBytes: positive('maxHeaderBytes', options.maxHeaderBytes ?? 16 * 1024, 1024, 1024 * 1024),
+    maxStreamsPerSession: positive(
+      'maxStreamsPerSession',
+      options.maxStreamsPerSession ?? 1000,
+      1,
+      1_000_000,
+    ),
+    streamWaitMs: positive('streamWaitMs', options.streamWaitMs ?? 1_000, 0, 60_000),
+    maxWaitingPerSession: positive('maxWaitingPerSession', options.maxWaitingPerSession ?? 256, 0, 100_000),
+    sessionRequestRate: positive('sessionRequestRate', options.sessionRequestRate ?? 0, 0, 1_000_000),
+    sessionRequestBurst: positive(
+      'sessionRequestBurst',
+      options.sessionRequestBurst ?? Math.max(1, options.sessionRequestRate ?? 0),
+      1,
+      10_000_000,
+    ),
+    reconnectWaitMs: positive('reconnectWaitMs', options.reconnectWaitMs ?? 5_000, 0, 60_000),
+    headersTimeoutMs: positive('headersTimeoutMs', headersTimeoutMs, 100, 600_000),
+    requestTimeoutMs: positive('requestTimeoutMs', requestTimeoutMs, 0, 86_400_000),
+    keepAliveTimeoutMs: positive('keepAliveTimeoutMs', options.keepAliveTimeoutMs ?? 5_000, 1, 600_000),
+    idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? 120_000, 0, 86_400_000),
   };
 }
