@@ -149,9 +149,12 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     statusMessage?: string,
   ): void {
     if (this.#stream.closed) return;
-    if (statusCode < 200) return;
-    this.#status = statusCode;
-    this.#responseStarted = true;
+    // undici hands interim heads (103 Early Hints, 102) to onResponseStart before the final one; they are
+    // relayed as informational heads. (A 100 never arrives here: this path sends no Expect.)
+    if (statusCode >= 200) {
+      this.#status = statusCode;
+      this.#responseStarted = true;
+    }
     const head = encodeResponseHead(
       {
         status: statusCode,

@@ -163,7 +163,16 @@ export class NodeHttpExchange implements StreamHandler {
       if (!this.#stream.write(chunk)) res.pause();
     });
     res.on('end', () => {
-      this.#stream.end();
+      // Trailers travel as a trailer head, as on the undici path; never merged into the header section.
+      if (res.rawTrailers.length > 0 && !this.#stream.closed) {
+        this.#stream.sendHeaders(
+          encodeResponseHead(
+            { status: 200, statusMessage: '', headers: res.rawTrailers },
+            this.#options.maxHeadSize,
+          ),
+          true,
+        );
+      } else this.#stream.end();
       this.#report(undefined);
     });
     res.on('error', () => this.#stream.reset(ErrorCode.BACKEND_ERROR));

@@ -9,6 +9,8 @@ import {
 } from '@tunnel2/protocol';
 import { sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
+import { writeInformational } from './informational.js';
+import { headersAreSafe } from './raw-http.js';
 
 export interface ExchangeContext {
   name: string;
@@ -71,13 +73,14 @@ export class TunnelExchange implements StreamHandler {
     const head = decodeResponseHead(payload);
     if (this.#headSent) {
       // A second head after the body is the trailer section: kept apart from the header section.
-      if (head.headers.length > 0 && this.#res.chunkedEncoding) this.#res.addTrailers(pairs(head.headers));
+      // Only a chunked response can carry them, and fields with CR/LF (an untrusted agent) are dropped.
+      if (head.headers.length > 0 && this.#res.chunkedEncoding && headersAreSafe(head.headers))
+        this.#res.addTrailers(pairs(head.headers));
       if (endStream) this.#finish();
       return;
     }
     if (head.status < 200) {
-      if (head.status === 100) this.#res.writeContinue();
-      else if (head.status === 103) this.#res.writeEarlyHints(earlyHints(head.headers));
+      writeInformational(this.#req, this.#res, head);
       return;
     }
     this.#clearTimer();
@@ -205,20 +208,6 @@ export class TunnelExchange implements StreamHandler {
       this.#timer = undefined;
     }
   }
-}
-
-/** Early hints as Node's writeEarlyHints wants them: names to a value or list of values. */
-function earlyHints(raw: string[]): Record<string, string | string[]> {
-  const hints: Record<string, string | string[]> = {};
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    const existing = hints[name];
-    hints[name] =
-      existing === undefined
-        ? raw[i + 1]!
-        : [...(Array.isArray(existing) ? existing : [existing]), raw[i + 1]!];
-  }
-  return hints;
 }
 
 function pairs(raw: string[]): [string, string][] {

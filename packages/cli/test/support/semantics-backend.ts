@@ -6,17 +6,27 @@ export interface SemanticsBackend {
   server: Server;
   /** Bodies the backend received on /expect, by request. */
   received: number[];
+  /** Resolves with the next /idle-sse stream the backend opens. */
+  nextIdleStream(): Promise<IdleStream>;
   close(): Promise<void>;
+}
+
+/** An open /idle-sse response: `send` writes the last event and ends; `closed` settles on 'close'. */
+export interface IdleStream {
+  send(data: string): void;
+  closed: Promise<unknown>;
 }
 
 /**
  * A backend for the HTTP edge cases an intermediary must keep:
  * /sse writes an event every `interval` ms carrying its write time; /expect/accept and /expect/reject answer
  * an Expect: 100-continue request by continuing or with an early 417; /early-hints sends a 103 first;
- * /head, /no-content, /not-modified exercise bodiless responses.
+ * /processing a raw 102 with a field; /trailers a chunked body with trailers; /idle-sse one event and then
+ * silence until the test sends the next; /head, /no-content, /not-modified exercise bodiless responses.
  */
 export async function startSemanticsBackend(): Promise<SemanticsBackend> {
   const received: number[] = [];
+  let onStream: ((stream: IdleStream) => void) | undefined;
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://backend');
     if (url.pathname === '/sse') {
@@ -39,6 +49,30 @@ export async function startSemanticsBackend(): Promise<SemanticsBackend> {
         link: ['</style.css>; rel=preload; as=style', '</app.js>; rel=preload; as=script'],
       });
       res.end('after hints');
+      return;
+    }
+    if (url.pathname === '/processing') {
+      // Node has no API for a 1xx with fields other than 103, so this one is written raw.
+      res.socket?.write('HTTP/1.1 102 Processing\r\nX-Progress: 50%\r\n\r\n');
+      res.end('processed');
+      return;
+    }
+    if (url.pathname === '/trailers') {
+      res.writeHead(200, { 'content-type': 'text/plain', trailer: 'x-checksum, x-status' });
+      res.write('chunked ');
+      res.addTrailers({ 'x-checksum': 'sha256-abc', 'x-status': 'done' });
+      res.end('body');
+      return;
+    }
+    if (url.pathname === '/idle-sse') {
+      // One event, then silence until the test asks for the next one (or the client goes away).
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.write('data: first\n\n');
+      const stream = {
+        send: (data: string) => res.end(`data: ${data}\n\n`),
+        closed: new Promise((resolve) => res.on('close', resolve)),
+      };
+      onStream?.(stream);
       return;
     }
     if (url.pathname === '/no-content') {
@@ -80,6 +114,13 @@ export async function startSemanticsBackend(): Promise<SemanticsBackend> {
     port: (server.address() as AddressInfo).port,
     server,
     received,
+    nextIdleStream: () =>
+      new Promise<IdleStream>((resolve) => {
+        onStream = (stream) => {
+          onStream = undefined;
+          resolve(stream);
+        };
+      }),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
