@@ -22,7 +22,7 @@ export interface IdleStream {
  * /sse writes an event every `interval` ms carrying its write time; /expect/accept and /expect/reject answer
  * an Expect: 100-continue request by continuing or with an early 417; /early-hints sends a 103 first;
  * /processing a raw 102 with a field; /trailers a chunked body with trailers; /idle-sse one event and then
- * silence until the test sends the next; /head, /no-content, /not-modified exercise bodiless responses.
+ * silence until the test sends the next; /hang no answer at all; /head, /no-content, /not-modified exercise bodiless responses.
  */
 export async function startSemanticsBackend(): Promise<SemanticsBackend> {
   const received: number[] = [];
@@ -75,6 +75,7 @@ export async function startSemanticsBackend(): Promise<SemanticsBackend> {
       onStream?.(stream);
       return;
     }
+    if (url.pathname === '/hang') return; // never answers: the edge's response timeout must
     if (url.pathname === '/no-content') {
       res.writeHead(204, { 'x-kind': 'no-content' });
       res.end();
