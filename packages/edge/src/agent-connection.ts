@@ -10,6 +10,8 @@ import {
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { type CompiledProtection, compileProtection } from './public-protection.js';
+import { StreamSlots, type StreamSlotsOptions } from './stream-slots.js';
+import { TokenBucket } from './token-bucket.js';
 
 export interface AgentConnectionOptions {
   name: string;
@@ -19,6 +21,11 @@ export interface AgentConnectionOptions {
   logger: Logger;
   protocol: Partial<ProtocolSettings>;
   helloTimeoutMs: number;
+  /** This session's concurrent-stream limit and the bounded wait for a slot. */
+  slots: StreamSlotsOptions;
+  /** Requests per second this session accepts (0: unlimited), and the burst above it. */
+  requestRate: number;
+  requestBurst: number;
   /** Session info for the agent's HELLO answer (name, public URLs). */
   sessionInfo: Record<string, unknown>;
   onReady: (connection: AgentConnection) => void;
@@ -34,6 +41,10 @@ export class AgentConnection {
   readonly connectedAt = Date.now();
   /** Basic auth and IP allow-list the agent asked the edge to enforce on its public URL. */
   protection: CompiledProtection | undefined;
+  /** Stream slots, and requests waiting for one. */
+  readonly slots: StreamSlots;
+  /** The session's request rate limit, when one is configured. */
+  readonly rate: TokenBucket | undefined;
   readonly #socket: WebSocket;
   readonly #log: Logger;
   readonly #options: AgentConnectionOptions;
@@ -56,16 +67,23 @@ export class AgentConnection {
       },
       handler: {
         onHello: (hello) => this.#onHello(hello),
-        onGoAway: (goAway) =>
-          this.#log.info({ code: goAway.code, reason: goAway.reason }, 'agent is going away'),
+        onGoAway: (goAway) => {
+          this.#log.info({ code: goAway.code, reason: goAway.reason }, 'agent is going away');
+          this.slots.close();
+        },
         onStreamError: (stream, err) => this.#log.error({ err, stream: stream.id }, 'stream handler failed'),
+        onStreamClosed: () => this.slots.release(),
         onClose: (error) => {
           if (this.#helloTimer) clearTimeout(this.#helloTimer);
+          this.slots.close();
           if (error) this.#log.warn({ err: error }, 'agent session ended');
           options.onClose(this, error);
         },
       },
     });
+    this.slots = new StreamSlots(this.session, options.slots);
+    this.rate =
+      options.requestRate > 0 ? new TokenBucket(options.requestRate, options.requestBurst) : undefined;
     socket.on('message', (data, isBinary) => {
       if (!isBinary) {
         this.session.close(ErrorCode.PROTOCOL_ERROR, 'text messages are not part of the protocol');
@@ -96,6 +114,7 @@ export class AgentConnection {
   /** Graceful: no new requests, in-flight ones finish. */
   drain(reason: string): void {
     this.session.goAway(ErrorCode.GOING_AWAY, reason);
+    this.slots.close();
   }
 
   close(code: number = ErrorCode.NO_ERROR, reason = 'closed by edge'): void {

@@ -105,6 +105,13 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         logger,
         protocol: options.protocol,
         helloTimeoutMs: options.helloTimeoutMs,
+        slots: {
+          maxStreams: options.maxStreamsPerSession,
+          maxWaitMs: options.streamWaitMs,
+          maxWaiting: options.maxWaitingPerSession,
+        },
+        requestRate: options.sessionRequestRate,
+        requestBurst: options.sessionRequestBurst,
         sessionInfo: { name, ...urls },
         onReady: (connection) => {
           activated = true;

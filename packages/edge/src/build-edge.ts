@@ -6,7 +6,7 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { createAgentEndpoint } from './agent-endpoint.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
-import { rejectUpgrade } from './error-response.js';
+import { answerClientError, rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
@@ -45,6 +45,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     nodeId: options.nodeId,
     leaseTtlMs: options.leaseTtlMs,
     reconnectGraceMs: options.reconnectGraceMs,
+    maxArrivalWaiters: options.maxWaitingPerSession,
     logger,
   });
   const inFlight = new InFlight();
@@ -56,6 +57,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     logger,
     inFlight,
     maxRequestBodyBytes: options.maxRequestBodyBytes,
+    reconnectWaitMs: options.reconnectWaitMs,
   };
 
   const baseUrl = (): URL => new URL(options.publicUrl ?? `http://${options.domain}:${boundPort}`);
@@ -80,12 +82,23 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     };
     const server = createServer(
       {
+        // Slow clients: a head must arrive within headersTimeout however slowly it trickles, a whole
+        // request within requestTimeout (408 either way). Node checks these on an interval; a short one
+        // makes the bound tight without a timer per request.
+        headersTimeout: options.headersTimeoutMs,
+        requestTimeout: options.requestTimeoutMs,
+        connectionsCheckingInterval: Math.min(1_000, Math.ceil(options.headersTimeoutMs / 4)),
+        keepAliveTimeout: options.keepAliveTimeoutMs,
+        maxHeaderSize: options.maxHeaderBytes,
         // Only WebSocket upgrades leave HTTP; any other Upgrade (h2c, ...) is served as a plain request
         // with the Upgrade field dropped, as RFC 9110 §7.8 allows.
         shouldUpgradeCallback: (req: IncomingMessage) => isWebSocketUpgrade(req),
       },
       (req, res) => onRequest(req, res, false),
     );
+    // A connection silent in both directions (a response stalled mid-body, a client that stopped reading
+    // or sending) is closed; Node re-arms this on every read and write without a timer per request.
+    server.setTimeout(options.idleTimeoutMs);
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
     return server;
   };
@@ -96,6 +109,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     serverFactory,
     // Tunnelled bodies never pass through Fastify; its own routes are small.
     bodyLimit: 64 * 1024,
+    clientErrorHandler: answerClientError,
   });
 
   const agentEndpoint = createAgentEndpoint({

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { EdgeError, type EdgeErrorCode, statusByCode } from './errors.js';
+import { EdgeError, EdgeErrorCode, statusByCode } from './errors.js';
 
 /**
  * Answers a public request with a short, specific plain-text error. The `x-tunnel2-error` header carries
@@ -54,6 +54,50 @@ export function rejectUpgrade(
   );
   // The answer is flushed before the socket goes; a client that never closes its side is cut off later.
   socket.once('finish', () => setTimeout(() => socket.destroy(), 1_000).unref());
+}
+
+/** What Node's HTTP parser reports on a connection it gives up on (the `clientError` event). */
+interface ClientError extends Error {
+  code?: string;
+}
+
+/** The parts of a server socket a client error answer needs; `_httpMessage` is the response in progress. */
+interface ClientSocket extends Duplex {
+  _httpMessage?: { headersSent: boolean } | null;
+}
+
+/**
+ * Answers a connection Node's HTTP server gives up on before a request reached a handler: a head or
+ * request not received in time (408), a head over the size limit (431), bytes that are not HTTP (400).
+ * Same plain-text form and `x-tunnel2-error` code as every other edge error; the connection then closes.
+ */
+export function answerClientError(error: ClientError, socket: ClientSocket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const code =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? EdgeErrorCode.REQUEST_TIMEOUT
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? EdgeErrorCode.HEADERS_TOO_LARGE
+        : EdgeErrorCode.BAD_REQUEST;
+  const message =
+    code === EdgeErrorCode.REQUEST_TIMEOUT
+      ? 'the request was not received in time'
+      : code === EdgeErrorCode.HEADERS_TOO_LARGE
+        ? 'the request head is larger than this edge accepts'
+        : 'malformed HTTP request';
+  // A response already on its way cannot be replaced by an error: the connection just closes.
+  if (socket.writable && socket._httpMessage?.headersSent !== true) {
+    const status = statusByCode[code];
+    const body = `${message}\n`;
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+        'Connection: close\r\n' +
+        'Content-Type: text/plain; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        `x-tunnel2-error: ${code}\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 export { EdgeError };

@@ -20,6 +20,8 @@ export const EdgeErrorCode = {
   PUBLIC_AUTH_REQUIRED: 'TUNNEL2_ERR_PUBLIC_AUTH_REQUIRED',
   PUBLIC_IP_FORBIDDEN: 'TUNNEL2_ERR_PUBLIC_IP_FORBIDDEN',
   BODY_TOO_LARGE: 'TUNNEL2_ERR_BODY_TOO_LARGE',
+  RATE_LIMITED: 'TUNNEL2_ERR_RATE_LIMITED',
+  REQUEST_TIMEOUT: 'TUNNEL2_ERR_REQUEST_TIMEOUT',
 } as const;
 export type EdgeErrorCode = (typeof EdgeErrorCode)[keyof typeof EdgeErrorCode];
 
@@ -44,6 +46,8 @@ export const statusByCode: Readonly<Record<EdgeErrorCode, number>> = {
   TUNNEL2_ERR_PUBLIC_AUTH_REQUIRED: 401,
   TUNNEL2_ERR_PUBLIC_IP_FORBIDDEN: 403,
   TUNNEL2_ERR_BODY_TOO_LARGE: 413,
+  TUNNEL2_ERR_RATE_LIMITED: 429,
+  TUNNEL2_ERR_REQUEST_TIMEOUT: 408,
 };
 
 export class EdgeError extends Error {

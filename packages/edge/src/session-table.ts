@@ -8,8 +8,12 @@ export interface SessionTableOptions {
   nodeId: string;
   leaseTtlMs: number;
   reconnectGraceMs: number;
+  /** Requests that may wait at once for one name's agent to reconnect. */
+  maxArrivalWaiters: number;
   logger: Logger;
 }
+
+type ArrivalWaiter = (connection: AgentConnection | undefined) => void;
 
 export type AdmitResult = { ok: true; epoch: number } | { ok: false; record: SessionRecord | undefined };
 
@@ -23,6 +27,8 @@ export class SessionTable {
   readonly #local = new Map<string, AgentConnection>();
   readonly #options: SessionTableOptions;
   readonly #renewTimer: NodeJS.Timeout;
+  /** Requests waiting for a reconnecting agent, by name. */
+  readonly #arrivals = new Map<string, Set<ArrivalWaiter>>();
 
   constructor(options: SessionTableOptions) {
     this.#options = options;
@@ -83,6 +89,43 @@ export class SessionTable {
       this.#options.logger.info({ session: connection.name }, 'newer connection replaces the older one');
       previous.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection for this name');
     }
+    const waiters = this.#arrivals.get(connection.name);
+    if (waiters !== undefined) {
+      this.#arrivals.delete(connection.name);
+      for (const waiter of waiters) waiter(connection);
+    }
+  }
+
+  /**
+   * Waits up to `timeoutMs` for `name`'s agent to come back on this node, then calls `done` with its
+   * connection (or undefined). Returns a cancel function, or undefined when too many already wait for
+   * this name. This path is taken only while an agent is away, so a timer per waiter is affordable; the
+   * count per name is bounded.
+   */
+  awaitArrival(name: string, timeoutMs: number, done: ArrivalWaiter): (() => void) | undefined {
+    let waiters = this.#arrivals.get(name);
+    if (waiters === undefined) {
+      waiters = new Set();
+      this.#arrivals.set(name, waiters);
+    }
+    if (waiters.size >= this.#options.maxArrivalWaiters) return undefined;
+    const set = waiters;
+    const leave = (): void => {
+      clearTimeout(timer);
+      set.delete(waiter);
+      if (set.size === 0 && this.#arrivals.get(name) === set) this.#arrivals.delete(name);
+    };
+    const waiter: ArrivalWaiter = (connection) => {
+      clearTimeout(timer);
+      done(connection);
+    };
+    const timer = setTimeout(() => {
+      leave();
+      done(undefined);
+    }, timeoutMs);
+    timer.unref();
+    set.add(waiter);
+    return leave;
   }
 
   /** The connection is gone; its name stays reserved for the owner for the grace period. */
@@ -101,6 +144,9 @@ export class SessionTable {
 
   close(): void {
     clearInterval(this.#renewTimer);
+    const waiters = [...this.#arrivals.values()];
+    this.#arrivals.clear();
+    for (const set of waiters) for (const waiter of set) waiter(undefined);
   }
 
   async #renewAll(): Promise<void> {

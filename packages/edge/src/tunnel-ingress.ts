@@ -10,11 +10,13 @@ import {
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
+import type { AgentConnection } from './agent-connection.js';
 import { rejectUpgrade, sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import type { InFlight } from './in-flight.js';
 import { type IngressRoute, isValidSessionName } from './ingress-route.js';
 import type { SessionTable } from './session-table.js';
+import type { SlotWaiter } from './stream-slots.js';
 import { TunnelExchange } from './tunnel-exchange.js';
 import { UpgradeTunnel } from './upgrade-tunnel.js';
 
@@ -25,6 +27,8 @@ export interface TunnelIngressOptions {
   /** Counts requests in flight (for drain and metrics). */
   inFlight: InFlight;
   maxRequestBodyBytes: number;
+  /** How long a request for a reconnecting agent's name waits for it (0: answer 502 at once). */
+  reconnectWaitMs: number;
 }
 
 interface Refusal {
@@ -34,17 +38,97 @@ interface Refusal {
   headers?: Record<string, string>;
 }
 
-type Opened = { stream: MuxStream; payload: Buffer } | { refusal: Refusal } | { missing: string };
+/** One public request or upgrade, as the routing below needs it: it is refused, or started on a stream. */
+interface Arrival {
+  readonly req: IncomingMessage;
+  readonly upgrade: boolean;
+  refuse(refusal: Refusal): void;
+  start(stream: MuxStream, payload: Buffer): void;
+  /** True once the client has gone away (a waiting request then leaves its queue). */
+  readonly gone: boolean;
+  /** Calls `onGone` if the client disconnects; returns the unsubscribe. */
+  watch(onGone: () => void): () => void;
+}
 
-/** Finds the route's session, encodes the request head and opens its stream — or says why not. */
-function openTunnelStream(
-  req: IncomingMessage,
+const busy = (name: string): Refusal => ({
+  code: EdgeErrorCode.TUNNEL_BUSY,
+  message: `tunnel ${name} has too many requests in flight`,
+  retryAfterS: 1,
+});
+
+const restarting = (name: string): Refusal => ({
+  code: EdgeErrorCode.TUNNEL_BUSY,
+  message: `tunnel ${name} is restarting: retry shortly`,
+  retryAfterS: 1,
+});
+
+const offline = (name: string): Refusal => ({
+  code: EdgeErrorCode.TUNNEL_OFFLINE,
+  message: `tunnel ${name} is offline: its agent is not connected`,
+  retryAfterS: 5,
+});
+
+/**
+ * Routes an arrival to its session: checks what the agent asked the edge to enforce and the session's
+ * limits, then opens a stream — at once, or after a bounded wait for a free slot, or (when the agent is
+ * reconnecting) after a bounded wait for it to come back.
+ */
+function dispatch(
+  arrival: Arrival,
   route: IngressRoute,
   options: TunnelIngressOptions,
-  upgrade: boolean,
-): Opened {
+  waited: boolean,
+): void {
   const connection = options.sessions.get(route.name);
-  if (connection === undefined || !connection.ready) return { missing: route.name };
+  if (connection === undefined || !connection.ready) {
+    if (waited) arrival.refuse(offline(route.name));
+    else void awaitAgent(arrival, route, options);
+    return;
+  }
+  const prepared = prepare(arrival, route, connection, options);
+  if ('refusal' in prepared) {
+    arrival.refuse(prepared.refusal);
+    return;
+  }
+  const { payload } = prepared;
+  let stream: MuxStream | undefined;
+  try {
+    stream = connection.slots.tryOpen();
+  } catch {
+    arrival.refuse(restarting(route.name));
+    return;
+  }
+  if (stream !== undefined) {
+    arrival.start(stream, payload);
+    return;
+  }
+  let unwatch = (): void => {};
+  const waiter: SlotWaiter = {
+    granted(granted) {
+      unwatch();
+      if (arrival.gone) granted.reset(ErrorCode.CANCEL);
+      else arrival.start(granted, payload);
+    },
+    refused() {
+      unwatch();
+      arrival.refuse(busy(route.name));
+    },
+  };
+  if (!connection.slots.wait(waiter)) {
+    arrival.refuse(busy(route.name));
+    return;
+  }
+  unwatch = arrival.watch(() => connection.slots.cancel(waiter));
+}
+
+/** The checks made before a stream is spent on a request; the encoded request head when they pass. */
+function prepare(
+  arrival: Arrival,
+  route: IngressRoute,
+  connection: AgentConnection,
+  options: TunnelIngressOptions,
+): { payload: Buffer } | { refusal: Refusal } {
+  const req = arrival.req;
   const verdict = connection.protection?.check(req);
   if (verdict !== undefined && !verdict.ok) {
     return {
@@ -57,24 +141,36 @@ function openTunnelStream(
       },
     };
   }
-  if (connection.session.draining) {
+  if (connection.session.draining) return { refusal: restarting(route.name) };
+  const retryAfterS = connection.rate?.take() ?? 0;
+  if (retryAfterS > 0) {
     return {
       refusal: {
-        code: EdgeErrorCode.TUNNEL_BUSY,
-        message: `tunnel ${route.name} is restarting: retry shortly`,
-        retryAfterS: 1,
+        code: EdgeErrorCode.RATE_LIMITED,
+        message: `tunnel ${route.name} is over its request rate: retry in ${retryAfterS} s`,
+        retryAfterS,
+      },
+    };
+  }
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > options.maxRequestBodyBytes) {
+    return {
+      refusal: {
+        code: EdgeErrorCode.BODY_TOO_LARGE,
+        message: `request body of ${declared} bytes exceeds this edge's limit of ${options.maxRequestBodyBytes}`,
       },
     };
   }
   const headers = forwardedHeaders(req, route);
   // An upgrade keeps the two fields that ask for it; everything else hop-by-hop is dropped.
-  if (upgrade) headers.push('Connection', 'Upgrade', 'Upgrade', String(req.headers.upgrade));
-  let payload: Buffer;
+  if (arrival.upgrade) headers.push('Connection', 'Upgrade', 'Upgrade', String(req.headers.upgrade));
   try {
-    payload = encodeRequestHead(
-      { method: req.method ?? 'GET', target: route.target, headers },
-      connection.session.peerSettings.maxFrameSize,
-    );
+    return {
+      payload: encodeRequestHead(
+        { method: req.method ?? 'GET', target: route.target, headers },
+        connection.session.peerSettings.maxFrameSize,
+      ),
+    };
   } catch (err) {
     const tooLarge = err instanceof ProtocolError && err.code === ProtocolErrorCode.HEAD_TOO_LARGE;
     return {
@@ -86,17 +182,29 @@ function openTunnelStream(
         : { code: EdgeErrorCode.BAD_REQUEST, message: 'request head cannot be carried through the tunnel' },
     };
   }
-  try {
-    return { stream: connection.openStream(), payload };
-  } catch {
-    return {
-      refusal: {
-        code: EdgeErrorCode.TUNNEL_BUSY,
-        message: `tunnel ${route.name} has too many requests in flight`,
-        retryAfterS: 1,
-      },
-    };
+}
+
+/** The name has no live agent here: a reserved name waits (bounded) for its agent to reconnect. */
+async function awaitAgent(
+  arrival: Arrival,
+  route: IngressRoute,
+  options: TunnelIngressOptions,
+): Promise<void> {
+  const refusal = await missingSession(route.name, options.sessions);
+  if (arrival.gone) return;
+  if (refusal.code !== EdgeErrorCode.TUNNEL_OFFLINE || options.reconnectWaitMs === 0) {
+    arrival.refuse(refusal);
+    return;
   }
+  let unwatch = (): void => {};
+  const cancel = options.sessions.awaitArrival(route.name, options.reconnectWaitMs, (connection) => {
+    unwatch();
+    if (arrival.gone) return;
+    if (connection === undefined) arrival.refuse(refusal);
+    else dispatch(arrival, route, options, true);
+  });
+  if (cancel === undefined) arrival.refuse(refusal);
+  else unwatch = arrival.watch(cancel);
 }
 
 /** Carries one routed public request into its session's tunnel, or answers why it cannot. */
@@ -106,29 +214,31 @@ export function handleTunnelRequest(
   route: IngressRoute,
   options: TunnelIngressOptions,
 ): void {
-  const opened = openTunnelStream(req, route, options, false);
-  if ('missing' in opened) {
-    void missingSession(opened.missing, options.sessions).then((r) =>
-      sendEdgeError(res, r.code, r.message, r.retryAfterS),
-    );
-    return;
-  }
-  if ('refusal' in opened) {
-    const { code, message, retryAfterS, headers } = opened.refusal;
-    sendEdgeError(res, code, message, retryAfterS, headers);
-    return;
-  }
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > options.maxRequestBodyBytes) {
-    opened.stream.reset(ErrorCode.CANCEL);
-    sendEdgeError(
-      res,
-      EdgeErrorCode.BODY_TOO_LARGE,
-      `request body of ${declared} bytes exceeds this edge's limit of ${options.maxRequestBodyBytes}`,
-    );
-    return;
-  }
-  const { stream, payload } = opened;
+  const arrival: Arrival = {
+    req,
+    upgrade: false,
+    refuse: ({ code, message, retryAfterS, headers }) =>
+      sendEdgeError(res, code, message, retryAfterS, headers),
+    start: (stream, payload) => startExchange(req, res, route, options, stream, payload),
+    get gone() {
+      return res.destroyed;
+    },
+    watch(onGone) {
+      res.once('close', onGone);
+      return () => res.off('close', onGone);
+    },
+  };
+  dispatch(arrival, route, options, false);
+}
+
+function startExchange(
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: IngressRoute,
+  options: TunnelIngressOptions,
+  stream: MuxStream,
+  payload: Buffer,
+): void {
   const inFlight = options.inFlight;
   inFlight.start();
   const exchange = new TunnelExchange(req, res, stream, {
@@ -151,24 +261,29 @@ export function handleTunnelUpgrade(
   route: IngressRoute,
   options: TunnelIngressOptions,
 ): void {
-  const opened = openTunnelStream(req, route, options, true);
-  if ('missing' in opened) {
-    void missingSession(opened.missing, options.sessions).then((r) => rejectUpgrade(socket, r));
-    return;
-  }
-  if ('refusal' in opened) {
-    rejectUpgrade(socket, opened.refusal);
-    return;
-  }
-  const { stream, payload } = opened;
-  options.inFlight.start();
-  const tunnel = new UpgradeTunnel(socket, stream, {
-    name: route.name,
-    responseTimeoutMs: options.responseTimeoutMs,
-    onFinish: () => options.inFlight.finish(),
-  });
-  stream.sendHeaders(payload, false);
-  tunnel.pumpClientBytes(head);
+  const arrival: Arrival = {
+    req,
+    upgrade: true,
+    refuse: (refusal) => rejectUpgrade(socket, refusal),
+    start(stream, payload) {
+      options.inFlight.start();
+      const tunnel = new UpgradeTunnel(socket, stream, {
+        name: route.name,
+        responseTimeoutMs: options.responseTimeoutMs,
+        onFinish: () => options.inFlight.finish(),
+      });
+      stream.sendHeaders(payload, false);
+      tunnel.pumpClientBytes(head);
+    },
+    get gone() {
+      return socket.destroyed;
+    },
+    watch(onGone) {
+      socket.once('close', onGone);
+      return () => socket.off('close', onGone);
+    },
+  };
+  dispatch(arrival, route, options, false);
 }
 
 /** A request has a body when it declares a non-zero length or uses a transfer coding (RFC 9112 §6.3). */
@@ -206,11 +321,7 @@ async function missingSession(name: string, sessions: SessionTable): Promise<Ref
   try {
     const record = await sessions.lookup(name);
     if (record !== undefined) {
-      return {
-        code: EdgeErrorCode.TUNNEL_OFFLINE,
-        message: `tunnel ${name} is offline: its agent is not connected`,
-        retryAfterS: 5,
-      };
+      return offline(name);
     }
   } catch {
     // A registry that cannot answer must not turn into a misleading 404.

@@ -33,6 +33,8 @@ export interface SessionHandler {
   onClose(error: Error | undefined): void;
   /** The last open stream closed (lets a draining owner close without polling). */
   onIdle?(): void;
+  /** A stream closed and its slot is free (lets an owner queue requests for a slot without polling). */
+  onStreamClosed?(stream: MuxStream): void;
 }
 
 export type SessionRole = 'edge' | 'agent';
@@ -270,7 +272,9 @@ export class MuxSession implements StreamHost {
     this.streams.delete(stream.id);
     this.#creditWaiters.delete(stream);
     this.#drainWaiters.delete(stream);
-    if (this.streams.size === 0 && !this.#closed) this.#handler.onIdle?.();
+    if (this.#closed) return;
+    this.#handler.onStreamClosed?.(stream);
+    if (this.streams.size === 0) this.#handler.onIdle?.();
   }
 
   // ---- internals ----
