@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { EdgeError, EdgeErrorCode, statusByCode } from './errors.js';
+import { publishRefusal } from './refusal-channel.js';
 
 /**
  * Answers a public request with a short, specific plain-text error. The `x-tunnel2-error` header carries
@@ -29,6 +30,7 @@ export function sendEdgeError(
   if (extraHeaders !== undefined) Object.assign(headers, extraHeaders);
   res.writeHead(statusByCode[code], headers);
   res.end(body);
+  publishRefusal(res.req.socket, code);
 }
 
 /** Refuses an HTTP upgrade on a raw socket (before any WebSocket handshake). */
@@ -37,6 +39,7 @@ export function rejectUpgrade(
   error: EdgeError | { code: EdgeErrorCode; message: string; retryAfterS?: number | undefined },
 ): void {
   const status = statusByCode[error.code];
+  publishRefusal(socket, error.code);
   const body = `${error.message}\n`;
   const retryAfter =
     'retryAfterS' in error && error.retryAfterS !== undefined ? `Retry-After: ${error.retryAfterS}\r\n` : '';
