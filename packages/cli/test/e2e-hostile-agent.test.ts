@@ -4,6 +4,7 @@ import { decodeRequestHead, encodeResponseHead, MuxSession, type MuxStream } fro
 import { afterAll, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { send } from './support/http-client.js';
+import { rawExchange } from './support/raw-client.js';
 import { silent } from './support/stack.js';
 
 const cleanups: (() => unknown)[] = [];
@@ -73,4 +74,28 @@ it('CR/LF smuggled into response headers by an agent gets 502, and the edge keep
   const fine = await send({ port, path: '/fine', headers: ['Host', `evil.localhost:${port}`] });
   expect(fine.status).toBe(200);
   expect(fine.body.toString()).toBe('ok');
+});
+
+it('an agent cannot smuggle through interim heads or trailers: unsafe 1xx, an interim 101 and bad trailers are dropped', async () => {
+  const edge = buildEdge({ port: 0, logger: silent });
+  const { port, url } = await edge.listen();
+  cleanups.push(() => edge.close(0));
+  await hostileAgent(url, 'interim', (stream) => {
+    const head = (status: number, headers: string[], statusMessage = '') =>
+      encodeResponseHead({ status, statusMessage, headers }, 65_536);
+    stream.sendHeaders(head(103, ['Link', '</a.css>; rel=preload\r\nSet-Cookie: stolen=1']), false);
+    stream.sendHeaders(head(102, [], 'Processing\r\nSet-Cookie: stolen=2'), false);
+    stream.sendHeaders(head(101, ['Upgrade', 'websocket', 'Connection', 'Upgrade']), false);
+    stream.sendHeaders(head(200, ['Content-Type', 'text/plain'], 'OK'), false);
+    stream.write(Buffer.from('ok'));
+    stream.sendHeaders(head(200, ['X-Trailer', 'a\r\nSet-Cookie: stolen=3']), true);
+  });
+  const text = await rawExchange(
+    port,
+    `GET / HTTP/1.1\r\nHost: interim.localhost:${port}\r\nConnection: close\r\n\r\n`,
+  );
+  expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  expect(text).not.toContain('stolen');
+  expect(text).not.toContain(' 101 ');
+  expect(text).toMatch(/\r\n\r\n2\r\nok\r\n0\r\n\r\n$/);
 });

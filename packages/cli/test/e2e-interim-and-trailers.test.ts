@@ -1,4 +1,5 @@
-import { type IncomingHttpHeaders, request } from 'node:http';
+import { once } from 'node:events';
+import { type IncomingHttpHeaders, type IncomingMessage, request } from 'node:http';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
@@ -122,4 +123,28 @@ describe('trailers', () => {
       expect(body).toMatch(/\r\n0\r\nx-checksum: sha256-abc\r\nx-status: done\r\n\r\n$/);
     });
   }
+
+  it('arrive as trailers on the Expect: 100-continue path too', async () => {
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = request({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/expect/trailers',
+        headers: { host: `interim.localhost:${port}`, expect: '100-continue', 'content-length': 5 },
+        agent: false,
+      });
+      req.on('continue', () => req.end('hello'));
+      req.on('error', reject);
+      req.on('response', resolve);
+    });
+    let body = '';
+    res.on('data', (chunk: Buffer) => {
+      body += chunk.toString();
+    });
+    await once(res, 'end');
+    expect(body).toBe('received 5 bytes');
+    expect(res.headers['x-received']).toBeUndefined();
+    expect(res.trailers).toEqual({ 'x-received': '5' });
+  });
 });

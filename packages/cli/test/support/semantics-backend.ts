@@ -20,7 +20,7 @@ export interface IdleStream {
 /**
  * A backend for the HTTP edge cases an intermediary must keep:
  * /sse writes an event every `interval` ms carrying its write time; /expect/accept and /expect/reject answer
- * an Expect: 100-continue request by continuing or with an early 417; /early-hints sends a 103 first;
+ * an Expect: 100-continue request by continuing (/expect/trailers adds a trailer) or with an early 417; /early-hints sends a 103 first;
  * /processing a raw 102 with a field; /trailers a chunked body with trailers; /idle-sse one event and then
  * silence until the test sends the next; /hang no answer at all; /head, /no-content, /not-modified exercise bodiless responses.
  */
@@ -107,6 +107,13 @@ export async function startSemanticsBackend(): Promise<SemanticsBackend> {
     });
     req.on('end', () => {
       received.push(bytes);
+      if (req.url === '/expect/trailers') {
+        // A write before end makes the body chunked; only a chunked body can carry trailers.
+        res.write(`received ${bytes} bytes`);
+        res.addTrailers({ 'x-received': String(bytes) });
+        res.end();
+        return;
+      }
       res.end(`received ${bytes} bytes`);
     });
   });
