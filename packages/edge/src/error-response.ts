@@ -88,6 +88,7 @@ export function answerClientError(error: ClientError, socket: ClientSocket): voi
       : code === EdgeErrorCode.HEADERS_TOO_LARGE
         ? 'the request head is larger than this edge accepts'
         : 'malformed HTTP request';
+  publishRefusal(socket, code);
   // A response already on its way cannot be replaced by an error: the connection just closes.
   if (socket.writable && socket._httpMessage?.headersSent !== true) {
     const status = statusByCode[code];
