@@ -72,6 +72,9 @@ export class MuxSession implements StreamHost {
   peerSettings: ProtocolSettings = { ...settingsBeforeHello };
   sessionSendWindow = 0;
   readonly streams = new Map<number, MuxStream>();
+  /** Frames decoded from and queued to the peer; plain counters an owner samples for metrics. */
+  framesReceived = 0;
+  framesSent = 0;
 
   readonly #transport: FrameTransport;
   readonly #handler: SessionHandler;
@@ -239,6 +242,7 @@ export class MuxSession implements StreamHost {
 
   enqueue(type: number, flags: number, streamId: number, payload: Buffer | undefined): void {
     if (this.#closed) return;
+    this.framesSent++;
     this.#batch.add(type, flags, streamId, payload);
     if (!this.#congested && this.#outstanding + this.#batch.bytes > this.#highWaterMark)
       this.#congested = true;
@@ -309,6 +313,7 @@ export class MuxSession implements StreamHost {
   #onFrame(frame: Frame): void {
     // A handler may close the session while the rest of a message is still being decoded.
     if (this.#closed) return;
+    this.framesReceived++;
     if (!this.#helloReceived && frame.type !== FrameType.HELLO && frame.type !== FrameType.GOAWAY) {
       throw frameError(`frame type ${frame.type} before HELLO`);
     }
