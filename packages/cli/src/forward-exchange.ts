@@ -10,6 +10,7 @@ import {
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
+import { isReplayable, isStaleConnection } from './backend-retry.js';
 import { expectsContinue, isWebSocketUpgrade, NodeHttpExchange } from './node-http-exchange.js';
 import type { Target } from './target.js';
 
@@ -59,6 +60,8 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   #responseStarted = false;
   #finished = false;
   #requestSeen = false;
+  /** The request as dispatched, kept while it may be replayed once on a fresh connection. */
+  #replay: Dispatcher.DispatchOptions | undefined;
 
   constructor(stream: MuxStream, options: ForwardOptions) {
     this.#stream = stream;
@@ -95,19 +98,18 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       });
     }
     const { target } = this.#options;
-    this.#options.pool.dispatch(
-      {
-        origin: target.origin,
-        method: head.method,
-        path: target.basePath + head.target,
-        headers: this.#forwardHeaders(head.headers),
-        body: this.#body ?? null,
-        // The edge owns the response timeout; a body may legitimately stay idle (SSE).
-        headersTimeout: 0,
-        bodyTimeout: 0,
-      },
-      this,
-    );
+    const request: Dispatcher.DispatchOptions = {
+      origin: target.origin,
+      method: head.method,
+      path: target.basePath + head.target,
+      headers: this.#forwardHeaders(head.headers),
+      body: this.#body ?? null,
+      // The edge owns the response timeout; a body may legitimately stay idle (SSE).
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    };
+    if (isReplayable(head.method, this.#body !== undefined)) this.#replay = request;
+    this.#options.pool.dispatch(request, this);
   }
 
   onData(chunk: Buffer): void {
@@ -148,6 +150,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     _headers: unknown,
     statusMessage?: string,
   ): void {
+    this.#replay = undefined; // the backend answered: whatever happens next, never send it again
     if (this.#stream.closed) return;
     // undici hands interim heads (103 Early Hints, 102) to onResponseStart before the final one; they are
     // relayed as informational heads. (A 100 never arrives here: this path sends no Expect.)
@@ -186,6 +189,14 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   }
 
   onResponseError(_controller: DispatchController, error: Error): void {
+    const replay = this.#replay;
+    this.#replay = undefined;
+    if (replay !== undefined && !this.#stream.closed && isStaleConnection(error)) {
+      // A pooled connection the backend closed as the request went out: once more, on a fresh one.
+      this.#controller = undefined;
+      this.#options.pool.dispatch(replay, this);
+      return;
+    }
     this.#body?.destroy();
     if (this.#stream.closed) {
       this.#report(error.message);
@@ -197,13 +208,13 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       this.#report(`backend failed mid-response: ${errorCode(error)}`);
       return;
     }
-    const [status, message] = describeBackendError(error, this.#options.target.host);
+    const [status, message, code] = describeBackendError(error, this.#options.target.host);
     this.#status = status;
-    this.#sendErrorResponse(status, message);
+    this.#sendErrorResponse(status, message, code);
     this.#report(message);
   }
 
-  #sendErrorResponse(status: number, message: string): void {
+  #sendErrorResponse(status: number, message: string, code: BackendErrorCode): void {
     const body = Buffer.from(`${message}\n`, 'utf8');
     const head = encodeResponseHead(
       {
@@ -215,7 +226,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
           'content-length',
           String(body.length),
           'x-tunnel2-error',
-          status === 504 ? 'TUNNEL2_ERR_BACKEND_TIMEOUT' : 'TUNNEL2_ERR_BACKEND_UNREACHABLE',
+          code,
         ],
       },
       this.#options.maxHeadSize,
@@ -272,19 +283,37 @@ function errorCode(error: Error): string {
   return typeof code === 'string' ? code : error.name;
 }
 
-function describeBackendError(error: Error, host: string): [number, string] {
+type BackendErrorCode =
+  | 'TUNNEL2_ERR_BACKEND_UNREACHABLE'
+  | 'TUNNEL2_ERR_BACKEND_TIMEOUT'
+  | 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE';
+
+function describeBackendError(error: Error, host: string): [number, string, BackendErrorCode] {
   const code = errorCode(error);
   switch (code) {
     case 'ECONNREFUSED':
-      return [502, `tunnel2: backend refused connection on ${host}`];
+      return [502, `tunnel2: backend refused connection on ${host}`, 'TUNNEL2_ERR_BACKEND_UNREACHABLE'];
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
-      return [502, `tunnel2: backend host of ${host} could not be resolved`];
+      return [
+        502,
+        `tunnel2: backend host of ${host} could not be resolved`,
+        'TUNNEL2_ERR_BACKEND_UNREACHABLE',
+      ];
     case 'UND_ERR_CONNECT_TIMEOUT':
     case 'UND_ERR_HEADERS_TIMEOUT':
     case 'ETIMEDOUT':
-      return [504, `tunnel2: backend on ${host} did not answer in time`];
+      return [504, `tunnel2: backend on ${host} did not answer in time`, 'TUNNEL2_ERR_BACKEND_TIMEOUT'];
     default:
-      return [502, `tunnel2: backend on ${host} failed (${code})`];
+      // llhttp's parse errors (HPE_*, or undici's HTTPParserError without one): the backend answered,
+      // but not with HTTP.
+      if (code.startsWith('HPE_') || code === 'HTTPParserError') {
+        return [
+          502,
+          `tunnel2: backend on ${host} sent a malformed response (${code})`,
+          'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE',
+        ];
+      }
+      return [502, `tunnel2: backend on ${host} failed (${code})`, 'TUNNEL2_ERR_BACKEND_UNREACHABLE'];
   }
 }
