@@ -9,7 +9,7 @@ import { connect } from 'node:net';
 export async function rawExchange(port: number, bytes: string, until?: RegExp): Promise<string> {
   const socket = connect(port, '127.0.0.1');
   await once(socket, 'connect');
-  socket.write(bytes);
+  socket.write(bytes, 'latin1'); // one byte per character, as a client puts obs-text on the wire
   let text = '';
   return new Promise((resolve, reject) => {
     socket.on('data', (chunk: Buffer) => {
