@@ -62,7 +62,7 @@ function backendUrl(line: string): string | undefined {
   return url !== undefined && URL.canParse(url) ? url.replace(/\/$/, '') : undefined;
 }
 
-function targetOf(url: string): LoadTarget {
+export function targetOf(url: string): LoadTarget {
   const parsed = new URL(url);
   // *.localhost does not resolve through Node's resolver: connect to loopback and route by Host.
   const hostname =
@@ -70,53 +70,84 @@ function targetOf(url: string): LoadTarget {
   return { origin: `${parsed.protocol}//${hostname}:${parsed.port}`, host: parsed.host };
 }
 
+const cliBin = (): string => join(packageDir('@tunnel2/cli'), 'bin', 'tunnel2.js');
+
+/** The test backend on a free loopback port; its ready value is its URL. */
+export function startBackendService(): Promise<ChildService> {
+  const backendBin = join(packageDir('@tunnel2/test-backend'), 'bin', 'test-backend.js');
+  return startChildService({
+    name: 'test backend',
+    args: [backendBin, '--port', '0', '--host', '127.0.0.1'],
+    ready: backendUrl,
+  });
+}
+
+/** `tunnel2 server` on a free loopback port; its ready value is its URL. */
+export function startEdgeService(extraArgs: string[] = []): Promise<ChildService> {
+  return startChildService({
+    name: 'edge (tunnel2 server)',
+    args: [
+      cliBin(),
+      'server',
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--json',
+      '--log-level',
+      'warn',
+      ...extraArgs,
+    ],
+    ready: (line) => {
+      const url = jsonEvent(line, 'listening')?.url;
+      return typeof url === 'string' ? url : undefined;
+    },
+  });
+}
+
+/** `tunnel2 http <backend> --server <edge>`; its ready value is the tunnel's public URL. */
+export function startAgentService(
+  backendUrl: string,
+  edgeUrl: string,
+  subdomain: string,
+): Promise<ChildService> {
+  return startChildService({
+    name: 'agent (tunnel2 http)',
+    args: [
+      cliBin(),
+      'http',
+      backendUrl,
+      '--server',
+      edgeUrl,
+      '--subdomain',
+      subdomain,
+      '--json',
+      '--log-level',
+      'warn',
+    ],
+    ready: (line) => {
+      const url = jsonEvent(line, 'ready')?.url;
+      return typeof url === 'string' ? url : undefined;
+    },
+  });
+}
+
 /** Starts the backend, then (for the tunnel side) an edge and an agent, through their real command lines. */
 export async function startBenchStack(options: BenchStackOptions): Promise<BenchStack> {
-  const cliBin = join(packageDir('@tunnel2/cli'), 'bin', 'tunnel2.js');
-  const backendBin = join(packageDir('@tunnel2/test-backend'), 'bin', 'test-backend.js');
   const started: ChildService[] = [];
   const closeAll = async (): Promise<void> => {
     // Agent first, so the edge never sees a session vanish under load as an error.
     for (const service of started.splice(0).reverse()) await service.stop();
   };
   try {
-    const backend = await startChildService({
-      name: 'test backend',
-      args: [backendBin, '--port', '0', '--host', '127.0.0.1'],
-      ready: backendUrl,
-    });
+    const backend = await startBackendService();
     started.push(backend);
     let edge: ChildService | undefined;
     let agent: ChildService | undefined;
     if (options.tunnel) {
-      edge = await startChildService({
-        name: 'edge (tunnel2 server)',
-        args: [cliBin, 'server', '--port', '0', '--host', '127.0.0.1', '--json', '--log-level', 'warn'],
-        ready: (line) => {
-          const url = jsonEvent(line, 'listening')?.url;
-          return typeof url === 'string' ? url : undefined;
-        },
-      });
+      edge = await startEdgeService();
       started.push(edge);
-      agent = await startChildService({
-        name: 'agent (tunnel2 http)',
-        args: [
-          cliBin,
-          'http',
-          backend.readyValue,
-          '--server',
-          edge.readyValue,
-          '--subdomain',
-          options.subdomain ?? 'bench',
-          '--json',
-          '--log-level',
-          'warn',
-        ],
-        ready: (line) => {
-          const url = jsonEvent(line, 'ready')?.url;
-          return typeof url === 'string' ? url : undefined;
-        },
-      });
+      agent = await startAgentService(backend.readyValue, edge.readyValue, options.subdomain ?? 'bench');
       started.push(agent);
     }
     const tunnelUrl = agent?.readyValue;

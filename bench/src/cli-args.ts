@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { usageError } from './errors.js';
 import type { ScenarioName, SideName } from './report-schema.js';
-import { isScenarioName, SCENARIOS } from './scenarios.js';
+import { isScenarioName, SCENARIOS, STANDALONE_USAGE } from './scenarios.js';
 
 /** Everything a run needs, validated. */
 export interface BenchOptions {
@@ -33,7 +33,7 @@ scenarios:
   spike      2-minute runs at fixed rates             --rates 600,800,900,1000 --duration 120
   constant   N minutes at one fixed rate              --rate 300 --minutes 5
   max        closed loop: as fast as answers come     --connections 50,100 --duration 30
-
+${STANDALONE_USAGE.slice(1)}
 flags:
   --stages <rps,...>     ramp: target rate of each stage
   --rates <rps,...>      spike: target rate of each run

@@ -9,7 +9,8 @@ import { renderHtml } from './report-html.js';
 import { buildReport, renderJson } from './report-json.js';
 import { renderMarkdown } from './report-md.js';
 import { runScenario } from './run-scenario.js';
-import { planStages } from './scenarios.js';
+import { isStandalone, planStages } from './scenarios.js';
+import { runStandalone } from './standalone-scenarios.js';
 
 /** Exit codes: the contract CI scripts rely on. */
 const EXIT = { OK: 0, GATE_FAILED: 1, USAGE: 2, RUN_FAILED: 3, INTERRUPTED: 130 } as const;
@@ -39,57 +40,75 @@ function parseOrExit(): BenchOptions {
   }
 }
 
-const options = parseOrExit();
-const plan = planStages(options);
-const progress = createProgress(options.scenario, {
-  write: writeErr,
-  interactive: process.stderr.isTTY === true,
-});
-
-let stack: BenchStack | undefined;
-// No child may outlive the bench, whatever ends it.
-process.on('exit', () => stack?.kill());
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    writeErr(`\nbench: ${signal}, stopping the stack\n`);
-    void (stack?.close() ?? Promise.resolve()).finally(() => process.exit(EXIT.INTERRUPTED));
-  });
+const standalone = argv[0];
+if (isStandalone(standalone)) {
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const defaultOut = fileURLToPath(new URL(`../results/${standalone}-${stamp}`, import.meta.url));
+  const note = (line: string): void => writeErr(`[${standalone}] ${line}\n`);
+  try {
+    process.exitCode = await runStandalone(standalone, argv.slice(1), defaultOut, note);
+  } catch (err) {
+    if (!(err instanceof BenchError && err.code === BenchErrorCode.USAGE)) throw err;
+    writeErr(`bench: ${err.message}\n(pnpm bench --help lists the scenarios and flags)\n`);
+    process.exitCode = EXIT.USAGE;
+  }
+} else {
+  await runStaged();
 }
 
-try {
-  const startedAt = new Date();
-  const loadSec =
-    (plan.reduce((sum, s) => sum + s.durationSec, 0) + options.warmupSec) * options.sides.length;
-  const length = loadSec < 120 ? `${Math.ceil(loadSec)} s` : `${Math.ceil(loadSec / 60)} min`;
-  progress.note(
-    `${plan.length} stage(s) × ${options.sides.join(' + ')}, about ${length} of load; starting the stack`,
-  );
-  stack = await startBenchStack({ tunnel: options.sides.includes('tunnel') });
-  const described = stack.describe();
-  progress.note(
-    `backend ${described.backendUrl}` +
-      (described.tunnelUrl === null ? '' : `, edge ${described.edgeUrl}, tunnel ${described.tunnelUrl}`),
-  );
-  const run = await runScenario(options, plan, stack, progress);
-  await stack.close();
-  const report = buildReport({ options, argv, run, stack: described, startedAt, finishedAt: new Date() });
-  mkdirSync(options.outDir, { recursive: true });
-  writeFileSync(join(options.outDir, 'report.json'), renderJson(report));
-  writeFileSync(join(options.outDir, 'report.md'), renderMarkdown(report));
-  writeFileSync(join(options.outDir, 'report.html'), renderHtml(report));
-  progress.note(`reports written to ${options.outDir} (report.json, report.md, report.html)`);
-  process.stdout.write(`${options.outDir}\n`);
-  if (run.aborted !== null) {
-    writeErr(`bench: the run stopped early: ${run.aborted}\n`);
-    process.exitCode = EXIT.RUN_FAILED;
-  } else if (!report.gate.passed) {
-    writeErr(`bench: gate failed:\n${report.gate.violations.map((v) => `  ${v}`).join('\n')}\n`);
-    process.exitCode = EXIT.GATE_FAILED;
-  } else if (report.gate.failUnderPct !== null || report.gate.maxP99Ms !== null) {
-    progress.note('gate passed');
+async function runStaged(): Promise<void> {
+  const options = parseOrExit();
+  const plan = planStages(options);
+  const progress = createProgress(options.scenario, {
+    write: writeErr,
+    interactive: process.stderr.isTTY === true,
+  });
+
+  let stack: BenchStack | undefined;
+  // No child may outlive the bench, whatever ends it.
+  process.on('exit', () => stack?.kill());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      writeErr(`\nbench: ${signal}, stopping the stack\n`);
+      void (stack?.close() ?? Promise.resolve()).finally(() => process.exit(EXIT.INTERRUPTED));
+    });
   }
-} catch (err) {
-  await stack?.close();
-  writeErr(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exitCode = EXIT.RUN_FAILED;
+
+  try {
+    const startedAt = new Date();
+    const loadSec =
+      (plan.reduce((sum, s) => sum + s.durationSec, 0) + options.warmupSec) * options.sides.length;
+    const length = loadSec < 120 ? `${Math.ceil(loadSec)} s` : `${Math.ceil(loadSec / 60)} min`;
+    progress.note(
+      `${plan.length} stage(s) × ${options.sides.join(' + ')}, about ${length} of load; starting the stack`,
+    );
+    stack = await startBenchStack({ tunnel: options.sides.includes('tunnel') });
+    const described = stack.describe();
+    progress.note(
+      `backend ${described.backendUrl}` +
+        (described.tunnelUrl === null ? '' : `, edge ${described.edgeUrl}, tunnel ${described.tunnelUrl}`),
+    );
+    const run = await runScenario(options, plan, stack, progress);
+    await stack.close();
+    const report = buildReport({ options, argv, run, stack: described, startedAt, finishedAt: new Date() });
+    mkdirSync(options.outDir, { recursive: true });
+    writeFileSync(join(options.outDir, 'report.json'), renderJson(report));
+    writeFileSync(join(options.outDir, 'report.md'), renderMarkdown(report));
+    writeFileSync(join(options.outDir, 'report.html'), renderHtml(report));
+    progress.note(`reports written to ${options.outDir} (report.json, report.md, report.html)`);
+    process.stdout.write(`${options.outDir}\n`);
+    if (run.aborted !== null) {
+      writeErr(`bench: the run stopped early: ${run.aborted}\n`);
+      process.exitCode = EXIT.RUN_FAILED;
+    } else if (!report.gate.passed) {
+      writeErr(`bench: gate failed:\n${report.gate.violations.map((v) => `  ${v}`).join('\n')}\n`);
+      process.exitCode = EXIT.GATE_FAILED;
+    } else if (report.gate.failUnderPct !== null || report.gate.maxP99Ms !== null) {
+      progress.note('gate passed');
+    }
+  } catch (err) {
+    await stack?.close();
+    writeErr(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = EXIT.RUN_FAILED;
+  }
 }

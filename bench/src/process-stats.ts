@@ -35,7 +35,8 @@ export function readCpuMs(pid: number): number | undefined {
   return (utime + stime) * TICK_MS;
 }
 
-function readStatusKb(pid: number, field: 'VmHWM' | 'VmRSS'): number | undefined {
+/** A memory figure of a process from /proc/<pid>/status, in KiB; undefined off Linux or once it is gone. */
+export function readStatusKb(pid: number, field: 'VmHWM' | 'VmRSS'): number | undefined {
   let status: string;
   try {
     status = readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -21,6 +21,26 @@ function shellArg(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
+/** The command that made a report, quoted so it can be pasted back into a shell. */
+export function commandLine(argv: string[]): string {
+  return ['pnpm', 'bench', ...argv].map(shellArg).join(' ');
+}
+
+/** The machine and versions a report was measured on. */
+export function describeEnvironment(): BenchReport['environment'] {
+  const cpuList = cpus();
+  return {
+    node: process.version,
+    platform: process.platform,
+    arch: process.arch,
+    cpus: cpuList.length,
+    cpuModel: cpuList[0]?.model.trim() ?? 'unknown',
+    totalMemoryMb: Math.round(totalmem() / 2 ** 20),
+    tunnel2: versionOf('@tunnel2/cli'),
+    autocannon: versionOf('autocannon'),
+  };
+}
+
 export interface ReportInput {
   options: BenchOptions;
   argv: string[];
@@ -32,23 +52,13 @@ export interface ReportInput {
 
 export function buildReport(input: ReportInput): BenchReport {
   const { options, run } = input;
-  const cpuList = cpus();
   return {
     schemaVersion: SCHEMA_VERSION,
     scenario: options.scenario,
-    command: ['pnpm', 'bench', ...input.argv].map(shellArg).join(' '),
+    command: commandLine(input.argv),
     startedAt: input.startedAt.toISOString(),
     finishedAt: input.finishedAt.toISOString(),
-    environment: {
-      node: process.version,
-      platform: process.platform,
-      arch: process.arch,
-      cpus: cpuList.length,
-      cpuModel: cpuList[0]?.model.trim() ?? 'unknown',
-      totalMemoryMb: Math.round(totalmem() / 2 ** 20),
-      tunnel2: versionOf('@tunnel2/cli'),
-      autocannon: versionOf('autocannon'),
-    },
+    environment: describeEnvironment(),
     settings: {
       path: options.path,
       warmupSec: options.warmupSec,

@@ -125,6 +125,18 @@ export const fixtureRoutes: readonly Route[] = [
     },
   },
   {
+    methods: ['POST', 'PUT'],
+    path: '/discard',
+    description: 'consumes the body as it arrives without looking at it, answers { bytes } (bulk uploads)',
+    handle: ({ req, res }) => {
+      let bytes = 0;
+      req.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+      });
+      req.on('end', () => sendJson(res, 200, { bytes }));
+    },
+  },
+  {
     methods: ['GET'],
     path: '/headers/multi',
     description: 'two separate Set-Cookie headers and X-Multi: a, X-Multi: b as repeated lines',

@@ -259,6 +259,14 @@ describe('/echo/request', () => {
 });
 
 describe('other fixtures', () => {
+  it('/discard answers { bytes } for POST and PUT without hashing', async () => {
+    expect(json(await get('/discard', { method: 'POST', body: 'payload' }))).toEqual({ bytes: 7 });
+    expect(json(await get('/discard', { method: 'PUT', body: Buffer.alloc(300_000, 1) }))).toEqual({
+      bytes: 300_000,
+    });
+    expect(json(await get('/discard', { method: 'POST' }))).toEqual({ bytes: 0 });
+  });
+
   it('/upload answers { bytes, sha256 } for POST and PUT', async () => {
     expect(json(await get('/upload', { method: 'POST', body: 'payload' }))).toEqual({
       bytes: 7,

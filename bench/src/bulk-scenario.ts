@@ -1,0 +1,197 @@
+import { request } from 'node:http';
+import type { BenchStack, LoadTarget } from './bench-stack.js';
+import type { ChildService } from './child-service.js';
+import { readCpuMs, readStatusKb } from './process-stats.js';
+import type { SideName } from './report-schema.js';
+
+/**
+ * `pnpm bench bulk`: one large download and one large upload per side, measured as MB/s (10^6 bytes per
+ * second), with the edge's and the agent's CPU and RSS sampled through the transfer (the RSS must stay
+ * flat: nothing may buffer a body). Bodies are streamed with backpressure on both ends of the bench too,
+ * so the bench itself never holds more than one chunk.
+ */
+export interface BulkSettings {
+  bytes: number;
+  sides: SideName[];
+}
+
+export interface RssTrace {
+  startMb: number;
+  peakMb: number;
+  endMb: number;
+  cpuMs: number;
+}
+
+export interface BulkTransfer {
+  direction: 'download' | 'upload';
+  side: SideName;
+  bytes: number;
+  seconds: number;
+  mbPerSec: number;
+  /** Bytes that did not arrive, or an error: a transfer that lost data is reported, never averaged in. */
+  error: string | null;
+  edge: RssTrace | null;
+  agent: RssTrace | null;
+  backend: RssTrace | null;
+}
+
+export interface BulkResult {
+  scenario: 'bulk';
+  bytes: number;
+  transfers: BulkTransfer[];
+}
+
+const UPLOAD_CHUNK = Buffer.alloc(256 * 1024, 0x5a);
+
+/** Samples a process's RSS every 100 ms; the kernel's own peak (VmHWM) would include start-up. */
+function traceProcess(service: ChildService | undefined): { stop(): RssTrace | null } {
+  if (service === undefined) return { stop: () => null };
+  const rss = (): number => (readStatusKb(service.pid, 'VmRSS') ?? Number.NaN) / 1024;
+  const startMb = rss();
+  const startCpu = readCpuMs(service.pid) ?? Number.NaN;
+  let peakMb = startMb;
+  const timer = setInterval(() => {
+    peakMb = Math.max(peakMb, rss());
+  }, 100);
+  return {
+    stop() {
+      clearInterval(timer);
+      const endMb = rss();
+      return {
+        startMb,
+        peakMb: Math.max(peakMb, endMb),
+        endMb,
+        cpuMs: (readCpuMs(service.pid) ?? Number.NaN) - startCpu,
+      };
+    },
+  };
+}
+
+function download(target: LoadTarget, bytes: number): Promise<number> {
+  const url = new URL(target.origin);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: `/bytes/${bytes}`,
+        headers: { host: target.host },
+        agent: false,
+      },
+      (res) => {
+        let received = 0;
+        res.on('data', (chunk: Buffer) => {
+          received += chunk.length;
+        });
+        res.on('end', () => resolve(received));
+        res.on('error', reject);
+        res.on('aborted', () => reject(new Error(`download aborted after ${received} bytes`)));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function upload(target: LoadTarget, bytes: number): Promise<number> {
+  const url = new URL(target.origin);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: '/discard',
+        method: 'POST',
+        headers: { host: target.host, 'content-length': bytes, 'content-type': 'application/octet-stream' },
+        agent: false,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => {
+          const counted = (JSON.parse(text) as { bytes?: unknown }).bytes;
+          if (res.statusCode !== 200 || typeof counted !== 'number') {
+            reject(new Error(`upload answered ${res.statusCode}: ${text.slice(0, 200)}`));
+          } else resolve(counted);
+        });
+      },
+    );
+    req.on('error', reject);
+    let left = bytes;
+    const pump = (): void => {
+      while (left > 0) {
+        const chunk = left >= UPLOAD_CHUNK.length ? UPLOAD_CHUNK : UPLOAD_CHUNK.subarray(0, left);
+        left -= chunk.length;
+        if (!req.write(chunk)) {
+          req.once('drain', pump);
+          return;
+        }
+      }
+      req.end();
+    };
+    pump();
+  });
+}
+
+async function measure(
+  stack: BenchStack,
+  side: SideName,
+  direction: BulkTransfer['direction'],
+  bytes: number,
+): Promise<BulkTransfer> {
+  const target = side === 'direct' ? stack.direct : stack.tunnel;
+  if (target === undefined) throw new Error(`the ${side} side is not running`);
+  const traces = [stack.edge, stack.agent, stack.backend].map((s) =>
+    side === 'tunnel' || s === stack.backend ? traceProcess(s) : traceProcess(undefined),
+  );
+  const started = performance.now();
+  let moved = 0;
+  let error: string | null = null;
+  try {
+    moved = await (direction === 'download' ? download(target, bytes) : upload(target, bytes));
+    if (moved !== bytes) error = `${moved} of ${bytes} bytes arrived`;
+  } catch (err) {
+    error = err instanceof Error ? err.message : String(err);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const [edge, agent, backend] = traces.map((t) => t.stop());
+  return {
+    direction,
+    side,
+    bytes: moved,
+    seconds,
+    mbPerSec: moved / seconds / 1e6,
+    error,
+    edge: edge ?? null,
+    agent: agent ?? null,
+    backend: backend ?? null,
+  };
+}
+
+export async function runBulkBench(
+  stack: BenchStack,
+  settings: BulkSettings,
+  note: (line: string) => void,
+): Promise<BulkResult> {
+  const transfers: BulkTransfer[] = [];
+  for (const direction of ['download', 'upload'] as const) {
+    for (const side of settings.sides) {
+      note(`${direction} ${side}: ${(settings.bytes / 2 ** 20).toFixed(0)} MiB`);
+      const result = await measure(stack, side, direction, settings.bytes);
+      transfers.push(result);
+      const rss =
+        result.edge && result.agent
+          ? `, RSS edge ${result.edge.startMb.toFixed(0)}→${result.edge.peakMb.toFixed(0)} MB, agent ` +
+            `${result.agent.startMb.toFixed(0)}→${result.agent.peakMb.toFixed(0)} MB`
+          : '';
+      note(
+        `  ${result.mbPerSec.toFixed(0)} MB/s in ${result.seconds.toFixed(2)} s${rss}` +
+          (result.error ? ` — ERROR: ${result.error}` : ''),
+      );
+    }
+  }
+  return { scenario: 'bulk', bytes: settings.bytes, transfers };
+}

@@ -1,0 +1,230 @@
+import { request } from 'node:http';
+import { decodeRequestHead, ErrorCode, encodeResponseHead, type MuxStream } from '@tunnel2/protocol';
+import { startEdgeService } from './bench-stack.js';
+import type { ChildService } from './child-service.js';
+import { connectLightAgent, type LightAgent } from './light-agent.js';
+import { readCpuMs, readStatusKb } from './process-stats.js';
+
+/**
+ * `pnpm bench sessions`: what one edge pays per idle agent session, and whether one session carries
+ * 1,000 concurrent streams with every answer matched to its request. The agents are light in-process
+ * agents (one WebSocket + one protocol session each, see light-agent.ts), so 10,000 of them fit in the
+ * bench process; the edge is the real `tunnel2 server`, its own process, measured through /proc.
+ */
+export interface SessionsSettings {
+  sessions: number;
+  /** Sessions opened at once while connecting (the rest wait their turn). */
+  connectConcurrency: number;
+  /** How long the sessions stay idle before the edge's memory is read (heartbeats run meanwhile). */
+  idleSec: number;
+  /** Concurrent streams in the one-session phase. */
+  streams: number;
+}
+
+export interface SessionsResult {
+  scenario: 'sessions';
+  sessions: {
+    requested: number;
+    opened: number;
+    /** Sessions the edge closed while they were idle (should be 0). */
+    lostWhileIdle: number;
+    connectSec: number;
+    idleSec: number;
+    edgeRssBeforeMb: number;
+    edgeRssAfterMb: number;
+    edgePeakRssMb: number;
+    /** (RSS after − RSS before) / opened. */
+    edgeKbPerSession: number;
+    /** Edge CPU over the idle period, per second: the cost of heartbeats and timers. */
+    edgeIdleCpuMsPerSec: number;
+  };
+  streams: {
+    requested: number;
+    /** Streams open on the agent's session at the same time, at the highest point. */
+    maxConcurrent: number;
+    answered: number;
+    /** Answers whose body named another request (a mix-up), or with a non-200 status. */
+    wrong: number;
+    failed: number;
+    durationMs: number;
+  };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function rssMb(edge: ChildService, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  return (readStatusKb(edge.pid, field) ?? Number.NaN) / 1024;
+}
+
+/** Runs `task(i)` for i in [0, count) with at most `limit` running at once. */
+async function forEachLimited(
+  count: number,
+  limit: number,
+  task: (i: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < count) await task(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
+}
+
+/** An agent that holds every stream until `expected` are open at once (or none arrived for a while). */
+function holdingAgent(expected: number): {
+  onStream: (stream: MuxStream) => void;
+  stats: { maxConcurrent: number };
+} {
+  const held: { stream: MuxStream; target: string }[] = [];
+  const stats = { maxConcurrent: 0 };
+  let quiet: NodeJS.Timeout | undefined;
+  const answerAll = (): void => {
+    clearTimeout(quiet);
+    for (const { stream, target } of held.splice(0)) {
+      if (stream.closed) continue;
+      const body = Buffer.from(target, 'latin1');
+      const head = encodeResponseHead(
+        {
+          status: 200,
+          statusMessage: 'OK',
+          headers: ['content-type', 'text/plain', 'content-length', String(body.length)],
+        },
+        16 * 1024,
+      );
+      stream.sendHeaders(head, false);
+      stream.write(body);
+      stream.end();
+    }
+  };
+  const onStream = (stream: MuxStream): void => {
+    stream.handler = {
+      onHeaders: (payload) => {
+        held.push({ stream, target: decodeRequestHead(payload).target });
+        stats.maxConcurrent = Math.max(stats.maxConcurrent, held.length);
+        if (held.length >= expected) answerAll();
+        else {
+          // A smaller stream limit on the edge would leave the rest queued there: answer what we hold.
+          clearTimeout(quiet);
+          quiet = setTimeout(answerAll, 2_000);
+        }
+      },
+      onData: (chunk) => stream.consume(chunk.length),
+      onEnd: () => {},
+      onReset: () => {},
+      onDrain: () => {},
+    };
+  };
+  return { onStream, stats };
+}
+
+function get(url: URL, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: url.hostname, port: url.port, path, agent: false, headers: { connection: 'close' } },
+      (res) => {
+        let body = '';
+        res.setEncoding('latin1');
+        res.on('data', (chunk: string) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function measureStreams(
+  edgeUrl: URL,
+  agentUrl: string,
+  count: number,
+): Promise<SessionsResult['streams']> {
+  const holder = holdingAgent(count);
+  const agent = await connectLightAgent({
+    agentUrl,
+    name: 'bench-streams',
+    agentKey: 'bench-streams',
+    onStream: holder.onStream,
+  });
+  const started = performance.now();
+  let answered = 0;
+  let wrong = 0;
+  let failed = 0;
+  await Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const path = `/item/${i}?n=${i}`;
+      try {
+        const res = await get(edgeUrl, `/session/${agent.name}${path}`);
+        answered++;
+        if (res.status !== 200 || res.body !== path) wrong++;
+      } catch {
+        failed++;
+      }
+    }),
+  );
+  const durationMs = performance.now() - started;
+  agent.session.close(ErrorCode.NO_ERROR, 'bench done');
+  await agent.closed;
+  return { requested: count, maxConcurrent: holder.stats.maxConcurrent, answered, wrong, failed, durationMs };
+}
+
+export async function runSessionsBench(
+  settings: SessionsSettings,
+  note: (line: string) => void,
+): Promise<SessionsResult> {
+  const edge = await startEdgeService();
+  const agents: LightAgent[] = [];
+  try {
+    const edgeUrl = new URL(edge.readyValue);
+    const agentUrl = `ws://${edgeUrl.host}/_tunnel2/connect`;
+    await sleep(1_000); // let the fresh process settle before the baseline
+    const before = rssMb(edge);
+    note(`edge ${edge.readyValue}: RSS ${before.toFixed(1)} MB; opening ${settings.sessions} sessions`);
+    const connectStart = performance.now();
+    let lastNote = connectStart;
+    await forEachLimited(settings.sessions, settings.connectConcurrency, async (i) => {
+      agents.push(
+        await connectLightAgent({ agentUrl, name: `bench-idle-${i}`, agentKey: `bench-idle-key-${i}` }),
+      );
+      if (performance.now() - lastNote > 2_000) {
+        lastNote = performance.now();
+        note(`  ${agents.length}/${settings.sessions} sessions open, edge RSS ${rssMb(edge).toFixed(1)} MB`);
+      }
+    });
+    const connectSec = (performance.now() - connectStart) / 1000;
+    let lost = 0;
+    for (const agent of agents) void agent.closed.then(() => lost++);
+    note(`${agents.length} sessions open in ${connectSec.toFixed(1)} s; idle for ${settings.idleSec} s`);
+    const cpuStart = readCpuMs(edge.pid) ?? Number.NaN;
+    await sleep(settings.idleSec * 1000);
+    const idleCpu = (readCpuMs(edge.pid) ?? Number.NaN) - cpuStart;
+    const after = rssMb(edge);
+    const sessions: SessionsResult['sessions'] = {
+      requested: settings.sessions,
+      opened: agents.length,
+      lostWhileIdle: lost,
+      connectSec,
+      idleSec: settings.idleSec,
+      edgeRssBeforeMb: before,
+      edgeRssAfterMb: after,
+      edgePeakRssMb: rssMb(edge, 'VmHWM'),
+      edgeKbPerSession: agents.length > 0 ? ((after - before) * 1024) / agents.length : Number.NaN,
+      edgeIdleCpuMsPerSec: idleCpu / settings.idleSec,
+    };
+    note(
+      `edge RSS ${before.toFixed(1)} → ${after.toFixed(1)} MB: ${sessions.edgeKbPerSession.toFixed(1)} KB per session`,
+    );
+    for (const agent of agents.splice(0)) agent.close();
+    note(`${settings.streams} concurrent streams in one session`);
+    const streams = await measureStreams(edgeUrl, agentUrl, settings.streams);
+    note(
+      `streams: ${streams.answered}/${streams.requested} answered, ${streams.wrong} wrong, ` +
+        `${streams.failed} failed, at most ${streams.maxConcurrent} open at once`,
+    );
+    return { scenario: 'sessions', sessions, streams };
+  } finally {
+    for (const agent of agents) agent.close();
+    await edge.stop();
+  }
+}

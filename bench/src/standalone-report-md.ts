@@ -1,0 +1,82 @@
+import type { BulkResult, RssTrace } from './bulk-scenario.js';
+import type { BenchReport } from './report-schema.js';
+import type { SessionsResult } from './sessions-scenario.js';
+
+/** What report.json of a standalone scenario holds besides its result. */
+export interface StandaloneReport<R> {
+  command: string;
+  startedAt: string;
+  environment: BenchReport['environment'];
+  result: R;
+  gate: { passed: boolean; violations: string[] };
+}
+
+const fixed = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toFixed(digits) : '–');
+
+function heading<R>(title: string, report: StandaloneReport<R>): string {
+  const env = report.environment;
+  return (
+    `# tunnel2 bench: ${title}\n\n\`${report.command}\`\n\n` +
+    `${report.startedAt} · tunnel2 ${env.tunnel2} · Node ${env.node} · ${env.cpus} × ${env.cpuModel} · ` +
+    `${env.platform}/${env.arch}\n\n`
+  );
+}
+
+function gateLine(gate: { passed: boolean; violations: string[] }): string {
+  return gate.passed
+    ? '\nGate: passed.\n'
+    : `\nGate: **failed**\n\n${gate.violations.map((v) => `- ${v}`).join('\n')}\n`;
+}
+
+function rss(trace: RssTrace | null): string {
+  if (trace === null) return '–';
+  return `${fixed(trace.startMb)} → peak ${fixed(trace.peakMb)} → ${fixed(trace.endMb)} MB · ${fixed(trace.cpuMs)} ms CPU`;
+}
+
+export function renderBulkMarkdown(report: StandaloneReport<BulkResult>): string {
+  const { result } = report;
+  const rows = result.transfers.map(
+    (t) =>
+      `| ${t.direction} | ${t.side} | ${fixed(t.bytes / 2 ** 20)} MiB | ${fixed(t.seconds, 2)} s | ` +
+      `**${fixed(t.mbPerSec)}** | ${rss(t.edge)} | ${rss(t.agent)} | ${rss(t.backend)} | ${t.error ?? ''} |`,
+  );
+  const ratios = (['download', 'upload'] as const).flatMap((direction) => {
+    const direct = result.transfers.find((t) => t.direction === direction && t.side === 'direct');
+    const tunnel = result.transfers.find((t) => t.direction === direction && t.side === 'tunnel');
+    return direct && tunnel
+      ? [`- ${direction}: tunnel / direct = ${fixed(tunnel.mbPerSec / direct.mbPerSec, 2)}×`]
+      : [];
+  });
+  return (
+    heading('Bulk transfers', report) +
+    'One download (`GET /bytes/<n>`) and one upload (`POST /discard`) per side, streamed with backpressure ' +
+    'at both ends. MB/s = 10^6 bytes per second. RSS is sampled every 100 ms during the transfer.\n\n' +
+    '| direction | side | bytes | time | MB/s | edge RSS · CPU | agent RSS · CPU | backend RSS · CPU | error |\n' +
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
+    `${rows.join('\n')}\n` +
+    (ratios.length > 0 ? `\n${ratios.join('\n')}\n` : '') +
+    gateLine(report.gate)
+  );
+}
+
+export function renderSessionsMarkdown(report: StandaloneReport<SessionsResult>): string {
+  const { sessions: s, streams: t } = report.result;
+  return (
+    heading('Sessions and streams', report) +
+    '## Idle sessions on one edge\n\n' +
+    'Light in-process agents (one WebSocket and one protocol session each) connect to a real `tunnel2 server`; ' +
+    'the edge RSS is read from /proc before and after they idle (heartbeats running).\n\n' +
+    '| sessions | opened | lost while idle | connect time | idle | edge RSS before | after | peak | **KB per session** | edge CPU while idle |\n' +
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
+    `| ${s.requested} | ${s.opened} | ${s.lostWhileIdle} | ${fixed(s.connectSec, 1)} s | ${s.idleSec} s | ` +
+    `${fixed(s.edgeRssBeforeMb, 1)} MB | ${fixed(s.edgeRssAfterMb, 1)} MB | ${fixed(s.edgePeakRssMb, 1)} MB | ` +
+    `**${fixed(s.edgeKbPerSession, 1)}** | ${fixed(s.edgeIdleCpuMsPerSec, 1)} ms/s |\n\n` +
+    '## Concurrent streams in one session\n\n' +
+    'Every request goes to the same session; the agent holds each stream until all are open at once, then ' +
+    'answers each with its own request target, which the client checks.\n\n' +
+    '| streams | open at once (max) | answered | wrong | failed | time |\n' +
+    '| --- | --- | --- | --- | --- | --- |\n' +
+    `| ${t.requested} | ${t.maxConcurrent} | ${t.answered} | ${t.wrong} | ${t.failed} | ${fixed(t.durationMs)} ms |\n` +
+    gateLine(report.gate)
+  );
+}

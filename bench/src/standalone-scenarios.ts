@@ -1,0 +1,182 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import { type BenchStack, startBenchStack } from './bench-stack.js';
+import { type BulkResult, runBulkBench } from './bulk-scenario.js';
+import { BenchError, BenchErrorCode, usageError } from './errors.js';
+import { commandLine, describeEnvironment } from './report-json.js';
+import type { SideName } from './report-schema.js';
+import type { StandaloneName } from './scenarios.js';
+import { runSessionsBench, type SessionsResult } from './sessions-scenario.js';
+import { renderBulkMarkdown, renderSessionsMarkdown } from './standalone-report-md.js';
+
+/**
+ * Scenarios that are not stages of paced or closed-loop load: `bulk` (large transfers), `sessions` (many
+ * idle sessions, many streams in one) and `npx` (start-up time of the published package). Each writes
+ * report.json (`schemaVersion` 1, `scenario`, `command`, `environment`, `result`, `gate`) and report.md.
+ */
+interface Gate {
+  passed: boolean;
+  violations: string[];
+}
+
+function positiveInt(flag: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < 1) {
+    throw usageError(`--${flag} ${text}: expected a positive integer`);
+  }
+  return value;
+}
+
+function optionalNumber(flag: string, text: string | undefined): number | null {
+  if (text === undefined) return null;
+  const value = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || value <= 0)
+    throw usageError(`--${flag} ${text}: expected a positive number`);
+  return value;
+}
+
+function sidesOf(only: string | undefined): SideName[] {
+  if (only === undefined) return ['direct', 'tunnel'];
+  if (only !== 'direct' && only !== 'tunnel') throw usageError(`--only ${only}: expected direct or tunnel`);
+  return [only];
+}
+
+function parse(argv: string[], options: ParseArgsOptionsConfig) {
+  try {
+    return parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
+  } catch (err) {
+    throw usageError(err instanceof Error ? err.message : String(err));
+  }
+}
+
+function writeReports(outDir: string, json: unknown, markdown: string): void {
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, 'report.json'), `${JSON.stringify(json, null, 2)}\n`);
+  writeFileSync(join(outDir, 'report.md'), markdown);
+}
+
+function bulkGate(result: BulkResult, minMbps: number | null): Gate {
+  const violations: string[] = [];
+  for (const t of result.transfers) {
+    if (t.error !== null) violations.push(`${t.direction} ${t.side}: ${t.error}`);
+    else if (minMbps !== null && t.side === 'tunnel' && t.mbPerSec < minMbps) {
+      violations.push(`${t.direction} tunnel: ${t.mbPerSec.toFixed(0)} MB/s < ${minMbps}`);
+    }
+  }
+  return { passed: violations.length === 0, violations };
+}
+
+function sessionsGate(result: SessionsResult, maxKb: number | null): Gate {
+  const violations: string[] = [];
+  const { sessions, streams } = result;
+  if (sessions.opened !== sessions.requested) {
+    violations.push(`${sessions.opened} of ${sessions.requested} sessions opened`);
+  }
+  if (sessions.lostWhileIdle > 0) violations.push(`${sessions.lostWhileIdle} sessions closed while idle`);
+  if (maxKb !== null && !(sessions.edgeKbPerSession <= maxKb)) {
+    violations.push(`${sessions.edgeKbPerSession.toFixed(1)} KB of edge RSS per session > ${maxKb}`);
+  }
+  if (streams.answered !== streams.requested || streams.wrong > 0 || streams.failed > 0) {
+    violations.push(
+      `streams: ${streams.answered}/${streams.requested} answered, ${streams.wrong} wrong, ${streams.failed} failed`,
+    );
+  }
+  return { passed: violations.length === 0, violations };
+}
+
+/** `pnpm bench npx`: the start-up bench lives with the packaging script it depends on. */
+function runNpx(argv: string[]): Promise<number> {
+  const script = fileURLToPath(new URL('../../scripts/bench-npx.ts', import.meta.url));
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [script, ...argv], { stdio: 'inherit' });
+    child.on('exit', (code, signal) => done(signal !== null ? 130 : (code ?? 3)));
+  });
+}
+
+/** Runs a standalone scenario; answers the exit code (0 ok, 1 gate failed, 2 bad flags, 3 run failed). */
+export async function runStandalone(
+  name: StandaloneName,
+  argv: string[],
+  defaultOutDir: string,
+  note: (line: string) => void,
+): Promise<number> {
+  if (name === 'npx') return runNpx(argv);
+  const flags = parse(argv, {
+    out: { type: 'string' },
+    only: { type: 'string' },
+    size: { type: 'string' },
+    'min-mbps': { type: 'string' },
+    sessions: { type: 'string' },
+    streams: { type: 'string' },
+    idle: { type: 'string' },
+    concurrency: { type: 'string' },
+    'max-kb-per-session': { type: 'string' },
+  });
+  const applies: Record<StandaloneName, string[]> = {
+    bulk: ['out', 'only', 'size', 'min-mbps'],
+    sessions: ['out', 'sessions', 'streams', 'idle', 'concurrency', 'max-kb-per-session'],
+    npx: [],
+  };
+  for (const flag of Object.keys(flags)) {
+    if (!applies[name].includes(flag)) throw usageError(`--${flag} does not apply to the ${name} scenario`);
+  }
+  const str = (key: string): string | undefined => {
+    const value = flags[key];
+    return typeof value === 'string' ? value : undefined;
+  };
+  const outDir = resolve(process.env.INIT_CWD ?? process.cwd(), str('out') ?? defaultOutDir);
+  const startedAt = new Date();
+  const header = () => ({
+    schemaVersion: 1,
+    scenario: name,
+    command: commandLine([name, ...argv]),
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    environment: describeEnvironment(),
+  });
+
+  if (name === 'bulk') {
+    const sizeMiB = positiveInt('size', str('size'), 1024);
+    const minMbps = optionalNumber('min-mbps', str('min-mbps'));
+    const sides = sidesOf(str('only'));
+    let stack: BenchStack | undefined;
+    try {
+      stack = await startBenchStack({ tunnel: sides.includes('tunnel') });
+      const result = await runBulkBench(stack, { bytes: sizeMiB * 2 ** 20, sides }, note);
+      const gate = bulkGate(result, minMbps);
+      const report = { ...header(), result, gate };
+      writeReports(outDir, report, renderBulkMarkdown(report));
+      process.stdout.write(`${outDir}\n`);
+      return gate.passed ? 0 : 1;
+    } catch (err) {
+      if (err instanceof BenchError && err.code === BenchErrorCode.USAGE) throw err;
+      note(`the run failed: ${err instanceof Error ? err.message : String(err)}`);
+      return 3;
+    } finally {
+      await stack?.close();
+    }
+  }
+
+  const maxKb = optionalNumber('max-kb-per-session', str('max-kb-per-session'));
+  const settings = {
+    sessions: positiveInt('sessions', str('sessions'), 10_000),
+    streams: positiveInt('streams', str('streams'), 1_000),
+    idleSec: positiveInt('idle', str('idle'), 15),
+    connectConcurrency: positiveInt('concurrency', str('concurrency'), 100),
+  };
+  try {
+    const result = await runSessionsBench(settings, note);
+    const gate = sessionsGate(result, maxKb);
+    const report = { ...header(), result, gate };
+    writeReports(outDir, report, renderSessionsMarkdown(report));
+    process.stdout.write(`${outDir}\n`);
+    return gate.passed ? 0 : 1;
+  } catch (err) {
+    note(`the run failed: ${err instanceof Error ? err.message : String(err)}`);
+    return 3;
+  }
+}

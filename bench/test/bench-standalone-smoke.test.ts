@@ -1,0 +1,119 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { BulkResult } from '../src/bulk-scenario.js';
+import type { SessionsResult } from '../src/sessions-scenario.js';
+import type { StandaloneReport } from '../src/standalone-report-md.js';
+
+// `pnpm bench bulk` and `pnpm bench sessions` end to end, as the built bench runs them, at small sizes.
+
+const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const work = mkdtempSync(join(tmpdir(), 'tunnel2-bench-standalone-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+function report<R>(out: string): { json: StandaloneReport<R> & { schemaVersion: number }; md: string } {
+  return {
+    json: JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as StandaloneReport<R> & {
+      schemaVersion: number;
+    },
+    md: readFileSync(join(out, 'report.md'), 'utf8'),
+  };
+}
+
+describe('standalone bench scenarios (smoke)', () => {
+  it('bulk: every byte of a download and an upload arrives on both sides, with RSS traced', async () => {
+    const out = join(work, 'bulk');
+    const run = await bench(['bulk', '--size', '16', '--out', out]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe(out);
+    const { json, md } = report<BulkResult>(out);
+    expect(json.schemaVersion).toBe(1);
+    expect(json.result.transfers.map((t) => [t.direction, t.side])).toEqual([
+      ['download', 'direct'],
+      ['download', 'tunnel'],
+      ['upload', 'direct'],
+      ['upload', 'tunnel'],
+    ]);
+    for (const t of json.result.transfers) {
+      expect(t.error).toBeNull();
+      expect(t.bytes).toBe(16 * 2 ** 20);
+      expect(t.mbPerSec).toBeGreaterThan(0);
+      if (t.side === 'tunnel') {
+        expect(t.edge!.peakMb).toBeGreaterThanOrEqual(t.edge!.startMb);
+        expect(t.agent!.cpuMs).toBeGreaterThan(0);
+      } else expect(t.edge).toBeNull();
+    }
+    expect(json.gate).toEqual({ passed: true, violations: [] });
+    expect(md).toContain('| direction | side | bytes | time | MB/s |');
+    expect(md).toContain('- download: tunnel / direct = ');
+  });
+
+  it('bulk: a --min-mbps gate no tunnel can meet exits 1 and names the transfer', async () => {
+    const out = join(work, 'bulk-gate');
+    const run = await bench([
+      'bulk',
+      '--size',
+      '4',
+      '--only',
+      'tunnel',
+      '--min-mbps',
+      '1000000',
+      '--out',
+      out,
+    ]);
+    expect(run.code, run.stderr).toBe(1);
+    const { json, md } = report<BulkResult>(out);
+    expect(json.gate.violations).toHaveLength(2);
+    expect(json.gate.violations[0]).toMatch(/^download tunnel: \d+ MB\/s < 1000000$/);
+    expect(md).toContain('Gate: **failed**');
+  });
+
+  it('sessions: many idle sessions stay open, and one session carries concurrent streams without mix-ups', async () => {
+    const out = join(work, 'sessions');
+    const run = await bench([
+      'sessions',
+      '--sessions',
+      '200',
+      '--streams',
+      '300',
+      '--idle',
+      '1',
+      '--out',
+      out,
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const { json, md } = report<SessionsResult>(out);
+    const { sessions, streams } = json.result;
+    expect(sessions.opened).toBe(200);
+    expect(sessions.lostWhileIdle).toBe(0);
+    expect(sessions.edgeRssAfterMb).toBeGreaterThan(10);
+    expect(Number.isFinite(sessions.edgeKbPerSession)).toBe(true);
+    // The agent answers only once every stream is open, so all 300 were in flight at once.
+    expect(streams).toMatchObject({ requested: 300, maxConcurrent: 300, answered: 300, wrong: 0, failed: 0 });
+    expect(md).toContain('KB per session');
+  });
+
+  it('refuses a flag that does not apply, before starting anything', async () => {
+    const run = await bench(['sessions', '--size', '4']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--size does not apply to the sessions scenario');
+  });
+});
