@@ -13,6 +13,8 @@ export interface RawBackend {
   port: number;
   /** Every request head received, in order. */
   received: RawRequest[];
+  /** Connections accepted so far. */
+  readonly connections: number;
   close(): Promise<void>;
 }
 
@@ -62,6 +64,9 @@ export async function startRawBackend(
   return {
     port: (server.address() as { port: number }).port,
     received,
+    get connections() {
+      return connections;
+    },
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));
