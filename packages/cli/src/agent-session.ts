@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici';
 import WebSocket from 'ws';
 import { AgentError, AgentErrorCode } from './errors.js';
 import { ForwardExchange, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
+import { traceStream } from './request-trace.js';
 import type { Target } from './target.js';
 
 export interface SessionInfo {
@@ -95,13 +96,17 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           resolve({ info, closed, close: (graceMs) => closeGracefully(graceMs) });
         },
         onStream: (stream) => {
+          // Request ids are traced only when the log level asks for them (see traceStream).
+          const traced = options.logger.isLevelEnabled('info');
+          let onReport = options.onReport;
           new ForwardExchange(stream, {
             pool: options.pool,
             target: options.target,
             hostHeader: options.hostHeader,
             maxHeadSize: session.peerSettings.maxFrameSize,
-            onReport: options.onReport,
+            onReport: traced ? (report) => onReport(report) : options.onReport,
           });
+          if (traced) onReport = traceStream(stream, options.logger, options.onReport);
         },
         onGoAway: (goAway) => {
           options.logger.info({ reason: goAway.reason }, 'edge is going away');

@@ -48,24 +48,15 @@ program
 
 program
   .command('server')
-  .description('run an edge server (in-memory session registry)')
-  .option('-p, --port <port>', 'listen port', '8080')
-  .option('-H, --host <host>', 'listen address', '127.0.0.1')
-  .option('-d, --domain <domain>', 'tunnels are <name>.<domain>', 'localhost')
-  .option('--public-url <url>', 'base URL handed to agents (default http://<domain>:<port>)')
-  .option('--token <token...>', 'accepted agent token (repeatable; env TUNNEL2_TOKENS, comma-separated)')
-  .option('--token-file <path>', 'file of accepted agent tokens, one per line')
-  .option('--token-secret <secret>', 'accept tokens signed with this secret (env TUNNEL2_TOKEN_SECRET)')
-  .option('--allow-anonymous', 'accept agents without a token (the default only on a loopback address)')
-  .option('--json', 'print the listening event as JSON')
-  .option('--log-level <level>', 'log level on stderr', 'info')
-  .addHelpText(
-    'after',
-    '\nExamples:\n  $ tunnel2 server\n  $ tunnel2 server --port 9000 --domain tunnels.example.com\n',
-  )
-  .action(async (options) => {
+  .description('run an edge server (every setting: tunnel2 server --help)')
+  // The edge parses its own arguments from its settings table: flags, TUNNEL2_* variables, --config file.
+  .helpOption(false)
+  .allowUnknownOption()
+  .allowExcessArguments()
+  .argument('[settings...]')
+  .action(async (_settings: string[], _options: unknown, command: Command) => {
     const { runServerCommand } = await import('./commands/server-command.js');
-    process.exitCode = await runServerCommand(options);
+    process.exitCode = await runServerCommand(command.args);
   });
 
 program

@@ -22,7 +22,12 @@ export async function runHttpCommand(target: string, options: HttpCommandOptions
   const write = stdout.write;
   const writeErr = (line: string): void => void process.stderr.write(line);
   const reporter = options.json ? createJsonReporter(write) : createHumanReporter(write, writeErr);
-  const logger = pino({ level: options.logLevel ?? 'warn' }, pino.destination(2));
+  // Tokens and credentials never reach the log, whatever a debug line carries.
+  const redact = {
+    paths: ['authorization', 'token', '*.authorization', '*.token', 'headers.authorization'],
+    censor: '<redacted>',
+  };
+  const logger = pino({ level: options.logLevel ?? 'warn', redact }, pino.destination(2));
   let tunnel: Tunnel;
   try {
     tunnel = new Tunnel({

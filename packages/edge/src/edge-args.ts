@@ -1,0 +1,127 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import {
+  edgeSettingSpecs,
+  envOf,
+  flagOf,
+  isBooleanSetting,
+  isListSetting,
+  type LoadedConfig,
+  loadEdgeConfig,
+  type SettingKey,
+  settingKeys,
+} from './edge-config.js';
+import { EdgeError, EdgeErrorCode } from './errors.js';
+
+/** What the command line asks for besides settings. */
+export interface EdgeCommand {
+  help: boolean;
+  printConfig: boolean;
+  /** Print the listening event as one JSON line on stdout. */
+  json: boolean;
+  config: LoadedConfig;
+  /** The config file read, if any. */
+  configPath: string | undefined;
+}
+
+type ParseArgsOptions = NonNullable<Parameters<typeof parseArgs>[0]>['options'];
+
+function argOptions(): NonNullable<ParseArgsOptions> {
+  const options: NonNullable<ParseArgsOptions> = {
+    config: { type: 'string', short: 'c' },
+    'print-config': { type: 'boolean' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  };
+  for (const key of settingKeys) {
+    const spec = edgeSettingSpecs[key];
+    options[flagOf(key)] = {
+      type: isBooleanSetting(key) ? 'boolean' : 'string',
+      ...(spec.short === undefined ? {} : { short: spec.short }),
+      ...(isListSetting(key) ? { multiple: true } : {}),
+    };
+  }
+  return options;
+}
+
+/**
+ * Parses `tunnel2 server` / `tunnel2-edge` arguments, reads the config file (`--config` or TUNNEL2_CONFIG)
+ * and resolves every setting with flag > env > file > default. Throws an EdgeError naming the problem.
+ */
+export async function parseEdgeCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<EdgeCommand> {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: argOptions(),
+      strict: true,
+      allowPositionals: false,
+      allowNegative: true,
+    });
+  } catch (err) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `${err instanceof Error ? err.message : String(err)} (see --help for the settings)`,
+      { cause: err },
+    );
+  }
+  const values = parsed.values as Record<string, string | boolean | string[] | undefined>;
+  const flags: Partial<Record<SettingKey, unknown>> = {};
+  for (const key of settingKeys) {
+    const value = values[flagOf(key)];
+    if (value !== undefined) flags[key] = value;
+  }
+  const configPath = typeof values.config === 'string' ? values.config : env.TUNNEL2_CONFIG || undefined;
+  let file: { path: string; content: unknown } | undefined;
+  if (configPath !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(configPath, 'utf8');
+    } catch (err) {
+      throw new EdgeError(
+        EdgeErrorCode.INVALID_CONFIG,
+        `cannot read config file ${configPath}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+        { cause: err },
+      );
+    }
+    try {
+      file = { path: configPath, content: JSON.parse(text) as unknown };
+    } catch (err) {
+      throw new EdgeError(
+        EdgeErrorCode.INVALID_CONFIG,
+        `config file ${configPath} is not valid JSON: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+  }
+  return {
+    help: values.help === true,
+    printConfig: values['print-config'] === true,
+    json: values.json === true,
+    config: loadEdgeConfig({ flags, env, ...(file === undefined ? {} : { file }) }),
+    configPath,
+  };
+}
+
+/** Help generated from the settings table, so it can never miss a setting. */
+export function edgeHelp(command: string): string {
+  const lines = [
+    `Usage: ${command} [settings]`,
+    '',
+    'Runs a tunnel2 edge: one port for agents (WebSocket) and public traffic.',
+    'Every setting is a flag, a variable and a key of the JSON config file; flag > variable > file > default.',
+    '',
+    '  -c, --config <file>      JSON config file (env TUNNEL2_CONFIG)',
+    '  --print-config           print the effective configuration (secrets redacted) and exit',
+    '  --json                   print the listening event as JSON on stdout',
+    '  -h, --help               this help',
+    '',
+  ];
+  for (const key of settingKeys) {
+    const spec = edgeSettingSpecs[key];
+    const flag = `${spec.short === undefined ? '' : `-${spec.short}, `}--${flagOf(key)}${isBooleanSetting(key) ? '' : ' <value>'}`;
+    const def = spec.default === undefined ? '' : ` [default: ${JSON.stringify(spec.default)}]`;
+    lines.push(`  ${flag}`, `      ${spec.description}${def}`, `      env ${envOf(key)}; ${spec.allowed}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,549 @@
+import type { ProtocolSettings } from '@tunnel2/protocol';
+import type { AgentAuthOptions } from './agent-auth.js';
+import type { EdgeOptions } from './edge-options.js';
+import { EdgeError, EdgeErrorCode } from './errors.js';
+
+/**
+ * Every setting an operator can give the edge, flat and serialisable: each one is a flag, a `TUNNEL2_*`
+ * variable and a key of the `--config` file, all derived from the one table below.
+ */
+export interface EdgeSettings {
+  port: number;
+  host: string;
+  domain: string;
+  publicUrl: string | undefined;
+  agentPath: string;
+  nodeId: string | undefined;
+  registry: 'memory';
+  responseTimeoutMs: number;
+  leaseTtlMs: number;
+  reconnectGraceMs: number;
+  maxMessageSize: number;
+  helloTimeoutMs: number;
+  maxSessionsPerOwner: number;
+  maxRequestBodyBytes: number;
+  maxHeaderBytes: number;
+  maxStreamsPerSession: number;
+  streamWaitMs: number;
+  maxWaitingPerSession: number;
+  sessionRequestRate: number;
+  /** Undefined: one second's worth of sessionRequestRate. */
+  sessionRequestBurst: number | undefined;
+  reconnectWaitMs: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  idleTimeoutMs: number;
+  tokens: string[];
+  tokenFile: string | undefined;
+  tokenSecret: string | undefined;
+  /** Undefined: anonymous agents only when listening on loopback without tokens. */
+  allowAnonymous: boolean | undefined;
+  maxConcurrentStreams: number;
+  maxFrameSize: number;
+  initialStreamWindow: number;
+  initialSessionWindow: number;
+  heartbeatIntervalMs: number;
+  adminPort: number | undefined;
+  adminHost: string;
+  opsOnPublicPort: boolean;
+  drainTimeoutMs: number;
+  logLevel: LogLevel;
+  logFormat: 'auto' | 'json' | 'pretty';
+}
+
+export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof logLevels)[number];
+
+// The compiler keeps the table complete: an EdgeOptions field (or auth / protocol field) added without a
+// setting here fails this line, so no edge option can be set in code but not by an operator.
+type Unconfigurable = 'logger' | 'auth' | 'protocol';
+type MissingSettings =
+  | Exclude<keyof EdgeOptions, keyof EdgeSettings | Unconfigurable>
+  | Exclude<keyof AgentAuthOptions, keyof EdgeSettings>
+  | Exclude<keyof ProtocolSettings, keyof EdgeSettings>;
+const everyOptionIsASetting: [MissingSettings] extends [never] ? true : MissingSettings = true;
+void everyOptionIsASetting;
+
+/** A raw value as it arrives: a string from a flag or variable, any JSON value from the file. */
+type Raw = unknown;
+
+interface SettingSpec<T> {
+  description: string;
+  default: T;
+  /** Parses a raw value or throws a ValueProblem saying what is allowed. */
+  parse: (raw: Raw) => T;
+  /** What the value must be, for errors and the reference. */
+  allowed: string;
+  /** Redacted in --print-config and logs. */
+  secret?: boolean;
+  /** Flag name when it differs from the kebab-cased key (kept for compatibility). */
+  flag?: string;
+  short?: string;
+  /** Variable name when it differs from TUNNEL2_<SNAKE_KEY>. */
+  env?: string;
+}
+
+class ValueProblem extends Error {}
+
+function integer(min: number, max: number): Pick<SettingSpec<number>, 'parse' | 'allowed'> {
+  const allowed = `an integer in [${min}, ${max}]`;
+  return {
+    allowed,
+    parse(raw) {
+      const value = typeof raw === 'string' && raw.trim() !== '' ? Number(raw.replaceAll('_', '')) : raw;
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+        throw new ValueProblem(allowed);
+      }
+      return value;
+    },
+  };
+}
+
+function optionalInteger(
+  min: number,
+  max: number,
+): Pick<SettingSpec<number | undefined>, 'parse' | 'allowed'> {
+  const inner = integer(min, max);
+  return {
+    allowed: `${inner.allowed}, or unset`,
+    parse: (raw) => (raw === undefined || raw === null || raw === '' ? undefined : inner.parse(raw)),
+  };
+}
+
+function text(
+  check?: (value: string) => boolean,
+  allowed = 'a string',
+): Pick<SettingSpec<string>, 'parse' | 'allowed'> {
+  return {
+    allowed,
+    parse(raw) {
+      if (typeof raw !== 'string' || raw === '' || (check !== undefined && !check(raw))) {
+        throw new ValueProblem(allowed);
+      }
+      return raw;
+    },
+  };
+}
+
+function optionalText(
+  check?: (value: string) => boolean,
+  allowed = 'a string',
+): Pick<SettingSpec<string | undefined>, 'parse' | 'allowed'> {
+  const inner = text(check, allowed);
+  return {
+    allowed: `${allowed}, or unset`,
+    parse: (raw) => (raw === undefined || raw === null || raw === '' ? undefined : inner.parse(raw)),
+  };
+}
+
+function oneOf<const T extends string>(values: readonly T[]): Pick<SettingSpec<T>, 'parse' | 'allowed'> {
+  const allowed = `one of ${values.join(', ')}`;
+  return {
+    allowed,
+    parse(raw) {
+      if (typeof raw !== 'string' || !(values as readonly string[]).includes(raw)) {
+        throw new ValueProblem(allowed);
+      }
+      return raw as T;
+    },
+  };
+}
+
+function parseBoolean(raw: Raw): boolean {
+  if (typeof raw === 'boolean') return raw;
+  if (typeof raw === 'string') {
+    const lower = raw.toLowerCase();
+    if (['true', '1', 'yes', 'on'].includes(lower)) return true;
+    if (['false', '0', 'no', 'off'].includes(lower)) return false;
+  }
+  throw new ValueProblem('true or false');
+}
+
+function optionalBoolean(): Pick<SettingSpec<boolean | undefined>, 'parse' | 'allowed'> {
+  return {
+    allowed: 'true or false, or unset (automatic)',
+    parse: (raw) => (raw === undefined || raw === null || raw === '' ? undefined : parseBoolean(raw)),
+  };
+}
+
+/** A list: repeated flags, a comma-separated variable, or a JSON array of strings. */
+function list(): Pick<SettingSpec<string[]>, 'parse' | 'allowed'> {
+  const allowed = 'a list of strings (comma-separated in a variable, an array in the file)';
+  return {
+    allowed,
+    parse(raw) {
+      const items = typeof raw === 'string' ? raw.split(',') : raw;
+      if (!Array.isArray(items) || !items.every((item) => typeof item === 'string')) {
+        throw new ValueProblem(allowed);
+      }
+      return items.map((item: string) => item.trim()).filter((item) => item !== '');
+    },
+  };
+}
+
+const isUrl = (value: string): boolean => URL.canParse(value);
+const isDnsName = (value: string): boolean => /^(?!-)[a-z0-9-]+(\.[a-z0-9-]+)*\.?$/i.test(value);
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+/** The one table of edge settings. Its order is the order of --help, --print-config and the docs. */
+export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec<EdgeSettings[K]> } = {
+  port: {
+    description: 'listen port for agents and public traffic (0: any free port)',
+    default: 8080,
+    short: 'p',
+    ...integer(0, 65535),
+  },
+  host: {
+    description: 'listen address (0.0.0.0 or :: in a container)',
+    default: '127.0.0.1',
+    short: 'H',
+    ...text(),
+  },
+  domain: {
+    description: 'tunnels answer at <name>.<domain>',
+    default: 'localhost',
+    short: 'd',
+    ...text(isDnsName, 'a DNS name'),
+  },
+  publicUrl: {
+    description:
+      'base URL handed to agents, e.g. https://tunnel.example.com (default http://<domain>:<port>)',
+    default: undefined,
+    ...optionalText(isUrl, 'an absolute URL'),
+  },
+  agentPath: {
+    description: 'path where agents open their WebSocket',
+    default: '/_tunnel2/connect',
+    ...text((v) => v.startsWith('/'), 'a path starting with /'),
+  },
+  nodeId: {
+    description: "this node's id in the session registry (default: random per start)",
+    default: undefined,
+    ...optionalText(),
+  },
+  registry: {
+    description: 'session registry backend (redis is not built yet)',
+    default: 'memory',
+    ...oneOf(['memory'] as const),
+  },
+  responseTimeoutMs: {
+    description: 'a tunnelled request without a response head in this time gets 504',
+    default: MINUTE,
+    ...integer(1, HOUR),
+  },
+  leaseTtlMs: {
+    description: "lifetime of a session's registry lease without renewal",
+    default: 30_000,
+    ...integer(1_000, HOUR),
+  },
+  reconnectGraceMs: {
+    description: "how long a disconnected session's name stays reserved for its owner",
+    default: MINUTE,
+    ...integer(0, 24 * HOUR),
+  },
+  maxMessageSize: {
+    description: 'largest WebSocket message accepted from an agent (bytes)',
+    default: 4 * 1024 * 1024,
+    ...integer(64 * 1024, 64 * 1024 * 1024),
+  },
+  helloTimeoutMs: {
+    description: 'time an agent has to send its HELLO after connecting',
+    default: 10_000,
+    ...integer(1, 10 * MINUTE),
+  },
+  maxSessionsPerOwner: {
+    description: 'live tunnels one token (or one anonymous agent) may hold on this node',
+    default: 20,
+    ...integer(1, 1_000_000),
+  },
+  maxRequestBodyBytes: {
+    description: 'largest request body carried through a tunnel (413 beyond)',
+    default: 8 * 1024 * 1024 * 1024,
+    ...integer(0, Number.MAX_SAFE_INTEGER),
+  },
+  maxHeaderBytes: {
+    description: 'largest public request head (431 beyond)',
+    default: 16 * 1024,
+    ...integer(1024, 1024 * 1024),
+  },
+  maxStreamsPerSession: {
+    description: 'concurrent requests one tunnel carries; more wait for a slot, then 503',
+    default: 1000,
+    ...integer(1, 1_000_000),
+  },
+  streamWaitMs: {
+    description: 'how long a request waits for a free stream slot before 503 (0: no wait)',
+    default: 1_000,
+    ...integer(0, MINUTE),
+  },
+  maxWaitingPerSession: {
+    description: 'requests one tunnel may hold waiting for a slot; beyond, 503 at once',
+    default: 256,
+    ...integer(0, 100_000),
+  },
+  sessionRequestRate: {
+    description: 'requests per second one tunnel accepts (429 beyond; 0: no limit)',
+    default: 0,
+    ...integer(0, 1_000_000),
+  },
+  sessionRequestBurst: {
+    description: 'burst above sessionRequestRate (default: one second of it)',
+    default: undefined,
+    ...optionalInteger(1, 10_000_000),
+  },
+  reconnectWaitMs: {
+    description: "how long a request waits for a reconnecting tunnel's agent before 502 (0: no wait)",
+    default: 5_000,
+    ...integer(0, MINUTE),
+  },
+  headersTimeoutMs: {
+    description: 'time a client has to send its request head (408 beyond)',
+    default: 20_000,
+    ...integer(100, 10 * MINUTE),
+  },
+  requestTimeoutMs: {
+    description: 'time a client has to send its whole request (408 beyond; 0: no limit)',
+    default: 5 * MINUTE,
+    ...integer(0, 24 * HOUR),
+  },
+  keepAliveTimeoutMs: {
+    description: 'an idle keep-alive client connection is closed after this',
+    default: 5_000,
+    ...integer(1, 10 * MINUTE),
+  },
+  idleTimeoutMs: {
+    description:
+      'a client connection silent both ways this long is closed; keep above responseTimeoutMs (0: no limit)',
+    default: 2 * MINUTE,
+    ...integer(0, 24 * HOUR),
+  },
+  tokens: { description: 'accepted agent tokens', default: [], secret: true, flag: 'token', ...list() },
+  tokenFile: {
+    description: 'file of accepted agent tokens, one per line (# comments), added to tokens',
+    default: undefined,
+    ...optionalText(),
+  },
+  tokenSecret: {
+    description: 'accept agent tokens signed with this secret (at least 16 characters)',
+    default: undefined,
+    secret: true,
+    ...optionalText(),
+  },
+  allowAnonymous: {
+    description: 'accept agents without a token (default: only on a loopback address without tokens)',
+    default: undefined,
+    ...optionalBoolean(),
+  },
+  maxConcurrentStreams: {
+    description: 'requests one agent may have in flight at once (announced in HELLO)',
+    default: 1000,
+    ...integer(0, 1_000_000),
+  },
+  maxFrameSize: {
+    description: 'largest protocol frame accepted from agents; bounds a response head (bytes)',
+    default: 64 * 1024,
+    ...integer(16 * 1024, 16 * 1024 * 1024 - 1),
+  },
+  initialStreamWindow: {
+    description: 'response bytes an agent may send on one stream before credit is returned',
+    default: 256 * 1024,
+    ...integer(0, 0x7f_ff_ff_ff),
+  },
+  initialSessionWindow: {
+    description: 'response bytes an agent may send on its whole session before credit is returned',
+    default: 16 * 1024 * 1024,
+    ...integer(0, 0x7f_ff_ff_ff),
+  },
+  heartbeatIntervalMs: {
+    description: 'ping interval; an agent silent for two intervals is dropped (0 disables)',
+    default: 10_000,
+    ...integer(0, HOUR),
+  },
+  adminPort: {
+    description: 'port of the operations endpoints /healthz, /readyz, /metrics (unset: off)',
+    default: undefined,
+    ...optionalInteger(0, 65535),
+  },
+  adminHost: { description: 'listen address of the operations endpoints', default: '127.0.0.1', ...text() },
+  opsOnPublicPort: {
+    description:
+      'also serve /healthz, /readyz and /metrics on the public port (exposes them to the internet)',
+    default: false,
+    parse: parseBoolean,
+    allowed: 'true or false',
+  },
+  drainTimeoutMs: {
+    description: 'on SIGTERM, how long in-flight requests may take to finish before the edge stops',
+    default: 10_000,
+    ...integer(0, HOUR),
+  },
+  logLevel: { description: 'log level', default: 'info', ...oneOf(logLevels) },
+  logFormat: {
+    description: 'json, pretty (needs pino-pretty), or auto: pretty on a TTY when available, else json',
+    default: 'auto',
+    ...oneOf(['auto', 'json', 'pretty'] as const),
+  },
+};
+
+export type SettingKey = keyof EdgeSettings;
+export type SettingSource = 'flag' | 'env' | 'file' | 'default';
+
+export const settingKeys = Object.keys(edgeSettingSpecs) as SettingKey[];
+
+export function flagOf(key: SettingKey): string {
+  return edgeSettingSpecs[key].flag ?? key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+export function envOf(key: SettingKey): string {
+  return edgeSettingSpecs[key].env ?? `TUNNEL2_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+}
+
+export function isBooleanSetting(key: SettingKey): boolean {
+  return typeof edgeSettingSpecs[key].default === 'boolean' || key === 'allowAnonymous';
+}
+
+export function isListSetting(key: SettingKey): boolean {
+  return Array.isArray(edgeSettingSpecs[key].default);
+}
+
+export interface LoadedConfig {
+  settings: EdgeSettings;
+  sources: Record<SettingKey, SettingSource>;
+}
+
+export interface ConfigInputs {
+  /** Values from flags, keyed by setting (already split by the flag parser). */
+  flags: Partial<Record<SettingKey, unknown>>;
+  env: NodeJS.ProcessEnv;
+  /** Parsed JSON of the config file, and its path for errors. */
+  file?: { path: string; content: unknown };
+}
+
+function invalidSetting(key: SettingKey, raw: unknown, where: string, allowed: string): EdgeError {
+  const shown = edgeSettingSpecs[key].secret ? '<redacted>' : JSON.stringify(raw);
+  return new EdgeError(
+    EdgeErrorCode.INVALID_CONFIG,
+    `invalid setting ${key}=${shown} (from ${where}): must be ${allowed}`,
+  );
+}
+
+/** Applies precedence (flag > env > file > default) and validates every value; throws naming the setting. */
+export function loadEdgeConfig(inputs: ConfigInputs): LoadedConfig {
+  const fileValues = checkFile(inputs.file);
+  const settings = {} as Record<SettingKey, unknown>;
+  const sources = {} as Record<SettingKey, SettingSource>;
+  for (const key of settingKeys) {
+    const spec = edgeSettingSpecs[key] as SettingSpec<unknown>;
+    const candidates: [SettingSource, unknown, string][] = [
+      ['flag', inputs.flags[key], `--${flagOf(key)}`],
+      ['env', inputs.env[envOf(key)], envOf(key)],
+      ['file', fileValues[key], `${inputs.file?.path ?? 'config file'}: ${key}`],
+    ];
+    const chosen = candidates.find(([, raw]) => raw !== undefined);
+    if (chosen === undefined) {
+      settings[key] = spec.default;
+      sources[key] = 'default';
+      continue;
+    }
+    const [source, raw, where] = chosen;
+    try {
+      settings[key] = spec.parse(raw);
+    } catch (err) {
+      if (err instanceof ValueProblem) throw invalidSetting(key, raw, where, spec.allowed);
+      throw err;
+    }
+    sources[key] = source;
+  }
+  return { settings: settings as unknown as EdgeSettings, sources };
+}
+
+function checkFile(file: ConfigInputs['file']): Partial<Record<SettingKey, unknown>> {
+  if (file === undefined) return {};
+  const { content, path } = file;
+  if (typeof content !== 'object' || content === null || Array.isArray(content)) {
+    throw new EdgeError(EdgeErrorCode.INVALID_CONFIG, `invalid config file ${path}: must be a JSON object`);
+  }
+  for (const key of Object.keys(content)) {
+    if (!(key in edgeSettingSpecs)) {
+      throw new EdgeError(
+        EdgeErrorCode.INVALID_CONFIG,
+        `unknown setting "${key}" in ${path}: known settings are ${settingKeys.join(', ')}`,
+      );
+    }
+  }
+  return content as Partial<Record<SettingKey, unknown>>;
+}
+
+/** The effective configuration with secrets redacted, for --print-config and the startup log. */
+export function redactedConfig(settings: EdgeSettings): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of settingKeys) {
+    const value = settings[key];
+    if (edgeSettingSpecs[key].secret && value !== undefined) {
+      out[key] = Array.isArray(value) ? value.map(() => '<redacted>') : '<redacted>';
+    } else {
+      out[key] = value ?? null;
+    }
+  }
+  return out;
+}
+
+/** Edge options from settings; `tokens` already includes the token file's lines. */
+export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOptions {
+  const auth: AgentAuthOptions = { tokens };
+  if (settings.tokenSecret !== undefined) auth.tokenSecret = settings.tokenSecret;
+  if (settings.allowAnonymous !== undefined) auth.allowAnonymous = settings.allowAnonymous;
+  const options: EdgeOptions = {
+    port: settings.port,
+    host: settings.host,
+    domain: settings.domain,
+    agentPath: settings.agentPath,
+    responseTimeoutMs: settings.responseTimeoutMs,
+    leaseTtlMs: settings.leaseTtlMs,
+    reconnectGraceMs: settings.reconnectGraceMs,
+    maxMessageSize: settings.maxMessageSize,
+    helloTimeoutMs: settings.helloTimeoutMs,
+    maxSessionsPerOwner: settings.maxSessionsPerOwner,
+    maxRequestBodyBytes: settings.maxRequestBodyBytes,
+    maxHeaderBytes: settings.maxHeaderBytes,
+    maxStreamsPerSession: settings.maxStreamsPerSession,
+    streamWaitMs: settings.streamWaitMs,
+    maxWaitingPerSession: settings.maxWaitingPerSession,
+    sessionRequestRate: settings.sessionRequestRate,
+    reconnectWaitMs: settings.reconnectWaitMs,
+    headersTimeoutMs: settings.headersTimeoutMs,
+    requestTimeoutMs: settings.requestTimeoutMs,
+    keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
+    idleTimeoutMs: settings.idleTimeoutMs,
+    auth,
+    protocol: {
+      maxConcurrentStreams: settings.maxConcurrentStreams,
+      maxFrameSize: settings.maxFrameSize,
+      initialStreamWindow: settings.initialStreamWindow,
+      initialSessionWindow: settings.initialSessionWindow,
+      heartbeatIntervalMs: settings.heartbeatIntervalMs,
+    },
+  };
+  if (settings.publicUrl !== undefined) options.publicUrl = settings.publicUrl;
+  if (settings.nodeId !== undefined) options.nodeId = settings.nodeId;
+  if (settings.sessionRequestBurst !== undefined) options.sessionRequestBurst = settings.sessionRequestBurst;
+  return options;
+}
+
+/** A markdown table of every setting, for docs/self-hosting.md (a test keeps the docs equal to it). */
+export function settingsReference(): string {
+  const rows = settingKeys.map((key) => {
+    const spec = edgeSettingSpecs[key];
+    const def = spec.default === undefined ? 'unset' : JSON.stringify(spec.default);
+    const flag = `${spec.short ? `-${spec.short}, ` : ''}--${flagOf(key)}`;
+    return `| \`${key}\` | \`${flag}\` | \`${envOf(key)}\` | ${def} | ${spec.allowed} | ${spec.description.replaceAll('|', '\\|')} |`;
+  });
+  return [
+    '| setting (file key) | flag | variable | default | allowed | meaning |',
+    '| --- | --- | --- | --- | --- | --- |',
+    ...rows,
+  ].join('\n');
+}

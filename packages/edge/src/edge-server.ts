@@ -1,0 +1,211 @@
+import { readFile } from 'node:fs/promises';
+import type { Logger } from 'pino';
+import { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './admin-server.js';
+import { buildEdge, type Edge } from './build-edge.js';
+import { edgeHelp, parseEdgeCommand } from './edge-args.js';
+import { type EdgeSettings, redactedConfig, toEdgeOptions } from './edge-config.js';
+import { createEdgeLogger } from './edge-logger.js';
+import { resolveEdgeOptions } from './edge-options.js';
+import { EdgeError, EdgeErrorCode } from './errors.js';
+import { createEdgeMetrics, type EdgeMetrics } from './metrics.js';
+import { installRequestIds } from './request-id.js';
+
+export interface EdgeServer {
+  readonly edge: Edge;
+  readonly url: string;
+  /** The operations port's URL, when `adminPort` is set. */
+  readonly adminUrl: string | undefined;
+  readonly metrics: EdgeMetrics;
+  /** SIGTERM behaviour: not ready at once, GOAWAY to agents, in-flight work gets `drainTimeoutMs`, then stop. */
+  drain(): Promise<void>;
+}
+
+/** Agent tokens: the `tokens` setting plus the token file's lines (blank lines and # comments skipped). */
+async function collectTokens(settings: EdgeSettings): Promise<string[]> {
+  const tokens = [...settings.tokens];
+  if (settings.tokenFile !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(settings.tokenFile, 'utf8');
+    } catch (err) {
+      throw new EdgeError(
+        EdgeErrorCode.INVALID_CONFIG,
+        `invalid setting tokenFile=${JSON.stringify(settings.tokenFile)}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+        { cause: err },
+      );
+    }
+    for (const line of text.split('\n')) {
+      const token = line.trim();
+      if (token !== '' && !token.startsWith('#')) tokens.push(token);
+    }
+  }
+  return tokens;
+}
+
+/**
+ * Builds, instruments and starts an edge from settings: request ids, metrics, the operations endpoints
+ * (on `adminPort`, and on the public port only with `opsOnPublicPort`).
+ */
+export async function startEdgeServer(
+  settings: EdgeSettings,
+  logger: Logger,
+  version: string,
+): Promise<EdgeServer> {
+  const edge = buildEdge({ ...toEdgeOptions(settings, await collectTokens(settings)), logger });
+  const removeRequestIds = installRequestIds(edge, logger);
+  const metrics = createEdgeMetrics(edge, version);
+  let accepting = false;
+  const probes: OpsProbes = { metrics, registry: edge.options.registry, accepting: () => accepting };
+  if (settings.opsOnPublicPort) {
+    for (const path of ['/healthz', '/readyz', '/metrics']) {
+      edge.app.get(path, async (_request, reply) => {
+        const answer = await answerOps(path, probes);
+        if (answer === undefined) return reply.code(404).send();
+        return reply
+          .code(answer.status)
+          .type(answer.contentType)
+          .header('cache-control', 'no-store')
+          .send(answer.body);
+      });
+    }
+  }
+  const { url } = await edge.listen();
+  let admin: AdminServer | undefined;
+  if (settings.adminPort !== undefined) {
+    try {
+      admin = await startAdminServer(probes, { host: settings.adminHost, port: settings.adminPort }, logger);
+    } catch (err) {
+      await edge.close(0);
+      throw new EdgeError(
+        EdgeErrorCode.INVALID_CONFIG,
+        `invalid setting adminPort=${settings.adminPort}: cannot listen on ${settings.adminHost}:${settings.adminPort} (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+        { cause: err },
+      );
+    }
+  }
+  accepting = true;
+  let drained: Promise<void> | undefined;
+  return {
+    edge,
+    url,
+    adminUrl: admin?.url,
+    metrics,
+    drain() {
+      drained ??= (async () => {
+        accepting = false;
+        logger.info({ inFlight: edge.inFlight, graceMs: settings.drainTimeoutMs }, 'draining');
+        await edge.close(settings.drainTimeoutMs);
+        removeRequestIds();
+        metrics.close();
+        await admin?.close();
+        logger.info('stopped');
+      })();
+      return drained;
+    },
+  };
+}
+
+export interface EdgeCommandIo {
+  argv: string[];
+  env: NodeJS.ProcessEnv;
+  /** How this command is invoked, for --help. */
+  command: string;
+  version: string;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  /** Registers the shutdown handler (SIGTERM/SIGINT, or their messages in a worker); returns an unregister. */
+  onShutdownSignal: (handler: (signal: string) => void) => () => void;
+}
+
+/**
+ * The whole `tunnel2 server` / `tunnel2-edge` command: settings, --help, --print-config, start, and drain on
+ * the first signal (a second one stops at once). Resolves with the exit code; never calls process.exit.
+ */
+export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
+  let command: Awaited<ReturnType<typeof parseEdgeCommand>>;
+  try {
+    command = await parseEdgeCommand(io.argv, io.env);
+    if (command.help) {
+      io.stdout(edgeHelp(io.command));
+      return 0;
+    }
+    // Fail fast, before printing or listening, with the same checks the edge makes.
+    toEdgeOptionsChecked(command.config.settings);
+  } catch (err) {
+    if (err instanceof EdgeError) {
+      io.stderr(`${io.command}: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const { settings, sources } = command.config;
+  if (command.printConfig) {
+    io.stdout(`${JSON.stringify(redactedConfig(settings), null, 2)}\n`);
+    return 0;
+  }
+  const logger = await createEdgeLogger({ level: settings.logLevel, format: settings.logFormat });
+  let server: EdgeServer;
+  try {
+    server = await startEdgeServer(settings, logger, io.version);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    io.stderr(`${io.command}: ${message}\n`);
+    logger.flush();
+    return err instanceof EdgeError ? 2 : 1;
+  }
+  const explicit = Object.fromEntries(
+    Object.entries(redactedConfig(settings)).filter(
+      ([key]) => sources[key as keyof EdgeSettings] !== 'default',
+    ),
+  );
+  logger.info(
+    {
+      url: server.url,
+      adminUrl: server.adminUrl,
+      domain: server.edge.options.domain,
+      config: explicit,
+      configFile: command.configPath,
+    },
+    'edge listening',
+  );
+  if (command.json) {
+    io.stdout(
+      `${JSON.stringify({ event: 'listening', url: server.url, domain: server.edge.options.domain, adminUrl: server.adminUrl })}\n`,
+    );
+  } else {
+    const port = new URL(server.url).port;
+    io.stdout(
+      `tunnel2 edge listening on ${server.url}\n` +
+        `agents:  npx tunnel2 http <port> --server ${server.url}\n` +
+        `tunnels: http://<name>.${server.edge.options.domain}:${port}/  and  ${server.url}/session/<name>/\n` +
+        (server.adminUrl === undefined ? '' : `ops:     ${server.adminUrl}/healthz  /readyz  /metrics\n`),
+    );
+  }
+  return new Promise<number>((resolve) => {
+    let signals = 0;
+    const stop = io.onShutdownSignal((signal) => {
+      signals++;
+      if (signals > 1) {
+        logger.warn({ signal }, 'second signal: stopping without waiting for in-flight requests');
+        stop();
+        logger.flush();
+        resolve(1);
+        return;
+      }
+      logger.info({ signal }, 'shutdown signal received');
+      void server.drain().then(() => {
+        stop();
+        logger.flush();
+        resolve(0);
+      });
+    });
+  });
+}
+
+/** Runs the edge's own option validation (auth on a public address, secret length...) without building. */
+function toEdgeOptionsChecked(settings: EdgeSettings): void {
+  // The token file is read at start; for the check it only counts as "credentials configured".
+  const placeholder = settings.tokenFile === undefined ? [] : ['<from tokenFile>'];
+  const resolved = resolveEdgeOptions(toEdgeOptions(settings, [...settings.tokens, ...placeholder]));
+  void resolved.registry.close();
+}

@@ -1,0 +1,31 @@
+import { readFileSync } from 'node:fs';
+import { runEdgeCommand } from './edge-server.js';
+
+// The container's entry point (`tunnel2-edge`): the edge alone, no CLI. It runs on the main thread, so as
+// PID 1 it receives SIGTERM itself and drains before exiting.
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
+const onShutdownSignal = (handler: (signal: string) => void): (() => void) => {
+  const listener = (signal: NodeJS.Signals): void => handler(signal);
+  process.on('SIGTERM', listener);
+  process.on('SIGINT', listener);
+  return () => {
+    process.off('SIGTERM', listener);
+    process.off('SIGINT', listener);
+  };
+};
+
+const code = await runEdgeCommand({
+  argv: process.argv.slice(2),
+  env: process.env,
+  command: 'tunnel2-edge',
+  version,
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  onShutdownSignal,
+});
+// Exits explicitly: after a drain nothing should be left, but a second signal means "now", and a stopping
+// container must not wait for a handle some library left open.
+process.exit(code);

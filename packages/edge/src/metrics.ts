@@ -1,0 +1,281 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { MuxSession } from '@tunnel2/protocol';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Edge } from './build-edge.js';
+import { EdgeErrorCode } from './errors.js';
+import { type RefusalMessage, refusalChannel } from './refusal-channel.js';
+
+/** Why the edge answered instead of tunnelling, coarse enough to alert on. */
+export type RefusalReason =
+  | 'auth'
+  | 'limit'
+  | 'offline'
+  | 'unknown_session'
+  | 'timeout'
+  | 'draining'
+  | 'invalid'
+  | 'failed';
+
+// A Record so a new error code cannot be added without deciding what it counts as.
+export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>> = {
+  TUNNEL2_ERR_AGENT_TOKEN_MISSING: 'auth',
+  TUNNEL2_ERR_AGENT_TOKEN_INVALID: 'auth',
+  TUNNEL2_ERR_AGENT_TOKEN_EXPIRED: 'auth',
+  TUNNEL2_ERR_PUBLIC_AUTH_REQUIRED: 'auth',
+  TUNNEL2_ERR_PUBLIC_IP_FORBIDDEN: 'auth',
+  TUNNEL2_ERR_TOO_MANY_SESSIONS: 'limit',
+  TUNNEL2_ERR_BODY_TOO_LARGE: 'limit',
+  TUNNEL2_ERR_HEADERS_TOO_LARGE: 'limit',
+  TUNNEL2_ERR_TUNNEL_BUSY: 'limit',
+  TUNNEL2_ERR_RATE_LIMITED: 'limit',
+  TUNNEL2_ERR_TUNNEL_OFFLINE: 'offline',
+  TUNNEL2_ERR_UNKNOWN_SESSION: 'unknown_session',
+  TUNNEL2_ERR_RESPONSE_TIMEOUT: 'timeout',
+  TUNNEL2_ERR_REQUEST_TIMEOUT: 'timeout',
+  TUNNEL2_ERR_DRAINING: 'draining',
+  TUNNEL2_ERR_BAD_REQUEST: 'invalid',
+  TUNNEL2_ERR_INVALID_NAME: 'invalid',
+  TUNNEL2_ERR_RESERVED_NAME: 'invalid',
+  TUNNEL2_ERR_NAME_IN_USE: 'invalid',
+  TUNNEL2_ERR_UPGRADE_UNSUPPORTED: 'invalid',
+  TUNNEL2_ERR_STREAM_FAILED: 'failed',
+  TUNNEL2_ERR_INVALID_CONFIG: 'failed',
+};
+
+const statusClasses = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
+
+export interface EdgeMetrics {
+  readonly registry: Registry;
+  /** Prometheus text exposition of every metric. */
+  render(): Promise<{ contentType: string; body: string }>;
+  /** Stops observing the edge (listeners, channel subscription). */
+  close(): void;
+}
+
+interface ByteTotals {
+  received: number;
+  sent: number;
+}
+
+/**
+ * Prometheus metrics of one edge. Nothing here runs per frame: per-request work is one 'close' listener and
+ * a pre-bound counter child; sessions, streams, frames, bytes and buffered bytes are read from the objects
+ * that already count them when Prometheus scrapes.
+ */
+export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const server = edge.app.server;
+  const agentPath = edge.options.agentPath;
+
+  // Sockets of this edge: byte counts are read live and folded into totals when a socket closes.
+  const live = new Set<Socket>();
+  const agentSockets = new WeakSet<Socket>();
+  const closedBytes: Record<'public' | 'agent', ByteTotals> = {
+    public: { received: 0, sent: 0 },
+    agent: { received: 0, sent: 0 },
+  };
+  // Frame counters of sessions, sampled: a session's last sample is kept until it is folded in.
+  const frameSamples = new Map<MuxSession, { received: number; sent: number }>();
+  const frameTotals = { received: 0, sent: 0 };
+  const sampleFrames = (): void => {
+    const seen = new Set<MuxSession>();
+    for (const connection of edge.sessions.connections()) {
+      const session = connection.session;
+      seen.add(session);
+      const last = frameSamples.get(session) ?? { received: 0, sent: 0 };
+      frameTotals.received += session.framesReceived - last.received;
+      frameTotals.sent += session.framesSent - last.sent;
+      frameSamples.set(session, { received: session.framesReceived, sent: session.framesSent });
+    }
+    for (const session of frameSamples.keys()) if (!seen.has(session)) frameSamples.delete(session);
+  };
+
+  new Gauge({
+    name: 'tunnel2_build_info',
+    help: 'Always 1; labels say which tunnel2 and Node.js this edge runs',
+    labelNames: ['version', 'node'],
+    registers: [registry],
+  }).set({ version, node: process.versions.node }, 1);
+
+  new Gauge({
+    name: 'tunnel2_sessions_connected',
+    help: 'Agent sessions connected to this edge',
+    registers: [registry],
+    collect() {
+      this.set(edge.sessions.size);
+    },
+  });
+  new Gauge({
+    name: 'tunnel2_streams_open',
+    help: 'Streams (requests and WebSockets) open across all sessions',
+    registers: [registry],
+    collect() {
+      let open = 0;
+      for (const connection of edge.sessions.connections()) open += connection.session.streams.size;
+      this.set(open);
+    },
+  });
+  new Gauge({
+    name: 'tunnel2_requests_in_flight',
+    help: 'Public requests and WebSockets being carried through tunnels',
+    registers: [registry],
+    collect() {
+      this.set(edge.inFlight);
+    },
+  });
+  new Gauge({
+    name: 'tunnel2_websocket_buffered_bytes',
+    help: 'Bytes written towards agents and not yet flushed by their WebSockets (sum over sessions)',
+    registers: [registry],
+    collect() {
+      let buffered = 0;
+      for (const connection of edge.sessions.connections()) buffered += connection.session.bufferedBytes;
+      this.set(buffered);
+    },
+  });
+  new Counter({
+    name: 'tunnel2_frames_received_total',
+    help: 'Protocol frames received from agents',
+    registers: [registry],
+    collect() {
+      sampleFrames();
+      this.reset();
+      this.inc(frameTotals.received);
+    },
+  });
+  new Counter({
+    name: 'tunnel2_frames_sent_total',
+    help: 'Protocol frames sent to agents',
+    registers: [registry],
+    collect() {
+      sampleFrames();
+      this.reset();
+      this.inc(frameTotals.sent);
+    },
+  });
+  const bytesOf = (direction: keyof ByteTotals): Record<'public' | 'agent', number> => {
+    const totals = { public: closedBytes.public[direction], agent: closedBytes.agent[direction] };
+    for (const socket of live) {
+      totals[agentSockets.has(socket) ? 'agent' : 'public'] +=
+        direction === 'received' ? socket.bytesRead : socket.bytesWritten;
+    }
+    return totals;
+  };
+  new Counter({
+    name: 'tunnel2_bytes_received_total',
+    help: 'Bytes read from sockets: side="public" (clients) or side="agent" (agent WebSockets)',
+    labelNames: ['side'],
+    registers: [registry],
+    collect() {
+      const totals = bytesOf('received');
+      this.reset();
+      this.inc({ side: 'public' }, totals.public);
+      this.inc({ side: 'agent' }, totals.agent);
+    },
+  });
+  new Counter({
+    name: 'tunnel2_bytes_sent_total',
+    help: 'Bytes written to sockets: side="public" (clients) or side="agent" (agent WebSockets)',
+    labelNames: ['side'],
+    registers: [registry],
+    collect() {
+      const totals = bytesOf('sent');
+      this.reset();
+      this.inc({ side: 'public' }, totals.public);
+      this.inc({ side: 'agent' }, totals.agent);
+    },
+  });
+
+  const requests = new Counter({
+    name: 'tunnel2_http_requests_total',
+    help: 'Public HTTP requests by response status class; class="aborted" when no complete response was sent',
+    labelNames: ['class'],
+    registers: [registry],
+  });
+  const requestsByClass = statusClasses.map((c) => requests.labels({ class: c }));
+  const aborted = requests.labels({ class: 'aborted' });
+  const duration = new Histogram({
+    name: 'tunnel2_http_request_duration_seconds',
+    help: 'Public HTTP request duration, from the request head to the end of the response',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [registry],
+  });
+  const upgrades = new Counter({
+    name: 'tunnel2_websocket_upgrades_total',
+    help: 'Public WebSocket upgrades received (agent connections not included)',
+    registers: [registry],
+  });
+  const agentConnects = new Counter({
+    name: 'tunnel2_agent_connections_total',
+    help: 'Agent WebSocket connection attempts (accepted or refused)',
+    registers: [registry],
+  });
+  const rejected = new Counter({
+    name: 'tunnel2_rejected_total',
+    help: 'Requests, upgrades and agent connections the edge refused, by reason and stable error code',
+    labelNames: ['reason', 'code'],
+    registers: [registry],
+  });
+  const rejectedByCode = new Map(
+    Object.values(EdgeErrorCode).map((code) => [
+      code,
+      rejected.labels({ reason: refusalReasonByCode[code], code }),
+    ]),
+  );
+
+  const onConnection = (socket: Socket): void => {
+    live.add(socket);
+    socket.once('close', () => {
+      // Folded before the session table forgets the agent, so its last frames are counted too.
+      if (agentSockets.has(socket)) sampleFrames();
+      live.delete(socket);
+      const side = agentSockets.has(socket) ? closedBytes.agent : closedBytes.public;
+      side.received += socket.bytesRead;
+      side.sent += socket.bytesWritten;
+    });
+  };
+  const onRequest = (_req: IncomingMessage, res: ServerResponse): void => {
+    const started = performance.now();
+    res.once('close', () => {
+      duration.observe((performance.now() - started) / 1000);
+      if (!res.writableFinished) aborted.inc();
+      else requestsByClass[Math.min(4, Math.max(0, Math.floor(res.statusCode / 100) - 1))]!.inc();
+    });
+  };
+  const onUpgrade = (req: IncomingMessage): void => {
+    if ((req.url ?? '').split('?')[0] === agentPath) {
+      agentSockets.add(req.socket);
+      agentConnects.inc();
+    } else {
+      upgrades.inc();
+    }
+  };
+  const onRefusal = (message: unknown): void => {
+    const { socket, code } = message as RefusalMessage;
+    if (socket === null || !live.has(socket as Socket)) return;
+    rejectedByCode.get(code)?.inc();
+  };
+  server.on('connection', onConnection);
+  server.on('request', onRequest);
+  server.on('checkContinue', onRequest);
+  // Prepended: the agent endpoint may refuse (and publish) synchronously inside its own listener.
+  server.prependListener('upgrade', onUpgrade);
+  subscribe(refusalChannel.name, onRefusal);
+
+  return {
+    registry,
+    async render() {
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+    close() {
+      server.off('connection', onConnection);
+      server.off('request', onRequest);
+      server.off('checkContinue', onRequest);
+      server.off('upgrade', onUpgrade);
+      unsubscribe(refusalChannel.name, onRefusal);
+    },
+  };
+}
