@@ -2,7 +2,7 @@ import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
 import { okResponse, type RawBackend, startRawBackend } from './support/raw-backend.js';
-import { rawRequest } from './support/raw-client.js';
+import { rawExchange } from './support/raw-client.js';
 import { silent } from './support/stack.js';
 
 // The configured target and an "evil" server on another loopback port: whatever a client writes, only the
@@ -63,7 +63,7 @@ describe('SSRF attempts reach nothing but the configured target', () => {
     const before = target.received.length;
     let reachedTarget = 0;
     for (const [form, requestTarget, host] of attacks()) {
-      const answer = await rawRequest(
+      const answer = await rawExchange(
         port,
         `GET ${requestTarget} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
       );
@@ -82,7 +82,7 @@ describe('SSRF attempts reach nothing but the configured target', () => {
   });
 
   it('CONNECT to another host is refused and contacts nobody', async () => {
-    const answer = await rawRequest(
+    const answer = await rawExchange(
       port,
       `CONNECT 127.0.0.1:${evil.port} HTTP/1.1\r\nHost: 127.0.0.1:${evil.port}\r\n\r\n`,
     );
