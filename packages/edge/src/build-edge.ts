@@ -96,8 +96,9 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       },
       (req, res) => onRequest(req, res, false),
     );
-    // A connection silent in both directions (a response stalled mid-body, a client that stopped reading
-    // or sending) is closed; Node re-arms this on every read and write without a timer per request.
+    // When configured, a connection silent in both directions (a response stalled mid-body, a client that
+    // stopped reading or sending) is closed; Node re-arms it on every read and write, no timer per request.
+    // Off by default: a quiet SSE stream is silent too.
     server.setTimeout(options.idleTimeoutMs);
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
     return server;

@@ -316,8 +316,8 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   idleTimeoutMs: {
     description:
-      'a client connection silent both ways this long is closed; keep above responseTimeoutMs (0: no limit)',
-    default: 2 * MINUTE,
+      'a client connection silent both ways this long is closed (aborts a body stalled mid-way; also cuts quiet SSE streams); keep above responseTimeoutMs (0: no limit)',
+    default: 0,
     ...integer(0, 24 * HOUR),
   },
   tokens: { description: 'accepted agent tokens', default: [], secret: true, flag: 'token', ...list() },
@@ -423,7 +423,7 @@ export interface ConfigInputs {
 }
 
 function invalidSetting(key: SettingKey, raw: unknown, where: string, allowed: string): EdgeError {
-  const shown = edgeSettingSpecs[key].secret ? '<redacted>' : JSON.stringify(raw);
+  const shown = edgeSettingSpecs[key].secret ? '<redacted>' : typeof raw === 'string' ? raw : JSON.stringify(raw);
   return new EdgeError(
     EdgeErrorCode.INVALID_CONFIG,
     `invalid setting ${key}=${shown} (from ${where}): must be ${allowed}`,

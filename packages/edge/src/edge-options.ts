@@ -63,7 +63,9 @@ export interface EdgeOptions {
   keepAliveTimeoutMs?: number;
   /**
    * A client connection with no bytes in either direction for this long is closed (a response stalled
-   * mid-body is aborted). Should exceed `responseTimeoutMs`, or the 504 is never seen. 0: no limit.
+   * mid-body is then aborted). Off by default: an idle SSE stream looks exactly like a stalled body, and
+   * quiet streams must outlive every timer (heartbeats keep the agent's session). Should exceed
+   * `responseTimeoutMs` when set, or the 504 is never seen. 0: no limit.
    */
   idleTimeoutMs?: number;
 }
@@ -208,6 +210,6 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     headersTimeoutMs: positive('headersTimeoutMs', headersTimeoutMs, 100, 600_000),
     requestTimeoutMs: positive('requestTimeoutMs', requestTimeoutMs, 0, 86_400_000),
     keepAliveTimeoutMs: positive('keepAliveTimeoutMs', options.keepAliveTimeoutMs ?? 5_000, 1, 600_000),
-    idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? 120_000, 0, 86_400_000),
+    idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? 0, 0, 86_400_000),
   };
 }
