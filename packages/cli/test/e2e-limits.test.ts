@@ -3,6 +3,7 @@ import { request } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import { ErrorCode } from '@tunnel2/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { send } from './support/http-client.js';
 import { type Stack, startStack, until } from './support/stack.js';
 
@@ -202,5 +203,17 @@ describe('a short agent reconnect', () => {
     expect(res.status).toBe(502);
     expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_TUNNEL_OFFLINE');
     expect(performance.now() - started).toBeGreaterThanOrEqual(280);
+  });
+});
+
+describe('agent message size', () => {
+  it('a WebSocket message over maxMessageSize closes that agent with 1009 before it is buffered; others keep serving', async () => {
+    const s = await stack({ name: 'steady', edge: { maxMessageSize: 64 * 1024 } });
+    const ws = new WebSocket(`ws://127.0.0.1:${s.port}/_tunnel2/connect?name=huge`);
+    await once(ws, 'open');
+    ws.send(Buffer.alloc(64 * 1024 + 1));
+    const [code] = (await once(ws, 'close')) as [number];
+    expect(code).toBe(1009);
+    expect((await get(s, '/loadtest/delay/0')).status).toBe(200);
   });
 });

@@ -18,7 +18,12 @@ export interface Spawned {
 
 /** Runs the real CLI (`bin/tunnel2.js`) with `--json` output. */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
-  const child = spawn(process.execPath, [cliBin, ...args], {
+  return spawnNode([cliBin, ...args], env);
+}
+
+/** Runs a Node script whose stdout is one JSON event per line (the CLI's `--json`, a test's helper process). */
+export function spawnNode(argv: string[], env: NodeJS.ProcessEnv = {}): Spawned {
+  const child = spawn(process.execPath, argv, {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -67,6 +72,13 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
       if (child.exitCode === null) child.kill(signal);
     },
   };
+}
+
+/** Current resident set size of a process (VmRSS), in bytes. */
+export function currentRss(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!match) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(match[1]) * 1024;
 }
 
 /** Peak resident set size of a process (VmHWM), in bytes. */
