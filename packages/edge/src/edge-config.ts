@@ -423,7 +423,11 @@ export interface ConfigInputs {
 }
 
 function invalidSetting(key: SettingKey, raw: unknown, where: string, allowed: string): EdgeError {
-  const shown = edgeSettingSpecs[key].secret ? '<redacted>' : typeof raw === 'string' ? raw : JSON.stringify(raw);
+  const shown = edgeSettingSpecs[key].secret
+    ? '<redacted>'
+    : typeof raw === 'string'
+      ? raw
+      : JSON.stringify(raw);
   return new EdgeError(
     EdgeErrorCode.INVALID_CONFIG,
     `invalid setting ${key}=${shown} (from ${where}): must be ${allowed}`,
