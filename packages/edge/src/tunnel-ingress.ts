@@ -207,6 +207,55 @@ async function awaitAgent(
   else unwatch = arrival.watch(cancel);
 }
 
+/**
+ * A plain public request as an arrival. A class rather than an object of closures: the hot path allocates
+ * one object per request, its methods live on the prototype.
+ */
+class HttpArrival implements Arrival {
+  readonly req: IncomingMessage;
+  readonly upgrade = false;
+  readonly #res: ServerResponse;
+  readonly #route: IngressRoute;
+  readonly #options: TunnelIngressOptions;
+
+  constructor(req: IncomingMessage, res: ServerResponse, route: IngressRoute, options: TunnelIngressOptions) {
+    this.req = req;
+    this.#res = res;
+    this.#route = route;
+    this.#options = options;
+  }
+
+  get gone(): boolean {
+    return this.#res.destroyed;
+  }
+
+  refuse({ code, message, retryAfterS, headers }: Refusal): void {
+    sendEdgeError(this.#res, code, message, retryAfterS, headers);
+  }
+
+  watch(onGone: () => void): () => void {
+    const res = this.#res;
+    res.once('close', onGone);
+    return () => res.off('close', onGone);
+  }
+
+  start(stream: MuxStream, payload: Buffer): void {
+    const { req } = this;
+    const inFlight = this.#options.inFlight;
+    inFlight.start();
+    const exchange = new TunnelExchange(req, this.#res, stream, {
+      name: this.#route.name,
+      responseTimeoutMs: this.#options.responseTimeoutMs,
+      maxRequestBodyBytes: this.#options.maxRequestBodyBytes,
+      onFinish: () => inFlight.finish(),
+    });
+    const hasBody = requestHasBody(req);
+    stream.sendHeaders(payload, !hasBody);
+    if (hasBody) exchange.pumpRequestBody();
+    else req.resume();
+  }
+}
+
 /** Carries one routed public request into its session's tunnel, or answers why it cannot. */
 export function handleTunnelRequest(
   req: IncomingMessage,
@@ -214,43 +263,7 @@ export function handleTunnelRequest(
   route: IngressRoute,
   options: TunnelIngressOptions,
 ): void {
-  const arrival: Arrival = {
-    req,
-    upgrade: false,
-    refuse: ({ code, message, retryAfterS, headers }) =>
-      sendEdgeError(res, code, message, retryAfterS, headers),
-    start: (stream, payload) => startExchange(req, res, route, options, stream, payload),
-    get gone() {
-      return res.destroyed;
-    },
-    watch(onGone) {
-      res.once('close', onGone);
-      return () => res.off('close', onGone);
-    },
-  };
-  dispatch(arrival, route, options, false);
-}
-
-function startExchange(
-  req: IncomingMessage,
-  res: ServerResponse,
-  route: IngressRoute,
-  options: TunnelIngressOptions,
-  stream: MuxStream,
-  payload: Buffer,
-): void {
-  const inFlight = options.inFlight;
-  inFlight.start();
-  const exchange = new TunnelExchange(req, res, stream, {
-    name: route.name,
-    responseTimeoutMs: options.responseTimeoutMs,
-    maxRequestBodyBytes: options.maxRequestBodyBytes,
-    onFinish: () => inFlight.finish(),
-  });
-  const hasBody = requestHasBody(req);
-  stream.sendHeaders(payload, !hasBody);
-  if (hasBody) exchange.pumpRequestBody();
-  else req.resume();
+  dispatch(new HttpArrival(req, res, route, options), route, options, false);
 }
 
 /** Carries a public WebSocket upgrade into the tunnel: the backend's answer decides what happens next. */
