@@ -39,7 +39,8 @@ describe('clear, specific errors', () => {
   });
 
   it('agent offline → 502 "tunnel offline" while the name is reserved', async () => {
-    const { edge, port, url } = await startEdge();
+    // A short reconnect wait: the wait itself is proven in e2e-limits.test.ts.
+    const { edge, port, url } = await startEdge({ reconnectWaitMs: 200 });
     const backendPort = await closedPort();
     const tunnel = await connect({ target: backendPort, server: url, subdomain: 'gone' });
     await tunnel.close(0);
