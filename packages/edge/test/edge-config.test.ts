@@ -1,0 +1,210 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseEdgeCommand } from '../src/edge-args.js';
+import { edgeSettingSpecs, envOf, flagOf, settingKeys, settingsReference } from '../src/edge-config.js';
+import { runEdgeCommand } from '../src/edge-server.js';
+import { EdgeError, EdgeErrorCode } from '../src/errors.js';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tunnel2-config-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function configFile(content: unknown, name = 'edge.json'): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+
+async function failure(promise: Promise<unknown>): Promise<EdgeError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(EdgeError);
+  expect((err as EdgeError).code).toBe(EdgeErrorCode.INVALID_CONFIG);
+  return err as EdgeError;
+}
+
+/** Runs the whole command as the bins do, capturing its output. */
+async function run(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runEdgeCommand({
+    argv,
+    env,
+    command: 'tunnel2-edge',
+    version: '0.0.0-test',
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+    onShutdownSignal: () => () => {},
+  });
+  return { code, stdout, stderr };
+}
+
+describe('edge settings: precedence flag > env > file > default', () => {
+  it('takes each setting from the highest source that has it, and says which', async () => {
+    const file = await configFile({
+      port: 7001,
+      domain: 'file.example.com',
+      responseTimeoutMs: 1234,
+      logLevel: 'warn',
+    });
+    const { config } = await parseEdgeCommand(['--config', file, '--port', '7003'], {
+      TUNNEL2_PORT: '7002',
+      TUNNEL2_DOMAIN: 'env.example.com',
+    });
+    expect(config.settings.port).toBe(7003);
+    expect(config.sources.port).toBe('flag');
+    expect(config.settings.domain).toBe('env.example.com');
+    expect(config.sources.domain).toBe('env');
+    expect(config.settings.responseTimeoutMs).toBe(1234);
+    expect(config.sources.responseTimeoutMs).toBe('file');
+    expect(config.settings.leaseTtlMs).toBe(edgeSettingSpecs.leaseTtlMs.default);
+    expect(config.sources.leaseTtlMs).toBe('default');
+  });
+
+  it('reads the config file from TUNNEL2_CONFIG too', async () => {
+    const file = await configFile({ maxSessionsPerOwner: 3 }, 'via-env.json');
+    const { config, configPath } = await parseEdgeCommand([], { TUNNEL2_CONFIG: file });
+    expect(configPath).toBe(file);
+    expect(config.settings.maxSessionsPerOwner).toBe(3);
+  });
+
+  it('parses lists, booleans and their negations from each source', async () => {
+    const file = await configFile({ tokens: ['f1', 'f2'], allowAnonymous: true }, 'lists.json');
+    const fromFile = await parseEdgeCommand(['-c', file], {});
+    expect(fromFile.config.settings.tokens).toEqual(['f1', 'f2']);
+    expect(fromFile.config.settings.allowAnonymous).toBe(true);
+    const fromEnv = await parseEdgeCommand(['-c', file], {
+      TUNNEL2_TOKENS: 'e1, e2',
+      TUNNEL2_ALLOW_ANONYMOUS: 'false',
+    });
+    expect(fromEnv.config.settings.tokens).toEqual(['e1', 'e2']);
+    expect(fromEnv.config.settings.allowAnonymous).toBe(false);
+    const fromFlags = await parseEdgeCommand(
+      ['-c', file, '--token', 'a', '--token', 'b', '--no-allow-anonymous'],
+      {
+        TUNNEL2_ALLOW_ANONYMOUS: 'true',
+      },
+    );
+    expect(fromFlags.config.settings.tokens).toEqual(['a', 'b']);
+    expect(fromFlags.config.settings.allowAnonymous).toBe(false);
+  });
+
+  it('derives a flag and a variable for every setting, none shared', () => {
+    const flags = settingKeys.map(flagOf);
+    const envs = settingKeys.map(envOf);
+    expect(new Set(flags).size).toBe(settingKeys.length);
+    expect(new Set(envs).size).toBe(settingKeys.length);
+    expect(envOf('responseTimeoutMs')).toBe('TUNNEL2_RESPONSE_TIMEOUT_MS');
+    expect(flagOf('responseTimeoutMs')).toBe('response-timeout-ms');
+    expect(flagOf('tokens')).toBe('token');
+  });
+});
+
+describe('edge settings: a bad value fails naming the setting, the source and what is allowed', () => {
+  it('from a flag', async () => {
+    const err = await failure(parseEdgeCommand(['--port', '70000'], {}));
+    expect(err.message).toBe('invalid setting port=70000 (from --port): must be an integer in [0, 65535]');
+  });
+
+  it('from a variable', async () => {
+    const err = await failure(parseEdgeCommand([], { TUNNEL2_LOG_LEVEL: 'loud' }));
+    expect(err.message).toBe(
+      'invalid setting logLevel=loud (from TUNNEL2_LOG_LEVEL): must be one of fatal, error, warn, info, debug, trace, silent',
+    );
+  });
+
+  it('from the file, with the file named', async () => {
+    const file = await configFile({ responseTimeoutMs: 'soon' }, 'bad-value.json');
+    const err = await failure(parseEdgeCommand(['--config', file], {}));
+    expect(err.message).toBe(
+      `invalid setting responseTimeoutMs=soon (from ${file}: responseTimeoutMs): must be an integer in [1, 3600000]`,
+    );
+  });
+
+  it('never echoes a secret it refuses', async () => {
+    const err = await failure(
+      parseEdgeCommand([], { TUNNEL2_TOKENS: '42' }).then(() =>
+        parseEdgeCommand(['--config', '/nonexistent/edge.json'], {}),
+      ),
+    );
+    expect(err.message).toContain('cannot read config file /nonexistent/edge.json: ENOENT');
+    const file = await configFile({ tokenSecret: 12345 }, 'bad-secret.json');
+    const secretErr = await failure(parseEdgeCommand(['--config', file], {}));
+    expect(secretErr.message).toContain('invalid setting tokenSecret=<redacted>');
+    expect(secretErr.message).not.toContain('12345');
+  });
+
+  it('refuses unknown file keys, unknown flags and malformed JSON', async () => {
+    const typo = await configFile({ prot: 80 }, 'typo.json');
+    expect((await failure(parseEdgeCommand(['--config', typo], {}))).message).toMatch(
+      /^unknown setting "prot" in .*typo\.json: known settings are port, host, /,
+    );
+    expect((await failure(parseEdgeCommand(['--prot', '80'], {}))).message).toMatch(
+      /Unknown option '--prot'/,
+    );
+    const broken = await configFile('{"port": 80,', 'broken.json');
+    expect((await failure(parseEdgeCommand(['--config', broken], {}))).message).toMatch(
+      /broken\.json is not valid JSON/,
+    );
+  });
+
+  it('the command exits 2 at once with one line naming the setting (nothing listens)', async () => {
+    const result = await run(['--max-frame-size', '1'], {});
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(
+      'tunnel2-edge: invalid setting maxFrameSize=1 (from --max-frame-size): must be an integer in [16384, 16777215]\n',
+    );
+  });
+
+  it('cross-setting rules of the edge fail before start too', async () => {
+    const open = await run(['--host', '0.0.0.0'], {});
+    expect(open.code).toBe(2);
+    expect(open.stderr).toMatch(/refusing to accept agents on 0\.0\.0\.0 without authentication/);
+    const short = await run(['--token-secret', 'short'], {});
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('tokenSecret: must be at least 16 characters');
+  });
+});
+
+describe('--print-config', () => {
+  it('prints every setting, effective values, secrets redacted, and exits 0', async () => {
+    const file = await configFile(
+      { domain: 'tunnel.example.com', tokenSecret: 'file-secret-0123456789' },
+      'print.json',
+    );
+    const result = await run(
+      ['--print-config', '--config', file, '--token', 'flag-token-1', '--token', 'flag-token-2'],
+      {
+        TUNNEL2_ADMIN_PORT: '9090',
+      },
+    );
+    expect(result.code).toBe(0);
+    const printed = JSON.parse(result.stdout) as Record<string, unknown>;
+    expect(Object.keys(printed)).toEqual(settingKeys);
+    expect(printed.domain).toBe('tunnel.example.com');
+    expect(printed.adminPort).toBe(9090);
+    expect(printed.tokens).toEqual(['<redacted>', '<redacted>']);
+    expect(printed.tokenSecret).toBe('<redacted>');
+    expect(result.stdout).not.toMatch(/flag-token|file-secret/);
+  });
+});
+
+describe('docs/self-hosting.md', () => {
+  it('carries the settings reference generated from the table', async () => {
+    const docs = await readFile(new URL('../../../docs/self-hosting.md', import.meta.url), 'utf8');
+    expect(docs).toContain(settingsReference());
+  });
+});
