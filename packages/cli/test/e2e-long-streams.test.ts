@@ -13,8 +13,8 @@ import { silent } from './support/stack.js';
 // with every default in place):
 // - the edge's response timeout covers only the wait for the response head (shortened here to 1 s);
 // - session heartbeats keep the agent's WebSocket alive while no stream carries data (here every 25 ms);
-// - the edge's public server has no socket-inactivity timeout (server.timeout 0, asserted below), and Node's
-//   requestTimeout/headersTimeout bound only the receipt of the request;
+// - the edge's public server has no socket-inactivity timeout by default (server.timeout 0, asserted below;
+//   `idleTimeoutMs` is opt-in), and its request timeouts bound only the receipt of the request;
 // - the agent's undici pool runs with bodyTimeout and headersTimeout 0 (its default bodyTimeout of 300 s
 //   would cut a quiet stream): the edge owns the response timeout, and the public client decides how long
 //   it will wait for the next byte.
