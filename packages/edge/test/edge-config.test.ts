@@ -1,9 +1,11 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { defaultSettings, type ProtocolSettings } from '@tunnel2/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEdgeCommand } from '../src/edge-args.js';
 import { edgeSettingSpecs, envOf, flagOf, settingKeys, settingsReference } from '../src/edge-config.js';
+import { resolveEdgeOptions } from '../src/edge-options.js';
 import { runEdgeCommand } from '../src/edge-server.js';
 import { EdgeError, EdgeErrorCode } from '../src/errors.js';
 
@@ -176,6 +178,27 @@ describe('edge settings: a bad value fails naming the setting, the source and wh
     const short = await run(['--token-secret', 'short'], {});
     expect(short.code).toBe(2);
     expect(short.stderr).toContain('tokenSecret: must be at least 16 characters');
+  });
+});
+
+describe('the table and the edge agree', () => {
+  it("every default in the table is the edge's own default", async () => {
+    const resolved = resolveEdgeOptions({});
+    await resolved.registry.close();
+    const checked: string[] = [];
+    for (const key of settingKeys) {
+      const fromEdge: unknown =
+        key in resolved
+          ? resolved[key as keyof typeof resolved]
+          : defaultSettings[key as keyof ProtocolSettings];
+      // Derived or per-start values have no fixed default: a random node id, the registry object, a burst of
+      // one second of the rate.
+      if (fromEdge === undefined || ['nodeId', 'registry', 'sessionRequestBurst'].includes(key)) continue;
+      expect({ key, value: edgeSettingSpecs[key].default }).toEqual({ key, value: fromEdge });
+      checked.push(key);
+    }
+    expect(checked.length).toBeGreaterThan(25);
+    expect(edgeSettingSpecs.drainTimeoutMs.default).toBe(10_000);
   });
 });
 
