@@ -172,7 +172,7 @@ describe('operations endpoints and metrics', () => {
     expect(moved('tunnel2_frames_received_total')).toBeGreaterThanOrEqual(5 * 2);
     expect(moved('tunnel2_frames_sent_total')).toBeGreaterThanOrEqual(5 + 2);
     expect(after.has('tunnel2_websocket_buffered_bytes')).toBe(true);
-    expect(after.get('tunnel2_build_info{version="0.1.0",node="' + process.versions.node + '"}')).toBe(1);
+    expect(after.get(`tunnel2_build_info{version="0.1.0",node="${process.versions.node}"}`)).toBe(1);
     // Event-loop delay and the process metrics come from prom-client's defaults.
     expect(after.get('nodejs_eventloop_lag_p99_seconds')).toBeGreaterThanOrEqual(0);
     expect(after.get('process_resident_memory_bytes')).toBeGreaterThan(0);

@@ -228,6 +228,8 @@ describe('--print-config', () => {
 describe('docs/self-hosting.md', () => {
   it('carries the settings reference generated from the table', async () => {
     const docs = await readFile(new URL('../../../docs/self-hosting.md', import.meta.url), 'utf8');
-    expect(docs).toContain(settingsReference());
+    // Biome pads the table's columns; the content must be the same.
+    const normalize = (markdown: string): string => markdown.replace(/ {2,}/g, ' ').replace(/-{3,}/g, '---');
+    expect(normalize(docs)).toContain(normalize(settingsReference()));
   });
 });
