@@ -49,14 +49,16 @@ program
 program
   .command('server')
   .description('run an edge server (every setting: tunnel2 server --help)')
-  // The edge parses its own arguments from its settings table: flags, TUNNEL2_* variables, --config file.
+  // The edge parses its own arguments from its settings table (flags, TUNNEL2_* variables, the config file);
+  // commander only passes them on. --config is declared so the command lists as `server [options]`.
+  .option('-c, --config <file>', 'JSON config file')
   .helpOption(false)
   .allowUnknownOption()
   .allowExcessArguments()
-  .argument('[settings...]')
-  .action(async (_settings: string[], _options: unknown, command: Command) => {
+  .action(async (options: { config?: string }, command: Command) => {
     const { runServerCommand } = await import('./commands/server-command.js');
-    process.exitCode = await runServerCommand(command.args);
+    const args = options.config === undefined ? command.args : ['--config', options.config, ...command.args];
+    process.exitCode = await runServerCommand(args);
   });
 
 program

@@ -254,13 +254,13 @@ describe('structured logs', () => {
 describe('configuration through the real command', () => {
   it('a bad value fails fast, naming the setting, before anything listens', async () => {
     const viaFlag = spawnCli(['server', '--port', '0', '--response-timeout-ms', 'soon']);
-    expect(await viaFlag.exited).toBe(2);
+    expect(await viaFlag.exited).toBe(1);
     expect(viaFlag.stderr()).toBe(
       'tunnel2 server: invalid setting responseTimeoutMs=soon (from --response-timeout-ms): must be an integer in [1, 3600000]\n',
     );
     expect(viaFlag.events).toEqual([]);
     const viaEnv = spawnCli(['server', '--port', '0'], { TUNNEL2_LOG_LEVEL: 'loud' });
-    expect(await viaEnv.exited).toBe(2);
+    expect(await viaEnv.exited).toBe(1);
     expect(viaEnv.stderr()).toContain('invalid setting logLevel=loud (from TUNNEL2_LOG_LEVEL)');
   });
 

@@ -134,7 +134,7 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
   } catch (err) {
     if (err instanceof EdgeError) {
       io.stderr(`${io.command}: ${err.message}\n`);
-      return 2;
+      return 1;
     }
     throw err;
   }
@@ -151,7 +151,7 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
     const message = err instanceof Error ? err.message : String(err);
     io.stderr(`${io.command}: ${message}\n`);
     logger.flush();
-    return err instanceof EdgeError ? 2 : 1;
+    return 1;
   }
   const explicit = Object.fromEntries(
     Object.entries(redactedConfig(settings)).filter(

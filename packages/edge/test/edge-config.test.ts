@@ -162,9 +162,9 @@ describe('edge settings: a bad value fails naming the setting, the source and wh
     );
   });
 
-  it('the command exits 2 at once with one line naming the setting (nothing listens)', async () => {
+  it('the command exits 1 at once with one line naming the setting (nothing listens)', async () => {
     const result = await run(['--max-frame-size', '1'], {});
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(
       'tunnel2-edge: invalid setting maxFrameSize=1 (from --max-frame-size): must be an integer in [16384, 16777215]\n',
@@ -173,10 +173,10 @@ describe('edge settings: a bad value fails naming the setting, the source and wh
 
   it('cross-setting rules of the edge fail before start too', async () => {
     const open = await run(['--host', '0.0.0.0'], {});
-    expect(open.code).toBe(2);
+    expect(open.code).toBe(1);
     expect(open.stderr).toMatch(/refusing to accept agents on 0\.0\.0\.0 without authentication/);
     const short = await run(['--token-secret', 'short'], {});
-    expect(short.code).toBe(2);
+    expect(short.code).toBe(1);
     expect(short.stderr).toContain('tokenSecret: must be at least 16 characters');
   });
 });
