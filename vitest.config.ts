@@ -1,7 +1,11 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
-/** Tests that load the machine for a minute run on their own, after the rest (vitest.isolated.config.ts). */
-export const isolatedTests = ['packages/cli/test/e2e-overload.test.ts'];
+/**
+ * Tests that measure time (the load generator's pacing) or load the machine for a minute (overload) run
+ * one at a time after the rest (vitest.isolated.config.ts): on two cores, sharing the machine with other
+ * test files skews their figures, and their load skews the others' timing.
+ */
+export const isolatedTests = ['bench/test/load-runner.test.ts', 'packages/cli/test/e2e-overload.test.ts'];
 
 export default defineConfig({
   test: {

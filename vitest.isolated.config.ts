@@ -1,14 +1,15 @@
 import { defineConfig } from 'vitest/config';
 import { isolatedTests } from './vitest.config.js';
 
-// The overload test offers twice a tunnel's capacity for 60 s: run alongside the other files on a small
-// machine it would skew their timing (and they its figures), so `pnpm test` runs it alone, afterwards.
+// Timing-sensitive and machine-loading tests (see isolatedTests): `pnpm test` runs them after the others,
+// one file at a time, so none shares the machine with another.
 export default defineConfig({
   test: {
     include: isolatedTests,
     testTimeout: 180_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    fileParallelism: false,
     reporters: ['default'],
   },
 });
