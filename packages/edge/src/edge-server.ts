@@ -69,12 +69,26 @@ export async function startEdgeServer(
       });
     }
   }
-  const { url } = await edge.listen();
+  let url: string;
+  try {
+    ({ url } = await edge.listen());
+  } catch (err) {
+    removeRequestIds();
+    metrics.close();
+    await edge.close(0);
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `invalid setting port=${settings.port}: cannot listen on ${settings.host}:${settings.port} (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+      { cause: err },
+    );
+  }
   let admin: AdminServer | undefined;
   if (settings.adminPort !== undefined) {
     try {
       admin = await startAdminServer(probes, { host: settings.adminHost, port: settings.adminPort }, logger);
     } catch (err) {
+      removeRequestIds();
+      metrics.close();
       await edge.close(0);
       throw new EdgeError(
         EdgeErrorCode.INVALID_CONFIG,

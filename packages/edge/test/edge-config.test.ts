@@ -1,4 +1,5 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultSettings, type ProtocolSettings } from '@tunnel2/protocol';
@@ -178,6 +179,28 @@ describe('edge settings: a bad value fails naming the setting, the source and wh
     const short = await run(['--token-secret', 'short'], {});
     expect(short.code).toBe(1);
     expect(short.stderr).toContain('tokenSecret: must be at least 16 characters');
+  });
+});
+
+describe('ports that cannot be had', () => {
+  it('a port in use stops the edge with the setting named, for the public and the admin port', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const { port } = blocker.address() as AddressInfo;
+    try {
+      const publicPort = await run(['--port', String(port), '--log-level', 'silent'], {});
+      expect(publicPort.code).toBe(1);
+      expect(publicPort.stderr).toBe(
+        `tunnel2-edge: invalid setting port=${port}: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`,
+      );
+      const adminPort = await run(['--port', '0', '--admin-port', String(port), '--log-level', 'silent'], {});
+      expect(adminPort.code).toBe(1);
+      expect(adminPort.stderr).toBe(
+        `tunnel2-edge: invalid setting adminPort=${port}: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`,
+      );
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
   });
 });
 
