@@ -113,7 +113,7 @@ else
     --change "ENV NODE_EXTRA_CA_CERTS=$CA_BUNDLE" \
     --change 'ENV NODE_VERSION=24' \
     --change 'CMD ["node"]' \
-    - "$BASE_IMAGE" >/dev/null
+    - "$BASE_IMAGE" >/dev/null 2>"$work/import.log" || die "podman import: $(cat "$work/import.log")"
   built_base=1
   rm -rf "$rootfs"
 fi
@@ -231,6 +231,24 @@ grep -q '^tunnel2_rejected_total{reason="unknown_session",code="TUNNEL2_ERR_UNKN
 log "/metrics counts the session, the requests and the refusal"
 
 # ---- SIGTERM drains and exits 0 -----------------------------------------------------------------------
+# A response streaming for about 1.5 s is in flight when the signal comes: it must complete.
+node -e '
+const [port, name, out] = process.argv.slice(1);
+const fs = require("node:fs");
+require("node:http").get({ host: "127.0.0.1", port, path: `/session/${name}/stream/6?interval=250` }, (res) => {
+  fs.writeFileSync(out + ".head", String(res.statusCode));
+  let body = ""; res.setEncoding("utf8");
+  res.on("data", (c) => (body += c));
+  res.on("end", () => fs.writeFileSync(out, res.complete ? body : "incomplete"));
+}).on("error", (err) => fs.writeFileSync(out, `error: ${err.message}`));
+' "$port" "$name" "$work/inflight" &
+inflight_pid=$!
+pids+=("$inflight_pid")
+deadline=$(($(date +%s) + 10))
+until [ -s "$work/inflight.head" ]; do
+  [ "$(date +%s)" -lt "$deadline" ] || die "the streaming request got no response head"
+  sleep 0.05
+done
 edge_pid="$(pgrep -P "$unshare_pid" | head -n1)"
 [ -n "$edge_pid" ] || die "cannot find the edge process"
 kill -TERM "$edge_pid"
@@ -241,7 +259,10 @@ pids=("${pids[@]:1}")
 unshare_pid=""
 [ "$edge_status" = 0 ] || die "the edge exited with $edge_status after SIGTERM"
 grep -q '"msg":"stopped"' "$work/edge.err" || die "no 'stopped' log line after SIGTERM"
-log "SIGTERM: drained and exited 0 in $(($(date +%s) - stop_started)) s"
+wait "$inflight_pid" || true
+expected="$(for i in 0 1 2 3 4 5; do echo "chunk $i"; done)"
+[ "$(cat "$work/inflight")" = "$expected" ] || die "the in-flight response did not complete: $(head -c 200 "$work/inflight")"
+log "SIGTERM: the in-flight response completed, the edge drained and exited 0 in $(($(date +%s) - stop_started)) s"
 deadline=$(($(date +%s) + 20))
 until grep -q '"event":"reconnecting"' "$work/agent.out"; do
   [ "$(date +%s)" -lt "$deadline" ] || die "the agent was not told the edge went away"
