@@ -136,13 +136,14 @@ export interface EdgeCommandIo {
  * the first signal (a second one stops at once). Resolves with the exit code; never calls process.exit.
  */
 export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
+  // Help never depends on the rest being valid: it is what one reads to fix it.
+  if (io.argv.includes('--help') || io.argv.includes('-h')) {
+    io.stdout(edgeHelp(io.command));
+    return 0;
+  }
   let command: Awaited<ReturnType<typeof parseEdgeCommand>>;
   try {
     command = await parseEdgeCommand(io.argv, io.env);
-    if (command.help) {
-      io.stdout(edgeHelp(io.command));
-      return 0;
-    }
     // Fail fast, before printing or listening, with the same checks the edge makes.
     toEdgeOptionsChecked(command.config.settings);
   } catch (err) {

@@ -225,6 +225,18 @@ describe('the table and the edge agree', () => {
   });
 });
 
+describe('--help', () => {
+  it('lists every setting with its flag, variable and default, even when other settings are invalid', async () => {
+    const result = await run(['--port', 'nope', '--help'], { TUNNEL2_LOG_LEVEL: 'loud' });
+    expect(result.code).toBe(0);
+    for (const key of settingKeys) {
+      expect(result.stdout).toContain(`--${flagOf(key)}`);
+      expect(result.stdout).toContain(envOf(key));
+    }
+    expect(result.stdout).toContain('[default: 8080]');
+  });
+});
+
 describe('--print-config', () => {
   it('prints every setting, effective values, secrets redacted, and exits 0', async () => {
     const file = await configFile(
