@@ -225,7 +225,7 @@ describe('structured logs', () => {
     expect(res.status).toBe(200);
     const edgeLine = await edgeLog.waitFor((l) => l.msg === 'request' && l.session === 'opsapp');
     const requestId = edgeLine.requestId;
-    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(requestId).toMatch(/^[0-9a-f]{16}-[0-9a-z]+$/);
     expect(edgeLine).toMatchObject({ level: 20, method: 'GET', status: 200, url: '/loadtest/ping' });
     const agentLine = await agentLog.waitFor((l) => l.msg === 'request done' && l.requestId === requestId);
     expect(agentLine).toMatchObject({ method: 'GET', path: '/loadtest/ping', status: 200 });

@@ -2,9 +2,10 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { MuxSession } from '@tunnel2/protocol';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Edge } from './build-edge.js';
 import { EdgeErrorCode } from './errors.js';
+import { collectProcessMetrics } from './process-metrics.js';
 import { type RefusalMessage, refusalChannel } from './refusal-channel.js';
 
 /** Why the edge answered instead of tunnelling, coarse enough to alert on. */
@@ -66,7 +67,7 @@ interface ByteTotals {
  */
 export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  collectProcessMetrics(registry);
   const server = edge.app.server;
   const agentPath = edge.options.agentPath;
 
@@ -237,13 +238,18 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
       side.sent += socket.bytesWritten;
     });
   };
+  // One shared listener reading its start time from the response, rather than a closure and a `once`
+  // wrapper per request: this runs for every public request, on the hot path.
+  const started = new WeakMap<ServerResponse, number>();
+  function onResponseClose(this: ServerResponse): void {
+    const start = started.get(this);
+    if (start !== undefined) duration.observe((performance.now() - start) / 1000);
+    if (!this.writableFinished) aborted.inc();
+    else requestsByClass[Math.min(4, Math.max(0, Math.floor(this.statusCode / 100) - 1))]!.inc();
+  }
   const onRequest = (_req: IncomingMessage, res: ServerResponse): void => {
-    const started = performance.now();
-    res.once('close', () => {
-      duration.observe((performance.now() - started) / 1000);
-      if (!res.writableFinished) aborted.inc();
-      else requestsByClass[Math.min(4, Math.max(0, Math.floor(res.statusCode / 100) - 1))]!.inc();
-    });
+    started.set(res, performance.now());
+    res.on('close', onResponseClose);
   };
   const onUpgrade = (req: IncomingMessage): void => {
     if ((req.url ?? '').split('?')[0] === agentPath) {
