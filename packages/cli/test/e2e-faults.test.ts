@@ -75,6 +75,7 @@ describe('liveness and drain', () => {
     const slow = status(port, host, '/loadtest/delay/1000');
     await until(() => backend.stats.inFlight > 0);
     edge.kill('SIGTERM');
+    expect(await edge.waitFor('draining')).toMatchObject({ signal: 'SIGTERM', inFlight: 1 });
     await expect(connect({ target: backend.port, server: url, subdomain: 'late' })).rejects.toMatchObject({
       status: 503,
       edgeCode: 'TUNNEL2_ERR_DRAINING',

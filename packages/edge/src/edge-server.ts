@@ -208,7 +208,16 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
         return;
       }
       logger.info({ signal }, 'shutdown signal received');
-      void server.drain().then(() => {
+      const drained = server.drain();
+      // Written once the edge refuses new work (drain() flips that synchronously), so a script can wait
+      // for it instead of racing the signal.
+      if (command.json) {
+        io.stdout(
+          `${JSON.stringify({ event: 'draining', signal, inFlight: server.edge.inFlight, graceMs: settings.drainTimeoutMs })}\n`,
+        );
+      }
+      void drained.then(() => {
+        if (command.json) io.stdout(`${JSON.stringify({ event: 'stopped' })}\n`);
         stop();
         logger.flush();
         resolve(0);
