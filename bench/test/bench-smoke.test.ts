@@ -1,17 +1,15 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BenchReport } from '../src/report-schema.js';
+import { runBench } from './support/run-bench.js';
 
 // Every scenario, end to end, exactly as `pnpm bench` runs it (the built bench/dist/main.js, a real backend,
 // edge and agent as child processes), with stages short enough to keep the kit from rotting cheaply.
 
-const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const schema = JSON.parse(readFileSync(new URL('../report.schema.json', import.meta.url), 'utf8')) as object;
 const ajv = new Ajv2020({ allErrors: true, strict: true });
 addFormats.default(ajv);
@@ -19,27 +17,6 @@ const validate = ajv.compile(schema);
 
 const work = mkdtempSync(join(tmpdir(), 'tunnel2-bench-smoke-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function bench(args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 function readReports(out: string): { json: BenchReport; md: string; html: string } {
   const json = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as BenchReport;
@@ -90,7 +67,7 @@ function expectRendered(md: string, html: string, stageCount: number): void {
 describe('bench scenarios (smoke)', () => {
   it('ramp: fixed-rate stages, direct and tunnel, reports in all three formats', async () => {
     const out = join(work, 'ramp');
-    const run = await bench([
+    const run = await runBench([
       'ramp',
       '--stages',
       '20,40',
@@ -125,7 +102,7 @@ describe('bench scenarios (smoke)', () => {
 
   it('spike: a failed --max-p99 gate exits 1 and says why in every report', async () => {
     const out = join(work, 'spike');
-    const run = await bench([
+    const run = await runBench([
       'spike',
       '--rates',
       '50',
@@ -157,7 +134,7 @@ describe('bench scenarios (smoke)', () => {
 
   it('constant: one rate for a fraction of a minute', async () => {
     const out = join(work, 'constant');
-    const run = await bench([
+    const run = await runBench([
       'constant',
       '--rate',
       '30',
@@ -181,7 +158,7 @@ describe('bench scenarios (smoke)', () => {
 
   it('max: closed-loop stages per connection count, with the tunnel/direct throughput ratio', async () => {
     const out = join(work, 'max');
-    const run = await bench([
+    const run = await runBench([
       'max',
       '--connections',
       '2,4',
@@ -209,7 +186,7 @@ describe('bench scenarios (smoke)', () => {
 
   it('--only direct starts no edge or agent; a bad flag exits 2 before starting anything', async () => {
     const out = join(work, 'direct');
-    const run = await bench([
+    const run = await runBench([
       'max',
       '--connections',
       '1',
@@ -229,7 +206,7 @@ describe('bench scenarios (smoke)', () => {
     expect(json.stages[0]!.tunnel).toBeNull();
     expect(json.totals.tunnel).toBeNull();
 
-    const bad = await bench(['ramp', '--stages', '20,fast', '--out', join(work, 'never')]);
+    const bad = await runBench(['ramp', '--stages', '20,fast', '--out', join(work, 'never')]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(
       /^bench: --stages "20,fast" is not a comma-separated list of positive integers\n/,

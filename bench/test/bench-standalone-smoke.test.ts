@@ -1,33 +1,16 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BulkResult } from '../src/bulk-scenario.js';
 import type { SessionsResult } from '../src/sessions-scenario.js';
 import type { StandaloneReport } from '../src/standalone-report-md.js';
+import { runBench } from './support/run-bench.js';
 
 // `pnpm bench bulk` and `pnpm bench sessions` end to end, as the built bench runs them, at small sizes.
 
-const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'tunnel2-bench-standalone-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
-
-function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 function report<R>(out: string): { json: StandaloneReport<R> & { schemaVersion: number }; md: string } {
   return {
@@ -41,7 +24,7 @@ function report<R>(out: string): { json: StandaloneReport<R> & { schemaVersion: 
 describe('standalone bench scenarios (smoke)', () => {
   it('bulk: every byte of a download and an upload arrives on both sides, with RSS traced', async () => {
     const out = join(work, 'bulk');
-    const run = await bench(['bulk', '--size', '16', '--out', out]);
+    const run = await runBench(['bulk', '--size', '16', '--out', out]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe(out);
     const { json, md } = report<BulkResult>(out);
@@ -68,7 +51,7 @@ describe('standalone bench scenarios (smoke)', () => {
 
   it('bulk: a --min-mbps gate no tunnel can meet exits 1 and names the transfer', async () => {
     const out = join(work, 'bulk-gate');
-    const run = await bench([
+    const run = await runBench([
       'bulk',
       '--size',
       '4',
@@ -88,7 +71,7 @@ describe('standalone bench scenarios (smoke)', () => {
 
   it('sessions: many idle sessions stay open, and one session carries concurrent streams without mix-ups', async () => {
     const out = join(work, 'sessions');
-    const run = await bench([
+    const run = await runBench([
       'sessions',
       '--sessions',
       '200',
@@ -112,7 +95,7 @@ describe('standalone bench scenarios (smoke)', () => {
   });
 
   it('refuses a flag that does not apply, before starting anything', async () => {
-    const run = await bench(['sessions', '--size', '4']);
+    const run = await runBench(['sessions', '--size', '4']);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('--size does not apply to the sessions scenario');
   });

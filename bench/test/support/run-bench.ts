@@ -1,0 +1,27 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** The built bench entry, exactly what `pnpm bench` runs. */
+export const benchMain = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+
+export interface BenchRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `pnpm bench <args>` (the built entry, in its own process) to its end. */
+export function runBench(args: string[]): Promise<BenchRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [benchMain, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
