@@ -1,6 +1,7 @@
 import type { SessionInfo } from './agent-session.js';
 import type { AgentError } from './errors.js';
 import type { RequestReport } from './forward-exchange.js';
+import type { LineOutput } from './line-writer.js';
 import type { ReconnectingEvent } from './tunnel.js';
 
 export interface Reporter {
@@ -14,12 +15,13 @@ export interface Reporter {
 type Write = (line: string) => void;
 
 /** `--json`: one JSON object per line on stdout; `event` names are a public contract. */
-export function createJsonReporter(write: Write): Reporter {
-  const emit = (event: string, fields: object): void =>
-    write(`${JSON.stringify({ event, time: new Date().toISOString(), ...fields })}\n`);
+export function createJsonReporter(out: LineOutput): Reporter {
+  const line = (event: string, fields: object): string =>
+    `${JSON.stringify({ event, time: new Date().toISOString(), ...fields })}\n`;
+  const emit = (event: string, fields: object): void => out.write(line(event, fields));
   return {
     ready: (info, target) => emit('ready', { name: info.name, url: info.url, urls: info.urls, target }),
-    request: (report) => emit('request', report),
+    request: (report) => out.writeBatched(line('request', report)),
     reconnecting: (event) => emit('reconnecting', event),
     error: (error) =>
       emit('error', {
@@ -34,7 +36,8 @@ export function createJsonReporter(write: Write): Reporter {
 }
 
 /** Human output: the public URL(s) first, then one line per request. */
-export function createHumanReporter(out: Write, err: Write): Reporter {
+export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
+  const out = stdout.write;
   let announced = false;
   return {
     ready(info, target) {
@@ -50,7 +53,7 @@ export function createHumanReporter(out: Write, err: Write): Reporter {
     request(r) {
       const time = new Date().toTimeString().slice(0, 8);
       const tail = r.error ? `  (${r.error})` : '';
-      out(
+      stdout.writeBatched(
         `${time}  ${r.method.padEnd(7)} ${r.path}  ${r.status || '---'}  ${r.durationMs.toFixed(1)} ms${tail}\n`,
       );
     },

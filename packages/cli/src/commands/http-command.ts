@@ -19,9 +19,8 @@ export interface HttpCommandOptions {
 /** `tunnel2 http <target>`: runs until Ctrl-C (exit 0) or a refusal retrying cannot fix (exit 1). */
 export async function runHttpCommand(target: string, options: HttpCommandOptions): Promise<number> {
   const stdout = createLineWriter(process.stdout);
-  const write = stdout.write;
   const writeErr = (line: string): void => void process.stderr.write(line);
-  const reporter = options.json ? createJsonReporter(write) : createHumanReporter(write, writeErr);
+  const reporter = options.json ? createJsonReporter(stdout) : createHumanReporter(stdout, writeErr);
   // Tokens and credentials never reach the log, whatever a debug line carries.
   const redact = {
     paths: ['authorization', 'token', '*.authorization', '*.token', 'headers.authorization'],
