@@ -2,6 +2,20 @@ import type { ProtocolSettings } from '@tunnel2/protocol';
 import type { AgentAuthOptions } from './agent-auth.js';
 import type { EdgeOptions } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
+import {
+  integer,
+  isDnsName,
+  isUrl,
+  list,
+  oneOf,
+  optionalBoolean,
+  optionalInteger,
+  optionalText,
+  parseBoolean,
+  type SettingSpec,
+  text,
+  ValueProblem,
+} from './setting-parsers.js';
 
 /**
  * Every setting an operator can give the edge, flat and serialisable: each one is a flag, a `TUNNEL2_*`
@@ -64,126 +78,6 @@ type MissingSettings =
   | Exclude<keyof ProtocolSettings, keyof EdgeSettings>;
 const everyOptionIsASetting: [MissingSettings] extends [never] ? true : MissingSettings = true;
 void everyOptionIsASetting;
-
-/** A raw value as it arrives: a string from a flag or variable, any JSON value from the file. */
-type Raw = unknown;
-
-interface SettingSpec<T> {
-  description: string;
-  default: T;
-  /** Parses a raw value or throws a ValueProblem saying what is allowed. */
-  parse: (raw: Raw) => T;
-  /** What the value must be, for errors and the reference. */
-  allowed: string;
-  /** Redacted in --print-config and logs. */
-  secret?: boolean;
-  /** Flag name when it differs from the kebab-cased key (kept for compatibility). */
-  flag?: string;
-  short?: string;
-  /** Variable name when it differs from TUNNEL2_<SNAKE_KEY>. */
-  env?: string;
-}
-
-class ValueProblem extends Error {}
-
-function integer(min: number, max: number): Pick<SettingSpec<number>, 'parse' | 'allowed'> {
-  const allowed = `an integer in [${min}, ${max}]`;
-  return {
-    allowed,
-    parse(raw) {
-      const value = typeof raw === 'string' && raw.trim() !== '' ? Number(raw.replaceAll('_', '')) : raw;
-      if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-        throw new ValueProblem(allowed);
-      }
-      return value;
-    },
-  };
-}
-
-function optionalInteger(
-  min: number,
-  max: number,
-): Pick<SettingSpec<number | undefined>, 'parse' | 'allowed'> {
-  const inner = integer(min, max);
-  return {
-    allowed: `${inner.allowed}, or unset`,
-    parse: (raw) => (raw === undefined || raw === null || raw === '' ? undefined : inner.parse(raw)),
-  };
-}
-
-function text(
-  check?: (value: string) => boolean,
-  allowed = 'a string',
-): Pick<SettingSpec<string>, 'parse' | 'allowed'> {
-  return {
-    allowed,
-    parse(raw) {
-      if (typeof raw !== 'string' || raw === '' || (check !== undefined && !check(raw))) {
-        throw new ValueProblem(allowed);
-      }
-      return raw;
-    },
-  };
-}
-
-function optionalText(
-  check?: (value: string) => boolean,
-  allowed = 'a string',
-): Pick<SettingSpec<string | undefined>, 'parse' | 'allowed'> {
-  const inner = text(check, allowed);
-  return {
-    allowed: `${allowed}, or unset`,
-    parse: (raw) => (raw === undefined || raw === null || raw === '' ? undefined : inner.parse(raw)),
-  };
-}
-
-function oneOf<const T extends string>(values: readonly T[]): Pick<SettingSpec<T>, 'parse' | 'allowed'> {
-  const allowed = `one of ${values.join(', ')}`;
-  return {
-    allowed,
-    parse(raw) {
-      if (typeof raw !== 'string' || !(values as readonly string[]).includes(raw)) {
-        throw new ValueProblem(allowed);
-      }
-      return raw as T;
-    },
-  };
-}
-
-function parseBoolean(raw: Raw): boolean {
-  if (typeof raw === 'boolean') return raw;
-  if (typeof raw === 'string') {
-    const lower = raw.toLowerCase();
-    if (['true', '1', 'yes', 'on'].includes(lower)) return true;
-    if (['false', '0', 'no', 'off'].includes(lower)) return false;
-  }
-  throw new ValueProblem('true or false');
-}
-
-function optionalBoolean(): Pick<SettingSpec<boolean | undefined>, 'parse' | 'allowed'> {
-  return {
-    allowed: 'true or false, or unset (automatic)',
-    parse: (raw) => (raw === undefined || raw === null || raw === '' ? undefined : parseBoolean(raw)),
-  };
-}
-
-/** A list: repeated flags, a comma-separated variable, or a JSON array of strings. */
-function list(): Pick<SettingSpec<string[]>, 'parse' | 'allowed'> {
-  const allowed = 'a list of strings (comma-separated in a variable, an array in the file)';
-  return {
-    allowed,
-    parse(raw) {
-      const items = typeof raw === 'string' ? raw.split(',') : raw;
-      if (!Array.isArray(items) || !items.every((item) => typeof item === 'string')) {
-        throw new ValueProblem(allowed);
-      }
-      return items.map((item: string) => item.trim()).filter((item) => item !== '');
-    },
-  };
-}
-
-const isUrl = (value: string): boolean => URL.canParse(value);
-const isDnsName = (value: string): boolean => /^(?!-)[a-z0-9-]+(\.[a-z0-9-]+)*\.?$/i.test(value);
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

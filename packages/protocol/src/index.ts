@@ -7,5 +7,6 @@ export * from './hello.js';
 export { withoutHopByHop } from './hop-by-hop.js';
 export * from './http-head.js';
 export * from './mux-session.js';
+export * from './mux-session-options.js';
 export { MuxStream, type StreamHandler } from './mux-stream.js';
 export { OutboundBatch } from './outbound-batch.js';

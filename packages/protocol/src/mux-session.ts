@@ -4,53 +4,14 @@ import { type GoAway, parseGoAway, parseReset, parseWindowUpdate } from './contr
 import { frameError, ProtocolError, ProtocolErrorCode, StreamResetError, Tunnel2Error } from './errors.js';
 import { type Frame, FrameDecoder } from './frame-codec.js';
 import { encodeHelloPayload, type Hello, parseHello } from './hello.js';
+import type {
+  FrameTransport,
+  MuxSessionOptions,
+  SessionHandler,
+  SessionRole,
+} from './mux-session-options.js';
 import { MuxStream, type StreamHost } from './mux-stream.js';
 import { OutboundBatch } from './outbound-batch.js';
-
-/** The byte pipe under a session (a WebSocket in practice). The protocol package knows nothing more of it. */
-export interface FrameTransport {
-  /**
-   * Sends one binary message; `done` runs once the bytes have left this process or the send failed.
-   * The session reuses the message's memory after `done`, so the transport must not keep it.
-   */
-  send(message: Buffer, done: (error?: Error | null) => void): void;
-  /** Closes the pipe; the owner reports back with `session.transportClosed()`. */
-  close(code: number, reason: string): void;
-}
-
-export interface SessionHandler {
-  /** The peer's HELLO (its settings are already applied). `ack` is true on the answer to ours. */
-  onHello(hello: Hello, ack: boolean): void;
-  /** The peer opened a stream; set `stream.handler` before returning. */
-  onStream?(stream: MuxStream): void;
-  onGoAway?(goAway: GoAway): void;
-  /**
-   * A handler threw while processing a stream; the stream was reset with INTERNAL_ERROR and its handler
-   * heard onReset. (A ProtocolError from a handler resets with its own wire code and is not reported here.)
-   */
-  onStreamError?(stream: MuxStream, error: unknown): void;
-  /** Called once, when the session is over (cleanly: no error). */
-  onClose(error: Error | undefined): void;
-  /** The last open stream closed (lets a draining owner close without polling). */
-  onIdle?(): void;
-  /** A stream closed and its slot is free (lets an owner queue requests for a slot without polling). */
-  onStreamClosed?(stream: MuxStream): void;
-}
-
-export type SessionRole = 'edge' | 'agent';
-
-export interface MuxSessionOptions {
-  /** The edge opens request streams (odd ids); the agent's ids are even. */
-  role: SessionRole;
-  transport: FrameTransport;
-  handler: SessionHandler;
-  /** What we accept from the peer; announced in our HELLO. */
-  settings?: Partial<ProtocolSettings>;
-  /** Bytes handed to the transport and not yet flushed before streams are told to pause. */
-  highWaterMark?: number;
-  /** Largest WebSocket message the batcher builds. */
-  maxMessageSize?: number;
-}
 
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
 const MAX_STREAM_ID = 0x7f_ff_ff_ff;
