@@ -34,7 +34,7 @@ program
     'require HTTP Basic credentials on the public URL (checked by the edge)',
   )
   .option('--allow-ip <cidrs>', 'only these client addresses may use the public URL (comma-separated CIDRs)')
-  .option('--json', 'one JSON event per line on stdout (ready, request, reconnecting, error)')
+  .option('--json', 'one JSON event per line on stdout (ready, request, reconnecting, error, closed)')
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
   .addHelpText(
     'after',
