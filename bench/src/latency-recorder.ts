@@ -1,17 +1,5 @@
 import * as hdr from 'hdr-histogram-js';
-
-/** Latency percentiles of one side of one stage, in milliseconds. */
-export interface LatencySummary {
-  min: number;
-  mean: number;
-  p50: number;
-  p75: number;
-  p90: number;
-  p95: number;
-  p99: number;
-  p999: number;
-  max: number;
-}
+import type { LatencyMs } from './report-schema.js';
 
 /**
  * Records every response's latency twice: as measured, and corrected for coordinated omission.
@@ -26,8 +14,8 @@ export interface LatencyRecorder {
   record(latencyMs: number): void;
   /** Responses recorded. */
   readonly count: number;
-  raw(): LatencySummary;
-  corrected(): LatencySummary;
+  raw(): LatencyMs;
+  corrected(): LatencyMs;
   /** Raw p99 so far (for progress lines). */
   p99(): number;
   destroy(): void;
@@ -47,7 +35,7 @@ function newHistogram(): hdr.Histogram {
   });
 }
 
-function summarize(histogram: hdr.Histogram): LatencySummary {
+function summarize(histogram: hdr.Histogram): LatencyMs {
   if (histogram.totalCount === 0) {
     return { min: 0, mean: 0, p50: 0, p75: 0, p90: 0, p95: 0, p99: 0, p999: 0, max: 0 };
   }

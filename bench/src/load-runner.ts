@@ -1,9 +1,10 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import type { LoadTarget } from './bench-stack.js';
-import { createLatencyRecorder, type LatencySummary } from './latency-recorder.js';
+import { createLatencyRecorder } from './latency-recorder.js';
 import { OutcomeCounter } from './outcome-counter.js';
 import { instrumentClient, type Schedule } from './paced-client.js';
+import type { LatencyMs } from './report-schema.js';
 
 /** One run of the load generator against one target. */
 export interface LoadSpec {
@@ -33,8 +34,8 @@ export interface LoadResult {
   /** Wall time the load ran, from the first scheduled send to the stop. */
   durationSec: number;
   outcomes: OutcomeCounter;
-  latency: LatencySummary;
-  correctedLatency: LatencySummary;
+  latency: LatencyMs;
+  correctedLatency: LatencyMs;
   /** Scheduled sends skipped because the connection was still waiting for an answer. */
   missedSlots: number;
   /** p99 of this process's event-loop delay while the load ran: the generator's own health. */
