@@ -85,7 +85,7 @@ const HOUR = 60 * MINUTE;
 /** The one table of edge settings. Its order is the order of --help, --print-config and the docs. */
 export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec<EdgeSettings[K]> } = {
   port: {
-    description: 'listen port for agents and public traffic (0: any free port)',
+    description: 'listen port for agents and public traffic (0 picks a free port)',
     default: 8080,
     short: 'p',
     ...integer(0, 65535),

@@ -93,7 +93,7 @@ describe('session properties', () => {
       runs: 30,
     },
   ])(
-    '$name: any mix of windows, frame sizes, chunkings and consumers delivers every body intact',
+    '$name: every mix of windows, frame sizes, chunkings and consumers delivers every body intact',
     async (bounds) => {
       await fc.assert(
         fc.asyncProperty(scenarioWithin(bounds), async (s) => {

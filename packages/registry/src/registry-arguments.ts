@@ -15,7 +15,7 @@ function checkKey(what: string, value: unknown): void {
   if (typeof value !== 'string' || value.length === 0) throw invalid(`${what} must be a non-empty string`);
 }
 
-/** A session name: any non-empty string (the edge has already checked its syntax). */
+/** A session name: a non-empty string (the edge has already checked its syntax). */
 export function checkName(name: unknown): void {
   checkKey('name', name);
 }
