@@ -77,8 +77,23 @@ export function createProgress(scenario: ScenarioName, options: ProgressOptions)
         `${prefix} stage ${stage.index}/${stageCount} ${side} done: ${report.requests} requests, ` +
           `${fmt(report.successPct, 2)} % ok${errors ? ` (${errors})` : ''}, ${fmt(report.achievedRps)} rps, ` +
           `p50 ${fmt(report.latencyMs.p50, 2)} ms, p99 ${fmt(report.latencyMs.p99, 2)} ms ` +
-          `(corrected ${fmt(report.correctedP99Ms, 2)} ms)${report.keptUp ? '' : `  SHORT: ${report.shortfall}`}`,
+          `(corrected ${fmt(report.correctedP99Ms, 2)} ms)${cpuText(report)}` +
+          `${report.keptUp ? '' : `  SHORT: ${report.shortfall}`}`,
       );
     },
   };
+}
+
+/** ", tunnel CPU 262 µs/req (edge 116 + agent 146)", or the backend's on the direct side; "" when unknown. */
+function cpuText(report: SideReport): string {
+  const us = (n: number | null | undefined): string => (n === null || n === undefined ? '?' : n.toFixed(0));
+  if (report.tunnelCpuPerRequestUs !== undefined) {
+    if (report.tunnelCpuPerRequestUs === null) return '';
+    return (
+      `, tunnel CPU ${us(report.tunnelCpuPerRequestUs)} µs/req ` +
+      `(edge ${us(report.edge?.cpuPerRequestUs)} + agent ${us(report.agent?.cpuPerRequestUs)})`
+    );
+  }
+  const backend = report.backend?.cpuPerRequestUs;
+  return backend === null || backend === undefined ? '' : `, backend CPU ${us(backend)} µs/req`;
 }

@@ -33,9 +33,18 @@ export function errorsText(errors: Record<string, number>): string {
   return entries.length === 0 ? '0' : entries.map(([kind, n]) => `${kind}: ${count(n)}`).join(', ');
 }
 
+/** "262 µs" (whole µs from 100 up), "–" when unknown. */
+export function microseconds(us: number | null | undefined): string {
+  if (us === null || us === undefined) return '–';
+  return `${us >= 100 ? count(Math.round(us)) : us.toFixed(1)} µs`;
+}
+
 export function usageText(usage: ProcessUsageReport | null | undefined): string {
   if (usage === null || usage === undefined) return '–';
-  return `${count(usage.cpuMs)} ms (${usage.cpuPct.toFixed(0)} %) · ${usage.peakRssMb.toFixed(0)} MB`;
+  return (
+    `${count(usage.cpuMs)} ms (${usage.cpuPct.toFixed(0)} %) · ${microseconds(usage.cpuPerRequestUs)}/req · ` +
+    `${usage.peakRssMb.toFixed(0)} MB`
+  );
 }
 
 /** "100 RPS" for a fixed-rate stage, "50 conn" for a closed-loop one. */

@@ -86,6 +86,8 @@ export interface ProcessUsageReport {
   cpuPct: number;
   /** Peak resident set during the stage. */
   peakRssMb: number;
+  /** cpuMs per request the side finished during the stage, in µs; null when none finished. */
+  cpuPerRequestUs: number | null;
 }
 
 export interface SideReport {
@@ -124,6 +126,11 @@ export interface SideReport {
   edge?: ProcessUsageReport | null;
   /** Only on the tunnel side. */
   agent?: ProcessUsageReport | null;
+  /**
+   * Only on the tunnel side: the tunnel's CPU per request, (edge + agent) cpuMs per finished request in µs.
+   * null when a process's CPU time is unknown (not Linux) or no request finished.
+   */
+  tunnelCpuPerRequestUs?: number | null;
   /** The load generator (this process): when it is saturated, the numbers measure it, not the stack. */
   generator: ProcessUsageReport & { eventLoopDelayP99Ms: number };
 }

@@ -1,4 +1,15 @@
-import { count, errorsText, ms, pct, ratio, rps, signedMs, stageLabel, usageText } from './report-format.js';
+import {
+  count,
+  errorsText,
+  microseconds,
+  ms,
+  pct,
+  ratio,
+  rps,
+  signedMs,
+  stageLabel,
+  usageText,
+} from './report-format.js';
 import type { BenchReport } from './report-schema.js';
 
 /** A table as text cells: report.md renders it with pipes, report.html as <table>. */
@@ -123,13 +134,20 @@ export function processTable(report: BenchReport): Table {
       const s = stage[side];
       if (s === null) continue;
       const row = [`${stage.index}`, stageLabel(stage), side, usageText(s.backend)];
-      if (hasTunnel) row.push(usageText(s.edge), usageText(s.agent));
+      if (hasTunnel) row.push(usageText(s.edge), usageText(s.agent), microseconds(s.tunnelCpuPerRequestUs));
       row.push(`${s.generator.cpuPct.toFixed(0)} % · loop p99 ${ms(s.generator.eventLoopDelayP99Ms)} ms`);
       rows.push(row);
     }
   }
   return {
-    header: ['#', 'load', 'side', 'backend', ...(hasTunnel ? ['edge', 'agent'] : []), 'load generator'],
+    header: [
+      '#',
+      'load',
+      'side',
+      'backend',
+      ...(hasTunnel ? ['edge', 'agent', 'tunnel CPU per request (edge + agent)'] : []),
+      'load generator',
+    ],
     rows,
   };
 }
@@ -139,5 +157,6 @@ export const HOW_TO_READ =
   'p99 corrected adds back the requests a stalled connection did not send (HDR, expected interval = ' +
   'connections / target rate), so a stall cannot hide in it; in closed-loop stages it equals p99. The tunnel ' +
   'side goes through the edge and the agent, each its own process; the direct side hits the same backend ' +
-  'process. Process cells: CPU time during the stage (% of one core) · peak RSS during the stage. All ' +
+  'process. Process cells: CPU time during the stage (% of one core) · CPU per request · peak RSS during the ' +
+  "stage. Tunnel CPU per request is the edge's and the agent's CPU time over the requests the stage finished. All " +
   'processes share this machine with the load generator.';

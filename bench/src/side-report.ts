@@ -1,6 +1,13 @@
 import type { LoadResult } from './load-runner.js';
 import type { ProcessUsage } from './process-stats.js';
-import type { Comparison, SideName, SideReport, SideTotals, StageReport } from './report-schema.js';
+import type {
+  Comparison,
+  ProcessUsageReport,
+  SideName,
+  SideReport,
+  SideTotals,
+  StageReport,
+} from './report-schema.js';
 import type { StagePlan } from './scenarios.js';
 
 /** A fixed-rate stage that completes less than this share of its target did not really run at its rate. */
@@ -25,10 +32,20 @@ function roundLatency<T extends object>(latency: T): T {
   return Object.fromEntries(Object.entries(latency).map(([k, v]) => [k, round(v as number)])) as T;
 }
 
-function roundUsage(usage: ProcessUsage | null): ProcessUsage | null {
+/** µs of CPU per finished request; null when nothing finished or the CPU time is unknown. */
+function perRequestUs(cpuMs: number | undefined, requests: number): number | null {
+  return cpuMs === undefined || requests === 0 ? null : round((cpuMs * 1000) / requests, 1);
+}
+
+function usageReport(usage: ProcessUsage | null, requests: number): ProcessUsageReport | null {
   return usage === null
     ? null
-    : { cpuMs: round(usage.cpuMs, 0), cpuPct: round(usage.cpuPct, 1), peakRssMb: round(usage.peakRssMb, 1) };
+    : {
+        cpuMs: round(usage.cpuMs, 0),
+        cpuPct: round(usage.cpuPct, 1),
+        peakRssMb: round(usage.peakRssMb, 1),
+        cpuPerRequestUs: perRequestUs(usage.cpuMs, requests),
+      };
 }
 
 /** Why a fixed-rate stage fell short of its target, from what was measured alongside. */
@@ -89,15 +106,19 @@ export function buildSideReport(
     correctedP99Ms: round(result.correctedLatency.p99),
     keptUp,
     shortfall: keptUp ? null : shortfallReason(stage, side, result, usage.generator, achievedRps),
-    backend: roundUsage(usage.backend),
+    backend: usageReport(usage.backend, outcomes.finished),
     generator: {
-      ...roundUsage(usage.generator)!,
+      ...usageReport(usage.generator, outcomes.finished)!,
       eventLoopDelayP99Ms: round(result.generatorLoopDelayP99Ms, 2),
     },
   };
   if (side === 'tunnel') {
-    report.edge = roundUsage(usage.edge);
-    report.agent = roundUsage(usage.agent);
+    report.edge = usageReport(usage.edge, outcomes.finished);
+    report.agent = usageReport(usage.agent, outcomes.finished);
+    report.tunnelCpuPerRequestUs =
+      usage.edge === null || usage.agent === null
+        ? null
+        : perRequestUs(usage.edge.cpuMs + usage.agent.cpuMs, outcomes.finished);
   }
   return report;
 }

@@ -44,6 +44,13 @@ function expectBothSidesServed(report: BenchReport): void {
     expect(stage.tunnel!.edge!.peakRssMb).toBeGreaterThan(10);
     expect(stage.tunnel!.agent!.peakRssMb).toBeGreaterThan(10);
     expect(stage.tunnel!.agent!.cpuMs).toBeGreaterThan(0);
+    // The tunnel's CPU per request is the edge's and the agent's CPU time over the finished requests.
+    const tunnel = stage.tunnel!;
+    const perRequest = ((tunnel.edge!.cpuMs + tunnel.agent!.cpuMs) * 1000) / tunnel.requests;
+    expect(tunnel.tunnelCpuPerRequestUs).toBeCloseTo(perRequest, 0);
+    expect(tunnel.agent!.cpuPerRequestUs).toBeCloseTo((tunnel.agent!.cpuMs * 1000) / tunnel.requests, 0);
+    expect(stage.direct!.backend!.cpuPerRequestUs).toBeGreaterThanOrEqual(0);
+    expect(stage.direct!.tunnelCpuPerRequestUs).toBeUndefined();
     expect(stage.direct!.edge).toBeUndefined();
     expect(stage.comparison).not.toBeNull();
   }
@@ -54,6 +61,8 @@ function expectRendered(md: string, html: string, stageCount: number): void {
   expect(md).toContain('| # | load | side | achieved RPS |');
   expect(md).toContain('## Tunnel cost (tunnel − direct)');
   expect(md).toContain('## Processes');
+  expect(md).toContain('| tunnel CPU per request (edge + agent) |');
+  expect(md).toMatch(/ µs\/req · /);
   // Self-contained: inline SVG charts, no script and nothing fetched.
   expect(html.startsWith('<!doctype html>')).toBe(true);
   expect(html).not.toMatch(/<script|<link|src="http/);
@@ -82,6 +91,10 @@ describe('bench scenarios (smoke)', () => {
     expect(run.stdout.trim()).toBe(out);
     // Progress goes to stderr: stage k/n per side, and a line per finished stage.
     expect(run.stderr).toContain('[ramp] stage 2/2 tunnel done:');
+    expect(run.stderr).toMatch(
+      /stage 2\/2 tunnel done: .*, tunnel CPU \d+ µs\/req \(edge \d+ \+ agent \d+\)/,
+    );
+    expect(run.stderr).toMatch(/stage 2\/2 direct done: .*, backend CPU \d+ µs\/req/);
     const { json, md, html } = readReports(out);
     expect(json.scenario).toBe('ramp');
     expect(json.stages.map((s) => [s.mode, s.targetRps, s.connections])).toEqual([
