@@ -20,6 +20,8 @@ export interface AgentConnectionOptions {
   socket: WebSocket;
   logger: Logger;
   protocol: Partial<ProtocolSettings>;
+  /** Auto-tuning limit for response streams (MuxSessionOptions.maxStreamWindow). */
+  maxStreamWindow: number;
   helloTimeoutMs: number;
   /** This session's concurrent-stream limit and the bounded wait for a slot. */
   slots: StreamSlotsOptions;
@@ -61,6 +63,7 @@ export class AgentConnection {
     this.session = new MuxSession({
       role: 'edge',
       settings: options.protocol,
+      maxStreamWindow: options.maxStreamWindow,
       transport: {
         send: (message, done) => socket.send(message, { binary: true, compress: false }, done),
         close: (code, reason) => socket.close(code, reason),

@@ -104,6 +104,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         socket: ws,
         logger,
         protocol: options.protocol,
+        maxStreamWindow: options.maxStreamWindow,
         helloTimeoutMs: options.helloTimeoutMs,
         slots: {
           maxStreams: options.maxStreamsPerSession,

@@ -1,4 +1,4 @@
-import type { ProtocolSettings } from '@tunnel2/protocol';
+import { DEFAULT_MAX_STREAM_WINDOW, type ProtocolSettings } from '@tunnel2/protocol';
 import type { AgentAuthOptions } from './agent-auth.js';
 import type { EdgeOptions } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
@@ -33,6 +33,7 @@ export interface EdgeSettings {
   leaseTtlMs: number;
   reconnectGraceMs: number;
   maxMessageSize: number;
+  maxStreamWindow: number;
   helloTimeoutMs: number;
   maxSessionsPerOwner: number;
   maxRequestBodyBytes: number;
@@ -142,6 +143,12 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     description: 'largest WebSocket message accepted from an agent (bytes)',
     default: 4 * 1024 * 1024,
     ...integer(64 * 1024, 64 * 1024 * 1024),
+  },
+  maxStreamWindow: {
+    description:
+      "largest a response stream's window grows to when the client reads faster than credit returns (auto-tuning, bytes; at most initialStreamWindow turns it off)",
+    default: DEFAULT_MAX_STREAM_WINDOW,
+    ...integer(0, 0x7f_ff_ff_ff),
   },
   helloTimeoutMs: {
     description: 'time an agent has to send its HELLO after connecting',
@@ -403,6 +410,7 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
     leaseTtlMs: settings.leaseTtlMs,
     reconnectGraceMs: settings.reconnectGraceMs,
     maxMessageSize: settings.maxMessageSize,
+    maxStreamWindow: settings.maxStreamWindow,
     helloTimeoutMs: settings.helloTimeoutMs,
     maxSessionsPerOwner: settings.maxSessionsPerOwner,
     maxRequestBodyBytes: settings.maxRequestBodyBytes,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ProtocolSettings } from '@tunnel2/protocol';
+import { DEFAULT_MAX_STREAM_WINDOW, MAX_WINDOW, type ProtocolSettings } from '@tunnel2/protocol';
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { AgentAuthOptions } from './agent-auth.js';
@@ -30,6 +30,11 @@ export interface EdgeOptions {
   protocol?: Partial<ProtocolSettings>;
   /** Largest WebSocket message accepted from an agent. */
   maxMessageSize?: number;
+  /**
+   * Largest receive window a response stream grows to by auto-tuning (bytes); the initial window
+   * (protocol.initialStreamWindow) or less turns auto-tuning off.
+   */
+  maxStreamWindow?: number;
   /** Time an agent has to send its HELLO after the WebSocket opens. */
   helloTimeoutMs?: number;
   /**
@@ -84,6 +89,7 @@ export interface ResolvedEdgeOptions {
   reconnectGraceMs: number;
   protocol: Partial<ProtocolSettings>;
   maxMessageSize: number;
+  maxStreamWindow: number;
   helloTimeoutMs: number;
   auth: AgentAuthOptions & { allowAnonymous: boolean };
   maxSessionsPerOwner: number;
@@ -180,6 +186,12 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
       options.maxMessageSize ?? 4 * 1024 * 1024,
       64 * 1024,
       64 * 1024 * 1024,
+    ),
+    maxStreamWindow: positive(
+      'maxStreamWindow',
+      options.maxStreamWindow ?? DEFAULT_MAX_STREAM_WINDOW,
+      0,
+      MAX_WINDOW,
     ),
     helloTimeoutMs: positive('helloTimeoutMs', options.helloTimeoutMs ?? 10_000, 1, 600_000),
     auth: { ...auth, allowAnonymous },

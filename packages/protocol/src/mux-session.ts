@@ -14,6 +14,8 @@ import { MuxStream, type StreamHost } from './mux-stream.js';
 import { OutboundBatch } from './outbound-batch.js';
 
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
+/** PINGs timed back to back after HELLO before rttMs is reported (the smallest of them). */
+const STARTUP_RTT_SAMPLES = 3;
 const MAX_STREAM_ID = 0x7f_ff_ff_ff;
 
 /** Fired when a session ends because the peer went silent for two heartbeat intervals. */
@@ -36,6 +38,13 @@ export class MuxSession implements StreamHost {
   /** Frames decoded from and queued to the peer; plain counters an owner samples for metrics. */
   framesReceived = 0;
   framesSent = 0;
+  /**
+   * Shortest round trip to the peer seen so far, in ms, from PING and its ACK (0 until the startup samples
+   * came back): the path's own delay, without the queueing a loaded moment adds, which is what a window has
+   * to cover.
+   */
+  rttMs = 0;
+  readonly maxStreamWindow: number;
 
   readonly #transport: FrameTransport;
   readonly #handler: SessionHandler;
@@ -59,6 +68,10 @@ export class MuxSession implements StreamHost {
   #receivedSinceTick = false;
   #silentTicks = 0;
   #pingCounter = 0n;
+  /** The PING being timed for rttMs (one at a time), and when it left. */
+  #timedPing: { id: bigint; sentAt: number } | undefined;
+  #rttSamples = 0;
+  #minRtt = 0;
 
   constructor(options: MuxSessionOptions) {
     this.role = options.role;
@@ -68,6 +81,7 @@ export class MuxSession implements StreamHost {
     this.#highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
     this.#batch = new OutboundBatch(options.maxMessageSize ?? 256 * 1024);
     this.#sessionRecvWindow = this.localSettings.initialSessionWindow;
+    this.maxStreamWindow = Math.max(options.maxStreamWindow ?? 0, this.localSettings.initialStreamWindow);
     this.#nextStreamId = options.role === 'edge' ? 1 : 2;
     this.#decoder = new FrameDecoder({
       maxFrameSize: this.localSettings.maxFrameSize,
@@ -153,8 +167,12 @@ export class MuxSession implements StreamHost {
 
   /** Sends a liveness PING; the peer answers with an ACK. */
   ping(): void {
+    const id = this.#pingCounter++;
     const payload = Buffer.allocUnsafe(8);
-    payload.writeBigUInt64BE(this.#pingCounter++, 0);
+    payload.writeBigUInt64BE(id, 0);
+    // Timed from the enqueue: the batch leaves within this turn, and the answer's wait in our own event
+    // loop belongs in a round trip as the streams see it.
+    if (this.#timedPing === undefined) this.#timedPing = { id, sentAt: performance.now() };
     this.enqueue(FrameType.PING, 0, 0, payload);
   }
 
@@ -297,6 +315,7 @@ export class MuxSession implements StreamHost {
       case FrameType.PING:
         if ((frame.flags & FrameFlags.ACK) === 0)
           this.enqueue(FrameType.PING, FrameFlags.ACK, 0, frame.payload);
+        else this.#onPingAck(frame.payload);
         return;
       case FrameType.GOAWAY:
         this.#onGoAway(parseGoAway(frame.payload));
@@ -307,6 +326,19 @@ export class MuxSession implements StreamHost {
       default:
         return;
     }
+  }
+
+  #onPingAck(payload: Buffer): void {
+    const timed = this.#timedPing;
+    if (timed === undefined || payload.readBigUInt64BE(0) !== timed.id) return;
+    this.#timedPing = undefined;
+    const sample = performance.now() - timed.sentAt;
+    this.#minRtt = this.#rttSamples === 0 ? sample : Math.min(this.#minRtt, sample);
+    this.#rttSamples++;
+    // The first round trip runs through code the JIT has not seen yet and can take milliseconds on
+    // loopback; a few more right after it give the path's real delay before any stream relies on it.
+    if (this.#rttSamples < STARTUP_RTT_SAMPLES) this.ping();
+    else this.rttMs = this.#minRtt;
   }
 
   #onHello(frame: Frame): void {
@@ -321,6 +353,9 @@ export class MuxSession implements StreamHost {
     );
     if (Number.isFinite(interval)) this.#startHeartbeat(interval);
     this.#handler.onHello(hello, (frame.flags & FrameFlags.ACK) !== 0);
+    // A first round-trip sample for auto-tuning, without waiting for the first heartbeat; after the handler,
+    // which is where the edge answers with its own HELLO (nothing may precede it).
+    if (this.maxStreamWindow > this.localSettings.initialStreamWindow) this.ping();
   }
 
   #onHeaders(frame: Frame): void {

@@ -22,6 +22,10 @@ export interface StreamHandler {
 export interface StreamHost {
   readonly peerMaxFrameSize: number;
   readonly congested: boolean;
+  /** Shortest measured round trip to the peer in ms; 0 until one was measured. */
+  readonly rttMs: number;
+  /** Largest receive window a stream may grow to (see MuxSessionOptions.maxStreamWindow). */
+  readonly maxStreamWindow: number;
   sessionSendWindow: number;
   enqueue(type: number, flags: number, streamId: number, payload: Buffer | undefined): void;
   waitForSessionCredit(stream: MuxStream): void;
@@ -31,6 +35,8 @@ export interface StreamHost {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** Auto-tuning applies on paths with at least this round trip (see #autoTune). */
+const MIN_TUNED_RTT_MS = 1;
 
 /**
  * One request/response exchange. Sending honours the peer's credit (stream and session windows):
@@ -49,7 +55,13 @@ export class MuxStream {
   recvWindow: number;
 
   readonly #host: StreamHost;
-  readonly #recvWindowSize: number;
+  /** The receive window this stream grants: initialStreamWindow, doubled by auto-tuning. */
+  #recvWindowSize: number;
+  /** Auto-tuning: when the current window's worth of consumption began, and how much of it is done. */
+  #epochStart = 0;
+  #epochBytes = 0;
+  /** Window growth decided but not yet granted (it rides on the next WINDOW_UPDATE). */
+  #grown = 0;
   #pending: Buffer[] = [];
   #endPending = false;
   #localEnded = false;
@@ -155,10 +167,13 @@ export class MuxStream {
     this.#host.creditSession(n);
     if (!this.#remoteEnded) {
       this.#unacked += n;
+      if (this.#host.maxStreamWindow > this.#recvWindowSize) this.#autoTune(n);
       if (this.#unacked >= this.#recvWindowSize >>> 2) {
-        this.recvWindow += this.#unacked;
-        this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, codePayload(this.#unacked));
+        const increment = this.#unacked + this.#grown;
+        this.recvWindow += increment;
+        this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, codePayload(increment));
         this.#unacked = 0;
+        this.#grown = 0;
       }
     }
     this.#maybeClose();
@@ -274,6 +289,29 @@ export class MuxStream {
     this.sendWindow -= n;
     this.#host.sessionSendWindow -= n;
     return n;
+  }
+
+  /**
+   * Receive-window auto-tuning. A window limits a stream to one window per round trip; when the consumer
+   * takes a whole window in less than two round trips (the path's minimum, as PINGs measure it), the window,
+   * not the consumer, is what limits the stream, and it doubles, up to the host's maximum. Measured over a
+   * whole window, so a consumer that drains in bursts after waiting does not look fast. Below a 1 ms round
+   * trip (loopback, a LAN) the initial window already carries ≥ 256 MB/s, more than one stream moves through
+   * a Node process, so windows there stay as they are, and so does the memory they bound.
+   */
+  #autoTune(consumed: number): void {
+    const now = performance.now();
+    if (this.#epochStart === 0) this.#epochStart = now;
+    this.#epochBytes += consumed;
+    if (this.#epochBytes < this.#recvWindowSize) return;
+    const elapsed = now - this.#epochStart;
+    this.#epochStart = now;
+    this.#epochBytes = 0;
+    const rtt = this.#host.rttMs;
+    if (rtt < MIN_TUNED_RTT_MS || elapsed >= 2 * rtt) return;
+    const next = Math.min(this.#recvWindowSize * 2, this.#host.maxStreamWindow);
+    this.#grown += next - this.#recvWindowSize;
+    this.#recvWindowSize = next;
   }
 
   #maybeClose(): void {

@@ -50,11 +50,19 @@ export class MemoryTransport implements FrameTransport {
   /** Every frame this side sent, in order. */
   readonly sent = new FrameLog();
   closedWith: { code: number; reason: string } | undefined;
+  /** One-way delay of the pipe in ms (0: the next turn). Messages keep their order either way. */
+  latencyMs = 0;
 
   send(message: Buffer, done: (error?: Error) => void): void {
     // A copy, as the wire would make: the session reuses the message's memory once done() runs.
     const onTheWire = Buffer.from(message);
     this.sent.add(onTheWire);
+    if (this.latencyMs > 0) {
+      // Like a socket on a long link: the bytes leave at once and arrive later.
+      setImmediate(done);
+      setTimeout(() => this.peer?.receive(onTheWire), this.latencyMs);
+      return;
+    }
     setImmediate(() => {
       this.peer?.receive(onTheWire);
       done();
@@ -119,17 +127,23 @@ export interface PairOptions {
   edgeSettings?: Partial<ProtocolSettings>;
   agentSettings?: Partial<ProtocolSettings>;
   highWaterMark?: number;
+  /** Turns on receive-window auto-tuning on both sides, up to this many bytes per stream. */
+  maxStreamWindow?: number;
+  /** One-way delay of both directions of the pipe, in ms. */
+  latencyMs?: number;
 }
 
-function createSide(role: SessionRole, settings: Partial<ProtocolSettings>, highWaterMark?: number): Side {
+function createSide(role: SessionRole, settings: Partial<ProtocolSettings>, options: PairOptions): Side {
   const transport = new MemoryTransport();
+  transport.latencyMs = options.latencyMs ?? 0;
   const events = new SessionEvents();
   const session = new MuxSession({
     role,
     transport,
     handler: events,
     settings,
-    ...(highWaterMark === undefined ? {} : { highWaterMark }),
+    ...(options.highWaterMark === undefined ? {} : { highWaterMark: options.highWaterMark }),
+    ...(options.maxStreamWindow === undefined ? {} : { maxStreamWindow: options.maxStreamWindow }),
   });
   return { session, transport, events };
 }
@@ -139,12 +153,12 @@ export function createPair(options: PairOptions = {}): Pair {
   const edge = createSide(
     'edge',
     { ...quietSettings, ...options.settings, ...options.edgeSettings },
-    options.highWaterMark,
+    options,
   );
   const agent = createSide(
     'agent',
     { ...quietSettings, ...options.settings, ...options.agentSettings },
-    options.highWaterMark,
+    options,
   );
   edge.transport.peer = agent.session;
   agent.transport.peer = edge.session;

@@ -1,0 +1,131 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FrameType, parseWindowUpdate } from '../src/index.js';
+import { deferred } from './support/deferred.js';
+import { requestHead } from './support/exchange.js';
+import { connectPair, type Pair, type PairOptions } from './support/mux-harness.js';
+import { type ConsumeMode, StreamRecorder, writeBody } from './support/stream-recorder.js';
+
+const KiB = 1024;
+const settings = { initialStreamWindow: 16 * KiB, initialSessionWindow: 4096 * KiB, maxFrameSize: 16 * KiB };
+
+const pairs: Pair[] = [];
+async function pairFor(options: PairOptions): Promise<Pair> {
+  const pair = await connectPair(options);
+  pairs.push(pair);
+  return pair;
+}
+afterEach(() => {
+  for (const pair of pairs.splice(0)) pair.dispose();
+});
+
+async function openRecorded(pair: Pair, mode: ConsumeMode) {
+  const atAgent = deferred<StreamRecorder>();
+  pair.agent.events.onStreamOpened = (stream) => atAgent.resolve(new StreamRecorder(stream, mode));
+  const stream = pair.edge.session.openStream();
+  const edge = new StreamRecorder(stream);
+  stream.sendHeaders(requestHead(`/upload/${stream.id}`), false);
+  return { edge, agent: await atAgent.promise };
+}
+
+/** Sum of the stream WINDOW_UPDATE increments the receiving side (the agent) sent for `streamId`. */
+function creditReturned(pair: Pair, streamId: number): number {
+  return pair.agent.transport.sent.frames
+    .filter((f) => f.type === FrameType.WINDOW_UPDATE && f.streamId === streamId)
+    .reduce((sum, f) => sum + parseWindowUpdate(f.payload), 0);
+}
+
+const rttSampled = async (pair: Pair): Promise<void> => {
+  // The first PING goes out right after HELLO; wait for its ACK on the receiving side.
+  for (let i = 0; i < 200 && pair.agent.session.rttMs === 0; i++) await new Promise((r) => setTimeout(r, 5));
+};
+
+describe('receive-window auto-tuning', () => {
+  it('is off by default: no timing PING, credit returned equals bytes consumed', async () => {
+    const pair = await pairFor({ settings });
+    expect(pair.agent.session.maxStreamWindow).toBe(settings.initialStreamWindow);
+    const { edge, agent } = await openRecorded(pair, 'sync');
+    const body = randomBytes(512 * KiB);
+    await writeBody(edge, body, 16 * KiB);
+    await agent.ended.promise;
+    expect(agent.body().equals(body)).toBe(true);
+    expect(pair.agent.transport.sent.frames.some((f) => f.type === FrameType.PING)).toBe(false);
+    expect(pair.agent.session.rttMs).toBe(0);
+    expect(creditReturned(pair, edge.stream.id)).toBeLessThanOrEqual(body.length);
+    expect(agent.maxUnconsumed).toBeLessThanOrEqual(settings.initialStreamWindow);
+  });
+
+  it('measures the round trip from PINGs sent right after HELLO', async () => {
+    const pair = await pairFor({ settings, maxStreamWindow: 1024 * KiB, latencyMs: 10 });
+    await rttSampled(pair);
+    // Two one-way delays of 10 ms, plus the turns in between.
+    expect(pair.agent.session.rttMs).toBeGreaterThanOrEqual(19);
+    expect(pair.agent.session.rttMs).toBeLessThan(1000);
+  });
+
+  it('a consumer that keeps up over a slow link grows the window up to the maximum, and no further', async () => {
+    const max = 256 * KiB;
+    const pair = await pairFor({ settings, maxStreamWindow: max, latencyMs: 10 });
+    await rttSampled(pair);
+    const { edge, agent } = await openRecorded(pair, 'sync');
+    // The credit the sender holds at most, as the receiver sees it after each chunk.
+    let maxCredit = 0;
+    agent.onChunk = () => {
+      maxCredit = Math.max(maxCredit, agent.stream.recvWindow);
+    };
+    const body = randomBytes(4096 * KiB);
+    await writeBody(edge, body, 16 * KiB);
+    await agent.ended.promise;
+    expect(agent.body().equals(body)).toBe(true);
+    // Extra credit was granted: more was returned than consumed, and the sender held more than the initial
+    // window at once; never more than the maximum.
+    expect(creditReturned(pair, edge.stream.id)).toBeGreaterThan(body.length - settings.initialStreamWindow);
+    expect(maxCredit).toBeGreaterThan(settings.initialStreamWindow);
+    expect(maxCredit).toBeLessThanOrEqual(max);
+    const increments = pair.agent.transport.sent.frames
+      .filter((f) => f.type === FrameType.WINDOW_UPDATE && f.streamId === edge.stream.id)
+      .map((f) => parseWindowUpdate(f.payload));
+    expect(Math.max(...increments)).toBeLessThanOrEqual(max);
+  });
+
+  it('on a path under 1 ms (loopback) a fast consumer keeps the initial window', async () => {
+    const pair = await pairFor({ settings, maxStreamWindow: 1024 * KiB });
+    await rttSampled(pair);
+    expect(pair.agent.session.rttMs).toBeLessThan(1);
+    const { edge, agent } = await openRecorded(pair, 'sync');
+    let maxCredit = 0;
+    agent.onChunk = () => {
+      maxCredit = Math.max(maxCredit, agent.stream.recvWindow);
+    };
+    const body = randomBytes(2048 * KiB);
+    await writeBody(edge, body, 16 * KiB);
+    await agent.ended.promise;
+    expect(agent.body().equals(body)).toBe(true);
+    expect(maxCredit).toBeLessThanOrEqual(settings.initialStreamWindow);
+    expect(creditReturned(pair, edge.stream.id)).toBeLessThanOrEqual(body.length);
+  });
+
+  it('a consumer that does not keep up keeps the initial window (and the memory it bounds)', async () => {
+    const pair = await pairFor({ settings, maxStreamWindow: 1024 * KiB, latencyMs: 5 });
+    await rttSampled(pair);
+    const { edge, agent } = await openRecorded(pair, 'manual');
+    // Consumes 4 KiB every 25 ms: far slower than the link, so credit comes back slowly.
+    const timer = setInterval(() => {
+      const n = Math.min(agent.unconsumed, 4 * KiB);
+      if (n > 0) {
+        agent.consumed += n;
+        agent.stream.consume(n);
+      }
+    }, 25);
+    try {
+      const body = randomBytes(96 * KiB);
+      await writeBody(edge, body, 16 * KiB);
+      await agent.ended.promise;
+      expect(agent.body().equals(body)).toBe(true);
+    } finally {
+      clearInterval(timer);
+    }
+    expect(agent.maxUnconsumed).toBeLessThanOrEqual(settings.initialStreamWindow);
+    expect(creditReturned(pair, edge.stream.id)).toBeLessThanOrEqual(96 * KiB);
+  });
+});
