@@ -13,6 +13,11 @@ import type { SideName } from './report-schema.js';
 export interface BulkSettings {
   bytes: number;
   sides: SideName[];
+  /**
+   * A transfer of this size, the same side and direction, runs right before each measured one and is
+   * discarded: the first megabytes through fresh processes run unoptimized code. 0: none.
+   */
+  warmupBytes: number;
 }
 
 export interface RssTrace {
@@ -30,6 +35,8 @@ export interface BulkTransfer {
   mbPerSec: number;
   /** Bytes that did not arrive, or an error: a transfer that lost data is reported, never averaged in. */
   error: string | null;
+  /** The discarded warm-up transfer right before this one (null when there was none); shown, not hidden. */
+  warmup: { bytes: number; mbPerSec: number; error: string | null } | null;
   edge: RssTrace | null;
   agent: RssTrace | null;
   backend: RssTrace | null;
@@ -38,6 +45,7 @@ export interface BulkTransfer {
 export interface BulkResult {
   scenario: 'bulk';
   bytes: number;
+  warmupBytes: number;
   transfers: BulkTransfer[];
 }
 
@@ -161,6 +169,7 @@ async function measure(
   return {
     direction,
     side,
+    warmup: null,
     bytes: moved,
     seconds,
     mbPerSec: moved / seconds / 1e6,
@@ -171,6 +180,16 @@ async function measure(
   };
 }
 
+async function warmUp(
+  stack: BenchStack,
+  side: SideName,
+  direction: BulkTransfer['direction'],
+  bytes: number,
+): Promise<NonNullable<BulkTransfer['warmup']>> {
+  const { mbPerSec, error } = await measure(stack, side, direction, bytes);
+  return { bytes, mbPerSec, error };
+}
+
 export async function runBulkBench(
   stack: BenchStack,
   settings: BulkSettings,
@@ -179,8 +198,16 @@ export async function runBulkBench(
   const transfers: BulkTransfer[] = [];
   for (const direction of ['download', 'upload'] as const) {
     for (const side of settings.sides) {
+      const warmup =
+        settings.warmupBytes > 0 ? await warmUp(stack, side, direction, settings.warmupBytes) : null;
+      if (warmup !== null) {
+        note(
+          `${direction} ${side}: warm-up ${(settings.warmupBytes / 2 ** 20).toFixed(0)} MiB (discarded): ` +
+            (warmup.error ?? `${warmup.mbPerSec.toFixed(0)} MB/s`),
+        );
+      }
       note(`${direction} ${side}: ${(settings.bytes / 2 ** 20).toFixed(0)} MiB`);
-      const result = await measure(stack, side, direction, settings.bytes);
+      const result = { ...(await measure(stack, side, direction, settings.bytes)), warmup };
       transfers.push(result);
       const rss =
         result.edge && result.agent
@@ -193,5 +220,5 @@ export async function runBulkBench(
       );
     }
   }
-  return { scenario: 'bulk', bytes: settings.bytes, transfers };
+  return { scenario: 'bulk', bytes: settings.bytes, warmupBytes: settings.warmupBytes, transfers };
 }

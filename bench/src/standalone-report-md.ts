@@ -1,4 +1,4 @@
-import type { BulkResult, RssTrace } from './bulk-scenario.js';
+import type { BulkResult, BulkTransfer, RssTrace } from './bulk-scenario.js';
 import type { BenchReport } from './report-schema.js';
 import type { SessionsResult } from './sessions-scenario.js';
 
@@ -33,12 +33,18 @@ function rss(trace: RssTrace | null): string {
   return `${fixed(trace.startMb)} → peak ${fixed(trace.peakMb)} → ${fixed(trace.endMb)} MB · ${fixed(trace.cpuMs)} ms CPU`;
 }
 
+function warmupText(warmup: BulkTransfer['warmup']): string {
+  if (warmup === null) return '–';
+  return `${fixed(warmup.bytes / 2 ** 20)} MiB at ${warmup.error ?? `${fixed(warmup.mbPerSec)} MB/s`}`;
+}
+
 export function renderBulkMarkdown(report: StandaloneReport<BulkResult>): string {
   const { result } = report;
   const rows = result.transfers.map(
     (t) =>
       `| ${t.direction} | ${t.side} | ${fixed(t.bytes / 2 ** 20)} MiB | ${fixed(t.seconds, 2)} s | ` +
-      `**${fixed(t.mbPerSec)}** | ${rss(t.edge)} | ${rss(t.agent)} | ${rss(t.backend)} | ${t.error ?? ''} |`,
+      `**${fixed(t.mbPerSec)}** | ${warmupText(t.warmup)} | ${rss(t.edge)} | ${rss(t.agent)} | ${rss(t.backend)} | ` +
+      `${t.error ?? ''} |`,
   );
   const ratios = (['download', 'upload'] as const).flatMap((direction) => {
     const direct = result.transfers.find((t) => t.direction === direction && t.side === 'direct');
@@ -50,9 +56,10 @@ export function renderBulkMarkdown(report: StandaloneReport<BulkResult>): string
   return (
     heading('Bulk transfers', report) +
     'One download (`GET /bytes/<n>`) and one upload (`POST /discard`) per side, streamed with backpressure ' +
-    'at both ends. MB/s = 10^6 bytes per second. RSS is sampled every 100 ms during the transfer.\n\n' +
-    '| direction | side | bytes | time | MB/s | edge RSS · CPU | agent RSS · CPU | backend RSS · CPU | error |\n' +
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
+    'at both ends. MB/s = 10^6 bytes per second. RSS is sampled every 100 ms during the transfer. Each ' +
+    'transfer follows a discarded warm-up transfer of the same kind, whose rate is shown beside it.\n\n' +
+    '| direction | side | bytes | time | MB/s | warm-up (discarded) | edge RSS · CPU | agent RSS · CPU | backend RSS · CPU | error |\n' +
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
     `${rows.join('\n')}\n` +
     (ratios.length > 0 ? `\n${ratios.join('\n')}\n` : '') +
     gateLine(report.gate)

@@ -31,6 +31,15 @@ function positiveInt(flag: string, text: string | undefined, fallback: number): 
   return value;
 }
 
+function wholeNumber(flag: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value)) {
+    throw usageError(`--${flag} ${text}: expected a whole number (0 or more)`);
+  }
+  return value;
+}
+
 function optionalNumber(flag: string, text: string | undefined): number | null {
   if (text === undefined) return null;
   const value = Number(text);
@@ -109,6 +118,7 @@ export async function runStandalone(
     out: { type: 'string' },
     only: { type: 'string' },
     size: { type: 'string' },
+    'warmup-mib': { type: 'string' },
     'min-mbps': { type: 'string' },
     sessions: { type: 'string' },
     streams: { type: 'string' },
@@ -117,7 +127,7 @@ export async function runStandalone(
     'max-kb-per-session': { type: 'string' },
   });
   const applies: Record<StandaloneName, string[]> = {
-    bulk: ['out', 'only', 'size', 'min-mbps'],
+    bulk: ['out', 'only', 'size', 'warmup-mib', 'min-mbps'],
     sessions: ['out', 'sessions', 'streams', 'idle', 'concurrency', 'max-kb-per-session'],
     npx: [],
   };
@@ -141,12 +151,17 @@ export async function runStandalone(
 
   if (name === 'bulk') {
     const sizeMiB = positiveInt('size', str('size'), 1024);
+    const warmupMiB = wholeNumber('warmup-mib', str('warmup-mib'), 128);
     const minMbps = optionalNumber('min-mbps', str('min-mbps'));
     const sides = sidesOf(str('only'));
     let stack: BenchStack | undefined;
     try {
       stack = await startBenchStack({ tunnel: sides.includes('tunnel') });
-      const result = await runBulkBench(stack, { bytes: sizeMiB * 2 ** 20, sides }, note);
+      const result = await runBulkBench(
+        stack,
+        { bytes: sizeMiB * 2 ** 20, sides, warmupBytes: warmupMiB * 2 ** 20 },
+        note,
+      );
       const gate = bulkGate(result, minMbps);
       const report = { ...header(), result, gate };
       writeReports(outDir, report, renderBulkMarkdown(report));

@@ -24,7 +24,7 @@ function report<R>(out: string): { json: StandaloneReport<R> & { schemaVersion: 
 describe('standalone bench scenarios (smoke)', () => {
   it('bulk: every byte of a download and an upload arrives on both sides, with RSS traced', async () => {
     const out = join(work, 'bulk');
-    const run = await runBench(['bulk', '--size', '16', '--out', out]);
+    const run = await runBench(['bulk', '--size', '16', '--warmup-mib', '4', '--out', out]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe(out);
     const { json, md } = report<BulkResult>(out);
@@ -39,13 +39,18 @@ describe('standalone bench scenarios (smoke)', () => {
       expect(t.error).toBeNull();
       expect(t.bytes).toBe(16 * 2 ** 20);
       expect(t.mbPerSec).toBeGreaterThan(0);
+      // The discarded warm-up of the same side and direction is reported beside the measured transfer.
+      expect(t.warmup).toMatchObject({ bytes: 4 * 2 ** 20, error: null });
+      expect(t.warmup!.mbPerSec).toBeGreaterThan(0);
       if (t.side === 'tunnel') {
         expect(t.edge!.peakMb).toBeGreaterThanOrEqual(t.edge!.startMb);
         expect(t.agent!.cpuMs).toBeGreaterThan(0);
       } else expect(t.edge).toBeNull();
     }
     expect(json.gate).toEqual({ passed: true, violations: [] });
-    expect(md).toContain('| direction | side | bytes | time | MB/s |');
+    expect(md).toContain('| direction | side | bytes | time | MB/s | warm-up (discarded) |');
+    expect(md).toContain('| 4 MiB at ');
+    expect(run.stderr).toContain('download tunnel: warm-up 4 MiB (discarded): ');
     expect(md).toContain('- download: tunnel / direct = ');
   });
 
@@ -59,11 +64,14 @@ describe('standalone bench scenarios (smoke)', () => {
       'tunnel',
       '--min-mbps',
       '1000000',
+      '--warmup-mib',
+      '0',
       '--out',
       out,
     ]);
     expect(run.code, run.stderr).toBe(1);
     const { json, md } = report<BulkResult>(out);
+    expect(json.result.transfers.every((t) => t.warmup === null)).toBe(true);
     expect(json.gate.violations).toHaveLength(2);
     expect(json.gate.violations[0]).toMatch(/^download tunnel: \d+ MB\/s < 1000000$/);
     expect(md).toContain('Gate: **failed**');
