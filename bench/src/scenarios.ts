@@ -93,7 +93,8 @@ export function planStages(input: PlanInput): StagePlan[] {
 
 /** Scenarios outside the stage model (see standalone-scenarios.ts), as the usage text lists them. */
 export const STANDALONE_USAGE = `
-  bulk       1 GiB download and upload, direct and tunnel   --size 1024 (MiB) --only <side> --min-mbps <n>
+  bulk       1 GiB download and upload, direct and tunnel   --size 1024 (MiB) --warmup-mib 128 --only <side>
+             (each after a discarded warm-up transfer)      --min-mbps <n>
   sessions   10,000 idle sessions on one edge (KB each),    --sessions 10000 --streams 1000 --idle 15
              then 1,000 concurrent streams in one session   --max-kb-per-session <n>
   npx        cold and warm \`npx @tunnel2/cli\` start time    --runs 5
