@@ -1,10 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FrameType, parseWindowUpdate } from '../src/index.js';
-import { deferred } from './support/deferred.js';
-import { requestHead } from './support/exchange.js';
 import { connectPair, type Pair, type PairOptions } from './support/mux-harness.js';
-import { type ConsumeMode, StreamRecorder, writeBody } from './support/stream-recorder.js';
+import { openRecorded, type StreamRecorder, writeBody } from './support/stream-recorder.js';
 
 const KiB = 1024;
 const settings = { initialStreamWindow: 16 * KiB, initialSessionWindow: 4096 * KiB, maxFrameSize: 16 * KiB };
@@ -19,13 +17,13 @@ afterEach(() => {
   for (const pair of pairs.splice(0)) pair.dispose();
 });
 
-async function openRecorded(pair: Pair, mode: ConsumeMode) {
-  const atAgent = deferred<StreamRecorder>();
-  pair.agent.events.onStreamOpened = (stream) => atAgent.resolve(new StreamRecorder(stream, mode));
-  const stream = pair.edge.session.openStream();
-  const edge = new StreamRecorder(stream);
-  stream.sendHeaders(requestHead(`/upload/${stream.id}`), false);
-  return { edge, agent: await atAgent.promise };
+/** Follows the credit the sender holds, as the receiver sees it after each chunk; read `.max` at the end. */
+function trackCredit(agent: StreamRecorder): { max: number } {
+  const credit = { max: 0 };
+  agent.onChunk = () => {
+    credit.max = Math.max(credit.max, agent.stream.recvWindow);
+  };
+  return credit;
 }
 
 /** Sum of the stream WINDOW_UPDATE increments the receiving side (the agent) sent for `streamId`. */
@@ -68,11 +66,7 @@ describe('receive-window auto-tuning', () => {
     const pair = await pairFor({ settings, maxStreamWindow: max, latencyMs: 10 });
     await rttSampled(pair);
     const { edge, agent } = await openRecorded(pair, 'sync');
-    // The credit the sender holds at most, as the receiver sees it after each chunk.
-    let maxCredit = 0;
-    agent.onChunk = () => {
-      maxCredit = Math.max(maxCredit, agent.stream.recvWindow);
-    };
+    const credit = trackCredit(agent);
     const body = randomBytes(4096 * KiB);
     await writeBody(edge, body, 16 * KiB);
     await agent.ended.promise;
@@ -80,8 +74,8 @@ describe('receive-window auto-tuning', () => {
     // Extra credit was granted: more was returned than consumed, and the sender held more than the initial
     // window at once; never more than the maximum.
     expect(creditReturned(pair, edge.stream.id)).toBeGreaterThan(body.length - settings.initialStreamWindow);
-    expect(maxCredit).toBeGreaterThan(settings.initialStreamWindow);
-    expect(maxCredit).toBeLessThanOrEqual(max);
+    expect(credit.max).toBeGreaterThan(settings.initialStreamWindow);
+    expect(credit.max).toBeLessThanOrEqual(max);
     const increments = pair.agent.transport.sent.frames
       .filter((f) => f.type === FrameType.WINDOW_UPDATE && f.streamId === edge.stream.id)
       .map((f) => parseWindowUpdate(f.payload));
@@ -93,15 +87,12 @@ describe('receive-window auto-tuning', () => {
     await rttSampled(pair);
     expect(pair.agent.session.rttMs).toBeLessThan(1);
     const { edge, agent } = await openRecorded(pair, 'sync');
-    let maxCredit = 0;
-    agent.onChunk = () => {
-      maxCredit = Math.max(maxCredit, agent.stream.recvWindow);
-    };
+    const credit = trackCredit(agent);
     const body = randomBytes(2048 * KiB);
     await writeBody(edge, body, 16 * KiB);
     await agent.ended.promise;
     expect(agent.body().equals(body)).toBe(true);
-    expect(maxCredit).toBeLessThanOrEqual(settings.initialStreamWindow);
+    expect(credit.max).toBeLessThanOrEqual(settings.initialStreamWindow);
     expect(creditReturned(pair, edge.stream.id)).toBeLessThanOrEqual(body.length);
   });
 

@@ -17,7 +17,7 @@ import {
 import { afterQueuedImmediates, deferred } from './support/deferred.js';
 import { requestHead } from './support/exchange.js';
 import { connectPair, createRawPeer, type Pair } from './support/mux-harness.js';
-import { type ConsumeMode, StreamRecorder, writeBody } from './support/stream-recorder.js';
+import { type ConsumeMode, openRecorded, StreamRecorder, writeBody } from './support/stream-recorder.js';
 
 const KiB = 1024;
 const small = { initialStreamWindow: 16 * KiB, initialSessionWindow: 64 * KiB, maxFrameSize: 16 * KiB };
@@ -31,19 +31,6 @@ async function pairFor(options: Parameters<typeof connectPair>[0]): Promise<Pair
 afterEach(() => {
   for (const pair of pairs.splice(0)) pair.dispose();
 });
-
-/** Opens a stream from the edge and records both ends; the agent end consumes as `mode` says. */
-async function openRecorded(
-  pair: Pair,
-  mode: ConsumeMode,
-): Promise<{ edge: StreamRecorder; agent: StreamRecorder }> {
-  const atAgent = deferred<StreamRecorder>();
-  pair.agent.events.onStreamOpened = (stream) => atAgent.resolve(new StreamRecorder(stream, mode));
-  const stream = pair.edge.session.openStream();
-  const edge = new StreamRecorder(stream);
-  stream.sendHeaders(requestHead(`/upload/${stream.id}`), false);
-  return { edge, agent: await atAgent.promise };
-}
 
 /** One stream at a time: openRecorded owns the agent's onStream callback while it waits. */
 async function openMany(pair: Pair, count: number, mode: ConsumeMode) {

@@ -1,5 +1,7 @@
 import type { MuxStream, StreamHandler, StreamResetError } from '../../src/index.js';
 import { type Deferred, deferred } from './deferred.js';
+import { requestHead } from './exchange.js';
+import type { Pair } from './mux-harness.js';
 
 /**
  * How the recorder returns credit: at once from onData, on the next turn (a consumer that passes bytes on
@@ -127,4 +129,17 @@ export async function writeBody(recorder: StreamRecorder, body: Buffer, chunkSiz
   // Before end() a stream can only be closed by a reset.
   if (stream.closed) throw new Error(`stream ${stream.id} closed while writing`);
   stream.end();
+}
+
+/** Opens a stream from the edge and records both ends; the agent end consumes as `mode` says. */
+export async function openRecorded(
+  pair: Pair,
+  mode: ConsumeMode,
+): Promise<{ edge: StreamRecorder; agent: StreamRecorder }> {
+  const atAgent = deferred<StreamRecorder>();
+  pair.agent.events.onStreamOpened = (stream) => atAgent.resolve(new StreamRecorder(stream, mode));
+  const stream = pair.edge.session.openStream();
+  const edge = new StreamRecorder(stream);
+  stream.sendHeaders(requestHead(`/upload/${stream.id}`), false);
+  return { edge, agent: await atAgent.promise };
 }
