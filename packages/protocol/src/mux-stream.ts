@@ -167,7 +167,8 @@ export class MuxStream {
     this.#host.creditSession(n);
     if (!this.#remoteEnded) {
       this.#unacked += n;
-      if (this.#host.maxStreamWindow > this.#recvWindowSize) this.#autoTune(n);
+      if (this.#host.maxStreamWindow > this.#recvWindowSize && this.#host.rttMs >= MIN_TUNED_RTT_MS)
+        this.#autoTune(n);
       if (this.#unacked >= this.#recvWindowSize >>> 2) {
         const increment = this.#unacked + this.#grown;
         this.recvWindow += increment;
@@ -307,8 +308,7 @@ export class MuxStream {
     const elapsed = now - this.#epochStart;
     this.#epochStart = now;
     this.#epochBytes = 0;
-    const rtt = this.#host.rttMs;
-    if (rtt < MIN_TUNED_RTT_MS || elapsed >= 2 * rtt) return;
+    if (elapsed >= 2 * this.#host.rttMs) return;
     const next = Math.min(this.#recvWindowSize * 2, this.#host.maxStreamWindow);
     this.#grown += next - this.#recvWindowSize;
     this.#recvWindowSize = next;
