@@ -1,10 +1,4 @@
-import {
-  DEFAULT_MAX_STREAM_WINDOW,
-  ErrorCode,
-  type Hello,
-  MuxSession,
-  type ProtocolSettings,
-} from '@tunnel2/protocol';
+import { ErrorCode, type Hello, MuxSession, type ProtocolSettings } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import WebSocket from 'ws';
@@ -86,8 +80,6 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
     const session = new MuxSession({
       role: 'agent',
       settings: options.protocol,
-      // Request bodies (uploads) get the same auto-tuned windows as responses do at the edge.
-      maxStreamWindow: DEFAULT_MAX_STREAM_WINDOW,
       transport: {
         send: (message, done) => socket.send(message, { binary: true, compress: false }, done),
         close: (code, reason) => socket.close(code, reason),

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_STREAM_WINDOW, type ProtocolSettings } from '@tunnel2/protocol';
+import type { ProtocolSettings } from '@tunnel2/protocol';
 import type { AgentAuthOptions } from './agent-auth.js';
 import type { EdgeOptions } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
@@ -146,8 +146,8 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   maxStreamWindow: {
     description:
-      "largest a response stream's window grows to when the client reads faster than credit returns (auto-tuning, bytes; at most initialStreamWindow turns it off)",
-    default: DEFAULT_MAX_STREAM_WINDOW,
+      "auto-tuning: largest a response stream's window grows to when agents are a real round trip away (bytes; e.g. 4194304; 0 or at most initialStreamWindow: off)",
+    default: 0,
     ...integer(0, 0x7f_ff_ff_ff),
   },
   helloTimeoutMs: {

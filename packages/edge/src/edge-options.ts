@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_MAX_STREAM_WINDOW, MAX_WINDOW, type ProtocolSettings } from '@tunnel2/protocol';
+import { MAX_WINDOW, type ProtocolSettings } from '@tunnel2/protocol';
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { AgentAuthOptions } from './agent-auth.js';
@@ -31,8 +31,8 @@ export interface EdgeOptions {
   /** Largest WebSocket message accepted from an agent. */
   maxMessageSize?: number;
   /**
-   * Largest receive window a response stream grows to by auto-tuning (bytes); the initial window
-   * (protocol.initialStreamWindow) or less turns auto-tuning off.
+   * Largest receive window a response stream grows to by auto-tuning (bytes). Off (0) by default: at most the
+   * initial window (protocol.initialStreamWindow) means no growth.
    */
   maxStreamWindow?: number;
   /** Time an agent has to send its HELLO after the WebSocket opens. */
@@ -187,12 +187,7 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
       64 * 1024,
       64 * 1024 * 1024,
     ),
-    maxStreamWindow: positive(
-      'maxStreamWindow',
-      options.maxStreamWindow ?? DEFAULT_MAX_STREAM_WINDOW,
-      0,
-      MAX_WINDOW,
-    ),
+    maxStreamWindow: positive('maxStreamWindow', options.maxStreamWindow ?? 0, 0, MAX_WINDOW),
     helloTimeoutMs: positive('helloTimeoutMs', options.helloTimeoutMs ?? 10_000, 1, 600_000),
     auth: { ...auth, allowAnonymous },
     maxSessionsPerOwner: positive('maxSessionsPerOwner', options.maxSessionsPerOwner ?? 20, 1, 1_000_000),

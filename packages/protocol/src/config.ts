@@ -26,13 +26,6 @@ export const defaultSettings: Readonly<ProtocolSettings> = Object.freeze({
   heartbeatIntervalMs: 10_000,
 });
 
-/**
- * The receive window a stream may grow to by auto-tuning in the edge and the agent (MuxSessionOptions
- * .maxStreamWindow): 4 MiB carries ~100 MB/s per stream over a 40 ms round trip; the session window (16 MiB)
- * still bounds a whole session.
- */
-export const DEFAULT_MAX_STREAM_WINDOW = 4 * 1024 * 1024;
-
 /** The settings a peer is assumed to have until its HELLO arrives: the smallest legal values. */
 export const settingsBeforeHello: Readonly<ProtocolSettings> = Object.freeze({
   maxConcurrentStreams: 0,
