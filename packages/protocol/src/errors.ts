@@ -62,3 +62,10 @@ export function isProtocolError(value: unknown): value is ProtocolError {
 export function frameError(message: string): ProtocolError {
   return new ProtocolError(ProtocolErrorCode.MALFORMED_FRAME, ErrorCode.PROTOCOL_ERROR, message);
 }
+
+/** Fired when a session ends because the peer went silent for two heartbeat intervals. */
+export class PeerTimeoutError extends Tunnel2Error {
+  constructor(ms: number) {
+    super('TUNNEL2_ERR_PEER_TIMEOUT', `peer sent nothing for ${ms} ms`);
+  }
+}

@@ -1,7 +1,13 @@
 import { type ProtocolSettings, resolveSettings, settingsBeforeHello } from './config.js';
 import { ErrorCode, errorCodeName, FrameFlags, FrameType, PROTOCOL_VERSION } from './constants.js';
 import { type GoAway, parseGoAway, parseReset, parseWindowUpdate } from './control-frames.js';
-import { frameError, ProtocolError, ProtocolErrorCode, StreamResetError, Tunnel2Error } from './errors.js';
+import {
+  frameError,
+  PeerTimeoutError,
+  ProtocolError,
+  ProtocolErrorCode,
+  StreamResetError,
+} from './errors.js';
 import { type Frame, FrameDecoder } from './frame-codec.js';
 import { encodeHelloPayload, type Hello, parseHello } from './hello.js';
 import type {
@@ -12,18 +18,10 @@ import type {
 } from './mux-session-options.js';
 import { MuxStream, type StreamHost } from './mux-stream.js';
 import { OutboundBatch } from './outbound-batch.js';
+import { RoundTripMeter } from './round-trip-meter.js';
 
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
-/** PINGs timed back to back after HELLO before rttMs is reported (the smallest of them). */
-const STARTUP_RTT_SAMPLES = 3;
 const MAX_STREAM_ID = 0x7f_ff_ff_ff;
-
-/** Fired when a session ends because the peer went silent for two heartbeat intervals. */
-export class PeerTimeoutError extends Tunnel2Error {
-  constructor(ms: number) {
-    super('TUNNEL2_ERR_PEER_TIMEOUT', `peer sent nothing for ${ms} ms`);
-  }
-}
 
 /**
  * One multiplexed session over one transport: frames in and out, streams, flow control,
@@ -38,12 +36,6 @@ export class MuxSession implements StreamHost {
   /** Frames decoded from and queued to the peer; plain counters an owner samples for metrics. */
   framesReceived = 0;
   framesSent = 0;
-  /**
-   * Shortest round trip to the peer seen so far, in ms, from PING and its ACK (0 until the startup samples
-   * came back): the path's own delay, without the queueing a loaded moment adds, which is what a window has
-   * to cover.
-   */
-  rttMs = 0;
   readonly maxStreamWindow: number;
 
   readonly #transport: FrameTransport;
@@ -67,11 +59,7 @@ export class MuxSession implements StreamHost {
   #heartbeat: NodeJS.Timeout | undefined;
   #receivedSinceTick = false;
   #silentTicks = 0;
-  #pingCounter = 0n;
-  /** The PING being timed for rttMs (one at a time), and when it left. */
-  #timedPing: { id: bigint; sentAt: number } | undefined;
-  #rttSamples = 0;
-  #minRtt = 0;
+  readonly #roundTrip = new RoundTripMeter();
 
   constructor(options: MuxSessionOptions) {
     this.role = options.role;
@@ -89,6 +77,10 @@ export class MuxSession implements StreamHost {
     });
   }
 
+  /** Shortest round trip to the peer in ms, from PINGs (0 until measured; see RoundTripMeter). */
+  get rttMs(): number {
+    return this.#roundTrip.rttMs;
+  }
   get closed(): boolean {
     return this.#closed;
   }
@@ -167,13 +159,7 @@ export class MuxSession implements StreamHost {
 
   /** Sends a liveness PING; the peer answers with an ACK. */
   ping(): void {
-    const id = this.#pingCounter++;
-    const payload = Buffer.allocUnsafe(8);
-    payload.writeBigUInt64BE(id, 0);
-    // Timed from the enqueue: the batch leaves within this turn, and the answer's wait in our own event
-    // loop belongs in a round trip as the streams see it.
-    if (this.#timedPing === undefined) this.#timedPing = { id, sentAt: performance.now() };
-    this.enqueue(FrameType.PING, 0, 0, payload);
+    this.enqueue(FrameType.PING, 0, 0, this.#roundTrip.nextPing());
   }
 
   /** Announces a graceful shutdown: no new streams either way; open ones run to completion. */
@@ -315,7 +301,7 @@ export class MuxSession implements StreamHost {
       case FrameType.PING:
         if ((frame.flags & FrameFlags.ACK) === 0)
           this.enqueue(FrameType.PING, FrameFlags.ACK, 0, frame.payload);
-        else this.#onPingAck(frame.payload);
+        else if (this.#roundTrip.acked(frame.payload)) this.ping();
         return;
       case FrameType.GOAWAY:
         this.#onGoAway(parseGoAway(frame.payload));
@@ -326,19 +312,6 @@ export class MuxSession implements StreamHost {
       default:
         return;
     }
-  }
-
-  #onPingAck(payload: Buffer): void {
-    const timed = this.#timedPing;
-    if (timed === undefined || payload.readBigUInt64BE(0) !== timed.id) return;
-    this.#timedPing = undefined;
-    const sample = performance.now() - timed.sentAt;
-    this.#minRtt = this.#rttSamples === 0 ? sample : Math.min(this.#minRtt, sample);
-    this.#rttSamples++;
-    // The first round trip runs through code the JIT has not seen yet and can take milliseconds on
-    // loopback; a few more right after it give the path's real delay before any stream relies on it.
-    if (this.#rttSamples < STARTUP_RTT_SAMPLES) this.ping();
-    else this.rttMs = this.#minRtt;
   }
 
   #onHello(frame: Frame): void {
