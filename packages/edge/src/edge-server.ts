@@ -69,32 +69,34 @@ export async function startEdgeServer(
       });
     }
   }
+  /** Undoes what started so far and names the setting whose address could not be listened on. */
+  const cannotListen = async (
+    setting: string,
+    host: string,
+    port: number,
+    err: unknown,
+  ): Promise<EdgeError> => {
+    removeRequestIds();
+    metrics.close();
+    await edge.close(0);
+    return new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `invalid setting ${setting}=${port}: cannot listen on ${host}:${port} (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+      { cause: err },
+    );
+  };
   let url: string;
   try {
     ({ url } = await edge.listen());
   } catch (err) {
-    removeRequestIds();
-    metrics.close();
-    await edge.close(0);
-    throw new EdgeError(
-      EdgeErrorCode.INVALID_CONFIG,
-      `invalid setting port=${settings.port}: cannot listen on ${settings.host}:${settings.port} (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
-      { cause: err },
-    );
+    throw await cannotListen('port', settings.host, settings.port, err);
   }
   let admin: AdminServer | undefined;
   if (settings.adminPort !== undefined) {
     try {
       admin = await startAdminServer(probes, { host: settings.adminHost, port: settings.adminPort }, logger);
     } catch (err) {
-      removeRequestIds();
-      metrics.close();
-      await edge.close(0);
-      throw new EdgeError(
-        EdgeErrorCode.INVALID_CONFIG,
-        `invalid setting adminPort=${settings.adminPort}: cannot listen on ${settings.adminHost}:${settings.adminPort} (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
-        { cause: err },
-      );
+      throw await cannotListen('adminPort', settings.adminHost, settings.adminPort, err);
     }
   }
   accepting = true;
