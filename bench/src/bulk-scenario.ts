@@ -1,5 +1,5 @@
-import { request } from 'node:http';
-import type { BenchStack, LoadTarget } from './bench-stack.js';
+import type { BenchStack } from './bench-stack.js';
+import { bulkDownload, bulkUpload } from './bulk-client.js';
 import type { ChildService } from './child-service.js';
 import { readCpuMs, readStatusKb } from './process-stats.js';
 import type { SideName } from './report-schema.js';
@@ -40,6 +40,8 @@ export interface BulkTransfer {
   edge: RssTrace | null;
   agent: RssTrace | null;
   backend: RssTrace | null;
+  /** CPU of the bench's own client (the whole bench process) during the transfer, ms: the instrument's cost. */
+  clientCpuMs: number;
 }
 
 export interface BulkResult {
@@ -75,75 +77,6 @@ function traceProcess(service: ChildService | undefined): { stop(): RssTrace | n
   };
 }
 
-function download(target: LoadTarget, bytes: number): Promise<number> {
-  const url = new URL(target.origin);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path: `/bytes/${bytes}`,
-        headers: { host: target.host },
-        agent: false,
-      },
-      (res) => {
-        let received = 0;
-        res.on('data', (chunk: Buffer) => {
-          received += chunk.length;
-        });
-        res.on('end', () => resolve(received));
-        res.on('error', reject);
-        res.on('aborted', () => reject(new Error(`download aborted after ${received} bytes`)));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-function upload(target: LoadTarget, bytes: number): Promise<number> {
-  const url = new URL(target.origin);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path: '/discard',
-        method: 'POST',
-        headers: { host: target.host, 'content-length': bytes, 'content-type': 'application/octet-stream' },
-        agent: false,
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          text += chunk;
-        });
-        res.on('end', () => {
-          const counted = (JSON.parse(text) as { bytes?: unknown }).bytes;
-          if (res.statusCode !== 200 || typeof counted !== 'number') {
-            reject(new Error(`upload answered ${res.statusCode}: ${text.slice(0, 200)}`));
-          } else resolve(counted);
-        });
-      },
-    );
-    req.on('error', reject);
-    let left = bytes;
-    const pump = (): void => {
-      while (left > 0) {
-        const chunk = left >= UPLOAD_CHUNK.length ? UPLOAD_CHUNK : UPLOAD_CHUNK.subarray(0, left);
-        left -= chunk.length;
-        if (!req.write(chunk)) {
-          req.once('drain', pump);
-          return;
-        }
-      }
-      req.end();
-    };
-    pump();
-  });
-}
-
 async function measure(
   stack: BenchStack,
   side: SideName,
@@ -156,15 +89,19 @@ async function measure(
     side === 'tunnel' || s === stack.backend ? traceProcess(s) : traceProcess(undefined),
   );
   const started = performance.now();
+  const clientCpu = process.cpuUsage();
   let moved = 0;
   let error: string | null = null;
   try {
-    moved = await (direction === 'download' ? download(target, bytes) : upload(target, bytes));
+    moved = await (direction === 'download'
+      ? bulkDownload(target, bytes)
+      : bulkUpload(target, bytes, UPLOAD_CHUNK));
     if (moved !== bytes) error = `${moved} of ${bytes} bytes arrived`;
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
   }
   const seconds = (performance.now() - started) / 1000;
+  const { user, system } = process.cpuUsage(clientCpu);
   const [edge, agent, backend] = traces.map((t) => t.stop());
   return {
     direction,
@@ -177,6 +114,7 @@ async function measure(
     edge: edge ?? null,
     agent: agent ?? null,
     backend: backend ?? null,
+    clientCpuMs: (user + system) / 1000,
   };
 }
 
@@ -215,7 +153,8 @@ export async function runBulkBench(
             `${result.agent.startMb.toFixed(0)}→${result.agent.peakMb.toFixed(0)} MB`
           : '';
       note(
-        `  ${result.mbPerSec.toFixed(0)} MB/s in ${result.seconds.toFixed(2)} s${rss}` +
+        `  ${result.mbPerSec.toFixed(0)} MB/s in ${result.seconds.toFixed(2)} s${rss}, ` +
+          `client CPU ${result.clientCpuMs.toFixed(0)} ms` +
           (result.error ? ` — ERROR: ${result.error}` : ''),
       );
     }

@@ -44,6 +44,7 @@ export function renderBulkMarkdown(report: StandaloneReport<BulkResult>): string
     (t) =>
       `| ${t.direction} | ${t.side} | ${fixed(t.bytes / 2 ** 20)} MiB | ${fixed(t.seconds, 2)} s | ` +
       `**${fixed(t.mbPerSec)}** | ${warmupText(t.warmup)} | ${rss(t.edge)} | ${rss(t.agent)} | ${rss(t.backend)} | ` +
+      `${fixed(t.clientCpuMs)} ms | ` +
       `${t.error ?? ''} |`,
   );
   const ratios = (['download', 'upload'] as const).flatMap((direction) => {
@@ -57,9 +58,11 @@ export function renderBulkMarkdown(report: StandaloneReport<BulkResult>): string
     heading('Bulk transfers', report) +
     'One download (`GET /bytes/<n>`) and one upload (`POST /discard`) per side, streamed with backpressure ' +
     'at both ends. MB/s = 10^6 bytes per second. RSS is sampled every 100 ms during the transfer. Each ' +
-    'transfer follows a discarded warm-up transfer of the same kind, whose rate is shown beside it.\n\n' +
-    '| direction | side | bytes | time | MB/s | warm-up (discarded) | edge RSS · CPU | agent RSS · CPU | backend RSS · CPU | error |\n' +
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
+    'transfer follows a discarded warm-up transfer of the same kind, whose rate is shown beside it. The client ' +
+    'reads and writes a raw socket (bench/src/bulk-client.ts); its own CPU is shown too, as it shares the ' +
+    'machine with the processes it measures.\n\n' +
+    '| direction | side | bytes | time | MB/s | warm-up (discarded) | edge RSS · CPU | agent RSS · CPU | backend RSS · CPU | client CPU | error |\n' +
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
     `${rows.join('\n')}\n` +
     (ratios.length > 0 ? `\n${ratios.join('\n')}\n` : '') +
     gateLine(report.gate)

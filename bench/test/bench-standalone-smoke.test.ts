@@ -42,6 +42,8 @@ describe('standalone bench scenarios (smoke)', () => {
       // The discarded warm-up of the same side and direction is reported beside the measured transfer.
       expect(t.warmup).toMatchObject({ bytes: 4 * 2 ** 20, error: null });
       expect(t.warmup!.mbPerSec).toBeGreaterThan(0);
+      // The instrument's own cost is reported beside the processes it measures.
+      expect(t.clientCpuMs).toBeGreaterThan(0);
       if (t.side === 'tunnel') {
         expect(t.edge!.peakMb).toBeGreaterThanOrEqual(t.edge!.startMb);
         expect(t.agent!.cpuMs).toBeGreaterThan(0);
@@ -49,6 +51,7 @@ describe('standalone bench scenarios (smoke)', () => {
     }
     expect(json.gate).toEqual({ passed: true, violations: [] });
     expect(md).toContain('| direction | side | bytes | time | MB/s | warm-up (discarded) |');
+    expect(md).toContain('| backend RSS · CPU | client CPU | error |');
     expect(md).toContain('| 4 MiB at ');
     expect(run.stderr).toContain('download tunnel: warm-up 4 MiB (discarded): ');
     expect(md).toContain('- download: tunnel / direct = ');
