@@ -98,10 +98,12 @@ export const STANDALONE_USAGE = `
   sessions   10,000 idle sessions on one edge (KB each),    --sessions 10000 --streams 1000 --idle 15
              then 1,000 concurrent streams in one session   --max-kb-per-session <n>
   npx        cold and warm \`npx @tunnel2/cli\` start time    --runs 5
+  floor      direct, a bare Node.js relay pair (the floor)  --rate 1000 --connections 100 --duration 20
+             and the tunnel: CPU per request and throughput --warmup 5
 `;
 
-export type StandaloneName = 'bulk' | 'sessions' | 'npx';
+export type StandaloneName = 'bulk' | 'sessions' | 'npx' | 'floor';
 
 export function isStandalone(name: string | undefined): name is StandaloneName {
-  return name === 'bulk' || name === 'sessions' || name === 'npx';
+  return name === 'bulk' || name === 'sessions' || name === 'npx' || name === 'floor';
 }

@@ -1,4 +1,5 @@
 import type { BulkResult, BulkTransfer, RssTrace } from './bulk-scenario.js';
+import type { FloorResult } from './floor-scenario.js';
 import type { BenchReport } from './report-schema.js';
 import type { SessionsResult } from './sessions-scenario.js';
 
@@ -87,6 +88,36 @@ export function renderSessionsMarkdown(report: StandaloneReport<SessionsResult>)
     '| streams | open at once (max) | answered | wrong | failed | time |\n' +
     '| --- | --- | --- | --- | --- | --- |\n' +
     `| ${t.requested} | ${t.maxConcurrent} | ${t.answered} | ${t.wrong} | ${t.failed} | ${fixed(t.durationMs)} ms |\n` +
+    gateLine(report.gate)
+  );
+}
+
+export function renderFloorMarkdown(report: StandaloneReport<FloorResult>): string {
+  const { settings, stages, summary } = report.result;
+  const rows = stages.map(
+    (s) =>
+      `| ${s.side} | ${s.mode === 'rate' ? `${s.targetRps} RPS` : 'closed loop'} | ${s.connections} | ` +
+      `${s.ok}/${s.requests} | **${fixed(s.rps)}** | ${fixed(s.p50Ms, 2)} | ${fixed(s.p99Ms, 2)} | ` +
+      `${fixed(s.backendCpuPerRequestUs)} | ${s.edgeCpuPerRequestUs === null ? '–' : fixed(s.edgeCpuPerRequestUs)} | ` +
+      `${s.agentCpuPerRequestUs === null ? '–' : fixed(s.agentCpuPerRequestUs)} | ` +
+      `**${s.betweenCpuPerRequestUs === null ? '–' : fixed(s.betweenCpuPerRequestUs)}** |`,
+  );
+  const ratio = (n: number | null): string => (n === null ? '–' : `${fixed(n, 2)}×`);
+  const us = (n: number | null): string => (n === null ? '–' : `${fixed(n)} µs`);
+  return (
+    heading('Floor: the tunnel beside a bare Node.js relay', report) +
+    'Three sides answer `GET /loadtest/get` from the same backend process: **direct**; **relay**, two Node.js ' +
+    'processes that multiplex the client connections over one TCP connection and only copy bytes (no HTTP, no ' +
+    "flow control, no limits: the least a Node.js tunnel of this shape can cost); and **tunnel**, tunnel2's " +
+    'edge and agent. Each side runs a fixed-rate stage and a closed-loop stage after a discarded ' +
+    `${settings.warmupSec} s warm-up. CPU is user + system time per answered request, in µs.\n\n` +
+    '| side | stage | connections | ok | RPS | p50 ms | p99 ms | backend CPU | edge CPU | agent CPU | edge + agent CPU |\n' +
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
+    `${rows.join('\n')}\n\n` +
+    `- at ${settings.ratePerSec} RPS, edge + agent CPU per request: relay (the floor) ${us(summary.relayCpuPerRequestUs)}, ` +
+    `tunnel ${us(summary.tunnelCpuPerRequestUs)}; tunnel / floor = ${ratio(summary.tunnelOverRelayCpu)}\n` +
+    `- closed loop, ${settings.connections} connections: relay / direct = ${ratio(summary.relayOverDirectRps)}, ` +
+    `tunnel / direct = ${ratio(summary.tunnelOverDirectRps)}\n` +
     gateLine(report.gate)
   );
 }

@@ -6,15 +6,17 @@ import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { type BenchStack, startBenchStack } from './bench-stack.js';
 import { type BulkResult, runBulkBench } from './bulk-scenario.js';
 import { BenchError, BenchErrorCode, usageError } from './errors.js';
+import { type FloorResult, runFloorBench } from './floor-scenario.js';
 import { commandLine, describeEnvironment } from './report-json.js';
 import type { SideName } from './report-schema.js';
 import type { StandaloneName } from './scenarios.js';
 import { runSessionsBench, type SessionsResult } from './sessions-scenario.js';
-import { renderBulkMarkdown, renderSessionsMarkdown } from './standalone-report-md.js';
+import { renderBulkMarkdown, renderFloorMarkdown, renderSessionsMarkdown } from './standalone-report-md.js';
 
 /**
  * Scenarios that are not stages of paced or closed-loop load: `bulk` (large transfers), `sessions` (many
- * idle sessions, many streams in one) and `npx` (start-up time of the published package). Each writes
+ * idle sessions, many streams in one), `npx` (start-up time of the published package) and `floor` (the
+ * tunnel beside a bare Node.js relay pair, three sides instead of two). Each writes
  * report.json (`schemaVersion` 1, `scenario`, `command`, `environment`, `result`, `gate`) and report.md.
  */
 interface Gate {
@@ -97,6 +99,13 @@ function sessionsGate(result: SessionsResult, maxKb: number | null): Gate {
   return { passed: violations.length === 0, violations };
 }
 
+function floorGate(result: FloorResult): Gate {
+  const violations = result.stages
+    .filter((s) => s.errors > 0 || s.ok !== s.requests)
+    .map((s) => `${s.side} ${s.mode}: ${s.errors} of ${s.requests} requests failed`);
+  return { passed: violations.length === 0, violations };
+}
+
 /** `pnpm bench npx`: the start-up bench lives with the packaging script it depends on. */
 function runNpx(argv: string[]): Promise<number> {
   const script = fileURLToPath(new URL('../../scripts/bench-npx.ts', import.meta.url));
@@ -125,11 +134,16 @@ export async function runStandalone(
     idle: { type: 'string' },
     concurrency: { type: 'string' },
     'max-kb-per-session': { type: 'string' },
+    rate: { type: 'string' },
+    connections: { type: 'string' },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
   });
   const applies: Record<StandaloneName, string[]> = {
     bulk: ['out', 'only', 'size', 'warmup-mib', 'min-mbps'],
     sessions: ['out', 'sessions', 'streams', 'idle', 'concurrency', 'max-kb-per-session'],
     npx: [],
+    floor: ['out', 'rate', 'connections', 'duration', 'warmup'],
   };
   for (const flag of Object.keys(flags)) {
     if (!applies[name].includes(flag)) throw usageError(`--${flag} does not apply to the ${name} scenario`);
@@ -173,6 +187,27 @@ export async function runStandalone(
       return 3;
     } finally {
       await stack?.close();
+    }
+  }
+
+  if (name === 'floor') {
+    const settings = {
+      ratePerSec: positiveInt('rate', str('rate'), 1000),
+      connections: positiveInt('connections', str('connections'), 100),
+      durationSec: positiveInt('duration', str('duration'), 20),
+      warmupSec: wholeNumber('warmup', str('warmup'), 5),
+      path: '/loadtest/get',
+    };
+    try {
+      const result = await runFloorBench(settings, note);
+      const gate = floorGate(result);
+      const report = { ...header(), result, gate };
+      writeReports(outDir, report, renderFloorMarkdown(report));
+      process.stdout.write(`${outDir}\n`);
+      return gate.passed ? 0 : 1;
+    } catch (err) {
+      note(`the run failed: ${err instanceof Error ? err.message : String(err)}`);
+      return 3;
     }
   }
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BulkResult } from '../src/bulk-scenario.js';
+import type { FloorResult } from '../src/floor-scenario.js';
 import type { SessionsResult } from '../src/sessions-scenario.js';
 import type { StandaloneReport } from '../src/standalone-report-md.js';
 import { runBench } from './support/run-bench.js';
@@ -105,9 +106,58 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(md).toContain('KB per session');
   });
 
+  it('floor: direct, the bare relay pair and the tunnel answer every request, each with its CPU per request', async () => {
+    const out = join(work, 'floor');
+    const run = await runBench([
+      'floor',
+      '--rate',
+      '100',
+      '--connections',
+      '4',
+      '--duration',
+      '2',
+      '--warmup',
+      '1',
+      '--out',
+      out,
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const { json, md } = report<FloorResult>(out);
+    const { stages, summary } = json.result;
+    expect(stages.map((s) => [s.side, s.mode])).toEqual([
+      ['direct', 'rate'],
+      ['direct', 'closed'],
+      ['relay', 'rate'],
+      ['relay', 'closed'],
+      ['tunnel', 'rate'],
+      ['tunnel', 'closed'],
+    ]);
+    for (const stage of stages) {
+      // Every request of every side is answered 2xx: the relay carries real HTTP through its two processes.
+      expect(stage.errors).toBe(0);
+      expect(stage.ok).toBe(stage.requests);
+      expect(stage.ok).toBeGreaterThan(0);
+      expect(stage.connections).toBe(stage.mode === 'rate' ? 10 : 4);
+      if (stage.side === 'direct') expect(stage.betweenCpuPerRequestUs).toBeNull();
+      else
+        expect(stage.betweenCpuPerRequestUs).toBe(stage.edgeCpuPerRequestUs! + stage.agentCpuPerRequestUs!);
+    }
+    const rate = stages.find((s) => s.side === 'tunnel' && s.mode === 'rate')!;
+    expect(rate.rps).toBeGreaterThan(80);
+    expect(summary.tunnelOverRelayCpu).toBe(summary.tunnelCpuPerRequestUs! / summary.relayCpuPerRequestUs!);
+    expect(summary.relayOverDirectRps).toBeGreaterThan(0);
+    expect(summary.tunnelOverDirectRps).toBeGreaterThan(0);
+    expect(md).toContain('| side | stage | connections | ok | RPS |');
+    expect(md).toContain('tunnel / floor = ');
+    expect(run.stderr).toContain('[floor] relay 100 RPS: ');
+  });
+
   it('refuses a flag that does not apply, before starting anything', async () => {
     const run = await runBench(['sessions', '--size', '4']);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('--size does not apply to the sessions scenario');
+    const floor = await runBench(['floor', '--sessions', '4']);
+    expect(floor.code).toBe(2);
+    expect(floor.stderr).toContain('--sessions does not apply to the floor scenario');
   });
 });
