@@ -36,3 +36,24 @@ describe('TUNNEL2_HEAP_GROWING_PERCENT in both executables', () => {
     });
   }
 });
+
+describe('TUNNEL2_V8_PRETENURING in both executables', () => {
+  for (const [name, bin] of [
+    ['tunnel2', [cliBin, '--version']],
+    ['tunnel2-edge', [edgeBin, '--help']],
+  ] as const) {
+    it(`${name} refuses anything but 0 or 1 with one line, before starting`, async () => {
+      for (const value of ['yes', 'true', '2', ' 1']) {
+        const result = await exitOf(bin, { TUNNEL2_V8_PRETENURING: value });
+        expect(result.code).toBe(1);
+        expect(result.stderr).toBe(`${name}: TUNNEL2_V8_PRETENURING must be 0 or 1\n`);
+      }
+    });
+
+    it(`${name} starts with pretenuring off (the default, or 0) and on (1, V8's default)`, async () => {
+      for (const value of ['', '0', '1']) {
+        expect((await exitOf(bin, { TUNNEL2_V8_PRETENURING: value })).code).toBe(0);
+      }
+    });
+  }
+});

@@ -13,4 +13,16 @@ if (!(Number.isInteger(growingPercent) && growingPercent >= 0 && growingPercent 
 }
 if (growingPercent > 0) setFlagsFromString(`--heap-growing-percent=${growingPercent}`);
 
+// V8 allocates straight into the old generation from an allocation site whose objects mostly survived a
+// scavenge (pretenuring). Here that misfires: per-request objects then die in the old generation, where only
+// a full collection frees them, and every old object pointing at a young one is more work for each scavenge.
+// At 1,000 RPS with V8's default the edge ran a full collection every ~12 s and spent twice the time in
+// scavenges (bench/README.md, optimization log). TUNNEL2_V8_PRETENURING=1 restores V8's default.
+const pretenuring = process.env.TUNNEL2_V8_PRETENURING || '0';
+if (pretenuring !== '0' && pretenuring !== '1') {
+  process.stderr.write('tunnel2-edge: TUNNEL2_V8_PRETENURING must be 0 or 1\n');
+  process.exit(1);
+}
+if (pretenuring === '0') setFlagsFromString('--no-allocation-site-pretenuring');
+
 await import('../dist/main.js');
