@@ -1,4 +1,4 @@
-import { ErrorCode, MuxSession, type MuxStream } from '@tunnel2/protocol';
+import { ErrorCode, errorCodeName, type GoAway, MuxSession, type MuxStream } from '@tunnel2/protocol';
 import WebSocket from 'ws';
 
 /**
@@ -40,6 +40,17 @@ export function connectLightAgent(options: LightAgentOptions): Promise<LightAgen
       handshakeTimeout: options.handshakeTimeoutMs ?? 30_000,
     });
     let settled = false;
+    // What the edge said on its way out, so a handshake that ends early names the edge's reason.
+    let goAway: GoAway | undefined;
+    let socketClose: { code: number; reason: string } | undefined;
+    const edgeSaid = (): string => {
+      const parts = [
+        goAway && `GOAWAY ${errorCodeName(goAway.code)}${goAway.reason ? `: ${goAway.reason}` : ''}`,
+        socketClose &&
+          `WebSocket close ${socketClose.code}${socketClose.reason ? ` ${socketClose.reason}` : ''}`,
+      ].filter((part) => part !== undefined);
+      return parts.length > 0 ? ` (${parts.join('; ')})` : ' (no GOAWAY, no close frame)';
+    };
     let resolveClosed: (error: Error | undefined) => void = () => {};
     const closed = new Promise<Error | undefined>((r) => {
       resolveClosed = r;
@@ -70,8 +81,11 @@ export function connectLightAgent(options: LightAgentOptions): Promise<LightAgen
           if (options.onStream === undefined) stream.reset(ErrorCode.REFUSED_STREAM);
           else options.onStream(stream);
         },
+        onGoAway: (frame) => {
+          goAway = frame;
+        },
         onClose: (error) => {
-          fail(error ?? new Error('the edge closed the session during the handshake'));
+          fail(error ?? new Error(`the edge closed the session during the handshake${edgeSaid()}`));
           resolveClosed(error);
         },
       },
@@ -80,7 +94,10 @@ export function connectLightAgent(options: LightAgentOptions): Promise<LightAgen
     socket.on('message', (data, isBinary) => {
       if (isBinary) session.receive(data as Buffer);
     });
-    socket.on('close', () => session.transportClosed());
+    socket.on('close', (code, reason) => {
+      socketClose = { code, reason: reason.toString() };
+      session.transportClosed();
+    });
     socket.on('error', (err) => {
       fail(err);
       session.transportClosed(err);
