@@ -70,6 +70,10 @@ async function forEachLimited(
 }
 
 /** An agent that holds every stream until `expected` are open at once (or none arrived for a while). */
+const QUIET_MS = 10_000;
+/** Well under the edge's listen backlog. */
+const CONNECTING_AT_ONCE = 128;
+
 function holdingAgent(expected: number): {
   onStream: (stream: MuxStream) => void;
   stats: { maxConcurrent: number };
@@ -102,9 +106,9 @@ function holdingAgent(expected: number): {
         stats.maxConcurrent = Math.max(stats.maxConcurrent, held.length);
         if (held.length >= expected) answerAll();
         else {
-          // A smaller stream limit on the edge would leave the rest queued there: answer what we hold.
+          // If the rest never come (streams lost or queued somewhere), answer what we hold rather than hang.
           clearTimeout(quiet);
-          quiet = setTimeout(answerAll, 2_000);
+          quiet = setTimeout(answerAll, QUIET_MS);
         }
       },
       onData: (chunk) => stream.consume(chunk.length),
@@ -116,7 +120,34 @@ function holdingAgent(expected: number): {
   return { onStream, stats };
 }
 
-function get(url: URL, path: string): Promise<{ status: number; body: string }> {
+/**
+ * Bounds how many connections are being opened at once. Every request of the streams phase stays in flight
+ * until all have arrived, so its connections pile up; opening them all in one burst overflows the edge's
+ * listen backlog (Node's default, 511), and the kernel's SYN retransmits (1 s, 3 s, 7 s...) then decide when
+ * the rest arrive. Established connections do not count against the bound.
+ */
+function connectGate(limit: number): () => Promise<() => void> {
+  let opening = 0;
+  const waiting: (() => void)[] = [];
+  return async () => {
+    if (opening >= limit) await new Promise<void>((go) => waiting.push(go));
+    opening++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      opening--;
+      waiting.shift()?.();
+    };
+  };
+}
+
+async function get(
+  url: URL,
+  path: string,
+  gate: () => Promise<() => void>,
+): Promise<{ status: number; body: string }> {
+  const connected = await gate();
   return new Promise((resolve, reject) => {
     const req = request(
       { host: url.hostname, port: url.port, path, agent: false, headers: { connection: 'close' } },
@@ -130,7 +161,15 @@ function get(url: URL, path: string): Promise<{ status: number; body: string }> 
         res.on('error', reject);
       },
     );
-    req.on('error', reject);
+    req.once('socket', (socket) => {
+      if (!socket.connecting) connected();
+      socket.once('connect', connected);
+      socket.once('close', connected);
+    });
+    req.on('error', (err) => {
+      connected();
+      reject(err);
+    });
     req.end();
   });
 }
@@ -147,6 +186,7 @@ async function measureStreams(
     agentKey: 'bench-streams',
     onStream: holder.onStream,
   });
+  const gate = connectGate(CONNECTING_AT_ONCE);
   const started = performance.now();
   let answered = 0;
   let wrong = 0;
@@ -155,7 +195,7 @@ async function measureStreams(
     Array.from({ length: count }, async (_, i) => {
       const path = `/item/${i}?n=${i}`;
       try {
-        const res = await get(edgeUrl, `/session/${agent.name}${path}`);
+        const res = await get(edgeUrl, `/session/${agent.name}${path}`, gate);
         answered++;
         if (res.status !== 200 || res.body !== path) wrong++;
       } catch {
@@ -173,7 +213,11 @@ export async function runSessionsBench(
   settings: SessionsSettings,
   note: (line: string) => void,
 ): Promise<SessionsResult> {
-  const edge = await startEdgeService();
+  // The edge's per-session stream limit (1,000 by default) must not be what the streams phase measures.
+  const edge = await startEdgeService([
+    '--max-streams-per-session',
+    String(Math.max(1000, settings.streams)),
+  ]);
   const agents: LightAgent[] = [];
   try {
     const edgeUrl = new URL(edge.readyValue);

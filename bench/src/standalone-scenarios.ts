@@ -91,6 +91,9 @@ function sessionsGate(result: SessionsResult, maxKb: number | null): Gate {
   if (maxKb !== null && !(sessions.edgeKbPerSession <= maxKb)) {
     violations.push(`${sessions.edgeKbPerSession.toFixed(1)} KB of edge RSS per session > ${maxKb}`);
   }
+  if (streams.maxConcurrent !== streams.requested) {
+    violations.push(`streams: at most ${streams.maxConcurrent} of ${streams.requested} were open at once`);
+  }
   if (streams.answered !== streams.requested || streams.wrong > 0 || streams.failed > 0) {
     violations.push(
       `streams: ${streams.answered}/${streams.requested} answered, ${streams.wrong} wrong, ${streams.failed} failed`,
