@@ -81,7 +81,7 @@ function bulkGate(result: BulkResult, minMbps: number | null): Gate {
   return { passed: violations.length === 0, violations };
 }
 
-function sessionsGate(result: SessionsResult, maxKb: number | null): Gate {
+export function sessionsGate(result: SessionsResult, maxKb: number | null): Gate {
   const violations: string[] = [];
   const { sessions, streams } = result;
   if (sessions.opened !== sessions.requested) {
