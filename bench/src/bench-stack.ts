@@ -43,7 +43,8 @@ function packageDir(name: string): string {
   return dirname(fileURLToPath(import.meta.resolve(`${name}/package.json`)));
 }
 
-function jsonEvent(line: string, event: string): Record<string, unknown> | undefined {
+/** The JSON object of a `{"event": ...}` line when it is that event. */
+export function jsonEvent(line: string, event: string): Record<string, unknown> | undefined {
   if (!line.startsWith('{')) return undefined;
   try {
     const parsed = JSON.parse(line) as Record<string, unknown>;

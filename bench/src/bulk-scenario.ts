@@ -1,7 +1,7 @@
 import type { BenchStack } from './bench-stack.js';
 import { bulkDownload, bulkUpload } from './bulk-client.js';
 import type { ChildService } from './child-service.js';
-import { readCpuMs, readStatusKb } from './process-stats.js';
+import { meterSelf, readCpuMs, readStatusKb } from './process-stats.js';
 import type { SideName } from './report-schema.js';
 
 /**
@@ -89,7 +89,7 @@ async function measure(
     side === 'tunnel' || s === stack.backend ? traceProcess(s) : traceProcess(undefined),
   );
   const started = performance.now();
-  const clientCpu = process.cpuUsage();
+  const client = meterSelf();
   let moved = 0;
   let error: string | null = null;
   try {
@@ -101,7 +101,7 @@ async function measure(
     error = err instanceof Error ? err.message : String(err);
   }
   const seconds = (performance.now() - started) / 1000;
-  const { user, system } = process.cpuUsage(clientCpu);
+  const clientCpuMs = client.stop()?.cpuMs ?? Number.NaN;
   const [edge, agent, backend] = traces.map((t) => t.stop());
   return {
     direction,
@@ -114,7 +114,7 @@ async function measure(
     edge: edge ?? null,
     agent: agent ?? null,
     backend: backend ?? null,
-    clientCpuMs: (user + system) / 1000,
+    clientCpuMs,
   };
 }
 

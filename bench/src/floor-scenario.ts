@@ -1,10 +1,12 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type BenchStack, type LoadTarget, startBenchStack, targetOf } from './bench-stack.js';
+import { type BenchStack, jsonEvent, type LoadTarget, startBenchStack, targetOf } from './bench-stack.js';
 import { type ChildService, startChildService } from './child-service.js';
 import { runLoad } from './load-runner.js';
-import { meterProcess, type UsageMeter } from './process-stats.js';
+import { meterProcess } from './process-stats.js';
+import { fixed } from './report-format.js';
 import { autoConnections } from './scenarios.js';
+import { perRequestUs } from './side-report.js';
 
 /*
  * `pnpm bench floor`: what the tunnel costs next to the least any Node.js tunnel of its shape can cost on the
@@ -76,13 +78,8 @@ interface Side {
 const relayBin = (): string => join(fileURLToPath(new URL('.', import.meta.url)), 'relay-floor-process.js');
 
 function listeningUrl(line: string): string | undefined {
-  if (!line.startsWith('{')) return undefined;
-  try {
-    const parsed = JSON.parse(line) as { event?: unknown; url?: unknown };
-    return parsed.event === 'listening' && typeof parsed.url === 'string' ? parsed.url : undefined;
-  } catch {
-    return undefined;
-  }
+  const url = jsonEvent(line, 'listening')?.url;
+  return typeof url === 'string' ? url : undefined;
 }
 
 async function startRelay(
@@ -104,12 +101,6 @@ async function startRelay(
   return { edge, agent };
 }
 
-const perRequestUs = (meter: UsageMeter | undefined, answered: number): number | null => {
-  const usage = meter?.stop();
-  if (usage == null) return null;
-  return answered > 0 ? (usage.cpuMs * 1000) / answered : Number.NaN;
-};
-
 async function runStage(
   stack: BenchStack,
   side: Side,
@@ -128,7 +119,7 @@ async function runStage(
     timeoutSec: 10,
   });
   const { ok, finished } = load.outcomes;
-  const [backend, edge, agent] = meters.map((m) => perRequestUs(m, ok));
+  const [backend, edge, agent] = meters.map((m) => perRequestUs(m?.stop()?.cpuMs, ok));
   return {
     side: side.name,
     mode,
@@ -164,9 +155,6 @@ function summarize(stages: FloorStage[]): FloorSummary {
     tunnelOverDirectRps: ratio(find('tunnel', 'closed')?.rps, directRps),
   };
 }
-
-const fixed = (n: number | null, digits = 0): string =>
-  n != null && Number.isFinite(n) ? n.toFixed(digits) : '–';
 
 export async function runFloorBench(
   settings: FloorSettings,

@@ -2,6 +2,11 @@ import type { ProcessUsageReport, StageReport } from './report-schema.js';
 
 /** How numbers read in report.md and report.html (report.json keeps them raw). */
 
+/** `n` with `digits` decimals, "–" when unknown or not finite. */
+export function fixed(n: number | null | undefined, digits = 0): string {
+  return n !== null && n !== undefined && Number.isFinite(n) ? n.toFixed(digits) : '–';
+}
+
 export function ms(value: number): string {
   if (value >= 100) return value.toFixed(0);
   if (value >= 10) return value.toFixed(1);

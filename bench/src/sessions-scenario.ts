@@ -69,11 +69,11 @@ async function forEachLimited(
   await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
 }
 
-/** An agent that holds every stream until `expected` are open at once (or none arrived for a while). */
 const QUIET_MS = 10_000;
 /** Well under the edge's listen backlog. */
 const CONNECTING_AT_ONCE = 128;
 
+/** An agent that holds every stream until `expected` are open at once (or none arrived for a while). */
 function holdingAgent(expected: number): {
   onStream: (stream: MuxStream) => void;
   stats: { maxConcurrent: number };

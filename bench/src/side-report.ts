@@ -33,7 +33,7 @@ function roundLatency<T extends object>(latency: T): T {
 }
 
 /** µs of CPU per finished request; null when nothing finished or the CPU time is unknown. */
-function perRequestUs(cpuMs: number | undefined, requests: number): number | null {
+export function perRequestUs(cpuMs: number | undefined, requests: number): number | null {
   return cpuMs === undefined || requests === 0 ? null : round((cpuMs * 1000) / requests, 1);
 }
 

@@ -1,5 +1,6 @@
 import type { BulkResult, BulkTransfer, RssTrace } from './bulk-scenario.js';
 import type { FloorResult } from './floor-scenario.js';
+import { fixed } from './report-format.js';
 import type { BenchReport } from './report-schema.js';
 import type { SessionsResult } from './sessions-scenario.js';
 
@@ -11,8 +12,6 @@ export interface StandaloneReport<R> {
   result: R;
   gate: { passed: boolean; violations: string[] };
 }
-
-const fixed = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toFixed(digits) : '–');
 
 function heading<R>(title: string, report: StandaloneReport<R>): string {
   const env = report.environment;
@@ -98,9 +97,9 @@ export function renderFloorMarkdown(report: StandaloneReport<FloorResult>): stri
     (s) =>
       `| ${s.side} | ${s.mode === 'rate' ? `${s.targetRps} RPS` : 'closed loop'} | ${s.connections} | ` +
       `${s.ok}/${s.requests} | **${fixed(s.rps)}** | ${fixed(s.p50Ms, 2)} | ${fixed(s.p99Ms, 2)} | ` +
-      `${fixed(s.backendCpuPerRequestUs)} | ${s.edgeCpuPerRequestUs === null ? '–' : fixed(s.edgeCpuPerRequestUs)} | ` +
-      `${s.agentCpuPerRequestUs === null ? '–' : fixed(s.agentCpuPerRequestUs)} | ` +
-      `**${s.betweenCpuPerRequestUs === null ? '–' : fixed(s.betweenCpuPerRequestUs)}** |`,
+      `${fixed(s.backendCpuPerRequestUs)} | ${fixed(s.edgeCpuPerRequestUs)} | ` +
+      `${fixed(s.agentCpuPerRequestUs)} | ` +
+      `**${fixed(s.betweenCpuPerRequestUs)}** |`,
   );
   const ratio = (n: number | null): string => (n === null ? '–' : `${fixed(n, 2)}×`);
   const us = (n: number | null): string => (n === null ? '–' : `${fixed(n)} µs`);

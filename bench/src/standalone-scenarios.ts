@@ -11,7 +11,12 @@ import { commandLine, describeEnvironment } from './report-json.js';
 import type { SideName } from './report-schema.js';
 import type { StandaloneName } from './scenarios.js';
 import { runSessionsBench, type SessionsResult } from './sessions-scenario.js';
-import { renderBulkMarkdown, renderFloorMarkdown, renderSessionsMarkdown } from './standalone-report-md.js';
+import {
+  renderBulkMarkdown,
+  renderFloorMarkdown,
+  renderSessionsMarkdown,
+  type StandaloneReport,
+} from './standalone-report-md.js';
 
 /**
  * Scenarios that are not stages of paced or closed-loop load: `bulk` (large transfers), `sessions` (many
@@ -166,6 +171,26 @@ export async function runStandalone(
     environment: describeEnvironment(),
   });
 
+  /** Runs one scenario, gates it and writes its reports; a run that fails is exit 3, bad flags stay usage errors. */
+  const runAndReport = async <R>(
+    run: () => Promise<R>,
+    gateOf: (result: R) => Gate,
+    render: (report: StandaloneReport<R>) => string,
+  ): Promise<number> => {
+    try {
+      const result = await run();
+      const gate = gateOf(result);
+      const report = { ...header(), result, gate };
+      writeReports(outDir, report, render(report));
+      process.stdout.write(`${outDir}\n`);
+      return gate.passed ? 0 : 1;
+    } catch (err) {
+      if (err instanceof BenchError && err.code === BenchErrorCode.USAGE) throw err;
+      note(`the run failed: ${err instanceof Error ? err.message : String(err)}`);
+      return 3;
+    }
+  };
+
   if (name === 'bulk') {
     const sizeMiB = positiveInt('size', str('size'), 1024);
     const warmupMiB = wholeNumber('warmup-mib', str('warmup-mib'), 128);
@@ -173,21 +198,18 @@ export async function runStandalone(
     const sides = sidesOf(str('only'));
     let stack: BenchStack | undefined;
     try {
-      stack = await startBenchStack({ tunnel: sides.includes('tunnel') });
-      const result = await runBulkBench(
-        stack,
-        { bytes: sizeMiB * 2 ** 20, sides, warmupBytes: warmupMiB * 2 ** 20 },
-        note,
+      return await runAndReport(
+        async () => {
+          stack = await startBenchStack({ tunnel: sides.includes('tunnel') });
+          return runBulkBench(
+            stack,
+            { bytes: sizeMiB * 2 ** 20, sides, warmupBytes: warmupMiB * 2 ** 20 },
+            note,
+          );
+        },
+        (result) => bulkGate(result, minMbps),
+        renderBulkMarkdown,
       );
-      const gate = bulkGate(result, minMbps);
-      const report = { ...header(), result, gate };
-      writeReports(outDir, report, renderBulkMarkdown(report));
-      process.stdout.write(`${outDir}\n`);
-      return gate.passed ? 0 : 1;
-    } catch (err) {
-      if (err instanceof BenchError && err.code === BenchErrorCode.USAGE) throw err;
-      note(`the run failed: ${err instanceof Error ? err.message : String(err)}`);
-      return 3;
     } finally {
       await stack?.close();
     }
@@ -201,17 +223,7 @@ export async function runStandalone(
       warmupSec: wholeNumber('warmup', str('warmup'), 5),
       path: '/loadtest/get',
     };
-    try {
-      const result = await runFloorBench(settings, note);
-      const gate = floorGate(result);
-      const report = { ...header(), result, gate };
-      writeReports(outDir, report, renderFloorMarkdown(report));
-      process.stdout.write(`${outDir}\n`);
-      return gate.passed ? 0 : 1;
-    } catch (err) {
-      note(`the run failed: ${err instanceof Error ? err.message : String(err)}`);
-      return 3;
-    }
+    return runAndReport(() => runFloorBench(settings, note), floorGate, renderFloorMarkdown);
   }
 
   const maxKb = optionalNumber('max-kb-per-session', str('max-kb-per-session'));
@@ -221,15 +233,9 @@ export async function runStandalone(
     idleSec: positiveInt('idle', str('idle'), 15),
     connectConcurrency: positiveInt('concurrency', str('concurrency'), 100),
   };
-  try {
-    const result = await runSessionsBench(settings, note);
-    const gate = sessionsGate(result, maxKb);
-    const report = { ...header(), result, gate };
-    writeReports(outDir, report, renderSessionsMarkdown(report));
-    process.stdout.write(`${outDir}\n`);
-    return gate.passed ? 0 : 1;
-  } catch (err) {
-    note(`the run failed: ${err instanceof Error ? err.message : String(err)}`);
-    return 3;
-  }
+  return runAndReport(
+    () => runSessionsBench(settings, note),
+    (result) => sessionsGate(result, maxKb),
+    renderSessionsMarkdown,
+  );
 }

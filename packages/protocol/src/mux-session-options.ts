@@ -51,8 +51,8 @@ export interface MuxSessionOptions {
   maxMessageSize?: number;
   /**
    * Largest receive window a stream grows to by auto-tuning (bytes). A stream starts at the
-   * initialStreamWindow we announce; when its consumer returns a quarter of the window in less than two
-   * round trips (the sender is waiting for credit, not for us), the next WINDOW_UPDATE doubles it, up to
+   * initialStreamWindow we announce; when its consumer takes a whole window in less than two round
+   * trips (the sender is waiting for credit, not for us), the next WINDOW_UPDATE doubles it, up to
    * this. Default: initialStreamWindow, i.e. no growth and exact windows.
    */
   maxStreamWindow?: number;
