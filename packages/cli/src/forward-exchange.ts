@@ -127,9 +127,17 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   }
 
   onReset(error: StreamResetError): void {
-    const reason = new Error(`request cancelled through the tunnel (${error.message})`);
-    this.#body?.destroy(reason);
-    if (this.#controller && !this.#controller.aborted) this.#controller.abort(reason);
+    // A request undici has started is aborted through its controller (which also ends its connection: an
+    // HTTP/1.1 request cannot be cancelled otherwise). One still waiting in the pool's queue has no
+    // controller yet; it is dropped when undici gets to it (onRequestStart).
+    if (this.#controller && !this.#controller.aborted) {
+      this.#controller.abort(new Error(`request cancelled through the tunnel (${error.message})`));
+    }
+    // Never destroy(err): while the request waits in the pool's queue nobody listens for the body's
+    // 'error', and an unheard 'error' is an uncaught exception that ends the agent. Destroyed without an
+    // error, the body only closes; its buffered chunks are released.
+    this.#body?.destroy();
+    this.#owed = 0;
     this.#report(error.protocolCode === ErrorCode.CANCEL ? 'client went away' : error.message);
   }
 
@@ -140,8 +148,13 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   // ---- undici DispatchHandler: the local target's response ----
 
   onRequestStart(controller: DispatchController): void {
+    if (this.#stream.closed) {
+      // The stream was reset while the request waited in undici's queue. Throwing here makes undici drop
+      // the request before a byte of it is written, and keep the connection for the next request;
+      // controller.abort() would destroy that connection, one per abandoned request.
+      throw new Error('stream closed before the request started');
+    }
     this.#controller = controller;
-    if (this.#stream.closed) controller.abort(new Error('stream closed before the request started'));
   }
 
   onResponseStart(
