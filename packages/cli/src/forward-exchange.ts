@@ -10,6 +10,7 @@ import {
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
+import { type BackendErrorCode, backendErrorCode, describeBackendError } from './backend-error.js';
 import { isReplayable, isStaleConnection } from './backend-retry.js';
 import { expectsContinue, isWebSocketUpgrade, NodeHttpExchange } from './node-http-exchange.js';
 import type { Target } from './target.js';
@@ -58,6 +59,8 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   #owed = 0;
   #controller: DispatchController | undefined;
   #responseStarted = false;
+  /** A first byte of a response arrived: the backend got the request (never replayed) and began answering. */
+  #answerBegun = false;
   #finished = false;
   #requestSeen = false;
   /** The request as dispatched, kept while it may be replayed once on a fresh connection. */
@@ -157,6 +160,10 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     this.#controller = controller;
   }
 
+  onResponseStarted(): void {
+    this.#answerBegun = true;
+  }
+
   onResponseStart(
     controller: DispatchController,
     statusCode: number,
@@ -204,7 +211,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   onResponseError(_controller: DispatchController, error: Error): void {
     const replay = this.#replay;
     this.#replay = undefined;
-    if (replay !== undefined && !this.#stream.closed && isStaleConnection(error)) {
+    if (replay !== undefined && !this.#answerBegun && !this.#stream.closed && isStaleConnection(error)) {
       // A pooled connection the backend closed as the request went out: once more, on a fresh one.
       this.#controller = undefined;
       this.#options.pool.dispatch(replay, this);
@@ -218,10 +225,14 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     if (this.#responseStarted) {
       // Part of the body is already on its way: the client must see the response aborted.
       this.#stream.reset(ErrorCode.BACKEND_ERROR);
-      this.#report(`backend failed mid-response: ${errorCode(error)}`);
+      this.#report(`backend failed mid-response: ${backendErrorCode(error)}`);
       return;
     }
-    const [status, message, code] = describeBackendError(error, this.#options.target.host);
+    const { status, message, code } = describeBackendError(
+      error,
+      this.#options.target.host,
+      this.#answerBegun,
+    );
     this.#status = status;
     this.#sendErrorResponse(status, message, code);
     this.#report(message);
@@ -289,44 +300,4 @@ function rawHeaderStrings(raw: Buffer[] | string[] | Record<string, unknown> | n
     out[i] = typeof v === 'string' ? v : v.toString('latin1');
   }
   return out;
-}
-
-function errorCode(error: Error): string {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? code : error.name;
-}
-
-type BackendErrorCode =
-  | 'TUNNEL2_ERR_BACKEND_UNREACHABLE'
-  | 'TUNNEL2_ERR_BACKEND_TIMEOUT'
-  | 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE';
-
-function describeBackendError(error: Error, host: string): [number, string, BackendErrorCode] {
-  const code = errorCode(error);
-  switch (code) {
-    case 'ECONNREFUSED':
-      return [502, `tunnel2: backend refused connection on ${host}`, 'TUNNEL2_ERR_BACKEND_UNREACHABLE'];
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return [
-        502,
-        `tunnel2: backend host of ${host} could not be resolved`,
-        'TUNNEL2_ERR_BACKEND_UNREACHABLE',
-      ];
-    case 'UND_ERR_CONNECT_TIMEOUT':
-    case 'UND_ERR_HEADERS_TIMEOUT':
-    case 'ETIMEDOUT':
-      return [504, `tunnel2: backend on ${host} did not answer in time`, 'TUNNEL2_ERR_BACKEND_TIMEOUT'];
-    default:
-      // llhttp's parse errors (HPE_*, or undici's HTTPParserError without one): the backend answered,
-      // but not with HTTP.
-      if (code.startsWith('HPE_') || code === 'HTTPParserError') {
-        return [
-          502,
-          `tunnel2: backend on ${host} sent a malformed response (${code})`,
-          'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE',
-        ];
-      }
-      return [502, `tunnel2: backend on ${host} failed (${code})`, 'TUNNEL2_ERR_BACKEND_UNREACHABLE'];
-  }
 }
