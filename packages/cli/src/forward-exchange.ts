@@ -11,6 +11,7 @@ import {
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
 import { type BackendErrorCode, backendErrorCode, describeBackendError } from './backend-error.js';
+import type { BackendQueue } from './backend-queue.js';
 import { isReplayable, isStaleConnection } from './backend-retry.js';
 import { expectsContinue, isWebSocketUpgrade, NodeHttpExchange } from './node-http-exchange.js';
 import type { Target } from './target.js';
@@ -29,7 +30,8 @@ export interface RequestReport {
 }
 
 export interface ForwardOptions {
-  pool: Dispatcher;
+  /** The backend pool, behind the agent's own line (a cancelled request leaves it without a connection). */
+  backend: BackendQueue;
   target: Target;
   hostHeader: HostHeaderMode;
   /** The edge's frame limit, which bounds a response head. */
@@ -112,7 +114,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       bodyTimeout: 0,
     };
     if (isReplayable(head.method, this.#body !== undefined)) this.#replay = request;
-    this.#options.pool.dispatch(request, this);
+    this.#options.backend.dispatch(request, this);
   }
 
   onData(chunk: Buffer): void {
@@ -130,15 +132,15 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   }
 
   onReset(error: StreamResetError): void {
-    // A request undici has started is aborted through its controller (which also ends its connection: an
-    // HTTP/1.1 request cannot be cancelled otherwise). One still waiting in the pool's queue has no
-    // controller yet; it is dropped when undici gets to it (onRequestStart).
-    if (this.#controller && !this.#controller.aborted) {
+    // A request still waiting for a backend connection leaves the line: nothing of it ever reaches the
+    // backend. One undici has started is aborted through its controller (which also ends its connection:
+    // an HTTP/1.1 request cannot be cancelled otherwise).
+    if (!this.#options.backend.cancel(this) && this.#controller && !this.#controller.aborted) {
       this.#controller.abort(new Error(`request cancelled through the tunnel (${error.message})`));
     }
-    // Never destroy(err): while the request waits in the pool's queue nobody listens for the body's
-    // 'error', and an unheard 'error' is an uncaught exception that ends the agent. Destroyed without an
-    // error, the body only closes; its buffered chunks are released.
+    // Never destroy(err): until undici starts the request nobody listens for the body's 'error', and an
+    // unheard 'error' is an uncaught exception that ends the agent. Destroyed without an error, the body
+    // only closes; its buffered chunks are released.
     this.#body?.destroy();
     this.#owed = 0;
     this.#report(error.protocolCode === ErrorCode.CANCEL ? 'client went away' : error.message);
@@ -151,13 +153,10 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   // ---- undici DispatchHandler: the local target's response ----
 
   onRequestStart(controller: DispatchController): void {
-    if (this.#stream.closed) {
-      // The stream was reset while the request waited in undici's queue. Throwing here makes undici drop
-      // the request before a byte of it is written, and keep the connection for the next request;
-      // controller.abort() would destroy that connection, one per abandoned request.
-      throw new Error('stream closed before the request started');
-    }
     this.#controller = controller;
+    // Reset in the moment between the agent's line and undici starting it (undici may hold one request
+    // while its connections are all busy): aborted before a byte is written.
+    if (this.#stream.closed) controller.abort(new Error('stream closed before the request started'));
   }
 
   onResponseStarted(): void {
@@ -214,7 +213,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     if (replay !== undefined && !this.#answerBegun && !this.#stream.closed && isStaleConnection(error)) {
       // A pooled connection the backend closed as the request went out: once more, on a fresh one.
       this.#controller = undefined;
-      this.#options.pool.dispatch(replay, this);
+      this.#options.backend.dispatch(replay, this);
       return;
     }
     this.#body?.destroy();

@@ -11,7 +11,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** The agent's default backend pool size (Tunnel's `connections`): more uploads than this wait inside undici. */
+/** The agent's default backend pool size (Tunnel's `connections`): more uploads than this wait in the agent's line for a connection. */
 const POOL_CONNECTIONS = 256;
 
 interface HoardingBackend {
@@ -27,7 +27,7 @@ interface HoardingBackend {
 
 /**
  * A backend that answers `GET /ping` at once and never reads nor answers anything else: every upload sent
- * to it holds its connection, so the agent's pool fills and the next uploads queue inside undici.
+ * to it holds its connection, so the agent's pool fills and the next uploads wait in the agent's line (BackendQueue).
  */
 async function startHoardingBackend(): Promise<HoardingBackend> {
   const sockets = new Set<Socket>();
@@ -100,7 +100,7 @@ describe('a public client cannot crash the agent', () => {
     const backend = await startHoardingBackend();
     cleanups.push(() => backend.close());
     const { edge, port, host, agent, streams } = await tunnel(backend.port, 'queued');
-    // More uploads than the pool has connections: the rest wait in undici's queue with their body streams.
+    // More uploads than the pool has connections: the rest wait in the agent's line with their body streams.
     const count = POOL_CONNECTIONS + 200;
     const clients: Socket[] = [];
     cleanups.push(() => {
@@ -120,11 +120,12 @@ describe('a public client cannot crash the agent', () => {
     expect(edge.sessions.get('queued')).toBe(session);
     expect(res.status).toBe(200);
     expect(res.body.toString()).toBe('pong');
-    // The abandoned uploads that waited in the pool never reached the backend, and cost no connection each.
+    // The abandoned uploads that waited in the agent's line never reached the backend and cost no connection
+    // (at most one more than the pool's: a request undici may hold while its connections are all busy).
     console.log(
       `backend: ${backend.accepted} connections, ${backend.requests} requests for ${count} uploads`,
     );
     expect(backend.requests).toBe(POOL_CONNECTIONS + 1);
-    expect(backend.accepted).toBeLessThanOrEqual(2 * POOL_CONNECTIONS + 1);
+    expect(backend.accepted).toBeLessThanOrEqual(POOL_CONNECTIONS + 2);
   });
 });

@@ -20,7 +20,7 @@ const MB = 1_000_000;
 
 /**
  * Uploads are never read nor answered; a download gets a head promising 10 MB and 64 KB of it, then
- * nothing: every exchange holds a backend connection, and past the pool's 256 they queue inside undici.
+ * nothing: every exchange holds a backend connection, and past the pool's 256 they wait in the agent's line.
  */
 async function startStallingBackend() {
   const sockets = new Set<Socket>();
@@ -98,7 +98,7 @@ it('thousands of slow uploads and unread downloads, abandoned at once, round aft
   for (let round = 1; round <= ROUNDS; round++) {
     const clients: Socket[] = [];
     for (let i = 0; i < CONNECTIONS; i++) clients.push(await open(port, i % 2 === 0 ? upload : download));
-    // Every stream slot of the agent is taken (the pool's 256 busy, the rest queued in undici) and the
+    // Every stream slot of the agent is taken (the pool's 256 busy, the rest waiting in the agent's line) and the
     // other connections wait at the edge.
     await until(() => streams() === AGENT_STREAMS && waiting() === CONNECTIONS - AGENT_STREAMS);
     const rssLoaded = currentRss(pid);
