@@ -5,7 +5,11 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * one at a time after the rest (vitest.isolated.config.ts): on two cores, sharing the machine with other
  * test files skews their figures, and their load skews the others' timing.
  */
-export const isolatedTests = ['bench/test/load-runner.test.ts', 'packages/cli/test/e2e-overload.test.ts'];
+export const isolatedTests = [
+  'bench/test/load-runner.test.ts',
+  'packages/cli/test/e2e-overload.test.ts',
+  'packages/cli/test/e2e-abandoned-soak.test.ts',
+];
 
 export default defineConfig({
   test: {

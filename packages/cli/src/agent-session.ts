@@ -1,7 +1,7 @@
 import { ErrorCode, type Hello, MuxSession, type ProtocolSettings } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
 import WebSocket from 'ws';
+import type { BackendQueue } from './backend-queue.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import { ForwardExchange, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
 import { traceStream } from './request-trace.js';
@@ -20,7 +20,8 @@ export interface AgentSessionOptions {
   token: string | undefined;
   /** Identifies this agent process so reconnects resume its name without a token. */
   agentKey: string;
-  pool: Dispatcher;
+  /** The backend pool behind the agent's own line of waiting requests. */
+  backend: BackendQueue;
   target: Target;
   hostHeader: HostHeaderMode;
   protocol: Partial<ProtocolSettings>;
@@ -100,7 +101,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           const traced = options.logger.isLevelEnabled('info');
           let onReport = options.onReport;
           new ForwardExchange(stream, {
-            pool: options.pool,
+            backend: options.backend,
             target: options.target,
             hostHeader: options.hostHeader,
             maxHeadSize: session.peerSettings.maxFrameSize,

@@ -10,6 +10,8 @@ import {
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
+import { type BackendErrorCode, backendErrorCode, describeBackendError } from './backend-error.js';
+import type { BackendQueue } from './backend-queue.js';
 import { isReplayable, isStaleConnection } from './backend-retry.js';
 import { expectsContinue, isWebSocketUpgrade, NodeHttpExchange } from './node-http-exchange.js';
 import type { Target } from './target.js';
@@ -28,7 +30,8 @@ export interface RequestReport {
 }
 
 export interface ForwardOptions {
-  pool: Dispatcher;
+  /** The backend pool, behind the agent's own line (a cancelled request leaves it without a connection). */
+  backend: BackendQueue;
   target: Target;
   hostHeader: HostHeaderMode;
   /** The edge's frame limit, which bounds a response head. */
@@ -58,6 +61,8 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   #owed = 0;
   #controller: DispatchController | undefined;
   #responseStarted = false;
+  /** A first byte of a response arrived: the backend got the request (never replayed) and began answering. */
+  #answerBegun = false;
   #finished = false;
   #requestSeen = false;
   /** The request as dispatched, kept while it may be replayed once on a fresh connection. */
@@ -109,7 +114,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       bodyTimeout: 0,
     };
     if (isReplayable(head.method, this.#body !== undefined)) this.#replay = request;
-    this.#options.pool.dispatch(request, this);
+    this.#options.backend.dispatch(request, this);
   }
 
   onData(chunk: Buffer): void {
@@ -127,9 +132,17 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   }
 
   onReset(error: StreamResetError): void {
-    const reason = new Error(`request cancelled through the tunnel (${error.message})`);
-    this.#body?.destroy(reason);
-    if (this.#controller && !this.#controller.aborted) this.#controller.abort(reason);
+    // A request still waiting for a backend connection leaves the line: nothing of it ever reaches the
+    // backend. One undici has started is aborted through its controller (which also ends its connection:
+    // an HTTP/1.1 request cannot be cancelled otherwise).
+    if (!this.#options.backend.cancel(this) && this.#controller && !this.#controller.aborted) {
+      this.#controller.abort(new Error(`request cancelled through the tunnel (${error.message})`));
+    }
+    // Never destroy(err): until undici starts the request nobody listens for the body's 'error', and an
+    // unheard 'error' is an uncaught exception that ends the agent. Destroyed without an error, the body
+    // only closes; its buffered chunks are released.
+    this.#body?.destroy();
+    this.#owed = 0;
     this.#report(error.protocolCode === ErrorCode.CANCEL ? 'client went away' : error.message);
   }
 
@@ -141,7 +154,13 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
 
   onRequestStart(controller: DispatchController): void {
     this.#controller = controller;
+    // Reset in the moment between the agent's line and undici starting it (undici may hold one request
+    // while its connections are all busy): aborted before a byte is written.
     if (this.#stream.closed) controller.abort(new Error('stream closed before the request started'));
+  }
+
+  onResponseStarted(): void {
+    this.#answerBegun = true;
   }
 
   onResponseStart(
@@ -191,10 +210,10 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   onResponseError(_controller: DispatchController, error: Error): void {
     const replay = this.#replay;
     this.#replay = undefined;
-    if (replay !== undefined && !this.#stream.closed && isStaleConnection(error)) {
+    if (replay !== undefined && !this.#answerBegun && !this.#stream.closed && isStaleConnection(error)) {
       // A pooled connection the backend closed as the request went out: once more, on a fresh one.
       this.#controller = undefined;
-      this.#options.pool.dispatch(replay, this);
+      this.#options.backend.dispatch(replay, this);
       return;
     }
     this.#body?.destroy();
@@ -205,10 +224,14 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     if (this.#responseStarted) {
       // Part of the body is already on its way: the client must see the response aborted.
       this.#stream.reset(ErrorCode.BACKEND_ERROR);
-      this.#report(`backend failed mid-response: ${errorCode(error)}`);
+      this.#report(`backend failed mid-response: ${backendErrorCode(error)}`);
       return;
     }
-    const [status, message, code] = describeBackendError(error, this.#options.target.host);
+    const { status, message, code } = describeBackendError(
+      error,
+      this.#options.target.host,
+      this.#answerBegun,
+    );
     this.#status = status;
     this.#sendErrorResponse(status, message, code);
     this.#report(message);
@@ -276,44 +299,4 @@ function rawHeaderStrings(raw: Buffer[] | string[] | Record<string, unknown> | n
     out[i] = typeof v === 'string' ? v : v.toString('latin1');
   }
   return out;
-}
-
-function errorCode(error: Error): string {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? code : error.name;
-}
-
-type BackendErrorCode =
-  | 'TUNNEL2_ERR_BACKEND_UNREACHABLE'
-  | 'TUNNEL2_ERR_BACKEND_TIMEOUT'
-  | 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE';
-
-function describeBackendError(error: Error, host: string): [number, string, BackendErrorCode] {
-  const code = errorCode(error);
-  switch (code) {
-    case 'ECONNREFUSED':
-      return [502, `tunnel2: backend refused connection on ${host}`, 'TUNNEL2_ERR_BACKEND_UNREACHABLE'];
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return [
-        502,
-        `tunnel2: backend host of ${host} could not be resolved`,
-        'TUNNEL2_ERR_BACKEND_UNREACHABLE',
-      ];
-    case 'UND_ERR_CONNECT_TIMEOUT':
-    case 'UND_ERR_HEADERS_TIMEOUT':
-    case 'ETIMEDOUT':
-      return [504, `tunnel2: backend on ${host} did not answer in time`, 'TUNNEL2_ERR_BACKEND_TIMEOUT'];
-    default:
-      // llhttp's parse errors (HPE_*, or undici's HTTPParserError without one): the backend answered,
-      // but not with HTTP.
-      if (code.startsWith('HPE_') || code === 'HTTPParserError') {
-        return [
-          502,
-          `tunnel2: backend on ${host} sent a malformed response (${code})`,
-          'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE',
-        ];
-      }
-      return [502, `tunnel2: backend on ${host} failed (${code})`, 'TUNNEL2_ERR_BACKEND_UNREACHABLE'];
-  }
 }

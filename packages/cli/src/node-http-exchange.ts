@@ -10,6 +10,7 @@ import {
   type StreamResetError,
   withoutHopByHop,
 } from '@tunnel2/protocol';
+import { describeBackendError } from './backend-error.js';
 import type { ForwardOptions } from './forward-exchange.js';
 
 /** True when a request head asks for a WebSocket upgrade. */
@@ -47,6 +48,8 @@ export class NodeHttpExchange implements StreamHandler {
   #status = 0;
   #reported = false;
   #upgrade = false;
+  /** A first byte of the backend's answer arrived (its own connection: agent false). */
+  #answerBegun = false;
 
   constructor(stream: MuxStream, options: ForwardOptions) {
     this.#stream = stream;
@@ -78,6 +81,11 @@ export class NodeHttpExchange implements StreamHandler {
     });
     request.on('response', (res) => this.#onResponse(res));
     request.on('error', (err) => this.#onError(err));
+    request.once('socket', (socket) =>
+      socket.once('data', () => {
+        this.#answerBegun = true;
+      }),
+    );
     request.on('drain', () => this.#creditRequestBody());
     if (this.#upgrade || !hasBody) request.end();
   }
@@ -184,20 +192,16 @@ export class NodeHttpExchange implements StreamHandler {
       this.#stream.reset(ErrorCode.BACKEND_ERROR);
       return;
     }
-    const code = (err as { code?: unknown }).code;
-    const message =
-      code === 'ECONNREFUSED'
-        ? `tunnel2: backend refused connection on ${this.#options.target.host}`
-        : `tunnel2: backend on ${this.#options.target.host} failed (${typeof code === 'string' ? code : err.name})`;
+    const { status, message, code } = describeBackendError(err, this.#options.target.host, this.#answerBegun);
     const body = Buffer.from(`${message}\n`);
-    this.#status = 502;
-    this.#sendHead(502, '', [
+    this.#status = status;
+    this.#sendHead(status, '', [
       'content-type',
       'text/plain; charset=utf-8',
       'content-length',
       String(body.length),
       'x-tunnel2-error',
-      'TUNNEL2_ERR_BACKEND_UNREACHABLE',
+      code,
     ]);
     this.#stream.write(body);
     this.#stream.end();

@@ -5,6 +5,7 @@ import type { ProtocolSettings } from '@tunnel2/protocol';
 import { type Logger, pino } from 'pino';
 import { Pool } from 'undici';
 import { type ConnectedSession, connectSession, type SessionInfo } from './agent-session.js';
+import { BackendQueue } from './backend-queue.js';
 import { backoffDelay } from './backoff.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
@@ -101,6 +102,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   info: SessionInfo | undefined;
   readonly #options: ConnectOptions;
   readonly #pool: Pool;
+  readonly #backend: BackendQueue;
   readonly #logger: Logger;
   readonly #agentKey = randomUUID();
   readonly #hostHeader: HostHeaderMode;
@@ -123,6 +125,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       headersTimeout: 0,
       bodyTimeout: 0,
     });
+    this.#backend = new BackendQueue(this.#pool);
   }
 
   get url(): string | undefined {
@@ -159,6 +162,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     this.#wake?.();
     await this.#session?.close(graceMs);
     await this.#loop;
+    this.#backend.close();
     await this.#pool.close();
     this.emit('close');
   }
@@ -175,7 +179,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           name,
           token: this.#options.token ?? process.env.TUNNEL2_TOKEN,
           agentKey: this.#agentKey,
-          pool: this.#pool,
+          backend: this.#backend,
           target: this.target,
           hostHeader: this.#hostHeader,
           protocol: this.#options.protocol ?? {},

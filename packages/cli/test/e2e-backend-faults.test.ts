@@ -76,6 +76,47 @@ describe('backend faults', () => {
     expect((await send({ port, path: '/fine', headers: ['Host', host] })).status).toBe(200);
   });
 
+  it.each([
+    {
+      fault: 'a duplicate Content-Length',
+      bytes: 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!',
+      message: 'sent a malformed response',
+    },
+    {
+      fault: 'a close mid-head',
+      bytes: 'HTTP/1.1 200 OK\r\nContent-Type: text/pl',
+      message: 'closed the connection before completing its response head',
+    },
+    {
+      fault: 'a 200 KB head',
+      bytes: `HTTP/1.1 200 OK\r\nX-Big: ${'a'.repeat(200 * 1024)}\r\nContent-Length: 2\r\n\r\nok`,
+      message: 'sent a response head larger than',
+    },
+  ])(
+    'a backend reached that answers with $fault → 502 TUNNEL2_ERR_BACKEND_INVALID_RESPONSE',
+    async ({ bytes, message }) => {
+      const backend = await startRawBackend((socket, request) => {
+        if (request.path === '/bad') socket.end(bytes, 'latin1');
+        else socket.write(okResponse());
+      });
+      cleanups.push(() => backend.close());
+      const { port, host } = await tunnelTo(backend, 'invalid');
+      // Through undici, and through node:http (the path of Expect: 100-continue requests).
+      for (const headers of [
+        ['Host', host],
+        ['Host', host, 'Expect', '100-continue'],
+      ]) {
+        const res = await send({ port, path: '/bad', headers });
+        expect(res.status).toBe(502);
+        expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_INVALID_RESPONSE');
+        expect(res.body.toString()).toContain(message);
+      }
+      // The backend got each request: a broken answer is not a stale connection, so none was sent again.
+      expect(backend.received.filter((r) => r.path === '/bad')).toHaveLength(2);
+      expect((await send({ port, path: '/fine', headers: ['Host', host] })).status).toBe(200);
+    },
+  );
+
   it('a backend that stalls mid-body: the client sees the response aborted once the idle timeout passes', async () => {
     const backend = await startRawBackend((socket) => {
       // Promises 1000 bytes, sends 10, then goes silent with the connection open.

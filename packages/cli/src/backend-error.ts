@@ -1,0 +1,88 @@
+import { maxHeaderSize } from 'node:http';
+
+export type BackendErrorCode =
+  | 'TUNNEL2_ERR_BACKEND_UNREACHABLE'
+  | 'TUNNEL2_ERR_BACKEND_TIMEOUT'
+  | 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE';
+
+/** The synthetic answer the agent sends when the backend gave no usable response head. */
+export interface BackendErrorAnswer {
+  status: number;
+  message: string;
+  code: BackendErrorCode;
+}
+
+/** The error's stable code (undici's `UND_ERR_*`, llhttp's `HPE_*`, a system `E*`), else its name. */
+export function backendErrorCode(error: Error): string {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : error.name;
+}
+
+/** A connection that ended under a request: undici's and node:http's codes. */
+const connectionLost: ReadonlySet<string> = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
+/**
+ * Classifies a failure that happened before any final response head reached the client, as an edge
+ * proxy does (HAProxy's "SH"/"PH" termination states, Envoy's "UF"/"UPE"): the backend could not be
+ * reached (refused, unknown host, closed without a byte) → UNREACHABLE; it did not answer in time →
+ * TIMEOUT; it was reached and began answering but the head was malformed, cut short or too large →
+ * INVALID_RESPONSE. `answerBegun`: at least one byte of a response arrived for this request.
+ */
+export function describeBackendError(error: Error, host: string, answerBegun: boolean): BackendErrorAnswer {
+  const code = backendErrorCode(error);
+  const invalid = (what: string): BackendErrorAnswer => ({
+    status: 502,
+    message: `tunnel2: backend on ${host} ${what}`,
+    code: 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE',
+  });
+  switch (code) {
+    case 'ECONNREFUSED':
+      return {
+        status: 502,
+        message: `tunnel2: backend refused connection on ${host}`,
+        code: 'TUNNEL2_ERR_BACKEND_UNREACHABLE',
+      };
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return {
+        status: 502,
+        message: `tunnel2: backend host of ${host} could not be resolved`,
+        code: 'TUNNEL2_ERR_BACKEND_UNREACHABLE',
+      };
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'ETIMEDOUT':
+      return {
+        status: 504,
+        message: `tunnel2: backend on ${host} did not answer in time`,
+        code: 'TUNNEL2_ERR_BACKEND_TIMEOUT',
+      };
+    // undici's and llhttp's limit on a response head (node:http's maxHeaderSize, 16 KB by default).
+    case 'UND_ERR_HEADERS_OVERFLOW':
+    case 'HPE_HEADER_OVERFLOW':
+      return invalid(`sent a response head larger than ${maxHeaderSize} bytes`);
+    // The head fitted undici's limit but not one tunnel frame (the edge's maxFrameSize).
+    case 'TUNNEL2_ERR_HEAD_TOO_LARGE':
+      return invalid(`sent a response head larger than the tunnel carries (${error.message})`);
+    // Two different Content-Length values: undici reports it as a length mismatch, llhttp by name.
+    case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
+    case 'HTTPParserError':
+      return invalid(`sent a malformed response (${code})`);
+    default:
+      if (code.startsWith('HPE_')) return invalid(`sent a malformed response (${code})`);
+      if (connectionLost.has(code)) {
+        return answerBegun
+          ? invalid('closed the connection before completing its response head')
+          : {
+              status: 502,
+              message: `tunnel2: backend on ${host} closed the connection without answering (${code})`,
+              code: 'TUNNEL2_ERR_BACKEND_UNREACHABLE',
+            };
+      }
+      return {
+        status: 502,
+        message: `tunnel2: backend on ${host} failed (${code})`,
+        code: 'TUNNEL2_ERR_BACKEND_UNREACHABLE',
+      };
+  }
+}
