@@ -159,7 +159,8 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     ...integer(1, 10 * MINUTE),
   },
   maxSessionsPerOwner: {
-    description: 'live tunnels one token (or one anonymous agent) may hold on this node',
+    description:
+      'live tunnels one token (or, for anonymous agents, one client address) may hold on this node',
     default: 20,
     ...integer(1, 1_000_000),
   },

@@ -43,7 +43,7 @@ export interface EdgeOptions {
    * address, or when `allowAnonymous` is set explicitly.
    */
   auth?: AgentAuthOptions;
-  /** Live sessions one token (or one anonymous agent) may hold on this node. */
+  /** Live sessions one token (or, for anonymous agents, one client address) may hold on this node. */
   maxSessionsPerOwner?: number;
   /** Largest request body carried through a tunnel (413 beyond). */
   maxRequestBodyBytes?: number;
