@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { createAgentAuthenticator } from './agent-auth.js';
 import { AgentConnection } from './agent-connection.js';
+import type { ClientOriginResolver } from './client-address.js';
+import { quoteForEcho } from './echo.js';
 import type { ResolvedEdgeOptions } from './edge-options.js';
 import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
@@ -18,6 +20,8 @@ export interface AgentEndpointOptions {
   /** Public URLs for a session name. */
   urlsFor: (name: string) => { url: string; urls: string[] };
   isDraining: () => boolean;
+  /** Decides an agent's client address (the peer, or what a trusted proxy in front says). */
+  clients: ClientOriginResolver;
 }
 
 /** Header an agent sends so its reconnects resume its name even without a token. */
@@ -30,6 +34,15 @@ export const AGENT_KEY_HEADER = 'x-tunnel2-agent-key';
 export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
   const { options, sessions, logger } = endpoint;
   const authenticator = createAgentAuthenticator(options.auth);
+  // The client address of each live anonymous session. Anonymous agents pick their own agent key, so a
+  // new key per connection would escape a limit counted by key: they are counted by address instead.
+  const anonymousAddress = new WeakMap<AgentConnection, string>();
+  const countAnonymousFrom = (address: string): number => {
+    let count = 0;
+    for (const connection of sessions.connections())
+      if (anonymousAddress.get(connection) === address) count++;
+    return count;
+  };
   const wss = new WebSocketServer({
     noServer: true,
     perMessageDeflate: false,
@@ -54,7 +67,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         const why =
           check.reason === 'reserved'
             ? `subdomain "${requested}" is reserved`
-            : `subdomain "${requested}" is not a valid DNS label (a-z, 0-9, inner hyphens, at most 63 characters)`;
+            : `subdomain ${quoteForEcho(requested)} is not a valid DNS label (a-z, 0-9, inner hyphens, at most 63 characters)`;
         rejectUpgrade(socket, { code, message: why });
         return;
       }
@@ -64,11 +77,17 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       rejectUpgrade(socket, authRefusal(auth.reason));
       return;
     }
+    // The agent key still decides who owns a name (a reconnect resumes it); the limit counts the address.
     const owner = ownerKey(auth.identity);
-    if (sessions.countOwnedBy(owner) >= options.maxSessionsPerOwner) {
+    const address = auth.anonymous ? endpoint.clients.resolve(req).address : undefined;
+    const held = address === undefined ? sessions.countOwnedBy(owner) : countAnonymousFrom(address);
+    if (held >= options.maxSessionsPerOwner) {
       rejectUpgrade(socket, {
         code: EdgeErrorCode.TOO_MANY_SESSIONS,
-        message: `too many tunnels for this agent token (at most ${options.maxSessionsPerOwner} on this edge)`,
+        message:
+          address === undefined
+            ? `too many tunnels for this agent token (at most ${options.maxSessionsPerOwner} on this edge)`
+            : `too many anonymous tunnels from this address (at most ${options.maxSessionsPerOwner} on this edge)`,
         retryAfterS: 10,
       });
       return;
@@ -97,7 +116,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     wss.handleUpgrade(req, socket, head, (ws) => {
       const urls = endpoint.urlsFor(name);
       let activated = false;
-      new AgentConnection({
+      const connection = new AgentConnection({
         name,
         epoch,
         owner,
@@ -123,6 +142,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
           else void sessions.abandon(name, epoch);
         },
       });
+      if (address !== undefined) anonymousAddress.set(connection, address);
     });
   }
 

@@ -5,8 +5,10 @@ import { ErrorCode } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { createAgentEndpoint } from './agent-endpoint.js';
+import { ClientOriginResolver, compileAddressBlocks } from './client-address.js';
+import { quoteForEcho } from './echo.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
-import { answerClientError, rejectUpgrade } from './error-response.js';
+import { answerClientError, EDGE_ANSWER_HEADERS, rejectUpgrade, sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
@@ -15,6 +17,31 @@ import { handleTunnelRequest, handleTunnelUpgrade } from './tunnel-ingress.js';
 
 function isWebSocketUpgrade(req: IncomingMessage): boolean {
   return req.headers.upgrade?.toLowerCase() === 'websocket';
+}
+
+/** Methods a tunnel URL serves; CONNECT is the one it does not (the edge is not a forward proxy). */
+const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE';
+
+/**
+ * What Node's parser lets through but the edge refuses before routing: a request line without a version
+ * (HTTP/0.9, which Node reports as 0.9), a 2.x version on this HTTP/1 port, or two Host fields, which
+ * RFC 9112 §3.2 says to answer 400 (Node keeps the first; a proxy in front might have used the second).
+ */
+function headProblem(req: IncomingMessage): { code: EdgeErrorCode; message: string } | undefined {
+  if (req.httpVersionMajor === 0) {
+    return { code: EdgeErrorCode.BAD_REQUEST, message: 'the request line has no HTTP version' };
+  }
+  if (req.httpVersionMajor !== 1) {
+    return { code: EdgeErrorCode.HTTP_VERSION, message: 'this port speaks HTTP/1.0 and HTTP/1.1 only' };
+  }
+  const raw = req.rawHeaders;
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host' && ++hosts > 1) {
+      return { code: EdgeErrorCode.BAD_REQUEST, message: 'the request has more than one Host field' };
+    }
+  }
+  return undefined;
 }
 
 export interface Edge {
@@ -49,6 +76,12 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     logger,
   });
   const inFlight = new InFlight();
+  const trusted =
+    options.trustedProxies.length > 0 ? compileAddressBlocks(options.trustedProxies) : undefined;
+  // resolveEdgeOptions has validated the list; an invalid entry cannot reach this point.
+  const clients = new ClientOriginResolver(
+    trusted === undefined || 'invalid' in trusted ? undefined : trusted,
+  );
   let draining = false;
   let boundPort = options.port;
   const ingress = {
@@ -58,6 +91,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     inFlight,
     maxRequestBodyBytes: options.maxRequestBodyBytes,
     reconnectWaitMs: options.reconnectWaitMs,
+    clients,
   };
 
   const baseUrl = (): URL => new URL(options.publicUrl ?? `http://${options.domain}:${boundPort}`);
@@ -71,6 +105,11 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
 
   const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
     const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
+      const problem = headProblem(req);
+      if (problem !== undefined) {
+        sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
+        return;
+      }
       const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
       if (route !== undefined) {
         // With Expect: 100-continue the backend decides: its 100 is relayed, or its early final answer.
@@ -101,6 +140,14 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     // Off by default: a quiet SSE stream is silent too.
     server.setTimeout(options.idleTimeoutMs);
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
+    // Without a listener Node drops a CONNECT by closing the connection; say why instead, everywhere.
+    server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.METHOD_NOT_ALLOWED,
+        message: 'CONNECT is not served: this edge is not a forward proxy',
+        headers: { Allow: ALLOWED_METHODS },
+      });
+    });
     return server;
   };
 
@@ -119,15 +166,21 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     logger,
     urlsFor,
     isDraining: () => draining,
+    clients,
   });
 
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const problem = headProblem(req);
+    if (problem !== undefined) {
+      rejectUpgrade(socket, problem);
+      return;
+    }
     const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
     if (!isWebSocketUpgrade(req)) {
       // Reached only on Node versions without shouldUpgradeCallback.
       rejectUpgrade(socket, {
         code: EdgeErrorCode.UPGRADE_UNSUPPORTED,
-        message: `only WebSocket upgrades are tunnelled, not "${String(req.headers.upgrade)}"`,
+        message: `only WebSocket upgrades are tunnelled, not ${quoteForEcho(String(req.headers.upgrade))}`,
       });
       return;
     }
@@ -141,29 +194,33 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     }
     rejectUpgrade(socket, {
       code: EdgeErrorCode.UNKNOWN_SESSION,
-      message: `not found: ${req.url ?? '/'} is neither a tunnel URL nor the agent endpoint`,
+      message: `not found: ${quoteForEcho(req.url ?? '/')} is neither a tunnel URL nor the agent endpoint`,
     });
   });
 
   app.get('/', async (request, reply) => {
-    reply.type('text/plain; charset=utf-8');
+    reply.type('text/plain; charset=utf-8').headers(EDGE_ANSWER_HEADERS);
     const host = hostnameOf(request.headers.host) ?? options.domain;
     return (
       'tunnel2 edge\n\n' +
       `Agents connect with:  npx tunnel2 http <port> --server ${baseUrl().origin}\n` +
       `Tunnels answer at:    http://<name>.${options.domain}:${boundPort}/  or  ${baseUrl().origin}/session/<name>/\n` +
-      `Sessions on this node: ${sessions.size}\n` +
-      (host !== options.domain ? `\n(host ${host} is not a tunnel under ${options.domain})\n` : '')
+      // How busy an edge is, is the operator's business: shown only when asked for.
+      (options.showSessionCount ? `Sessions on this node: ${sessions.size}\n` : '') +
+      (host !== options.domain
+        ? `\n(host ${quoteForEcho(host)} is not a tunnel under ${options.domain})\n`
+        : '')
     );
   });
 
   app.setNotFoundHandler((request, reply) => {
     reply
       .code(404)
+      .headers(EDGE_ANSWER_HEADERS)
       .header('x-tunnel2-error', EdgeErrorCode.UNKNOWN_SESSION)
       .type('text/plain; charset=utf-8')
       .send(
-        `not found: ${request.url} is not a tunnel URL. Use http://<name>.${options.domain}:${boundPort}/ ` +
+        `not found: ${quoteForEcho(request.url)} is not a tunnel URL. Use http://<name>.${options.domain}:${boundPort}/ ` +
           'or /session/<name>/...\n',
       );
   });

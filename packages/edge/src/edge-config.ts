@@ -4,6 +4,7 @@ import type { EdgeOptions } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 import {
   integer,
+  isAddressBlock,
   isDnsName,
   isUrl,
   list,
@@ -49,6 +50,8 @@ export interface EdgeSettings {
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
   idleTimeoutMs: number;
+  trustedProxies: string[];
+  showSessionCount: boolean;
   tokens: string[];
   tokenFile: string | undefined;
   tokenSecret: string | undefined;
@@ -156,7 +159,8 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     ...integer(1, 10 * MINUTE),
   },
   maxSessionsPerOwner: {
-    description: 'live tunnels one token (or one anonymous agent) may hold on this node',
+    description:
+      'live tunnels one token (or, for anonymous agents, one client address) may hold on this node',
     default: 20,
     ...integer(1, 1_000_000),
   },
@@ -220,6 +224,21 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
       'a client connection silent both ways this long is closed (aborts a body stalled mid-way; also cuts quiet SSE streams); keep above responseTimeoutMs (0: no limit)',
     default: 0,
     ...integer(0, 24 * HOUR),
+  },
+  trustedProxies: {
+    description:
+      'addresses or CIDR blocks of proxies in front whose X-Forwarded-For/-Proto/-Host/-Prefix are believed; from any other peer they are replaced (default: none)',
+    default: [],
+    ...list(
+      isAddressBlock,
+      'a list of IP addresses or CIDR blocks (comma-separated in a variable, an array in the file)',
+    ),
+  },
+  showSessionCount: {
+    description: 'show the number of live sessions on the public landing page',
+    default: false,
+    parse: parseBoolean,
+    allowed: 'true or false',
   },
   tokens: { description: 'accepted agent tokens', default: [], secret: true, flag: 'token', ...list() },
   tokenFile: {
@@ -424,6 +443,8 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
     requestTimeoutMs: settings.requestTimeoutMs,
     keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
     idleTimeoutMs: settings.idleTimeoutMs,
+    trustedProxies: settings.trustedProxies,
+    showSessionCount: settings.showSessionCount,
     auth,
     protocol: {
       maxConcurrentStreams: settings.maxConcurrentStreams,

@@ -3,6 +3,7 @@ import { MAX_WINDOW, type ProtocolSettings } from '@tunnel2/protocol';
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { AgentAuthOptions } from './agent-auth.js';
+import { compileAddressBlocks } from './client-address.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 
 export interface EdgeOptions {
@@ -42,7 +43,7 @@ export interface EdgeOptions {
    * address, or when `allowAnonymous` is set explicitly.
    */
   auth?: AgentAuthOptions;
-  /** Live sessions one token (or one anonymous agent) may hold on this node. */
+  /** Live sessions one token (or, for anonymous agents, one client address) may hold on this node. */
   maxSessionsPerOwner?: number;
   /** Largest request body carried through a tunnel (413 beyond). */
   maxRequestBodyBytes?: number;
@@ -73,6 +74,14 @@ export interface EdgeOptions {
    * `responseTimeoutMs` when set, or the 504 is never seen. 0: no limit.
    */
   idleTimeoutMs?: number;
+  /**
+   * Addresses or CIDR blocks of proxies in front of the edge (a TLS terminator, a load balancer) whose
+   * X-Forwarded-For / -Proto / -Host / -Prefix are believed. From any other peer those fields, Forwarded
+   * and X-Real-IP are removed and the edge sets its own. Default: none.
+   */
+  trustedProxies?: readonly string[];
+  /** Show the number of live sessions on the landing page (it is public). Default: false. */
+  showSessionCount?: boolean;
 }
 
 export interface ResolvedEdgeOptions {
@@ -105,6 +114,8 @@ export interface ResolvedEdgeOptions {
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
   idleTimeoutMs: number;
+  trustedProxies: readonly string[];
+  showSessionCount: boolean;
 }
 
 function isLoopback(host: string): boolean {
@@ -168,6 +179,14 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
       `invalid edge option requestTimeoutMs=${requestTimeoutMs}: must be 0 or at least headersTimeoutMs=${headersTimeoutMs}`,
     );
   }
+  const trustedProxies = [...(options.trustedProxies ?? [])];
+  const compiled = compileAddressBlocks(trustedProxies);
+  if ('invalid' in compiled) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `invalid edge option trustedProxies: "${compiled.invalid}" is not an IP address or CIDR block`,
+    );
+  }
   return {
     port: positive('port', options.port ?? 8080, 0, 65535),
     host,
@@ -218,5 +237,7 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     requestTimeoutMs: positive('requestTimeoutMs', requestTimeoutMs, 0, 86_400_000),
     keepAliveTimeoutMs: positive('keepAliveTimeoutMs', options.keepAliveTimeoutMs ?? 5_000, 1, 600_000),
     idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? 0, 0, 86_400_000),
+    trustedProxies,
+    showSessionCount: options.showSessionCount ?? false,
   };
 }

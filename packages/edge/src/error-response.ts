@@ -5,6 +5,15 @@ import { EdgeError, EdgeErrorCode, statusByCode } from './errors.js';
 import { publishRefusal } from './refusal-channel.js';
 
 /**
+ * Headers on every answer the edge writes itself. The body is plain text that may repeat what the client
+ * sent; `nosniff` keeps a browser from reading it as HTML or script whatever it contains.
+ */
+export const EDGE_ANSWER_HEADERS: Readonly<Record<string, string>> = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+};
+
+/**
  * Answers a public request with a short, specific plain-text error. The `x-tunnel2-error` header carries
  * the stable code so scripts and tests never have to read the prose.
  */
@@ -23,7 +32,7 @@ export function sendEdgeError(
   const headers: Record<string, string | number> = {
     'content-type': 'text/plain; charset=utf-8',
     'content-length': Buffer.byteLength(body),
-    'cache-control': 'no-store',
+    ...EDGE_ANSWER_HEADERS,
     'x-tunnel2-error': code,
   };
   if (retryAfterS !== undefined) headers['retry-after'] = retryAfterS;
@@ -33,28 +42,48 @@ export function sendEdgeError(
   publishRefusal(res.req.socket, code);
 }
 
-/** Refuses an HTTP upgrade on a raw socket (before any WebSocket handshake). */
+/** An edge answer as raw bytes, for a socket Node's HTTP server no longer writes to; always closes. */
+function rawAnswer(code: EdgeErrorCode, message: string, extra = ''): string {
+  const status = statusByCode[code];
+  const body = `${message}\n`;
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+    'Connection: close\r\n' +
+    'Content-Type: text/plain; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Cache-Control: no-store\r\n' +
+    'X-Content-Type-Options: nosniff\r\n' +
+    extra +
+    `x-tunnel2-error: ${code}\r\n\r\n${body}`
+  );
+}
+
+/**
+ * Refuses an HTTP upgrade (before any WebSocket handshake) or a CONNECT on a raw socket. `headers` are
+ * added as given (names and values the edge chose, never the client's).
+ */
 export function rejectUpgrade(
   socket: Duplex,
-  error: EdgeError | { code: EdgeErrorCode; message: string; retryAfterS?: number | undefined },
+  error:
+    | EdgeError
+    | {
+        code: EdgeErrorCode;
+        message: string;
+        retryAfterS?: number | undefined;
+        headers?: Record<string, string>;
+      },
 ): void {
-  const status = statusByCode[error.code];
   publishRefusal(socket, error.code);
-  const body = `${error.message}\n`;
-  const retryAfter =
+  let extra =
     'retryAfterS' in error && error.retryAfterS !== undefined ? `Retry-After: ${error.retryAfterS}\r\n` : '';
+  if ('headers' in error && error.headers !== undefined) {
+    for (const [name, value] of Object.entries(error.headers)) extra += `${name}: ${value}\r\n`;
+  }
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
-      'Connection: close\r\n' +
-      'Content-Type: text/plain; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      retryAfter +
-      `x-tunnel2-error: ${error.code}\r\n\r\n${body}`,
-  );
+  socket.end(rawAnswer(error.code, error.message, extra));
   // The answer is flushed before the socket goes; a client that never closes its side is cut off later.
   socket.once('finish', () => setTimeout(() => socket.destroy(), 1_000).unref());
 }
@@ -67,39 +96,48 @@ interface ClientError extends Error {
 /** The parts of a server socket a client error answer needs; `_httpMessage` is the response in progress. */
 interface ClientSocket extends Duplex {
   _httpMessage?: { headersSent: boolean } | null;
+  bytesRead?: number;
+}
+
+function classify(error: ClientError): { code: EdgeErrorCode; message: string } {
+  switch (error.code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { code: EdgeErrorCode.REQUEST_TIMEOUT, message: 'the request was not received in time' };
+    case 'HPE_HEADER_OVERFLOW':
+      return {
+        code: EdgeErrorCode.HEADERS_TOO_LARGE,
+        message: 'the request head is larger than this edge accepts',
+      };
+    // HTTP/1.2, HTTP/3.0, ... and the HTTP/2 connection preface (PRI * HTTP/2.0): a version this port
+    // does not speak, which RFC 9110 §15.6.6 answers with 505.
+    case 'HPE_INVALID_VERSION':
+    case 'HPE_PAUSED_H2_UPGRADE':
+      return {
+        code: EdgeErrorCode.HTTP_VERSION,
+        message: 'this port speaks HTTP/1.0 and HTTP/1.1 only',
+      };
+    default:
+      return { code: EdgeErrorCode.BAD_REQUEST, message: 'malformed HTTP request' };
+  }
 }
 
 /**
  * Answers a connection Node's HTTP server gives up on before a request reached a handler: a head or
- * request not received in time (408), a head over the size limit (431), bytes that are not HTTP (400).
- * Same plain-text form and `x-tunnel2-error` code as every other edge error; the connection then closes.
+ * request not received in time (408), a head over the size limit (431), an HTTP version other than 1.x
+ * (505), bytes that are not HTTP (400). Same plain-text form and `x-tunnel2-error` code as every other
+ * edge error; the connection then closes.
  */
 export function answerClientError(error: ClientError, socket: ClientSocket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const code =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? EdgeErrorCode.REQUEST_TIMEOUT
-      : error.code === 'HPE_HEADER_OVERFLOW'
-        ? EdgeErrorCode.HEADERS_TOO_LARGE
-        : EdgeErrorCode.BAD_REQUEST;
-  const message =
-    code === EdgeErrorCode.REQUEST_TIMEOUT
-      ? 'the request was not received in time'
-      : code === EdgeErrorCode.HEADERS_TOO_LARGE
-        ? 'the request head is larger than this edge accepts'
-        : 'malformed HTTP request';
+  const { code, message } = classify(error);
   publishRefusal(socket, code);
+  // A connection that never sent a byte (a browser's pre-connect, a port scan) is closed without an
+  // answer, as HAProxy's `http-ignore-probes` does: a browser that later sends its request on it would
+  // read a 408 it never caused.
+  const silent = code === EdgeErrorCode.REQUEST_TIMEOUT && socket.bytesRead === 0;
   // A response already on its way cannot be replaced by an error: the connection just closes.
-  if (socket.writable && socket._httpMessage?.headersSent !== true) {
-    const status = statusByCode[code];
-    const body = `${message}\n`;
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
-        'Connection: close\r\n' +
-        'Content-Type: text/plain; charset=utf-8\r\n' +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-        `x-tunnel2-error: ${code}\r\n\r\n${body}`,
-    );
+  if (!silent && socket.writable && socket._httpMessage?.headersSent !== true) {
+    socket.write(rawAnswer(code, message));
   }
   socket.destroy();
 }

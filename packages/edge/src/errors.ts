@@ -22,6 +22,8 @@ export const EdgeErrorCode = {
   BODY_TOO_LARGE: 'TUNNEL2_ERR_BODY_TOO_LARGE',
   RATE_LIMITED: 'TUNNEL2_ERR_RATE_LIMITED',
   REQUEST_TIMEOUT: 'TUNNEL2_ERR_REQUEST_TIMEOUT',
+  METHOD_NOT_ALLOWED: 'TUNNEL2_ERR_METHOD_NOT_ALLOWED',
+  HTTP_VERSION: 'TUNNEL2_ERR_HTTP_VERSION',
 } as const;
 export type EdgeErrorCode = (typeof EdgeErrorCode)[keyof typeof EdgeErrorCode];
 
@@ -48,6 +50,8 @@ export const statusByCode: Readonly<Record<EdgeErrorCode, number>> = {
   TUNNEL2_ERR_BODY_TOO_LARGE: 413,
   TUNNEL2_ERR_RATE_LIMITED: 429,
   TUNNEL2_ERR_REQUEST_TIMEOUT: 408,
+  TUNNEL2_ERR_METHOD_NOT_ALLOWED: 405,
+  TUNNEL2_ERR_HTTP_VERSION: 505,
 };
 
 export class EdgeError extends Error {

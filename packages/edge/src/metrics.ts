@@ -41,6 +41,8 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
   TUNNEL2_ERR_RESERVED_NAME: 'invalid',
   TUNNEL2_ERR_NAME_IN_USE: 'invalid',
   TUNNEL2_ERR_UPGRADE_UNSUPPORTED: 'invalid',
+  TUNNEL2_ERR_METHOD_NOT_ALLOWED: 'invalid',
+  TUNNEL2_ERR_HTTP_VERSION: 'invalid',
   TUNNEL2_ERR_STREAM_FAILED: 'failed',
   TUNNEL2_ERR_INVALID_CONFIG: 'failed',
 };

@@ -1,6 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { BlockList, isIP } from 'node:net';
+import type { BlockList } from 'node:net';
+import { compileAddressBlocks, inBlocks } from './client-address.js';
+import { quoteForEcho } from './echo.js';
 
 /** What an agent asks the edge to enforce on its public URL (sent in its HELLO). */
 export interface PublicProtection {
@@ -13,7 +15,11 @@ export interface PublicProtection {
 export type ProtectionVerdict = { ok: true } | { ok: false; status: 401 | 403; message: string };
 
 export interface CompiledProtection {
-  check(req: IncomingMessage): ProtectionVerdict;
+  /**
+   * `clientAddress` is the normalized client address the edge decided on: the connection's peer, or
+   * what a trusted proxy in front says (see client-address.ts).
+   */
+  check(req: IncomingMessage, clientAddress: string): ProtectionVerdict;
 }
 
 /** Validates the agent's settings once per session, so each request only does lookups. */
@@ -31,26 +37,21 @@ export function compileProtection(input: unknown): CompiledProtection | { error:
   let allowed: BlockList | undefined;
   if (allowIps !== undefined) {
     if (!Array.isArray(allowIps)) return { error: 'allowIps must be a list' };
-    allowed = new BlockList();
-    for (const entry of allowIps) {
-      const [address, prefix] = String(entry).split('/');
-      const family = isIP(address ?? '');
-      const bits = prefix === undefined ? (family === 6 ? 128 : 32) : Number(prefix);
-      if (family === 0 || !Number.isInteger(bits) || bits < 0 || bits > (family === 6 ? 128 : 32)) {
-        return { error: `allowIps entry "${String(entry)}" is not an IP address or CIDR block` };
-      }
-      allowed.addSubnet(address!, bits, family === 6 ? 'ipv6' : 'ipv4');
+    const compiled = compileAddressBlocks(allowIps);
+    if ('invalid' in compiled) {
+      return { error: `allowIps entry "${compiled.invalid}" is not an IP address or CIDR block` };
     }
+    allowed = compiled;
   }
   if (expected === undefined && allowed === undefined) return undefined;
   return {
-    check(req) {
-      if (allowed !== undefined) {
-        const remote = normalize(req.socket.remoteAddress ?? '');
-        const family = isIP(remote);
-        if (family === 0 || !allowed.check(remote, family === 6 ? 'ipv6' : 'ipv4')) {
-          return { ok: false, status: 403, message: `forbidden: ${remote} is not allowed by this tunnel` };
-        }
+    check(req, clientAddress) {
+      if (allowed !== undefined && !inBlocks(allowed, clientAddress)) {
+        return {
+          ok: false,
+          status: 403,
+          message: `forbidden: ${quoteForEcho(clientAddress, 64)} is not allowed by this tunnel`,
+        };
       }
       if (expected !== undefined) {
         const given = credentialsDigest(req.headers.authorization);
@@ -61,11 +62,6 @@ export function compileProtection(input: unknown): CompiledProtection | { error:
       return { ok: true };
     },
   };
-}
-
-/** `::ffff:127.0.0.1` is an IPv4 client on a dual-stack socket. */
-function normalize(address: string): string {
-  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 }
 
 function credentialsDigest(header: string | undefined): Buffer | undefined {

@@ -1,3 +1,5 @@
+import { compileAddressBlocks } from './client-address.js';
+
 // The parsers behind the edge's settings table (edge-config.ts): each turns a raw value (a string from a flag
 // or a variable, any JSON value from the config file) into a typed one, or throws a ValueProblem saying what
 // is allowed.
@@ -107,9 +109,14 @@ export function optionalBoolean(): Pick<SettingSpec<boolean | undefined>, 'parse
   };
 }
 
-/** A list: repeated flags, a comma-separated variable, or a JSON array of strings. */
-export function list(): Pick<SettingSpec<string[]>, 'parse' | 'allowed'> {
-  const allowed = 'a list of strings (comma-separated in a variable, an array in the file)';
+/**
+ * A list: repeated flags, a comma-separated variable, or a JSON array of strings. With `check` (which
+ * every item must pass), items never contain commas, so a flag may also hold several: `--x a,b --x c`.
+ */
+export function list(
+  check?: (item: string) => boolean,
+  allowed = 'a list of strings (comma-separated in a variable, an array in the file)',
+): Pick<SettingSpec<string[]>, 'parse' | 'allowed'> {
   return {
     allowed,
     parse(raw) {
@@ -117,10 +124,15 @@ export function list(): Pick<SettingSpec<string[]>, 'parse' | 'allowed'> {
       if (!Array.isArray(items) || !items.every((item) => typeof item === 'string')) {
         throw new ValueProblem(allowed);
       }
-      return items.map((item: string) => item.trim()).filter((item) => item !== '');
+      const split = check === undefined ? items : items.flatMap((item: string) => item.split(','));
+      const out = split.map((item: string) => item.trim()).filter((item) => item !== '');
+      if (check !== undefined && !out.every(check)) throw new ValueProblem(allowed);
+      return out;
     },
   };
 }
 
+/** An IP address or a CIDR block (`10.0.0.0/8`, `::1`, `2001:db8::/32`). */
+export const isAddressBlock = (value: string): boolean => !('invalid' in compileAddressBlocks([value]));
 export const isUrl = (value: string): boolean => URL.canParse(value);
 export const isDnsName = (value: string): boolean => /^(?!-)[a-z0-9-]+(\.[a-z0-9-]+)*\.?$/i.test(value);

@@ -11,6 +11,8 @@ import {
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import type { AgentConnection } from './agent-connection.js';
+import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
+import { quoteForEcho } from './echo.js';
 import { rejectUpgrade, sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import type { InFlight } from './in-flight.js';
@@ -29,6 +31,8 @@ export interface TunnelIngressOptions {
   maxRequestBodyBytes: number;
   /** How long a request for a reconnecting agent's name waits for it (0: answer 502 at once). */
   reconnectWaitMs: number;
+  /** Decides who a request comes from (the peer, or what a trusted proxy in front says). */
+  clients: ClientOriginResolver;
 }
 
 interface Refusal {
@@ -129,7 +133,12 @@ function prepare(
   options: TunnelIngressOptions,
 ): { payload: Buffer } | { refusal: Refusal } {
   const req = arrival.req;
-  const verdict = connection.protection?.check(req);
+  // Only read when the operator trusts a proxy in front; otherwise nothing the client wrote is looked at.
+  const origin = options.clients.trustsAnyone ? options.clients.resolve(req) : undefined;
+  const verdict = connection.protection?.check(
+    req,
+    origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
+  );
   if (verdict !== undefined && !verdict.ok) {
     return {
       refusal: {
@@ -161,7 +170,7 @@ function prepare(
       },
     };
   }
-  const headers = forwardedHeaders(req, route);
+  const headers = forwardedHeaders(req, route, origin);
   // An upgrade keeps the two fields that ask for it; everything else hop-by-hop is dropped.
   if (arrival.upgrade) headers.push('Connection', 'Upgrade', 'Upgrade', String(req.headers.upgrade));
   try {
@@ -306,21 +315,72 @@ function requestHasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined;
 }
 
-function forwardedHeaders(req: IncomingMessage, route: IngressRoute): RawHeaders {
+// The six fields a client could use to lie about where a request came from. Length first: most header
+// names are not 9, 15, 16, 17 or 18 characters long, and those skip the lowercase copy.
+const forwardingFields: ReadonlySet<string> = new Set([
+  'forwarded',
+  'x-real-ip',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-prefix',
+]);
+
+function isForwardingField(name: string): boolean {
+  const n = name.length;
+  return (n === 9 || (n >= 15 && n <= 18)) && forwardingFields.has(name.toLowerCase());
+}
+
+/** A host[:port] as a Host field may carry it: a DNS name, IPv4 or [IPv6], optional port. */
+const validHost =
+  /^(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*\.?|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
+/** A path prefix: starts with `/`, visible ASCII only. */
+const validPrefix = /^\/[\x21-\x7e]*$/;
+
+/** The one value of a single-valued field a trusted proxy set, or undefined when absent or repeated. */
+function single(value: string | string[] | undefined): string | undefined {
+  return typeof value === 'string' ? value.trim() : undefined;
+}
+
+/**
+ * The request's headers as the backend receives them: hop-by-hop fields dropped, every forwarding field
+ * the client sent removed, and the edge's own set. From a trusted proxy (`origin.trustedPeer`), its
+ * X-Forwarded-For chain is kept with the proxy appended, and its X-Forwarded-Proto / -Host / -Prefix are
+ * taken when valid. Forwarded and X-Real-IP never pass: the edge states the same in X-Forwarded-*.
+ */
+function forwardedHeaders(
+  req: IncomingMessage,
+  route: IngressRoute,
+  origin: ClientOrigin | undefined,
+): RawHeaders {
   const headers = withoutHopByHop(req.rawHeaders);
-  const remote = req.socket.remoteAddress ?? '';
-  let forwardedFor: string | undefined;
-  for (let i = 0; i < headers.length; i += 2) {
-    if (headers[i]!.toLowerCase() === 'x-forwarded-for') {
-      forwardedFor = headers[i + 1];
-      headers.splice(i, 2);
-      i -= 2;
+  let write = 0;
+  for (let read = 0; read < headers.length; read += 2) {
+    if (isForwardingField(headers[read]!)) continue;
+    headers[write] = headers[read]!;
+    headers[write + 1] = headers[read + 1]!;
+    write += 2;
+  }
+  headers.length = write;
+  const peer = origin?.peer ?? req.socket.remoteAddress ?? '';
+  let proto: string = 'encrypted' in req.socket ? 'https' : 'http';
+  let host = req.headers.host ?? '';
+  let prefix = '';
+  if (origin?.trustedPeer === true) {
+    const givenProto = single(req.headers['x-forwarded-proto'])?.toLowerCase();
+    if (givenProto === 'http' || givenProto === 'https') proto = givenProto;
+    const givenHost = single(req.headers['x-forwarded-host']);
+    if (givenHost !== undefined && givenHost.length <= 255 && validHost.test(givenHost)) host = givenHost;
+    const givenPrefix = single(req.headers['x-forwarded-prefix']);
+    if (givenPrefix !== undefined && givenPrefix.length <= 1024 && validPrefix.test(givenPrefix)) {
+      prefix = givenPrefix.endsWith('/') ? givenPrefix.slice(0, -1) : givenPrefix;
     }
   }
-  headers.push('X-Forwarded-For', forwardedFor ? `${forwardedFor}, ${remote}` : remote);
-  headers.push('X-Forwarded-Proto', 'encrypted' in req.socket ? 'https' : 'http');
-  headers.push('X-Forwarded-Host', req.headers.host ?? '');
-  if (route.via === 'path') headers.push('X-Forwarded-Prefix', `/session/${route.name}`);
+  headers.push('X-Forwarded-For', origin?.chain === undefined ? peer : `${origin.chain}, ${peer}`);
+  headers.push('X-Forwarded-Proto', proto);
+  headers.push('X-Forwarded-Host', host);
+  if (route.via === 'path') prefix += `/session/${route.name}`;
+  if (prefix !== '') headers.push('X-Forwarded-Prefix', prefix);
   return headers;
 }
 
@@ -328,7 +388,7 @@ async function missingSession(name: string, sessions: SessionTable): Promise<Ref
   if (!isValidSessionName(name)) {
     return {
       code: EdgeErrorCode.UNKNOWN_SESSION,
-      message: `no tunnel named "${name}": not a valid session name`,
+      message: `no tunnel named ${quoteForEcho(name)}: not a valid session name`,
     };
   }
   try {

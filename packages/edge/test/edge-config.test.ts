@@ -268,3 +268,28 @@ describe('docs/self-hosting.md', () => {
     expect(normalize(docs)).toContain(normalize(settingsReference()));
   });
 });
+
+describe('trustedProxies and showSessionCount', () => {
+  it('take addresses and CIDR blocks from repeated or comma-separated flags, a variable and the file', async () => {
+    const fromFlags = await parseEdgeCommand(
+      ['--trusted-proxies', '10.0.0.0/8,192.0.2.7', '--trusted-proxies', '::1', '--show-session-count'],
+      {},
+    );
+    expect(fromFlags.config.settings.trustedProxies).toEqual(['10.0.0.0/8', '192.0.2.7', '::1']);
+    expect(fromFlags.config.settings.showSessionCount).toBe(true);
+    const fromEnv = await parseEdgeCommand([], { TUNNEL2_TRUSTED_PROXIES: '2001:db8::/32, 127.0.0.1' });
+    expect(fromEnv.config.settings.trustedProxies).toEqual(['2001:db8::/32', '127.0.0.1']);
+    const file = await configFile({ trustedProxies: ['172.16.0.0/12'] }, 'trusted.json');
+    const fromFile = await parseEdgeCommand(['--config', file], {});
+    expect(fromFile.config.settings.trustedProxies).toEqual(['172.16.0.0/12']);
+    expect(fromFile.config.settings.showSessionCount).toBe(false);
+  });
+
+  it('refuse anything that is not an address or a block, naming the entry', async () => {
+    for (const bad of ['proxy.example.com', '10.0.0.0/33', '10.0.0.1/', '10.0.0.0/8/9']) {
+      const err = await failure(parseEdgeCommand(['--trusted-proxies', bad], {}));
+      expect(err.message).toMatch(/trustedProxies/);
+    }
+    expect(() => resolveEdgeOptions({ trustedProxies: ['10.0.0.1/'] })).toThrow(/"10\.0\.0\.1\/"/);
+  });
+});
