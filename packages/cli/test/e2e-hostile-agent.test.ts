@@ -4,7 +4,7 @@ import { afterAll, expect, it } from 'vitest';
 import { hostileAgent } from './support/hostile-agent.js';
 import { send } from './support/http-client.js';
 import { rawExchange } from './support/raw-client.js';
-import { silent } from './support/stack.js';
+import { silent, until } from './support/stack.js';
 
 const cleanups: (() => unknown)[] = [];
 afterAll(async () => {
@@ -96,4 +96,48 @@ it('trailers with unsafe fields are dropped, the response they end is kept', asy
   expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
   expect(text).not.toContain('stolen');
   expect(text).toMatch(/\r\n\r\n2\r\nok\r\n0\r\n\r\n$/);
+});
+
+it('the upgrade path checks the head the same way, and never writes raw bytes before it or beyond a length', async () => {
+  const edge = buildEdge({ port: 0, logger: silent });
+  const { port, url } = await edge.listen();
+  cleanups.push(() => edge.close(0));
+  const injected = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nX-Injected: 1\r\n\r\n';
+  cleanups.push(
+    await hostileAgent(url, 'upgrade', (stream, { target }) => {
+      const head = (status: number, headers: string[]) =>
+        encodeResponseHead({ status, statusMessage: '', headers }, 65_536);
+      if (target === '/early-data') {
+        stream.write(Buffer.from(injected));
+        stream.end();
+        return;
+      }
+      if (target === '/bad-101') {
+        stream.sendHeaders(head(101, ['Upgrade', 'websocket', 'Bad Name', 'x']), false);
+      } else {
+        stream.sendHeaders(head(403, ['Content-Length', '4']), false);
+        stream.write(Buffer.from(`nope${injected}`));
+      }
+      stream.end();
+    }),
+  );
+  const upgrade = (path: string) =>
+    rawExchange(
+      port,
+      `GET ${path} HTTP/1.1\r\nHost: upgrade.localhost:${port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+        'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+  for (const [path, problem] of [
+    ['/early-data', 'body bytes before a final response head'],
+    ['/bad-101', 'header name "Bad Name" is not a token'],
+  ] as const) {
+    const text = await upgrade(path);
+    expect(text).toMatch(/^HTTP\/1\.1 502 Bad Gateway\r\n/);
+    expect(text).toContain(`the backend sent an invalid response head: ${problem}`);
+    expect(text).not.toContain('X-Injected');
+  }
+  const refused = await upgrade('/refusal');
+  expect(refused).toMatch(/^HTTP\/1\.1 403 Forbidden\r\n/);
+  expect(refused).toMatch(/\r\n\r\nnope$/);
+  await until(() => edge.inFlight === 0);
 });

@@ -133,7 +133,8 @@ export class TunnelExchange implements StreamHandler {
       this.#invalidHead('body bytes before a final response head');
       return;
     }
-    const left = (this.#left -= chunk.length);
+    this.#left -= chunk.length;
+    const left = this.#left;
     if (left < 0) {
       // Past the declared length the bytes would be read as the next response on this connection (a
       // pipelined request to another tunnel): what fits is written, then the connection is aborted.
