@@ -8,8 +8,16 @@ import {
 } from '@tunnel2/protocol';
 import WebSocket from 'ws';
 
-/** What a test's hostile agent does with each request: whatever it likes with the stream. */
-export type HostileAnswer = (stream: MuxStream, request: RequestHead) => void;
+/**
+ * What a test's hostile agent does with each request: whatever it likes with the stream, or with `raw`,
+ * which sends bytes (frames the test encoded itself) past the session's own checks, once the transport
+ * has taken them.
+ */
+export type HostileAnswer = (
+  stream: MuxStream,
+  request: RequestHead,
+  raw: (bytes: Buffer) => Promise<void>,
+) => void;
 
 /**
  * An agent written in the test: it speaks the protocol correctly (HELLO, flow control) but answers every
@@ -20,6 +28,10 @@ export async function hostileAgent(url: string, name: string, answer: HostileAns
     perMessageDeflate: false,
   });
   await once(ws, 'open');
+  const raw = (bytes: Buffer) =>
+    new Promise<void>((resolve, reject) =>
+      ws.send(bytes, { binary: true }, (err) => (err ? reject(err) : resolve())),
+    );
   let helloAnswered: () => void = () => {};
   const ready = new Promise<void>((resolve) => {
     helloAnswered = resolve;
@@ -36,7 +48,7 @@ export async function hostileAgent(url: string, name: string, answer: HostileAns
       onClose: () => {},
       onStream: (stream) => {
         stream.handler = {
-          onHeaders: (payload) => answer(stream, decodeRequestHead(payload)),
+          onHeaders: (payload) => answer(stream, decodeRequestHead(payload), raw),
           onData: (chunk) => stream.consume(chunk.length),
           onEnd: () => {},
           onReset: () => {},
