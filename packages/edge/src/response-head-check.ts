@@ -102,6 +102,16 @@ export function checkResponseHead(head: ResponseHead, request: HeadRequest): Hea
   };
 }
 
+/**
+ * True when every field has a token name and a value without CR, LF, NUL or other CTL: what a trailer
+ * section must satisfy before Node's `addTrailers` sees it (it throws on anything else).
+ */
+export function fieldsAreValid(fields: RawHeaders): boolean {
+  for (let i = 0; i < fields.length; i += 2)
+    if (!token.test(fields[i]!) || badText.test(fields[i + 1]!)) return false;
+  return true;
+}
+
 /** The fields with every Content-Length replaced by one, where the first one was. */
 function folded(fields: RawHeaders, length: number): RawHeaders {
   const out: RawHeaders = [];

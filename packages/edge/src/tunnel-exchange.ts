@@ -12,8 +12,7 @@ import {
 import { sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import { MAX_INTERIM_HEADS, writeInformational } from './informational.js';
-import { headersAreSafe } from './raw-http.js';
-import { checkResponseHead } from './response-head-check.js';
+import { checkResponseHead, fieldsAreValid } from './response-head-check.js';
 
 export interface ExchangeContext {
   name: string;
@@ -92,8 +91,9 @@ export class TunnelExchange implements StreamHandler {
     }
     if (this.#headSent) {
       // A second head after the body is the trailer section: kept apart from the header section.
-      // Only a chunked response can carry them, and fields with CR/LF (an untrusted agent) are dropped.
-      if (head.headers.length > 0 && this.#res.chunkedEncoding && headersAreSafe(head.headers))
+      // Only a chunked response can carry them; a section with a field that is not valid (a name that is
+      // not a token, a CR/LF that would smuggle a response) is dropped whole.
+      if (head.headers.length > 0 && this.#res.chunkedEncoding && fieldsAreValid(head.headers))
         this.#res.addTrailers(pairs(head.headers));
       if (endStream) this.#finish();
       return;

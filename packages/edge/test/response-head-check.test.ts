@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { checkResponseHead, type HeadCheck, type HeadRequest } from '../src/response-head-check.js';
+import {
+  checkResponseHead,
+  fieldsAreValid,
+  type HeadCheck,
+  type HeadRequest,
+} from '../src/response-head-check.js';
 
 const get: HeadRequest = { method: 'GET', upgrade: false };
 
@@ -145,5 +150,14 @@ describe('Transfer-Encoding', () => {
   it('on 1xx and 204 is rejected', () => {
     expect(problem(check(204, ['Transfer-Encoding', 'chunked']))).toContain('must not have');
     expect(problem(check(103, ['Transfer-Encoding', 'chunked']))).toContain('must not have');
+  });
+});
+
+describe('fieldsAreValid (trailers)', () => {
+  it('takes token names with clean values, and nothing else', () => {
+    expect(fieldsAreValid(['X-Checksum', 'abc', 'Server-Timing', 'db;dur=5'])).toBe(true);
+    expect(fieldsAreValid(['Bad Name', 'x'])).toBe(false);
+    expect(fieldsAreValid(['X-A', 'a\r\nSet-Cookie: b=1'])).toBe(false);
+    expect(fieldsAreValid(['X-A', 'a\0'])).toBe(false);
   });
 });
