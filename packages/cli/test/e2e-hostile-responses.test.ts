@@ -19,6 +19,14 @@ beforeAll(async () => {
   cleanups.push(() => edge.close(0));
   cleanups.push(
     await hostileAgent(listening.url, 'evil', (stream, { target }) => {
+      const interim = /^\/interim-(\d+)$/.exec(target);
+      if (interim) {
+        for (let i = 0; i < Number(interim[1]); i++) stream.sendHeaders(responseHead(102), false);
+        stream.sendHeaders(responseHead(200, ['Content-Length', '2'], 'OK'), false);
+        stream.write(Buffer.from('ok'));
+        stream.end();
+        return;
+      }
       const [status, headers, reason, body] = answers[target] ?? [200, [], 'OK', ''];
       // No body: the head itself ends the stream (END_STREAM on HEADERS).
       stream.sendHeaders(responseHead(status, headers, reason), body === '');
@@ -150,4 +158,16 @@ it('an HTTP/1.0 client gets a body of undeclared length delimited by the close',
   expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
   expect(text).not.toMatch(/transfer-encoding/i);
   expect(text).toMatch(/\r\n\r\nxyz$/);
+});
+
+it('up to MAX_INTERIM_HEADS (32) interim heads pass; one more fails the stream with a 502', async () => {
+  const fine = await rawExchange(port, last('evil', '/interim-32'));
+  expect(fine.match(/HTTP\/1\.1 102 Processing\r\n\r\n/g)?.length).toBe(32);
+  expect(fine).toMatch(/HTTP\/1\.1 200 OK\r\n.*\r\n\r\nok$/s);
+  const flood = await rawExchange(port, last('evil', '/interim-33'));
+  expect(flood.match(/HTTP\/1\.1 102 Processing\r\n\r\n/g)?.length).toBe(32);
+  expect(flood).toContain('HTTP/1.1 502 Bad Gateway\r\n');
+  expect(flood).toContain('the backend sent an invalid response head: more than 32 interim (1xx) responses');
+  expect(flood).not.toContain('\r\n\r\nok');
+  await until(() => edge.inFlight === 0);
 });
