@@ -1,70 +1,33 @@
-import { once } from 'node:events';
 import { buildEdge } from '@tunnel2/edge';
-import { decodeRequestHead, encodeResponseHead, MuxSession, type MuxStream } from '@tunnel2/protocol';
+import { encodeResponseHead } from '@tunnel2/protocol';
 import { afterAll, expect, it } from 'vitest';
-import WebSocket from 'ws';
+import { hostileAgent } from './support/hostile-agent.js';
 import { send } from './support/http-client.js';
 import { rawExchange } from './support/raw-client.js';
-import { silent } from './support/stack.js';
+import { silent, until } from './support/stack.js';
 
 const cleanups: (() => unknown)[] = [];
 afterAll(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** An agent that speaks the protocol correctly but answers every request with the given head. */
-async function hostileAgent(url: string, name: string, answer: (stream: MuxStream, target: string) => void) {
-  const ws = new WebSocket(`${url.replace('http', 'ws')}/_tunnel2/connect?name=${name}`, {
-    perMessageDeflate: false,
-  });
-  await once(ws, 'open');
-  let helloAnswered: () => void = () => {};
-  const ready = new Promise<void>((resolve) => {
-    helloAnswered = resolve;
-  });
-  const session = new MuxSession({
-    role: 'agent',
-    settings: { heartbeatIntervalMs: 0 },
-    transport: {
-      send: (message, done) => ws.send(message, { binary: true }, done),
-      close: () => ws.close(),
-    },
-    handler: {
-      onHello: () => helloAnswered(),
-      onClose: () => {},
-      onStream: (stream) => {
-        stream.handler = {
-          onHeaders: (payload) => answer(stream, decodeRequestHead(payload).target),
-          onData: (chunk) => stream.consume(chunk.length),
-          onEnd: () => {},
-          onReset: () => {},
-          onDrain: () => {},
-        };
-      },
-    },
-  });
-  ws.on('message', (data) => session.receive(data as Buffer));
-  ws.on('close', () => session.transportClosed());
-  session.sendHello({ agent: 'hostile' }, false);
-  await ready;
-  cleanups.push(() => ws.terminate());
-}
-
 it('CR/LF smuggled into response headers by an agent gets 502, and the edge keeps serving', async () => {
   const edge = buildEdge({ port: 0, logger: silent });
   const { port, url } = await edge.listen();
   cleanups.push(() => edge.close(0));
-  await hostileAgent(url, 'evil', (stream, target) => {
-    const headers =
-      target === '/split'
-        ? ['X-Ok', 'fine\r\nSet-Cookie: stolen=1']
-        : target === '/badname'
-          ? ['Bad\r\nName', 'x']
-          : ['Content-Length', '2'];
-    stream.sendHeaders(encodeResponseHead({ status: 200, statusMessage: 'OK', headers }, 65_536), false);
-    stream.write(Buffer.from('ok'));
-    stream.end();
-  });
+  cleanups.push(
+    await hostileAgent(url, 'evil', (stream, { target }) => {
+      const headers =
+        target === '/split'
+          ? ['X-Ok', 'fine\r\nSet-Cookie: stolen=1']
+          : target === '/badname'
+            ? ['Bad\r\nName', 'x']
+            : ['Content-Length', '2'];
+      stream.sendHeaders(encodeResponseHead({ status: 200, statusMessage: 'OK', headers }, 65_536), false);
+      stream.write(Buffer.from('ok'));
+      stream.end();
+    }),
+  );
   for (const path of ['/split', '/badname']) {
     const res = await send({ port, path, headers: ['Host', `evil.localhost:${port}`] });
     expect(res.status).toBe(502);
@@ -76,26 +39,109 @@ it('CR/LF smuggled into response headers by an agent gets 502, and the edge keep
   expect(fine.body.toString()).toBe('ok');
 });
 
-it('an agent cannot smuggle through interim heads or trailers: unsafe 1xx, an interim 101 and bad trailers are dropped', async () => {
+it('an agent cannot smuggle through interim heads: an unsafe 1xx or an interim 101 gets 502, nothing of it reaches the client', async () => {
   const edge = buildEdge({ port: 0, logger: silent });
   const { port, url } = await edge.listen();
   cleanups.push(() => edge.close(0));
-  await hostileAgent(url, 'interim', (stream) => {
-    const head = (status: number, headers: string[], statusMessage = '') =>
-      encodeResponseHead({ status, statusMessage, headers }, 65_536);
-    stream.sendHeaders(head(103, ['Link', '</a.css>; rel=preload\r\nSet-Cookie: stolen=1']), false);
-    stream.sendHeaders(head(102, [], 'Processing\r\nSet-Cookie: stolen=2'), false);
-    stream.sendHeaders(head(101, ['Upgrade', 'websocket', 'Connection', 'Upgrade']), false);
-    stream.sendHeaders(head(200, ['Content-Type', 'text/plain'], 'OK'), false);
-    stream.write(Buffer.from('ok'));
-    stream.sendHeaders(head(200, ['X-Trailer', 'a\r\nSet-Cookie: stolen=3']), true);
-  });
-  const text = await rawExchange(
-    port,
-    `GET / HTTP/1.1\r\nHost: interim.localhost:${port}\r\nConnection: close\r\n\r\n`,
+  const head = (status: number, headers: string[], statusMessage = '') =>
+    encodeResponseHead({ status, statusMessage, headers }, 65_536);
+  cleanups.push(
+    await hostileAgent(url, 'interim', (stream, { target }) => {
+      stream.sendHeaders(head(100, []), false);
+      if (target === '/link')
+        stream.sendHeaders(head(103, ['Link', '</a.css>; rel=preload\r\nSet-Cookie: stolen=1']), false);
+      if (target === '/reason')
+        stream.sendHeaders(head(102, [], 'Processing\r\nSet-Cookie: stolen=2'), false);
+      if (target === '/101')
+        stream.sendHeaders(head(101, ['Upgrade', 'websocket', 'Connection', 'Upgrade']), false);
+      stream.sendHeaders(head(200, ['Content-Type', 'text/plain'], 'OK'), false);
+      stream.write(Buffer.from('ok'));
+      stream.end();
+    }),
   );
-  expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
-  expect(text).not.toContain('stolen');
-  expect(text).not.toContain(' 101 ');
-  expect(text).toMatch(/\r\n\r\n2\r\nok\r\n0\r\n\r\n$/);
+  for (const [path, problem] of [
+    ['/link', 'header "Link" has a forbidden character in its value'],
+    ['/reason', 'reason phrase "Processing\\r\\nSet-Cookie: stolen=2" has a forbidden character'],
+    ['/101', 'status 101 answers a request that asked for no upgrade'],
+  ] as const) {
+    const text = await rawExchange(
+      port,
+      `GET ${path} HTTP/1.1\r\nHost: interim.localhost:${port}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(text).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 502 Bad Gateway\r\n/);
+    expect(text).toContain(`the backend sent an invalid response head: ${problem}`);
+    expect(text).not.toMatch(/\r\nSet-Cookie/i);
+    expect(text).not.toMatch(/HTTP\/1\.1 101/);
+  }
+  expect(edge.inFlight).toBe(0);
+});
+
+it('trailers with unsafe fields or names that are not tokens are dropped, the response they end is kept', async () => {
+  const edge = buildEdge({ port: 0, logger: silent });
+  const { port, url } = await edge.listen();
+  cleanups.push(() => edge.close(0));
+  cleanups.push(
+    await hostileAgent(url, 'trailers', (stream, { target }) => {
+      const head = (status: number, headers: string[], statusMessage = '') =>
+        encodeResponseHead({ status, statusMessage, headers }, 65_536);
+      stream.sendHeaders(head(200, ['Content-Type', 'text/plain'], 'OK'), false);
+      stream.write(Buffer.from('ok'));
+      const trailer =
+        target === '/name' ? ['Bad Name', 'stolen=4'] : ['X-Trailer', 'a\r\nSet-Cookie: stolen=3'];
+      stream.sendHeaders(head(200, trailer), true);
+    }),
+  );
+  for (const path of ['/crlf', '/name']) {
+    const text = await rawExchange(
+      port,
+      `GET ${path} HTTP/1.1\r\nHost: trailers.localhost:${port}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(text).not.toContain('stolen');
+    expect(text).toMatch(/\r\n\r\n2\r\nok\r\n0\r\n\r\n$/);
+  }
+});
+
+it('the upgrade path checks the head the same way, and never writes raw bytes before it or beyond a length', async () => {
+  const edge = buildEdge({ port: 0, logger: silent });
+  const { port, url } = await edge.listen();
+  cleanups.push(() => edge.close(0));
+  const injected = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nX-Injected: 1\r\n\r\n';
+  cleanups.push(
+    await hostileAgent(url, 'upgrade', (stream, { target }) => {
+      const head = (status: number, headers: string[]) =>
+        encodeResponseHead({ status, statusMessage: '', headers }, 65_536);
+      if (target === '/early-data') {
+        stream.write(Buffer.from(injected));
+        stream.end();
+        return;
+      }
+      if (target === '/bad-101') {
+        stream.sendHeaders(head(101, ['Upgrade', 'websocket', 'Bad Name', 'x']), false);
+      } else {
+        stream.sendHeaders(head(403, ['Content-Length', '4']), false);
+        stream.write(Buffer.from(`nope${injected}`));
+      }
+      stream.end();
+    }),
+  );
+  const upgrade = (path: string) =>
+    rawExchange(
+      port,
+      `GET ${path} HTTP/1.1\r\nHost: upgrade.localhost:${port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+        'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+  for (const [path, problem] of [
+    ['/early-data', 'body bytes before a final response head'],
+    ['/bad-101', 'header name "Bad Name" is not a token'],
+  ] as const) {
+    const text = await upgrade(path);
+    expect(text).toMatch(/^HTTP\/1\.1 502 Bad Gateway\r\n/);
+    expect(text).toContain(`the backend sent an invalid response head: ${problem}`);
+    expect(text).not.toContain('X-Injected');
+  }
+  const refused = await upgrade('/refusal');
+  expect(refused).toMatch(/^HTTP\/1\.1 403 Forbidden\r\n/);
+  expect(refused).toMatch(/\r\n\r\nnope$/);
+  await until(() => edge.inFlight === 0);
 });

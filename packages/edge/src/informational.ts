@@ -1,27 +1,42 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type ResponseHead, withoutHopByHop } from '@tunnel2/protocol';
-import { headersAreSafe, serializeResponseHead } from './raw-http.js';
+import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
+import { serializeResponseHead } from './raw-http.js';
+
+/**
+ * Interim (1xx) heads one response may have before its final head; one more is a flood and fails the
+ * stream (502, reset with PROTOCOL_ERROR). Legitimate backends send one 100, a 103 or two, and a 102 now
+ * and then during a long request; Go's HTTP client gives up after 5 (max1xxResponses). 32 leaves room for
+ * a 102 every few seconds for minutes while bounding the decode work and bytes one stream can cost.
+ */
+export const MAX_INTERIM_HEADS = 32;
 
 /**
  * Relays an interim (1xx) response head from the backend to the public client before the final one.
+ * The head has passed `checkResponseHead` (a token name, no CR/LF/NUL anywhere, not a 101).
  * `100 Continue` goes through `writeContinue`, `103 Early Hints` through `writeEarlyHints` (both queue
  * behind a pipelined response still being written); any other 1xx is written raw onto the client's socket
  * once that socket belongs to this response. Interim responses are advisory (RFC 9110 §15.2): when one
- * cannot be written safely it is dropped, and the final response still follows.
+ * cannot be written safely, or the client is not reading what was already written, it is dropped, and the
+ * final response still follows.
  */
-export function writeInformational(req: IncomingMessage, res: ServerResponse, head: ResponseHead): void {
+export function writeInformational(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  statusMessage: string,
+  fields: RawHeaders,
+): void {
   // A server must not send 1xx to an HTTP/1.0 client (RFC 9110 §15.2); the head is gone once final.
   if (res.headersSent || (req.httpVersionMajor === 1 && req.httpVersionMinor === 0)) return;
-  // 101 is final for an upgrade and never interim: relaying it would tell the client the protocol changed.
-  if (head.status === 101) return;
-  // The agent is not trusted: a CR or LF in a field would let it smuggle a response.
-  if (!headersAreSafe(head.headers) || /[\r\n]/.test(head.statusMessage)) return;
-  const headers = withoutHopByHop(head.headers);
-  if (head.status === 100) {
+  const socket = res.socket;
+  // A client that has not taken the bytes already written gets no more advisory ones: memory stays flat.
+  if (socket !== null && socket.writableLength > 0) return;
+  const headers = withoutHopByHop(fields);
+  if (status === 100) {
     res.writeContinue();
     return;
   }
-  if (head.status === 103) {
+  if (status === 103) {
     const hints = earlyHints(headers);
     if (hints.link !== undefined) {
       try {
@@ -32,9 +47,8 @@ export function writeInformational(req: IncomingMessage, res: ServerResponse, he
       }
     }
   }
-  const socket = res.socket;
   if (socket === null || socket.destroyed) return; // a pipelined response not yet at the head of the line
-  socket.write(serializeResponseHead(head.status, head.statusMessage, headers));
+  socket.write(serializeResponseHead(status, statusMessage, headers));
 }
 
 /** Early hints as Node's writeEarlyHints wants them: lowercased names to a value or a list of values. */

@@ -1,15 +1,10 @@
 import { STATUS_CODES } from 'node:http';
 import type { RawHeaders } from '@tunnel2/protocol';
 
-const unsafe = /[\r\n\0]/;
-
-/** True when every name and value can be written into an HTTP/1.1 head without smuggling a line break. */
-export function headersAreSafe(headers: RawHeaders): boolean {
-  for (const field of headers) if (unsafe.test(field)) return false;
-  return true;
-}
-
-/** Serializes a response head for a raw socket (after an upgrade the edge owns the bytes itself). */
+/**
+ * Serializes a response head for a raw socket (after an upgrade the edge owns the bytes itself). The head
+ * must have passed `checkResponseHead`: nothing here escapes or checks a field.
+ */
 export function serializeResponseHead(status: number, statusMessage: string, headers: RawHeaders): Buffer {
   let head = `HTTP/1.1 ${status} ${statusMessage || STATUS_CODES[status] || 'Unknown'}\r\n`;
   for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;

@@ -2,15 +2,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   decodeResponseHead,
   ErrorCode,
+  isProtocolError,
   type MuxStream,
+  type ResponseHead,
   type StreamHandler,
   type StreamResetError,
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import { sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
-import { writeInformational } from './informational.js';
-import { headersAreSafe } from './raw-http.js';
+import { MAX_INTERIM_HEADS, writeInformational } from './informational.js';
+import { checkResponseHead, fieldsAreValid } from './response-head-check.js';
 
 export interface ExchangeContext {
   name: string;
@@ -37,6 +39,13 @@ export class TunnelExchange implements StreamHandler {
   #owed = 0;
   /** The request body is still streaming in. */
   #requestPending = false;
+  /**
+   * Body bytes the response may still carry: what its Content-Length declared (0 for HEAD, 204, 304),
+   * `Infinity` when undeclared. One subtraction and one comparison per DATA frame.
+   */
+  #left = Number.POSITIVE_INFINITY;
+  /** Interim (1xx) heads received so far; past MAX_INTERIM_HEADS the agent is flooding. */
+  #interim = 0;
 
   constructor(req: IncomingMessage, res: ServerResponse, stream: MuxStream, context: ExchangeContext) {
     this.#req = req;
@@ -70,39 +79,69 @@ export class TunnelExchange implements StreamHandler {
   }
 
   onHeaders(payload: Buffer, endStream: boolean): void {
-    const head = decodeResponseHead(payload);
+    if (this.#done) return;
+    let head: ResponseHead;
+    try {
+      head = decodeResponseHead(payload);
+    } catch (err) {
+      // A head the codec refuses (a status outside 100-999, truncated fields) is this stream's fault only.
+      if (!isProtocolError(err)) throw err;
+      this.#invalidHead(err.message);
+      return;
+    }
     if (this.#headSent) {
       // A second head after the body is the trailer section: kept apart from the header section.
-      // Only a chunked response can carry them, and fields with CR/LF (an untrusted agent) are dropped.
-      if (head.headers.length > 0 && this.#res.chunkedEncoding && headersAreSafe(head.headers))
+      // Only a chunked response can carry them; a section with a field that is not valid (a name that is
+      // not a token, a CR/LF that would smuggle a response) is dropped whole.
+      if (head.headers.length > 0 && this.#res.chunkedEncoding && fieldsAreValid(head.headers))
         this.#res.addTrailers(pairs(head.headers));
       if (endStream) this.#finish();
       return;
     }
-    if (head.status < 200) {
-      writeInformational(this.#req, this.#res, head);
+    // Checked before anything is written: once Node has taken a head, a 502 can no longer replace it.
+    const check = checkResponseHead(head, { method: this.#req.method ?? 'GET', upgrade: false });
+    if (!check.ok) {
+      this.#invalidHead(check.problem);
+      return;
+    }
+    if (check.kind === 'interim') {
+      if (endStream) this.#invalidHead(`the stream ended after the interim status ${head.status}`);
+      else if (++this.#interim > MAX_INTERIM_HEADS)
+        this.#invalidHead(`more than ${MAX_INTERIM_HEADS} interim (1xx) responses`);
+      else writeInformational(this.#req, this.#res, head.status, head.statusMessage, check.headers);
       return;
     }
     this.#clearTimer();
     try {
-      this.#res.writeHead(head.status, head.statusMessage || undefined, withoutHopByHop(head.headers));
-    } catch {
-      // Node refuses heads it could not put on the wire (invalid characters, bad status): say so plainly.
-      this.#done = true;
-      this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
-      sendEdgeError(
-        this.#res,
-        EdgeErrorCode.STREAM_FAILED,
-        `tunnel ${this.#context.name}: the backend sent an invalid response head`,
-      );
-      this.#context.onFinish?.(this);
+      this.#res.writeHead(head.status, head.statusMessage || undefined, withoutHopByHop(check.headers));
+    } catch (err) {
+      // The check above should leave Node nothing to refuse; if it does, the agent's reason must not stay
+      // on the response, where the 502's head would pick it up.
+      this.#res.statusMessage = '';
+      this.#invalidHead(`Node refused it (${(err as Error).message})`);
       return;
     }
     this.#headSent = true;
+    this.#left = check.bodyLimit;
     if (endStream) this.#finish();
   }
 
   onData(chunk: Buffer): void {
+    if (this.#done) return;
+    if (!this.#headSent) {
+      // Body bytes with no final head (after a 1xx, a dropped 101) would go out under an implicit 200.
+      this.#invalidHead('body bytes before a final response head');
+      return;
+    }
+    this.#left -= chunk.length;
+    const left = this.#left;
+    if (left < 0) {
+      // Past the declared length the bytes would be read as the next response on this connection (a
+      // pipelined request to another tunnel): what fits is written, then the connection is aborted.
+      if (chunk.length + left > 0) this.#res.write(chunk.subarray(0, chunk.length + left));
+      this.#abort();
+      return;
+    }
     if (this.#res.write(chunk)) this.#stream.consume(chunk.length);
     else this.#owed += chunk.length;
   }
@@ -132,6 +171,12 @@ export class TunnelExchange implements StreamHandler {
 
   #finish(): void {
     if (this.#done) return;
+    if (this.#headSent && this.#left > 0 && this.#left !== Number.POSITIVE_INFINITY) {
+      // Short of its declared length: ending it normally would leave the client waiting for bytes that are
+      // not coming, or reading the next response as the rest of this one. It is aborted instead.
+      this.#abort();
+      return;
+    }
     this.#done = true;
     this.#clearTimer();
     if (!this.#headSent) {
@@ -149,6 +194,34 @@ export class TunnelExchange implements StreamHandler {
       this.#stream.reset(ErrorCode.CANCEL);
       this.#req.resume();
     }
+    this.#context.onFinish?.(this);
+  }
+
+  /** The agent's head is not one a proxy may pass on: a clean 502 of the edge's own, the stream reset. */
+  #invalidHead(problem: string): void {
+    this.#done = true;
+    this.#clearTimer();
+    this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+    sendEdgeError(
+      this.#res,
+      EdgeErrorCode.STREAM_FAILED,
+      `tunnel ${this.#context.name}: the backend sent an invalid response head: ${problem}`,
+    );
+    this.#req.resume();
+    this.#context.onFinish?.(this);
+  }
+
+  /**
+   * The body broke its framing (more or fewer bytes than declared, or a body where none may be): the
+   * client connection is destroyed, never reused, and the stream is reset as failed.
+   */
+  #abort(): void {
+    this.#done = true;
+    this.#requestPending = false;
+    this.#clearTimer();
+    this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+    this.#res.destroy();
+    this.#req.resume();
     this.#context.onFinish?.(this);
   }
 

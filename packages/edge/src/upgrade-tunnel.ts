@@ -2,14 +2,18 @@ import type { Duplex } from 'node:stream';
 import {
   decodeResponseHead,
   ErrorCode,
+  isProtocolError,
   type MuxStream,
+  type ResponseHead,
   type StreamHandler,
   type StreamResetError,
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
-import { headersAreSafe, serializeResponseHead } from './raw-http.js';
+import { MAX_INTERIM_HEADS } from './informational.js';
+import { serializeResponseHead } from './raw-http.js';
+import { checkResponseHead } from './response-head-check.js';
 
 export interface UpgradeTunnelContext {
   name: string;
@@ -30,6 +34,10 @@ export class UpgradeTunnel implements StreamHandler {
   #headSent = false;
   #done = false;
   #owed = 0;
+  /** Body bytes a refusal may still carry (its Content-Length); `Infinity` after a 101 or when undeclared. */
+  #left = Number.POSITIVE_INFINITY;
+  /** Interim heads received; they are not relayed on an upgrade, but a flood of them still fails it. */
+  #interim = 0;
 
   constructor(socket: Duplex, stream: MuxStream, context: UpgradeTunnelContext) {
     this.#socket = socket;
@@ -51,35 +59,66 @@ export class UpgradeTunnel implements StreamHandler {
     this.#socket.on('end', () => this.#stream.end());
   }
 
-  onHeaders(payload: Buffer): void {
-    if (this.#headSent) return;
-    const head = decodeResponseHead(payload);
-    if (head.status < 200 && head.status !== 101) return;
-    this.#clearTimer();
-    const upgraded = head.status === 101;
-    // A 101 keeps its Connection/Upgrade fields; a refusal is a normal response that ends the connection.
-    const headers = upgraded ? head.headers : [...withoutHopByHop(head.headers), 'Connection', 'close'];
-    if (!headersAreSafe(headers)) {
-      this.#fail(
-        EdgeErrorCode.STREAM_FAILED,
-        `tunnel ${this.#context.name}: the backend sent an invalid response head`,
-      );
-      this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+  onHeaders(payload: Buffer, endStream: boolean): void {
+    if (this.#headSent || this.#done) return;
+    let head: ResponseHead;
+    try {
+      head = decodeResponseHead(payload);
+    } catch (err) {
+      if (!isProtocolError(err)) throw err;
+      this.#invalidHead(err.message);
       return;
     }
+    // The same check as a plain exchange, before a byte of the head is written to the raw socket.
+    const check = checkResponseHead(head, { method: 'GET', upgrade: true });
+    if (!check.ok) {
+      this.#invalidHead(check.problem);
+      return;
+    }
+    if (check.kind === 'interim') {
+      if (endStream) this.#invalidHead(`the stream ended after the interim status ${head.status}`);
+      else if (++this.#interim > MAX_INTERIM_HEADS)
+        this.#invalidHead(`more than ${MAX_INTERIM_HEADS} interim (1xx) responses`);
+      return;
+    }
+    this.#clearTimer();
+    const upgraded = check.kind === 'switch';
+    // A 101 keeps its Connection/Upgrade fields; a refusal is a normal response that ends the connection.
+    const headers = upgraded ? check.headers : [...withoutHopByHop(check.headers), 'Connection', 'close'];
     this.#headSent = true;
+    this.#left = check.bodyLimit;
     this.#socket.write(serializeResponseHead(head.status, head.statusMessage, headers));
   }
 
   onData(chunk: Buffer): void {
+    if (this.#done) return;
+    if (!this.#headSent) {
+      // Raw bytes before any head would reach the client as if they were the edge's answer.
+      this.#invalidHead('body bytes before a final response head');
+      return;
+    }
+    this.#left -= chunk.length;
+    const left = this.#left;
+    if (left < 0) {
+      // A refusal's body past its declared length: what fits is written, then the connection is aborted.
+      if (chunk.length + left > 0) this.#socket.write(chunk.subarray(0, chunk.length + left));
+      this.#abort();
+      return;
+    }
     if (this.#socket.write(chunk)) this.#stream.consume(chunk.length);
     else this.#owed += chunk.length;
   }
 
   onEnd(): void {
+    if (this.#done) return;
     this.#clearTimer();
     if (!this.#headSent) {
       this.#fail(EdgeErrorCode.STREAM_FAILED, `tunnel ${this.#context.name}: agent ended without a response`);
+      return;
+    }
+    if (this.#left > 0 && this.#left !== Number.POSITIVE_INFINITY) {
+      // A refusal short of its declared length is aborted, not ended as if complete.
+      this.#abort();
       return;
     }
     this.#socket.end();
@@ -103,6 +142,23 @@ export class UpgradeTunnel implements StreamHandler {
 
   onDrain(): void {
     this.#socket.resume();
+  }
+
+  #invalidHead(problem: string): void {
+    this.#clearTimer();
+    this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+    this.#fail(
+      EdgeErrorCode.STREAM_FAILED,
+      `tunnel ${this.#context.name}: the backend sent an invalid response head: ${problem}`,
+    );
+  }
+
+  /** The refusal's body broke its framing: the connection is destroyed and the stream reset as failed. */
+  #abort(): void {
+    this.#clearTimer();
+    this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+    this.#socket.destroy();
+    this.#finish();
   }
 
   #fail(code: EdgeErrorCode, message: string): void {
