@@ -213,10 +213,14 @@ export async function runSessionsBench(
   settings: SessionsSettings,
   note: (line: string) => void,
 ): Promise<SessionsResult> {
-  // The edge's per-session stream limit (1,000 by default) must not be what the streams phase measures.
+  // The edge's per-session stream limit (1,000 by default) must not be what the streams phase measures, nor
+  // its per-owner limit (anonymous agents count per client address, and every agent here is on loopback)
+  // what the sessions phase does.
   const edge = await startEdgeService([
     '--max-streams-per-session',
     String(Math.max(1000, settings.streams)),
+    '--max-sessions-per-owner',
+    String(settings.sessions + 1),
   ]);
   const agents: LightAgent[] = [];
   try {
