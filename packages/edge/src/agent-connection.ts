@@ -4,6 +4,7 @@ import {
   MuxSession,
   type MuxStream,
   negotiateVersion,
+  ProtocolErrorCode,
   type ProtocolSettings,
   Tunnel2Error,
 } from '@tunnel2/protocol';
@@ -79,7 +80,10 @@ export class AgentConnection {
         onClose: (error) => {
           if (this.#helloTimer) clearTimeout(this.#helloTimer);
           this.slots.close();
-          if (error) this.#log.warn({ err: error }, 'agent session ended');
+          if (Tunnel2Error.isTunnel2Error(error) && error.code === ProtocolErrorCode.FLOOD) {
+            // A peer that provokes answers it does not read, or sends frames that carry nothing.
+            this.#log.warn({ err: error, code: error.code }, 'agent session closed: flood protection');
+          } else if (error) this.#log.warn({ err: error }, 'agent session ended');
           options.onClose(this, error);
         },
       },

@@ -62,3 +62,31 @@ export function validateSettings(settings: ProtocolSettings): ProtocolSettings {
 export function resolveSettings(partial: Partial<ProtocolSettings> = {}): ProtocolSettings {
   return validateSettings({ ...defaultSettings, ...partial });
 }
+
+/**
+ * Flood protection: local policy, not announced to the peer (see PROTOCOL.md "Flood protection").
+ * Modelled on nghttp2's max_outbound_ack and Envoy's max_outbound_control_frames and
+ * max_consecutive_inbound_frames_with_empty_payload.
+ */
+export interface FloodLimits {
+  /**
+   * Control frames (every type but DATA and HEADERS: PING and its ACK, RESET, WINDOW_UPDATE, GOAWAY,
+   * HELLO) queued to the peer and not yet written to the transport. A peer that provokes answers and does
+   * not read them (a PING or RESET flood) passes it; the session then closes with ENHANCE_YOUR_CALM.
+   */
+  maxQueuedControlFrames: number;
+  /** DATA frames with no bytes and no END_STREAM in a row; past it the session closes (empty-frames flood). */
+  maxConsecutiveEmptyFrames: number;
+}
+
+export const defaultFloodLimits: Readonly<FloodLimits> = Object.freeze({
+  maxQueuedControlFrames: 1000,
+  maxConsecutiveEmptyFrames: 100,
+});
+
+export function resolveFloodLimits(partial: Partial<FloodLimits> = {}): FloodLimits {
+  const limits = { ...defaultFloodLimits, ...partial };
+  checkRange('maxQueuedControlFrames', limits.maxQueuedControlFrames, 1, 1_000_000);
+  checkRange('maxConsecutiveEmptyFrames', limits.maxConsecutiveEmptyFrames, 0, 1_000_000);
+  return limits;
+}

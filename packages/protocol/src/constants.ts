@@ -7,6 +7,7 @@ export const FRAME_HEADER_SIZE = 9;
 /** The largest value the 24-bit length field can carry. */
 export const MAX_FRAME_LENGTH_FIELD = 0xff_ff_ff;
 
+/** Every type above HEADERS is a control frame (counted by flood protection, see OutboundBatch). */
 export const FrameType = {
   DATA: 0x0,
   HEADERS: 0x1,
@@ -51,6 +52,11 @@ export const ErrorCode = {
   SESSION_CLOSED: 14,
   /** GOAWAY: a newer connection of the same owner took this session's name; do not reconnect. */
   SESSION_REPLACED: 15,
+  /**
+   * GOAWAY: the peer flooded this side (answers it provoked and did not read, or frames that carry
+   * nothing); named after HTTP/2's code for the same. See PROTOCOL.md "Flood protection".
+   */
+  ENHANCE_YOUR_CALM: 16,
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -12,6 +12,8 @@ export const ProtocolErrorCode = {
   VERSION_UNSUPPORTED: 'TUNNEL2_ERR_VERSION_UNSUPPORTED',
   SESSION_CLOSED: 'TUNNEL2_ERR_SESSION_CLOSED',
   INVALID_SETTING: 'TUNNEL2_ERR_INVALID_SETTING',
+  /** The peer passed a flood limit (FloodLimits); wire code ENHANCE_YOUR_CALM. */
+  FLOOD: 'TUNNEL2_ERR_FLOOD',
 } as const;
 export type ProtocolErrorCode = (typeof ProtocolErrorCode)[keyof typeof ProtocolErrorCode];
 

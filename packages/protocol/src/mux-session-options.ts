@@ -1,4 +1,4 @@
-import type { ProtocolSettings } from './config.js';
+import type { FloodLimits, ProtocolSettings } from './config.js';
 import type { GoAway } from './control-frames.js';
 import type { Hello } from './hello.js';
 import type { MuxStream } from './mux-stream.js';
@@ -56,4 +56,6 @@ export interface MuxSessionOptions {
    * this. Default: initialStreamWindow, i.e. no growth and exact windows.
    */
   maxStreamWindow?: number;
+  /** Flood protection; defaults in config.ts (defaultFloodLimits). */
+  floodLimits?: Partial<FloodLimits>;
 }

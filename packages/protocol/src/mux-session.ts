@@ -1,4 +1,10 @@
-import { type ProtocolSettings, resolveSettings, settingsBeforeHello } from './config.js';
+import {
+  type FloodLimits,
+  type ProtocolSettings,
+  resolveFloodLimits,
+  resolveSettings,
+  settingsBeforeHello,
+} from './config.js';
 import { ErrorCode, errorCodeName, FrameFlags, FrameType, PROTOCOL_VERSION } from './constants.js';
 import { type GoAway, parseGoAway, parseReset, parseWindowUpdate } from './control-frames.js';
 import {
@@ -43,8 +49,15 @@ export class MuxSession implements StreamHost {
   readonly #decoder: FrameDecoder;
   readonly #batch: OutboundBatch;
   readonly #highWaterMark: number;
+  readonly #floodLimits: FloodLimits;
   #flushScheduled = false;
   #outstanding = 0;
+  /** Control frames in the batch or handed to the transport and not yet written (FloodLimits). */
+  #controlFrames = 0;
+  /** Empty DATA frames received in a row (FloodLimits). */
+  #emptyFrames = 0;
+  /** Set once a flood limit is passed; the session closes with it at the next frame or flush. */
+  #flood: ProtocolError | undefined;
   #congested = false;
   #creditWaiters = new Set<MuxStream>();
   #drainWaiters = new Set<MuxStream>();
@@ -67,6 +80,7 @@ export class MuxSession implements StreamHost {
     this.#handler = options.handler;
     this.localSettings = resolveSettings(options.settings);
     this.#highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
+    this.#floodLimits = resolveFloodLimits(options.floodLimits);
     this.#batch = new OutboundBatch(options.maxMessageSize ?? 256 * 1024);
     this.#sessionRecvWindow = this.localSettings.initialSessionWindow;
     this.maxStreamWindow = Math.max(options.maxStreamWindow ?? 0, this.localSettings.initialStreamWindow);
@@ -178,7 +192,7 @@ export class MuxSession implements StreamHost {
   close(code: number = ErrorCode.NO_ERROR, reason = 'closing', error?: Error): void {
     if (this.#closed) return;
     this.goAway(code, reason);
-    this.#flush();
+    this.#write();
     this.#transport.close(code === ErrorCode.NO_ERROR ? 1000 : 1002, reason.slice(0, 120));
     this.transportClosed(error);
   }
@@ -207,14 +221,28 @@ export class MuxSession implements StreamHost {
 
   enqueue(type: number, flags: number, streamId: number, payload: Buffer | undefined): void {
     if (this.#closed) return;
+    // Flood protection, two integer operations per frame. Past the bound the frame is dropped and the
+    // session closes at the next frame or flush, not here: enqueue runs inside stream and handler code
+    // that must not see the session vanish under it. The GOAWAY that closes it always goes out.
+    if (
+      type > FrameType.HEADERS &&
+      ++this.#controlFrames > this.#floodLimits.maxQueuedControlFrames &&
+      type !== FrameType.GOAWAY
+    ) {
+      this.#controlFrames--;
+      this.#flood ??= new ProtocolError(
+        ProtocolErrorCode.FLOOD,
+        ErrorCode.ENHANCE_YOUR_CALM,
+        `more than ${this.#floodLimits.maxQueuedControlFrames} control frames queued to a peer that does not read them`,
+      );
+      this.#scheduleFlush();
+      return;
+    }
     this.framesSent++;
     this.#batch.add(type, flags, streamId, payload);
     if (!this.#congested && this.#outstanding + this.#batch.bytes > this.#highWaterMark)
       this.#congested = true;
-    if (!this.#flushScheduled) {
-      this.#flushScheduled = true;
-      setImmediate(this.#flush);
-    }
+    this.#scheduleFlush();
   }
 
   waitForSessionCredit(stream: MuxStream): void {
@@ -248,20 +276,37 @@ export class MuxSession implements StreamHost {
 
   // ---- internals ----
 
+  #scheduleFlush(): void {
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setImmediate(this.#flush);
+    }
+  }
+
   readonly #flush = (): void => {
     this.#flushScheduled = false;
-    if (this.#closed || this.#batch.empty) return;
-    this.#batch.take((message, release) => {
+    if (this.#closed) return;
+    if (this.#flood !== undefined) {
+      this.#fail(this.#flood);
+      return;
+    }
+    this.#write();
+  };
+
+  #write(): void {
+    if (this.#batch.empty) return;
+    this.#batch.take((message, release, controlFrames) => {
       this.#outstanding += message.length;
       this.#transport.send(message, (error) => {
         release();
-        this.#onSent(message.length, error);
+        this.#onSent(message.length, controlFrames, error);
       });
     });
-  };
+  }
 
-  #onSent(bytes: number, error: Error | null | undefined): void {
+  #onSent(bytes: number, controlFrames: number, error: Error | null | undefined): void {
     this.#outstanding -= bytes;
+    this.#controlFrames -= controlFrames;
     if (error) {
       this.transportClosed(error);
       return;
@@ -278,6 +323,7 @@ export class MuxSession implements StreamHost {
   #onFrame(frame: Frame): void {
     // A handler may close the session while the rest of a message is still being decoded.
     if (this.#closed) return;
+    if (this.#flood !== undefined) throw this.#flood;
     this.framesReceived++;
     if (!this.#helloReceived && frame.type !== FrameType.HELLO && frame.type !== FrameType.GOAWAY) {
       throw frameError(`frame type ${frame.type} before HELLO`);
@@ -363,6 +409,17 @@ export class MuxSession implements StreamHost {
 
   #onData(frame: Frame): void {
     const length = frame.payload.length;
+    if (length > 0) this.#emptyFrames = 0;
+    else if (
+      (frame.flags & FrameFlags.END_STREAM) === 0 &&
+      ++this.#emptyFrames > this.#floodLimits.maxConsecutiveEmptyFrames
+    ) {
+      throw new ProtocolError(
+        ProtocolErrorCode.FLOOD,
+        ErrorCode.ENHANCE_YOUR_CALM,
+        `more than ${this.#floodLimits.maxConsecutiveEmptyFrames} empty DATA frames in a row`,
+      );
+    }
     if (length > this.#sessionRecvWindow) {
       throw new ProtocolError(
         ProtocolErrorCode.FLOW_CONTROL,

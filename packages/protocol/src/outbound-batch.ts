@@ -1,4 +1,4 @@
-import { FRAME_HEADER_SIZE } from './constants.js';
+import { FRAME_HEADER_SIZE, FrameType } from './constants.js';
 import { writeFrameHeader } from './frame-codec.js';
 
 /**
@@ -37,9 +37,10 @@ export class OutboundBatch {
 
   /**
    * Drains the batch into messages of at most maxMessageSize bytes (a bigger single frame gets its own).
-   * `send` must call `release` once the transport no longer needs the message bytes.
+   * `send` must call `release` once the transport no longer needs the message bytes; `controlFrames` is
+   * how many frames of the message are neither DATA nor HEADERS (the session's flood count).
    */
-  take(send: (message: Buffer, release: () => void) => void): void {
+  take(send: (message: Buffer, release: () => void, controlFrames: number) => void): void {
     const count = this.#types.length;
     let start = 0;
     while (start < count) {
@@ -51,23 +52,28 @@ export class OutboundBatch {
         size += frameSize;
         end++;
       }
+      // Only a large message borrows a whole message-sized buffer: a peer that does not read would
+      // otherwise pin 256 KiB per 17-byte PING ACK until its socket drains.
       const pooled =
-        size <= this.#maxMessageSize
+        size <= this.#maxMessageSize && size >= this.#maxMessageSize >>> 2
           ? (this.#free.pop() ?? Buffer.allocUnsafeSlow(this.#maxMessageSize))
           : undefined;
       const message = pooled === undefined ? Buffer.allocUnsafe(size) : pooled.subarray(0, size);
       let offset = 0;
+      let controlFrames = 0;
       for (let i = start; i < end; i++) {
         const payload = this.#payloads[i];
         const length = payload?.length ?? 0;
-        writeFrameHeader(message, offset, this.#types[i]!, this.#flags[i]!, this.#streams[i]!, length);
+        const type = this.#types[i]!;
+        if (type > FrameType.HEADERS) controlFrames++;
+        writeFrameHeader(message, offset, type, this.#flags[i]!, this.#streams[i]!, length);
         offset += FRAME_HEADER_SIZE;
         if (payload !== undefined && length > 0) {
           payload.copy(message, offset);
           offset += length;
         }
       }
-      send(message, pooled === undefined ? noop : () => this.#release(pooled));
+      send(message, pooled === undefined ? noop : () => this.#release(pooled), controlFrames);
       start = end;
     }
     this.#types.length = 0;
