@@ -100,15 +100,15 @@ it(
     // One keep-alive connection per sequence's requests: a response the edge let an agent smuggle would be
     // read as the answer to the next request on it, and caught.
     let failure: unknown;
+    // fast-check interrupts at the time limit by racing the running sequence, which then goes on alone:
+    // it is awaited below, so the end-of-run checks never see a sequence still in progress.
+    let running: Promise<void> = Promise.resolve();
     try {
       await fc.assert(
         fc.asyncProperty(sequence, async (seq) => {
           const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
-          try {
-            await runSequence(ctx, seq, httpAgent);
-          } finally {
-            httpAgent.destroy();
-          }
+          running = runSequence(ctx, seq, httpAgent).finally(() => httpAgent.destroy());
+          await running;
         }),
         {
           seed: SEED,
@@ -120,6 +120,7 @@ it(
     } catch (err) {
       failure = err;
     }
+    await running.catch(() => {});
     probing = false;
     await prober;
     const rssPeak = edge.child.exitCode === null ? peakRss(pid) : rssMax;

@@ -70,23 +70,25 @@ export function resolveSettings(partial: Partial<ProtocolSettings> = {}): Protoc
  */
 export interface FloodLimits {
   /**
-   * Control frames (every type but DATA and HEADERS: PING and its ACK, RESET, WINDOW_UPDATE, GOAWAY,
-   * HELLO) queued to the peer and not yet written to the transport. A peer that provokes answers and does
-   * not read them (a PING or RESET flood) passes it; the session then closes with ENHANCE_YOUR_CALM.
+   * Answers the peer can provoke without limit (a PING ACK for each PING, a RESET refusing each stream it
+   * opens) queued to it and not yet written to the transport. A peer that floods them and does not read
+   * (a PING or RESET flood) passes it; the session then closes with ENHANCE_YOUR_CALM. Frames this side
+   * sends on its own account (WINDOW_UPDATEs, RESETs of its streams, heartbeats) are bounded by windows,
+   * streams and time, and never count: a busy, slow but honest peer is never cut off.
    */
-  maxQueuedControlFrames: number;
+  maxQueuedAnswers: number;
   /** DATA frames with no bytes and no END_STREAM in a row; past it the session closes (empty-frames flood). */
   maxConsecutiveEmptyFrames: number;
 }
 
 export const defaultFloodLimits: Readonly<FloodLimits> = Object.freeze({
-  maxQueuedControlFrames: 1000,
+  maxQueuedAnswers: 1000,
   maxConsecutiveEmptyFrames: 100,
 });
 
 export function resolveFloodLimits(partial: Partial<FloodLimits> = {}): FloodLimits {
   const limits = { ...defaultFloodLimits, ...partial };
-  checkRange('maxQueuedControlFrames', limits.maxQueuedControlFrames, 1, 1_000_000);
+  checkRange('maxQueuedAnswers', limits.maxQueuedAnswers, 1, 1_000_000);
   checkRange('maxConsecutiveEmptyFrames', limits.maxConsecutiveEmptyFrames, 0, 1_000_000);
   return limits;
 }

@@ -52,12 +52,12 @@ export class MuxSession implements StreamHost {
   readonly #floodLimits: FloodLimits;
   #flushScheduled = false;
   #outstanding = 0;
-  /** Control frames in the batch or handed to the transport and not yet written (FloodLimits). */
-  #controlFrames = 0;
+  /** Answers (FloodLimits.maxQueuedAnswers) in the batch or handed to the transport and not yet written. */
+  #answersQueued = 0;
+  /** Of those, the ones still in the batch: they stop counting once the batch's last message is written. */
+  #answersInBatch = 0;
   /** Empty DATA frames received in a row (FloodLimits). */
   #emptyFrames = 0;
-  /** Set once a flood limit is passed; the session closes with it at the next frame or flush. */
-  #flood: ProtocolError | undefined;
   #congested = false;
   #creditWaiters = new Set<MuxStream>();
   #drainWaiters = new Set<MuxStream>();
@@ -221,23 +221,6 @@ export class MuxSession implements StreamHost {
 
   enqueue(type: number, flags: number, streamId: number, payload: Buffer | undefined): void {
     if (this.#closed) return;
-    // Flood protection, two integer operations per frame. Past the bound the frame is dropped and the
-    // session closes at the next frame or flush, not here: enqueue runs inside stream and handler code
-    // that must not see the session vanish under it. The GOAWAY that closes it always goes out.
-    if (
-      type > FrameType.HEADERS &&
-      ++this.#controlFrames > this.#floodLimits.maxQueuedControlFrames &&
-      type !== FrameType.GOAWAY
-    ) {
-      this.#controlFrames--;
-      this.#flood ??= new ProtocolError(
-        ProtocolErrorCode.FLOOD,
-        ErrorCode.ENHANCE_YOUR_CALM,
-        `more than ${this.#floodLimits.maxQueuedControlFrames} control frames queued to a peer that does not read them`,
-      );
-      this.#scheduleFlush();
-      return;
-    }
     this.framesSent++;
     this.#batch.add(type, flags, streamId, payload);
     if (!this.#congested && this.#outstanding + this.#batch.bytes > this.#highWaterMark)
@@ -286,27 +269,26 @@ export class MuxSession implements StreamHost {
   readonly #flush = (): void => {
     this.#flushScheduled = false;
     if (this.#closed) return;
-    if (this.#flood !== undefined) {
-      this.#fail(this.#flood);
-      return;
-    }
     this.#write();
   };
 
   #write(): void {
     if (this.#batch.empty) return;
-    this.#batch.take((message, release, controlFrames) => {
+    const answers = this.#answersInBatch;
+    this.#answersInBatch = 0;
+    this.#batch.take((message, release, last) => {
       this.#outstanding += message.length;
+      const answered = last ? answers : 0;
       this.#transport.send(message, (error) => {
         release();
-        this.#onSent(message.length, controlFrames, error);
+        this.#onSent(message.length, answered, error);
       });
     });
   }
 
-  #onSent(bytes: number, controlFrames: number, error: Error | null | undefined): void {
+  #onSent(bytes: number, answers: number, error: Error | null | undefined): void {
     this.#outstanding -= bytes;
-    this.#controlFrames -= controlFrames;
+    this.#answersQueued -= answers;
     if (error) {
       this.transportClosed(error);
       return;
@@ -320,10 +302,27 @@ export class MuxSession implements StreamHost {
     }
   }
 
+  /**
+   * Queues an answer the peer can provoke without limit (a PING ACK, the refusal of a stream it opened).
+   * Runs only while a received frame is decoded, so past the bound the throw ends the session as a
+   * protocol violation (GOAWAY ENHANCE_YOUR_CALM); two integer operations otherwise.
+   */
+  #answer(type: number, flags: number, streamId: number, payload: Buffer): void {
+    if (this.#answersQueued >= this.#floodLimits.maxQueuedAnswers) {
+      throw new ProtocolError(
+        ProtocolErrorCode.FLOOD,
+        ErrorCode.ENHANCE_YOUR_CALM,
+        `more than ${this.#floodLimits.maxQueuedAnswers} answers (PING ACKs, stream refusals) queued to a peer that does not read them`,
+      );
+    }
+    this.#answersQueued++;
+    this.#answersInBatch++;
+    this.enqueue(type, flags, streamId, payload);
+  }
+
   #onFrame(frame: Frame): void {
     // A handler may close the session while the rest of a message is still being decoded.
     if (this.#closed) return;
-    if (this.#flood !== undefined) throw this.#flood;
     this.framesReceived++;
     if (!this.#helloReceived && frame.type !== FrameType.HELLO && frame.type !== FrameType.GOAWAY) {
       throw frameError(`frame type ${frame.type} before HELLO`);
@@ -346,7 +345,7 @@ export class MuxSession implements StreamHost {
       }
       case FrameType.PING:
         if ((frame.flags & FrameFlags.ACK) === 0)
-          this.enqueue(FrameType.PING, FrameFlags.ACK, 0, frame.payload);
+          this.#answer(FrameType.PING, FrameFlags.ACK, 0, frame.payload);
         else if (this.#roundTrip.acked(frame.payload)) this.ping();
         return;
       case FrameType.GOAWAY:
@@ -389,7 +388,7 @@ export class MuxSession implements StreamHost {
         this.#goingAway ||
         this.streams.size >= this.localSettings.maxConcurrentStreams;
       if (refuse) {
-        this.enqueue(FrameType.RESET, 0, frame.streamId, codeBytes(ErrorCode.REFUSED_STREAM));
+        this.#answer(FrameType.RESET, 0, frame.streamId, codeBytes(ErrorCode.REFUSED_STREAM));
         return;
       }
       stream = new MuxStream(

@@ -1,4 +1,4 @@
-import { FRAME_HEADER_SIZE, FrameType } from './constants.js';
+import { FRAME_HEADER_SIZE } from './constants.js';
 import { writeFrameHeader } from './frame-codec.js';
 
 /**
@@ -37,10 +37,10 @@ export class OutboundBatch {
 
   /**
    * Drains the batch into messages of at most maxMessageSize bytes (a bigger single frame gets its own).
-   * `send` must call `release` once the transport no longer needs the message bytes; `controlFrames` is
-   * how many frames of the message are neither DATA nor HEADERS (the session's flood count).
+   * `send` must call `release` once the transport no longer needs the message bytes; `last` marks the
+   * batch's last message (once it is written, every frame of the batch is).
    */
-  take(send: (message: Buffer, release: () => void, controlFrames: number) => void): void {
+  take(send: (message: Buffer, release: () => void, last: boolean) => void): void {
     const count = this.#types.length;
     let start = 0;
     while (start < count) {
@@ -60,20 +60,17 @@ export class OutboundBatch {
           : undefined;
       const message = pooled === undefined ? Buffer.allocUnsafe(size) : pooled.subarray(0, size);
       let offset = 0;
-      let controlFrames = 0;
       for (let i = start; i < end; i++) {
         const payload = this.#payloads[i];
         const length = payload?.length ?? 0;
-        const type = this.#types[i]!;
-        if (type > FrameType.HEADERS) controlFrames++;
-        writeFrameHeader(message, offset, type, this.#flags[i]!, this.#streams[i]!, length);
+        writeFrameHeader(message, offset, this.#types[i]!, this.#flags[i]!, this.#streams[i]!, length);
         offset += FRAME_HEADER_SIZE;
         if (payload !== undefined && length > 0) {
           payload.copy(message, offset);
           offset += length;
         }
       }
-      send(message, pooled === undefined ? noop : () => this.#release(pooled), controlFrames);
+      send(message, pooled === undefined ? noop : () => this.#release(pooled), end === count);
       start = end;
     }
     this.#types.length = 0;

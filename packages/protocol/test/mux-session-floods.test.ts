@@ -73,7 +73,7 @@ async function expectFloodClose(target: ReturnType<typeof floodTarget>): Promise
 
 describe('flood protection: answers the peer does not read', () => {
   it('closes the session with ENHANCE_YOUR_CALM when PING ACKs pile up unread', async () => {
-    const target = floodTarget(false, { maxQueuedControlFrames: 100 });
+    const target = floodTarget(false, { maxQueuedAnswers: 100 });
     // One PING per turn: every ACK is flushed to the transport, which never confirms it.
     for (let i = 0; i < 200 && !target.session.closed; i++) {
       target.session.receive(ping(i));
@@ -86,7 +86,7 @@ describe('flood protection: answers the peer does not read', () => {
   });
 
   it('also counts the answers still in the batch: many PINGs in one message trip it at once', async () => {
-    const target = floodTarget(false, { maxQueuedControlFrames: 100 });
+    const target = floodTarget(false, { maxQueuedAnswers: 100 });
     const pings = Array.from({ length: 10_000 }, (_, i) => ping(i));
     target.session.receive(Buffer.concat(pings));
     await expectFloodClose(target);
@@ -95,7 +95,7 @@ describe('flood protection: answers the peer does not read', () => {
   });
 
   it('closes the session when the RESETs refusing streams the peer opens pile up unread', async () => {
-    const target = floodTarget(false, { maxQueuedControlFrames: 100 });
+    const target = floodTarget(false, { maxQueuedAnswers: 100 });
     const head = encodeRequestHead({ method: 'GET', target: '/', headers: [] }, 65_536);
     // The edge serves no streams: every HEADERS on an even id is refused with a RESET.
     for (let id = 2; id <= 400 && !target.session.closed; id += 2) {
@@ -108,7 +108,7 @@ describe('flood protection: answers the peer does not read', () => {
   });
 
   it('keeps serving a peer that sends many PINGs and reads the answers', async () => {
-    const target = floodTarget(true, { maxQueuedControlFrames: 100 });
+    const target = floodTarget(true, { maxQueuedAnswers: 100 });
     for (let i = 0; i < 1000; i++) {
       target.session.receive(Buffer.concat([ping(2 * i), ping(2 * i + 1)]));
       await nextTurn();
@@ -117,7 +117,23 @@ describe('flood protection: answers the peer does not read', () => {
     expect(target.session.closed).toBe(false);
   });
 
-  it('defaults to 1000 queued control frames', async () => {
+  it("never counts what a side sends on its own account: a slow peer's session survives 2,000 RESETs of the edge's own streams", async () => {
+    const target = floodTarget(false, { maxQueuedAnswers: 100 });
+    // The edge cancels streams it opened (clients that went away) while the agent's socket is backed up:
+    // those RESETs are bounded by the edge's own streams, and an honest, slow agent must not be cut off.
+    for (let round = 0; round < 2; round++) {
+      const streams = Array.from({ length: 1000 }, () => target.session.openStream());
+      for (const stream of streams) stream.reset(ErrorCode.CANCEL);
+      await nextTurn();
+    }
+    expect(target.sent.frames.filter((f) => f.type === FrameType.RESET).length).toBe(2000);
+    expect(target.session.closed).toBe(false);
+    // Answers still count: the peer's PINGs trip the bound as before.
+    target.session.receive(Buffer.concat(Array.from({ length: 101 }, (_, i) => ping(i))));
+    await expectFloodClose(target);
+  });
+
+  it('defaults to 1000 queued answers', async () => {
     const target = floodTarget(false);
     target.session.receive(Buffer.concat(Array.from({ length: 1000 }, (_, i) => ping(i))));
     await nextTurn();
@@ -183,13 +199,11 @@ describe('flood protection: settings', () => {
         transport: { send: () => {}, close: () => {} },
         handler: { onHello: () => {}, onClose: () => {} },
       });
-    expect(make({ maxQueuedControlFrames: 0 })).toThrow(/maxQueuedControlFrames/);
+    expect(make({ maxQueuedAnswers: 0 })).toThrow(/maxQueuedAnswers/);
     expect(make({ maxConsecutiveEmptyFrames: -1 })).toThrow(/maxConsecutiveEmptyFrames/);
-    try {
-      make({ maxQueuedControlFrames: 1.5 })();
-    } catch (error) {
-      expect((error as ProtocolError).code).toBe(ProtocolErrorCode.INVALID_SETTING);
-    }
+    expect(make({ maxQueuedAnswers: 1.5 })).toThrow(
+      expect.objectContaining({ code: ProtocolErrorCode.INVALID_SETTING }),
+    );
   });
 });
 

@@ -16,11 +16,10 @@ import { type Answer, helloPayload, rawFrameBytes, type Sequence } from './fuzz-
 /** What the edge may queue towards an agent that stopped reading, before it must stop answering or close. */
 export const QUEUE_BOUND = 8 * 1024 * 1024;
 /**
- * Interim responses a public client may see for one request. The edge passes 1xx heads on, but a flood of them
- * is the agent's attack on the client and the edge: an edge caps them per response (the lead aligns this with
- * the cap the 1xx fix chooses; the flood sends 2,000 or more).
+ * Interim responses a public client may see for one request: the edge's own cap (MAX_INTERIM_HEADS in
+ * packages/edge/src/informational.ts); a flood of them (the model sends 2,000 or more) fails the request.
  */
-export const INTERIM_BOUND = 1_000;
+export const INTERIM_BOUND = 32;
 /** After its session is gone, a public request the fuzzer made settles within this (502, an abort, ...). */
 const SETTLE_MS = 4_000;
 /** The edge forgets a closed session within this. */
