@@ -98,9 +98,9 @@ describe('forwarding headers from an untrusted client', () => {
   });
 });
 
-describe('forwarding headers from a trusted proxy (trustedProxies)', () => {
+describe('forwarding headers from a trusted proxy (trustProxy)', () => {
   it('keeps its chain and appends the peer, takes its validated proto and host', async () => {
-    const s = await stack({ trustedProxies: ['127.0.0.1/32'] });
+    const s = await stack({ trustProxy: ['127.0.0.1/32'] });
     const res = await send({
       port: s.port,
       path: '/echo/request/x',
@@ -130,7 +130,7 @@ describe('forwarding headers from a trusted proxy (trustedProxies)', () => {
   });
 
   it('ignores an invalid proto or host from it and uses the edge’s own', async () => {
-    const s = await stack({ trustedProxies: ['127.0.0.1'] });
+    const s = await stack({ trustProxy: ['127.0.0.1'] });
     const res = await send({
       port: s.port,
       path: '/echo/request/x',
@@ -143,7 +143,7 @@ describe('forwarding headers from a trusted proxy (trustedProxies)', () => {
   });
 
   it('--allow-ip sees the right-most untrusted address of the chain', async () => {
-    const s = await stack({ trustedProxies: ['127.0.0.1/32', '10.9.0.0/16'] }, { allowIps: ['10.0.0.2'] });
+    const s = await stack({ trustProxy: ['127.0.0.1/32', '10.9.0.0/16'] }, { allowIps: ['10.0.0.2'] });
     const status = async (xff: string) =>
       (
         await send({

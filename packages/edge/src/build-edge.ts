@@ -76,8 +76,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     logger,
   });
   const inFlight = new InFlight();
-  const trusted =
-    options.trustedProxies.length > 0 ? compileAddressBlocks(options.trustedProxies) : undefined;
+  const trusted = options.trustProxy.length > 0 ? compileAddressBlocks(options.trustProxy) : undefined;
   // resolveEdgeOptions has validated the list; an invalid entry cannot reach this point.
   const clients = new ClientOriginResolver(
     trusted === undefined || 'invalid' in trusted ? undefined : trusted,

@@ -8,7 +8,7 @@ export function normalizeAddress(address: string): string {
 
 /**
  * Compiles addresses and CIDR blocks (`10.0.0.0/8`, `::1`, `192.0.2.7`) into a BlockList, or says which
- * entry is not one. Shared by the agent's --allow-ip and the operator's trustedProxies.
+ * entry is not one. Shared by the agent's --allow-ip and the operator's trustProxy.
  */
 export function compileAddressBlocks(entries: readonly unknown[]): BlockList | { invalid: string } {
   const blocks = new BlockList();

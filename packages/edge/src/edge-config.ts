@@ -50,7 +50,7 @@ export interface EdgeSettings {
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
   idleTimeoutMs: number;
-  trustedProxies: string[];
+  trustProxy: string[];
   showSessionCount: boolean;
   tokens: string[];
   tokenFile: string | undefined;
@@ -225,7 +225,7 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     default: 0,
     ...integer(0, 24 * HOUR),
   },
-  trustedProxies: {
+  trustProxy: {
     description:
       'addresses or CIDR blocks of proxies in front whose X-Forwarded-For/-Proto/-Host/-Prefix are believed; from any other peer they are replaced (default: none)',
     default: [],
@@ -443,7 +443,7 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
     requestTimeoutMs: settings.requestTimeoutMs,
     keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
     idleTimeoutMs: settings.idleTimeoutMs,
-    trustedProxies: settings.trustedProxies,
+    trustProxy: settings.trustProxy,
     showSessionCount: settings.showSessionCount,
     auth,
     protocol: {

@@ -79,7 +79,7 @@ export interface EdgeOptions {
    * X-Forwarded-For / -Proto / -Host / -Prefix are believed. From any other peer those fields, Forwarded
    * and X-Real-IP are removed and the edge sets its own. Default: none.
    */
-  trustedProxies?: readonly string[];
+  trustProxy?: readonly string[];
   /** Show the number of live sessions on the landing page (it is public). Default: false. */
   showSessionCount?: boolean;
 }
@@ -114,7 +114,7 @@ export interface ResolvedEdgeOptions {
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
   idleTimeoutMs: number;
-  trustedProxies: readonly string[];
+  trustProxy: readonly string[];
   showSessionCount: boolean;
 }
 
@@ -179,12 +179,12 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
       `invalid edge option requestTimeoutMs=${requestTimeoutMs}: must be 0 or at least headersTimeoutMs=${headersTimeoutMs}`,
     );
   }
-  const trustedProxies = [...(options.trustedProxies ?? [])];
-  const compiled = compileAddressBlocks(trustedProxies);
+  const trustProxy = [...(options.trustProxy ?? [])];
+  const compiled = compileAddressBlocks(trustProxy);
   if ('invalid' in compiled) {
     throw new EdgeError(
       EdgeErrorCode.INVALID_CONFIG,
-      `invalid edge option trustedProxies: "${compiled.invalid}" is not an IP address or CIDR block`,
+      `invalid edge option trustProxy: "${compiled.invalid}" is not an IP address or CIDR block`,
     );
   }
   return {
@@ -237,7 +237,7 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     requestTimeoutMs: positive('requestTimeoutMs', requestTimeoutMs, 0, 86_400_000),
     keepAliveTimeoutMs: positive('keepAliveTimeoutMs', options.keepAliveTimeoutMs ?? 5_000, 1, 600_000),
     idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? 0, 0, 86_400_000),
-    trustedProxies,
+    trustProxy,
     showSessionCount: options.showSessionCount ?? false,
   };
 }

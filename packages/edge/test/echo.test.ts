@@ -14,7 +14,7 @@ describe('quoteForEcho', () => {
   });
 });
 
-describe('address blocks (--allow-ip, trustedProxies)', () => {
+describe('address blocks (--allow-ip, trustProxy)', () => {
   it('refuse an empty or repeated prefix, which used to read as /0 and allow everyone', () => {
     expect(compileAddressBlocks(['10.0.0.1/'])).toEqual({ invalid: '10.0.0.1/' });
     expect(compileAddressBlocks(['10.0.0.0/8/9'])).toEqual({ invalid: '10.0.0.0/8/9' });

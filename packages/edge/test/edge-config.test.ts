@@ -269,27 +269,27 @@ describe('docs/self-hosting.md', () => {
   });
 });
 
-describe('trustedProxies and showSessionCount', () => {
+describe('trustProxy and showSessionCount', () => {
   it('take addresses and CIDR blocks from repeated or comma-separated flags, a variable and the file', async () => {
     const fromFlags = await parseEdgeCommand(
-      ['--trusted-proxies', '10.0.0.0/8,192.0.2.7', '--trusted-proxies', '::1', '--show-session-count'],
+      ['--trust-proxy', '10.0.0.0/8,192.0.2.7', '--trust-proxy', '::1', '--show-session-count'],
       {},
     );
-    expect(fromFlags.config.settings.trustedProxies).toEqual(['10.0.0.0/8', '192.0.2.7', '::1']);
+    expect(fromFlags.config.settings.trustProxy).toEqual(['10.0.0.0/8', '192.0.2.7', '::1']);
     expect(fromFlags.config.settings.showSessionCount).toBe(true);
-    const fromEnv = await parseEdgeCommand([], { TUNNEL2_TRUSTED_PROXIES: '2001:db8::/32, 127.0.0.1' });
-    expect(fromEnv.config.settings.trustedProxies).toEqual(['2001:db8::/32', '127.0.0.1']);
-    const file = await configFile({ trustedProxies: ['172.16.0.0/12'] }, 'trusted.json');
+    const fromEnv = await parseEdgeCommand([], { TUNNEL2_TRUST_PROXY: '2001:db8::/32, 127.0.0.1' });
+    expect(fromEnv.config.settings.trustProxy).toEqual(['2001:db8::/32', '127.0.0.1']);
+    const file = await configFile({ trustProxy: ['172.16.0.0/12'] }, 'trusted.json');
     const fromFile = await parseEdgeCommand(['--config', file], {});
-    expect(fromFile.config.settings.trustedProxies).toEqual(['172.16.0.0/12']);
+    expect(fromFile.config.settings.trustProxy).toEqual(['172.16.0.0/12']);
     expect(fromFile.config.settings.showSessionCount).toBe(false);
   });
 
   it('refuse anything that is not an address or a block, naming the entry', async () => {
     for (const bad of ['proxy.example.com', '10.0.0.0/33', '10.0.0.1/', '10.0.0.0/8/9']) {
-      const err = await failure(parseEdgeCommand(['--trusted-proxies', bad], {}));
-      expect(err.message).toMatch(/trustedProxies/);
+      const err = await failure(parseEdgeCommand(['--trust-proxy', bad], {}));
+      expect(err.message).toMatch(/trustProxy/);
     }
-    expect(() => resolveEdgeOptions({ trustedProxies: ['10.0.0.1/'] })).toThrow(/"10\.0\.0\.1\/"/);
+    expect(() => resolveEdgeOptions({ trustProxy: ['10.0.0.1/'] })).toThrow(/"10\.0\.0\.1\/"/);
   });
 });
