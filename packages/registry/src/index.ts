@@ -6,5 +6,20 @@ export {
   type MemoryRegistry,
   type MemoryRegistryOptions,
 } from './memory-registry.js';
-export { checkClaimInput, checkEpoch, checkGrace, checkName, checkTtl } from './registry-arguments.js';
-export type { ClaimInput, ClaimResult, SessionRecord, SessionRegistry } from './session-registry.js';
+export {
+  checkClaimInput,
+  checkEpoch,
+  checkGrace,
+  checkName,
+  checkNodeAnnouncement,
+  checkNodeId,
+  checkTtl,
+} from './registry-arguments.js';
+export type {
+  ClaimInput,
+  ClaimResult,
+  NodeAnnouncement,
+  NodeRecord,
+  SessionRecord,
+  SessionRegistry,
+} from './session-registry.js';

@@ -1,7 +1,21 @@
 import { type Clock, systemClock } from './clock.js';
 import { RegistryError, RegistryErrorCode } from './errors.js';
-import { checkClaimInput, checkEpoch, checkGrace, checkName, checkTtl } from './registry-arguments.js';
-import type { ClaimInput, ClaimResult, SessionRecord, SessionRegistry } from './session-registry.js';
+import {
+  checkClaimInput,
+  checkEpoch,
+  checkGrace,
+  checkName,
+  checkNodeAnnouncement,
+  checkNodeId,
+  checkTtl,
+} from './registry-arguments.js';
+import type {
+  ClaimInput,
+  ClaimResult,
+  NodeRecord,
+  SessionRecord,
+  SessionRegistry,
+} from './session-registry.js';
 
 export interface MemoryRegistryOptions {
   /** Time source for leases; default `Date.now`. */
@@ -49,6 +63,7 @@ type MutableRecord = { -readonly [K in keyof SessionRecord]: SessionRecord[K] };
 export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryRegistry {
   const { clock, sweepIntervalMs } = resolveMemoryRegistryOptions(options);
   const records = new Map<string, MutableRecord>();
+  const nodes = new Map<string, NodeRecord>();
   // One counter for every name: strictly increasing per name too, and nothing to remember about a name
   // after it is released or expires (a per-name counter would have to outlive its record forever).
   let lastEpoch = 0;
@@ -57,6 +72,7 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
 
   const sweep = (now: number): void => {
     for (const [name, record] of records) if (record.expiresAt <= now) records.delete(name);
+    for (const [id, node] of nodes) if (node.expiresAt <= now) nodes.delete(id);
     nextSweepAt = now + sweepIntervalMs;
   };
   // Expired records are invisible at once; they are also removed from memory in bulk, by the timer and,
@@ -169,6 +185,38 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
       return [...records.values()].map(snapshot);
     },
 
+    async announceNode(announcement) {
+      assertOpen();
+      checkNodeAnnouncement(announcement);
+      const now = clock();
+      sweepIfDue(now);
+      nodes.set(announcement.nodeId, {
+        nodeId: announcement.nodeId,
+        url: announcement.url,
+        expiresAt: now + announcement.ttlMs,
+      });
+    },
+
+    async lookupNode(nodeId) {
+      assertOpen();
+      checkNodeId(nodeId);
+      const node = nodes.get(nodeId);
+      if (node === undefined) return undefined;
+      if (node.expiresAt <= clock()) {
+        nodes.delete(nodeId);
+        return undefined;
+      }
+      return { ...node };
+    },
+
+    async withdrawNode(nodeId) {
+      assertOpen();
+      checkNodeId(nodeId);
+      const node = nodes.get(nodeId);
+      nodes.delete(nodeId);
+      return node !== undefined && node.expiresAt > clock();
+    },
+
     async ping() {
       assertOpen();
     },
@@ -177,6 +225,7 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
       closed = true;
       clearInterval(timer);
       records.clear();
+      nodes.clear();
     },
   };
 }

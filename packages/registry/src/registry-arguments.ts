@@ -1,5 +1,5 @@
 import { RegistryError, RegistryErrorCode } from './errors.js';
-import type { ClaimInput } from './session-registry.js';
+import type { ClaimInput, NodeAnnouncement } from './session-registry.js';
 
 /*
  * Argument checks shared by every SessionRegistry implementation, so the memory and a future Redis
@@ -46,5 +46,19 @@ export function checkClaimInput(input: ClaimInput): void {
   checkName(input.name);
   checkKey('nodeId', input.nodeId);
   checkKey('owner', input.owner);
+  checkTtl('ttlMs', input.ttlMs);
+}
+
+/** A node id: a non-empty string. */
+export function checkNodeId(nodeId: unknown): void {
+  checkKey('nodeId', nodeId);
+}
+
+export function checkNodeAnnouncement(input: NodeAnnouncement): void {
+  if (typeof input !== 'object' || input === null) throw invalid('node announcement must be an object');
+  checkKey('nodeId', input.nodeId);
+  if (typeof input.url !== 'string' || !URL.canParse(input.url)) {
+    throw invalid(`url must be an absolute URL, got ${String(input.url)}`);
+  }
   checkTtl('ttlMs', input.ttlMs);
 }

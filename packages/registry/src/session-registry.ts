@@ -22,6 +22,22 @@ export interface SessionRecord {
   readonly connected: boolean;
 }
 
+/** An edge node as the others reach it (cluster mode): announced by the node, renewed while it runs. */
+export interface NodeRecord {
+  readonly nodeId: string;
+  /** Base URL other nodes forward public requests to, e.g. `http://10.0.0.7:8080`. */
+  readonly url: string;
+  /** When the announcement ends unless renewed, in ms since the Unix epoch. */
+  readonly expiresAt: number;
+}
+
+export interface NodeAnnouncement {
+  nodeId: string;
+  url: string;
+  /** How long the announcement holds without a renewal. Must be > 0. */
+  ttlMs: number;
+}
+
 export interface ClaimInput {
   name: string;
   nodeId: string;
@@ -62,6 +78,15 @@ export interface SessionRegistry {
   lookup(name: string): Promise<SessionRecord | undefined>;
   /** Every live or reserved record, in no particular order (observability). */
   list(): Promise<SessionRecord[]>;
+  /**
+   * Announces this node and the URL other nodes reach it at, for `ttlMs` (a repeat renews or moves it).
+   * A session record names its node by id; this is how another node finds where that is.
+   */
+  announceNode(announcement: NodeAnnouncement): Promise<void>;
+  /** A node's live announcement; undefined if it never announced itself, withdrew, or let it expire. */
+  lookupNode(nodeId: string): Promise<NodeRecord | undefined>;
+  /** Removes this node's announcement (a clean stop); false if there was none. */
+  withdrawNode(nodeId: string): Promise<boolean>;
   /** Resolves if the registry can serve requests (readiness checks); rejects otherwise. */
   ping(): Promise<void>;
   /** Releases the registry's own resources (timers, connections); idempotent. */

@@ -292,6 +292,54 @@ export function registryContract(name: string, factory: RegistryFactory): void {
       });
     });
 
+    describe('node directory', () => {
+      it('finds an announced node until its announcement expires; a repeat renews or moves it', async () => {
+        const start = clock.now();
+        await registry.announceNode({ nodeId: 'node-a', url: 'http://10.0.0.1:8080', ttlMs: 10_000 });
+        expect(await registry.lookupNode('node-a')).toEqual({
+          nodeId: 'node-a',
+          url: 'http://10.0.0.1:8080',
+          expiresAt: start + 10_000,
+        });
+        expect(await registry.lookupNode('node-b')).toBeUndefined();
+        clock.advance(9_000);
+        await registry.announceNode({ nodeId: 'node-a', url: 'http://10.0.0.2:8080', ttlMs: 10_000 });
+        clock.advance(9_000);
+        expect((await registry.lookupNode('node-a'))?.url).toBe('http://10.0.0.2:8080');
+        clock.advance(1_000);
+        expect(await registry.lookupNode('node-a')).toBeUndefined();
+      });
+
+      it('withdraws a node: gone at once, false when there was none', async () => {
+        await registry.announceNode({ nodeId: 'node-a', url: 'http://10.0.0.1:8080', ttlMs: 10_000 });
+        expect(await registry.withdrawNode('node-a')).toBe(true);
+        expect(await registry.lookupNode('node-a')).toBeUndefined();
+        expect(await registry.withdrawNode('node-a')).toBe(false);
+      });
+
+      it('keeps nodes and sessions apart: a node and a session may share a string', async () => {
+        await registry.announceNode({ nodeId: 'app', url: 'http://10.0.0.1:8080', ttlMs: 10_000 });
+        won(await claim('app', 'alice'));
+        expect((await registry.lookupNode('app'))?.url).toBe('http://10.0.0.1:8080');
+        expect((await registry.lookup('app'))?.owner).toBe('alice');
+        expect(await registry.list()).toHaveLength(1);
+      });
+
+      it('refuses invalid announcements and node ids', async () => {
+        await expect(
+          registry.announceNode({ nodeId: '', url: 'http://10.0.0.1:8080', ttlMs: 1_000 }),
+        ).rejects.toMatchObject(INVALID);
+        await expect(
+          registry.announceNode({ nodeId: 'node-a', url: 'not a url', ttlMs: 1_000 }),
+        ).rejects.toMatchObject(INVALID);
+        await expect(
+          registry.announceNode({ nodeId: 'node-a', url: 'http://10.0.0.1:8080', ttlMs: 0 }),
+        ).rejects.toMatchObject(INVALID);
+        await expect(registry.lookupNode('')).rejects.toMatchObject(INVALID);
+        await expect(registry.withdrawNode('')).rejects.toMatchObject(INVALID);
+      });
+    });
+
     describe('lifecycle', () => {
       it('answers ping while open', async () => {
         await expect(registry.ping()).resolves.toBeUndefined();
@@ -308,6 +356,11 @@ export function registryContract(name: string, factory: RegistryFactory): void {
         await expect(registry.release('app', record.epoch)).rejects.toMatchObject(CLOSED);
         await expect(registry.lookup('app')).rejects.toMatchObject(CLOSED);
         await expect(registry.list()).rejects.toMatchObject(CLOSED);
+        await expect(
+          registry.announceNode({ nodeId: 'node-a', url: 'http://10.0.0.1:8080', ttlMs: 1_000 }),
+        ).rejects.toMatchObject(CLOSED);
+        await expect(registry.lookupNode('node-a')).rejects.toMatchObject(CLOSED);
+        await expect(registry.withdrawNode('node-a')).rejects.toMatchObject(CLOSED);
       });
     });
   });
