@@ -45,6 +45,8 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
   TUNNEL2_ERR_HTTP_VERSION: 'invalid',
   TUNNEL2_ERR_STREAM_FAILED: 'failed',
   TUNNEL2_ERR_INVALID_CONFIG: 'failed',
+  TUNNEL2_ERR_NODE_UNREACHABLE: 'failed',
+  TUNNEL2_ERR_NODE_AUTH_INVALID: 'auth',
 };
 
 const statusClasses = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
