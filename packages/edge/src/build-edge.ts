@@ -5,8 +5,8 @@ import { ErrorCode } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { createAgentEndpoint } from './agent-endpoint.js';
-import { Cluster } from './cluster/cluster.js';
 import { ClientOriginResolver, compileAddressBlocks } from './client-address.js';
+import { Cluster } from './cluster/cluster.js';
 import { quoteForEcho } from './echo.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
 import { answerClientError, EDGE_ANSWER_HEADERS, rejectUpgrade, sendEdgeError } from './error-response.js';
@@ -268,7 +268,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     async listen() {
       await app.listen({ port: options.port, host: options.host });
       boundPort = (app.server.address() as AddressInfo).port;
-      await cluster?.start();
+      await cluster?.start(edge.url);
       return { port: boundPort, url: edge.url };
     },
     async close(graceMs = 10_000) {

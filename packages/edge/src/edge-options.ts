@@ -253,11 +253,17 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
 function resolveClusterOptions(cluster: ClusterOptions): ResolvedClusterOptions {
   let url: URL | undefined;
   try {
-    url = new URL(cluster.nodeUrl);
+    url = cluster.nodeUrl === undefined ? undefined : new URL(cluster.nodeUrl);
   } catch {
     url = undefined;
   }
-  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.pathname !== '/') {
+  if (cluster.nodeUrl === undefined) {
+    // Announced as the bound address once listening.
+  } else if (
+    url === undefined ||
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.pathname !== '/'
+  ) {
     throw new EdgeError(
       EdgeErrorCode.INVALID_CONFIG,
       `invalid edge option nodeUrl=${cluster.nodeUrl}: must be an http:// or https:// origin other nodes reach this one at`,
@@ -271,7 +277,7 @@ function resolveClusterOptions(cluster: ClusterOptions): ResolvedClusterOptions 
     );
   }
   return {
-    nodeUrl: url.origin,
+    nodeUrl: url?.origin,
     secret: cluster.secret,
     announceTtlMs: positive('cluster.announceTtlMs', cluster.announceTtlMs ?? 15_000, 1_000, 3_600_000),
     ownerCacheTtlMs: positive('cluster.ownerCacheTtlMs', cluster.ownerCacheTtlMs ?? 2_000, 0, 600_000),

@@ -12,6 +12,8 @@ import {
 import type { Logger } from 'pino';
 import type { AgentConnection } from './agent-connection.js';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
+import type { Cluster, HopOrigin } from './cluster/cluster.js';
+import type { OwnerEntry } from './cluster/owner-cache.js';
 import { quoteForEcho } from './echo.js';
 import { rejectUpgrade, sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
@@ -19,8 +21,6 @@ import type { InFlight } from './in-flight.js';
 import { type IngressRoute, isValidSessionName } from './ingress-route.js';
 import type { SessionTable } from './session-table.js';
 import type { SlotWaiter } from './stream-slots.js';
-import type { Cluster, HopOrigin } from './cluster/cluster.js';
-import type { OwnerEntry } from './cluster/owner-cache.js';
 import { TunnelExchange } from './tunnel-exchange.js';
 import { UpgradeTunnel } from './upgrade-tunnel.js';
 
@@ -278,7 +278,10 @@ class HttpArrival implements Arrival {
       options.inFlight.finish();
       if (outcome === 'unreachable') {
         cluster.unreachable(owner);
-        options.logger.warn({ err: detail.err, session: name, node: owner.nodeId }, 'cluster: node unreachable');
+        options.logger.warn(
+          { err: detail.err, session: name, node: owner.nodeId },
+          'cluster: node unreachable',
+        );
         if (!res.headersSent && !res.destroyed) {
           sendEdgeError(
             res,

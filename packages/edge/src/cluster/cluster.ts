@@ -3,7 +3,6 @@ import { withoutHopByHop } from '@tunnel2/protocol';
 import type { SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../client-address.js';
-import { NodeHop } from './node-hop.js';
 import {
   NODE_AUTH_HEADER,
   NODE_CLIENT_HEADER,
@@ -11,12 +10,16 @@ import {
   NodeAuth,
   type SignedFields,
 } from './node-auth.js';
-import { type OwnerEntry, OwnerCache } from './owner-cache.js';
+import { NodeHop } from './node-hop.js';
+import { OwnerCache, type OwnerEntry } from './owner-cache.js';
 
 /** Cluster mode of an edge: how other nodes reach this one and how node-to-node traffic is authenticated. */
 export interface ClusterOptions {
-  /** Base URL other nodes forward public requests to (this node's public port as they reach it). */
-  nodeUrl: string;
+  /**
+   * Base URL other nodes forward public requests to (this node's public port as they reach it).
+   * Default: the address the edge is bound to (right for nodes on one host or in tests).
+   */
+  nodeUrl?: string;
   /** Shared by every node; signs node-to-node requests. At least 32 characters; never logged. */
   secret: string;
   /** How long this node's announcement holds without renewal (renewed every third of it). */
@@ -32,7 +35,7 @@ export interface ClusterOptions {
 }
 
 export interface ResolvedClusterOptions {
-  nodeUrl: string;
+  nodeUrl: string | undefined;
   secret: string;
   announceTtlMs: number;
   ownerCacheTtlMs: number;
@@ -95,6 +98,7 @@ export class Cluster {
   readonly #cache: OwnerCache;
   readonly #logger: Logger;
   #timer: NodeJS.Timeout | undefined;
+  #url = '';
 
   constructor(input: {
     registry: SessionRegistry;
@@ -121,20 +125,24 @@ export class Cluster {
   }
 
   /** Announces this node and keeps the announcement alive (one timer). */
-  async start(): Promise<void> {
+  async start(boundUrl: string): Promise<void> {
+    this.#url = this.options.nodeUrl ?? boundUrl;
     await this.#announce();
-    this.#timer = setInterval(() => {
-      this.#announce().catch((err: unknown) =>
-        this.#logger.warn({ err }, 'cluster: renewing this node in the registry failed'),
-      );
-    }, Math.max(1, Math.floor(this.options.announceTtlMs / 3)));
+    this.#timer = setInterval(
+      () => {
+        this.#announce().catch((err: unknown) =>
+          this.#logger.warn({ err }, 'cluster: renewing this node in the registry failed'),
+        );
+      },
+      Math.max(1, Math.floor(this.options.announceTtlMs / 3)),
+    );
     this.#timer.unref();
   }
 
   #announce(): Promise<void> {
     return this.#registry.announceNode({
       nodeId: this.nodeId,
-      url: this.options.nodeUrl,
+      url: this.#url,
       ttlMs: this.options.announceTtlMs,
     });
   }

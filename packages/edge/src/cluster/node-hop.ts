@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { pipeline } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { withoutHopByHop } from '@tunnel2/protocol';
 import { Pool } from 'undici';
@@ -24,6 +24,18 @@ export interface HopCounters {
   bytesOut: number;
   /** Body bytes received from peer nodes. */
   bytesIn: number;
+}
+
+/**
+ * The request body as undici pulls it, counted on the way. A generator, not a 'data' listener: a listener
+ * would start the body flowing before undici reads it and lose what came first. undici awaits each write,
+ * so the client is read no faster than the peer accepts.
+ */
+async function* counted(source: AsyncIterable<Buffer>, counters: HopCounters): AsyncGenerator<Buffer> {
+  for await (const chunk of source) {
+    counters.bytesOut += chunk.length;
+    yield chunk;
+  }
 }
 
 /**
@@ -85,13 +97,12 @@ export class NodeHop {
       if (!res.writableFinished) abort.abort();
     };
     res.once('close', onClientGone);
-    if (hasBody) req.on('data', (chunk: Buffer) => (counters.bytesOut += chunk.length));
     this.#pool(owner.url)
       .request({
         method: req.method ?? 'GET',
         path: req.url ?? '/',
         headers,
-        body: hasBody ? req : null,
+        body: hasBody ? Readable.from(counted(req, counters), { objectMode: false }) : null,
         signal: abort.signal,
       })
       .then(
