@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { createAgentEndpoint } from './agent-endpoint.js';
 import { ClientOriginResolver, compileAddressBlocks } from './client-address.js';
+import { Cluster } from './cluster/cluster.js';
 import { quoteForEcho } from './echo.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
 import { answerClientError, EDGE_ANSWER_HEADERS, rejectUpgrade, sendEdgeError } from './error-response.js';
@@ -48,6 +49,8 @@ export interface Edge {
   readonly app: FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>;
   readonly sessions: SessionTable;
   readonly options: ResolvedEdgeOptions;
+  /** Cluster mode's node (owner lookups, the node-to-node hop, its counters); undefined on one node. */
+  readonly cluster: Cluster | undefined;
   /** Starts listening; resolves with the bound port. */
   listen(): Promise<{ port: number; url: string }>;
   /** The base URL agents and clients use (valid after listen). */
@@ -81,6 +84,16 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   const clients = new ClientOriginResolver(
     trusted === undefined || 'invalid' in trusted ? undefined : trusted,
   );
+  const cluster =
+    options.cluster === undefined
+      ? undefined
+      : new Cluster({
+          registry: options.registry,
+          nodeId: options.nodeId,
+          options: options.cluster,
+          logger,
+          responseTimeoutMs: options.responseTimeoutMs,
+        });
   let draining = false;
   let boundPort = options.port;
   const ingress = {
@@ -91,7 +104,12 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     maxRequestBodyBytes: options.maxRequestBodyBytes,
     reconnectWaitMs: options.reconnectWaitMs,
     clients,
+    cluster,
   };
+  const nodeAuthRefusal = {
+    code: EdgeErrorCode.NODE_AUTH_INVALID,
+    message: 'the request claims to come from another edge node but its signature does not verify',
+  } as const;
 
   const baseUrl = (): URL => new URL(options.publicUrl ?? `http://${options.domain}:${boundPort}`);
   const urlsFor = (name: string): { url: string; urls: string[] } => {
@@ -111,8 +129,14 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       }
       const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
       if (route !== undefined) {
+        // Another node's forwarded request: believed for its client only when its signature verifies.
+        const via = cluster?.verify(req);
+        if (via === 'forged') {
+          sendEdgeError(res, nodeAuthRefusal.code, nodeAuthRefusal.message);
+          return;
+        }
         // With Expect: 100-continue the backend decides: its 100 is relayed, or its early final answer.
-        handleTunnelRequest(req, res, route, ingress);
+        handleTunnelRequest(req, res, route, ingress, via);
         return;
       }
       if (expectsContinue) res.writeContinue();
@@ -184,7 +208,12 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       return;
     }
     if (route !== undefined) {
-      handleTunnelUpgrade(req, socket, head, route, ingress);
+      const via = cluster?.verify(req);
+      if (via === 'forged') {
+        rejectUpgrade(socket, nodeAuthRefusal);
+        return;
+      }
+      handleTunnelUpgrade(req, socket, head, route, ingress, via);
       return;
     }
     if ((req.url ?? '').split('?')[0] === options.agentPath) {
@@ -228,6 +257,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     app,
     sessions,
     options,
+    cluster,
     get url() {
       return `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${boundPort}`;
     },
@@ -238,6 +268,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     async listen() {
       await app.listen({ port: options.port, host: options.host });
       boundPort = (app.server.address() as AddressInfo).port;
+      await cluster?.start(edge.url);
       return { port: boundPort, url: edge.url };
     },
     async close(graceMs = 10_000) {
@@ -247,6 +278,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       for (const connection of [...sessions.connections()])
         connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
       sessions.close();
+      await cluster?.close();
       agentEndpoint.close();
       app.server.closeAllConnections();
       await app.close();

@@ -52,6 +52,8 @@ export interface EdgeSettings {
   idleTimeoutMs: number;
   trustProxy: string[];
   showSessionCount: boolean;
+  nodeUrl: string | undefined;
+  clusterSecret: string | undefined;
   tokens: string[];
   tokenFile: string | undefined;
   tokenSecret: string | undefined;
@@ -75,7 +77,9 @@ export type LogLevel = (typeof logLevels)[number];
 
 // The compiler keeps the table complete: an EdgeOptions field (or auth / protocol field) added without a
 // setting here fails this line, so no edge option can be set in code but not by an operator.
-type Unconfigurable = 'logger' | 'auth' | 'protocol';
+// `cluster` is set from nodeUrl + clusterSecret; its tuning knobs (cache TTL, connect timeout) keep
+// their defaults until measurements under a real load balancer say an operator needs them.
+type Unconfigurable = 'logger' | 'auth' | 'protocol' | 'cluster';
 type MissingSettings =
   | Exclude<keyof EdgeOptions, keyof EdgeSettings | Unconfigurable>
   | Exclude<keyof AgentAuthOptions, keyof EdgeSettings>
@@ -239,6 +243,19 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     default: false,
     parse: parseBoolean,
     allowed: 'true or false',
+  },
+  nodeUrl: {
+    description:
+      'cluster mode: the http(s) origin other edge nodes reach this one at (unset: one node, no forwarding)',
+    default: undefined,
+    ...optionalText(isUrl, 'an absolute URL'),
+  },
+  clusterSecret: {
+    description:
+      'cluster mode: shared secret that authenticates node-to-node requests (at least 32 characters; required with nodeUrl)',
+    default: undefined,
+    secret: true,
+    ...optionalText((v) => v.length >= 32, 'at least 32 characters'),
   },
   tokens: { description: 'accepted agent tokens', default: [], secret: true, flag: 'token', ...list() },
   tokenFile: {
@@ -457,6 +474,15 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
   if (settings.publicUrl !== undefined) options.publicUrl = settings.publicUrl;
   if (settings.nodeId !== undefined) options.nodeId = settings.nodeId;
   if (settings.sessionRequestBurst !== undefined) options.sessionRequestBurst = settings.sessionRequestBurst;
+  if (settings.nodeUrl !== undefined || settings.clusterSecret !== undefined) {
+    if (settings.nodeUrl === undefined || settings.clusterSecret === undefined) {
+      throw new EdgeError(
+        EdgeErrorCode.INVALID_CONFIG,
+        'cluster mode needs both nodeUrl (--node-url) and clusterSecret (--cluster-secret)',
+      );
+    }
+    options.cluster = { nodeUrl: settings.nodeUrl, secret: settings.clusterSecret };
+  }
   return options;
 }
 

@@ -4,6 +4,7 @@ import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { AgentAuthOptions } from './agent-auth.js';
 import { compileAddressBlocks } from './client-address.js';
+import type { ClusterOptions, ResolvedClusterOptions } from './cluster/cluster.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 
 export interface EdgeOptions {
@@ -82,6 +83,11 @@ export interface EdgeOptions {
   trustProxy?: readonly string[];
   /** Show the number of live sessions on the landing page (it is public). Default: false. */
   showSessionCount?: boolean;
+  /**
+   * Cluster mode: several edges share `registry`, and a request for a session held by another node is
+   * forwarded to it. Off when undefined (one node: nothing changes).
+   */
+  cluster?: ClusterOptions;
 }
 
 export interface ResolvedEdgeOptions {
@@ -116,6 +122,7 @@ export interface ResolvedEdgeOptions {
   idleTimeoutMs: number;
   trustProxy: readonly string[];
   showSessionCount: boolean;
+  cluster: ResolvedClusterOptions | undefined;
 }
 
 function isLoopback(host: string): boolean {
@@ -239,5 +246,43 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? 0, 0, 86_400_000),
     trustProxy,
     showSessionCount: options.showSessionCount ?? false,
+    cluster: options.cluster === undefined ? undefined : resolveClusterOptions(options.cluster),
+  };
+}
+
+function resolveClusterOptions(cluster: ClusterOptions): ResolvedClusterOptions {
+  let url: URL | undefined;
+  try {
+    url = cluster.nodeUrl === undefined ? undefined : new URL(cluster.nodeUrl);
+  } catch {
+    url = undefined;
+  }
+  if (cluster.nodeUrl === undefined) {
+    // Announced as the bound address once listening.
+  } else if (
+    url === undefined ||
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.pathname !== '/'
+  ) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `invalid edge option nodeUrl=${cluster.nodeUrl}: must be an http:// or https:// origin other nodes reach this one at`,
+    );
+  }
+  // Never echo the secret itself, only what is wrong with it.
+  if (typeof cluster.secret !== 'string' || cluster.secret.length < 32) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      'invalid edge option clusterSecret: cluster mode needs a secret of at least 32 characters',
+    );
+  }
+  return {
+    nodeUrl: url?.origin,
+    secret: cluster.secret,
+    announceTtlMs: positive('cluster.announceTtlMs', cluster.announceTtlMs ?? 15_000, 1_000, 3_600_000),
+    ownerCacheTtlMs: positive('cluster.ownerCacheTtlMs', cluster.ownerCacheTtlMs ?? 2_000, 0, 600_000),
+    ownerCacheSize: positive('cluster.ownerCacheSize', cluster.ownerCacheSize ?? 10_000, 0, 10_000_000),
+    connectTimeoutMs: positive('cluster.connectTimeoutMs', cluster.connectTimeoutMs ?? 2_000, 1, 60_000),
+    connectionsPerNode: positive('cluster.connectionsPerNode', cluster.connectionsPerNode ?? 64, 1, 10_000),
   };
 }

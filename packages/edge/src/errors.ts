@@ -24,6 +24,10 @@ export const EdgeErrorCode = {
   REQUEST_TIMEOUT: 'TUNNEL2_ERR_REQUEST_TIMEOUT',
   METHOD_NOT_ALLOWED: 'TUNNEL2_ERR_METHOD_NOT_ALLOWED',
   HTTP_VERSION: 'TUNNEL2_ERR_HTTP_VERSION',
+  /** The node holding the session could not be reached (refused, timed out, gone). */
+  NODE_UNREACHABLE: 'TUNNEL2_ERR_NODE_UNREACHABLE',
+  /** A request claimed to come from another node but its signature did not verify. */
+  NODE_AUTH_INVALID: 'TUNNEL2_ERR_NODE_AUTH_INVALID',
 } as const;
 export type EdgeErrorCode = (typeof EdgeErrorCode)[keyof typeof EdgeErrorCode];
 
@@ -52,6 +56,8 @@ export const statusByCode: Readonly<Record<EdgeErrorCode, number>> = {
   TUNNEL2_ERR_REQUEST_TIMEOUT: 408,
   TUNNEL2_ERR_METHOD_NOT_ALLOWED: 405,
   TUNNEL2_ERR_HTTP_VERSION: 505,
+  TUNNEL2_ERR_NODE_UNREACHABLE: 502,
+  TUNNEL2_ERR_NODE_AUTH_INVALID: 403,
 };
 
 export class EdgeError extends Error {

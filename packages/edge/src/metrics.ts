@@ -45,6 +45,8 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
   TUNNEL2_ERR_HTTP_VERSION: 'invalid',
   TUNNEL2_ERR_STREAM_FAILED: 'failed',
   TUNNEL2_ERR_INVALID_CONFIG: 'failed',
+  TUNNEL2_ERR_NODE_UNREACHABLE: 'failed',
+  TUNNEL2_ERR_NODE_AUTH_INVALID: 'auth',
 };
 
 const statusClasses = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
@@ -191,6 +193,52 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
       this.inc({ side: 'agent' }, totals.agent);
     },
   });
+
+  // Cluster mode: read from the node's own counters at scrape time, nothing per request here.
+  const cluster = edge.cluster;
+  if (cluster !== undefined) {
+    new Counter({
+      name: 'tunnel2_cluster_forwarded_total',
+      help: 'Requests and upgrades carried to the node holding their session, by outcome (ok, unreachable, aborted, not_here)',
+      labelNames: ['outcome'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [outcome, n] of Object.entries(cluster.counters.forwarded)) this.inc({ outcome }, n);
+      },
+    });
+    new Counter({
+      name: 'tunnel2_cluster_hop_bytes_total',
+      help: 'Body bytes carried between edge nodes: direction="out" (to the owner) or "in" (from it)',
+      labelNames: ['direction'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ direction: 'out' }, cluster.hop.counters.bytesOut);
+        this.inc({ direction: 'in' }, cluster.hop.counters.bytesIn);
+      },
+    });
+    new Counter({
+      name: 'tunnel2_cluster_owner_lookups_total',
+      help: 'Lookups of the node holding a session: result="hit" (cache) or "miss" (registry)',
+      labelNames: ['result'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ result: 'hit' }, cluster.counters.lookups.hit);
+        this.inc({ result: 'miss' }, cluster.counters.lookups.miss);
+      },
+    });
+    new Counter({
+      name: 'tunnel2_cluster_node_auth_refused_total',
+      help: 'Requests claiming to come from another node whose signature did not verify',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(cluster.counters.forged);
+      },
+    });
+  }
 
   const requests = new Counter({
     name: 'tunnel2_http_requests_total',

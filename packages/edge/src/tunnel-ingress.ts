@@ -12,6 +12,8 @@ import {
 import type { Logger } from 'pino';
 import type { AgentConnection } from './agent-connection.js';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
+import type { Cluster, HopOrigin } from './cluster/cluster.js';
+import type { OwnerEntry } from './cluster/owner-cache.js';
 import { quoteForEcho } from './echo.js';
 import { rejectUpgrade, sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
@@ -33,6 +35,8 @@ export interface TunnelIngressOptions {
   reconnectWaitMs: number;
   /** Decides who a request comes from (the peer, or what a trusted proxy in front says). */
   clients: ClientOriginResolver;
+  /** Cluster mode: finds the node holding a name and carries requests there. Undefined on one node. */
+  cluster?: Cluster | undefined;
 }
 
 interface Refusal {
@@ -52,6 +56,10 @@ interface Arrival {
   readonly gone: boolean;
   /** Calls `onGone` if the client disconnects; returns the unsubscribe. */
   watch(onGone: () => void): () => void;
+  /** The client as another node vouched for it (a forwarded request); such a request is never forwarded. */
+  readonly via: ClientOrigin | undefined;
+  /** Carries the arrival to the node holding its session (cluster mode). */
+  forward(owner: OwnerEntry, cluster: Cluster): void;
 }
 
 const busy = (name: string): Refusal => ({
@@ -134,7 +142,7 @@ function prepare(
 ): { payload: Buffer } | { refusal: Refusal } {
   const req = arrival.req;
   // Only read when the operator trusts a proxy in front; otherwise nothing the client wrote is looked at.
-  const origin = options.clients.trustsAnyone ? options.clients.resolve(req) : undefined;
+  const origin = arrival.via ?? (options.clients.trustsAnyone ? options.clients.resolve(req) : undefined);
   const verdict = connection.protection?.check(
     req,
     origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
@@ -199,6 +207,21 @@ async function awaitAgent(
   route: IngressRoute,
   options: TunnelIngressOptions,
 ): Promise<void> {
+  // The one cluster branch: the owner is another node. A request another node forwarded is answered here.
+  const cluster = options.cluster;
+  if (cluster !== undefined && arrival.via === undefined && isValidSessionName(route.name)) {
+    let owner: OwnerEntry | undefined;
+    try {
+      owner = await cluster.owner(route.name);
+    } catch {
+      owner = undefined; // missingSession below asks again and says the registry is unreachable
+    }
+    if (arrival.gone) return;
+    if (owner !== undefined) {
+      arrival.forward(owner, cluster);
+      return;
+    }
+  }
   const refusal = await missingSession(route.name, options.sessions);
   if (arrival.gone) return;
   if (refusal.code !== EdgeErrorCode.TUNNEL_OFFLINE || options.reconnectWaitMs === 0) {
@@ -226,12 +249,58 @@ class HttpArrival implements Arrival {
   readonly #res: ServerResponse;
   readonly #route: IngressRoute;
   readonly #options: TunnelIngressOptions;
+  readonly via: ClientOrigin | undefined;
 
-  constructor(req: IncomingMessage, res: ServerResponse, route: IngressRoute, options: TunnelIngressOptions) {
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: IngressRoute,
+    options: TunnelIngressOptions,
+    via: ClientOrigin | undefined,
+  ) {
     this.req = req;
     this.#res = res;
     this.#route = route;
     this.#options = options;
+    this.via = via;
+  }
+
+  forward(owner: OwnerEntry, cluster: Cluster): void {
+    const { req } = this;
+    const res = this.#res;
+    const options = this.#options;
+    const name = this.#route.name;
+    const headers = cluster.hopHeaders(req, hopOrigin(req, options));
+    // The owner's backend decides on the body; this node cannot relay an interim 100 it never sees.
+    if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
+    options.inFlight.start();
+    cluster.hop.forward(owner, req, res, headers, requestHasBody(req), (outcome, detail) => {
+      options.inFlight.finish();
+      if (outcome === 'unreachable') {
+        cluster.unreachable(owner);
+        options.logger.warn(
+          { err: detail.err, session: name, node: owner.nodeId },
+          'cluster: node unreachable',
+        );
+        if (!res.headersSent && !res.destroyed) {
+          sendEdgeError(
+            res,
+            EdgeErrorCode.NODE_UNREACHABLE,
+            `tunnel ${name}: the edge node holding it (${quoteForEcho(owner.nodeId, 64)}) cannot be reached`,
+            5,
+          );
+        }
+        return;
+      }
+      if (
+        detail.edgeError === EdgeErrorCode.UNKNOWN_SESSION ||
+        detail.edgeError === EdgeErrorCode.TUNNEL_OFFLINE
+      ) {
+        cluster.notHere(name, owner);
+      } else {
+        cluster.counters.forwarded[outcome]++;
+      }
+    });
   }
 
   get gone(): boolean {
@@ -252,6 +321,8 @@ class HttpArrival implements Arrival {
     const { req } = this;
     const inFlight = this.#options.inFlight;
     inFlight.start();
+    const cluster = this.#options.cluster;
+    if (cluster !== undefined) this.#res.setHeader('x-tunnel2-node', cluster.nodeId);
     const exchange = new TunnelExchange(req, this.#res, stream, {
       name: this.#route.name,
       responseTimeoutMs: this.#options.responseTimeoutMs,
@@ -271,8 +342,9 @@ export function handleTunnelRequest(
   res: ServerResponse,
   route: IngressRoute,
   options: TunnelIngressOptions,
+  via?: ClientOrigin,
 ): void {
-  dispatch(new HttpArrival(req, res, route, options), route, options, false);
+  dispatch(new HttpArrival(req, res, route, options, via), route, options, false);
 }
 
 /** Carries a public WebSocket upgrade into the tunnel: the backend's answer decides what happens next. */
@@ -282,10 +354,36 @@ export function handleTunnelUpgrade(
   head: Buffer,
   route: IngressRoute,
   options: TunnelIngressOptions,
+  via?: ClientOrigin,
 ): void {
   const arrival: Arrival = {
     req,
     upgrade: true,
+    via,
+    forward(owner, cluster) {
+      const headers = cluster.hopHeaders(req, hopOrigin(req, options));
+      options.inFlight.start();
+      cluster.hop.forwardUpgrade(
+        owner,
+        req,
+        socket,
+        head,
+        headers,
+        (err) => {
+          options.inFlight.finish();
+          cluster.unreachable(owner);
+          options.logger.warn({ err, session: route.name, node: owner.nodeId }, 'cluster: node unreachable');
+          rejectUpgrade(socket, {
+            code: EdgeErrorCode.NODE_UNREACHABLE,
+            message: `tunnel ${route.name}: the edge node holding it (${quoteForEcho(owner.nodeId, 64)}) cannot be reached`,
+          });
+        },
+        () => {
+          cluster.counters.forwarded.ok++;
+          options.inFlight.finish();
+        },
+      );
+    },
     refuse: (refusal) => rejectUpgrade(socket, refusal),
     start(stream, payload) {
       options.inFlight.start();
@@ -324,11 +422,15 @@ const forwardingFields: ReadonlySet<string> = new Set([
   'x-forwarded-host',
   'x-forwarded-proto',
   'x-forwarded-prefix',
+  // What one edge node vouches for to another: never passed on, and believed only when signed.
+  'x-tunnel2-node-auth',
+  'x-tunnel2-node-peer',
+  'x-tunnel2-node-client',
 ]);
 
 function isForwardingField(name: string): boolean {
   const n = name.length;
-  return (n === 9 || (n >= 15 && n <= 18)) && forwardingFields.has(name.toLowerCase());
+  return (n === 9 || (n >= 15 && n <= 19) || n === 21) && forwardingFields.has(name.toLowerCase());
 }
 
 /** A host[:port] as a Host field may carry it: a DNS name, IPv4 or [IPv6], optional port. */
@@ -340,6 +442,39 @@ const validPrefix = /^\/[\x21-\x7e]*$/;
 /** The one value of a single-valued field a trusted proxy set, or undefined when absent or repeated. */
 function single(value: string | string[] | undefined): string | undefined {
   return typeof value === 'string' ? value.trim() : undefined;
+}
+
+/** What the edge states about a request's client in X-Forwarded-*: its own view, or a trusted proxy's. */
+function decideForwarding(
+  req: IncomingMessage,
+  origin: ClientOrigin | undefined,
+): { peer: string; proto: string; host: string; prefix: string } {
+  const peer = origin?.peer ?? req.socket.remoteAddress ?? '';
+  let proto: string = 'encrypted' in req.socket ? 'https' : 'http';
+  let host = req.headers.host ?? '';
+  let prefix = '';
+  if (origin?.trustedPeer === true) {
+    const givenProto = single(req.headers['x-forwarded-proto'])?.toLowerCase();
+    if (givenProto === 'http' || givenProto === 'https') proto = givenProto;
+    const givenHost = single(req.headers['x-forwarded-host']);
+    if (givenHost !== undefined && givenHost.length <= 255 && validHost.test(givenHost)) host = givenHost;
+    const givenPrefix = single(req.headers['x-forwarded-prefix']);
+    if (givenPrefix !== undefined && givenPrefix.length <= 1024 && validPrefix.test(givenPrefix)) {
+      prefix = givenPrefix.endsWith('/') ? givenPrefix.slice(0, -1) : givenPrefix;
+    }
+  }
+  return { peer, proto, host, prefix };
+}
+
+/** What this node decided about a client, for the node it forwards the request to. */
+function hopOrigin(req: IncomingMessage, options: TunnelIngressOptions): HopOrigin {
+  const origin = options.clients.trustsAnyone ? options.clients.resolve(req) : undefined;
+  const decided = decideForwarding(req, origin);
+  return {
+    ...decided,
+    client: origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
+    chain: origin?.chain,
+  };
 }
 
 /**
@@ -362,20 +497,8 @@ function forwardedHeaders(
     write += 2;
   }
   headers.length = write;
-  const peer = origin?.peer ?? req.socket.remoteAddress ?? '';
-  let proto: string = 'encrypted' in req.socket ? 'https' : 'http';
-  let host = req.headers.host ?? '';
-  let prefix = '';
-  if (origin?.trustedPeer === true) {
-    const givenProto = single(req.headers['x-forwarded-proto'])?.toLowerCase();
-    if (givenProto === 'http' || givenProto === 'https') proto = givenProto;
-    const givenHost = single(req.headers['x-forwarded-host']);
-    if (givenHost !== undefined && givenHost.length <= 255 && validHost.test(givenHost)) host = givenHost;
-    const givenPrefix = single(req.headers['x-forwarded-prefix']);
-    if (givenPrefix !== undefined && givenPrefix.length <= 1024 && validPrefix.test(givenPrefix)) {
-      prefix = givenPrefix.endsWith('/') ? givenPrefix.slice(0, -1) : givenPrefix;
-    }
-  }
+  const { peer, proto, host, prefix: given } = decideForwarding(req, origin);
+  let prefix = given;
   headers.push('X-Forwarded-For', origin?.chain === undefined ? peer : `${origin.chain}, ${peer}`);
   headers.push('X-Forwarded-Proto', proto);
   headers.push('X-Forwarded-Host', host);

@@ -1,0 +1,254 @@
+import type { IncomingMessage } from 'node:http';
+import { withoutHopByHop } from '@tunnel2/protocol';
+import type { SessionRegistry } from '@tunnel2/registry';
+import type { Logger } from 'pino';
+import type { ClientOrigin } from '../client-address.js';
+import {
+  NODE_AUTH_HEADER,
+  NODE_CLIENT_HEADER,
+  NODE_PEER_HEADER,
+  NodeAuth,
+  type SignedFields,
+} from './node-auth.js';
+import { NodeHop } from './node-hop.js';
+import { OwnerCache, type OwnerEntry } from './owner-cache.js';
+
+/** Cluster mode of an edge: how other nodes reach this one and how node-to-node traffic is authenticated. */
+export interface ClusterOptions {
+  /**
+   * Base URL other nodes forward public requests to (this node's public port as they reach it).
+   * Default: the address the edge is bound to (right for nodes on one host or in tests).
+   */
+  nodeUrl?: string;
+  /** Shared by every node; signs node-to-node requests. At least 32 characters; never logged. */
+  secret: string;
+  /** How long this node's announcement holds without renewal (renewed every third of it). */
+  announceTtlMs?: number;
+  /** How long a name → node answer is believed without asking the registry again. */
+  ownerCacheTtlMs?: number;
+  /** Names remembered at most. */
+  ownerCacheSize?: number;
+  /** A peer node that does not accept a connection in this time is unreachable. */
+  connectTimeoutMs?: number;
+  /** Pooled connections per peer node. */
+  connectionsPerNode?: number;
+}
+
+export interface ResolvedClusterOptions {
+  nodeUrl: string | undefined;
+  secret: string;
+  announceTtlMs: number;
+  ownerCacheTtlMs: number;
+  ownerCacheSize: number;
+  connectTimeoutMs: number;
+  connectionsPerNode: number;
+}
+
+/** What the first node decided about a client, carried to the serving node under the signature. */
+export interface HopOrigin {
+  peer: string;
+  client: string;
+  chain: string | undefined;
+  proto: string;
+  host: string;
+  prefix: string;
+}
+
+export interface ClusterCounters {
+  /** Cross-node requests and upgrades by outcome. */
+  forwarded: Record<'ok' | 'unreachable' | 'aborted' | 'not_here', number>;
+  /** Owner lookups answered by the cache or by the registry. */
+  lookups: Record<'hit' | 'miss', number>;
+  /** Requests carrying a node signature that did not verify. */
+  forged: number;
+}
+
+const forwardingOrNode: ReadonlySet<string> = new Set([
+  'forwarded',
+  'x-real-ip',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-prefix',
+  'expect',
+  NODE_AUTH_HEADER,
+  NODE_PEER_HEADER,
+  NODE_CLIENT_HEADER,
+]);
+
+function single(value: string | string[] | undefined): string {
+  return typeof value === 'string' ? value : '';
+}
+
+/**
+ * One node of a cluster: announces itself in the registry's node directory, finds which node holds a
+ * name (through a short, bounded cache), signs what it forwards and verifies what other nodes forward.
+ */
+export class Cluster {
+  readonly nodeId: string;
+  readonly options: ResolvedClusterOptions;
+  readonly hop: NodeHop;
+  readonly counters: ClusterCounters = {
+    forwarded: { ok: 0, unreachable: 0, aborted: 0, not_here: 0 },
+    lookups: { hit: 0, miss: 0 },
+    forged: 0,
+  };
+  readonly #registry: SessionRegistry;
+  readonly #auth: NodeAuth;
+  readonly #cache: OwnerCache;
+  readonly #logger: Logger;
+  #timer: NodeJS.Timeout | undefined;
+  #url = '';
+
+  constructor(input: {
+    registry: SessionRegistry;
+    nodeId: string;
+    options: ResolvedClusterOptions;
+    logger: Logger;
+    responseTimeoutMs: number;
+  }) {
+    this.nodeId = input.nodeId;
+    this.options = input.options;
+    this.#registry = input.registry;
+    this.#auth = new NodeAuth(input.options.secret);
+    this.#cache = new OwnerCache({
+      maxEntries: input.options.ownerCacheSize,
+      ttlMs: input.options.ownerCacheTtlMs,
+    });
+    this.#logger = input.logger.child({ node: input.nodeId });
+    this.hop = new NodeHop({
+      connectTimeoutMs: input.options.connectTimeoutMs,
+      // The peer answers 504 itself at the response timeout; this only catches a peer that went silent.
+      headersTimeoutMs: input.responseTimeoutMs + 5_000,
+      connectionsPerNode: input.options.connectionsPerNode,
+    });
+  }
+
+  /** Announces this node and keeps the announcement alive (one timer). */
+  async start(boundUrl: string): Promise<void> {
+    this.#url = this.options.nodeUrl ?? boundUrl;
+    await this.#announce();
+    this.#timer = setInterval(
+      () => {
+        this.#announce().catch((err: unknown) =>
+          this.#logger.warn({ err }, 'cluster: renewing this node in the registry failed'),
+        );
+      },
+      Math.max(1, Math.floor(this.options.announceTtlMs / 3)),
+    );
+    this.#timer.unref();
+  }
+
+  #announce(): Promise<void> {
+    return this.#registry.announceNode({
+      nodeId: this.nodeId,
+      url: this.#url,
+      ttlMs: this.options.announceTtlMs,
+    });
+  }
+
+  /**
+   * The other node that holds `name` live, or undefined (not held, held here, disconnected, or its node
+   * is not announced). Registry errors propagate: the caller answers "registry unreachable".
+   */
+  async owner(name: string): Promise<OwnerEntry | undefined> {
+    const cached = this.#cache.get(name);
+    if (cached !== undefined) {
+      this.counters.lookups.hit++;
+      return cached;
+    }
+    this.counters.lookups.miss++;
+    const record = await this.#registry.lookup(name);
+    if (record === undefined || !record.connected || record.nodeId === this.nodeId) return undefined;
+    const node = await this.#registry.lookupNode(record.nodeId);
+    if (node === undefined) return undefined;
+    const entry = { nodeId: node.nodeId, url: node.url, epoch: record.epoch };
+    this.#cache.set(name, entry);
+    return entry;
+  }
+
+  /** The owner said "not here" (the session moved or ended): forget it, the next request asks again. */
+  notHere(name: string, owner: OwnerEntry): void {
+    this.counters.forwarded.not_here++;
+    this.#cache.drop(name, owner.nodeId);
+  }
+
+  /** The owner could not be reached: forget every name it held and its connections. */
+  unreachable(owner: OwnerEntry): void {
+    this.counters.forwarded.unreachable++;
+    this.#cache.dropNode(owner.nodeId);
+    this.hop.forget(owner.url);
+  }
+
+  /**
+   * The headers a forwarded request carries to its owner: the client's own minus hop-by-hop and every
+   * forwarding field, then what this node decided about the client, signed.
+   */
+  hopHeaders(req: IncomingMessage, origin: HopOrigin): string[] {
+    const headers = withoutHopByHop(req.rawHeaders);
+    const out: string[] = [];
+    for (let i = 0; i < headers.length; i += 2) {
+      if (!forwardingOrNode.has(headers[i]!.toLowerCase())) out.push(headers[i]!, headers[i + 1]!);
+    }
+    const fields: SignedFields = {
+      fromNode: this.nodeId,
+      method: req.method ?? 'GET',
+      target: req.url ?? '/',
+      host: req.headers.host ?? '',
+      peer: origin.peer,
+      client: origin.client,
+      forwardedFor: origin.chain ?? '',
+      proto: origin.proto,
+      forwardedHost: origin.host,
+      prefix: origin.prefix,
+    };
+    if (origin.chain !== undefined) out.push('X-Forwarded-For', origin.chain);
+    out.push('X-Forwarded-Proto', origin.proto, 'X-Forwarded-Host', origin.host);
+    if (origin.prefix !== '') out.push('X-Forwarded-Prefix', origin.prefix);
+    out.push(NODE_PEER_HEADER, origin.peer, NODE_CLIENT_HEADER, origin.client);
+    out.push(NODE_AUTH_HEADER, this.#auth.sign(fields));
+    return out;
+  }
+
+  /**
+   * A request another node forwarded: the client origin it vouches for, or 'forged' when the signature is
+   * missing the mark. Undefined when the request carries no node signature at all.
+   */
+  verify(req: IncomingMessage): ClientOrigin | 'forged' | undefined {
+    const value = req.headers[NODE_AUTH_HEADER];
+    if (value === undefined) return undefined;
+    const peer = single(req.headers[NODE_PEER_HEADER]);
+    const client = single(req.headers[NODE_CLIENT_HEADER]);
+    const chain = single(req.headers['x-forwarded-for']);
+    const verified =
+      typeof value === 'string'
+        ? this.#auth.verify(value, {
+            method: req.method ?? 'GET',
+            target: req.url ?? '/',
+            host: req.headers.host ?? '',
+            peer,
+            client,
+            forwardedFor: chain,
+            proto: single(req.headers['x-forwarded-proto']),
+            forwardedHost: single(req.headers['x-forwarded-host']),
+            prefix: single(req.headers['x-forwarded-prefix']),
+          })
+        : undefined;
+    if (verified === undefined) {
+      this.counters.forged++;
+      return 'forged';
+    }
+    return { peer, trustedPeer: true, address: client, chain: chain === '' ? undefined : chain };
+  }
+
+  async close(): Promise<void> {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.hop.close();
+    try {
+      await this.#registry.withdrawNode(this.nodeId);
+    } catch (err) {
+      this.#logger.warn({ err }, 'cluster: withdrawing this node from the registry failed');
+    }
+  }
+}
