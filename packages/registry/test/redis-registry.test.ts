@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RegistryErrorCode, type SessionRegistry } from '../src/index.js';
-import { createRedisRegistry, type RedisRegistryOptions } from '../src/redis-registry.js';
+import {
+  createRedisRegistry,
+  EPOCH_BUCKETS,
+  epochBucket,
+  type RedisRegistryOptions,
+} from '../src/redis-registry.js';
 import { createFakeClock } from './fake-clock.js';
 import { startTestRedisServer, type TestRedisServer } from './redis-server.js';
 import { registryContract } from './registry-contract.js';
@@ -141,6 +148,64 @@ describe('redis registry', () => {
     } finally {
       await registry.close();
       await own.stop();
+    }
+  });
+
+  it('keeps epochs rising when Redis lost the counter and the record (a failover that lost writes)', async () => {
+    const keyPrefix = freshPrefix();
+    const registry = await createRedisRegistry({ url: server.url, keyPrefix });
+    const client = new Redis(server.url);
+    try {
+      const first = await registry.claim({ name: 'app', owner: 'alice', nodeId: 'n', ttlMs: 60_000 });
+      if (!first.ok) throw new Error('claim refused');
+      // What a promoted replica that never saw the claim looks like: neither the hash nor the counter.
+      const keys = await client.keys(`${keyPrefix}*`);
+      expect(keys).toHaveLength(2);
+      await client.del(...keys);
+      const second = await registry.claim({ name: 'app', owner: 'bob', nodeId: 'n', ttlMs: 60_000 });
+      if (!second.ok) throw new Error('claim refused');
+      // The Redis-time floor puts the new epoch above the lost one: alice's epoch acts on nothing.
+      expect(second.record.epoch).toBeGreaterThan(first.record.epoch);
+      expect(await registry.release('app', first.record.epoch)).toBe(false);
+    } finally {
+      client.disconnect();
+      await registry.close();
+    }
+  });
+
+  it('lays keys out for Redis Cluster: a name and its epoch counter share one hash tag', async () => {
+    const keyPrefix = freshPrefix();
+    const registry = await createRedisRegistry({ url: server.url, keyPrefix });
+    const client = new Redis(server.url);
+    try {
+      await registry.claim({ name: 'app', owner: 'alice', nodeId: 'n', ttlMs: 60_000 });
+      await registry.announceNode({ nodeId: 'node-a', url: 'http://10.0.0.1:8080', ttlMs: 60_000 });
+      const tag = `{b${epochBucket('app')}}`;
+      expect((await client.keys(`${keyPrefix}*`)).sort()).toEqual(
+        [`${keyPrefix}${tag}:epoch`, `${keyPrefix}${tag}:s:app`, `${keyPrefix}node:node-a`].sort(),
+      );
+      // Redis deletes keys itself some time after their logical expiry (garbage collection only).
+      const ttl = await client.pttl(`${keyPrefix}${tag}:s:app`);
+      expect(ttl).toBeGreaterThan(60_000);
+      expect(await client.pttl(`${keyPrefix}${tag}:epoch`)).toBe(-1);
+    } finally {
+      client.disconnect();
+      await registry.close();
+    }
+  });
+
+  it('spreads names over the epoch buckets', () => {
+    const buckets = new Set(Array.from({ length: 10_000 }, (_, i) => epochBucket(`name-${i}`)));
+    expect(buckets.size).toBeGreaterThan(EPOCH_BUCKETS * 0.95);
+    for (const b of buckets) expect(b >= 0 && b < EPOCH_BUCKETS).toBe(true);
+  });
+
+  it('keeps ioredis out of the main entry: only redis-registry.ts imports it', async () => {
+    const dir = new URL('../src/', import.meta.url);
+    for (const file of await readdir(dir)) {
+      const text = await readFile(new URL(file, dir), 'utf8');
+      const importsRedis = /from 'ioredis'|from '\.\/redis-registry\.js'/.test(text);
+      expect({ file, importsRedis }).toEqual({ file, importsRedis: file === 'redis-registry.ts' });
     }
   });
 });
