@@ -10,6 +10,7 @@ export {
   checkClaimInput,
   checkEpoch,
   checkGrace,
+  checkHeldLeases,
   checkName,
   checkNodeAnnouncement,
   checkNodeId,
@@ -18,6 +19,7 @@ export {
 export type {
   ClaimInput,
   ClaimResult,
+  HeldLease,
   NodeAnnouncement,
   NodeRecord,
   SessionRecord,

@@ -4,6 +4,7 @@ import {
   checkClaimInput,
   checkEpoch,
   checkGrace,
+  checkHeldLeases,
   checkName,
   checkNodeAnnouncement,
   checkNodeId,
@@ -102,6 +103,13 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
     const record = live(name, now);
     return record?.epoch === epoch ? record : undefined;
   };
+  /** renew's work: a disconnected record is only a reservation, a late heartbeat must not revive it. */
+  const extend = (name: string, epoch: number, ttlMs: number, now: number): boolean => {
+    const record = current(name, epoch, now);
+    if (record === undefined || !record.connected) return false;
+    record.expiresAt = now + ttlMs;
+    return true;
+  };
   const snapshot = (record: MutableRecord): SessionRecord => ({ ...record });
 
   return {
@@ -136,12 +144,15 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
       checkName(name);
       checkEpoch(epoch);
       checkTtl('ttlMs', ttlMs);
+      return extend(name, epoch, ttlMs, clock());
+    },
+
+    async renewMany(leases, ttlMs) {
+      assertOpen();
+      checkHeldLeases(leases);
+      checkTtl('ttlMs', ttlMs);
       const now = clock();
-      const record = current(name, epoch, now);
-      // A disconnected record is only a reservation: a late heartbeat must not turn it back into a lease.
-      if (record === undefined || !record.connected) return false;
-      record.expiresAt = now + ttlMs;
-      return true;
+      return leases.map(({ name, epoch }) => extend(name, epoch, ttlMs, now));
     },
 
     async markDisconnected(name, epoch, graceMs) {

@@ -1,5 +1,5 @@
 import { RegistryError, RegistryErrorCode } from './errors.js';
-import type { ClaimInput, NodeAnnouncement } from './session-registry.js';
+import type { ClaimInput, HeldLease, NodeAnnouncement } from './session-registry.js';
 
 /*
  * Argument checks shared by every SessionRegistry implementation, so the memory and a future Redis
@@ -61,4 +61,14 @@ export function checkNodeAnnouncement(input: NodeAnnouncement): void {
     throw invalid(`url must be an absolute URL, got ${String(input.url)}`);
   }
   checkTtl('ttlMs', input.ttlMs);
+}
+
+/** The leases of a renewMany: an array of `{ name, epoch }`, each checked like renew's arguments. */
+export function checkHeldLeases(leases: readonly HeldLease[]): void {
+  if (!Array.isArray(leases)) throw invalid('leases must be an array');
+  for (const lease of leases) {
+    if (typeof lease !== 'object' || lease === null) throw invalid('each lease must be an object');
+    checkName(lease.name);
+    checkEpoch(lease.epoch);
+  }
 }

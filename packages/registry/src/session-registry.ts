@@ -46,6 +46,12 @@ export interface ClaimInput {
   ttlMs: number;
 }
 
+/** A lease as its holder knows it: the name and the epoch its claim was granted. */
+export interface HeldLease {
+  readonly name: string;
+  readonly epoch: number;
+}
+
 export type ClaimResult =
   | { ok: true; record: SessionRecord }
   /** The live or reserved record that blocked the claim, so the caller can say who holds the name. */
@@ -70,6 +76,12 @@ export interface SessionRegistry {
    * record is gone or disconnected (a late heartbeat must not revive a reservation).
    */
   renew(name: string, epoch: number, ttlMs: number): Promise<boolean>;
+  /**
+   * `renew` for many leases at once (a node renews all of its sessions together), answering in the order
+   * asked. Each answer is what `renew` would answer; a store-backed registry sends the whole batch in one
+   * round trip instead of one per session. An invalid lease or ttl rejects the whole call, changing nothing.
+   */
+  renewMany(leases: readonly HeldLease[], ttlMs: number): Promise<boolean[]>;
   /** The holder's connection is gone: keep the name reserved for its owner for `graceMs` (0 frees it now). */
   markDisconnected(name: string, epoch: number, graceMs: number): Promise<boolean>;
   /** Removes the record, only for the current epoch. */

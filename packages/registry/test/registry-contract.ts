@@ -185,6 +185,56 @@ export function registryContract(name: string, factory: RegistryFactory): void {
       });
     });
 
+    describe('renewMany', () => {
+      it('answers like renew for each lease, in order, and extends only the current connected ones', async () => {
+        const live = won(await claim('live', 'alice', 1_000));
+        const stale = won(await claim('taken', 'alice', 1_000));
+        const fresh = won(await claim('taken', 'alice', 1_000));
+        const reserved = won(await claim('reserved', 'bob', 1_000));
+        await registry.markDisconnected('reserved', reserved.epoch, 1_000);
+        clock.advance(500);
+        const answers = await registry.renewMany(
+          [
+            { name: 'live', epoch: live.epoch },
+            { name: 'taken', epoch: stale.epoch },
+            { name: 'reserved', epoch: reserved.epoch },
+            { name: 'ghost', epoch: 1 },
+            { name: 'taken', epoch: fresh.epoch },
+          ],
+          2_000,
+        );
+        expect(answers).toEqual([true, false, false, false, true]);
+        expect(await registry.lookup('live')).toEqual({ ...live, expiresAt: clock.now() + 2_000 });
+        expect(await registry.lookup('taken')).toEqual({ ...fresh, expiresAt: clock.now() + 2_000 });
+        expect(await registry.lookup('reserved')).toMatchObject({
+          connected: false,
+          expiresAt: clock.now() + 500,
+        });
+        clock.advance(500);
+        expect(await registry.renewMany([{ name: 'reserved', epoch: reserved.epoch }], 2_000)).toEqual([
+          false,
+        ]);
+        expect(await registry.lookup('reserved')).toBeUndefined();
+      });
+
+      it('answers [] for no leases', async () => {
+        expect(await registry.renewMany([], 1_000)).toEqual([]);
+      });
+
+      it('rejects an invalid lease or ttl with INVALID_ARGUMENT and changes nothing', async () => {
+        const record = won(await claim('app', 'alice', 1_000));
+        const good = { name: 'app', epoch: record.epoch };
+        await expect(registry.renewMany([good, { name: '', epoch: 1 }], 5_000)).rejects.toMatchObject(
+          INVALID,
+        );
+        await expect(registry.renewMany([good, { name: 'x', epoch: 0 }], 5_000)).rejects.toMatchObject(
+          INVALID,
+        );
+        await expect(registry.renewMany([good], 0)).rejects.toMatchObject(INVALID);
+        expect(await registry.lookup('app')).toEqual(record);
+      });
+    });
+
     describe('disconnect and grace', () => {
       it('keeps a disconnected name for its owner only, until the grace ends', async () => {
         const first = won(await claim('app', 'alice'));
@@ -352,6 +402,9 @@ export function registryContract(name: string, factory: RegistryFactory): void {
         await expect(registry.ping()).rejects.toMatchObject(CLOSED);
         await expect(claim('app', 'alice')).rejects.toMatchObject(CLOSED);
         await expect(registry.renew('app', record.epoch, 1_000)).rejects.toMatchObject(CLOSED);
+        await expect(registry.renewMany([{ name: 'app', epoch: record.epoch }], 1_000)).rejects.toMatchObject(
+          CLOSED,
+        );
         await expect(registry.markDisconnected('app', record.epoch, 1_000)).rejects.toMatchObject(CLOSED);
         await expect(registry.release('app', record.epoch)).rejects.toMatchObject(CLOSED);
         await expect(registry.lookup('app')).rejects.toMatchObject(CLOSED);

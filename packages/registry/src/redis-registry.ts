@@ -1,0 +1,444 @@
+import { type ChainableCommander, Redis } from 'ioredis';
+import { type Clock, systemClock } from './clock.js';
+import { RegistryError, RegistryErrorCode } from './errors.js';
+import { CLAIM_SCRIPT, MARK_DISCONNECTED_SCRIPT, RELEASE_SCRIPT, RENEW_SCRIPT } from './redis-scripts.js';
+import {
+  checkClaimInput,
+  checkEpoch,
+  checkGrace,
+  checkHeldLeases,
+  checkName,
+  checkNodeAnnouncement,
+  checkNodeId,
+  checkTtl,
+} from './registry-arguments.js';
+import type { ClaimResult, NodeRecord, SessionRecord, SessionRegistry } from './session-registry.js';
+
+/*
+ * The Redis registry: the same contract as the memory one, shared by every edge node of a cluster. This is
+ * the only file that imports ioredis, and it is reached only through `@tunnel2/registry/redis`, so
+ * `import '@tunnel2/registry'` (the CLI, a single-node edge) never loads it.
+ *
+ * Keys (all under `keyPrefix`, default `tunnel2:`):
+ *   <prefix>{b<n>}:s:<name>   hash {name, nodeId, owner, epoch, expiresAt, connected} of a session
+ *   <prefix>{b<n>}:epoch      the epoch counter of bucket n (n = FNV-1a(name) mod 1024)
+ *   <prefix>node:<nodeId>     JSON {url, expiresAt} of an announced edge node
+ * The `{b<n>}` hash tag puts a name's hash and its bucket's counter in one cluster slot, so each script
+ * touches a single slot (Redis Cluster allows nothing else); 1024 buckets spread the names over 1024 slots.
+ *
+ * Time. Leases follow the injected clock (default Date.now): the caller's `now` and `expiresAt` go into the
+ * scripts, which treat `expiresAt <= now` as absent. That keeps the contract suite's fake clock working and
+ * makes every node judge a lease the way the memory registry does. Edge nodes' clocks must therefore agree
+ * to well within a lease (NTP). Redis's own key expiry is garbage collection only: PEXPIRE of the lease plus
+ * `gcMarginMs` (relative, so only Redis's clock rate matters, not its offset), never earlier than the lease.
+ *
+ * Epochs (the fencing token). A claim's epoch is max(bucket counter + 1, Redis TIME in µs), written back to
+ * the counter in the same script. Hence:
+ * - Never back, without a key per name: the 1024 counters outlive every record (no TTL) and only move up,
+ *   so a name gets a higher epoch after a release or an expiry, and memory stays bounded for unbounded names.
+ * - Equality fencing: renew, markDisconnected and release act only when the stored epoch equals the caller's,
+ *   and the record is live (and, for renew, connected). A stale holder never matches a newer claim.
+ * - Failover. Replication is asynchronous: a promoted replica can miss the last claims and their counter
+ *   increments. Without the time floor it would hand out an epoch a lost claim already had, and that lost
+ *   claim's holder could then act on the new session. With it, epochs track Redis's clock in µs (a bucket
+ *   would need over 1,000 claims per ms to run ahead of it), and a failover takes seconds, so the new master's
+ *   epochs exceed every lost one, provided the Redis servers' clocks agree to within the failover time.
+ *   Epochs stay below 2^53 until the year 2255. The lost holder still believes it holds a lease; its next
+ *   renew answers false and the edge closes it. (WAIT after a claim would narrow the window; not done here.)
+ *
+ * Unavailability. ioredis is set up so a Redis that is down fails calls promptly rather than queueing them:
+ * no offline queue, no per-request retries, a command timeout; it reconnects on its own in the background,
+ * so the same registry works again once Redis is back. Every client error becomes a RegistryError
+ * `TUNNEL2_ERR_REGISTRY_UNAVAILABLE` carrying the client error as `cause`. A write whose answer was lost
+ * (timeout) may or may not have happened: a claim may then hold a new epoch its caller never learnt; the
+ * owner's next claim takes it over, or it expires with its lease.
+ *
+ * `list()` SCANs the prefix (bounded COUNT per step, no KEYS) and reads the hashes in pipelined batches: its
+ * work is proportional to the keyspace, it is for observability. On Redis Cluster it would have to SCAN every
+ * master; this client is a single connection (standalone Redis, or a proxy in front of a cluster).
+ */
+
+export interface RedisRegistryOptions {
+  /** `redis://[user:password@]host:port[/db]` (or `rediss://` for TLS). */
+  url: string;
+  /** Prefix of every key, so several deployments can share one Redis; default `tunnel2:`. No braces. */
+  keyPrefix?: string;
+  /** Time source for leases; default `Date.now`. */
+  clock?: Clock;
+  /** A command not answered within this many ms fails with UNAVAILABLE; default 2,000. */
+  commandTimeoutMs?: number;
+  /** Connecting (at creation and on reconnects) gives up after this many ms; default 5,000. */
+  connectTimeoutMs?: number;
+  /** Redis keeps a key this long past its logical expiry before deleting it; default 60,000. */
+  gcMarginMs?: number;
+  /** Commands per pipelined batch in renewMany and list; default 1,000. */
+  batchSize?: number;
+}
+
+export const DEFAULT_KEY_PREFIX = 'tunnel2:';
+export const DEFAULT_COMMAND_TIMEOUT_MS = 2_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+export const DEFAULT_GC_MARGIN_MS = 60_000;
+export const DEFAULT_BATCH_SIZE = 1_000;
+/** Part of the key layout: every node of a deployment must use the same value (change the prefix to change it). */
+export const EPOCH_BUCKETS = 1_024;
+/** Reconnect backoff cap: Redis coming back is noticed within this long. */
+const MAX_RECONNECT_DELAY_MS = 1_000;
+
+interface ResolvedRedisRegistryOptions {
+  url: string;
+  keyPrefix: string;
+  clock: Clock;
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+  gcMarginMs: number;
+  batchSize: number;
+}
+
+function invalid(message: string): RegistryError {
+  return new RegistryError(RegistryErrorCode.INVALID_ARGUMENT, message);
+}
+
+function positiveInteger(what: string, value: number | undefined, fallback: number, min = 1): number {
+  const n = value ?? fallback;
+  if (!Number.isSafeInteger(n) || n < min || n > 2_147_483_647) {
+    throw invalid(`${what} must be an integer in [${min}, 2147483647], got ${String(n)}`);
+  }
+  return n;
+}
+
+function resolveRedisRegistryOptions(options: RedisRegistryOptions): ResolvedRedisRegistryOptions {
+  if (typeof options !== 'object' || options === null) throw invalid('options must be an object');
+  if (typeof options.url !== 'string' || !/^rediss?:\/\//.test(options.url) || !URL.canParse(options.url)) {
+    throw invalid('url must be a redis:// or rediss:// URL');
+  }
+  const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  // A brace in the prefix would become the hash tag and put every key in one slot (or break the scripts'
+  // single-slot rule on a cluster).
+  if (typeof keyPrefix !== 'string' || /[{}]/.test(keyPrefix))
+    throw invalid('keyPrefix must contain no braces');
+  if (options.clock !== undefined && typeof options.clock !== 'function') {
+    throw invalid('clock must be a function returning ms');
+  }
+  return {
+    url: options.url,
+    keyPrefix,
+    clock: options.clock ?? systemClock,
+    commandTimeoutMs: positiveInteger(
+      'commandTimeoutMs',
+      options.commandTimeoutMs,
+      DEFAULT_COMMAND_TIMEOUT_MS,
+    ),
+    connectTimeoutMs: positiveInteger(
+      'connectTimeoutMs',
+      options.connectTimeoutMs,
+      DEFAULT_CONNECT_TIMEOUT_MS,
+    ),
+    gcMarginMs: positiveInteger('gcMarginMs', options.gcMarginMs, DEFAULT_GC_MARGIN_MS, 0),
+    batchSize: positiveInteger('batchSize', options.batchSize, DEFAULT_BATCH_SIZE),
+  };
+}
+
+/** FNV-1a over the UTF-16 code units: the same bucket on every node, whatever the platform. */
+export function epochBucket(name: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) {
+    hash ^= name.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % EPOCH_BUCKETS;
+}
+
+/** The scripts as ioredis commands (EVALSHA, falling back to EVAL on a fresh connection). */
+interface ScriptCommands {
+  tunnel2Claim(session: string, counter: string, ...argv: string[]): Promise<unknown>;
+  tunnel2Renew(session: string, ...argv: string[]): Promise<unknown>;
+  tunnel2Disconnect(session: string, ...argv: string[]): Promise<unknown>;
+  tunnel2Release(session: string, ...argv: string[]): Promise<unknown>;
+}
+type ScriptedRedis = Redis & ScriptCommands;
+type ScriptedPipeline = ChainableCommander & {
+  tunnel2Renew(session: string, ...argv: string[]): ChainableCommander;
+};
+
+const SESSION_FIELDS = ['name', 'nodeId', 'owner', 'epoch', 'expiresAt', 'connected'] as const;
+
+function unavailable(message: string, cause?: unknown): RegistryError {
+  return new RegistryError(RegistryErrorCode.UNAVAILABLE, message, { cause });
+}
+
+/** A stored epoch or time back to a number; anything else means the data is not ours. */
+function parseNumber(value: unknown, integer: boolean): number {
+  const n = typeof value === 'string' ? Number(value) : Number.NaN;
+  if (!Number.isFinite(n) || (integer && !Number.isSafeInteger(n))) {
+    throw unavailable(`unexpected value in Redis: ${String(value)}`);
+  }
+  return n;
+}
+
+/** An HMGET of SESSION_FIELDS as a record, or undefined when the hash is absent or expired at `now`. */
+function toRecord(values: unknown, now: number): SessionRecord | undefined {
+  if (!Array.isArray(values) || values.length !== SESSION_FIELDS.length) {
+    throw unavailable('unexpected reply from Redis');
+  }
+  const [name, nodeId, owner, epoch, expiresAt, connected] = values as unknown[];
+  if (name === null || name === undefined) return undefined;
+  if (typeof name !== 'string' || typeof nodeId !== 'string' || typeof owner !== 'string') {
+    throw unavailable('unexpected session hash in Redis');
+  }
+  const record: SessionRecord = {
+    name,
+    nodeId,
+    owner,
+    epoch: parseNumber(epoch, true),
+    expiresAt: parseNumber(expiresAt, false),
+    connected: connected === '1',
+  };
+  return record.expiresAt > now ? record : undefined;
+}
+
+/** Async: it connects first, so a wrong URL or an absent Redis fails at startup with UNAVAILABLE. */
+export async function createRedisRegistry(options: RedisRegistryOptions): Promise<SessionRegistry> {
+  const resolved = resolveRedisRegistryOptions(options);
+  const { keyPrefix, clock, gcMarginMs, batchSize } = resolved;
+  const redis = new Redis(resolved.url, {
+    lazyConnect: true,
+    // Fail fast instead of waiting for Redis to come back: callers (the edge) decide what to do.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: resolved.commandTimeoutMs,
+    connectTimeout: resolved.connectTimeoutMs,
+    // Keep reconnecting in the background, backing off to a second: the registry recovers by itself.
+    retryStrategy: (attempt) => Math.min(attempt * 50, MAX_RECONNECT_DELAY_MS),
+  }) as ScriptedRedis;
+  // Connection errors surface on calls as UNAVAILABLE; without a listener ioredis would print them.
+  redis.on('error', () => {});
+  redis.defineCommand('tunnel2Claim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
+  redis.defineCommand('tunnel2Renew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
+  redis.defineCommand('tunnel2Disconnect', { numberOfKeys: 1, lua: MARK_DISCONNECTED_SCRIPT });
+  redis.defineCommand('tunnel2Release', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
+  try {
+    await redis.connect();
+  } catch (err) {
+    redis.disconnect();
+    throw unavailable(`cannot connect to Redis at ${redactUrl(resolved.url)}`, err);
+  }
+
+  let closed = false;
+  const tag = (name: string): string => `${keyPrefix}{b${epochBucket(name)}}`;
+  const sessionKey = (name: string): string => `${tag(name)}:s:${name}`;
+  const nodeKey = (nodeId: string): string => `${keyPrefix}node:${nodeId}`;
+  /** How long Redis keeps a key that is logically live for `ms`: never less, at most a safe integer. */
+  const gcTtl = (ms: number): string => String(Math.min(Math.ceil(ms) + gcMarginMs, 2 ** 50));
+
+  /** Runs a Redis call, turning every client error into UNAVAILABLE. */
+  const call = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
+    if (closed) throw new RegistryError(RegistryErrorCode.CLOSED, 'the session registry is closed');
+    try {
+      return await run();
+    } catch (err) {
+      if (RegistryError.isRegistryError(err)) throw err;
+      throw unavailable(`Redis ${what} failed`, err);
+    }
+  };
+
+  const renewArgs = (epoch: number, ttlMs: number, now: number): string[] => [
+    String(epoch),
+    String(now),
+    String(now + ttlMs),
+    gcTtl(ttlMs),
+  ];
+
+  return {
+    async claim(input): Promise<ClaimResult> {
+      checkClaimInput(input);
+      return call('claim', async () => {
+        const now = clock();
+        const reply = await redis.tunnel2Claim(
+          sessionKey(input.name),
+          `${tag(input.name)}:epoch`,
+          input.name,
+          input.nodeId,
+          input.owner,
+          String(now + input.ttlMs),
+          String(now),
+          gcTtl(input.ttlMs),
+        );
+        if (!Array.isArray(reply)) throw unavailable('unexpected reply from Redis');
+        const [outcome, ...rest] = reply as unknown[];
+        if (outcome === 'claimed') {
+          return {
+            ok: true,
+            record: {
+              name: input.name,
+              nodeId: input.nodeId,
+              owner: input.owner,
+              epoch: parseNumber(rest[0], true),
+              expiresAt: now + input.ttlMs,
+              connected: true,
+            },
+          };
+        }
+        const record = toRecord([input.name, ...rest], Number.NEGATIVE_INFINITY);
+        if (outcome !== 'refused' || record === undefined) throw unavailable('unexpected reply from Redis');
+        return { ok: false, reason: 'owned-by-other', record };
+      });
+    },
+
+    async renew(name, epoch, ttlMs) {
+      checkName(name);
+      checkEpoch(epoch);
+      checkTtl('ttlMs', ttlMs);
+      return call('renew', async () => {
+        const reply = await redis.tunnel2Renew(sessionKey(name), ...renewArgs(epoch, ttlMs, clock()));
+        return reply === 1;
+      });
+    },
+
+    async renewMany(leases, ttlMs) {
+      checkHeldLeases(leases);
+      checkTtl('ttlMs', ttlMs);
+      return call('renewMany', async () => {
+        const answers: boolean[] = [];
+        // One pipeline per batch: one round trip for `batchSize` leases, and a bounded amount in flight.
+        for (let start = 0; start < leases.length; start += batchSize) {
+          const now = clock();
+          const pipeline = redis.pipeline() as ScriptedPipeline;
+          for (const { name, epoch } of leases.slice(start, start + batchSize)) {
+            pipeline.tunnel2Renew(sessionKey(name), ...renewArgs(epoch, ttlMs, now));
+          }
+          const replies = await pipeline.exec();
+          if (replies === null) throw unavailable('Redis pipeline was discarded');
+          for (const [err, reply] of replies) {
+            if (err !== null) throw err;
+            answers.push(reply === 1);
+          }
+        }
+        return answers;
+      });
+    },
+
+    async markDisconnected(name, epoch, graceMs) {
+      checkName(name);
+      checkEpoch(epoch);
+      checkGrace(graceMs);
+      return call('markDisconnected', async () => {
+        const now = clock();
+        const reply = await redis.tunnel2Disconnect(
+          sessionKey(name),
+          String(epoch),
+          String(now),
+          graceMs === 0 ? '' : String(now + graceMs),
+          gcTtl(graceMs),
+        );
+        return reply === 1;
+      });
+    },
+
+    async release(name, epoch) {
+      checkName(name);
+      checkEpoch(epoch);
+      return call('release', async () => {
+        const reply = await redis.tunnel2Release(sessionKey(name), String(epoch), String(clock()));
+        return reply === 1;
+      });
+    },
+
+    async lookup(name) {
+      checkName(name);
+      return call('lookup', async () => {
+        const values = await redis.hmget(sessionKey(name), ...SESSION_FIELDS);
+        return toRecord(values, clock());
+      });
+    },
+
+    async list() {
+      return call('list', async () => {
+        const pattern = `${globEscape(keyPrefix)}{b*}:s:*`;
+        const seen = new Set<string>();
+        const records: SessionRecord[] = [];
+        let cursor = '0';
+        // SCAN may return a key twice and bounds each step's work by COUNT; reads go in pipelined batches.
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', batchSize);
+          cursor = next;
+          const fresh = keys.filter((key) => !seen.has(key));
+          if (fresh.length === 0) continue;
+          const pipeline = redis.pipeline();
+          for (const key of fresh) {
+            seen.add(key);
+            pipeline.hmget(key, ...SESSION_FIELDS);
+          }
+          const replies = (await pipeline.exec()) ?? [];
+          const now = clock();
+          for (const [err, values] of replies) {
+            if (err !== null) throw err;
+            const record = toRecord(values, now);
+            if (record !== undefined) records.push(record);
+          }
+        } while (cursor !== '0');
+        return records;
+      });
+    },
+
+    async announceNode(announcement) {
+      checkNodeAnnouncement(announcement);
+      return call('announceNode', async () => {
+        const expiresAt = clock() + announcement.ttlMs;
+        const value = JSON.stringify({ url: announcement.url, expiresAt });
+        await redis.set(nodeKey(announcement.nodeId), value, 'PX', gcTtl(announcement.ttlMs));
+      });
+    },
+
+    async lookupNode(nodeId) {
+      checkNodeId(nodeId);
+      return call('lookupNode', async () => toNodeRecord(nodeId, await redis.get(nodeKey(nodeId)), clock()));
+    },
+
+    async withdrawNode(nodeId) {
+      checkNodeId(nodeId);
+      return call('withdrawNode', async () => {
+        // GETDEL: removed and read in one step, so "was it live" answers for what was actually removed.
+        const value = await redis.getdel(nodeKey(nodeId));
+        return toNodeRecord(nodeId, value, clock()) !== undefined;
+      });
+    },
+
+    async ping() {
+      await call('ping', () => redis.ping());
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      redis.disconnect();
+    },
+  };
+}
+
+function toNodeRecord(nodeId: string, value: string | null, now: number): NodeRecord | undefined {
+  if (value === null) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (err) {
+    throw unavailable('unexpected node record in Redis', err);
+  }
+  const { url, expiresAt } = (parsed ?? {}) as { url?: unknown; expiresAt?: unknown };
+  if (typeof url !== 'string' || typeof expiresAt !== 'number') {
+    throw unavailable('unexpected node record in Redis');
+  }
+  return expiresAt > now ? { nodeId, url, expiresAt } : undefined;
+}
+
+/** SCAN's MATCH is a glob: the prefix must match literally. */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
+}
+
+/** The URL without its password, for error messages. */
+function redactUrl(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password !== '') parsed.password = '***';
+  return parsed.toString();
+}
