@@ -29,7 +29,8 @@ export interface EdgeSettings {
   publicUrl: string | undefined;
   agentPath: string;
   nodeId: string | undefined;
-  registry: 'memory';
+  /** `memory`, or a redis:// / rediss:// URL shared by several nodes. */
+  registry: string;
   responseTimeoutMs: number;
   leaseTtlMs: number;
   reconnectGraceMs: number;
@@ -127,9 +128,11 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     ...optionalText(),
   },
   registry: {
-    description: 'session registry backend (redis is not built yet)',
+    description:
+      'session registry: memory (one node), or a redis:// or rediss:// URL several nodes share (then nodeUrl and clusterSecret are required)',
     default: 'memory',
-    ...oneOf(['memory'] as const),
+    ...text(isRegistry, 'memory, or a redis:// or rediss:// URL'),
+    redact: redactUrlPassword,
   },
   responseTimeoutMs: {
     description: 'a tunnelled request without a response head in this time gets 504',
@@ -360,10 +363,11 @@ export interface ConfigInputs {
 }
 
 function invalidSetting(key: SettingKey, raw: unknown, where: string, allowed: string): EdgeError {
-  const shown = edgeSettingSpecs[key].secret
+  const spec: SettingSpec<unknown> = edgeSettingSpecs[key];
+  const shown = spec.secret
     ? '<redacted>'
     : typeof raw === 'string'
-      ? raw
+      ? (spec.redact?.(raw) ?? raw)
       : JSON.stringify(raw);
   return new EdgeError(
     EdgeErrorCode.INVALID_CONFIG,
@@ -423,8 +427,11 @@ export function redactedConfig(settings: EdgeSettings): Record<string, unknown> 
   const out: Record<string, unknown> = {};
   for (const key of settingKeys) {
     const value = settings[key];
-    if (edgeSettingSpecs[key].secret && value !== undefined) {
+    const spec: SettingSpec<unknown> = edgeSettingSpecs[key];
+    if (spec.secret && value !== undefined) {
       out[key] = Array.isArray(value) ? value.map(() => '<redacted>') : '<redacted>';
+    } else if (spec.redact !== undefined && typeof value === 'string') {
+      out[key] = spec.redact(value);
     } else {
       out[key] = value ?? null;
     }
@@ -474,16 +481,42 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
   if (settings.publicUrl !== undefined) options.publicUrl = settings.publicUrl;
   if (settings.nodeId !== undefined) options.nodeId = settings.nodeId;
   if (settings.sessionRequestBurst !== undefined) options.sessionRequestBurst = settings.sessionRequestBurst;
-  if (settings.nodeUrl !== undefined || settings.clusterSecret !== undefined) {
+  const shared = settings.registry !== 'memory';
+  if (shared || settings.nodeUrl !== undefined || settings.clusterSecret !== undefined) {
     if (settings.nodeUrl === undefined || settings.clusterSecret === undefined) {
       throw new EdgeError(
         EdgeErrorCode.INVALID_CONFIG,
-        'cluster mode needs both nodeUrl (--node-url) and clusterSecret (--cluster-secret)',
+        shared
+          ? 'the redis registry is for several nodes: it needs nodeUrl (--node-url) and clusterSecret (--cluster-secret)'
+          : 'cluster mode needs both nodeUrl (--node-url) and clusterSecret (--cluster-secret)',
+      );
+    }
+    if (!shared) {
+      // Nodes find each other through the registry: separate processes cannot share a memory one.
+      throw new EdgeError(
+        EdgeErrorCode.INVALID_CONFIG,
+        'cluster mode (nodeUrl, clusterSecret) needs a registry the nodes share: --registry redis://<host>:6379',
       );
     }
     options.cluster = { nodeUrl: settings.nodeUrl, secret: settings.clusterSecret };
   }
   return options;
+}
+
+function isRegistry(value: string): boolean {
+  if (value === 'memory') return true;
+  if (!URL.canParse(value)) return false;
+  const { protocol, hostname } = new URL(value);
+  return (protocol === 'redis:' || protocol === 'rediss:') && hostname !== '';
+}
+
+/** A registry URL as logs may show it: any password replaced. */
+function redactUrlPassword(value: string): string {
+  if (!URL.canParse(value)) return value;
+  const url = new URL(value);
+  if (url.password === '') return value;
+  url.password = 'redacted';
+  return url.href;
 }
 
 /** A markdown table of every setting, for docs/self-hosting.md (a test keeps the docs equal to it). */

@@ -9,6 +9,7 @@ import { resolveEdgeOptions } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 import { createEdgeMetrics, type EdgeMetrics } from './metrics.js';
 import { installRequestIds } from './request-id.js';
+import { openSharedRegistry } from './shared-registry.js';
 
 export interface EdgeServer {
   readonly edge: Edge;
@@ -51,7 +52,13 @@ export async function startEdgeServer(
   logger: Logger,
   version: string,
 ): Promise<EdgeServer> {
-  const edge = buildEdge({ ...toEdgeOptions(settings, await collectTokens(settings)), logger });
+  const options = toEdgeOptions(settings, await collectTokens(settings));
+  // A shared registry is the edge's to close (buildEdge closes only the memory one it makes itself).
+  const shared =
+    settings.registry === 'memory'
+      ? undefined
+      : await openSharedRegistry(settings.registry, String(redactedConfig(settings).registry));
+  const edge = buildEdge({ ...options, logger, ...(shared === undefined ? {} : { registry: shared }) });
   const removeRequestIds = installRequestIds(edge, logger);
   const metrics = createEdgeMetrics(edge, version);
   let accepting = false;
@@ -79,6 +86,7 @@ export async function startEdgeServer(
     removeRequestIds();
     metrics.close();
     await edge.close(0);
+    await shared?.close();
     return new EdgeError(
       EdgeErrorCode.INVALID_CONFIG,
       `invalid setting ${setting}=${port}: cannot listen on ${host}:${port} (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
@@ -114,6 +122,7 @@ export async function startEdgeServer(
         removeRequestIds();
         metrics.close();
         await admin?.close();
+        await shared?.close();
         logger.info('stopped');
       })();
       return drained;

@@ -16,6 +16,8 @@ export interface SettingSpec<T> {
   allowed: string;
   /** Redacted in --print-config and logs. */
   secret?: boolean;
+  /** For a value that may carry a secret inside it (a URL's password): what --print-config and logs show. */
+  redact?: (value: string) => string;
   /** Flag name when it differs from the kebab-cased key (kept for compatibility). */
   flag?: string;
   short?: string;
