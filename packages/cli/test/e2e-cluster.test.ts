@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { buildEdge, type Edge } from '@tunnel2/edge';
@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { connect, type Tunnel } from '../src/index.js';
 import { headerValues, send } from './support/http-client.js';
+import { rawExchange } from './support/raw-client.js';
+import { type SemanticsBackend, startSemanticsBackend } from './support/semantics-backend.js';
 import { silent } from './support/stack.js';
 import { startWsBackend, type WsBackend } from './support/ws-backend.js';
 
@@ -263,5 +265,153 @@ describe('cross-node forwarding', () => {
     expect(a.cluster?.counters.forwarded.unreachable).toBeGreaterThanOrEqual(1);
     await tunnel.close(0).catch(() => {});
     await c.close(0).catch(() => {});
+  });
+});
+
+/** What single-node tunnel2 keeps must survive the node-to-node hop too. */
+describe('cross-node wire fidelity', () => {
+  let a: Edge;
+  let b: Edge;
+  let portA: number;
+  let semantics: SemanticsBackend;
+  let ordered: Server;
+  const tunnels: Tunnel[] = [];
+
+  beforeAll(async () => {
+    a = buildEdge({ port: 0, logger: silent, nodeId: 'node-a', cluster: { secret: SECRET } });
+    b = buildEdge({
+      port: 0,
+      logger: silent,
+      nodeId: 'node-b',
+      registry: a.options.registry,
+      cluster: { secret: SECRET },
+    });
+    portA = (await a.listen()).port;
+    await b.listen();
+    semantics = await startSemanticsBackend();
+    ordered = createServer((_req, res) => {
+      // Order and case a browser or a signature scheme may depend on; a flat array keeps both in Node.
+      res.writeHead(200, [
+        'X-Zeta',
+        '1',
+        'x-alpha',
+        '2',
+        'X-MiXeD-Case',
+        '3',
+        'Set-Cookie',
+        'a=1',
+        'Set-Cookie',
+        'b=2',
+      ]);
+      res.end('ordered');
+    });
+    await new Promise<void>((resolve) => ordered.listen(0, '127.0.0.1', resolve));
+    tunnels.push(await connect({ target: semantics.port, server: b.url, subdomain: 'sem' }));
+    tunnels.push(
+      await connect({ target: (ordered.address() as AddressInfo).port, server: b.url, subdomain: 'ordered' }),
+    );
+  });
+
+  afterAll(async () => {
+    for (const tunnel of tunnels) await tunnel.close(0);
+    await b.close(0);
+    await a.close(0);
+    await semantics.close();
+    ordered.closeAllConnections();
+    await new Promise<void>((resolve) => ordered.close(() => resolve()));
+  });
+
+  it('keeps the raw order and case of response fields', async () => {
+    const text = await rawExchange(
+      portA,
+      'GET / HTTP/1.1\r\nHost: ordered.localhost\r\nConnection: close\r\n\r\n',
+    );
+    const head = text.split('\r\n\r\n')[0] ?? '';
+    expect(head).toMatch(/X-Zeta: 1\r\nx-alpha: 2\r\nX-MiXeD-Case: 3\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2/);
+    expect(head).toContain('x-tunnel2-node: node-b');
+    expect(a.cluster?.counters.forwarded.ok).toBeGreaterThanOrEqual(1);
+  });
+
+  it('relays a 103 Early Hints before the final answer', async () => {
+    const text = await rawExchange(
+      portA,
+      'GET /early-hints HTTP/1.1\r\nHost: sem.localhost\r\nConnection: close\r\n\r\n',
+    );
+    const [hints = '', rest = ''] = text.split(/\r\n\r\n(.*)/s);
+    expect(hints).toMatch(/^HTTP\/1\.1 103 Early Hints\r\n/);
+    expect(hints).toContain('</style.css>; rel=preload; as=style');
+    expect(rest).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(rest).toMatch(/after hints$/);
+  });
+
+  it('relays trailers after a chunked body', async () => {
+    const answer = await new Promise<{ body: string; trailers: NodeJS.Dict<string>; raw: string[] }>(
+      (resolve, reject) => {
+        const req = request({
+          host: '127.0.0.1',
+          port: portA,
+          path: '/trailers',
+          headers: { host: 'sem.localhost' },
+          agent: false,
+        });
+        req.on('error', reject);
+        req.on('response', (res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          res.on('end', () => resolve({ body, trailers: res.trailers, raw: res.rawTrailers }));
+        });
+        req.end();
+      },
+    );
+    expect(answer.body).toBe('chunked body');
+    expect(answer.trailers).toEqual({ 'x-checksum': 'sha256-abc', 'x-status': 'done' });
+  });
+
+  it('lets the backend decide on Expect: 100-continue: its 100, then the body', async () => {
+    const body = 'x'.repeat(5_000);
+    const seen = await new Promise<{
+      continued: number;
+      status: number;
+      text: string;
+      trailers: NodeJS.Dict<string>;
+    }>((resolve, reject) => {
+      let continued = 0;
+      const req = request({
+        host: '127.0.0.1',
+        port: portA,
+        method: 'POST',
+        path: '/expect/trailers',
+        headers: { host: 'sem.localhost', expect: '100-continue', 'content-length': String(body.length) },
+        agent: false,
+      });
+      req.on('error', reject);
+      req.on('continue', () => {
+        continued++;
+        req.end(body);
+      });
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () =>
+          resolve({ continued, status: res.statusCode ?? 0, text, trailers: res.trailers }),
+        );
+      });
+    });
+    expect(seen).toEqual({
+      continued: 1,
+      status: 200,
+      text: 'received 5000 bytes',
+      trailers: { 'x-received': '5000' },
+    });
+  });
+
+  it('relays the backend refusing an Expect: 100-continue body (417, no 100 from node A)', async () => {
+    const text = await rawExchange(
+      portA,
+      'POST /expect/reject HTTP/1.1\r\nHost: sem.localhost\r\nExpect: 100-continue\r\nContent-Length: 10\r\nConnection: close\r\n\r\n',
+    );
+    expect(text).not.toContain('100 Continue');
+    expect(text).toMatch(/^HTTP\/1\.1 417 /);
+    expect(text).toContain('too big, do not send it');
   });
 });

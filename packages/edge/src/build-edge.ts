@@ -7,6 +7,7 @@ import { type Logger, pino } from 'pino';
 import { createAgentEndpoint } from './agent-endpoint.js';
 import { ClientOriginResolver, compileAddressBlocks } from './client-address.js';
 import { Cluster } from './cluster/cluster.js';
+import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { quoteForEcho } from './echo.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
 import { answerClientError, EDGE_ANSWER_HEADERS, rejectUpgrade, sendEdgeError } from './error-response.js';
@@ -51,6 +52,8 @@ export interface Edge {
   readonly options: ResolvedEdgeOptions;
   /** Cluster mode's node (owner lookups, the node-to-node hop, its counters); undefined on one node. */
   readonly cluster: Cluster | undefined;
+  /** Every registry operation's duration and outcome (the metrics subscribe). */
+  readonly registryTimings: RegistryTimings;
   /** Starts listening; resolves with the bound port. */
   listen(): Promise<{ port: number; url: string }>;
   /** The base URL agents and clients use (valid after listen). */
@@ -70,8 +73,11 @@ export interface Edge {
 export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   const options = resolveEdgeOptions(edgeOptions);
   const logger: Logger = edgeOptions.logger ?? pino({ level: process.env.TUNNEL2_LOG_LEVEL ?? 'info' });
+  const registryTimings = new RegistryTimings();
+  // The edge's own calls are timed; options.registry stays the unwrapped one (closed as given).
+  const registry = timedRegistry(options.registry, registryTimings);
   const sessions = new SessionTable({
-    registry: options.registry,
+    registry,
     nodeId: options.nodeId,
     leaseTtlMs: options.leaseTtlMs,
     reconnectGraceMs: options.reconnectGraceMs,
@@ -88,7 +94,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     options.cluster === undefined
       ? undefined
       : new Cluster({
-          registry: options.registry,
+          registry,
           nodeId: options.nodeId,
           options: options.cluster,
           logger,
@@ -258,6 +264,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     sessions,
     options,
     cluster,
+    registryTimings,
     get url() {
       return `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${boundPort}`;
     },

@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { MuxSession } from '@tunnel2/protocol';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Edge } from './build-edge.js';
+import { REGISTRY_OPERATIONS } from './cluster/timed-registry.js';
 import { EdgeErrorCode } from './errors.js';
 import { collectProcessMetrics } from './process-metrics.js';
 import { type RefusalMessage, refusalChannel } from './refusal-channel.js';
@@ -240,6 +241,35 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     });
   }
 
+  // Every registry operation (memory or Redis): a Redis round trip is the cost cluster mode adds.
+  const registryDuration = new Histogram({
+    name: 'tunnel2_registry_operation_duration_seconds',
+    help: 'Session registry operation duration by operation (claim, renewMany, lookup, lookupNode, ...), failed ones included',
+    labelNames: ['operation'],
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+    registers: [registry],
+  });
+  const registryErrors = new Counter({
+    name: 'tunnel2_registry_errors_total',
+    help: 'Session registry operations that failed (Redis unreachable, timed out, refused), by operation',
+    labelNames: ['operation'],
+    registers: [registry],
+  });
+  const byOperation = new Map(
+    REGISTRY_OPERATIONS.map((operation) => [
+      operation,
+      { duration: registryDuration.labels({ operation }), errors: registryErrors.labels({ operation }) },
+    ]),
+  );
+  // Zero-valued series from the start: a rate() over a counter that appears late misses its first errors.
+  for (const { errors } of byOperation.values()) errors.inc(0);
+  const unsubscribeRegistry = edge.registryTimings.subscribe((operation, seconds, failed) => {
+    const series = byOperation.get(operation);
+    if (series === undefined) return;
+    series.duration.observe(seconds);
+    if (failed) series.errors.inc();
+  });
+
   const requests = new Counter({
     name: 'tunnel2_http_requests_total',
     help: 'Public HTTP requests by response status class; class="aborted" when no complete response was sent',
@@ -327,6 +357,7 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
     close() {
+      unsubscribeRegistry();
       server.off('connection', onConnection);
       server.off('request', onRequest);
       server.off('checkContinue', onRequest);

@@ -271,8 +271,8 @@ class HttpArrival implements Arrival {
     const options = this.#options;
     const name = this.#route.name;
     const headers = cluster.hopHeaders(req, hopOrigin(req, options));
-    // The owner's backend decides on the body; this node cannot relay an interim 100 it never sees.
-    if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
+    // With Expect: 100-continue the owner's backend decides on the body: the hop relays its 100 or its
+    // early final answer.
     options.inFlight.start();
     cluster.hop.forward(owner, req, res, headers, requestHasBody(req), (outcome, detail) => {
       options.inFlight.finish();

@@ -170,7 +170,7 @@ export class Cluster {
   /** The owner said "not here" (the session moved or ended): forget it, the next request asks again. */
   notHere(name: string, owner: OwnerEntry): void {
     this.counters.forwarded.not_here++;
-    this.#cache.drop(name, owner.nodeId);
+    this.#cache.drop(name, owner);
   }
 
   /** The owner could not be reached: forget every name it held and its connections. */

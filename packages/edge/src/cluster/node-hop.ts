@@ -1,11 +1,128 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { pipeline, Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { withoutHopByHop } from '@tunnel2/protocol';
-import { Pool } from 'undici';
+import { type Dispatcher, Pool } from 'undici';
+import { writeInformational } from '../informational.js';
 import type { OwnerEntry } from './owner-cache.js';
+
+type DispatchController = Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[0];
+
+/** A peer node that accepted the request but sent no head in time (the Expect path's own timer). */
+class NodeHopTimeout extends Error {
+  readonly code = 'TUNNEL2_ERR_NODE_HOP_TIMEOUT';
+}
+
+function rawStrings(raw: Buffer[] | string[] | null | undefined): string[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.map((v) => (typeof v === 'string' ? v : v.toString('latin1')));
+}
+
+function pairs(raw: string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
+  return out;
+}
+
+function field(raw: string[], name: string): string | undefined {
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) return raw[i + 1];
+  return undefined;
+}
+
+/**
+ * The peer's answer, relayed into the client's response as undici hands it over: interim heads as 1xx,
+ * the final head with its raw fields, body chunks with pause/resume on the client's drain, trailers.
+ */
+class HopRelay implements Dispatcher.DispatchHandler {
+  readonly #req: IncomingMessage;
+  readonly #res: ServerResponse;
+  readonly #counters: HopCounters;
+  readonly #done: (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }) => void;
+  #controller: DispatchController | undefined;
+  #edgeError: string | undefined;
+  #settled = false;
+  readonly #onClientGone = (): void => {
+    if (!this.#res.writableFinished && this.#controller !== undefined && !this.#controller.aborted) {
+      this.#controller.abort(new Error('the client went away'));
+    }
+  };
+  readonly #onDrain = (): void => this.#controller?.resume();
+
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    counters: HopCounters,
+    done: (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }) => void,
+  ) {
+    this.#req = req;
+    this.#res = res;
+    this.#counters = counters;
+    this.#done = done;
+    res.once('close', this.#onClientGone);
+    res.on('drain', this.#onDrain);
+  }
+
+  #finish(outcome: HopOutcome, err?: unknown): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#res.off('close', this.#onClientGone);
+    this.#res.off('drain', this.#onDrain);
+    this.#done(outcome, {
+      ...(err === undefined ? {} : { err }),
+      ...(this.#edgeError === undefined ? {} : { edgeError: this.#edgeError }),
+    });
+  }
+
+  onRequestStart(controller: DispatchController): void {
+    this.#controller = controller;
+    if (this.#res.destroyed) controller.abort(new Error('the client went away'));
+  }
+
+  onResponseStart(
+    controller: DispatchController,
+    statusCode: number,
+    _headers: unknown,
+    statusMessage?: string,
+  ): void {
+    const raw = rawStrings(controller.rawHeaders as Buffer[] | string[] | null | undefined);
+    if (this.#res.destroyed) {
+      controller.abort(new Error('the client went away'));
+      return;
+    }
+    if (statusCode < 200) {
+      writeInformational(this.#req, this.#res, statusCode, statusMessage ?? '', raw);
+      return;
+    }
+    this.#edgeError = field(raw, 'x-tunnel2-error');
+    this.#res.writeHead(statusCode, statusMessage ?? '', withoutHopByHop(raw));
+  }
+
+  onResponseData(controller: DispatchController, chunk: Buffer): void {
+    this.#counters.bytesIn += chunk.length;
+    if (!this.#res.write(chunk)) controller.pause();
+  }
+
+  onResponseEnd(controller: DispatchController): void {
+    const trailers = rawStrings(controller.rawTrailers as Buffer[] | string[] | null | undefined);
+    if (trailers.length > 0 && this.#res.chunkedEncoding) this.#res.addTrailers(pairs(trailers));
+    this.#res.end();
+    this.#finish('ok');
+  }
+
+  onResponseError(_controller: DispatchController, err: Error): void {
+    if (!this.#req.complete) this.#req.resume();
+    if (this.#res.headersSent || this.#res.destroyed) {
+      this.#res.destroy();
+      this.#finish('aborted', err);
+    } else {
+      this.#finish('unreachable', err);
+    }
+  }
+}
 
 export interface NodeHopOptions {
   /** A peer that does not accept a connection in this time is unreachable (never a hang). */
@@ -40,8 +157,9 @@ async function* counted(source: AsyncIterable<Buffer>, counters: HopCounters): A
 
 /**
  * The node-to-node hop: a pooled HTTP/1.1 connection set per peer node (undici), to the peer's public
- * port. Bodies stream both ways through `pipeline` (the request body is undici's body stream source, the
- * answer is piped into the client's response): backpressure is the streams', nothing is buffered whole.
+ * port, driven through `dispatch()` so the answer keeps what the owner sent: raw field order and case,
+ * interim heads, trailers. The request body is undici's body stream source; the answer is written as it
+ * comes, undici paused while the client's response is full: nothing is buffered whole.
  * A WebSocket upgrade is relayed as a raw socket pipe: the peer sees an ordinary upgrade and handles it
  * exactly like a local one.
  */
@@ -79,9 +197,11 @@ export class NodeHop {
   }
 
   /**
-   * Carries `req` to `owner` with `headers` (already cleaned and signed) and relays the answer into `res`.
-   * `done` is called once: `unreachable` only when nothing was written to `res` yet, so the caller can
-   * still answer with its own error.
+   * Carries `req` to `owner` with `headers` (already cleaned and signed) and relays the answer into `res`
+   * as the owner sent it: raw field order and case, interim heads (103, 102), trailers. A request with
+   * `Expect: 100-continue` goes through node:http (undici refuses Expect) so the owner's backend decides on
+   * the body. `done` is called once: `unreachable` only when no final head was written to `res` yet, so the
+   * caller can still answer with its own error.
    */
   forward(
     owner: OwnerEntry,
@@ -91,51 +211,113 @@ export class NodeHop {
     hasBody: boolean,
     done: (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }) => void,
   ): void {
-    const counters = this.counters;
-    const abort = new AbortController();
-    const onClientGone = (): void => {
-      if (!res.writableFinished) abort.abort();
-    };
-    res.once('close', onClientGone);
-    this.#pool(owner.url)
-      .request({
+    if (hasBody && req.headers.expect?.toLowerCase() === '100-continue') {
+      this.#forwardExpecting(owner, req, res, headers, done);
+      return;
+    }
+    const relay = new HopRelay(req, res, this.counters, done);
+    this.#pool(owner.url).dispatch(
+      {
         method: req.method ?? 'GET',
         path: req.url ?? '/',
         headers,
-        body: hasBody ? Readable.from(counted(req, counters), { objectMode: false }) : null,
-        signal: abort.signal,
-      })
-      .then(
-        (answer) => {
-          if (res.destroyed) {
-            answer.body.destroy();
-            res.off('close', onClientGone);
-            done('aborted', {});
-            return;
-          }
-          const out: string[] = [];
-          for (const [name, value] of Object.entries(answer.headers)) {
-            if (value === undefined) continue;
-            if (Array.isArray(value)) for (const v of value) out.push(name, v);
-            else out.push(name, value);
-          }
-          const edgeError = answer.headers['x-tunnel2-error'];
-          res.writeHead(answer.statusCode, withoutHopByHop(out));
-          answer.body.on('data', (chunk: Buffer) => (counters.bytesIn += chunk.length));
-          pipeline(answer.body, res, (err) => {
-            res.off('close', onClientGone);
-            done(err === undefined || err === null ? 'ok' : 'aborted', {
-              err: err ?? undefined,
-              ...(typeof edgeError === 'string' ? { edgeError } : {}),
-            });
-          });
-        },
-        (err: unknown) => {
-          res.off('close', onClientGone);
-          if (!req.complete) req.resume();
-          done(abort.signal.aborted || res.destroyed ? 'aborted' : 'unreachable', { err });
-        },
+        body: hasBody ? Readable.from(counted(req, this.counters), { objectMode: false }) : null,
+      },
+      relay,
+    );
+  }
+
+  /** The Expect path: one node:http request whose body starts only on the owner's `100 Continue`. */
+  #forwardExpecting(
+    owner: OwnerEntry,
+    req: IncomingMessage,
+    res: ServerResponse,
+    headers: string[],
+    done: (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }) => void,
+  ): void {
+    const counters = this.counters;
+    const url = new URL(owner.url);
+    const secure = url.protocol === 'https:';
+    let settled = false;
+    const finish = (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      res.off('close', onClientGone);
+      done(outcome, detail);
+    };
+    const outgoing = (secure ? httpsRequest : httpRequest)({
+      protocol: url.protocol,
+      hostname: url.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(url.port || (secure ? 443 : 80)),
+      method: req.method ?? 'POST',
+      path: req.url ?? '/',
+      headers: [...headers, 'Expect', '100-continue'],
+      // One request per connection: a body the owner refused (an early final answer) leaves it unusable.
+      agent: false,
+    });
+    // Until the final head: the peer's connect and head must come in the hop's headers timeout.
+    const headTimeout = (): NodeJS.Timeout =>
+      setTimeout(
+        () => outgoing.destroy(new NodeHopTimeout('no response head from the peer node in time')),
+        this.#options.headersTimeoutMs,
       );
+    let timer = headTimeout();
+    const onClientGone = (): void => {
+      if (!res.writableFinished) outgoing.destroy();
+    };
+    res.once('close', onClientGone);
+    let bodyStarted = false;
+    outgoing.on('information', (info) => {
+      if (info.statusCode === 100 && !bodyStarted) {
+        bodyStarted = true;
+        // A slow upload is the client's pace, not a silent peer: the head timer waits for the body's end.
+        clearTimeout(timer);
+        req.once('end', () => {
+          if (!settled && !outgoing.destroyed) timer = headTimeout();
+        });
+        req.on('data', (chunk: Buffer) => (counters.bytesOut += chunk.length));
+        req.pipe(outgoing);
+      }
+      writeInformational(req, res, info.statusCode, info.statusMessage, info.rawHeaders);
+    });
+    outgoing.on('error', (err) => {
+      if (!req.complete && !bodyStarted) req.resume();
+      if (res.headersSent || res.destroyed) {
+        res.destroy();
+        finish('aborted', { err });
+      } else {
+        finish('unreachable', { err });
+      }
+    });
+    outgoing.on('response', (answer) => {
+      clearTimeout(timer);
+      if (!bodyStarted) {
+        // An early final answer: the body is never sent; the client's is drained by the server.
+        outgoing.end();
+      }
+      const raw = answer.rawHeaders;
+      const edgeError = answer.headers['x-tunnel2-error'];
+      const detail = typeof edgeError === 'string' ? { edgeError } : {};
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopByHop(raw));
+      answer.on('data', (chunk: Buffer) => (counters.bytesIn += chunk.length));
+      answer.pipe(res, { end: false });
+      answer.once('end', () => {
+        const trailers = answer.rawTrailers;
+        if (trailers.length > 0 && res.chunkedEncoding) res.addTrailers(pairs(trailers));
+        res.end();
+        finish('ok', detail);
+        if (!bodyStarted) outgoing.destroy();
+      });
+      answer.once('aborted', () => {
+        res.destroy();
+        finish('aborted', detail);
+      });
+      answer.once('error', (err) => {
+        res.destroy();
+        finish('aborted', { err, ...detail });
+      });
+    });
   }
 
   /**

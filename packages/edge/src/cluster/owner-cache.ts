@@ -58,10 +58,20 @@ export class OwnerCache {
     this.#entries.set(name, { entry, until: this.#now() + this.#ttlMs });
   }
 
-  /** Drops the entry of `name` if it still names `nodeId` (a newer entry stays). */
-  drop(name: string, nodeId?: string): void {
+  /**
+   * Drops the entry of `name` if it is the one `about` describes or an older one: a late "not here" about
+   * an old claim must not drop what a newer claim taught, even when the session came back to that node.
+   */
+  drop(name: string, about?: Pick<OwnerEntry, 'nodeId' | 'epoch'>): void {
     const held = this.#entries.get(name);
-    if (held !== undefined && (nodeId === undefined || held.entry.nodeId === nodeId)) {
+    if (held === undefined) return;
+    if (about === undefined) {
+      this.#entries.delete(name);
+      return;
+    }
+    if (
+      held.entry.nodeId === about.nodeId ? held.entry.epoch <= about.epoch : held.entry.epoch < about.epoch
+    ) {
       this.#entries.delete(name);
     }
   }
