@@ -269,3 +269,15 @@ until grep -q '"event":"reconnecting"' "$work/agent.out"; do
   sleep 0.1
 done
 log "the agent noticed and is reconnecting"
+
+# Cluster mode loads the Redis registry (ioredis) only then: the image's production tree must carry it. A Redis
+# that is not there is refused at start in one line; a missing module would say "Cannot find package" instead.
+dead_port="$(free_port)"
+cluster_status=0
+in_image "${entry[@]}" --registry "redis://127.0.0.1:$dead_port" --node-url "http://127.0.0.1:$port" \
+  --cluster-secret "docker-smoke-cluster-secret-0123456789" >"$work/cluster.out" 2>"$work/cluster.err" ||
+  cluster_status=$?
+[ "$cluster_status" = 1 ] || die "cluster mode against no Redis exited $cluster_status, not 1: $(head -c 300 "$work/cluster.err")"
+grep -q "cannot use the session registry" "$work/cluster.err" ||
+  die "cluster mode did not load the Redis registry: $(head -c 300 "$work/cluster.err")"
+log "cluster mode: the image loads the Redis registry and refuses an unreachable Redis in one line"
