@@ -9,6 +9,8 @@ export const isolatedTests = [
   'bench/test/load-runner.test.ts',
   'packages/cli/test/e2e-overload.test.ts',
   'packages/cli/test/e2e-abandoned-soak.test.ts',
+  // Nine processes (Redis, HAProxy, three edges, agents) and 1.5 s leases: kept off a busy machine.
+  'packages/cli/test/e2e-cluster-lb-faults.test.ts',
 ];
 
 export default defineConfig({

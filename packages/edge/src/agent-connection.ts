@@ -38,7 +38,8 @@ export interface AgentConnectionOptions {
 /** One agent's WebSocket on the edge, and the multiplexed session running over it. */
 export class AgentConnection {
   readonly name: string;
-  readonly epoch: number;
+  /** The registry epoch this connection holds the name under; a re-claim after a registry outage moves it. */
+  epoch: number;
   readonly owner: string;
   readonly session: MuxSession;
   readonly connectedAt = Date.now();

@@ -98,7 +98,14 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       admitted = await sessions.admit(name, owner);
     } catch (err) {
       logger.error({ err, session: name }, 'registry claim failed');
-      rejectUpgrade(socket, { code: EdgeErrorCode.TUNNEL_OFFLINE, message: 'session registry unavailable' });
+      // A 503 the CLI retries (it never gives up on a 5xx): sessions already connected keep serving, only
+      // new claims wait for the registry to come back.
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.REGISTRY_UNAVAILABLE,
+        message:
+          'the session registry is unavailable: new tunnels cannot be claimed right now, retry shortly',
+        retryAfterS: 2,
+      });
       return;
     }
     if (!admitted.ok) {

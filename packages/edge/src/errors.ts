@@ -28,6 +28,8 @@ export const EdgeErrorCode = {
   NODE_UNREACHABLE: 'TUNNEL2_ERR_NODE_UNREACHABLE',
   /** A request claimed to come from another node but its signature did not verify. */
   NODE_AUTH_INVALID: 'TUNNEL2_ERR_NODE_AUTH_INVALID',
+  /** The shared session registry (Redis) does not answer: no new claims, no owner lookups. */
+  REGISTRY_UNAVAILABLE: 'TUNNEL2_ERR_REGISTRY_UNAVAILABLE',
 } as const;
 export type EdgeErrorCode = (typeof EdgeErrorCode)[keyof typeof EdgeErrorCode];
 
@@ -58,6 +60,7 @@ export const statusByCode: Readonly<Record<EdgeErrorCode, number>> = {
   TUNNEL2_ERR_HTTP_VERSION: 505,
   TUNNEL2_ERR_NODE_UNREACHABLE: 502,
   TUNNEL2_ERR_NODE_AUTH_INVALID: 403,
+  TUNNEL2_ERR_REGISTRY_UNAVAILABLE: 503,
 };
 
 export class EdgeError extends Error {

@@ -48,6 +48,7 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
   TUNNEL2_ERR_INVALID_CONFIG: 'failed',
   TUNNEL2_ERR_NODE_UNREACHABLE: 'failed',
   TUNNEL2_ERR_NODE_AUTH_INVALID: 'auth',
+  TUNNEL2_ERR_REGISTRY_UNAVAILABLE: 'failed',
 };
 
 const statusClasses = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;

@@ -29,12 +29,21 @@ export class SessionTable {
   readonly #renewTimer: NodeJS.Timeout;
   /** Requests waiting for a reconnecting agent, by name. */
   readonly #arrivals = new Map<string, Set<ArrivalWaiter>>();
+  #renewFailing = false;
+  /** A round still waiting on a slow registry: the next tick is skipped, rounds never pile up. */
+  #renewing = false;
 
   constructor(options: SessionTableOptions) {
     this.#options = options;
     // One timer for every session on this node, not one per session.
     this.#renewTimer = setInterval(
-      () => void this.#renewAll(),
+      () => {
+        if (this.#renewing) return;
+        this.#renewing = true;
+        void this.#renewAll().finally(() => {
+          this.#renewing = false;
+        });
+      },
       Math.max(250, Math.floor(options.leaseTtlMs / 3)),
     );
     this.#renewTimer.unref();
@@ -149,9 +158,16 @@ export class SessionTable {
     for (const set of waiters) for (const waiter of set) waiter(undefined);
   }
 
+  /** True while the last lease renewal could not reach the registry (readiness reports it). */
+  get registryFailing(): boolean {
+    return this.#renewFailing;
+  }
+
   /**
    * Renews every lease of this node in one registry call (one round trip per batch in Redis), so lease
    * upkeep costs at most one round trip per session per lease period however many sessions a node holds.
+   * While the registry is down nothing is closed: connected sessions keep serving on this node. A lease
+   * the registry no longer knows (it expired during the outage, or Redis restarted empty) is re-asserted.
    */
   async #renewAll(): Promise<void> {
     const connections = [...this.#local.values()];
@@ -163,14 +179,81 @@ export class SessionTable {
         this.#options.leaseTtlMs,
       );
     } catch (err) {
-      this.#options.logger.warn({ err, sessions: connections.length }, 'lease renewal failed');
+      if (!this.#renewFailing) {
+        this.#options.logger.warn(
+          { err, sessions: connections.length },
+          'lease renewal failed: sessions keep serving on this node, re-asserted once the registry is back',
+        );
+      }
+      this.#renewFailing = true;
       return;
     }
-    connections.forEach((connection, i) => {
-      if (renewed[i] === true || this.#local.get(connection.name) !== connection) return;
-      this.#options.logger.warn({ session: connection.name }, 'lease lost to a newer owner; closing');
-      this.#local.delete(connection.name);
-      connection.close(ErrorCode.GOING_AWAY, 'session taken over elsewhere');
-    });
+    if (this.#renewFailing) {
+      this.#renewFailing = false;
+      this.#options.logger.info({ sessions: connections.length }, 'session registry reachable again');
+    }
+    const lost = connections.filter(
+      (connection, i) => renewed[i] !== true && this.#local.get(connection.name) === connection,
+    );
+    for (const connection of lost) await this.#reassert(connection);
+  }
+
+  /**
+   * A renewal was refused. If another claim holds the name now (the same token reconnected on another
+   * node, or another agent took the name after our lease expired), this connection closes: never two live
+   * owners. If the name has no record at all, the lease simply ran out while the registry was away: claim
+   * it again for the same owner (a new, higher epoch fences anything older).
+   */
+  async #reassert(connection: AgentConnection): Promise<void> {
+    const { registry, nodeId, leaseTtlMs, logger } = this.#options;
+    const log = { session: connection.name, epoch: connection.epoch };
+    try {
+      const record = await registry.lookup(connection.name);
+      if (this.#local.get(connection.name) !== connection) return;
+      if (record === undefined) {
+        const claimed = await registry.claim({
+          name: connection.name,
+          owner: connection.owner,
+          nodeId,
+          ttlMs: leaseTtlMs,
+        });
+        if (this.#local.get(connection.name) !== connection) {
+          if (claimed.ok) await registry.release(connection.name, claimed.record.epoch);
+          return;
+        }
+        if (claimed.ok) {
+          logger.info({ ...log, newEpoch: claimed.record.epoch }, 'lease re-asserted after it expired');
+          connection.epoch = claimed.record.epoch;
+          return;
+        }
+        this.#lose(connection, claimed.record);
+        return;
+      }
+      if (record.nodeId === nodeId && record.epoch === connection.epoch) return; // renewed meanwhile
+      this.#lose(connection, record);
+    } catch (err) {
+      // The registry went away again between the renewal and this: the next round tries again.
+      this.#renewFailing = true;
+      logger.warn({ err, ...log }, 'could not re-assert a lease; trying again next round');
+    }
+  }
+
+  #lose(connection: AgentConnection, holder: SessionRecord): void {
+    this.#local.delete(connection.name);
+    if (holder.owner === connection.owner) {
+      // The same agent reconnected through another node: tell this one it was replaced (the CLI stops
+      // rather than reconnecting and taking the name back).
+      this.#options.logger.warn(
+        { session: connection.name, holder: holder.nodeId },
+        'session taken over by the same agent on another node; closing',
+      );
+      connection.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection on another edge node');
+      return;
+    }
+    this.#options.logger.warn(
+      { session: connection.name, holder: holder.nodeId },
+      'lease lost to another owner; closing',
+    );
+    connection.close(ErrorCode.GOING_AWAY, 'session taken over elsewhere');
   }
 }

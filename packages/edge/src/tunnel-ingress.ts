@@ -520,10 +520,11 @@ async function missingSession(name: string, sessions: SessionTable): Promise<Ref
       return offline(name);
     }
   } catch {
-    // A registry that cannot answer must not turn into a misleading 404.
+    // A registry that cannot answer must not turn into a misleading 404, nor wait for an agent that may
+    // well be connected to another node: a prompt 503 with its own code.
     return {
-      code: EdgeErrorCode.TUNNEL_OFFLINE,
-      message: `tunnel ${name}: the session registry is unreachable`,
+      code: EdgeErrorCode.REGISTRY_UNAVAILABLE,
+      message: `tunnel ${name} is not on this node and the session registry is unavailable to find it`,
       retryAfterS: 5,
     };
   }
