@@ -123,9 +123,10 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     ...text((v) => v.startsWith('/'), 'a path starting with /'),
   },
   nodeId: {
-    description: "this node's id in the session registry (default: random per start)",
+    description:
+      "this node's id in the session registry and in node-to-node signatures (default: random per start)",
     default: undefined,
-    ...optionalText(),
+    ...optionalText(isNodeId, '1-64 letters, digits, dots, hyphens or underscores'),
   },
   registry: {
     description:
@@ -503,6 +504,11 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
   return options;
 }
 
+/** A node id travels inside the node-to-node signature (space-separated) and in a response header. */
+function isNodeId(value: string): boolean {
+  return /^[A-Za-z0-9._-]{1,64}$/.test(value);
+}
+
 function isRegistry(value: string): boolean {
   if (value === 'memory') return true;
   if (!URL.canParse(value)) return false;
@@ -510,13 +516,9 @@ function isRegistry(value: string): boolean {
   return (protocol === 'redis:' || protocol === 'rediss:') && hostname !== '';
 }
 
-/** A registry URL as logs may show it: any password replaced. */
+/** A registry URL as logs may show it: any password replaced (by text: even a URL that does not parse). */
 function redactUrlPassword(value: string): string {
-  if (!URL.canParse(value)) return value;
-  const url = new URL(value);
-  if (url.password === '') return value;
-  url.password = 'redacted';
-  return url.href;
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1redacted@');
 }
 
 /** A markdown table of every setting, for docs/self-hosting.md (a test keeps the docs equal to it). */

@@ -139,6 +139,18 @@ function positive(name: string, value: number, min: number, max: number): number
   return value;
 }
 
+/** A node id travels inside the node-to-node signature (space-separated) and in a response header. */
+function nodeIdOf(nodeId: string | undefined): string {
+  if (nodeId === undefined) return randomUUID();
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(nodeId)) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `invalid edge option nodeId=${JSON.stringify(nodeId.slice(0, 80))}: must be 1-64 letters, digits, dots, hyphens or underscores`,
+    );
+  }
+  return nodeId;
+}
+
 export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
   const domain = (options.domain ?? 'localhost').toLowerCase().replace(/\.$/, '');
   if (!/^[a-z0-9.-]+$/.test(domain) || domain.startsWith('.') || domain.includes('..')) {
@@ -202,7 +214,7 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     agentPath,
     registry: options.registry ?? createMemoryRegistry(),
     ownsRegistry: options.registry === undefined,
-    nodeId: options.nodeId ?? randomUUID(),
+    nodeId: nodeIdOf(options.nodeId),
     responseTimeoutMs: positive('responseTimeoutMs', options.responseTimeoutMs ?? 60_000, 1, 3_600_000),
     leaseTtlMs: positive('leaseTtlMs', options.leaseTtlMs ?? 30_000, 1_000, 3_600_000),
     reconnectGraceMs: positive('reconnectGraceMs', options.reconnectGraceMs ?? 60_000, 0, 86_400_000),

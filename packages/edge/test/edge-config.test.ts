@@ -149,6 +149,19 @@ describe('edge settings: a bad value fails naming the setting, the source and wh
     expect(secretErr.message).not.toContain('12345');
   });
 
+  it('refuses a node id that could not travel in a node-to-node signature, and a registry that is not Redis', async () => {
+    const spaced = await failure(parseEdgeCommand(['--node-id', 'edge 1'], {}));
+    expect(spaced.message).toBe(
+      'invalid setting nodeId=edge 1 (from --node-id): must be 1-64 letters, digits, dots, hyphens or underscores, or unset',
+    );
+    const registry = await failure(parseEdgeCommand([], { TUNNEL2_REGISTRY: 'postgres://db:5432' }));
+    expect(registry.message).toBe(
+      'invalid setting registry=postgres://db:5432 (from TUNNEL2_REGISTRY): must be memory, or a redis:// or rediss:// URL',
+    );
+    const withPassword = await failure(parseEdgeCommand(['--registry', 'redis://:s3cret@'], {}));
+    expect(withPassword.message).not.toContain('s3cret');
+  });
+
   it('refuses unknown file keys, unknown flags and malformed JSON', async () => {
     const typo = await configFile({ prot: 80 }, 'typo.json');
     expect((await failure(parseEdgeCommand(['--config', typo], {}))).message).toMatch(
