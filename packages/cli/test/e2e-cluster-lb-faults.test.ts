@@ -141,7 +141,8 @@ describe('Redis stopped and restarted under three nodes', () => {
     const deadline = Date.now() + DEADLINE_MS;
     let crossed = false;
     while (!crossed && Date.now() < deadline) {
-      // A node announces itself every 5 s: until the holder's announcement is back, others cannot reach it.
+      // A node retries its announcement every 0.5 s while the registry is away: until it is back, others
+      // cannot reach the holder.
       const res = await ping(other, 'keep');
       crossed = res.status === 200 && res.headers['x-tunnel2-node'] === holder.id;
       if (!crossed) await new Promise((resolve) => setTimeout(resolve, 100));

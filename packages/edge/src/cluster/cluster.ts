@@ -80,6 +80,9 @@ function single(value: string | string[] | undefined): string {
   return typeof value === 'string' ? value : '';
 }
 
+/** How soon a failed announcement is tried again (while the registry is unreachable). */
+const ANNOUNCE_RETRY_MS = 500;
+
 /**
  * One node of a cluster: announces itself in the registry's node directory, finds which node holds a
  * name (through a short, bounded cache), signs what it forwards and verifies what other nodes forward.
@@ -98,6 +101,8 @@ export class Cluster {
   readonly #cache: OwnerCache;
   readonly #logger: Logger;
   #timer: NodeJS.Timeout | undefined;
+  /** Set while a failed announcement is being retried (the registry was unreachable). */
+  #retry: NodeJS.Timeout | undefined;
   #url = '';
 
   constructor(input: {
@@ -129,14 +134,33 @@ export class Cluster {
     this.#url = this.options.nodeUrl ?? boundUrl;
     await this.#announce();
     this.#timer = setInterval(
-      () => {
-        this.#announce().catch((err: unknown) =>
-          this.#logger.warn({ err }, 'cluster: renewing this node in the registry failed'),
-        );
-      },
+      () => this.#renewAnnouncement(),
       Math.max(1, Math.floor(this.options.announceTtlMs / 3)),
     );
     this.#timer.unref();
+  }
+
+  /**
+   * Renews this node's announcement. After a failure (the registry unreachable, or back empty after an
+   * outage) it retries every RETRY_MS instead of waiting a whole period: other nodes cannot reach this
+   * node's sessions until it is announced again.
+   */
+  #renewAnnouncement(): void {
+    this.#announce().then(
+      () => {
+        if (this.#retry !== undefined) this.#logger.info('cluster: this node is announced again');
+        clearTimeout(this.#retry);
+        this.#retry = undefined;
+      },
+      (err: unknown) => {
+        if (this.#timer === undefined) return; // stopped meanwhile
+        if (this.#retry === undefined)
+          this.#logger.warn({ err }, 'cluster: renewing this node in the registry failed; retrying');
+        clearTimeout(this.#retry);
+        this.#retry = setTimeout(() => this.#renewAnnouncement(), ANNOUNCE_RETRY_MS);
+        this.#retry.unref();
+      },
+    );
   }
 
   #announce(): Promise<void> {
@@ -244,6 +268,8 @@ export class Cluster {
   async close(): Promise<void> {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
+    clearTimeout(this.#retry);
+    this.#retry = undefined;
     await this.hop.close();
     try {
       await this.#registry.withdrawNode(this.nodeId);
