@@ -6,7 +6,7 @@ import type { Duplex } from 'node:stream';
 import { pipeline, Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { withoutHopByHop } from '@tunnel2/protocol';
-import { type Dispatcher, Pool } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import { writeInformational } from '../informational.js';
 import type { OwnerEntry } from './owner-cache.js';
 
@@ -124,6 +124,9 @@ class HopRelay implements Dispatcher.DispatchHandler {
   }
 }
 
+/** undici, loaded on the first forwarded request: an edge that never forwards (one node) never loads it. */
+let undici: Promise<typeof import('undici')> | undefined;
+
 export interface NodeHopOptions {
   /** A peer that does not accept a connection in this time is unreachable (never a hang). */
   connectTimeoutMs: number;
@@ -172,20 +175,26 @@ export class NodeHop {
     this.#options = options;
   }
 
-  #pool(url: string): Pool {
-    let pool = this.#pools.get(url);
-    if (pool === undefined) {
-      pool = new Pool(url, {
-        connections: this.#options.connectionsPerNode,
-        connect: { timeout: this.#options.connectTimeoutMs },
-        headersTimeout: this.#options.headersTimeoutMs,
-        // A quiet SSE stream or a slow download is not a failure of the hop.
-        bodyTimeout: 0,
-        pipelining: 1,
-      });
-      this.#pools.set(url, pool);
-    }
-    return pool;
+  /** The peer's pool; the first one waits for undici to load (a single node never loads it). */
+  #pool(url: string): Pool | Promise<Pool> {
+    const pool = this.#pools.get(url);
+    if (pool !== undefined) return pool;
+    undici ??= import('undici');
+    return undici.then(({ Pool }) => {
+      let created = this.#pools.get(url);
+      if (created === undefined) {
+        created = new Pool(url, {
+          connections: this.#options.connectionsPerNode,
+          connect: { timeout: this.#options.connectTimeoutMs },
+          headersTimeout: this.#options.headersTimeoutMs,
+          // A quiet SSE stream or a slow download is not a failure of the hop.
+          bodyTimeout: 0,
+          pipelining: 1,
+        });
+        this.#pools.set(url, created);
+      }
+      return created;
+    });
   }
 
   /** Drops the pool of a node that failed, so its sockets and queue go with it. */
@@ -216,15 +225,21 @@ export class NodeHop {
       return;
     }
     const relay = new HopRelay(req, res, this.counters, done);
-    this.#pool(owner.url).dispatch(
-      {
-        method: req.method ?? 'GET',
-        path: req.url ?? '/',
-        headers,
-        body: hasBody ? Readable.from(counted(req, this.counters), { objectMode: false }) : null,
-      },
-      relay,
-    );
+    const request: Dispatcher.DispatchOptions = {
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers,
+      body: hasBody ? Readable.from(counted(req, this.counters), { objectMode: false }) : null,
+    };
+    const pool = this.#pool(owner.url);
+    if (pool instanceof Promise) {
+      pool.then(
+        (ready) => ready.dispatch(request, relay),
+        (err: unknown) => done('unreachable', { err }),
+      );
+    } else {
+      pool.dispatch(request, relay);
+    }
   }
 
   /** The Expect path: one node:http request whose body starts only on the owner's `100 Continue`. */
