@@ -113,6 +113,9 @@ function haproxyConfig(lbPort: number, nodePorts: readonly number[]): string {
     '  timeout server 60s',
     '  timeout tunnel 1h',
     '  option forwardfor',
+    // A connection refused by a stopping node is retried on another one, as an operator's LB is set up.
+    '  retries 3',
+    '  option redispatch 1',
     'frontend public',
     `  bind 127.0.0.1:${lbPort}`,
     '  default_backend edges',
