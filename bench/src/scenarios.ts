@@ -100,10 +100,13 @@ export const STANDALONE_USAGE = `
   npx        cold and warm \`npx @tunnel2/cli\` start time    --runs 5
   floor      direct, a bare Node.js relay pair (the floor)  --rate 1000 --connections 100 --duration 20
              and the tunnel: CPU per request and throughput --warmup 5
+  cluster    3 nodes + Redis + HAProxy: same- vs cross-node --rates 500 --duration 20 --warmup 5
+             p50/p99 and CPU per request, then a rolling    --fault-rate 200 --settle 3
+             restart and a kill -9 under load (failures)
 `;
 
-export type StandaloneName = 'bulk' | 'sessions' | 'npx' | 'floor';
+export type StandaloneName = 'bulk' | 'sessions' | 'npx' | 'floor' | 'cluster';
 
 export function isStandalone(name: string | undefined): name is StandaloneName {
-  return name === 'bulk' || name === 'sessions' || name === 'npx' || name === 'floor';
+  return name === 'bulk' || name === 'sessions' || name === 'npx' || name === 'floor' || name === 'cluster';
 }

@@ -13,7 +13,7 @@ export interface StandaloneReport<R> {
   gate: { passed: boolean; violations: string[] };
 }
 
-function heading<R>(title: string, report: StandaloneReport<R>): string {
+export function heading<R>(title: string, report: StandaloneReport<R>): string {
   const env = report.environment;
   return (
     `# tunnel2 bench: ${title}\n\n\`${report.command}\`\n\n` +
@@ -22,7 +22,7 @@ function heading<R>(title: string, report: StandaloneReport<R>): string {
   );
 }
 
-function gateLine(gate: { passed: boolean; violations: string[] }): string {
+export function gateLine(gate: { passed: boolean; violations: string[] }): string {
   return gate.passed
     ? '\nGate: passed.\n'
     : `\nGate: **failed**\n\n${gate.violations.map((v) => `- ${v}`).join('\n')}\n`;

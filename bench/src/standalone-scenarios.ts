@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { type BenchStack, startBenchStack } from './bench-stack.js';
 import { type BulkResult, runBulkBench } from './bulk-scenario.js';
+import { clusterGate, renderClusterMarkdown } from './cluster-report.js';
+import { runClusterBench } from './cluster-scenario.js';
 import { BenchError, BenchErrorCode, usageError } from './errors.js';
 import { type FloorResult, runFloorBench } from './floor-scenario.js';
 import { commandLine, describeEnvironment } from './report-json.js';
@@ -146,12 +148,16 @@ export async function runStandalone(
     connections: { type: 'string' },
     duration: { type: 'string' },
     warmup: { type: 'string' },
+    rates: { type: 'string' },
+    'fault-rate': { type: 'string' },
+    settle: { type: 'string' },
   });
   const applies: Record<StandaloneName, string[]> = {
     bulk: ['out', 'only', 'size', 'warmup-mib', 'min-mbps'],
     sessions: ['out', 'sessions', 'streams', 'idle', 'concurrency', 'max-kb-per-session'],
     npx: [],
     floor: ['out', 'rate', 'connections', 'duration', 'warmup'],
+    cluster: ['out', 'rate', 'rates', 'duration', 'warmup', 'fault-rate', 'settle'],
   };
   for (const flag of Object.keys(flags)) {
     if (!applies[name].includes(flag)) throw usageError(`--${flag} does not apply to the ${name} scenario`);
@@ -224,6 +230,20 @@ export async function runStandalone(
       path: '/loadtest/get',
     };
     return runAndReport(() => runFloorBench(settings, note), floorGate, renderFloorMarkdown);
+  }
+
+  if (name === 'cluster') {
+    const ratesText = str('rates') ?? str('rate');
+    const settings = {
+      rates:
+        ratesText === undefined ? [500] : ratesText.split(',').map((r) => positiveInt('rates', r.trim(), 1)),
+      durationSec: positiveInt('duration', str('duration'), 20),
+      warmupSec: wholeNumber('warmup', str('warmup'), 5),
+      faultRate: positiveInt('fault-rate', str('fault-rate'), 200),
+      settleSec: positiveInt('settle', str('settle'), 3),
+      path: '/loadtest/get',
+    };
+    return runAndReport(() => runClusterBench(settings, note), clusterGate, renderClusterMarkdown);
   }
 
   const maxKb = optionalNumber('max-kb-per-session', str('max-kb-per-session'));
