@@ -11,6 +11,8 @@ export const isolatedTests = [
   'packages/cli/test/e2e-abandoned-soak.test.ts',
   // Nine processes (Redis, HAProxy, three edges, agents) and 1.5 s leases: kept off a busy machine.
   'packages/cli/test/e2e-cluster-lb-faults.test.ts',
+  // The same, killing and restarting nodes under a steady 200 RPS.
+  'packages/cli/test/e2e-cluster-lb-node-loss.test.ts',
 ];
 
 export default defineConfig({

@@ -12,7 +12,8 @@ import {
 import type { Logger } from 'pino';
 import type { AgentConnection } from './agent-connection.js';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
-import type { Cluster, HopOrigin } from './cluster/cluster.js';
+import type { Cluster, HopOrigin, OwnerFinding } from './cluster/cluster.js';
+import type { HopOutcome } from './cluster/node-hop.js';
 import type { OwnerEntry } from './cluster/owner-cache.js';
 import { quoteForEcho } from './echo.js';
 import { rejectUpgrade, sendEdgeError } from './error-response.js';
@@ -58,9 +59,30 @@ interface Arrival {
   watch(onGone: () => void): () => void;
   /** The client as another node vouched for it (a forwarded request); such a request is never forwarded. */
   readonly via: ClientOrigin | undefined;
-  /** Carries the arrival to the node holding its session (cluster mode). */
-  forward(owner: OwnerEntry, cluster: Cluster): void;
+  /**
+   * Carries the arrival to the node holding its session (cluster mode). With `lost`, a request that can
+   * be sent again (no body, nothing written to the client) whose owner cannot be reached or no longer
+   * holds the session is handed to `lost` instead of being refused.
+   */
+  forward(owner: OwnerEntry, cluster: Cluster, lost?: (owner: OwnerEntry) => void): void;
 }
+
+/** How often a request waiting for its agent in cluster mode asks the registry where the agent is now. */
+const CLUSTER_POLL_MS = 200;
+/** Bound on the rounds of one such wait, whatever the clock does (reconnectWaitMs is at most 60 s). */
+const CLUSTER_MAX_ROUNDS = 400;
+
+const unreachableOwner = (name: string, owner: OwnerEntry): Refusal => ({
+  code: EdgeErrorCode.NODE_UNREACHABLE,
+  message: `tunnel ${name}: the edge node holding it (${quoteForEcho(owner.nodeId, 64)}) cannot be reached`,
+  retryAfterS: 5,
+});
+
+const registryUnavailable = (name: string): Refusal => ({
+  code: EdgeErrorCode.REGISTRY_UNAVAILABLE,
+  message: `tunnel ${name} is not on this node and the session registry is unavailable to find it`,
+  retryAfterS: 5,
+});
 
 const busy = (name: string): Refusal => ({
   code: EdgeErrorCode.TUNNEL_BUSY,
@@ -92,7 +114,14 @@ function dispatch(
   waited: boolean,
 ): void {
   const connection = options.sessions.get(route.name);
-  if (connection === undefined || !connection.ready) {
+  // In a cluster, a session draining here (its agent told to go elsewhere) is looked for on other nodes;
+  // a request another node forwarded is never forwarded again and gets "offline" so that node looks.
+  const leaving = connection !== undefined && options.cluster !== undefined && connection.session.draining;
+  if (leaving && arrival.via !== undefined) {
+    arrival.refuse(offline(route.name));
+    return;
+  }
+  if (connection === undefined || !connection.ready || leaving) {
     if (waited) arrival.refuse(offline(route.name));
     else void awaitAgent(arrival, route, options);
     return;
@@ -217,10 +246,22 @@ async function awaitAgent(
       owner = undefined; // missingSession below asks again and says the registry is unreachable
     }
     if (arrival.gone) return;
-    if (owner !== undefined) {
-      arrival.forward(owner, cluster);
-      return;
-    }
+    const deadline = Date.now() + options.reconnectWaitMs;
+    const passed = new Set<string>();
+    // A waiting request counts as in flight: a draining node must not stop under it.
+    const wait = (): void => {
+      options.inFlight.start();
+      void awaitAcrossNodes(arrival, route, options, cluster, deadline, passed, lost).finally(() =>
+        options.inFlight.finish(),
+      );
+    };
+    const lost = (gone: OwnerEntry): void => {
+      passed.add(ownerKey(gone));
+      wait();
+    };
+    if (owner !== undefined) arrival.forward(owner, cluster, lost);
+    else wait();
+    return;
   }
   const refusal = await missingSession(route.name, options.sessions);
   if (arrival.gone) return;
@@ -237,6 +278,79 @@ async function awaitAgent(
   });
   if (cancel === undefined) arrival.refuse(refusal);
   else unwatch = arrival.watch(cancel);
+}
+
+function ownerKey(owner: OwnerEntry): string {
+  return `${owner.nodeId}#${owner.epoch}`;
+}
+
+/**
+ * The reconnect wait across nodes: until `deadline`, asks the registry every CLUSTER_POLL_MS where the
+ * session is, and forwards as soon as it is live on a node that answers (an owner in `passed` did not
+ * answer, or no longer held it: only a newer claim is tried), or dispatches here once the agent arrives
+ * here. A record left by a dead node (its node unannounced or unreachable) is waited out like a
+ * reconnecting agent: the agent claims the name again elsewhere with a newer epoch. Never a hang: the
+ * wait ends at the deadline with 502 (offline, or the node that did not answer), and the number of
+ * waiters per name is the session table's bound.
+ */
+async function awaitAcrossNodes(
+  arrival: Arrival,
+  route: IngressRoute,
+  options: TunnelIngressOptions,
+  cluster: Cluster,
+  deadline: number,
+  passed: Set<string>,
+  lost: (owner: OwnerEntry) => void,
+): Promise<void> {
+  let last: OwnerEntry | undefined;
+  for (let round = 0; round < CLUSTER_MAX_ROUNDS; round++) {
+    const local = options.sessions.get(route.name);
+    if (local?.ready === true && !local.session.draining) {
+      dispatch(arrival, route, options, true);
+      return;
+    }
+    let finding: OwnerFinding;
+    try {
+      finding = await cluster.find(route.name);
+    } catch {
+      if (!arrival.gone) arrival.refuse(registryUnavailable(route.name));
+      return;
+    }
+    if (arrival.gone) return;
+    if (finding.state === 'none') {
+      arrival.refuse({
+        code: EdgeErrorCode.UNKNOWN_SESSION,
+        message: `no tunnel named "${route.name}" is connected to this edge`,
+      });
+      return;
+    }
+    if (finding.state === 'remote') {
+      if (!passed.has(ownerKey(finding.entry))) {
+        arrival.forward(finding.entry, cluster, lost);
+        return;
+      }
+      last = finding.entry;
+    }
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) break;
+    // Wakes early when the agent arrives here; otherwise asks the registry again after the poll period.
+    const outcome = await new Promise<'next' | 'full'>((resolve) => {
+      let unwatch = (): void => {};
+      const cancel = options.sessions.awaitArrival(route.name, Math.min(CLUSTER_POLL_MS, remaining), () => {
+        unwatch();
+        resolve('next');
+      });
+      if (cancel === undefined) resolve('full');
+      else
+        unwatch = arrival.watch(() => {
+          cancel();
+          resolve('next');
+        });
+    });
+    if (arrival.gone) return;
+    if (outcome === 'full') break;
+  }
+  arrival.refuse(last === undefined ? offline(route.name) : unreachableOwner(route.name, last));
 }
 
 /**
@@ -265,7 +379,7 @@ class HttpArrival implements Arrival {
     this.via = via;
   }
 
-  forward(owner: OwnerEntry, cluster: Cluster): void {
+  forward(owner: OwnerEntry, cluster: Cluster, lost?: (owner: OwnerEntry) => void): void {
     const { req } = this;
     const res = this.#res;
     const options = this.#options;
@@ -273,22 +387,34 @@ class HttpArrival implements Arrival {
     const headers = cluster.hopHeaders(req, hopOrigin(req, options));
     // With Expect: 100-continue the owner's backend decides on the body: the hop relays its 100 or its
     // early final answer.
+    const hasBody = requestHasBody(req);
     options.inFlight.start();
-    cluster.hop.forward(owner, req, res, headers, requestHasBody(req), (outcome, detail) => {
-      options.inFlight.finish();
+    const onDone = (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }): void => {
+      try {
+        settle(outcome, detail);
+      } finally {
+        // After `lost` took the request on: the in-flight count never dips to zero in between.
+        options.inFlight.finish();
+      }
+    };
+    const settle = (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }): void => {
+      if (outcome === 'moved') {
+        cluster.notHere(name, owner);
+        if (lost !== undefined && !res.destroyed) lost(owner);
+        return;
+      }
       if (outcome === 'unreachable') {
         cluster.unreachable(owner);
         options.logger.warn(
           { err: detail.err, session: name, node: owner.nodeId },
           'cluster: node unreachable',
         );
-        if (!res.headersSent && !res.destroyed) {
-          sendEdgeError(
-            res,
-            EdgeErrorCode.NODE_UNREACHABLE,
-            `tunnel ${name}: the edge node holding it (${quoteForEcho(owner.nodeId, 64)}) cannot be reached`,
-            5,
-          );
+        if (res.headersSent || res.destroyed) return;
+        // Nothing of a bodyless request was consumed: it waits for the agent to appear on a live node.
+        if (lost !== undefined && !hasBody) lost(owner);
+        else {
+          const refusal = unreachableOwner(name, owner);
+          sendEdgeError(res, refusal.code, refusal.message, refusal.retryAfterS);
         }
         return;
       }
@@ -300,7 +426,8 @@ class HttpArrival implements Arrival {
       } else {
         cluster.counters.forwarded[outcome]++;
       }
-    });
+    };
+    cluster.hop.forward(owner, req, res, headers, hasBody, onDone, lost !== undefined);
   }
 
   get gone(): boolean {

@@ -32,6 +32,10 @@ export interface ClusterNode {
   /** Starts the node's process again on the same ports (after `kill`). */
   restart(): Promise<void>;
   kill(): Promise<void>;
+  /** SIGTERM (the node drains) and waits for the process to exit. */
+  terminate(): Promise<void>;
+  /** Starts the process again on the same ports once it has exited (after `terminate`). */
+  start(): Promise<void>;
 }
 
 export interface Cluster {
@@ -47,6 +51,18 @@ export interface ClusterOptions {
   nodes?: number;
   /** Extra `tunnel2 server` arguments for every node (e.g. a shorter lease). */
   edgeArgs?: string[];
+  /**
+   * HAProxy checks each node's /readyz every 100 ms and takes a failing node out at once; connections
+   * it could not establish or that closed without an answer are retried on another node. Off by default:
+   * with it, a registry outage (every /readyz 503) leaves HAProxy without a server.
+   */
+  healthChecks?: boolean;
+}
+
+/** Where HAProxy checks a node's health (its operations port). */
+export interface LbNode {
+  port: number;
+  adminPort: number;
 }
 
 export async function freePort(): Promise<number> {
@@ -69,7 +85,28 @@ function findHaproxy(): string {
 }
 
 /** `mode http` round-robin for everything; `timeout tunnel` keeps agent WebSockets and SSE open. */
-export function haproxyConfig(lbPort: number, nodePorts: readonly number[]): string {
+export function haproxyConfig(
+  lbPort: number,
+  nodePorts: readonly number[],
+  checked?: readonly LbNode[],
+): string {
+  const servers =
+    checked === undefined
+      ? nodePorts.map((port, i) => `  server n${i} 127.0.0.1:${port}`)
+      : [
+          '  option httpchk GET /readyz',
+          '  option redispatch 1',
+          '  retries 3',
+          // A stopped node refuses connections; a killed one closes them unanswered: neither loses a request
+          // that had not reached a backend yet.
+          '  retry-on conn-failure empty-response',
+          // Which node HAProxy sent a request to (n0, n1, ...): a test waits until a restarted node is back.
+          '  http-response set-header x-lb-server %s',
+          ...checked.map(
+            (node, i) =>
+              `  server n${i} 127.0.0.1:${node.port} check port ${node.adminPort} inter 100 fall 1 rise 2`,
+          ),
+        ];
   return [
     'global',
     '  maxconn 2000',
@@ -85,7 +122,7 @@ export function haproxyConfig(lbPort: number, nodePorts: readonly number[]): str
     '  default_backend edges',
     'backend edges',
     '  balance roundrobin',
-    ...nodePorts.map((port, i) => `  server n${i} 127.0.0.1:${port}`),
+    ...servers,
     '',
   ].join('\n');
 }
@@ -126,6 +163,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       haproxyConfig(
         lbPort,
         nodes.map((n) => n.port),
+        options.healthChecks === true ? nodes : undefined,
       ),
     );
     const lb: ChildProcess = spawn(haproxy, ['-db', '-f', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -193,6 +231,15 @@ async function startNode(redisUrl: string, id: string, extra: string[]): Promise
     async kill() {
       edge.kill('SIGKILL');
       await edge.exited;
+    },
+    async terminate() {
+      edge.kill('SIGTERM');
+      await edge.exited;
+    },
+    async start() {
+      if (edge.child.exitCode === null && edge.child.signalCode === null) throw new Error(`${id} still runs`);
+      edge = spawnCli(args);
+      await edge.waitFor('listening');
     },
   };
   await edge.waitFor('listening');

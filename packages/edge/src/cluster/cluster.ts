@@ -80,6 +80,13 @@ function single(value: string | string[] | undefined): string {
   return typeof value === 'string' ? value : '';
 }
 
+/** What the registry says about a name a request is waiting for (see `Cluster.find`). */
+export type OwnerFinding =
+  | { state: 'remote'; entry: OwnerEntry }
+  | { state: 'here' }
+  | { state: 'pending' }
+  | { state: 'none' };
+
 /** How soon a failed announcement is tried again (while the registry is unreachable). */
 const ANNOUNCE_RETRY_MS = 500;
 
@@ -189,6 +196,25 @@ export class Cluster {
     const entry = { nodeId: node.nodeId, url: node.url, epoch: record.epoch };
     this.#cache.set(name, entry);
     return entry;
+  }
+
+  /**
+   * Where `name` stands, asked of the registry itself (not the cache) while a request waits for its agent:
+   * `remote` (live on an announced node; the entry is cached), `here` (the record names this node: its
+   * agent is reconnecting or this node restarted), `pending` (reserved, or its node is not announced: a
+   * record left by a dead node), or `none`. Registry errors propagate.
+   */
+  async find(name: string): Promise<OwnerFinding> {
+    this.counters.lookups.miss++;
+    const record = await this.#registry.lookup(name);
+    if (record === undefined) return { state: 'none' };
+    if (record.nodeId === this.nodeId) return { state: 'here' };
+    if (!record.connected) return { state: 'pending' };
+    const node = await this.#registry.lookupNode(record.nodeId);
+    if (node === undefined) return { state: 'pending' };
+    const entry = { nodeId: node.nodeId, url: node.url, epoch: record.epoch };
+    this.#cache.set(name, entry);
+    return { state: 'remote', entry };
   }
 
   /** The owner said "not here" (the session moved or ended): forget it, the next request asks again. */

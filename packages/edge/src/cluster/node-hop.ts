@@ -7,6 +7,7 @@ import { pipeline, Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { withoutHopByHop } from '@tunnel2/protocol';
 import type { Dispatcher, Pool } from 'undici';
+import { EdgeErrorCode } from '../errors.js';
 import { writeInformational } from '../informational.js';
 import type { OwnerEntry } from './owner-cache.js';
 
@@ -45,6 +46,9 @@ class HopRelay implements Dispatcher.DispatchHandler {
   #controller: DispatchController | undefined;
   #edgeError: string | undefined;
   #settled = false;
+  /** Set when the owner said "not here" to a reroutable request: nothing of it reached the client. */
+  #moved = false;
+  readonly #reroutable: boolean;
   readonly #onClientGone = (): void => {
     if (!this.#res.writableFinished && this.#controller !== undefined && !this.#controller.aborted) {
       this.#controller.abort(new Error('the client went away'));
@@ -57,11 +61,13 @@ class HopRelay implements Dispatcher.DispatchHandler {
     res: ServerResponse,
     counters: HopCounters,
     done: (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }) => void,
+    reroutable: boolean,
   ) {
     this.#req = req;
     this.#res = res;
     this.#counters = counters;
     this.#done = done;
+    this.#reroutable = reroutable;
     res.once('close', this.#onClientGone);
     res.on('drain', this.#onDrain);
   }
@@ -98,6 +104,13 @@ class HopRelay implements Dispatcher.DispatchHandler {
       return;
     }
     this.#edgeError = field(raw, 'x-tunnel2-error');
+    if (this.#reroutable && isNotHere(this.#edgeError)) {
+      // The session left that node (its agent reconnected elsewhere, or that node drains): the caller
+      // looks for it again instead of relaying a refusal the client did not earn.
+      this.#moved = true;
+      controller.abort(new Error('the owner node no longer holds the session'));
+      return;
+    }
     this.#res.writeHead(statusCode, statusMessage ?? '', withoutHopByHop(raw));
   }
 
@@ -114,6 +127,10 @@ class HopRelay implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: DispatchController, err: Error): void {
+    if (this.#moved) {
+      this.#finish('moved', err);
+      return;
+    }
     if (!this.#req.complete) this.#req.resume();
     if (this.#res.headersSent || this.#res.destroyed) {
       this.#res.destroy();
@@ -137,7 +154,15 @@ export interface NodeHopOptions {
 }
 
 /** How a forwarded exchange ended, for the caller's metrics and cache. */
-export type HopOutcome = 'ok' | 'unreachable' | 'aborted';
+/**
+ * `moved`: the owner answered "not here" to a request without a body, and nothing was written to the
+ * client (only when the caller asked for `reroutable`).
+ */
+export type HopOutcome = 'ok' | 'unreachable' | 'aborted' | 'moved';
+
+function isNotHere(code: string | undefined): boolean {
+  return code === EdgeErrorCode.UNKNOWN_SESSION || code === EdgeErrorCode.TUNNEL_OFFLINE;
+}
 
 export interface HopCounters {
   /** Body bytes sent to peer nodes (request bodies, upgraded client bytes). */
@@ -219,12 +244,14 @@ export class NodeHop {
     headers: string[],
     hasBody: boolean,
     done: (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }) => void,
+    reroutable = false,
   ): void {
     if (hasBody && req.headers.expect?.toLowerCase() === '100-continue') {
       this.#forwardExpecting(owner, req, res, headers, done);
       return;
     }
-    const relay = new HopRelay(req, res, this.counters, done);
+    // Only a request without a body can be sent again: nothing of it is consumed by a failed hop.
+    const relay = new HopRelay(req, res, this.counters, done, reroutable && !hasBody);
     const request: Dispatcher.DispatchOptions = {
       method: req.method ?? 'GET',
       path: req.url ?? '/',
