@@ -179,7 +179,8 @@ describe('two agents, one name, two nodes', () => {
           }),
       ),
     );
-    expect(outcomes.sort()).toEqual(['TUNNEL2_ERR_NAME_IN_USE', 'ready']);
+    // Sorted as a copy: the winner is found by its index in the original order below.
+    expect([...outcomes].sort()).toEqual(['TUNNEL2_ERR_NAME_IN_USE', 'ready']);
     const winner = racers[outcomes.indexOf('ready')]!;
     expect(winner.child.exitCode).toBeNull();
 
