@@ -1,12 +1,13 @@
-import {
-  type FloodLimits,
-  type ProtocolSettings,
-  resolveFloodLimits,
-  resolveSettings,
-  settingsBeforeHello,
-} from './config.js';
+import { type ProtocolSettings, resolveSettings, settingsBeforeHello } from './config.js';
 import { ErrorCode, errorCodeName, FrameFlags, FrameType, PROTOCOL_VERSION } from './constants.js';
-import { type GoAway, parseGoAway, parseReset, parseWindowUpdate } from './control-frames.js';
+import {
+  type GoAway,
+  goAwayPayload,
+  parseGoAway,
+  parseReset,
+  parseWindowUpdate,
+  u32Payload,
+} from './control-frames.js';
 import {
   frameError,
   PeerTimeoutError,
@@ -14,7 +15,9 @@ import {
   ProtocolErrorCode,
   StreamResetError,
 } from './errors.js';
+import { FloodGuard } from './flood-guard.js';
 import { type Frame, FrameDecoder } from './frame-codec.js';
+import { Heartbeat } from './heartbeat.js';
 import { encodeHelloPayload, type Hello, parseHello } from './hello.js';
 import type {
   FrameTransport,
@@ -49,15 +52,9 @@ export class MuxSession implements StreamHost {
   readonly #decoder: FrameDecoder;
   readonly #batch: OutboundBatch;
   readonly #highWaterMark: number;
-  readonly #floodLimits: FloodLimits;
+  readonly #flood: FloodGuard;
   #flushScheduled = false;
   #outstanding = 0;
-  /** Answers (FloodLimits.maxQueuedAnswers) in the batch or handed to the transport and not yet written. */
-  #answersQueued = 0;
-  /** Of those, the ones still in the batch: they stop counting once the batch's last message is written. */
-  #answersInBatch = 0;
-  /** Empty DATA frames received in a row (FloodLimits). */
-  #emptyFrames = 0;
   #congested = false;
   #creditWaiters = new Set<MuxStream>();
   #drainWaiters = new Set<MuxStream>();
@@ -69,9 +66,7 @@ export class MuxSession implements StreamHost {
   #goingAway = false;
   #peerGoingAway = false;
   #closed = false;
-  #heartbeat: NodeJS.Timeout | undefined;
-  #receivedSinceTick = false;
-  #silentTicks = 0;
+  #heartbeat: Heartbeat | undefined;
   readonly #roundTrip = new RoundTripMeter();
 
   constructor(options: MuxSessionOptions) {
@@ -80,7 +75,7 @@ export class MuxSession implements StreamHost {
     this.#handler = options.handler;
     this.localSettings = resolveSettings(options.settings);
     this.#highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
-    this.#floodLimits = resolveFloodLimits(options.floodLimits);
+    this.#flood = new FloodGuard(options.floodLimits);
     this.#batch = new OutboundBatch(options.maxMessageSize ?? 256 * 1024);
     this.#sessionRecvWindow = this.localSettings.initialSessionWindow;
     this.maxStreamWindow = Math.max(options.maxStreamWindow ?? 0, this.localSettings.initialStreamWindow);
@@ -150,6 +145,10 @@ export class MuxSession implements StreamHost {
       );
     }
     this.#nextStreamId += 2;
+    return this.#newStream(id);
+  }
+
+  #newStream(id: number): MuxStream {
     const stream = new MuxStream(
       this,
       id,
@@ -163,7 +162,7 @@ export class MuxSession implements StreamHost {
   /** Feeds one received message. Protocol violations end the session with GOAWAY; nothing is thrown. */
   receive(message: Buffer): void {
     if (this.#closed) return;
-    this.#receivedSinceTick = true;
+    this.#heartbeat?.heard();
     try {
       this.#decoder.push(message);
     } catch (error) {
@@ -180,11 +179,7 @@ export class MuxSession implements StreamHost {
   goAway(code: number = ErrorCode.NO_ERROR, reason = ''): void {
     if (this.#closed || this.#goingAway) return;
     this.#goingAway = true;
-    const reasonBytes = Buffer.from(reason, 'utf8');
-    const payload = Buffer.allocUnsafe(8 + reasonBytes.length);
-    payload.writeUInt32BE(this.#lastPeerStreamId, 0);
-    payload.writeUInt32BE(code, 4);
-    reasonBytes.copy(payload, 8);
+    const payload = goAwayPayload({ lastStreamId: this.#lastPeerStreamId, code, reason });
     this.enqueue(FrameType.GOAWAY, 0, 0, payload);
   }
 
@@ -201,7 +196,7 @@ export class MuxSession implements StreamHost {
   transportClosed(error?: Error): void {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    this.#heartbeat?.stop();
     const streams = [...this.streams.values()];
     for (const stream of streams) {
       try {
@@ -225,7 +220,10 @@ export class MuxSession implements StreamHost {
     this.#batch.add(type, flags, streamId, payload);
     if (!this.#congested && this.#outstanding + this.#batch.bytes > this.#highWaterMark)
       this.#congested = true;
-    this.#scheduleFlush();
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setImmediate(this.#flush);
+    }
   }
 
   waitForSessionCredit(stream: MuxStream): void {
@@ -241,9 +239,7 @@ export class MuxSession implements StreamHost {
     this.#sessionUnacked += bytes;
     if (this.#sessionUnacked >= this.localSettings.initialSessionWindow >>> 2) {
       this.#sessionRecvWindow += this.#sessionUnacked;
-      const payload = Buffer.allocUnsafe(4);
-      payload.writeUInt32BE(this.#sessionUnacked, 0);
-      this.enqueue(FrameType.WINDOW_UPDATE, 0, 0, payload);
+      this.enqueue(FrameType.WINDOW_UPDATE, 0, 0, u32Payload(this.#sessionUnacked));
       this.#sessionUnacked = 0;
     }
   }
@@ -259,13 +255,6 @@ export class MuxSession implements StreamHost {
 
   // ---- internals ----
 
-  #scheduleFlush(): void {
-    if (!this.#flushScheduled) {
-      this.#flushScheduled = true;
-      setImmediate(this.#flush);
-    }
-  }
-
   readonly #flush = (): void => {
     this.#flushScheduled = false;
     if (this.#closed) return;
@@ -274,8 +263,7 @@ export class MuxSession implements StreamHost {
 
   #write(): void {
     if (this.#batch.empty) return;
-    const answers = this.#answersInBatch;
-    this.#answersInBatch = 0;
+    const answers = this.#flood.takeBatch();
     this.#batch.take((message, release, last) => {
       this.#outstanding += message.length;
       const answered = last ? answers : 0;
@@ -288,7 +276,7 @@ export class MuxSession implements StreamHost {
 
   #onSent(bytes: number, answers: number, error: Error | null | undefined): void {
     this.#outstanding -= bytes;
-    this.#answersQueued -= answers;
+    this.#flood.written(answers);
     if (error) {
       this.transportClosed(error);
       return;
@@ -304,19 +292,10 @@ export class MuxSession implements StreamHost {
 
   /**
    * Queues an answer the peer can provoke without limit (a PING ACK, the refusal of a stream it opened).
-   * Runs only while a received frame is decoded, so past the bound the throw ends the session as a
-   * protocol violation (GOAWAY ENHANCE_YOUR_CALM); two integer operations otherwise.
+   * Runs only while a received frame is decoded: past the flood bound the throw ends the session.
    */
   #answer(type: number, flags: number, streamId: number, payload: Buffer): void {
-    if (this.#answersQueued >= this.#floodLimits.maxQueuedAnswers) {
-      throw new ProtocolError(
-        ProtocolErrorCode.FLOOD,
-        ErrorCode.ENHANCE_YOUR_CALM,
-        `more than ${this.#floodLimits.maxQueuedAnswers} answers (PING ACKs, stream refusals) queued to a peer that does not read them`,
-      );
-    }
-    this.#answersQueued++;
-    this.#answersInBatch++;
+    this.#flood.answer();
     this.enqueue(type, flags, streamId, payload);
   }
 
@@ -369,7 +348,13 @@ export class MuxSession implements StreamHost {
       this.localSettings.heartbeatIntervalMs || Number.POSITIVE_INFINITY,
       hello.settings.heartbeatIntervalMs || Number.POSITIVE_INFINITY,
     );
-    if (Number.isFinite(interval)) this.#startHeartbeat(interval);
+    if (Number.isFinite(interval)) {
+      this.#heartbeat = new Heartbeat(
+        interval,
+        () => this.ping(),
+        () => this.close(ErrorCode.NO_ERROR, 'peer timed out', new PeerTimeoutError(interval * 2)),
+      );
+    }
     this.#handler.onHello(hello, (frame.flags & FrameFlags.ACK) !== 0);
     // A first round-trip sample for auto-tuning, without waiting for the first heartbeat; after the handler,
     // which is where the edge answers with its own HELLO (nothing may precede it).
@@ -388,17 +373,11 @@ export class MuxSession implements StreamHost {
         this.#goingAway ||
         this.streams.size >= this.localSettings.maxConcurrentStreams;
       if (refuse) {
-        this.#answer(FrameType.RESET, 0, frame.streamId, codeBytes(ErrorCode.REFUSED_STREAM));
+        this.#answer(FrameType.RESET, 0, frame.streamId, u32Payload(ErrorCode.REFUSED_STREAM));
         return;
       }
-      stream = new MuxStream(
-        this,
-        frame.streamId,
-        this.peerSettings.initialStreamWindow,
-        this.localSettings.initialStreamWindow,
-      );
-      this.streams.set(stream.id, stream);
-      const opened = stream;
+      const opened = this.#newStream(frame.streamId);
+      stream = opened;
       this.#guard(opened, () => this.#handler.onStream?.(opened));
       if (opened.closed) return;
     }
@@ -408,17 +387,8 @@ export class MuxSession implements StreamHost {
 
   #onData(frame: Frame): void {
     const length = frame.payload.length;
-    if (length > 0) this.#emptyFrames = 0;
-    else if (
-      (frame.flags & FrameFlags.END_STREAM) === 0 &&
-      ++this.#emptyFrames > this.#floodLimits.maxConsecutiveEmptyFrames
-    ) {
-      throw new ProtocolError(
-        ProtocolErrorCode.FLOOD,
-        ErrorCode.ENHANCE_YOUR_CALM,
-        `more than ${this.#floodLimits.maxConsecutiveEmptyFrames} empty DATA frames in a row`,
-      );
-    }
+    const endStream = (frame.flags & FrameFlags.END_STREAM) !== 0;
+    this.#flood.data(length, endStream);
     if (length > this.#sessionRecvWindow) {
       throw new ProtocolError(
         ProtocolErrorCode.FLOW_CONTROL,
@@ -436,7 +406,6 @@ export class MuxSession implements StreamHost {
       this.creditSession(length);
       return;
     }
-    const endStream = (frame.flags & FrameFlags.END_STREAM) !== 0;
     this.#guard(stream, () => stream.receiveData(frame.payload, endStream));
   }
 
@@ -515,20 +484,6 @@ export class MuxSession implements StreamHost {
     return id % 2 === (peerOpensOdd ? 1 : 0);
   }
 
-  #startHeartbeat(interval: number): void {
-    this.#heartbeat = setInterval(() => {
-      if (this.#receivedSinceTick) {
-        this.#receivedSinceTick = false;
-        this.#silentTicks = 0;
-      } else if (++this.#silentTicks >= 2) {
-        this.close(ErrorCode.NO_ERROR, 'peer timed out', new PeerTimeoutError(interval * 2));
-        return;
-      }
-      this.ping();
-    }, interval);
-    this.#heartbeat.unref();
-  }
-
   #fail(error: unknown): void {
     const protocolError =
       error instanceof ProtocolError
@@ -542,10 +497,4 @@ export class MuxSession implements StreamHost {
       protocolError,
     );
   }
-}
-
-function codeBytes(code: number): Buffer {
-  const payload = Buffer.allocUnsafe(4);
-  payload.writeUInt32BE(code, 0);
-  return payload;
 }

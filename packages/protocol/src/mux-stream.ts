@@ -1,4 +1,5 @@
 import { ErrorCode, FrameFlags, FrameType } from './constants.js';
+import { u32Payload } from './control-frames.js';
 import { ProtocolError, ProtocolErrorCode, type StreamResetError } from './errors.js';
 
 /** What a stream's owner hears from it. Every callback runs synchronously from the session's receive loop. */
@@ -155,7 +156,7 @@ export class MuxStream {
   /** Abandons the stream in both directions and tells the peer why. */
   reset(code: number): void {
     if (this.#closed) return;
-    this.#host.enqueue(FrameType.RESET, 0, this.id, codePayload(code));
+    this.#host.enqueue(FrameType.RESET, 0, this.id, u32Payload(code));
     this.#close(code);
   }
 
@@ -172,7 +173,7 @@ export class MuxStream {
       if (this.#unacked >= this.#recvWindowSize >>> 2) {
         const increment = this.#unacked + this.#grown;
         this.recvWindow += increment;
-        this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, codePayload(increment));
+        this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, u32Payload(increment));
         this.#unacked = 0;
         this.#grown = 0;
       }
@@ -343,10 +344,4 @@ export class MuxStream {
       `stream ${this.id}: ${message}`,
     );
   }
-}
-
-function codePayload(value: number): Buffer {
-  const payload = Buffer.allocUnsafe(4);
-  payload.writeUInt32BE(value, 0);
-  return payload;
 }
