@@ -1,6 +1,6 @@
 import type { ProtocolSettings } from '@tunnel2/protocol';
 import type { AgentAuthOptions } from './agent-auth.js';
-import type { EdgeOptions } from './edge-options.js';
+import { type EdgeOptions, isNodeId } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 import {
   integer,
@@ -440,75 +440,6 @@ export function redactedConfig(settings: EdgeSettings): Record<string, unknown> 
   return out;
 }
 
-/** Edge options from settings; `tokens` already includes the token file's lines. */
-export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOptions {
-  const auth: AgentAuthOptions = { tokens };
-  if (settings.tokenSecret !== undefined) auth.tokenSecret = settings.tokenSecret;
-  if (settings.allowAnonymous !== undefined) auth.allowAnonymous = settings.allowAnonymous;
-  const options: EdgeOptions = {
-    port: settings.port,
-    host: settings.host,
-    domain: settings.domain,
-    agentPath: settings.agentPath,
-    responseTimeoutMs: settings.responseTimeoutMs,
-    leaseTtlMs: settings.leaseTtlMs,
-    reconnectGraceMs: settings.reconnectGraceMs,
-    maxMessageSize: settings.maxMessageSize,
-    maxStreamWindow: settings.maxStreamWindow,
-    helloTimeoutMs: settings.helloTimeoutMs,
-    maxSessionsPerOwner: settings.maxSessionsPerOwner,
-    maxRequestBodyBytes: settings.maxRequestBodyBytes,
-    maxHeaderBytes: settings.maxHeaderBytes,
-    maxStreamsPerSession: settings.maxStreamsPerSession,
-    streamWaitMs: settings.streamWaitMs,
-    maxWaitingPerSession: settings.maxWaitingPerSession,
-    sessionRequestRate: settings.sessionRequestRate,
-    reconnectWaitMs: settings.reconnectWaitMs,
-    headersTimeoutMs: settings.headersTimeoutMs,
-    requestTimeoutMs: settings.requestTimeoutMs,
-    keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
-    idleTimeoutMs: settings.idleTimeoutMs,
-    trustProxy: settings.trustProxy,
-    showSessionCount: settings.showSessionCount,
-    auth,
-    protocol: {
-      maxConcurrentStreams: settings.maxConcurrentStreams,
-      maxFrameSize: settings.maxFrameSize,
-      initialStreamWindow: settings.initialStreamWindow,
-      initialSessionWindow: settings.initialSessionWindow,
-      heartbeatIntervalMs: settings.heartbeatIntervalMs,
-    },
-  };
-  if (settings.publicUrl !== undefined) options.publicUrl = settings.publicUrl;
-  if (settings.nodeId !== undefined) options.nodeId = settings.nodeId;
-  if (settings.sessionRequestBurst !== undefined) options.sessionRequestBurst = settings.sessionRequestBurst;
-  const shared = settings.registry !== 'memory';
-  if (shared || settings.nodeUrl !== undefined || settings.clusterSecret !== undefined) {
-    if (settings.nodeUrl === undefined || settings.clusterSecret === undefined) {
-      throw new EdgeError(
-        EdgeErrorCode.INVALID_CONFIG,
-        shared
-          ? 'the redis registry is for several nodes: it needs nodeUrl (--node-url) and clusterSecret (--cluster-secret)'
-          : 'cluster mode needs both nodeUrl (--node-url) and clusterSecret (--cluster-secret)',
-      );
-    }
-    if (!shared) {
-      // Nodes find each other through the registry: separate processes cannot share a memory one.
-      throw new EdgeError(
-        EdgeErrorCode.INVALID_CONFIG,
-        'cluster mode (nodeUrl, clusterSecret) needs a registry the nodes share: --registry redis://<host>:6379',
-      );
-    }
-    options.cluster = { nodeUrl: settings.nodeUrl, secret: settings.clusterSecret };
-  }
-  return options;
-}
-
-/** A node id travels inside the node-to-node signature (space-separated) and in a response header. */
-function isNodeId(value: string): boolean {
-  return /^[A-Za-z0-9._-]{1,64}$/.test(value);
-}
-
 function isRegistry(value: string): boolean {
   if (value === 'memory') return true;
   if (!URL.canParse(value)) return false;
@@ -516,7 +447,7 @@ function isRegistry(value: string): boolean {
   return (protocol === 'redis:' || protocol === 'rediss:') && hostname !== '';
 }
 
-/** A registry URL as logs may show it: any password replaced (by text: even a URL that does not parse). */
+/** A registry URL as logs may show it, with its password replaced (even in a URL that does not parse). */
 function redactUrlPassword(value: string): string {
   return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1redacted@');
 }

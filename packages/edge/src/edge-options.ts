@@ -140,9 +140,13 @@ function positive(name: string, value: number, min: number, max: number): number
 }
 
 /** A node id travels inside the node-to-node signature (space-separated) and in a response header. */
+export function isNodeId(value: string): boolean {
+  return /^[A-Za-z0-9._-]{1,64}$/.test(value);
+}
+
 function nodeIdOf(nodeId: string | undefined): string {
   if (nodeId === undefined) return randomUUID();
-  if (!/^[A-Za-z0-9._-]{1,64}$/.test(nodeId)) {
+  if (!isNodeId(nodeId)) {
     throw new EdgeError(
       EdgeErrorCode.INVALID_CONFIG,
       `invalid edge option nodeId=${JSON.stringify(nodeId.slice(0, 80))}: must be 1-64 letters, digits, dots, hyphens or underscores`,

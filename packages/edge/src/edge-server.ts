@@ -3,12 +3,13 @@ import type { Logger } from 'pino';
 import { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './admin-server.js';
 import { buildEdge, type Edge } from './build-edge.js';
 import { edgeHelp, parseEdgeCommand } from './edge-args.js';
-import { type EdgeSettings, redactedConfig, toEdgeOptions } from './edge-config.js';
+import { type EdgeSettings, redactedConfig } from './edge-config.js';
 import { createEdgeLogger } from './edge-logger.js';
 import { resolveEdgeOptions } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 import { createEdgeMetrics, type EdgeMetrics } from './metrics.js';
 import { installRequestIds } from './request-id.js';
+import { toEdgeOptions } from './settings-to-options.js';
 import { openSharedRegistry } from './shared-registry.js';
 
 export interface EdgeServer {

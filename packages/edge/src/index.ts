@@ -13,7 +13,6 @@ export {
   redactedConfig,
   type SettingSource,
   settingsReference,
-  toEdgeOptions,
 } from './edge-config.js';
 export { createEdgeLogger, redactedPaths } from './edge-logger.js';
 export type { EdgeOptions, ResolvedEdgeOptions } from './edge-options.js';
@@ -24,3 +23,4 @@ export { createEdgeMetrics, type EdgeMetrics, refusalReasonByCode } from './metr
 export type { PublicProtection } from './public-protection.js';
 export { ensureRequestId, installRequestIds, REQUEST_ID_HEADER } from './request-id.js';
 export { randomSessionName, reservedNames } from './session-name.js';
+export { toEdgeOptions } from './settings-to-options.js';

@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { RawHeaders } from '@tunnel2/protocol';
 
 /**
@@ -9,4 +9,11 @@ export function serializeResponseHead(status: number, statusMessage: string, hea
   let head = `HTTP/1.1 ${status} ${statusMessage || STATUS_CODES[status] || 'Unknown'}\r\n`;
   for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
   return Buffer.from(`${head}\r\n`, 'latin1');
+}
+
+/** A request has a body when it declares a non-zero length or uses a transfer coding (RFC 9112 §6.3). */
+export function requestHasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  if (length !== undefined) return length !== '0';
+  return req.headers['transfer-encoding'] !== undefined;
 }

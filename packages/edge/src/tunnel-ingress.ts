@@ -6,20 +6,29 @@ import {
   type MuxStream,
   ProtocolError,
   ProtocolErrorCode,
-  type RawHeaders,
-  withoutHopByHop,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import type { AgentConnection } from './agent-connection.js';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
-import type { Cluster, HopOrigin, OwnerFinding } from './cluster/cluster.js';
-import type { HopOutcome } from './cluster/node-hop.js';
+import type { Cluster, OwnerFinding } from './cluster/cluster.js';
+import { forwardRequest, forwardUpgrade } from './cluster/forward-arrival.js';
 import type { OwnerEntry } from './cluster/owner-cache.js';
-import { quoteForEcho } from './echo.js';
 import { rejectUpgrade, sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
+import { forwardedHeaders } from './forwarding-headers.js';
 import type { InFlight } from './in-flight.js';
 import { type IngressRoute, isValidSessionName } from './ingress-route.js';
+import { requestHasBody } from './raw-http.js';
+import {
+  busy,
+  missingSession,
+  offline,
+  type Refusal,
+  registryUnavailable,
+  restarting,
+  unknownSession,
+  unreachableOwner,
+} from './refusals.js';
 import type { SessionTable } from './session-table.js';
 import type { SlotWaiter } from './stream-slots.js';
 import { TunnelExchange } from './tunnel-exchange.js';
@@ -38,13 +47,6 @@ export interface TunnelIngressOptions {
   clients: ClientOriginResolver;
   /** Cluster mode: finds the node holding a name and carries requests there. Undefined on one node. */
   cluster?: Cluster | undefined;
-}
-
-interface Refusal {
-  code: EdgeErrorCode;
-  message: string;
-  retryAfterS?: number;
-  headers?: Record<string, string>;
 }
 
 /** One public request or upgrade, as the routing below needs it: it is refused, or started on a stream. */
@@ -71,36 +73,6 @@ interface Arrival {
 const CLUSTER_POLL_MS = 200;
 /** Bound on the rounds of one such wait, whatever the clock does (reconnectWaitMs is at most 60 s). */
 const CLUSTER_MAX_ROUNDS = 400;
-
-const unreachableOwner = (name: string, owner: OwnerEntry): Refusal => ({
-  code: EdgeErrorCode.NODE_UNREACHABLE,
-  message: `tunnel ${name}: the edge node holding it (${quoteForEcho(owner.nodeId, 64)}) cannot be reached`,
-  retryAfterS: 5,
-});
-
-const registryUnavailable = (name: string): Refusal => ({
-  code: EdgeErrorCode.REGISTRY_UNAVAILABLE,
-  message: `tunnel ${name} is not on this node and the session registry is unavailable to find it`,
-  retryAfterS: 5,
-});
-
-const busy = (name: string): Refusal => ({
-  code: EdgeErrorCode.TUNNEL_BUSY,
-  message: `tunnel ${name} has too many requests in flight`,
-  retryAfterS: 1,
-});
-
-const restarting = (name: string): Refusal => ({
-  code: EdgeErrorCode.TUNNEL_BUSY,
-  message: `tunnel ${name} is restarting: retry shortly`,
-  retryAfterS: 1,
-});
-
-const offline = (name: string): Refusal => ({
-  code: EdgeErrorCode.TUNNEL_OFFLINE,
-  message: `tunnel ${name} is offline: its agent is not connected`,
-  retryAfterS: 5,
-});
 
 /**
  * Routes an arrival to its session: checks what the agent asked the edge to enforce and the session's
@@ -318,10 +290,7 @@ async function awaitAcrossNodes(
     }
     if (arrival.gone) return;
     if (finding.state === 'none') {
-      arrival.refuse({
-        code: EdgeErrorCode.UNKNOWN_SESSION,
-        message: `no tunnel named "${route.name}" is connected to this edge`,
-      });
+      arrival.refuse(unknownSession(route.name));
       return;
     }
     if (finding.state === 'remote') {
@@ -380,54 +349,7 @@ class HttpArrival implements Arrival {
   }
 
   forward(owner: OwnerEntry, cluster: Cluster, lost?: (owner: OwnerEntry) => void): void {
-    const { req } = this;
-    const res = this.#res;
-    const options = this.#options;
-    const name = this.#route.name;
-    const headers = cluster.hopHeaders(req, hopOrigin(req, options));
-    // With Expect: 100-continue the owner's backend decides on the body: the hop relays its 100 or its
-    // early final answer.
-    const hasBody = requestHasBody(req);
-    options.inFlight.start();
-    const onDone = (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }): void => {
-      try {
-        settle(outcome, detail);
-      } finally {
-        // After `lost` took the request on: the in-flight count never dips to zero in between.
-        options.inFlight.finish();
-      }
-    };
-    const settle = (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }): void => {
-      if (outcome === 'moved') {
-        cluster.notHere(name, owner);
-        if (lost !== undefined && !res.destroyed) lost(owner);
-        return;
-      }
-      if (outcome === 'unreachable') {
-        cluster.unreachable(owner);
-        options.logger.warn(
-          { err: detail.err, session: name, node: owner.nodeId },
-          'cluster: node unreachable',
-        );
-        if (res.headersSent || res.destroyed) return;
-        // Nothing of a bodyless request was consumed: it waits for the agent to appear on a live node.
-        if (lost !== undefined && !hasBody) lost(owner);
-        else {
-          const refusal = unreachableOwner(name, owner);
-          sendEdgeError(res, refusal.code, refusal.message, refusal.retryAfterS);
-        }
-        return;
-      }
-      if (
-        detail.edgeError === EdgeErrorCode.UNKNOWN_SESSION ||
-        detail.edgeError === EdgeErrorCode.TUNNEL_OFFLINE
-      ) {
-        cluster.notHere(name, owner);
-      } else {
-        cluster.counters.forwarded[outcome]++;
-      }
-    };
-    cluster.hop.forward(owner, req, res, headers, hasBody, onDone, lost !== undefined);
+    forwardRequest(this.req, this.#res, this.#route.name, owner, cluster, this.#options, lost);
   }
 
   get gone(): boolean {
@@ -488,28 +410,7 @@ export function handleTunnelUpgrade(
     upgrade: true,
     via,
     forward(owner, cluster) {
-      const headers = cluster.hopHeaders(req, hopOrigin(req, options));
-      options.inFlight.start();
-      cluster.hop.forwardUpgrade(
-        owner,
-        req,
-        socket,
-        head,
-        headers,
-        (err) => {
-          options.inFlight.finish();
-          cluster.unreachable(owner);
-          options.logger.warn({ err, session: route.name, node: owner.nodeId }, 'cluster: node unreachable');
-          rejectUpgrade(socket, {
-            code: EdgeErrorCode.NODE_UNREACHABLE,
-            message: `tunnel ${route.name}: the edge node holding it (${quoteForEcho(owner.nodeId, 64)}) cannot be reached`,
-          });
-        },
-        () => {
-          cluster.counters.forwarded.ok++;
-          options.inFlight.finish();
-        },
-      );
+      forwardUpgrade(req, socket, head, route.name, owner, cluster, options);
     },
     refuse: (refusal) => rejectUpgrade(socket, refusal),
     start(stream, payload) {
@@ -531,132 +432,4 @@ export function handleTunnelUpgrade(
     },
   };
   dispatch(arrival, route, options, false);
-}
-
-/** A request has a body when it declares a non-zero length or uses a transfer coding (RFC 9112 §6.3). */
-function requestHasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  if (length !== undefined) return length !== '0';
-  return req.headers['transfer-encoding'] !== undefined;
-}
-
-// The six fields a client could use to lie about where a request came from. Length first: most header
-// names are not 9, 15, 16, 17 or 18 characters long, and those skip the lowercase copy.
-const forwardingFields: ReadonlySet<string> = new Set([
-  'forwarded',
-  'x-real-ip',
-  'x-forwarded-for',
-  'x-forwarded-host',
-  'x-forwarded-proto',
-  'x-forwarded-prefix',
-  // What one edge node vouches for to another: never passed on, and believed only when signed.
-  'x-tunnel2-node-auth',
-  'x-tunnel2-node-peer',
-  'x-tunnel2-node-client',
-]);
-
-function isForwardingField(name: string): boolean {
-  const n = name.length;
-  return (n === 9 || (n >= 15 && n <= 19) || n === 21) && forwardingFields.has(name.toLowerCase());
-}
-
-/** A host[:port] as a Host field may carry it: a DNS name, IPv4 or [IPv6], optional port. */
-const validHost =
-  /^(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*\.?|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
-/** A path prefix: starts with `/`, visible ASCII only. */
-const validPrefix = /^\/[\x21-\x7e]*$/;
-
-/** The one value of a single-valued field a trusted proxy set, or undefined when absent or repeated. */
-function single(value: string | string[] | undefined): string | undefined {
-  return typeof value === 'string' ? value.trim() : undefined;
-}
-
-/** What the edge states about a request's client in X-Forwarded-*: its own view, or a trusted proxy's. */
-function decideForwarding(
-  req: IncomingMessage,
-  origin: ClientOrigin | undefined,
-): { peer: string; proto: string; host: string; prefix: string } {
-  const peer = origin?.peer ?? req.socket.remoteAddress ?? '';
-  let proto: string = 'encrypted' in req.socket ? 'https' : 'http';
-  let host = req.headers.host ?? '';
-  let prefix = '';
-  if (origin?.trustedPeer === true) {
-    const givenProto = single(req.headers['x-forwarded-proto'])?.toLowerCase();
-    if (givenProto === 'http' || givenProto === 'https') proto = givenProto;
-    const givenHost = single(req.headers['x-forwarded-host']);
-    if (givenHost !== undefined && givenHost.length <= 255 && validHost.test(givenHost)) host = givenHost;
-    const givenPrefix = single(req.headers['x-forwarded-prefix']);
-    if (givenPrefix !== undefined && givenPrefix.length <= 1024 && validPrefix.test(givenPrefix)) {
-      prefix = givenPrefix.endsWith('/') ? givenPrefix.slice(0, -1) : givenPrefix;
-    }
-  }
-  return { peer, proto, host, prefix };
-}
-
-/** What this node decided about a client, for the node it forwards the request to. */
-function hopOrigin(req: IncomingMessage, options: TunnelIngressOptions): HopOrigin {
-  const origin = options.clients.trustsAnyone ? options.clients.resolve(req) : undefined;
-  const decided = decideForwarding(req, origin);
-  return {
-    ...decided,
-    client: origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
-    chain: origin?.chain,
-  };
-}
-
-/**
- * The request's headers as the backend receives them: hop-by-hop fields dropped, every forwarding field
- * the client sent removed, and the edge's own set. From a trusted proxy (`origin.trustedPeer`), its
- * X-Forwarded-For chain is kept with the proxy appended, and its X-Forwarded-Proto / -Host / -Prefix are
- * taken when valid. Forwarded and X-Real-IP never pass: the edge states the same in X-Forwarded-*.
- */
-function forwardedHeaders(
-  req: IncomingMessage,
-  route: IngressRoute,
-  origin: ClientOrigin | undefined,
-): RawHeaders {
-  const headers = withoutHopByHop(req.rawHeaders);
-  let write = 0;
-  for (let read = 0; read < headers.length; read += 2) {
-    if (isForwardingField(headers[read]!)) continue;
-    headers[write] = headers[read]!;
-    headers[write + 1] = headers[read + 1]!;
-    write += 2;
-  }
-  headers.length = write;
-  const { peer, proto, host, prefix: given } = decideForwarding(req, origin);
-  let prefix = given;
-  headers.push('X-Forwarded-For', origin?.chain === undefined ? peer : `${origin.chain}, ${peer}`);
-  headers.push('X-Forwarded-Proto', proto);
-  headers.push('X-Forwarded-Host', host);
-  if (route.via === 'path') prefix += `/session/${route.name}`;
-  if (prefix !== '') headers.push('X-Forwarded-Prefix', prefix);
-  return headers;
-}
-
-async function missingSession(name: string, sessions: SessionTable): Promise<Refusal> {
-  if (!isValidSessionName(name)) {
-    return {
-      code: EdgeErrorCode.UNKNOWN_SESSION,
-      message: `no tunnel named ${quoteForEcho(name)}: not a valid session name`,
-    };
-  }
-  try {
-    const record = await sessions.lookup(name);
-    if (record !== undefined) {
-      return offline(name);
-    }
-  } catch {
-    // A registry that cannot answer must not turn into a misleading 404, nor wait for an agent that may
-    // well be connected to another node: a prompt 503 with its own code.
-    return {
-      code: EdgeErrorCode.REGISTRY_UNAVAILABLE,
-      message: `tunnel ${name} is not on this node and the session registry is unavailable to find it`,
-      retryAfterS: 5,
-    };
-  }
-  return {
-    code: EdgeErrorCode.UNKNOWN_SESSION,
-    message: `no tunnel named "${name}" is connected to this edge`,
-  };
 }

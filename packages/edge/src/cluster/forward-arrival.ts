@@ -1,0 +1,110 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { rejectUpgrade, sendEdgeError } from '../error-response.js';
+import { EdgeErrorCode } from '../errors.js';
+import { hopOrigin } from '../forwarding-headers.js';
+import { requestHasBody } from '../raw-http.js';
+import { unreachableOwner } from '../refusals.js';
+import type { TunnelIngressOptions } from '../tunnel-ingress.js';
+import type { Cluster } from './cluster.js';
+import type { HopOutcome } from './node-hop.js';
+import type { OwnerEntry } from './owner-cache.js';
+
+type Ingress = Pick<TunnelIngressOptions, 'clients' | 'inFlight' | 'logger'>;
+
+/**
+ * Carries one public request to the node holding its session and settles what came of it: the owner
+ * cache corrected, the counters moved, and (with `lost`) a request that can be sent again handed back to
+ * the wait for its agent when the owner is gone or no longer holds the session.
+ */
+export function forwardRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  name: string,
+  owner: OwnerEntry,
+  cluster: Cluster,
+  options: Ingress,
+  lost?: (owner: OwnerEntry) => void,
+): void {
+  const headers = cluster.hopHeaders(req, hopOrigin(req, options.clients));
+  // With Expect: 100-continue the owner's backend decides on the body: the hop relays its 100 or its
+  // early final answer.
+  const hasBody = requestHasBody(req);
+  options.inFlight.start();
+  const settle = (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }): void => {
+    if (outcome === 'moved') {
+      cluster.notHere(name, owner);
+      if (lost !== undefined && !res.destroyed) lost(owner);
+      return;
+    }
+    if (outcome === 'unreachable') {
+      unreachable(cluster, owner, name, options, detail.err);
+      if (res.headersSent || res.destroyed) return;
+      // Nothing of a bodyless request was consumed: it waits for the agent to appear on a live node.
+      if (lost !== undefined && !hasBody) lost(owner);
+      else {
+        const refusal = unreachableOwner(name, owner);
+        sendEdgeError(res, refusal.code, refusal.message, refusal.retryAfterS);
+      }
+      return;
+    }
+    if (
+      detail.edgeError === EdgeErrorCode.UNKNOWN_SESSION ||
+      detail.edgeError === EdgeErrorCode.TUNNEL_OFFLINE
+    ) {
+      cluster.notHere(name, owner);
+    } else {
+      cluster.counters.forwarded[outcome]++;
+    }
+  };
+  const onDone = (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }): void => {
+    try {
+      settle(outcome, detail);
+    } finally {
+      // After `lost` took the request on: the in-flight count never dips to zero in between.
+      options.inFlight.finish();
+    }
+  };
+  cluster.hop.forward(owner, req, res, headers, hasBody, onDone, lost !== undefined);
+}
+
+/** Relays a public WebSocket upgrade to the node holding its session (a raw pipe once it connects). */
+export function forwardUpgrade(
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  name: string,
+  owner: OwnerEntry,
+  cluster: Cluster,
+  options: Ingress,
+): void {
+  const headers = cluster.hopHeaders(req, hopOrigin(req, options.clients));
+  options.inFlight.start();
+  cluster.hop.forwardUpgrade(
+    owner,
+    req,
+    socket,
+    head,
+    headers,
+    (err) => {
+      options.inFlight.finish();
+      unreachable(cluster, owner, name, options, err);
+      rejectUpgrade(socket, unreachableOwner(name, owner));
+    },
+    () => {
+      cluster.counters.forwarded.ok++;
+      options.inFlight.finish();
+    },
+  );
+}
+
+function unreachable(
+  cluster: Cluster,
+  owner: OwnerEntry,
+  name: string,
+  options: Ingress,
+  err: unknown,
+): void {
+  cluster.unreachable(owner);
+  options.logger.warn({ err, session: name, node: owner.nodeId }, 'cluster: node unreachable');
+}

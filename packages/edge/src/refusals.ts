@@ -1,0 +1,69 @@
+import type { OwnerEntry } from './cluster/owner-cache.js';
+import { quoteForEcho } from './echo.js';
+import { EdgeErrorCode } from './errors.js';
+import { isValidSessionName } from './ingress-route.js';
+import type { SessionTable } from './session-table.js';
+
+/** Why a public request cannot be carried to its tunnel, as the edge answers it. */
+export interface Refusal {
+  code: EdgeErrorCode;
+  message: string;
+  retryAfterS?: number;
+  headers?: Record<string, string>;
+}
+
+export const unreachableOwner = (name: string, owner: OwnerEntry): Refusal => ({
+  code: EdgeErrorCode.NODE_UNREACHABLE,
+  message: `tunnel ${name}: the edge node holding it (${quoteForEcho(owner.nodeId, 64)}) cannot be reached`,
+  retryAfterS: 5,
+});
+
+export const registryUnavailable = (name: string): Refusal => ({
+  code: EdgeErrorCode.REGISTRY_UNAVAILABLE,
+  message: `tunnel ${name} is not on this node and the session registry is unavailable to find it`,
+  retryAfterS: 5,
+});
+
+export const busy = (name: string): Refusal => ({
+  code: EdgeErrorCode.TUNNEL_BUSY,
+  message: `tunnel ${name} has too many requests in flight`,
+  retryAfterS: 1,
+});
+
+export const restarting = (name: string): Refusal => ({
+  code: EdgeErrorCode.TUNNEL_BUSY,
+  message: `tunnel ${name} is restarting: retry shortly`,
+  retryAfterS: 1,
+});
+
+export const offline = (name: string): Refusal => ({
+  code: EdgeErrorCode.TUNNEL_OFFLINE,
+  message: `tunnel ${name} is offline: its agent is not connected`,
+  retryAfterS: 5,
+});
+
+export const unknownSession = (name: string): Refusal => ({
+  code: EdgeErrorCode.UNKNOWN_SESSION,
+  message: `no tunnel named ${quoteForEcho(name)} is connected to this edge`,
+});
+
+/** The name has no live agent on this node: unknown, invalid, reserved for a reconnecting agent, or unknowable. */
+export async function missingSession(name: string, sessions: SessionTable): Promise<Refusal> {
+  if (!isValidSessionName(name)) {
+    return {
+      code: EdgeErrorCode.UNKNOWN_SESSION,
+      message: `no tunnel named ${quoteForEcho(name)}: not a valid session name`,
+    };
+  }
+  try {
+    const record = await sessions.lookup(name);
+    if (record !== undefined) {
+      return offline(name);
+    }
+  } catch {
+    // A registry that cannot answer must not turn into a misleading 404, nor wait for an agent that may
+    // well be connected to another node: a prompt 503 with its own code.
+    return registryUnavailable(name);
+  }
+  return unknownSession(name);
+}
