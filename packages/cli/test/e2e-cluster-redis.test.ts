@@ -1,28 +1,17 @@
-import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestRedisServer } from '../../registry/test/redis-server.js';
+import { freePort, CLUSTER_SECRET as SECRET } from './support/cluster-harness.js';
 import { send } from './support/http-client.js';
 import { cli, type Spawned, spawnCli } from './support/processes.js';
 
 // `tunnel2 server --registry redis://...` as an operator runs it: two edge processes share a real
 // redis-server; an agent connects to one, a client asks the other.
 
-const SECRET = 'cluster-secret-0123456789abcdef0123456789';
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterAll(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** A port free right now: the node URL must be known before the edge listens. */
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function startNode(redisUrl: string, nodeId: string): Promise<{ edge: Spawned; port: number }> {
   const port = await freePort();

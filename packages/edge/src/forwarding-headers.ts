@@ -2,10 +2,11 @@ import type { IncomingMessage } from 'node:http';
 import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
 import type { HopOrigin } from './cluster/cluster.js';
+import { NODE_AUTH_HEADER, NODE_CLIENT_HEADER, NODE_PEER_HEADER } from './cluster/node-auth.js';
 import type { IngressRoute } from './ingress-route.js';
 
-// The six fields a client could use to lie about where a request came from. Length first: most header
-// names are not 9, 15, 16, 17 or 18 characters long, and those skip the lowercase copy.
+// The six fields a client could use to lie about where a request came from, and the three one node states to
+// another. Length first: most header names are not 9, 15-19 or 21 characters long, and skip the lowercase copy.
 const forwardingFields: ReadonlySet<string> = new Set([
   'forwarded',
   'x-real-ip',
@@ -14,12 +15,12 @@ const forwardingFields: ReadonlySet<string> = new Set([
   'x-forwarded-proto',
   'x-forwarded-prefix',
   // What one edge node vouches for to another: never passed on, and believed only when signed.
-  'x-tunnel2-node-auth',
-  'x-tunnel2-node-peer',
-  'x-tunnel2-node-client',
+  NODE_AUTH_HEADER,
+  NODE_PEER_HEADER,
+  NODE_CLIENT_HEADER,
 ]);
 
-function isForwardingField(name: string): boolean {
+export function isForwardingField(name: string): boolean {
   const n = name.length;
   return (n === 9 || (n >= 15 && n <= 19) || n === 21) && forwardingFields.has(name.toLowerCase());
 }

@@ -3,6 +3,7 @@ import { withoutHopByHop } from '@tunnel2/protocol';
 import type { SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../client-address.js';
+import { isForwardingField } from '../forwarding-headers.js';
 import {
   NODE_AUTH_HEADER,
   NODE_CLIENT_HEADER,
@@ -62,19 +63,6 @@ export interface ClusterCounters {
   /** Requests carrying a node signature that did not verify. */
   forged: number;
 }
-
-const forwardingOrNode: ReadonlySet<string> = new Set([
-  'forwarded',
-  'x-real-ip',
-  'x-forwarded-for',
-  'x-forwarded-host',
-  'x-forwarded-proto',
-  'x-forwarded-prefix',
-  'expect',
-  NODE_AUTH_HEADER,
-  NODE_PEER_HEADER,
-  NODE_CLIENT_HEADER,
-]);
 
 function single(value: string | string[] | undefined): string {
   return typeof value === 'string' ? value : '';
@@ -238,7 +226,9 @@ export class Cluster {
     const headers = withoutHopByHop(req.rawHeaders);
     const out: string[] = [];
     for (let i = 0; i < headers.length; i += 2) {
-      if (!forwardingOrNode.has(headers[i]!.toLowerCase())) out.push(headers[i]!, headers[i + 1]!);
+      const name = headers[i]!;
+      // The hop states the client itself (signed); an Expect is answered by the hop's own 100 handling.
+      if (!isForwardingField(name) && name.toLowerCase() !== 'expect') out.push(name, headers[i + 1]!);
     }
     const fields: SignedFields = {
       fromNode: this.nodeId,
