@@ -53,6 +53,8 @@ export class AgentConnection {
   readonly #log: Logger;
   readonly #options: AgentConnectionOptions;
   #helloTimer: NodeJS.Timeout | undefined;
+  /** Set once handing over: the reason the connection closes with when its streams are done. */
+  #handOver: string | undefined;
 
   constructor(options: AgentConnectionOptions) {
     this.name = options.name;
@@ -78,6 +80,12 @@ export class AgentConnection {
         },
         onStreamError: (stream, err) => this.#log.error({ err, stream: stream.id }, 'stream handler failed'),
         onStreamClosed: () => this.slots.release(),
+        onIdle: () => {
+          // Handing over (a draining cluster node): gone as soon as its last stream is, after the frame
+          // that ended it has been handled.
+          const reason = this.#handOver;
+          if (reason !== undefined) setImmediate(() => this.close(ErrorCode.GOING_AWAY, reason));
+        },
         onClose: (error) => {
           if (this.#helloTimer) clearTimeout(this.#helloTimer);
           this.slots.close();
@@ -123,6 +131,17 @@ export class AgentConnection {
   drain(reason: string): void {
     this.session.goAway(ErrorCode.GOING_AWAY, reason);
     this.slots.close();
+  }
+
+  /**
+   * Drains, then closes as soon as its own streams are done, not when the whole node is idle: in a cluster
+   * the agent reconnects to another node only once this connection closes, and requests waiting for it to
+   * reappear there would otherwise hold this node, and the agent, until they time out.
+   */
+  handOver(reason: string): void {
+    this.drain(reason);
+    this.#handOver = reason;
+    if (this.session.streams.size === 0) this.close(ErrorCode.GOING_AWAY, reason);
   }
 
   close(code: number = ErrorCode.NO_ERROR, reason = 'closed by edge'): void {

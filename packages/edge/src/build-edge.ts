@@ -46,8 +46,6 @@ function headProblem(req: IncomingMessage): { code: EdgeErrorCode; message: stri
   return undefined;
 }
 
-/** How often a draining cluster node closes the agent connections whose streams are done. */
-const DRAIN_SWEEP_MS = 50;
 export interface Edge {
   readonly app: FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>;
   readonly sessions: SessionTable;
@@ -282,21 +280,11 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     },
     async close(graceMs = 10_000) {
       draining = true;
-      for (const connection of sessions.connections()) connection.drain('edge shutting down');
-      // In a cluster an agent goes to another node only once its connection here closes: each closes as
-      // soon as its own streams are done, not when the whole node is idle (requests waiting here for that
-      // agent to reappear elsewhere would otherwise hold the node, and the agent, until they time out).
-      const sweep =
-        cluster === undefined
-          ? undefined
-          : setInterval(() => {
-              for (const connection of [...sessions.connections()]) {
-                if (connection.session.streams.size === 0)
-                  connection.close(ErrorCode.GOING_AWAY, 'edge draining: reconnect to another node');
-              }
-            }, DRAIN_SWEEP_MS);
+      for (const connection of [...sessions.connections()]) {
+        if (cluster === undefined) connection.drain('edge shutting down');
+        else connection.handOver('edge draining: reconnect to another node');
+      }
       await inFlight.idle(graceMs);
-      clearInterval(sweep);
       for (const connection of [...sessions.connections()])
         connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
       sessions.close();

@@ -29,6 +29,7 @@ export class SessionTable {
   readonly #renewTimer: NodeJS.Timeout;
   /** Requests waiting for a reconnecting agent, by name. */
   readonly #arrivals = new Map<string, Set<ArrivalWaiter>>();
+  /** The last renewal could not reach the registry (logged once per outage). */
   #renewFailing = false;
   /** A round still waiting on a slow registry: the next tick is skipped, rounds never pile up. */
   #renewing = false;
@@ -156,11 +157,6 @@ export class SessionTable {
     const waiters = [...this.#arrivals.values()];
     this.#arrivals.clear();
     for (const set of waiters) for (const waiter of set) waiter(undefined);
-  }
-
-  /** True while the last lease renewal could not reach the registry (readiness reports it). */
-  get registryFailing(): boolean {
-    return this.#renewFailing;
   }
 
   /**

@@ -176,14 +176,8 @@ export class Cluster {
       this.counters.lookups.hit++;
       return cached;
     }
-    this.counters.lookups.miss++;
-    const record = await this.#registry.lookup(name);
-    if (record === undefined || !record.connected || record.nodeId === this.nodeId) return undefined;
-    const node = await this.#registry.lookupNode(record.nodeId);
-    if (node === undefined) return undefined;
-    const entry = { nodeId: node.nodeId, url: node.url, epoch: record.epoch };
-    this.#cache.set(name, entry);
-    return entry;
+    const finding = await this.find(name);
+    return finding.state === 'remote' ? finding.entry : undefined;
   }
 
   /**

@@ -1,13 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { rejectUpgrade, sendEdgeError } from '../error-response.js';
-import { EdgeErrorCode } from '../errors.js';
 import { hopOrigin } from '../forwarding-headers.js';
 import { requestHasBody } from '../raw-http.js';
 import { unreachableOwner } from '../refusals.js';
 import type { TunnelIngressOptions } from '../tunnel-ingress.js';
 import type { Cluster } from './cluster.js';
-import type { HopOutcome } from './node-hop.js';
+import { type HopOutcome, isNotHere } from './node-hop.js';
 import type { OwnerEntry } from './owner-cache.js';
 
 type Ingress = Pick<TunnelIngressOptions, 'clients' | 'inFlight' | 'logger'>;
@@ -48,14 +47,8 @@ export function forwardRequest(
       }
       return;
     }
-    if (
-      detail.edgeError === EdgeErrorCode.UNKNOWN_SESSION ||
-      detail.edgeError === EdgeErrorCode.TUNNEL_OFFLINE
-    ) {
-      cluster.notHere(name, owner);
-    } else {
-      cluster.counters.forwarded[outcome]++;
-    }
+    if (isNotHere(detail.edgeError)) cluster.notHere(name, owner);
+    else cluster.counters.forwarded[outcome]++;
   };
   const onDone = (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }): void => {
     try {

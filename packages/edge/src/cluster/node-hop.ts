@@ -153,14 +153,15 @@ export interface NodeHopOptions {
   connectionsPerNode: number;
 }
 
-/** How a forwarded exchange ended, for the caller's metrics and cache. */
 /**
- * `moved`: the owner answered "not here" to a request without a body, and nothing was written to the
- * client (only when the caller asked for `reroutable`).
+ * How a forwarded exchange ended, for the caller's metrics and cache. `moved`: the owner answered "not
+ * here" to a request without a body, and nothing was written to the client (only when the caller asked
+ * for `reroutable`).
  */
 export type HopOutcome = 'ok' | 'unreachable' | 'aborted' | 'moved';
 
-function isNotHere(code: string | undefined): boolean {
+/** The owner's answer says the session is not there (any more). */
+export function isNotHere(code: string | undefined): boolean {
   return code === EdgeErrorCode.UNKNOWN_SESSION || code === EdgeErrorCode.TUNNEL_OFFLINE;
 }
 
