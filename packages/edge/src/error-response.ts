@@ -42,6 +42,10 @@ export function sendEdgeError(
   publishRefusal(res.req.socket, code);
 }
 
+const RAW_ANSWER_HEADERS = Object.entries(EDGE_ANSWER_HEADERS)
+  .map(([name, value]) => `${name}: ${value}\r\n`)
+  .join('');
+
 /** An edge answer as raw bytes, for a socket Node's HTTP server no longer writes to; always closes. */
 function rawAnswer(code: EdgeErrorCode, message: string, extra = ''): string {
   const status = statusByCode[code];
@@ -51,8 +55,7 @@ function rawAnswer(code: EdgeErrorCode, message: string, extra = ''): string {
     'Connection: close\r\n' +
     'Content-Type: text/plain; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-    'Cache-Control: no-store\r\n' +
-    'X-Content-Type-Options: nosniff\r\n' +
+    RAW_ANSWER_HEADERS +
     extra +
     `x-tunnel2-error: ${code}\r\n\r\n${body}`
   );
