@@ -72,6 +72,8 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
     });
     let localClose = false;
     let replaced = false;
+    /** The edge said GOAWAY(GOING_AWAY): it drains (a restart, or a cluster node handing its agents over). */
+    let edgeLeaving = false;
     const fail = (error: AgentError): void => {
       if (settled) return;
       settled = true;
@@ -112,6 +114,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
         onGoAway: (goAway) => {
           options.logger.info({ reason: goAway.reason }, 'edge is going away');
           if (goAway.code === ErrorCode.SESSION_REPLACED) replaced = true;
+          if (goAway.code === ErrorCode.GOING_AWAY) edgeLeaving = true;
         },
         onIdle: () => onIdle?.(),
         onStreamError: (stream, err) => options.logger.error({ err, stream: stream.id }, 'forwarding failed'),
@@ -135,6 +138,16 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
                 {
                   fatal: true,
                 },
+              ),
+            );
+            return;
+          }
+          if (edgeLeaving && !localClose) {
+            resolveClosed(
+              new AgentError(
+                AgentErrorCode.EDGE_GOING_AWAY,
+                'the edge is restarting or handing this tunnel to another node',
+                { cause: error },
               ),
             );
             return;

@@ -7,6 +7,8 @@ export const AgentErrorCode = {
   HANDSHAKE_FAILED: 'TUNNEL2_ERR_HANDSHAKE_FAILED',
   CLOSED: 'TUNNEL2_ERR_CLOSED',
   REPLACED: 'TUNNEL2_ERR_REPLACED',
+  /** The edge drained this session (GOAWAY GOING_AWAY, then close): not a failure, reconnect at once. */
+  EDGE_GOING_AWAY: 'TUNNEL2_ERR_EDGE_GOING_AWAY',
 } as const;
 export type AgentErrorCode = (typeof AgentErrorCode)[keyof typeof AgentErrorCode];
 

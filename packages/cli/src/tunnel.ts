@@ -93,6 +93,9 @@ export function resolveProtection(
   return Object.keys(protect).length > 0 ? protect : undefined;
 }
 
+/** A drained session that lasted at least this long reconnects without the backoff's first pause. */
+const IMMEDIATE_RECONNECT_AFTER_MS = 1_000;
+
 /**
  * A tunnel that stays up: one session at a time, reconnecting with jittered exponential backoff and
  * asking for the same name, until `close()` or a refusal that retrying cannot fix.
@@ -172,6 +175,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     let name = this.#options.subdomain?.toLowerCase();
     while (!this.#closing) {
       let reason: string;
+      let handedOver = false;
       try {
         const session = await connectSession({
           server: this.#options.server ?? process.env.TUNNEL2_SERVER ?? 'http://localhost:8080',
@@ -197,6 +201,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         this.info = session.info;
         name = session.info.name;
         attempt = 0;
+        const upSince = performance.now();
         this.emit('ready', session.info);
         const error = await session.closed;
         this.#session = undefined;
@@ -207,6 +212,12 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           break;
         }
         reason = error?.message ?? 'connection closed';
+        // Only after a session that stayed up a while: an edge that hands every new session straight
+        // back must not turn this into a reconnect loop without a pause.
+        handedOver =
+          error instanceof AgentError &&
+          error.code === AgentErrorCode.EDGE_GOING_AWAY &&
+          performance.now() - upSince >= IMMEDIATE_RECONNECT_AFTER_MS;
       } catch (err) {
         const error =
           err instanceof AgentError
@@ -220,10 +231,14 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         reason = error.message;
       }
       if (this.#closing) break;
-      const delayMs = backoffDelay(attempt++, {
-        initialMs: this.#options.reconnect?.initialMs ?? 500,
-        maxMs: this.#options.reconnect?.maxMs ?? 30_000,
-      });
+      // A drained session is a hand-over, not a failure: requests for the name are waiting for it to
+      // reappear (on this edge once restarted, or on another node), so the first attempt goes at once.
+      const delayMs = handedOver
+        ? 0
+        : backoffDelay(attempt++, {
+            initialMs: this.#options.reconnect?.initialMs ?? 500,
+            maxMs: this.#options.reconnect?.maxMs ?? 30_000,
+          });
       this.emit('reconnecting', { attempt, delayMs, reason });
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, delayMs);
