@@ -185,7 +185,8 @@ describe('two agents, one name, two nodes', () => {
     expect(winner.child.exitCode).toBeNull();
 
     // The same token on two nodes: the second connection takes the name over (a new epoch); the first
-    // node learns it at its next renewal (within leaseTtl/3) and closes its connection as replaced.
+    // node is told at once by the claiming one (e2e-cluster-takeover.test.ts shows that path alone) and
+    // closes its connection as replaced.
     const first = agent('token-c', ['--server', `http://127.0.0.1:${n0.port}`, '--subdomain', 'moving']);
     await first.waitFor('ready');
     expect((await holderOf('moving')).id).toBe(n0.id);

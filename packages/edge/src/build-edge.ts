@@ -7,6 +7,7 @@ import { type Logger, pino } from 'pino';
 import { createAgentEndpoint } from './agent-endpoint.js';
 import { ClientOriginResolver, compileAddressBlocks } from './client-address.js';
 import { Cluster } from './cluster/cluster.js';
+import { TAKEOVER_PATH } from './cluster/takeover-notice.js';
 import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { quoteForEcho } from './echo.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
@@ -76,20 +77,6 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   const registryTimings = new RegistryTimings();
   // The edge's own calls are timed; options.registry stays the unwrapped one (closed as given).
   const registry = timedRegistry(options.registry, registryTimings);
-  const sessions = new SessionTable({
-    registry,
-    nodeId: options.nodeId,
-    leaseTtlMs: options.leaseTtlMs,
-    reconnectGraceMs: options.reconnectGraceMs,
-    maxArrivalWaiters: options.maxWaitingPerSession,
-    logger,
-  });
-  const inFlight = new InFlight();
-  const trusted = options.trustProxy.length > 0 ? compileAddressBlocks(options.trustProxy) : undefined;
-  // resolveEdgeOptions has validated the list; an invalid entry cannot reach this point.
-  const clients = new ClientOriginResolver(
-    trusted === undefined || 'invalid' in trusted ? undefined : trusted,
-  );
   const cluster =
     options.cluster === undefined
       ? undefined
@@ -100,6 +87,22 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           logger,
           responseTimeoutMs: options.responseTimeoutMs,
         });
+  const sessions = new SessionTable({
+    registry,
+    nodeId: options.nodeId,
+    leaseTtlMs: options.leaseTtlMs,
+    reconnectGraceMs: options.reconnectGraceMs,
+    maxArrivalWaiters: options.maxWaitingPerSession,
+    logger,
+    onTakeover:
+      cluster === undefined ? undefined : (replaced, claimed) => cluster.tellTakeover(replaced, claimed),
+  });
+  const inFlight = new InFlight();
+  const trusted = options.trustProxy.length > 0 ? compileAddressBlocks(options.trustProxy) : undefined;
+  // resolveEdgeOptions has validated the list; an invalid entry cannot reach this point.
+  const clients = new ClientOriginResolver(
+    trusted === undefined || 'invalid' in trusted ? undefined : trusted,
+  );
   let draining = false;
   let boundPort = options.port;
   const ingress = {
@@ -246,6 +249,36 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         : '')
     );
   });
+
+  if (cluster !== undefined) {
+    // Another node took a name over from a connection here (see cluster/takeover-notice.ts). Without a
+    // signature this path is as unknown as any other; only on a host that is not a tunnel's.
+    app.post(TAKEOVER_PATH, (request, reply) => {
+      const notice = cluster.verifyNotice(request.raw);
+      if (notice === undefined) return reply.callNotFound();
+      reply.hijack();
+      if (notice === 'forged') {
+        sendEdgeError(reply.raw, nodeAuthRefusal.code, nodeAuthRefusal.message);
+        return;
+      }
+      if (notice === 'invalid') {
+        sendEdgeError(reply.raw, EdgeErrorCode.BAD_REQUEST, 'not a takeover notice for this node');
+        return;
+      }
+      const closed = sessions.supersede(notice.name, notice.epoch, {
+        nodeId: notice.fromNode,
+        owner: notice.owner,
+      });
+      cluster.counters.takeovers[closed ? 'closed' : 'kept']++;
+      const body = JSON.stringify({ closed });
+      reply.raw.writeHead(200, {
+        ...EDGE_ANSWER_HEADERS,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      });
+      reply.raw.end(body);
+    });
+  }
 
   app.setNotFoundHandler((request, reply) => {
     reply

@@ -240,6 +240,26 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
         this.inc(cluster.counters.forged);
       },
     });
+    new Counter({
+      name: 'tunnel2_cluster_takeover_notices_sent_total',
+      help: 'Notices to the node that held a name this node took over: outcome="delivered", "failed" (that node closes at its next renewal round instead) or "dropped" (too many on their way)',
+      labelNames: ['outcome'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [outcome, n] of Object.entries(cluster.notices.counters)) this.inc({ outcome }, n);
+      },
+    });
+    new Counter({
+      name: 'tunnel2_cluster_takeover_notices_received_total',
+      help: 'Takeover notices from other nodes: outcome="closed" (an older connection here closed) or "kept" (nothing older here: late, replayed, or already gone)',
+      labelNames: ['outcome'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [outcome, n] of Object.entries(cluster.counters.takeovers)) this.inc({ outcome }, n);
+      },
+    });
   }
 
   // Every registry operation (memory or Redis): a Redis round trip is the cost cluster mode adds.

@@ -11,6 +11,8 @@ export interface SessionTableOptions {
   /** Requests that may wait at once for one name's agent to reconnect. */
   maxArrivalWaiters: number;
   logger: Logger;
+  /** A claim here took a name over from a live record (cluster mode tells that record's node at once). */
+  onTakeover?: ((replaced: SessionRecord, claimed: SessionRecord) => void) | undefined;
 }
 
 type ArrivalWaiter = (connection: AgentConnection | undefined) => void;
@@ -82,8 +84,21 @@ export class SessionTable {
       nodeId: this.#options.nodeId,
       ttlMs: this.#options.leaseTtlMs,
     });
-    if (result.ok) return { ok: true, epoch: result.record.epoch };
-    return { ok: false, record: result.record };
+    if (!result.ok) return { ok: false, record: result.record };
+    if (result.replaced !== undefined) this.#options.onTakeover?.(result.replaced, result.record);
+    return { ok: true, epoch: result.record.epoch };
+  }
+
+  /**
+   * Another node says its claim numbered `epoch` took `name` over. The local connection closes (as at a
+   * lost renewal) only if its epoch is older: epochs only grow, so a newer claim replaced it; a late or
+   * replayed notice finds an equal or newer epoch here and closes nothing. True when it closed one.
+   */
+  supersede(name: string, epoch: number, holder: Pick<SessionRecord, 'nodeId' | 'owner'>): boolean {
+    const connection = this.#local.get(name);
+    if (connection === undefined || connection.epoch >= epoch) return false;
+    this.#lose(connection, holder);
+    return true;
   }
 
   /** A claimed name whose WebSocket never became a session. */
@@ -234,7 +249,7 @@ export class SessionTable {
     }
   }
 
-  #lose(connection: AgentConnection, holder: SessionRecord): void {
+  #lose(connection: AgentConnection, holder: Pick<SessionRecord, 'nodeId' | 'owner'>): void {
     this.#local.delete(connection.name);
     if (holder.owner === connection.owner) {
       // The same agent reconnected through another node: tell this one it was replaced (the CLI stops

@@ -88,3 +88,28 @@ describe('NodeAuth', () => {
     expect(auth.verify(`${value.slice(0, -1)}${last}`, withoutNode(fields))).toBeUndefined();
   });
 });
+
+describe('NodeAuth notices', () => {
+  const target = '/_tunnel2/node/takeover?name=demo&epoch=7';
+  const now = (): number => 1_700_000_000_000;
+
+  it('verifies a notice over its method and target and names the sender', () => {
+    const auth = new NodeAuth(SECRET, now);
+    const value = auth.signNotice('edge-b', 'POST', target);
+    expect(auth.verifyNotice(value, 'POST', target)).toEqual({ fromNode: 'edge-b' });
+    expect(auth.verifyNotice(value, 'POST', `${target}1`)).toBeUndefined();
+    expect(auth.verifyNotice(value, 'GET', target)).toBeUndefined();
+    expect(new NodeAuth(`${SECRET}-other`, now).verifyNotice(value, 'POST', target)).toBeUndefined();
+  });
+
+  it('never takes a forwarded request signature for a notice, nor a notice for a forwarded request', () => {
+    const auth = new NodeAuth(SECRET, now);
+    const hop = { ...fields, method: 'POST', target, host: '', peer: '', client: '', forwardedFor: '' };
+    const hopValue = auth.sign({ ...hop, proto: '', forwardedHost: '', prefix: '' });
+    expect(auth.verifyNotice(hopValue, 'POST', target)).toBeUndefined();
+    const notice = auth.signNotice('edge-a', 'POST', target);
+    expect(
+      auth.verify(notice, { ...withoutNode(hop), proto: '', forwardedHost: '', prefix: '' }),
+    ).toBeUndefined();
+  });
+});

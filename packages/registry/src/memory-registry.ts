@@ -136,7 +136,8 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
         connected: true,
       };
       records.set(input.name, record);
-      return { ok: true, record: snapshot(record) };
+      if (existing === undefined) return { ok: true, record: snapshot(record) };
+      return { ok: true, record: snapshot(record), replaced: snapshot(existing) };
     },
 
     async renew(name, epoch, ttlMs) {

@@ -267,17 +267,18 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
         if (!Array.isArray(reply)) throw unavailable('unexpected reply from Redis');
         const [outcome, ...rest] = reply as unknown[];
         if (outcome === 'claimed') {
-          return {
-            ok: true,
-            record: {
-              name: input.name,
-              nodeId: input.nodeId,
-              owner: input.owner,
-              epoch: parseNumber(rest[0], true),
-              expiresAt: now + input.ttlMs,
-              connected: true,
-            },
+          const record: SessionRecord = {
+            name: input.name,
+            nodeId: input.nodeId,
+            owner: input.owner,
+            epoch: parseNumber(rest[0], true),
+            expiresAt: now + input.ttlMs,
+            connected: true,
           };
+          if (rest.length === 1) return { ok: true, record };
+          const replaced = toRecord([input.name, ...rest.slice(1)], Number.NEGATIVE_INFINITY);
+          if (replaced === undefined) throw unavailable('unexpected reply from Redis');
+          return { ok: true, record, replaced };
         }
         const record = toRecord([input.name, ...rest], Number.NEGATIVE_INFINITY);
         if (outcome !== 'refused' || record === undefined) throw unavailable('unexpected reply from Redis');

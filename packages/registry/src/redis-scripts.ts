@@ -19,11 +19,14 @@
  * expiresAt, connected}); otherwise the name is taken with an epoch greater than every epoch this bucket
  * ever handed out (its counter only moves up, and outlives every record of the bucket) and not below Redis's
  * clock in microseconds (so after a failover that lost the counter's last writes, new epochs still land
- * above the lost ones; see redis-registry.ts). Returns {'claimed', epoch}.
+ * above the lost ones; see redis-registry.ts). Returns {'claimed', epoch}, or, when it took over a live
+ * record of the same owner, {'claimed', epoch, nodeId, owner, epoch, expiresAt, connected} of that record
+ * (read in the same atomic step, so it is exactly the claim this one superseded).
  */
 export const CLAIM_SCRIPT = `
 local held = redis.call('HMGET', KEYS[1], 'owner', 'expiresAt', 'nodeId', 'epoch', 'connected')
-if held[1] and tonumber(held[2]) > tonumber(ARGV[5]) and held[1] ~= ARGV[3] then
+local live = held[1] and tonumber(held[2]) > tonumber(ARGV[5])
+if live and held[1] ~= ARGV[3] then
   return {'refused', held[3], held[1], held[4], held[2], held[5]}
 end
 local time = redis.call('TIME')
@@ -34,6 +37,7 @@ redis.call('SET', KEYS[2], epoch)
 redis.call('HSET', KEYS[1], 'name', ARGV[1], 'nodeId', ARGV[2], 'owner', ARGV[3], 'epoch', epoch,
   'expiresAt', ARGV[4], 'connected', '1')
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
+if live then return {'claimed', epoch, held[3], held[1], held[4], held[2], held[5]} end
 return {'claimed', epoch}
 `;
 

@@ -53,7 +53,15 @@ export interface HeldLease {
 }
 
 export type ClaimResult =
-  | { ok: true; record: SessionRecord }
+  | {
+      ok: true;
+      record: SessionRecord;
+      /**
+       * The live or reserved record of the same owner this claim took over (absent when the name was free
+       * or its lease had run out). In a cluster, its node is told at once that its connection is replaced.
+       */
+      replaced?: SessionRecord;
+    }
   /** The live or reserved record that blocked the claim, so the caller can say who holds the name. */
   | { ok: false; reason: 'owned-by-other'; record: SessionRecord };
 

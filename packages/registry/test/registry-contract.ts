@@ -89,6 +89,27 @@ export function registryContract(name: string, factory: RegistryFactory): void {
         expect(await registry.lookup('app')).toEqual(second);
       });
 
+      it('names the live record a takeover replaced, so its node can be told at once', async () => {
+        const first = won(await claim('app', 'alice', 10_000, 'node-a'));
+        clock.advance(1_000);
+        const second = await claim('app', 'alice', 10_000, 'node-b');
+        expect(second).toMatchObject({ ok: true, replaced: first });
+        // A reservation (the owner was away) is replaced too; its record says it was not connected.
+        const third = won(await claim('app', 'alice', 10_000, 'node-c'));
+        await registry.markDisconnected('app', third.epoch, 5_000);
+        const fourth = await claim('app', 'alice', 10_000, 'node-a');
+        expect(fourth).toMatchObject({
+          ok: true,
+          replaced: { nodeId: 'node-c', epoch: third.epoch, connected: false },
+        });
+        // A free name, or one whose lease ran out, replaces nothing.
+        const fresh = await claim('new', 'alice');
+        expect(fresh.ok ? fresh.replaced : 'refused').toBeUndefined();
+        clock.advance(20_000);
+        const expired = await claim('app', 'alice');
+        expect(expired.ok ? expired.replaced : 'refused').toBeUndefined();
+      });
+
       it('gives exactly one winner to concurrent claims of one name by different owners', async () => {
         const results = await Promise.all(Array.from({ length: 20 }, (_, i) => claim('race', `owner-${i}`)));
         const winners = results.filter((r) => r.ok);

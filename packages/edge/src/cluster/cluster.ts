@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { withoutHopByHop } from '@tunnel2/protocol';
-import type { SessionRegistry } from '@tunnel2/registry';
+import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../client-address.js';
 import { isForwardingField } from '../forwarding-headers.js';
@@ -13,6 +13,7 @@ import {
 } from './node-auth.js';
 import { NodeHop } from './node-hop.js';
 import { OwnerCache, type OwnerEntry } from './owner-cache.js';
+import { NoticeSender, parseTakeoverTarget, type TakeoverNotice, takeoverTarget } from './takeover-notice.js';
 
 /** Cluster mode of an edge: how other nodes reach this one and how node-to-node traffic is authenticated. */
 export interface ClusterOptions {
@@ -62,6 +63,11 @@ export interface ClusterCounters {
   lookups: Record<'hit' | 'miss', number>;
   /** Requests carrying a node signature that did not verify. */
   forged: number;
+  /**
+   * Takeover notices received: `closed` this node's older connection, or `kept` (nothing older here: a
+   * late or replayed notice, or the connection was already gone).
+   */
+  takeovers: Record<'closed' | 'kept', number>;
 }
 
 function single(value: string | string[] | undefined): string {
@@ -90,7 +96,10 @@ export class Cluster {
     forwarded: { ok: 0, unreachable: 0, aborted: 0, not_here: 0 },
     lookups: { hit: 0, miss: 0 },
     forged: 0,
+    takeovers: { closed: 0, kept: 0 },
   };
+  /** Takeover notices this node sends (see takeover-notice.ts). */
+  readonly notices: NoticeSender;
   readonly #registry: SessionRegistry;
   readonly #auth: NodeAuth;
   readonly #cache: OwnerCache;
@@ -122,6 +131,7 @@ export class Cluster {
       headersTimeoutMs: input.responseTimeoutMs + 5_000,
       connectionsPerNode: input.options.connectionsPerNode,
     });
+    this.notices = new NoticeSender(input.options.connectTimeoutMs);
   }
 
   /** Announces this node and keeps the announcement alive (one timer). */
@@ -273,6 +283,58 @@ export class Cluster {
       return 'forged';
     }
     return { peer, trustedPeer: true, address: client, chain: chain === '' ? undefined : chain };
+  }
+
+  /**
+   * This node's claim took `name` over from a live connection on another node (the same agent reconnected
+   * here): tell that node at once, so it stops serving through its connection now rather than at its next
+   * renewal round. Fire-and-forget; a failure only leaves the renewal round to close it.
+   */
+  tellTakeover(replaced: SessionRecord, claimed: SessionRecord): void {
+    if (replaced.nodeId === this.nodeId || !replaced.connected) return;
+    const log = { session: claimed.name, holder: replaced.nodeId, epoch: claimed.epoch };
+    void this.#registry
+      .lookupNode(replaced.nodeId)
+      .then((node) => {
+        if (node === undefined) return 'failed';
+        const url = new URL(
+          takeoverTarget({
+            toNode: node.nodeId,
+            name: claimed.name,
+            epoch: claimed.epoch,
+            owner: claimed.owner,
+          }),
+          node.url,
+        );
+        const signature = this.#auth.signNotice(this.nodeId, 'POST', `${url.pathname}${url.search}`);
+        return this.notices.send(url, signature);
+      })
+      .catch(() => 'failed' as const)
+      .then((outcome) => {
+        if (outcome === 'delivered') this.#logger.debug(log, 'cluster: takeover notice delivered');
+        else this.#logger.info({ ...log, outcome }, 'cluster: takeover notice not delivered');
+      });
+  }
+
+  /**
+   * A takeover notice another node sent: what it says when its signature verifies and it is addressed to
+   * this node, 'forged' when it carries a signature that does not verify, undefined when it carries none.
+   */
+  verifyNotice(
+    req: IncomingMessage,
+  ): (TakeoverNotice & { fromNode: string }) | 'forged' | 'invalid' | undefined {
+    const value = req.headers[NODE_AUTH_HEADER];
+    if (value === undefined) return undefined;
+    const target = req.url ?? '/';
+    const verified =
+      typeof value === 'string' ? this.#auth.verifyNotice(value, req.method ?? 'GET', target) : undefined;
+    if (verified === undefined) {
+      this.counters.forged++;
+      return 'forged';
+    }
+    const notice = parseTakeoverTarget(target);
+    if (notice === undefined || notice.toNode !== this.nodeId) return 'invalid';
+    return { ...notice, fromNode: verified.fromNode };
   }
 
   async close(): Promise<void> {

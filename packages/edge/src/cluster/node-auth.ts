@@ -24,32 +24,38 @@ export interface SignedFields {
   prefix: string;
 }
 
-function mac(secret: string, timestamp: number, fields: SignedFields): Buffer {
+/** Each kind of signed request has its own label, so a signature of one kind never verifies as another. */
+function mac(secret: string, label: string, timestamp: number, parts: readonly string[]): Buffer {
   return createHmac('sha256', secret)
-    .update(
-      [
-        'tunnel2-node-auth-v1',
-        timestamp,
-        fields.fromNode,
-        fields.method,
-        fields.target,
-        fields.host,
-        fields.peer,
-        fields.client,
-        fields.forwardedFor,
-        fields.proto,
-        fields.forwardedHost,
-        fields.prefix,
-      ].join('\n'),
-    )
+    .update([label, timestamp, ...parts].join('\n'))
     .digest();
 }
+
+function hopParts(fields: SignedFields): string[] {
+  return [
+    fields.fromNode,
+    fields.method,
+    fields.target,
+    fields.host,
+    fields.peer,
+    fields.client,
+    fields.forwardedFor,
+    fields.proto,
+    fields.forwardedHost,
+    fields.prefix,
+  ];
+}
+
+const HOP_LABEL = 'tunnel2-node-auth-v1';
+/** A node's notice to another (not a forwarded request): covers the sender, the method and the target. */
+const NOTICE_LABEL = 'tunnel2-node-notice-v1';
 
 /**
  * Signs and verifies node-to-node requests with the cluster secret. The value is
  * `v1 <fromNode> <timestamp ms> <hmac hex>`; the HMAC covers the request line, the Host and every
  * forwarding field the serving node will believe, so none can be changed or added on the way. Node ids
- * never contain a space (they come from the registry, which validates them as names).
+ * never contain a space (they come from the registry, which validates them as names). Notices (one node
+ * telling another something, e.g. a takeover) carry the same header with a signature under another label.
  */
 export class NodeAuth {
   readonly #secret: string;
@@ -61,8 +67,7 @@ export class NodeAuth {
   }
 
   sign(fields: SignedFields): string {
-    const timestamp = this.#now();
-    return `v1 ${fields.fromNode} ${timestamp} ${mac(this.#secret, timestamp, fields).toString('hex')}`;
+    return this.#sign(HOP_LABEL, fields.fromNode, hopParts(fields));
   }
 
   /**
@@ -70,13 +75,35 @@ export class NodeAuth {
    * compared in constant time. `fields.fromNode` is taken from the value itself.
    */
   verify(value: string, fields: Omit<SignedFields, 'fromNode'>): { fromNode: string } | undefined {
-    const parts = value.split(' ');
-    if (parts.length !== 4 || parts[0] !== 'v1') return undefined;
-    const [, fromNode, stamp, hex] = parts as [string, string, string, string];
+    return this.#verify(HOP_LABEL, value, (fromNode) => hopParts({ ...fields, fromNode }));
+  }
+
+  /** Signs a notice: the request line only (its payload travels in the target's query). */
+  signNotice(fromNode: string, method: string, target: string): string {
+    return this.#sign(NOTICE_LABEL, fromNode, [fromNode, method, target]);
+  }
+
+  verifyNotice(value: string, method: string, target: string): { fromNode: string } | undefined {
+    return this.#verify(NOTICE_LABEL, value, (fromNode) => [fromNode, method, target]);
+  }
+
+  #sign(label: string, fromNode: string, parts: readonly string[]): string {
+    const timestamp = this.#now();
+    return `v1 ${fromNode} ${timestamp} ${mac(this.#secret, label, timestamp, parts).toString('hex')}`;
+  }
+
+  #verify(
+    label: string,
+    value: string,
+    parts: (fromNode: string) => readonly string[],
+  ): { fromNode: string } | undefined {
+    const split = value.split(' ');
+    if (split.length !== 4 || split[0] !== 'v1') return undefined;
+    const [, fromNode, stamp, hex] = split as [string, string, string, string];
     const timestamp = Number(stamp);
     if (!/^\d{1,16}$/.test(stamp) || Math.abs(this.#now() - timestamp) > MAX_SKEW_MS) return undefined;
     if (!/^[0-9a-f]{64}$/.test(hex)) return undefined;
-    const expected = mac(this.#secret, timestamp, { ...fields, fromNode });
+    const expected = mac(this.#secret, label, timestamp, parts(fromNode));
     return timingSafeEqual(Buffer.from(hex, 'hex'), expected) ? { fromNode } : undefined;
   }
 }
