@@ -7,11 +7,13 @@ import { sessionsGate } from '../src/standalone-scenarios.js';
 function result(streams: Partial<SessionsResult['streams']>): SessionsResult {
   return {
     scenario: 'sessions',
+    registry: 'memory',
     sessions: {
       requested: 10_000,
       opened: 10_000,
       lostWhileIdle: 0,
       connectSec: 5.4,
+      claimsPerSec: 1850,
       idleSec: 15,
       edgeRssBeforeMb: 91,
       edgeRssAfterMb: 239,
@@ -28,6 +30,7 @@ function result(streams: Partial<SessionsResult['streams']>): SessionsResult {
       durationMs: 4400,
       ...streams,
     },
+    redis: null,
   };
 }
 
