@@ -109,17 +109,7 @@ describe('standalone bench scenarios (smoke)', () => {
   it('sessions --registry redis: a cluster node on a real redis-server, with what the leases cost Redis', async () => {
     const out = join(work, 'sessions-redis');
     const run = await runBench([
-      'sessions',
-      '--registry',
-      'redis',
-      '--lease-ttl',
-      '1',
-      '--sessions',
-      '200',
-      '--streams',
-      '50',
-      '--idle',
-      '2',
+      ...'sessions --registry redis --lease-ttl 1 --sessions 200 --streams 50 --idle 2'.split(' '),
       '--out',
       out,
     ]);
