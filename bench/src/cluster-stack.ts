@@ -1,13 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type LoadTarget, startAgentService, startBackendService, startEdgeService } from './bench-stack.js';
 import type { ChildService } from './child-service.js';
 import { BenchError, BenchErrorCode } from './errors.js';
+import { findBinary, freePort, spawnListening, stopNative } from './native-service.js';
+import { startRedisServer } from './redis-server.js';
 
 /*
  * The cluster `pnpm bench cluster` measures, as an operator runs one, on loopback: a real `redis-server`,
@@ -18,11 +17,7 @@ import { BenchError, BenchErrorCode } from './errors.js';
  */
 
 const CLUSTER_SECRET = 'bench-cluster-secret-0123456789abcdef0123';
-const REDIS_CANDIDATES = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'];
 const HAPROXY_CANDIDATES = ['/usr/sbin/haproxy', '/usr/bin/haproxy', '/usr/local/sbin/haproxy'];
-/** Bounds on waiting for redis-server and HAProxy to accept connections (neither has a ready line we use). */
-const READY_ATTEMPTS = 400;
-const READY_PAUSE_MS = 25;
 
 export interface ClusterNode {
   readonly id: string;
@@ -45,61 +40,6 @@ export interface ClusterStack {
   nodeTarget(node: ClusterNode): LoadTarget;
   close(): Promise<void>;
   kill(): void;
-}
-
-function find(candidates: string[], pkg: string): string {
-  const found = candidates.find((path) => existsSync(path));
-  if (found === undefined) {
-    throw new BenchError(
-      BenchErrorCode.STACK,
-      `${pkg} is not installed: the cluster bench runs a real one (apt-get install -y ${pkg})`,
-    );
-  }
-  return found;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function accepts(port: number): Promise<boolean> {
-  const socket = new Socket();
-  try {
-    socket.connect(port, '127.0.0.1');
-    await once(socket, 'connect');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    socket.destroy();
-  }
-}
-
-/** Spawns a non-Node process and waits (bounded) until its port accepts; its output is kept for errors. */
-async function spawnListening(
-  name: string,
-  bin: string,
-  args: string[],
-  port: number,
-): Promise<ChildProcess> {
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const keep = (t: string): void => {
-    if (output.length < 16_384) output += t;
-  };
-  child.stdout?.setEncoding('utf8').on('data', keep);
-  child.stderr?.setEncoding('utf8').on('data', keep);
-  for (let attempt = 0; attempt < READY_ATTEMPTS; attempt++) {
-    if (child.exitCode !== null) break;
-    if (await accepts(port)) return child;
-    await new Promise((resolve) => setTimeout(resolve, READY_PAUSE_MS));
-  }
-  child.kill('SIGKILL');
-  throw new BenchError(BenchErrorCode.STACK, `${name} did not listen on ${port}: ${output.trim()}`);
 }
 
 function haproxyConfig(lbPort: number, nodePorts: readonly number[]): string {
@@ -127,7 +67,8 @@ function haproxyConfig(lbPort: number, nodePorts: readonly number[]): string {
   ].join('\n');
 }
 
-function nodeArgs(redisUrl: string, id: string, port: number): string[] {
+/** `tunnel2 server` arguments of one cluster node on a fixed port (the sessions bench runs one alone). */
+export function clusterNodeArgs(redisUrl: string, id: string, port: number): string[] {
   return [
     '--port',
     String(port),
@@ -139,9 +80,11 @@ function nodeArgs(redisUrl: string, id: string, port: number): string[] {
     `http://127.0.0.1:${port}`,
     '--cluster-secret',
     CLUSTER_SECRET,
-    '--trust-proxy',
-    '127.0.0.1',
   ];
+}
+
+function nodeArgs(redisUrl: string, id: string, port: number): string[] {
+  return [...clusterNodeArgs(redisUrl, id, port), '--trust-proxy', '127.0.0.1'];
 }
 
 async function startNode(redisUrl: string, id: string): Promise<ClusterNode> {
@@ -164,8 +107,7 @@ async function startNode(redisUrl: string, id: string): Promise<ClusterNode> {
 }
 
 export async function startClusterStack(nodeCount: number, subdomain: string): Promise<ClusterStack> {
-  const redisBin = find(REDIS_CANDIDATES, 'redis-server');
-  const haproxyBin = find(HAPROXY_CANDIDATES, 'haproxy');
+  const haproxyBin = findBinary(HAPROXY_CANDIDATES, 'haproxy');
   const procs: ChildProcess[] = [];
   const services: (() => ChildService | undefined)[] = [];
   const nodes: ClusterNode[] = [];
@@ -177,26 +119,13 @@ export async function startClusterStack(nodeCount: number, subdomain: string): P
   const close = async (): Promise<void> => {
     // Agent first, then nodes, then HAProxy and Redis: nothing sees its peer vanish first.
     for (const get of services.splice(0).reverse()) await get()?.stop();
-    for (const p of procs.splice(0).reverse()) {
-      if (p.exitCode === null && p.signalCode === null) {
-        const exited = once(p, 'exit');
-        p.kill('SIGTERM');
-        await exited;
-      }
-    }
+    for (const p of procs.splice(0).reverse()) await stopNative(p);
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   };
   try {
-    const redisPort = await freePort();
-    procs.push(
-      await spawnListening(
-        'redis-server',
-        redisBin,
-        ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-        redisPort,
-      ),
-    );
-    const redisUrl = `redis://127.0.0.1:${redisPort}`;
+    const redis = await startRedisServer();
+    procs.push(redis.process);
+    const redisUrl = redis.url;
     const backend = await startBackendService();
     services.push(() => backend);
     for (let i = 0; i < nodeCount; i++) {

@@ -97,6 +97,9 @@ export const STANDALONE_USAGE = `
              (each after a discarded warm-up transfer)      --min-mbps <n>
   sessions   10,000 idle sessions on one edge (KB each),    --sessions 10000 --streams 1000 --idle 15
              then 1,000 concurrent streams in one session   --max-kb-per-session <n>
+             (--registry redis: a cluster node on a real    --registry memory|redis --lease-ttl 10 (s)
+             redis-server; Redis commands, round trips,
+             memory and CPU per session)
   npx        cold and warm \`npx @tunnel2/cli\` start time    --runs 5
   floor      direct, a bare Node.js relay pair (the floor)  --rate 1000 --connections 100 --duration 20
              and the tunnel: CPU per request and throughput --warmup 5

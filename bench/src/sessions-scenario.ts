@@ -2,8 +2,12 @@ import { request } from 'node:http';
 import { decodeRequestHead, ErrorCode, encodeResponseHead, type MuxStream } from '@tunnel2/protocol';
 import { startEdgeService } from './bench-stack.js';
 import type { ChildService } from './child-service.js';
+import { clusterNodeArgs } from './cluster-stack.js';
 import { connectLightAgent, type LightAgent } from './light-agent.js';
+import { freePort } from './native-service.js';
 import { readCpuMs, readStatusKb } from './process-stats.js';
+import { type RedisServer, startRedisServer } from './redis-server.js';
+import { type RedisProbe, redisCosts, redisProbe, type SessionsRedisResult } from './sessions-redis.js';
 
 /**
  * `pnpm bench sessions`: what one edge pays per idle agent session, and whether one session carries
@@ -19,16 +23,24 @@ export interface SessionsSettings {
   idleSec: number;
   /** Concurrent streams in the one-session phase. */
   streams: number;
+  /**
+   * null: the embedded memory registry (one node). Else cluster mode against a real redis-server, with the
+   * edge's lease lifetime short enough that the idle period sees whole renewal rounds.
+   */
+  redis: { leaseTtlSec: number } | null;
 }
 
 export interface SessionsResult {
   scenario: 'sessions';
+  registry: 'memory' | 'redis';
   sessions: {
     requested: number;
     opened: number;
     /** Sessions the edge closed while they were idle (should be 0). */
     lostWhileIdle: number;
     connectSec: number;
+    /** Sessions opened per second of connectSec: each is a claim in the registry. */
+    claimsPerSec: number;
     idleSec: number;
     edgeRssBeforeMb: number;
     edgeRssAfterMb: number;
@@ -48,6 +60,8 @@ export interface SessionsResult {
     failed: number;
     durationMs: number;
   };
+  /** Redis mode only: what the sessions cost the registry (null with the memory registry). */
+  redis: SessionsRedisResult | null;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -209,26 +223,73 @@ async function measureStreams(
   return { requested: count, maxConcurrent: holder.stats.maxConcurrent, answered, wrong, failed, durationMs };
 }
 
-export async function runSessionsBench(
-  settings: SessionsSettings,
-  note: (line: string) => void,
-): Promise<SessionsResult> {
+interface SessionsEdge {
+  edge: ChildService;
+  redis: RedisServer | undefined;
+  probe: RedisProbe | undefined;
+  stop(): Promise<void>;
+}
+
+/**
+ * The edge under test. In Redis mode it is one cluster node against its own redis-server, with a short lease
+ * and its operations port on, whose registry metric counts the renewal rounds.
+ */
+async function startSessionsEdge(settings: SessionsSettings): Promise<SessionsEdge> {
   // The edge's per-session stream limit (1,000 by default) must not be what the streams phase measures, nor
   // its per-owner limit (anonymous agents count per client address, and every agent here is on loopback)
   // what the sessions phase does.
-  const edge = await startEdgeService([
+  const limits = [
     '--max-streams-per-session',
     String(Math.max(1000, settings.streams)),
     '--max-sessions-per-owner',
     String(settings.sessions + 1),
-  ]);
+  ];
+  if (settings.redis === null) {
+    const edge = await startEdgeService(limits);
+    return { edge, redis: undefined, probe: undefined, stop: () => edge.stop() };
+  }
+  const redis = await startRedisServer();
+  try {
+    const [port, adminPort] = [await freePort(), await freePort()];
+    const edge = await startEdgeService([
+      ...limits,
+      ...clusterNodeArgs(redis.url, 'bench-sessions', port),
+      '--lease-ttl-ms',
+      String(Math.round(settings.redis.leaseTtlSec * 1000)),
+      '--admin-port',
+      String(adminPort),
+    ]);
+    return {
+      edge,
+      redis,
+      probe: redisProbe(redis, `http://127.0.0.1:${adminPort}`),
+      async stop() {
+        await edge.stop();
+        await redis.stop();
+      },
+    };
+  } catch (err) {
+    await redis.stop();
+    throw err;
+  }
+}
+
+export async function runSessionsBench(
+  settings: SessionsSettings,
+  note: (line: string) => void,
+): Promise<SessionsResult> {
+  const { edge, probe, stop } = await startSessionsEdge(settings);
   const agents: LightAgent[] = [];
   try {
     const edgeUrl = new URL(edge.readyValue);
     const agentUrl = `ws://${edgeUrl.host}/_tunnel2/connect`;
     await sleep(1_000); // let the fresh process settle before the baseline
     const before = rssMb(edge);
-    note(`edge ${edge.readyValue}: RSS ${before.toFixed(1)} MB; opening ${settings.sessions} sessions`);
+    const redisAtStart = await probe?.snapshot();
+    note(
+      `edge ${edge.readyValue} (${settings.redis === null ? 'memory' : 'redis'} registry): RSS ${before.toFixed(1)} MB; ` +
+        `opening ${settings.sessions} sessions`,
+    );
     const connectStart = performance.now();
     let lastNote = connectStart;
     await forEachLimited(settings.sessions, settings.connectConcurrency, async (i) => {
@@ -243,16 +304,21 @@ export async function runSessionsBench(
     const connectSec = (performance.now() - connectStart) / 1000;
     let lost = 0;
     for (const agent of agents) void agent.closed.then(() => lost++);
+    const redisConnected = await probe?.snapshot();
     note(`${agents.length} sessions open in ${connectSec.toFixed(1)} s; idle for ${settings.idleSec} s`);
     const cpuStart = readCpuMs(edge.pid) ?? Number.NaN;
+    const idleStart = performance.now();
     await sleep(settings.idleSec * 1000);
     const idleCpu = (readCpuMs(edge.pid) ?? Number.NaN) - cpuStart;
+    const redisIdle = await probe?.snapshot();
+    const idleWallSec = (performance.now() - idleStart) / 1000;
     const after = rssMb(edge);
     const sessions: SessionsResult['sessions'] = {
       requested: settings.sessions,
       opened: agents.length,
       lostWhileIdle: lost,
       connectSec,
+      claimsPerSec: agents.length / connectSec,
       idleSec: settings.idleSec,
       edgeRssBeforeMb: before,
       edgeRssAfterMb: after,
@@ -263,6 +329,26 @@ export async function runSessionsBench(
     note(
       `edge RSS ${before.toFixed(1)} → ${after.toFixed(1)} MB: ${sessions.edgeKbPerSession.toFixed(1)} KB per session`,
     );
+    const redis =
+      settings.redis === null ||
+      redisAtStart === undefined ||
+      redisConnected === undefined ||
+      redisIdle === undefined
+        ? null
+        : redisCosts(
+            { start: redisAtStart, connected: redisConnected, idle: redisIdle },
+            agents.length,
+            idleWallSec,
+            settings.redis.leaseTtlSec,
+          );
+    if (redis !== null) {
+      note(
+        `redis: ${redis.renewalRounds} renewal rounds while idle, ${redis.commandsPerSessionPerRound.toFixed(2)} ` +
+          `commands per session per round, ${redis.roundTripsPerSessionPerLease.toFixed(4)} round trips ` +
+          `per session per lease (reads: ${redis.socketReadsPerSessionPerLease.toFixed(4)}), ` +
+          `${redis.bytesPerSession.toFixed(0)} B per session`,
+      );
+    }
     for (const agent of agents.splice(0)) agent.close();
     note(`${settings.streams} concurrent streams in one session`);
     const streams = await measureStreams(edgeUrl, agentUrl, settings.streams);
@@ -270,9 +356,15 @@ export async function runSessionsBench(
       `streams: ${streams.answered}/${streams.requested} answered, ${streams.wrong} wrong, ` +
         `${streams.failed} failed, at most ${streams.maxConcurrent} open at once`,
     );
-    return { scenario: 'sessions', sessions, streams };
+    return {
+      scenario: 'sessions',
+      registry: settings.redis === null ? 'memory' : 'redis',
+      sessions,
+      streams,
+      redis,
+    };
   } finally {
     for (const agent of agents) agent.close();
-    await edge.stop();
+    await stop();
   }
 }

@@ -2,6 +2,7 @@ import type { BulkResult, BulkTransfer, RssTrace } from './bulk-scenario.js';
 import type { FloorResult } from './floor-scenario.js';
 import { fixed } from './report-format.js';
 import type { BenchReport } from './report-schema.js';
+import type { SessionsRedisResult } from './sessions-redis.js';
 import type { SessionsResult } from './sessions-scenario.js';
 
 /** What report.json of a standalone scenario holds besides its result. */
@@ -69,18 +70,46 @@ export function renderBulkMarkdown(report: StandaloneReport<BulkResult>): string
   );
 }
 
+function redisSection(r: SessionsRedisResult | null): string {
+  if (r === null) return '';
+  const byName = Object.entries(r.commandsByName)
+    .sort(([, a], [, b]) => b - a)
+    .map(([name, calls]) => `${name} ${calls}`)
+    .join(', ');
+  return (
+    '## The Redis registry (cluster mode)\n\n' +
+    `The edge ran as a cluster node against its own redis-server, lease ${fixed(r.leaseTtlSec, 1)} s (renewed ` +
+    `every ${fixed(r.renewIntervalSec, 2)} s, all of a node's leases in one renewMany, pipelined in batches of ` +
+    `${r.renewBatchSize}). Redis is read with INFO before the sessions connect, once they are open and after ` +
+    "the idle period; commands include those run inside the Lua scripts; the bench's INFO calls are left out. " +
+    'Round trips = renewal rounds × batches per round; socket reads (measured) bound them from above.\n\n' +
+    '| renewal rounds while idle | commands per session per round | **per lease** | scripts per session per round | round trips | **round trips per session per lease** | socket reads | reads per session per lease | claim commands per session |\n' +
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
+    `| ${r.renewalRounds} | ${fixed(r.commandsPerSessionPerRound, 2)} | **${fixed(r.commandsPerSessionPerLease, 2)}** | ` +
+    `${fixed(r.scriptCallsPerSessionPerRound, 2)} | ${r.roundTrips} | **${fixed(r.roundTripsPerSessionPerLease, 4)}** | ` +
+    `${r.socketReads} | ${fixed(r.socketReadsPerSessionPerLease, 4)} | ${fixed(r.connectCommandsPerSession, 1)} |\n\n` +
+    '| Redis used_memory before | after | **bytes per session** | Redis RSS after | Redis CPU per claim | Redis CPU while idle |\n' +
+    '| --- | --- | --- | --- | --- | --- |\n' +
+    `| ${fixed(r.usedMemoryBeforeMb, 1)} MB | ${fixed(r.usedMemoryAfterMb, 1)} MB | **${fixed(r.bytesPerSession)}** | ` +
+    `${fixed(r.redisRssAfterMb, 1)} MB | ${fixed(r.redisConnectCpuUsPerSession)} µs | ${fixed(r.redisIdleCpuMsPerSec, 1)} ms/s |\n\n` +
+    `Commands while idle: ${byName || 'none'}.\n\n`
+  );
+}
+
 export function renderSessionsMarkdown(report: StandaloneReport<SessionsResult>): string {
-  const { sessions: s, streams: t } = report.result;
+  const { sessions: s, streams: t, redis } = report.result;
   return (
     heading('Sessions and streams', report) +
     '## Idle sessions on one edge\n\n' +
-    'Light in-process agents (one WebSocket and one protocol session each) connect to a real `tunnel2 server`; ' +
-    'the edge RSS is read from /proc before and after they idle (heartbeats running).\n\n' +
-    '| sessions | opened | lost while idle | connect time | idle | edge RSS before | after | peak | **KB per session** | edge CPU while idle |\n' +
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
-    `| ${s.requested} | ${s.opened} | ${s.lostWhileIdle} | ${fixed(s.connectSec, 1)} s | ${s.idleSec} s | ` +
+    'Light in-process agents (one WebSocket and one protocol session each) connect to a real `tunnel2 server` ' +
+    `(${report.result.registry} registry); the edge RSS is read from /proc before and after they idle ` +
+    '(heartbeats and lease renewals running).\n\n' +
+    '| sessions | opened | lost while idle | connect time | claims/s | idle | edge RSS before | after | peak | **KB per session** | edge CPU while idle |\n' +
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
+    `| ${s.requested} | ${s.opened} | ${s.lostWhileIdle} | ${fixed(s.connectSec, 1)} s | ${fixed(s.claimsPerSec)} | ${s.idleSec} s | ` +
     `${fixed(s.edgeRssBeforeMb, 1)} MB | ${fixed(s.edgeRssAfterMb, 1)} MB | ${fixed(s.edgePeakRssMb, 1)} MB | ` +
     `**${fixed(s.edgeKbPerSession, 1)}** | ${fixed(s.edgeIdleCpuMsPerSec, 1)} ms/s |\n\n` +
+    redisSection(redis) +
     '## Concurrent streams in one session\n\n' +
     'Every request goes to the same session; the agent holds each stream until all are open at once, then ' +
     'answers each with its own request target, which the client checks.\n\n' +

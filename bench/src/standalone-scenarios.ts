@@ -88,9 +88,39 @@ function bulkGate(result: BulkResult, minMbps: number | null): Gate {
   return { passed: violations.length === 0, violations };
 }
 
+/** Lease lifetime in Redis mode: a third of it is one renewal round, so 15 s of idling sees 4 or 5. */
+const BENCH_LEASE_TTL_SEC = 10;
+
+/** `--registry` and `--lease-ttl`: null for the memory registry. */
+function redisSettings(
+  registry: string | undefined,
+  leaseTtl: string | undefined,
+): { leaseTtlSec: number } | null {
+  if (registry !== undefined && registry !== 'memory' && registry !== 'redis') {
+    throw usageError(`--registry ${registry}: expected memory or redis`);
+  }
+  if (registry !== 'redis') {
+    if (leaseTtl !== undefined) throw usageError('--lease-ttl applies only with --registry redis');
+    return null;
+  }
+  // The edge's own bound: leaseTtlMs is at least 1,000.
+  const leaseTtlSec = optionalNumber('lease-ttl', leaseTtl) ?? BENCH_LEASE_TTL_SEC;
+  if (leaseTtlSec < 1) throw usageError(`--lease-ttl ${leaseTtl}: at least 1 (s)`);
+  return { leaseTtlSec };
+}
+
 export function sessionsGate(result: SessionsResult, maxKb: number | null): Gate {
   const violations: string[] = [];
-  const { sessions, streams } = result;
+  const { sessions, streams, redis } = result;
+  if (redis !== null) {
+    if (redis.renewalRounds === 0) violations.push('redis: no lease renewal round finished while idle');
+    // Reads bound round trips from above by measurement alone; the target is at most 1.
+    else if (!(redis.socketReadsPerSessionPerLease <= 1)) {
+      violations.push(
+        `redis: ${redis.socketReadsPerSessionPerLease.toFixed(3)} socket reads per session per lease > 1`,
+      );
+    }
+  }
   if (sessions.opened !== sessions.requested) {
     violations.push(`${sessions.opened} of ${sessions.requested} sessions opened`);
   }
@@ -144,6 +174,8 @@ export async function runStandalone(
     idle: { type: 'string' },
     concurrency: { type: 'string' },
     'max-kb-per-session': { type: 'string' },
+    registry: { type: 'string' },
+    'lease-ttl': { type: 'string' },
     rate: { type: 'string' },
     connections: { type: 'string' },
     duration: { type: 'string' },
@@ -154,7 +186,16 @@ export async function runStandalone(
   });
   const applies: Record<StandaloneName, string[]> = {
     bulk: ['out', 'only', 'size', 'warmup-mib', 'min-mbps'],
-    sessions: ['out', 'sessions', 'streams', 'idle', 'concurrency', 'max-kb-per-session'],
+    sessions: [
+      'out',
+      'sessions',
+      'streams',
+      'idle',
+      'concurrency',
+      'max-kb-per-session',
+      'registry',
+      'lease-ttl',
+    ],
     npx: [],
     floor: ['out', 'rate', 'connections', 'duration', 'warmup'],
     cluster: ['out', 'rate', 'rates', 'duration', 'warmup', 'fault-rate', 'settle'],
@@ -252,7 +293,14 @@ export async function runStandalone(
     streams: positiveInt('streams', str('streams'), 1_000),
     idleSec: positiveInt('idle', str('idle'), 15),
     connectConcurrency: positiveInt('concurrency', str('concurrency'), 100),
+    redis: redisSettings(str('registry'), str('lease-ttl')),
   };
+  if (settings.redis !== null && settings.idleSec < settings.redis.leaseTtlSec) {
+    throw usageError(
+      `--idle ${settings.idleSec} is shorter than the lease (--lease-ttl ${settings.redis.leaseTtlSec}): ` +
+        'the sessions must stay idle through a whole lease period',
+    );
+  }
   return runAndReport(
     () => runSessionsBench(settings, note),
     (result) => sessionsGate(result, maxKb),

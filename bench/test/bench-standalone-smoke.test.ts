@@ -8,7 +8,7 @@ import type { SessionsResult } from '../src/sessions-scenario.js';
 import type { StandaloneReport } from '../src/standalone-report-md.js';
 import { runBench } from './support/run-bench.js';
 
-// `pnpm bench bulk` and `pnpm bench sessions` end to end, as the built bench runs them, at small sizes.
+// `pnpm bench bulk` and `pnpm bench sessions` (memory and Redis registry) end to end, as the built bench runs them, at small sizes.
 
 const work = mkdtempSync(join(tmpdir(), 'tunnel2-bench-standalone-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -104,6 +104,45 @@ describe('standalone bench scenarios (smoke)', () => {
     // The agent answers only once every stream is open, so all 300 were in flight at once.
     expect(streams).toMatchObject({ requested: 300, maxConcurrent: 300, answered: 300, wrong: 0, failed: 0 });
     expect(md).toContain('KB per session');
+  });
+
+  it('sessions --registry redis: a cluster node on a real redis-server, with what the leases cost Redis', async () => {
+    const out = join(work, 'sessions-redis');
+    const run = await runBench([
+      ...'sessions --registry redis --lease-ttl 1 --sessions 200 --streams 50 --idle 2'.split(' '),
+      '--out',
+      out,
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const { json, md } = report<SessionsResult>(out);
+    const { sessions, streams, redis } = json.result;
+    expect(json.result.registry).toBe('redis');
+    expect(sessions).toMatchObject({ opened: 200, lostWhileIdle: 0 });
+    expect(sessions.claimsPerSec).toBeGreaterThan(0);
+    expect(streams).toMatchObject({ requested: 50, maxConcurrent: 50, answered: 50, wrong: 0, failed: 0 });
+    // A 1 s lease is renewed every third of a second: 2 s of idling sees several whole rounds.
+    expect(redis!.renewalRounds).toBeGreaterThanOrEqual(2);
+    // One renew script per session per round, and HMGET, HSET and PEXPIRE run inside it.
+    expect(redis!.scriptCallsPerSessionPerRound).toBeGreaterThanOrEqual(0.9);
+    expect(redis!.commandsByName).toMatchObject({ hmget: expect.any(Number), pexpire: expect.any(Number) });
+    // 200 leases fit one pipelined batch: one round trip per round, far below one per session per lease.
+    expect(redis!.roundTrips).toBe(redis!.renewalRounds);
+    expect(redis!.socketReads).toBeGreaterThanOrEqual(redis!.roundTrips);
+    expect(redis!.socketReadsPerSessionPerLease).toBeLessThanOrEqual(1);
+    expect(redis!.usedMemoryAfterMb).toBeGreaterThan(redis!.usedMemoryBeforeMb);
+    expect(redis!.bytesPerSession).toBeGreaterThan(0);
+    expect(json.gate).toEqual({ passed: true, violations: [] });
+    expect(md).toContain('## The Redis registry (cluster mode)');
+    expect(md).toContain('round trips per session per lease');
+  });
+
+  it('sessions refuses an idle period shorter than the lease, and --lease-ttl without Redis', async () => {
+    const short = await runBench(['sessions', '--registry', 'redis', '--lease-ttl', '20', '--idle', '5']);
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('--idle 5 is shorter than the lease (--lease-ttl 20)');
+    const memory = await runBench(['sessions', '--lease-ttl', '5']);
+    expect(memory.code).toBe(2);
+    expect(memory.stderr).toContain('--lease-ttl applies only with --registry redis');
   });
 
   it('floor: direct, the bare relay pair and the tunnel answer every request, each with its CPU per request', async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { SessionsRedisResult } from '../src/sessions-redis.js';
 import type { SessionsResult } from '../src/sessions-scenario.js';
 import { sessionsGate } from '../src/standalone-scenarios.js';
 
@@ -7,11 +8,13 @@ import { sessionsGate } from '../src/standalone-scenarios.js';
 function result(streams: Partial<SessionsResult['streams']>): SessionsResult {
   return {
     scenario: 'sessions',
+    registry: 'memory',
     sessions: {
       requested: 10_000,
       opened: 10_000,
       lostWhileIdle: 0,
       connectSec: 5.4,
+      claimsPerSec: 1850,
       idleSec: 15,
       edgeRssBeforeMb: 91,
       edgeRssAfterMb: 239,
@@ -28,6 +31,7 @@ function result(streams: Partial<SessionsResult['streams']>): SessionsResult {
       durationMs: 4400,
       ...streams,
     },
+    redis: null,
   };
 }
 
@@ -49,6 +53,21 @@ describe('sessions gate', () => {
     expect(gate.violations).toEqual([
       '15.2 KB of edge RSS per session > 10',
       'streams: 999/1000 answered, 2 wrong, 1 failed',
+    ]);
+  });
+
+  it('fails a Redis run that saw no renewal round, or more than one socket read per session per lease', () => {
+    const redis = (r: Partial<SessionsRedisResult>): SessionsResult => ({
+      ...result({}),
+      registry: 'redis',
+      redis: { renewalRounds: 4, socketReadsPerSessionPerLease: 0.03, ...r } as SessionsRedisResult,
+    });
+    expect(sessionsGate(redis({}), null).passed).toBe(true);
+    expect(sessionsGate(redis({ renewalRounds: 0 }), null).violations).toEqual([
+      'redis: no lease renewal round finished while idle',
+    ]);
+    expect(sessionsGate(redis({ socketReadsPerSessionPerLease: 3 }), null).violations).toEqual([
+      'redis: 3.000 socket reads per session per lease > 1',
     ]);
   });
 });
