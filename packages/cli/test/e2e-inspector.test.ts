@@ -1,12 +1,15 @@
+import { once } from 'node:events';
 import { createServer, type IncomingMessage, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import type { Entry, EntrySummary } from '@tunnel2/inspector';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { connect, type Tunnel } from '../src/index.js';
 import { send } from './support/http-client.js';
 import { silent } from './support/stack.js';
+import { startWsBackend } from './support/ws-backend.js';
 
 interface Seen {
   method: string;
@@ -290,5 +293,40 @@ describe('inspector end to end (real edge, agent with the inspector on, real bac
     });
     expect(page.status).toBe(200);
     expect(page.body.toString()).toContain('tunnel2 inspector');
+  });
+});
+
+describe('inspector: a WebSocket upgrade is one entry with its bytes each way', () => {
+  it('records kind websocket, status 101, duration and bytes in and out', async () => {
+    const backend = await startWsBackend();
+    const edge = buildEdge({ port: 0, logger: silent });
+    const { port } = await edge.listen();
+    const tunnel = await connect({
+      target: backend.port,
+      server: edge.url,
+      subdomain: 'wsi',
+      inspect: { port: 0 },
+    });
+    try {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/echo`, {
+        headers: { host: `wsi.localhost:${port}` },
+        perMessageDeflate: false,
+      });
+      await once(ws, 'open');
+      ws.send('hello through the tunnel');
+      await once(ws, 'message');
+      const sse = sseEvents(`${tunnel.inspectorUrl}/api/events`, 'entry', 1);
+      await sse.ready;
+      ws.close();
+      const [entry] = (await sse.events) as EntrySummary[];
+      expect(entry).toMatchObject({ kind: 'websocket', status: 101, path: '/echo' });
+      expect(entry!.ws!.bytesIn).toBeGreaterThan(24);
+      expect(entry!.ws!.bytesOut).toBeGreaterThan(24);
+      expect(entry!.durationMs).toBeGreaterThan(0);
+    } finally {
+      await tunnel.close(0);
+      await edge.close(0);
+      await backend.close();
+    }
   });
 });
