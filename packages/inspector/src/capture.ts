@@ -73,7 +73,8 @@ export class ExchangeRecorder {
   finish(error?: EntryError): StoredEntry | undefined {
     if (this.#done) return undefined;
     this.#done = true;
-    if (error === undefined) {
+    // The agent's and the edge's own answers are 4xx/5xx: only those are searched for their code.
+    if (error === undefined && this.#status >= 400) {
       const code = headerValue(this.#responseHeaders, 'x-tunnel2-error');
       if (code !== undefined) error = { code, message: `answered with ${code}` };
     }
@@ -84,7 +85,7 @@ export class ExchangeRecorder {
       startedAt: this.#startedAt,
       durationMs: round(performance.now() - this.#started),
       ttfbMs: this.#ttfb === null ? null : round(this.#ttfb),
-      clientAddress: start.clientAddress ?? firstForwardedHop(start.headers),
+      clientAddress: start.clientAddress ?? null,
       method: start.method,
       target: start.target,
       status: this.#status,
@@ -105,13 +106,6 @@ export class ExchangeRecorder {
 
 function round(ms: number): number {
   return Math.round(ms * 100) / 100;
-}
-
-function firstForwardedHop(headers: readonly string[]): string | null {
-  const xff = headerValue(headers, 'x-forwarded-for');
-  if (xff === undefined) return null;
-  const first = xff.split(',')[0]!.trim();
-  return first === '' ? null : first;
 }
 
 /** The hook the agent holds: a recorder per exchange, or undefined while capture is paused. */

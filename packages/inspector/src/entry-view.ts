@@ -1,7 +1,7 @@
 import type { BodyCapture } from './body-capture.js';
 import { decodeBody } from './body-decoding.js';
 import type { Body, Entry, EntrySummary } from './entry.js';
-import { headerValue, type StoredEntry, splitTarget } from './stored-entry.js';
+import { clientOf, headerValue, type StoredEntry, splitTarget } from './stored-entry.js';
 
 export function toSummary(entry: StoredEntry): EntrySummary {
   const { path, query } = splitTarget(entry.target);
@@ -10,7 +10,7 @@ export function toSummary(entry: StoredEntry): EntrySummary {
     startedAt: new Date(entry.startedAt).toISOString(),
     durationMs: entry.durationMs,
     ttfbMs: entry.ttfbMs,
-    clientAddress: entry.clientAddress,
+    clientAddress: clientOf(entry),
     method: entry.method,
     path,
     query,

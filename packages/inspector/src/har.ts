@@ -1,6 +1,6 @@
 import { pairs } from './entry-view.js';
 import type { StoredEntry } from './stored-entry.js';
-import { headerValue } from './stored-entry.js';
+import { clientOf, headerValue } from './stored-entry.js';
 
 export interface HarOptions {
   /** Replace Authorization, Cookie and Set-Cookie values with "[redacted]". */
@@ -89,7 +89,7 @@ function harEntry(entry: StoredEntry, options: HarOptions): Record<string, unkno
     },
     cache: {},
     timings: { send: 0, wait, receive: Math.max(0, entry.durationMs - wait) },
-    ...(entry.clientAddress ? { _clientAddress: entry.clientAddress } : {}),
+    ...(clientOf(entry) === null ? {} : { _clientAddress: clientOf(entry) }),
     _id: entry.id,
     ...(comment.length > 0 ? { comment: comment.join('; ') } : {}),
   };

@@ -71,7 +71,10 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
   const bodyLimit = validLimit('inspect body limit', options.bodyLimit, DEFAULT_BODY_LIMIT);
   const store = new EntryStore({ budgetBytes: options.budget, maxEntries: options.maxEntries });
   const events = new EventStream();
-  store.on('entry', (entry) => events.send('entry', toSummary(entry)));
+  // Summaries are built only for a page that listens: with none, a finished exchange costs no JSON.
+  store.on('entry', (entry) => {
+    if (events.size > 0) events.send('entry', toSummary(entry));
+  });
   store.on('clear', () => events.send('clear', {}));
   store.on('status', (status) => events.send('status', status));
   const host = options.host ?? DEFAULT_INSPECTOR_HOST;

@@ -8,6 +8,7 @@ export interface StoredEntry {
   startedAt: number;
   durationMs: number;
   ttfbMs: number | null;
+  /** Given by the recorder's caller (a replay); else read from X-Forwarded-For when shown (clientOf). */
   clientAddress: string | null;
   method: string;
   /** Request target as received: path and query. */
@@ -37,6 +38,14 @@ export function headerValue(headers: readonly string[], name: string): string | 
 export function splitTarget(target: string): { path: string; query: string } {
   const q = target.indexOf('?');
   return q < 0 ? { path: target, query: '' } : { path: target.slice(0, q), query: target.slice(q + 1) };
+}
+
+/** The client: the address given at capture, else X-Forwarded-For's first hop (the edge sets it). */
+export function clientOf(entry: StoredEntry): string | null {
+  if (entry.clientAddress !== null) return entry.clientAddress;
+  const xff = headerValue(entry.requestHeaders, 'x-forwarded-for');
+  const first = xff?.split(',')[0]?.trim();
+  return first === undefined || first === '' ? null : first;
 }
 
 const FIXED_COST = 512;
