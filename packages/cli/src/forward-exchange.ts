@@ -11,7 +11,7 @@ import {
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
-import { type BackendErrorCode, backendErrorCode, describeBackendError } from './backend-error.js';
+import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
 import type { BackendQueue } from './backend-queue.js';
 import { isReplayable, isStaleConnection } from './backend-retry.js';
 import { expectsContinue, isWebSocketUpgrade, NodeHttpExchange } from './node-http-exchange.js';
@@ -247,26 +247,13 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       this.#answerBegun,
     );
     this.#status = status;
-    this.#sendErrorResponse(status, message, code);
+    sendBackendErrorAnswer(
+      this.#stream,
+      { status, message, code },
+      this.#options.maxHeadSize,
+      this.#recorder,
+    );
     this.#report(message, code);
-  }
-
-  #sendErrorResponse(status: number, message: string, code: BackendErrorCode): void {
-    const body = Buffer.from(`${message}\n`, 'utf8');
-    const headers = [
-      'content-type',
-      'text/plain; charset=utf-8',
-      'content-length',
-      String(body.length),
-      'x-tunnel2-error',
-      code,
-    ];
-    this.#recorder?.responseHead(status, headers);
-    this.#recorder?.responseData(body);
-    const head = encodeResponseHead({ status, statusMessage: '', headers }, this.#options.maxHeadSize);
-    this.#stream.sendHeaders(head, false);
-    this.#stream.write(body);
-    this.#stream.end();
   }
 
   #forwardHeaders(raw: RawHeaders): string[] {

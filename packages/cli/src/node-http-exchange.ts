@@ -11,7 +11,7 @@ import {
   type StreamResetError,
   withoutHopByHop,
 } from '@tunnel2/protocol';
-import { backendErrorCode, describeBackendError } from './backend-error.js';
+import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
 import type { ForwardOptions } from './forward-exchange.js';
 
 /** True when a request head asks for a WebSocket upgrade. */
@@ -216,23 +216,10 @@ export class NodeHttpExchange implements StreamHandler {
       this.#recorder?.finish({ code, message: `backend failed mid-response: ${code}` });
       return;
     }
-    const { status, message, code } = describeBackendError(err, this.#options.target.host, this.#answerBegun);
-    const body = Buffer.from(`${message}\n`);
-    this.#status = status;
-    const headers = [
-      'content-type',
-      'text/plain; charset=utf-8',
-      'content-length',
-      String(body.length),
-      'x-tunnel2-error',
-      code,
-    ];
-    this.#recorder?.responseHead(status, headers);
-    this.#recorder?.responseData(body);
-    this.#sendHead(status, '', headers);
-    this.#stream.write(body);
-    this.#stream.end();
-    this.#report(message, code);
+    const answer = describeBackendError(err, this.#options.target.host, this.#answerBegun);
+    this.#status = answer.status;
+    sendBackendErrorAnswer(this.#stream, answer, this.#options.maxHeadSize, this.#recorder);
+    this.#report(answer.message, answer.code);
   }
 
   #sendHead(status: number, statusMessage: string, headers: string[]): void {
