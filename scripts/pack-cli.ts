@@ -15,7 +15,7 @@
 // from `tsc -b`) is the input and is left untouched.
 
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -36,7 +36,7 @@ const SERVER_ONLY = ['/node_modules/fastify/', 'packages/edge/', 'packages/regis
 /** Optional native add-ons of ws, loaded in a try/catch: left out, ws uses its JS fallbacks. */
 const OPTIONAL_NATIVE = ['bufferutil', 'utf-8-validate'];
 /** Files of the published package besides package.json, README.md and LICENSE. */
-const FILES = ['bin/tunnel2.js', 'bin/check-node.js', 'dist', 'THIRD-PARTY-NOTICES.md'];
+const FILES = ['bin/tunnel2.js', 'bin/check-node.js', 'dist', 'static', 'THIRD-PARTY-NOTICES.md'];
 
 // CommonJS code bundled into ESM calls `require` for Node built-ins and optional packages: give every chunk
 // a real one.
@@ -220,7 +220,9 @@ async function bundleTypes(): Promise<void> {
       input: join(cliDir, 'dist', 'index.d.ts'),
       plugins: [
         { name: 'logger-types', resolveId: (id) => (id === 'pino' ? loggerTypes : null) },
-        dts({ includeExternal: ['@tunnel2/protocol', '@tunnel2/edge', '@tunnel2/registry'] }),
+        dts({
+          includeExternal: ['@tunnel2/protocol', '@tunnel2/edge', '@tunnel2/registry', '@tunnel2/inspector'],
+        }),
       ],
       external: (id) => /^(node:|[a-z@])/.test(id) && !inline(id),
       onwarn(warning, warn) {
@@ -273,6 +275,10 @@ export async function buildPublishDir(): Promise<{ source: PackageJson; bundled:
   for (const file of ['bin/tunnel2.js', 'bin/check-node.js', 'README.md', 'LICENSE']) {
     await copyFile(join(cliDir, file), join(publishDir, file));
   }
+  // The inspector's page: its code finds it at `../static/` from the bundled chunk in dist/.
+  await cp(join(repoRoot, 'packages', 'inspector', 'static'), join(publishDir, 'static'), {
+    recursive: true,
+  });
   return { source, bundled };
 }
 

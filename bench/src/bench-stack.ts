@@ -125,6 +125,8 @@ export function startAgentService(
       '--json',
       '--log-level',
       'warn',
+      // The agent's request inspector is on by default, as for a user; BENCH_INSPECT=off measures without it.
+      ...(process.env.BENCH_INSPECT === 'off' ? ['--no-inspect'] : ['--inspect', '127.0.0.1:0']),
     ],
     ready: (line) => {
       const url = jsonEvent(line, 'ready')?.url;

@@ -1,3 +1,4 @@
+import type { InspectorCapture } from '@tunnel2/inspector';
 import { ErrorCode, type Hello, MuxSession, type ProtocolSettings } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
@@ -31,6 +32,8 @@ export interface AgentSessionOptions {
   protect: Record<string, unknown> | undefined;
   onReport: (report: RequestReport) => void;
   handshakeTimeoutMs: number;
+  /** The inspector's hook, when it is on. */
+  capture?: InspectorCapture | undefined;
 }
 
 export interface ConnectedSession {
@@ -107,6 +110,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
             target: options.target,
             hostHeader: options.hostHeader,
             maxHeadSize: session.peerSettings.maxFrameSize,
+            capture: options.capture,
             onReport: traced ? (report) => onReport(report) : options.onReport,
           });
           if (traced) onReport = traceStream(stream, options.logger, options.onReport);

@@ -1,4 +1,6 @@
 import { maxHeaderSize } from 'node:http';
+import type { ExchangeRecorder } from '@tunnel2/inspector';
+import { encodeResponseHead, type MuxStream } from '@tunnel2/protocol';
 
 export type BackendErrorCode =
   | 'TUNNEL2_ERR_BACKEND_UNREACHABLE'
@@ -85,4 +87,33 @@ export function describeBackendError(error: Error, host: string, answerBegun: bo
         code: 'TUNNEL2_ERR_BACKEND_UNREACHABLE',
       };
   }
+}
+
+/**
+ * Sends the agent's own answer for a backend that gave no usable head: a short text body and its
+ * `x-tunnel2-error` code, shown to the inspector like any response.
+ */
+export function sendBackendErrorAnswer(
+  stream: MuxStream,
+  answer: BackendErrorAnswer,
+  maxHeadSize: number,
+  recorder: ExchangeRecorder | undefined,
+): void {
+  const body = Buffer.from(`${answer.message}\n`, 'utf8');
+  const headers = [
+    'content-type',
+    'text/plain; charset=utf-8',
+    'content-length',
+    String(body.length),
+    'x-tunnel2-error',
+    answer.code,
+  ];
+  recorder?.responseHead(answer.status, headers);
+  recorder?.responseData(body);
+  stream.sendHeaders(
+    encodeResponseHead({ status: answer.status, statusMessage: '', headers }, maxHeadSize),
+    false,
+  );
+  stream.write(body);
+  stream.end();
 }

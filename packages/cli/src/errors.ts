@@ -9,6 +9,8 @@ export const AgentErrorCode = {
   REPLACED: 'TUNNEL2_ERR_REPLACED',
   /** The edge drained this session (GOAWAY GOING_AWAY, then close): not a failure, reconnect at once. */
   EDGE_GOING_AWAY: 'TUNNEL2_ERR_EDGE_GOING_AWAY',
+  /** The request inspector could not start (its address is taken or not local). */
+  INSPECTOR_FAILED: 'TUNNEL2_ERR_INSPECTOR_FAILED',
 } as const;
 export type AgentErrorCode = (typeof AgentErrorCode)[keyof typeof AgentErrorCode];
 

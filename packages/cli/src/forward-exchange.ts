@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import type { ExchangeRecorder, InspectorCapture } from '@tunnel2/inspector';
 import {
   decodeRequestHead,
   ErrorCode,
@@ -10,7 +11,7 @@ import {
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
-import { type BackendErrorCode, backendErrorCode, describeBackendError } from './backend-error.js';
+import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
 import type { BackendQueue } from './backend-queue.js';
 import { isReplayable, isStaleConnection } from './backend-retry.js';
 import { expectsContinue, isWebSocketUpgrade, NodeHttpExchange } from './node-http-exchange.js';
@@ -37,6 +38,8 @@ export interface ForwardOptions {
   /** The edge's frame limit, which bounds a response head. */
   maxHeadSize: number;
   onReport: (report: RequestReport) => void;
+  /** The inspector's hook; absent when it is off, and then no capture code runs at all. */
+  capture?: InspectorCapture | undefined;
 }
 
 type DispatchController = Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[0];
@@ -67,6 +70,8 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   #requestSeen = false;
   /** The request as dispatched, kept while it may be replayed once on a fresh connection. */
   #replay: Dispatcher.DispatchOptions | undefined;
+  /** The inspector's record of this exchange (only while the inspector is on and not paused). */
+  #recorder: ExchangeRecorder | undefined;
 
   constructor(stream: MuxStream, options: ForwardOptions) {
     this.#stream = stream;
@@ -90,6 +95,11 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     }
     this.#method = head.method;
     this.#path = head.target;
+    this.#recorder = this.#options.capture?.begin({
+      method: head.method,
+      target: head.target,
+      headers: head.headers,
+    });
     if (!endStream) {
       this.#body = new Readable({
         highWaterMark: 64 * 1024,
@@ -118,6 +128,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   }
 
   onData(chunk: Buffer): void {
+    this.#recorder?.requestData(chunk);
     const body = this.#body;
     if (body === undefined || body.destroyed) {
       this.#stream.consume(chunk.length);
@@ -143,7 +154,11 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     // only closes; its buffered chunks are released.
     this.#body?.destroy();
     this.#owed = 0;
-    this.#report(error.protocolCode === ErrorCode.CANCEL ? 'client went away' : error.message);
+    const cancelled = error.protocolCode === ErrorCode.CANCEL;
+    this.#report(
+      cancelled ? 'client went away' : error.message,
+      cancelled ? 'client_went_away' : 'stream_reset',
+    );
   }
 
   onDrain(): void {
@@ -177,12 +192,10 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       this.#status = statusCode;
       this.#responseStarted = true;
     }
+    const headers = withoutHopByHop(rawHeaderStrings(controller.rawHeaders));
+    if (statusCode >= 200) this.#recorder?.responseHead(statusCode, headers);
     const head = encodeResponseHead(
-      {
-        status: statusCode,
-        statusMessage: statusMessage ?? '',
-        headers: withoutHopByHop(rawHeaderStrings(controller.rawHeaders)),
-      },
+      { status: statusCode, statusMessage: statusMessage ?? '', headers },
       this.#options.maxHeadSize,
     );
     this.#stream.sendHeaders(head, false);
@@ -190,6 +203,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
 
   onResponseData(controller: DispatchController, chunk: Buffer): void {
     this.#bytes += chunk.length;
+    this.#recorder?.responseData(chunk);
     if (!this.#stream.write(chunk)) controller.pause();
   }
 
@@ -218,13 +232,13 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     }
     this.#body?.destroy();
     if (this.#stream.closed) {
-      this.#report(error.message);
+      this.#report(error.message, backendErrorCode(error));
       return;
     }
     if (this.#responseStarted) {
       // Part of the body is already on its way: the client must see the response aborted.
       this.#stream.reset(ErrorCode.BACKEND_ERROR);
-      this.#report(`backend failed mid-response: ${backendErrorCode(error)}`);
+      this.#report(`backend failed mid-response: ${backendErrorCode(error)}`, backendErrorCode(error));
       return;
     }
     const { status, message, code } = describeBackendError(
@@ -233,30 +247,13 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       this.#answerBegun,
     );
     this.#status = status;
-    this.#sendErrorResponse(status, message, code);
-    this.#report(message);
-  }
-
-  #sendErrorResponse(status: number, message: string, code: BackendErrorCode): void {
-    const body = Buffer.from(`${message}\n`, 'utf8');
-    const head = encodeResponseHead(
-      {
-        status,
-        statusMessage: '',
-        headers: [
-          'content-type',
-          'text/plain; charset=utf-8',
-          'content-length',
-          String(body.length),
-          'x-tunnel2-error',
-          code,
-        ],
-      },
+    sendBackendErrorAnswer(
+      this.#stream,
+      { status, message, code },
       this.#options.maxHeadSize,
+      this.#recorder,
     );
-    this.#stream.sendHeaders(head, false);
-    this.#stream.write(body);
-    this.#stream.end();
+    this.#report(message, code);
   }
 
   #forwardHeaders(raw: RawHeaders): string[] {
@@ -276,9 +273,10 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     return out;
   }
 
-  #report(error: string | undefined): void {
+  #report(error: string | undefined, code = 'exchange_failed'): void {
     if (this.#finished) return;
     this.#finished = true;
+    this.#recorder?.finish(error === undefined ? undefined : { code, message: error });
     const report: RequestReport = {
       method: this.#method,
       path: this.#path,

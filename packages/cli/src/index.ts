@@ -2,5 +2,12 @@ export type { SessionInfo } from './agent-session.js';
 export { AgentError, AgentErrorCode } from './errors.js';
 export type { RequestReport } from './forward-exchange.js';
 export { parseTarget, type Target } from './target.js';
-export { type ConnectOptions, connect, type ReconnectingEvent, Tunnel, type TunnelEvents } from './tunnel.js';
+export {
+  type ConnectOptions,
+  connect,
+  type InspectOptions,
+  type ReconnectingEvent,
+  Tunnel,
+  type TunnelEvents,
+} from './tunnel.js';
 export { VERSION } from './version.js';

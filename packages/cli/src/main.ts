@@ -34,6 +34,13 @@ program
     'require HTTP Basic credentials on the public URL (checked by the edge)',
   )
   .option('--allow-ip <cidrs>', 'only these client addresses may use the public URL (comma-separated CIDRs)')
+  .option(
+    '--inspect <host:port>',
+    'serve the request inspector here (default 127.0.0.1:4040, next free port)',
+  )
+  .option('--no-inspect', 'do not capture requests or serve the inspector')
+  .option('--inspect-body-limit <bytes>', 'bytes the inspector keeps of each body (default 1m)')
+  .option('--inspect-budget <bytes>', 'memory all inspector entries together may hold (default 64m)')
   .option('--json', 'one JSON event per line on stdout (ready, request, reconnecting, error, closed)')
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
   .addHelpText(

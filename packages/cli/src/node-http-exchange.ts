@@ -1,6 +1,7 @@
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
+import type { ExchangeRecorder } from '@tunnel2/inspector';
 import {
   ErrorCode,
   encodeResponseHead,
@@ -10,7 +11,7 @@ import {
   type StreamResetError,
   withoutHopByHop,
 } from '@tunnel2/protocol';
-import { describeBackendError } from './backend-error.js';
+import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
 import type { ForwardOptions } from './forward-exchange.js';
 
 /** True when a request head asks for a WebSocket upgrade. */
@@ -50,6 +51,7 @@ export class NodeHttpExchange implements StreamHandler {
   #upgrade = false;
   /** A first byte of the backend's answer arrived (its own connection: agent false). */
   #answerBegun = false;
+  #recorder: ExchangeRecorder | undefined;
 
   constructor(stream: MuxStream, options: ForwardOptions) {
     this.#stream = stream;
@@ -60,6 +62,12 @@ export class NodeHttpExchange implements StreamHandler {
   start(head: RequestHead, headers: string[], hasBody: boolean): void {
     this.#head = head;
     this.#upgrade = isWebSocketUpgrade(head.headers);
+    this.#recorder = this.#options.capture?.begin({
+      method: head.method,
+      target: head.target,
+      headers: head.headers,
+      kind: this.#upgrade ? 'websocket' : 'http',
+    });
     const origin = new URL(this.#options.target.origin);
     const request = (origin.protocol === 'https:' ? httpsRequest : httpRequest)({
       protocol: origin.protocol,
@@ -93,6 +101,8 @@ export class NodeHttpExchange implements StreamHandler {
   onHeaders(): void {}
 
   onData(chunk: Buffer): void {
+    if (this.#upgrade) this.#recorder?.tunnelBytes('in', chunk.length);
+    else this.#recorder?.requestData(chunk);
     if (!this.#upgrade) {
       // Request body on its way to the backend (after the 100 Continue the client waited for).
       const request = this.#request;
@@ -126,7 +136,11 @@ export class NodeHttpExchange implements StreamHandler {
     this.#request?.destroy();
     this.#socket?.destroy();
     this.#response?.destroy();
-    this.#report(error.protocolCode === ErrorCode.CANCEL ? 'client went away' : error.message);
+    const cancelled = error.protocolCode === ErrorCode.CANCEL;
+    this.#report(
+      cancelled ? 'client went away' : error.message,
+      cancelled ? 'client_went_away' : 'stream_reset',
+    );
   }
 
   onDrain(): void {
@@ -141,9 +155,14 @@ export class NodeHttpExchange implements StreamHandler {
     }
     this.#status = 101;
     this.#socket = socket;
+    this.#recorder?.responseHead(101, res.rawHeaders);
     this.#sendHead(101, res.statusMessage ?? 'Switching Protocols', res.rawHeaders);
-    if (rest.length > 0) this.#stream.write(rest);
+    if (rest.length > 0) {
+      this.#recorder?.tunnelBytes('out', rest.length);
+      this.#stream.write(rest);
+    }
     socket.on('data', (chunk: Buffer) => {
+      this.#recorder?.tunnelBytes('out', chunk.length);
       if (!this.#stream.write(chunk)) socket.pause();
     });
     socket.on('drain', () => this.#creditRequestBody());
@@ -166,8 +185,11 @@ export class NodeHttpExchange implements StreamHandler {
     }
     this.#status = res.statusCode ?? 502;
     this.#response = res;
-    this.#sendHead(this.#status, res.statusMessage ?? '', withoutHopByHop(res.rawHeaders));
+    const headers = withoutHopByHop(res.rawHeaders);
+    this.#recorder?.responseHead(this.#status, headers);
+    this.#sendHead(this.#status, res.statusMessage ?? '', headers);
     res.on('data', (chunk: Buffer) => {
+      this.#recorder?.responseData(chunk);
       if (!this.#stream.write(chunk)) res.pause();
     });
     res.on('end', () => {
@@ -190,22 +212,14 @@ export class NodeHttpExchange implements StreamHandler {
     if (this.#stream.closed) return;
     if (this.#status !== 0) {
       this.#stream.reset(ErrorCode.BACKEND_ERROR);
+      const code = backendErrorCode(err);
+      this.#recorder?.finish({ code, message: `backend failed mid-response: ${code}` });
       return;
     }
-    const { status, message, code } = describeBackendError(err, this.#options.target.host, this.#answerBegun);
-    const body = Buffer.from(`${message}\n`);
-    this.#status = status;
-    this.#sendHead(status, '', [
-      'content-type',
-      'text/plain; charset=utf-8',
-      'content-length',
-      String(body.length),
-      'x-tunnel2-error',
-      code,
-    ]);
-    this.#stream.write(body);
-    this.#stream.end();
-    this.#report(message);
+    const answer = describeBackendError(err, this.#options.target.host, this.#answerBegun);
+    this.#status = answer.status;
+    sendBackendErrorAnswer(this.#stream, answer, this.#options.maxHeadSize, this.#recorder);
+    this.#report(answer.message, answer.code);
   }
 
   #sendHead(status: number, statusMessage: string, headers: string[]): void {
@@ -215,9 +229,10 @@ export class NodeHttpExchange implements StreamHandler {
     );
   }
 
-  #report(error: string | undefined): void {
+  #report(error: string | undefined, code = 'exchange_failed'): void {
     if (this.#reported) return;
     this.#reported = true;
+    this.#recorder?.finish(error === undefined ? undefined : { code, message: error });
     this.#options.onReport({
       method: this.#head?.method ?? 'GET',
       path: this.#head?.target ?? '/',

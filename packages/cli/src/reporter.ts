@@ -5,7 +5,8 @@ import type { LineOutput } from './line-writer.js';
 import type { ReconnectingEvent } from './tunnel.js';
 
 export interface Reporter {
-  ready(info: SessionInfo, target: string): void;
+  /** `inspectorUrl`: the request inspector's address, when it is on. */
+  ready(info: SessionInfo, target: string, inspectorUrl?: string): void;
   request(report: RequestReport): void;
   reconnecting(event: ReconnectingEvent): void;
   error(error: AgentError): void;
@@ -20,7 +21,14 @@ export function createJsonReporter(out: LineOutput): Reporter {
     `${JSON.stringify({ event, time: new Date().toISOString(), ...fields })}\n`;
   const emit = (event: string, fields: object): void => out.write(line(event, fields));
   return {
-    ready: (info, target) => emit('ready', { name: info.name, url: info.url, urls: info.urls, target }),
+    ready: (info, target, inspectorUrl) =>
+      emit('ready', {
+        name: info.name,
+        url: info.url,
+        urls: info.urls,
+        target,
+        ...(inspectorUrl === undefined ? {} : { inspectorUrl }),
+      }),
     request: (report) => out.writeBatched(line('request', report)),
     reconnecting: (event) => emit('reconnecting', event),
     error: (error) =>
@@ -40,7 +48,7 @@ export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
   const out = stdout.write;
   let announced = false;
   return {
-    ready(info, target) {
+    ready(info, target, inspectorUrl) {
       if (announced) {
         out(`reconnected: ${info.url}\n`);
         return;
@@ -48,6 +56,7 @@ export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
       announced = true;
       out(`tunnel2: forwarding ${info.url} -> ${target}\n`);
       for (const url of info.urls.filter((u) => u !== info.url)) out(`         also at  ${url}\n`);
+      if (inspectorUrl !== undefined) out(`Inspector  ${inspectorUrl}\n`);
       out('\n');
     },
     request(r) {

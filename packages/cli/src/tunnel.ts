@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
+import type { Inspector } from '@tunnel2/inspector';
 import type { ProtocolSettings } from '@tunnel2/protocol';
 import { type Logger, pino } from 'pino';
 import { Pool } from 'undici';
@@ -34,6 +35,22 @@ export interface ConnectOptions {
   basicAuth?: string;
   /** Client addresses or CIDR blocks allowed to use the public URL. */
   allowIps?: string[];
+  /**
+   * The request inspector (web page and API on loopback). Off when absent or false; `{}` starts it on
+   * 127.0.0.1, the first free port of 4040..4049 (else an ephemeral one).
+   */
+  inspect?: false | InspectOptions;
+}
+
+export interface InspectOptions {
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default: the first free of 4040..4049, else an ephemeral port; 0: an ephemeral port. */
+  port?: number;
+  /** Bytes kept of each request and response body (default 1 MiB). */
+  bodyLimit?: number;
+  /** Bytes all captured entries together may hold (default 64 MiB). */
+  budget?: number;
 }
 
 export interface ReconnectingEvent {
@@ -114,6 +131,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   #closing = false;
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
+  #inspector: Inspector | undefined;
 
   constructor(options: ConnectOptions) {
     super();
@@ -135,11 +153,39 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     return this.info?.url;
   }
 
+  /** The inspector's page and API (`http://127.0.0.1:4040`), once started; undefined when it is off. */
+  get inspectorUrl(): string | undefined {
+    return this.#inspector?.url;
+  }
+
+  /** Starts the inspector when asked for (before the first session, so no request goes unrecorded). */
+  async #startInspector(): Promise<void> {
+    const inspect = this.#options.inspect;
+    if (inspect === undefined || inspect === false || this.#inspector !== undefined) return;
+    // Loaded only when on: the agent without an inspector carries none of it.
+    const { createInspector, InspectorError } = await import('@tunnel2/inspector');
+    try {
+      this.#inspector = await createInspector({
+        target: { origin: this.target.origin, basePath: this.target.basePath },
+        host: inspect.host,
+        port: inspect.port,
+        bodyLimit: inspect.bodyLimit,
+        budget: inspect.budget,
+        version: VERSION,
+      });
+    } catch (err) {
+      if (!(err instanceof InspectorError)) throw err;
+      throw new AgentError(AgentErrorCode.INSPECTOR_FAILED, err.message, { cause: err, fatal: true });
+    }
+    this.on('ready', (info) => this.#inspector?.setPublicUrl(info.url));
+  }
+
   /**
    * Starts the connect loop and resolves at the first `ready`. It rejects if the first attempt is refused
    * for good, or, with `failFast`, if it fails at all (then the loop stops); later drops always reconnect.
    */
-  start(options: { failFast?: boolean } = {}): Promise<SessionInfo> {
+  async start(options: { failFast?: boolean } = {}): Promise<SessionInfo> {
+    await this.#startInspector();
     return new Promise((resolve, reject) => {
       const onReady = (info: SessionInfo): void => {
         this.off('error', onError);
@@ -167,6 +213,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     await this.#loop;
     this.#backend.close();
     await this.#pool.close();
+    await this.#inspector?.close();
     this.emit('close');
   }
 
@@ -192,6 +239,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           protect: this.#protect,
           onReport: (report) => this.emit('request', report),
           handshakeTimeoutMs: 10_000,
+          capture: this.#inspector?.capture,
         });
         if (this.#closing) {
           await session.close(0);

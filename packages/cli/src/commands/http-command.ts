@@ -1,9 +1,9 @@
 import { pino } from 'pino';
-import { AgentError } from '../errors.js';
+import { AgentError, AgentErrorCode } from '../errors.js';
 import { createLineWriter } from '../line-writer.js';
 import { createHumanReporter, createJsonReporter } from '../reporter.js';
 import { onShutdownSignal } from '../shutdown-signal.js';
-import { Tunnel } from '../tunnel.js';
+import { type InspectOptions, Tunnel } from '../tunnel.js';
 
 export interface HttpCommandOptions {
   server?: string;
@@ -14,6 +14,47 @@ export interface HttpCommandOptions {
   logLevel?: string;
   basicAuth?: string;
   allowIp?: string;
+  /** `--inspect <host:port>` (a string), `--no-inspect` (false); default true: on, at 127.0.0.1:4040.. */
+  inspect?: string | boolean;
+  inspectBodyLimit?: string;
+  inspectBudget?: string;
+}
+
+function byteCount(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const match = /^(\d+)\s*([kmg]i?b?)?$/i.exec(value.trim());
+  if (match === null) {
+    throw new AgentError(
+      AgentErrorCode.INVALID_OPTION,
+      `${flag} "${value}": a number of bytes (e.g. 1048576, 512k, 64m)`,
+    );
+  }
+  const unit = (match[2] ?? '').toLowerCase()[0];
+  const scale = unit === 'k' ? 1024 : unit === 'm' ? 1024 ** 2 : unit === 'g' ? 1024 ** 3 : 1;
+  return Number(match[1]) * scale;
+}
+
+/** `--inspect` / `--no-inspect` / `--inspect-*` into connect()'s `inspect` option. */
+export function resolveInspect(options: HttpCommandOptions): false | InspectOptions {
+  if (options.inspect === false) return false;
+  const inspect: InspectOptions = {};
+  if (typeof options.inspect === 'string') {
+    const match = /^(?:(\[[0-9a-f:.]+\]|[^:[\]]*):)?(\d{1,5})$/i.exec(options.inspect.trim());
+    const port = Number(match?.[2]);
+    if (match === null || port > 65535) {
+      throw new AgentError(
+        AgentErrorCode.INVALID_OPTION,
+        `--inspect "${options.inspect}": expected host:port or a port (127.0.0.1:4040, 4041)`,
+      );
+    }
+    if (match[1]) inspect.host = match[1].replace(/^\[|\]$/g, '');
+    inspect.port = port;
+  }
+  const bodyLimit = byteCount('--inspect-body-limit', options.inspectBodyLimit);
+  if (bodyLimit !== undefined) inspect.bodyLimit = bodyLimit;
+  const budget = byteCount('--inspect-budget', options.inspectBudget);
+  if (budget !== undefined) inspect.budget = budget;
+  return inspect;
 }
 
 /** `tunnel2 http <target>`: runs until Ctrl-C (exit 0) or a refusal retrying cannot fix (exit 1). */
@@ -40,6 +81,7 @@ export async function runHttpCommand(target: string, options: HttpCommandOptions
         ?.split(',')
         .map((s) => s.trim())
         .filter((s) => s !== ''),
+      inspect: resolveInspect(options),
       logger,
     });
   } catch (err) {
@@ -50,7 +92,7 @@ export async function runHttpCommand(target: string, options: HttpCommandOptions
     throw err;
   }
   const targetLabel = tunnel.target.origin + tunnel.target.basePath;
-  tunnel.on('ready', (info) => reporter.ready(info, targetLabel));
+  tunnel.on('ready', (info) => reporter.ready(info, targetLabel, tunnel.inspectorUrl));
   tunnel.on('request', (report) => reporter.request(report));
   tunnel.on('reconnecting', (event) => reporter.reconnecting(event));
 
@@ -72,6 +114,10 @@ export async function runHttpCommand(target: string, options: HttpCommandOptions
       // A refusal retrying cannot fix (bad token, name taken over): stop with a failure status.
       if (error.fatal) stop(1);
     });
-    tunnel.start().catch(() => stop(1));
+    tunnel.start().catch((err: unknown) => {
+      // Refusals were reported through 'error'; an inspector that cannot start fails before any session.
+      if (err instanceof AgentError && err.code === AgentErrorCode.INSPECTOR_FAILED) reporter.error(err);
+      stop(1);
+    });
   });
 }

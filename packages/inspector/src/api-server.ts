@@ -1,0 +1,236 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { toCurl } from './curl.js';
+import { matches, parseFilter } from './entry-filter.js';
+import type { EntryStore } from './entry-store.js';
+import { toEntry, toSummary } from './entry-view.js';
+import { InspectorError, InspectorErrorCode, inspectorErrorStatus } from './errors.js';
+import type { EventStream } from './event-stream.js';
+import { toHar } from './har.js';
+import { parseEdits, type ReplayTarget, replay } from './replay.js';
+import { serveStatic } from './static-files.js';
+import type { StoredEntry } from './stored-entry.js';
+
+export interface ApiContext {
+  store: EntryStore;
+  events: EventStream;
+  bodyLimit: number;
+  target: ReplayTarget;
+  version: string;
+  staticDir: string;
+  publicUrl(): string | null;
+  /** The DNS-rebinding guard (see host-guard.ts). */
+  hostAllowed(host: string | undefined): boolean;
+}
+
+const MAX_LIST = 1_000;
+const NO_STORE = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, {
+    ...NO_STORE,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+function sendError(res: ServerResponse, error: InspectorError): void {
+  sendJson(res, inspectorErrorStatus[error.code], { error: { code: error.code, message: error.message } });
+}
+
+/** A JSON request body, read up to `limit` bytes (a larger one is refused, never buffered). */
+async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit)
+      throw new InspectorError(InspectorErrorCode.BAD_REQUEST, `request body over ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  if (size === 0) return undefined;
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch (err) {
+    throw new InspectorError(InspectorErrorCode.BAD_REQUEST, 'the body is not JSON', { cause: err });
+  }
+}
+
+function entryOr404(ctx: ApiContext, id: string): StoredEntry {
+  const entry = ctx.store.get(id);
+  if (entry === undefined) {
+    throw new InspectorError(
+      InspectorErrorCode.ENTRY_NOT_FOUND,
+      `no entry ${id} (evicted, cleared or never seen)`,
+    );
+  }
+  return entry;
+}
+
+function methodNotAllowed(method: string | undefined, path: string): InspectorError {
+  return new InspectorError(InspectorErrorCode.METHOD_NOT_ALLOWED, `${method} is not allowed on ${path}`);
+}
+
+/** Where `GET /api/entries/:id/curl` points by default: the public URL, else the local target. */
+function curlBase(ctx: ApiContext, local: boolean): { baseUrl: string; keepForwarded: boolean } {
+  const publicUrl = ctx.publicUrl();
+  if (local || publicUrl === null)
+    return { baseUrl: ctx.target.origin + ctx.target.basePath, keepForwarded: true };
+  return { baseUrl: publicUrl, keepForwarded: false };
+}
+
+async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const { store } = ctx;
+  const path = url.pathname;
+  const method = req.method ?? 'GET';
+  if (path === '/api/status') {
+    if (method !== 'GET') throw methodNotAllowed(method, path);
+    sendJson(res, 200, {
+      paused: store.paused,
+      count: store.count,
+      bytes: store.bytes,
+      budgetBytes: store.budgetBytes,
+      maxEntries: store.maxEntries,
+      bodyLimit: ctx.bodyLimit,
+      publicUrl: ctx.publicUrl(),
+      target: ctx.target.origin + ctx.target.basePath,
+    });
+    return;
+  }
+  if (path === '/api/entries') {
+    if (method === 'DELETE') {
+      store.clear();
+      sendJson(res, 200, { cleared: true });
+      return;
+    }
+    if (method !== 'GET') throw methodNotAllowed(method, path);
+    const filter = parseFilter(url.searchParams);
+    const limitParam = url.searchParams.get('limit');
+    const limit = limitParam === null ? 100 : Number(limitParam);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST) {
+      throw new InspectorError(InspectorErrorCode.BAD_REQUEST, `limit: an integer from 1 to ${MAX_LIST}`);
+    }
+    const before = url.searchParams.get('before');
+    const beforeId = before === null ? Number.POSITIVE_INFINITY : Number(before);
+    const entries = [];
+    for (const entry of store.newestFirst()) {
+      if (Number(entry.id) >= beforeId || !matches(entry, filter)) continue;
+      entries.push(toSummary(entry));
+      if (entries.length >= limit) break;
+    }
+    sendJson(res, 200, { entries });
+    return;
+  }
+  const one = /^\/api\/entries\/([^/]+)(\/replay|\/curl)?$/.exec(path);
+  if (one !== null) {
+    const entry = entryOr404(ctx, decodeURIComponent(one[1]!));
+    const action = one[2];
+    if (action === undefined) {
+      if (method !== 'GET') throw methodNotAllowed(method, path);
+      sendJson(res, 200, toEntry(entry));
+    } else if (action === '/curl') {
+      if (method !== 'GET') throw methodNotAllowed(method, path);
+      const text = toCurl(entry, curlBase(ctx, url.searchParams.get('target') === 'local'));
+      res.writeHead(200, { ...NO_STORE, 'content-type': 'text/plain; charset=utf-8' });
+      res.end(text);
+    } else {
+      if (method !== 'POST') throw methodNotAllowed(method, path);
+      const edits = parseEdits(await readJson(req, Math.ceil(ctx.bodyLimit * 1.4) + 256 * 1024));
+      const replayed = await replay(entry, edits, ctx.target, store, ctx.bodyLimit);
+      sendJson(res, 200, { entry: toSummary(replayed) });
+    }
+    return;
+  }
+  if (path === '/api/har') {
+    if (method !== 'GET') throw methodNotAllowed(method, path);
+    const ids = url.searchParams.get('ids');
+    const entries =
+      ids === null || ids === '' ? store.all() : ids.split(',').map((id) => entryOr404(ctx, id.trim()));
+    const redact = ['1', 'true', 'yes'].includes(url.searchParams.get('redact') ?? '');
+    const har = toHar(entries, {
+      redact,
+      baseUrl: ctx.publicUrl() ?? ctx.target.origin,
+      version: ctx.version,
+    });
+    const body = JSON.stringify(har, null, 2);
+    res.writeHead(200, {
+      ...NO_STORE,
+      'content-type': 'application/json; charset=utf-8',
+      'content-disposition': 'attachment; filename="tunnel2.har"',
+    });
+    res.end(body);
+    return;
+  }
+  if (path === '/api/capture') {
+    if (method !== 'POST') throw methodNotAllowed(method, path);
+    const body = await readJson(req, 4096);
+    const paused = (body as { paused?: unknown } | undefined)?.paused;
+    if (typeof paused !== 'boolean') {
+      throw new InspectorError(InspectorErrorCode.BAD_REQUEST, 'expected { "paused": true | false }');
+    }
+    store.setPaused(paused);
+    sendJson(res, 200, { paused: store.paused });
+    return;
+  }
+  if (path === '/api/events') {
+    if (method !== 'GET') throw methodNotAllowed(method, path);
+    ctx.events.add(res);
+    return;
+  }
+  throw new InspectorError(InspectorErrorCode.NOT_FOUND, `no API at ${path}`);
+}
+
+/** The inspector's request handler: the API under /api, the page's files elsewhere. */
+export function createApiHandler(ctx: ApiContext): RequestListener {
+  return (req, res) => {
+    if (!ctx.hostAllowed(req.headers.host)) {
+      sendError(
+        res,
+        new InspectorError(
+          InspectorErrorCode.FORBIDDEN_HOST,
+          `the inspector answers only on its own address or localhost, not Host "${req.headers.host ?? ''}"`,
+        ),
+      );
+      return;
+    }
+    // A page of another site may send simple POSTs here with the right Host: state changes need our Origin.
+    const origin = req.headers.origin;
+    if (req.method !== 'GET' && req.method !== 'HEAD' && origin !== undefined) {
+      const originHost = URL.canParse(origin) ? new URL(origin).host : undefined;
+      if (!ctx.hostAllowed(originHost)) {
+        sendError(
+          res,
+          new InspectorError(InspectorErrorCode.FORBIDDEN_HOST, `requests from ${origin} are refused`),
+        );
+        return;
+      }
+    }
+    const url = new URL(req.url ?? '/', 'http://inspector');
+    const handle = async (): Promise<void> => {
+      if (url.pathname === '/api' || url.pathname.startsWith('/api/')) {
+        await routeApi(ctx, req, res, url);
+        return;
+      }
+      if (
+        (req.method === 'GET' || req.method === 'HEAD') &&
+        (await serveStatic(ctx.staticDir, url.pathname, res))
+      ) {
+        return;
+      }
+      throw new InspectorError(InspectorErrorCode.NOT_FOUND, `nothing at ${url.pathname}`);
+    };
+    handle().catch((err: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      sendError(
+        res,
+        err instanceof InspectorError
+          ? err
+          : new InspectorError(InspectorErrorCode.REPLAY_FAILED, String(err), { cause: err }),
+      );
+    });
+  };
+}

@@ -1,0 +1,120 @@
+import { BodyCapture } from './body-capture.js';
+import type { EntryError } from './entry.js';
+import type { EntryStore } from './entry-store.js';
+import { entryCost, headerValue, type StoredEntry } from './stored-entry.js';
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+export interface RequestStart {
+  method: string;
+  /** Request target as received (path and query). */
+  target: string;
+  /** Flat name, value, ... in the order received, repeats kept. */
+  headers: readonly string[];
+  /** When not given: the first hop of X-Forwarded-For (the edge sets it). */
+  clientAddress?: string;
+  kind?: 'http' | 'websocket';
+  replayOf?: string;
+}
+
+/**
+ * One exchange being recorded. The agent calls it from its own exchange, once per head and per body chunk;
+ * nothing here waits or allocates beyond the copies of the bytes kept.
+ */
+export class ExchangeRecorder {
+  readonly #store: EntryStore;
+  readonly #id: string;
+  readonly #start: RequestStart;
+  readonly #startedAt = Date.now();
+  readonly #started = performance.now();
+  readonly #request: BodyCapture;
+  readonly #response: BodyCapture;
+  #ttfb: number | null = null;
+  #status = 0;
+  #responseHeaders: readonly string[] = [];
+  #bytesIn = 0;
+  #bytesOut = 0;
+  #done = false;
+
+  constructor(store: EntryStore, start: RequestStart, bodyLimit: number) {
+    this.#store = store;
+    this.#id = store.nextId();
+    this.#start = start;
+    this.#request = new BodyCapture(bodyLimit);
+    this.#response = new BodyCapture(bodyLimit);
+  }
+
+  get id(): string {
+    return this.#id;
+  }
+
+  requestData(chunk: Uint8Array): void {
+    this.#request.add(chunk);
+  }
+
+  /** The final response head (interim 1xx heads are not recorded; a 101 is final for an upgrade). */
+  responseHead(status: number, headers: readonly string[]): void {
+    if (this.#ttfb === null) this.#ttfb = performance.now() - this.#started;
+    this.#status = status;
+    this.#responseHeaders = headers;
+  }
+
+  responseData(chunk: Uint8Array): void {
+    this.#response.add(chunk);
+  }
+
+  /** Upgraded traffic: counted only, never kept. */
+  tunnelBytes(direction: 'in' | 'out', bytes: number): void {
+    if (direction === 'in') this.#bytesIn += bytes;
+    else this.#bytesOut += bytes;
+  }
+
+  /** Ends the record and stores it (a second call does nothing). */
+  finish(error?: EntryError): StoredEntry | undefined {
+    if (this.#done) return undefined;
+    this.#done = true;
+    // The agent's and the edge's own answers are 4xx/5xx: only those are searched for their code.
+    if (error === undefined && this.#status >= 400) {
+      const code = headerValue(this.#responseHeaders, 'x-tunnel2-error');
+      if (code !== undefined) error = { code, message: `answered with ${code}` };
+    }
+    const start = this.#start;
+    const kind = start.kind ?? 'http';
+    const fields: Omit<StoredEntry, 'cost'> = {
+      id: this.#id,
+      startedAt: this.#startedAt,
+      durationMs: round(performance.now() - this.#started),
+      ttfbMs: this.#ttfb === null ? null : round(this.#ttfb),
+      clientAddress: start.clientAddress ?? null,
+      method: start.method,
+      target: start.target,
+      status: this.#status,
+      requestHeaders: start.headers,
+      responseHeaders: this.#responseHeaders,
+      request: this.#request,
+      response: this.#response,
+      kind,
+      ...(error === undefined ? {} : { error }),
+      ...(start.replayOf === undefined ? {} : { replayOf: start.replayOf }),
+      ...(kind === 'websocket' ? { ws: { bytesIn: this.#bytesIn, bytesOut: this.#bytesOut } } : {}),
+    };
+    const entry: StoredEntry = { ...fields, cost: entryCost(fields) };
+    this.#store.add(entry);
+    return entry;
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+/** The hook the agent holds: a recorder per exchange, or undefined while capture is paused. */
+export interface InspectorCapture {
+  begin(start: RequestStart): ExchangeRecorder | undefined;
+}
+
+export function createCapture(store: EntryStore, bodyLimit: number): InspectorCapture {
+  return {
+    begin: (start) => (store.paused ? undefined : new ExchangeRecorder(store, start, bodyLimit)),
+  };
+}

@@ -1,0 +1,66 @@
+import type { BodyCapture } from './body-capture.js';
+import { decodeBody } from './body-decoding.js';
+import type { Body, Entry, EntrySummary } from './entry.js';
+import { clientOf, headerValue, type StoredEntry, splitTarget } from './stored-entry.js';
+
+export function toSummary(entry: StoredEntry): EntrySummary {
+  const { path, query } = splitTarget(entry.target);
+  const summary: EntrySummary = {
+    id: entry.id,
+    startedAt: new Date(entry.startedAt).toISOString(),
+    durationMs: entry.durationMs,
+    ttfbMs: entry.ttfbMs,
+    clientAddress: clientOf(entry),
+    method: entry.method,
+    path,
+    query,
+    status: entry.status,
+    requestBytes: entry.request.size,
+    responseBytes: entry.kind === 'websocket' ? (entry.ws?.bytesOut ?? 0) : entry.response.size,
+    kind: entry.kind,
+  };
+  if (entry.error !== undefined) summary.error = entry.error;
+  if (entry.replayOf !== undefined) summary.replayOf = entry.replayOf;
+  if (entry.ws !== undefined) summary.ws = entry.ws;
+  return summary;
+}
+
+export function pairs(flat: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i]!, flat[i + 1]!]);
+  return out;
+}
+
+/** The decoded text of a body for search and display: decoded when encoded and decodable. */
+export function decodedBytes(body: BodyCapture, headers: readonly string[]): Buffer {
+  const raw = body.bytes();
+  return decodeBody(raw, headerValue(headers, 'content-encoding')) ?? raw;
+}
+
+function toBody(body: BodyCapture, headers: readonly string[]): Body {
+  const raw = body.bytes();
+  const encoding = headerValue(headers, 'content-encoding') ?? null;
+  const out: Body = {
+    base64: raw.toString('base64'),
+    size: body.size,
+    captured: body.captured,
+    truncated: body.truncated,
+    contentType: headerValue(headers, 'content-type') ?? null,
+    encoding,
+  };
+  if (encoding !== null && !body.truncated) {
+    const decoded = decodeBody(raw, encoding);
+    if (decoded !== undefined) out.decodedBase64 = decoded.toString('base64');
+  }
+  return out;
+}
+
+export function toEntry(entry: StoredEntry): Entry {
+  return {
+    ...toSummary(entry),
+    requestHeaders: pairs(entry.requestHeaders),
+    responseHeaders: pairs(entry.responseHeaders),
+    requestBody: toBody(entry.request, entry.requestHeaders),
+    responseBody: toBody(entry.response, entry.responseHeaders),
+  };
+}

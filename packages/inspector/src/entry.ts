@@ -1,0 +1,60 @@
+/** The shapes the API answers with (documented in the package README; fields are only ever added). */
+
+export interface EntryError {
+  /** The `x-tunnel2-error` code when the agent or edge answered one, else a short stable word. */
+  code: string;
+  message: string;
+}
+
+export interface WebSocketTraffic {
+  /** Bytes from the client to the backend. */
+  bytesIn: number;
+  /** Bytes from the backend to the client. */
+  bytesOut: number;
+  messagesIn?: number;
+  messagesOut?: number;
+}
+
+export interface EntrySummary {
+  id: string;
+  startedAt: string;
+  durationMs: number;
+  /** Time to the response head, or null when none came. */
+  ttfbMs: number | null;
+  clientAddress: string | null;
+  method: string;
+  path: string;
+  /** The query string without `?`, '' when none. */
+  query: string;
+  /** 0 when no response head was sent. */
+  status: number;
+  requestBytes: number;
+  responseBytes: number;
+  kind: 'http' | 'websocket';
+  error?: EntryError;
+  replayOf?: string;
+  ws?: WebSocketTraffic;
+}
+
+export interface Body {
+  /** The captured bytes (at most the body limit). */
+  base64: string;
+  /** Total bytes the body had. */
+  size: number;
+  /** Bytes kept. */
+  captured: number;
+  /** True when size > captured ("truncated at captured bytes of size"). */
+  truncated: boolean;
+  contentType: string | null;
+  /** The content-encoding, or null. */
+  encoding: string | null;
+  /** The decoded bytes, when encoded, captured whole and decodable. */
+  decodedBase64?: string;
+}
+
+export interface Entry extends EntrySummary {
+  requestHeaders: [string, string][];
+  responseHeaders: [string, string][];
+  requestBody: Body;
+  responseBody: Body;
+}

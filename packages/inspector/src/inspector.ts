@@ -1,0 +1,137 @@
+import { createServer, type Server } from 'node:http';
+import { createApiHandler } from './api-server.js';
+import { createCapture, DEFAULT_BODY_LIMIT, type InspectorCapture } from './capture.js';
+import { EntryStore } from './entry-store.js';
+import { toSummary } from './entry-view.js';
+import { InspectorError, InspectorErrorCode } from './errors.js';
+import { EventStream } from './event-stream.js';
+import { createHostGuard } from './host-guard.js';
+import type { ReplayTarget } from './replay.js';
+import { defaultStaticDir } from './static-files.js';
+
+export const DEFAULT_INSPECTOR_HOST = '127.0.0.1';
+/** Tried in turn when no port is given; then an ephemeral one. */
+export const DEFAULT_INSPECTOR_PORTS = [4040, 4041, 4042, 4043, 4044, 4045, 4046, 4047, 4048, 4049];
+
+export interface InspectorOptions {
+  /** Where replays are sent. */
+  target: ReplayTarget;
+  /** Default 127.0.0.1: the inspector shows every request's headers and bodies. */
+  host?: string;
+  /** Default: the first free of 4040..4049, else an ephemeral port. 0: an ephemeral port. */
+  port?: number;
+  /** Bytes kept of each body (default 1 MiB). */
+  bodyLimit?: number;
+  /** Bytes all entries together may hold (default 64 MiB). */
+  budget?: number;
+  /** Entries kept (default 1,000). */
+  maxEntries?: number;
+  version?: string;
+  /** The page's folder (default: the package's static/). */
+  staticDir?: string;
+}
+
+export interface Inspector {
+  /** The hook the agent's exchanges call. */
+  readonly capture: InspectorCapture;
+  readonly store: EntryStore;
+  /** `http://host:port` once listening. */
+  readonly url: string;
+  setPublicUrl(url: string | undefined): void;
+  close(): Promise<void>;
+}
+
+function listenOn(server: Server, host: string, port: number): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      server.off('listening', onListening);
+      if (err.code === 'EADDRINUSE') resolve(false);
+      else reject(err);
+    };
+    const onListening = (): void => {
+      server.off('error', onError);
+      resolve(true);
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(port, host);
+  });
+}
+
+function validLimit(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new InspectorError(InspectorErrorCode.INVALID_OPTION, `${name} must be a non-negative integer`);
+  }
+  return value;
+}
+
+/** Starts the inspector: the capture store and its HTTP server (API and page), listening when it resolves. */
+export async function createInspector(options: InspectorOptions): Promise<Inspector> {
+  const bodyLimit = validLimit('inspect body limit', options.bodyLimit, DEFAULT_BODY_LIMIT);
+  const store = new EntryStore({ budgetBytes: options.budget, maxEntries: options.maxEntries });
+  const events = new EventStream();
+  // Summaries are built only for a page that listens: with none, a finished exchange costs no JSON.
+  store.on('entry', (entry) => {
+    if (events.size > 0) events.send('entry', toSummary(entry));
+  });
+  store.on('clear', () => events.send('clear', {}));
+  store.on('status', (status) => events.send('status', status));
+  const host = options.host ?? DEFAULT_INSPECTOR_HOST;
+  let publicUrl: string | null = null;
+  let hostAllowed: (host: string | undefined) => boolean = () => false;
+  const server = createServer(
+    createApiHandler({
+      store,
+      events,
+      bodyLimit,
+      target: options.target,
+      version: options.version ?? '0.0.0',
+      staticDir: options.staticDir ?? defaultStaticDir(),
+      publicUrl: () => publicUrl,
+      hostAllowed: (h) => hostAllowed(h),
+    }),
+  );
+  const ports = options.port === undefined ? [...DEFAULT_INSPECTOR_PORTS, 0] : [options.port];
+  let listening = false;
+  try {
+    for (const port of ports) {
+      if (await listenOn(server, host, port)) {
+        listening = true;
+        break;
+      }
+    }
+  } catch (err) {
+    throw new InspectorError(
+      InspectorErrorCode.LISTEN_FAILED,
+      `inspector cannot listen on ${host}: ${String(err)}`,
+      {
+        cause: err,
+      },
+    );
+  }
+  if (!listening) {
+    throw new InspectorError(
+      InspectorErrorCode.LISTEN_FAILED,
+      `inspector: ${host}:${options.port} is in use`,
+    );
+  }
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  hostAllowed = createHostGuard(host, port);
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return {
+    capture: createCapture(store, bodyLimit),
+    store,
+    url,
+    setPublicUrl(value) {
+      publicUrl = value ?? null;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        events.close();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

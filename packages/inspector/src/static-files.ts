@@ -1,0 +1,44 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
+import { extname, join, normalize, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json; charset=utf-8',
+  '.woff2': 'font/woff2',
+};
+
+/**
+ * The page's folder: `static/` beside `dist/` (in the workspace, packages/inspector/static; in the bundled
+ * CLI, publish/static, copied there by scripts/pack-cli.ts).
+ */
+export function defaultStaticDir(): string {
+  return fileURLToPath(new URL('../static/', import.meta.url));
+}
+
+/** Streams one file of the page's folder; false when there is none at that path. */
+export async function serveStatic(dir: string, pathname: string, res: ServerResponse): Promise<boolean> {
+  const relative = pathname === '/' ? 'index.html' : decodeURIComponent(pathname.slice(1));
+  const file = normalize(join(dir, relative));
+  if (!file.startsWith(normalize(dir + sep)) || relative.includes('\0')) return false;
+  const info = await stat(file).catch(() => undefined);
+  if (info === undefined || !info.isFile()) return false;
+  res.writeHead(200, {
+    'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+    'content-length': info.size,
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'content-security-policy':
+      "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'",
+  });
+  createReadStream(file).pipe(res);
+  return true;
+}

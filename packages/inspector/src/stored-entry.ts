@@ -1,0 +1,58 @@
+import type { BodyCapture } from './body-capture.js';
+import type { EntryError, WebSocketTraffic } from './entry.js';
+
+/** An entry as the store keeps it: headers flat (name, value, ...) as received, bodies as captured. */
+export interface StoredEntry {
+  id: string;
+  /** Wall clock at the start, ms since the epoch. */
+  startedAt: number;
+  durationMs: number;
+  ttfbMs: number | null;
+  /** Given by the recorder's caller (a replay); else read from X-Forwarded-For when shown (clientOf). */
+  clientAddress: string | null;
+  method: string;
+  /** Request target as received: path and query. */
+  target: string;
+  status: number;
+  requestHeaders: readonly string[];
+  responseHeaders: readonly string[];
+  request: BodyCapture;
+  response: BodyCapture;
+  kind: 'http' | 'websocket';
+  error?: EntryError;
+  replayOf?: string;
+  ws?: WebSocketTraffic;
+  /** What the entry costs the memory budget (bytes kept plus an estimate of its headers and fields). */
+  cost: number;
+}
+
+/** The first value of a header (case-insensitive name), or undefined. */
+export function headerValue(headers: readonly string[], name: string): string | undefined {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i]!.length === name.length && headers[i]!.toLowerCase() === name) return headers[i + 1];
+  }
+  return undefined;
+}
+
+/** Path and query of a request target (query without its `?`). */
+export function splitTarget(target: string): { path: string; query: string } {
+  const q = target.indexOf('?');
+  return q < 0 ? { path: target, query: '' } : { path: target.slice(0, q), query: target.slice(q + 1) };
+}
+
+/** The client: the address given at capture, else X-Forwarded-For's first hop (the edge sets it). */
+export function clientOf(entry: StoredEntry): string | null {
+  if (entry.clientAddress !== null) return entry.clientAddress;
+  const xff = headerValue(entry.requestHeaders, 'x-forwarded-for');
+  const first = xff?.split(',')[0]?.trim();
+  return first === undefined || first === '' ? null : first;
+}
+
+const FIXED_COST = 512;
+
+export function entryCost(entry: Omit<StoredEntry, 'cost'>): number {
+  let cost = FIXED_COST + entry.request.captured + entry.response.captured + entry.target.length * 2;
+  for (const h of entry.requestHeaders) cost += h.length * 2 + 16;
+  for (const h of entry.responseHeaders) cost += h.length * 2 + 16;
+  return cost;
+}

@@ -1,0 +1,124 @@
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { createCapture } from '../src/capture.js';
+import { matches, parseFilter } from '../src/entry-filter.js';
+import { EntryStore } from '../src/entry-store.js';
+import { toEntry, toSummary } from '../src/entry-view.js';
+
+function record(store: EntryStore, bodyLimit: number, body: Buffer, headers: string[] = []) {
+  const recorder = createCapture(store, bodyLimit).begin({ method: 'POST', target: '/x?y=1', headers });
+  recorder?.requestData(body);
+  recorder?.responseHead(200, ['content-type', 'text/plain']);
+  recorder?.responseData(Buffer.from('ok'));
+  return recorder?.finish();
+}
+
+describe('capture limits', () => {
+  it('keeps a body up to the limit and says "truncated at N of M"', () => {
+    const store = new EntryStore();
+    const recorder = createCapture(store, 10).begin({ method: 'POST', target: '/', headers: [] })!;
+    recorder.requestData(Buffer.from('0123456'));
+    recorder.requestData(Buffer.from('789abcdef'));
+    recorder.requestData(Buffer.from('more'));
+    const entry = recorder.finish()!;
+    const body = toEntry(entry).requestBody;
+    expect(body).toMatchObject({ size: 20, captured: 10, truncated: true });
+    expect(Buffer.from(body.base64, 'base64').toString()).toBe('0123456789');
+  });
+
+  it('copies chunks (a reused buffer does not change what was captured)', () => {
+    const store = new EntryStore();
+    const chunk = Buffer.from('abc');
+    const entry = record(store, 100, chunk)!;
+    chunk.write('zzz');
+    expect(entry.request.bytes().toString()).toBe('abc');
+  });
+
+  it('a limit of 0 keeps no bytes but counts them', () => {
+    const entry = record(new EntryStore(), 0, Buffer.alloc(500))!;
+    expect(toEntry(entry).requestBody).toMatchObject({ size: 500, captured: 0, truncated: true, base64: '' });
+  });
+
+  it('paused: nothing is recorded; resumed: again', () => {
+    const store = new EntryStore();
+    const events: boolean[] = [];
+    store.on('status', (s) => events.push(s.paused));
+    store.setPaused(true);
+    expect(record(store, 100, Buffer.from('a'))).toBeUndefined();
+    expect(store.count).toBe(0);
+    store.setPaused(false);
+    expect(record(store, 100, Buffer.from('a'))).toBeDefined();
+    expect(store.count).toBe(1);
+    expect(events).toEqual([true, false]);
+  });
+
+  it('takes the error code from x-tunnel2-error and the client from X-Forwarded-For', () => {
+    const store = new EntryStore();
+    const r = createCapture(store, 100).begin({
+      method: 'GET',
+      target: '/',
+      headers: ['X-Forwarded-For', '203.0.113.9, 10.0.0.1'],
+    })!;
+    r.responseHead(502, ['x-tunnel2-error', 'TUNNEL2_ERR_BACKEND_UNREACHABLE']);
+    const entry = r.finish()!;
+    expect(entry.error?.code).toBe('TUNNEL2_ERR_BACKEND_UNREACHABLE');
+    expect(toSummary(entry).clientAddress).toBe('203.0.113.9');
+  });
+});
+
+describe('entry store', () => {
+  it('evicts the oldest first at the count cap', () => {
+    const store = new EntryStore({ maxEntries: 3 });
+    for (let i = 0; i < 5; i++) record(store, 100, Buffer.from(String(i)));
+    expect([...store.newestFirst()].map((e) => e.id)).toEqual(['5', '4', '3']);
+    expect(store.count).toBe(3);
+  });
+
+  it('stays within the byte budget, oldest evicted first; an entry larger than the budget is not kept', () => {
+    const store = new EntryStore({ budgetBytes: 50_000 });
+    for (let i = 0; i < 20; i++) record(store, 20_000, Buffer.alloc(10_000, i));
+    expect(store.bytes).toBeLessThanOrEqual(50_000);
+    expect(store.count).toBe(4);
+    expect(store.get('20')).toBeDefined();
+    expect(store.get('16')).toBeUndefined();
+    record(store, 100_000, Buffer.alloc(60_000));
+    expect(store.get('21')).toBeUndefined();
+    expect(store.count).toBe(4);
+  });
+
+  it('clear empties it and says so', () => {
+    const store = new EntryStore();
+    let cleared = 0;
+    store.on('clear', () => cleared++);
+    record(store, 100, Buffer.from('a'));
+    store.clear();
+    expect(store.count).toBe(0);
+    expect(store.bytes).toBe(0);
+    expect(cleared).toBe(1);
+  });
+});
+
+describe('filters', () => {
+  it('finds text inside a gzip-encoded body, case-insensitively', () => {
+    const store = new EntryStore();
+    const entry = record(store, 1 << 20, gzipSync('{"event":"Invoice.Paid"}'), ['Content-Encoding', 'gzip'])!;
+    expect(matches(entry, parseFilter(new URLSearchParams('body=invoice.paid')))).toBe(true);
+    expect(matches(entry, parseFilter(new URLSearchParams('body=refund')))).toBe(false);
+    expect(toEntry(entry).requestBody.decodedBase64).toBe(
+      Buffer.from('{"event":"Invoice.Paid"}').toString('base64'),
+    );
+  });
+
+  it('method, status class or code, path and header', () => {
+    const entry = record(new EntryStore(), 100, Buffer.from(''), ['X-Hook', 'Stripe'])!;
+    const f = (q: string) => matches(entry, parseFilter(new URLSearchParams(q)));
+    expect(f('method=post')).toBe(true);
+    expect(f('method=GET')).toBe(false);
+    expect(f('status=2xx')).toBe(true);
+    expect(f('status=404')).toBe(false);
+    expect(f('path=Y=1')).toBe(true);
+    expect(f('header=x-hook:strip')).toBe(true);
+    expect(f('header=x-hook:github')).toBe(false);
+    expect(() => parseFilter(new URLSearchParams('status=abc'))).toThrow(/status/);
+  });
+});
