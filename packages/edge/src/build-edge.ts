@@ -7,6 +7,8 @@ import { type Logger, pino } from 'pino';
 import { createAgentEndpoint } from './agent-endpoint.js';
 import { ClientOriginResolver, compileAddressBlocks } from './client-address.js';
 import { Cluster } from './cluster/cluster.js';
+import { LINK_PATH } from './cluster/node-auth.js';
+import { NodeLinkServer } from './cluster/node-link-server.js';
 import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { quoteForEcho } from './echo.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
@@ -99,9 +101,27 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           options: options.cluster,
           logger,
           responseTimeoutMs: options.responseTimeoutMs,
+          protocol: options.protocol,
+          maxMessageSize: options.maxMessageSize,
         });
   let draining = false;
   let boundPort = options.port;
+  let listening = false;
+  const linkServer =
+    cluster?.links === undefined
+      ? undefined
+      : new NodeLinkServer({
+          nodeId: options.nodeId,
+          auth: cluster.auth,
+          sessions,
+          inFlight,
+          maxRequestBodyBytes: options.maxRequestBodyBytes,
+          maxMessageSize: options.maxMessageSize,
+          protocol: options.protocol,
+          logger,
+          onForged: () => cluster.counters.forged++,
+          isListening: () => listening && app.server.listening,
+        });
   const ingress = {
     sessions,
     responseTimeoutMs: options.responseTimeoutMs,
@@ -222,8 +242,13 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       handleTunnelUpgrade(req, socket, head, route, ingress, via);
       return;
     }
-    if ((req.url ?? '').split('?')[0] === options.agentPath) {
+    const path = (req.url ?? '').split('?')[0];
+    if (path === options.agentPath) {
       agentEndpoint.handleUpgrade(req, socket, head);
+      return;
+    }
+    if (path === LINK_PATH && linkServer !== undefined) {
+      linkServer.handleUpgrade(req, socket, head);
       return;
     }
     rejectUpgrade(socket, {
@@ -275,11 +300,13 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     async listen() {
       await app.listen({ port: options.port, host: options.host });
       boundPort = (app.server.address() as AddressInfo).port;
+      listening = true;
       await cluster?.start(edge.url);
       return { port: boundPort, url: edge.url };
     },
     async close(graceMs = 10_000) {
       draining = true;
+      linkServer?.drain();
       for (const connection of [...sessions.connections()]) {
         if (cluster === undefined) connection.drain('edge shutting down');
         else connection.handOver('edge draining: reconnect to another node');
@@ -288,6 +315,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       for (const connection of [...sessions.connections()])
         connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
       sessions.close();
+      linkServer?.close();
       await cluster?.close();
       agentEndpoint.close();
       app.server.closeAllConnections();

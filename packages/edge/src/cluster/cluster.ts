@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { withoutHopByHop } from '@tunnel2/protocol';
+import { type ProtocolSettings, withoutHopByHop } from '@tunnel2/protocol';
 import type { SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../client-address.js';
@@ -12,6 +12,7 @@ import {
   type SignedFields,
 } from './node-auth.js';
 import { NodeHop } from './node-hop.js';
+import { NodeLinks } from './node-link.js';
 import { OwnerCache, type OwnerEntry } from './owner-cache.js';
 
 /** Cluster mode of an edge: how other nodes reach this one and how node-to-node traffic is authenticated. */
@@ -31,8 +32,14 @@ export interface ClusterOptions {
   ownerCacheSize?: number;
   /** A peer node that does not accept a connection in this time is unreachable. */
   connectTimeoutMs?: number;
-  /** Pooled connections per peer node. */
+  /** Pooled connections per peer node (the HTTP hop, used for upgrades and peers without links). */
   connectionsPerNode?: number;
+  /**
+   * Node-to-node links (one multiplexed WebSocket per peer) for forwarded requests, served and used.
+   * Default true; false (or TUNNEL2_NODE_LINK=off) behaves as a node from before links: every forwarded
+   * request takes the HTTP hop, and a peer's link upgrade is answered 404 (a rolling upgrade's old node).
+   */
+  nodeLink?: boolean;
 }
 
 export interface ResolvedClusterOptions {
@@ -43,6 +50,7 @@ export interface ResolvedClusterOptions {
   ownerCacheSize: number;
   connectTimeoutMs: number;
   connectionsPerNode: number;
+  nodeLink: boolean;
 }
 
 /** What the first node decided about a client, carried to the serving node under the signature. */
@@ -86,13 +94,15 @@ export class Cluster {
   readonly nodeId: string;
   readonly options: ResolvedClusterOptions;
   readonly hop: NodeHop;
+  /** Links to peer nodes (undefined when links are off): forwarded requests go over them. */
+  readonly links: NodeLinks | undefined;
   readonly counters: ClusterCounters = {
     forwarded: { ok: 0, unreachable: 0, aborted: 0, not_here: 0 },
     lookups: { hit: 0, miss: 0 },
     forged: 0,
   };
   readonly #registry: SessionRegistry;
-  readonly #auth: NodeAuth;
+  readonly auth: NodeAuth;
   readonly #cache: OwnerCache;
   readonly #logger: Logger;
   #timer: NodeJS.Timeout | undefined;
@@ -106,11 +116,13 @@ export class Cluster {
     options: ResolvedClusterOptions;
     logger: Logger;
     responseTimeoutMs: number;
+    protocol: Partial<ProtocolSettings>;
+    maxMessageSize: number;
   }) {
     this.nodeId = input.nodeId;
     this.options = input.options;
     this.#registry = input.registry;
-    this.#auth = new NodeAuth(input.options.secret);
+    this.auth = new NodeAuth(input.options.secret);
     this.#cache = new OwnerCache({
       maxEntries: input.options.ownerCacheSize,
       ttlMs: input.options.ownerCacheTtlMs,
@@ -122,6 +134,18 @@ export class Cluster {
       headersTimeoutMs: input.responseTimeoutMs + 5_000,
       connectionsPerNode: input.options.connectionsPerNode,
     });
+    this.links = input.options.nodeLink
+      ? new NodeLinks({
+          nodeId: input.nodeId,
+          auth: this.auth,
+          protocol: input.protocol,
+          maxMessageSize: input.maxMessageSize,
+          connectTimeoutMs: input.options.connectTimeoutMs,
+          // Link bytes are counted with the hop's: one metric of what crosses between nodes.
+          counters: this.hop.counters,
+          logger: this.#logger,
+        })
+      : undefined;
   }
 
   /** Announces this node and keeps the announcement alive (one timer). */
@@ -210,6 +234,7 @@ export class Cluster {
     this.counters.forwarded.unreachable++;
     this.#cache.dropNode(owner.nodeId);
     this.hop.forget(owner.url);
+    this.links?.forget(owner.url);
   }
 
   /**
@@ -240,7 +265,7 @@ export class Cluster {
     out.push('X-Forwarded-Proto', origin.proto, 'X-Forwarded-Host', origin.host);
     if (origin.prefix !== '') out.push('X-Forwarded-Prefix', origin.prefix);
     out.push(NODE_PEER_HEADER, origin.peer, NODE_CLIENT_HEADER, origin.client);
-    out.push(NODE_AUTH_HEADER, this.#auth.sign(fields));
+    out.push(NODE_AUTH_HEADER, this.auth.sign(fields));
     return out;
   }
 
@@ -256,7 +281,7 @@ export class Cluster {
     const chain = single(req.headers['x-forwarded-for']);
     const verified =
       typeof value === 'string'
-        ? this.#auth.verify(value, {
+        ? this.auth.verify(value, {
             method: req.method ?? 'GET',
             target: req.url ?? '/',
             host: req.headers.host ?? '',
@@ -280,6 +305,7 @@ export class Cluster {
     this.#timer = undefined;
     clearTimeout(this.#retry);
     this.#retry = undefined;
+    this.links?.close();
     await this.hop.close();
     try {
       await this.#registry.withdrawNode(this.nodeId);
