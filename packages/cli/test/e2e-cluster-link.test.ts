@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type IncomingMessage, request } from 'node:http';
+import { type ClientRequest, type IncomingMessage, request } from 'node:http';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { createTestBackend, deterministicSha256 } from '@tunnel2/test-backend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,6 +47,32 @@ function linkUpgrade(port: number, headers: Record<string, string>): Promise<num
   });
 }
 
+/** A GET of `size` deterministic bytes from the `shop` tunnel through the node at `port`. */
+function download(port: number, size: number): ClientRequest {
+  return request({
+    host: '127.0.0.1',
+    port,
+    path: `/bytes/${size}`,
+    headers: { host: 'shop.localhost' },
+    agent: false,
+  });
+}
+
+/** Node A and a second node on A's registry (the memory one: both in this process), both listening. */
+async function twoNodes(second: string, nodeLink: boolean): Promise<[Edge, Edge]> {
+  const first = buildEdge({ port: 0, logger: silent, nodeId: 'node-a', cluster: { secret: SECRET } });
+  const other = buildEdge({
+    port: 0,
+    logger: silent,
+    nodeId: second,
+    registry: first.options.registry,
+    cluster: { secret: SECRET, nodeLink },
+  });
+  await first.listen();
+  await other.listen();
+  return [first, other];
+}
+
 /** Two nodes; the agent on B, clients on A: forwarded requests take the link from A to B. */
 describe('node-to-node link', () => {
   let a: Edge;
@@ -55,16 +81,7 @@ describe('node-to-node link', () => {
   const tunnels: Tunnel[] = [];
 
   beforeAll(async () => {
-    a = buildEdge({ port: 0, logger: silent, nodeId: 'node-a', cluster: { secret: SECRET } });
-    b = buildEdge({
-      port: 0,
-      logger: silent,
-      nodeId: 'node-b',
-      registry: a.options.registry,
-      cluster: { secret: SECRET },
-    });
-    await a.listen();
-    await b.listen();
+    [a, b] = await twoNodes('node-b', true);
     backend = await createTestBackend();
     tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: 'shop' }));
   });
@@ -132,13 +149,7 @@ describe('node-to-node link', () => {
     let headed: () => void = () => {};
     const head = new Promise<void>((resolve) => (headed = resolve));
     const done = new Promise<void>((resolve, reject) => {
-      const req = request({
-        host: '127.0.0.1',
-        port: portOf(a),
-        path: `/bytes/${size}`,
-        headers: { host: 'shop.localhost' },
-        agent: false,
-      });
+      const req = download(portOf(a), size);
       req.on('error', reject);
       req.on('response', (answer) => {
         res = answer;
@@ -168,13 +179,7 @@ describe('node-to-node link', () => {
     const size = 50 * 1024 * 1024;
     const outcome = await new Promise<{ received: number; aborted: boolean }>((resolve) => {
       let received = 0;
-      const req = request({
-        host: '127.0.0.1',
-        port: portOf(a),
-        path: `/bytes/${size}`,
-        headers: { host: 'shop.localhost' },
-        agent: false,
-      });
+      const req = download(portOf(a), size);
       req.on('error', () => resolve({ received, aborted: true }));
       req.on('response', (answer) => {
         answer.once('data', () => a.cluster?.links?.close());
@@ -201,16 +206,7 @@ describe('node-to-node link fallback', () => {
   let tunnel: Tunnel;
 
   beforeAll(async () => {
-    a = buildEdge({ port: 0, logger: silent, nodeId: 'node-a', cluster: { secret: SECRET } });
-    old = buildEdge({
-      port: 0,
-      logger: silent,
-      nodeId: 'node-old',
-      registry: a.options.registry,
-      cluster: { secret: SECRET, nodeLink: false },
-    });
-    await a.listen();
-    await old.listen();
+    [a, old] = await twoNodes('node-old', false);
     backend = await createTestBackend();
     tunnel = await connect({ target: backend.port, server: old.url, subdomain: 'legacy' });
   });
