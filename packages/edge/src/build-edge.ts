@@ -7,6 +7,8 @@ import { type Logger, pino } from 'pino';
 import { createAgentEndpoint } from './agent-endpoint.js';
 import { ClientOriginResolver, compileAddressBlocks } from './client-address.js';
 import { Cluster } from './cluster/cluster.js';
+import { LINK_PATH } from './cluster/node-auth.js';
+import { NodeLinkServer } from './cluster/node-link-server.js';
 import { TAKEOVER_PATH } from './cluster/takeover-notice.js';
 import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { quoteForEcho } from './echo.js';
@@ -86,6 +88,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           options: options.cluster,
           logger,
           responseTimeoutMs: options.responseTimeoutMs,
+          protocol: options.protocol,
+          maxMessageSize: options.maxMessageSize,
         });
   const sessions = new SessionTable({
     registry,
@@ -105,6 +109,22 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   );
   let draining = false;
   let boundPort = options.port;
+  let listening = false;
+  const linkServer =
+    cluster?.links === undefined
+      ? undefined
+      : new NodeLinkServer({
+          nodeId: options.nodeId,
+          auth: cluster.auth,
+          sessions,
+          inFlight,
+          maxRequestBodyBytes: options.maxRequestBodyBytes,
+          maxMessageSize: options.maxMessageSize,
+          protocol: options.protocol,
+          logger,
+          onForged: () => cluster.counters.forged++,
+          isListening: () => listening && app.server.listening,
+        });
   const ingress = {
     sessions,
     responseTimeoutMs: options.responseTimeoutMs,
@@ -225,8 +245,13 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       handleTunnelUpgrade(req, socket, head, route, ingress, via);
       return;
     }
-    if ((req.url ?? '').split('?')[0] === options.agentPath) {
+    const path = (req.url ?? '').split('?')[0];
+    if (path === options.agentPath) {
       agentEndpoint.handleUpgrade(req, socket, head);
+      return;
+    }
+    if (path === LINK_PATH && linkServer !== undefined) {
+      linkServer.handleUpgrade(req, socket, head);
       return;
     }
     rejectUpgrade(socket, {
@@ -308,11 +333,13 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     async listen() {
       await app.listen({ port: options.port, host: options.host });
       boundPort = (app.server.address() as AddressInfo).port;
+      listening = true;
       await cluster?.start(edge.url);
       return { port: boundPort, url: edge.url };
     },
     async close(graceMs = 10_000) {
       draining = true;
+      linkServer?.drain();
       for (const connection of [...sessions.connections()]) {
         if (cluster === undefined) connection.drain('edge shutting down');
         else connection.handOver('edge draining: reconnect to another node');
@@ -321,6 +348,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       for (const connection of [...sessions.connections()])
         connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
       sessions.close();
+      linkServer?.close();
       await cluster?.close();
       agentEndpoint.close();
       app.server.closeAllConnections();

@@ -300,5 +300,6 @@ function resolveClusterOptions(cluster: ClusterOptions): ResolvedClusterOptions 
     ownerCacheSize: positive('cluster.ownerCacheSize', cluster.ownerCacheSize ?? 10_000, 0, 10_000_000),
     connectTimeoutMs: positive('cluster.connectTimeoutMs', cluster.connectTimeoutMs ?? 2_000, 1, 60_000),
     connectionsPerNode: positive('cluster.connectionsPerNode', cluster.connectionsPerNode ?? 64, 1, 10_000),
+    nodeLink: cluster.nodeLink ?? process.env.TUNNEL2_NODE_LINK !== 'off',
   };
 }

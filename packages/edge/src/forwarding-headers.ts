@@ -2,11 +2,17 @@ import type { IncomingMessage } from 'node:http';
 import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
 import type { HopOrigin } from './cluster/cluster.js';
-import { NODE_AUTH_HEADER, NODE_CLIENT_HEADER, NODE_PEER_HEADER } from './cluster/node-auth.js';
+import {
+  LINK_CLIENT_HEADER,
+  LINK_SESSION_HEADER,
+  NODE_AUTH_HEADER,
+  NODE_CLIENT_HEADER,
+  NODE_PEER_HEADER,
+} from './cluster/node-auth.js';
 import type { IngressRoute } from './ingress-route.js';
 
-// The six fields a client could use to lie about where a request came from, and the three one node states to
-// another. Length first: most header names are not 9, 15-19 or 21 characters long, and skip the lowercase copy.
+// The six fields a client could use to lie about where a request came from, and the five one node states to
+// another. Length first: most header names are not 9, 15-19, 21 or 22 characters long, and skip the lowercase copy.
 const forwardingFields: ReadonlySet<string> = new Set([
   'forwarded',
   'x-real-ip',
@@ -18,11 +24,16 @@ const forwardingFields: ReadonlySet<string> = new Set([
   NODE_AUTH_HEADER,
   NODE_PEER_HEADER,
   NODE_CLIENT_HEADER,
+  // What an ingress node states on a link stream (believed because the link is authenticated).
+  LINK_SESSION_HEADER,
+  LINK_CLIENT_HEADER,
 ]);
 
 export function isForwardingField(name: string): boolean {
   const n = name.length;
-  return (n === 9 || (n >= 15 && n <= 19) || n === 21) && forwardingFields.has(name.toLowerCase());
+  return (
+    (n === 9 || (n >= 15 && n <= 19) || n === 21 || n === 22) && forwardingFields.has(name.toLowerCase())
+  );
 }
 
 /** A host[:port] as a Host field may carry it: a DNS name, IPv4 or [IPv6], optional port. */

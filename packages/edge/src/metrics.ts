@@ -211,7 +211,7 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     });
     new Counter({
       name: 'tunnel2_cluster_hop_bytes_total',
-      help: 'Body bytes carried between edge nodes: direction="out" (to the owner) or "in" (from it)',
+      help: 'Bytes carried between edge nodes (body bytes on the HTTP hop, whole messages on links): direction="out" (to the owner) or "in" (from it)',
       labelNames: ['direction'],
       registers: [registry],
       collect() {
@@ -229,6 +229,14 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
         this.reset();
         this.inc({ result: 'hit' }, cluster.counters.lookups.hit);
         this.inc({ result: 'miss' }, cluster.counters.lookups.miss);
+      },
+    });
+    new Gauge({
+      name: 'tunnel2_cluster_links',
+      help: 'Node-to-node links this node has open to peer nodes (one per peer it forwards to)',
+      registers: [registry],
+      collect() {
+        this.set(cluster.links?.size ?? 0);
       },
     });
     new Counter({

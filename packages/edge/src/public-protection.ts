@@ -1,5 +1,4 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import type { BlockList } from 'node:net';
 import { compileAddressBlocks, inBlocks } from './client-address.js';
 import { quoteForEcho } from './echo.js';
@@ -19,7 +18,7 @@ export interface CompiledProtection {
    * `clientAddress` is the normalized client address the edge decided on: the connection's peer, or
    * what a trusted proxy in front says (see client-address.ts).
    */
-  check(req: IncomingMessage, clientAddress: string): ProtectionVerdict;
+  check(authorization: string | undefined, clientAddress: string): ProtectionVerdict;
 }
 
 /** Validates the agent's settings once per session, so each request only does lookups. */
@@ -45,7 +44,7 @@ export function compileProtection(input: unknown): CompiledProtection | { error:
   }
   if (expected === undefined && allowed === undefined) return undefined;
   return {
-    check(req, clientAddress) {
+    check(authorization, clientAddress) {
       if (allowed !== undefined && !inBlocks(allowed, clientAddress)) {
         return {
           ok: false,
@@ -54,7 +53,7 @@ export function compileProtection(input: unknown): CompiledProtection | { error:
         };
       }
       if (expected !== undefined) {
-        const given = credentialsDigest(req.headers.authorization);
+        const given = credentialsDigest(authorization);
         if (given === undefined || !timingSafeEqual(given, expected)) {
           return { ok: false, status: 401, message: 'this tunnel requires a user name and password' };
         }

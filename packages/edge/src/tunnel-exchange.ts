@@ -20,6 +20,12 @@ export interface ExchangeContext {
   /** A streamed body beyond this is cut off with 413 (or an aborted response once one has started). */
   maxRequestBodyBytes?: number;
   onFinish?: (exchange: TunnelExchange) => void;
+  /**
+   * The stream was reset before anything was written to the client (no head, no 1xx). Returns true when
+   * the caller takes the request on (a node-to-node link: sent elsewhere, or answered by the caller); the
+   * exchange then writes nothing. Absent, or false: the reset is described to the client as usual.
+   */
+  onUnanswered?: (error: StreamResetError) => boolean;
 }
 
 /**
@@ -154,6 +160,13 @@ export class TunnelExchange implements StreamHandler {
     this.#clearTimer();
     if (this.#done) return;
     this.#done = true;
+    if (!this.#headSent && this.#interim === 0 && this.#context.onUnanswered?.(error) === true) {
+      this.#res.off('close', this.#onResponseClose);
+      this.#res.off('drain', this.#onResponseDrain);
+      this.#req.resume();
+      this.#context.onFinish?.(this);
+      return;
+    }
     if (this.#headSent) {
       // The body was cut short: the client must see an aborted response, never a silently short one.
       this.#res.destroy();

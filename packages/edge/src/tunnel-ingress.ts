@@ -1,17 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import {
-  ErrorCode,
-  encodeRequestHead,
-  type MuxStream,
-  ProtocolError,
-  ProtocolErrorCode,
-} from '@tunnel2/protocol';
+import type { MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
+import { acquireStream, admit, encodeHead } from './admission.js';
 import type { AgentConnection } from './agent-connection.js';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
 import type { Cluster, OwnerFinding } from './cluster/cluster.js';
 import { forwardRequest, forwardUpgrade } from './cluster/forward-arrival.js';
+import { forwardOverLink } from './cluster/link-arrival.js';
 import type { OwnerEntry } from './cluster/owner-cache.js';
 import { rejectUpgrade, sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
@@ -20,17 +16,14 @@ import type { InFlight } from './in-flight.js';
 import { type IngressRoute, isValidSessionName } from './ingress-route.js';
 import { requestHasBody } from './raw-http.js';
 import {
-  busy,
   missingSession,
   offline,
   type Refusal,
   registryUnavailable,
-  restarting,
   unknownSession,
   unreachableOwner,
 } from './refusals.js';
 import type { SessionTable } from './session-table.js';
-import type { SlotWaiter } from './stream-slots.js';
 import { TunnelExchange } from './tunnel-exchange.js';
 import { UpgradeTunnel } from './upgrade-tunnel.js';
 
@@ -99,39 +92,8 @@ function dispatch(
     return;
   }
   const prepared = prepare(arrival, route, connection, options);
-  if ('refusal' in prepared) {
-    arrival.refuse(prepared.refusal);
-    return;
-  }
-  const { payload } = prepared;
-  let stream: MuxStream | undefined;
-  try {
-    stream = connection.slots.tryOpen();
-  } catch {
-    arrival.refuse(restarting(route.name));
-    return;
-  }
-  if (stream !== undefined) {
-    arrival.start(stream, payload);
-    return;
-  }
-  let unwatch = (): void => {};
-  const waiter: SlotWaiter = {
-    granted(granted) {
-      unwatch();
-      if (arrival.gone) granted.reset(ErrorCode.CANCEL);
-      else arrival.start(granted, payload);
-    },
-    refused() {
-      unwatch();
-      arrival.refuse(busy(route.name));
-    },
-  };
-  if (!connection.slots.wait(waiter)) {
-    arrival.refuse(busy(route.name));
-    return;
-  }
-  unwatch = arrival.watch(() => connection.slots.cancel(waiter));
+  if ('refusal' in prepared) arrival.refuse(prepared.refusal);
+  else acquireStream(connection, route.name, arrival, prepared.payload);
 }
 
 /** The checks made before a stream is spent on a request; the encoded request head when they pass. */
@@ -144,62 +106,24 @@ function prepare(
   const req = arrival.req;
   // Only read when the operator trusts a proxy in front; otherwise nothing the client wrote is looked at.
   const origin = arrival.via ?? (options.clients.trustsAnyone ? options.clients.resolve(req) : undefined);
-  const verdict = connection.protection?.check(
-    req,
-    origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
+  const refusal = admit(
+    connection,
+    route.name,
+    {
+      authorization: req.headers.authorization,
+      clientAddress: origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
+      declaredLength: Number(req.headers['content-length'] ?? 0),
+    },
+    options.maxRequestBodyBytes,
   );
-  if (verdict !== undefined && !verdict.ok) {
-    return {
-      refusal: {
-        code: verdict.status === 401 ? EdgeErrorCode.PUBLIC_AUTH_REQUIRED : EdgeErrorCode.PUBLIC_IP_FORBIDDEN,
-        message: verdict.message,
-        ...(verdict.status === 401
-          ? { headers: { 'www-authenticate': 'Basic realm="tunnel2", charset="UTF-8"' } }
-          : {}),
-      },
-    };
-  }
-  if (connection.session.draining) return { refusal: restarting(route.name) };
-  const retryAfterS = connection.rate?.take() ?? 0;
-  if (retryAfterS > 0) {
-    return {
-      refusal: {
-        code: EdgeErrorCode.RATE_LIMITED,
-        message: `tunnel ${route.name} is over its request rate: retry in ${retryAfterS} s`,
-        retryAfterS,
-      },
-    };
-  }
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > options.maxRequestBodyBytes) {
-    return {
-      refusal: {
-        code: EdgeErrorCode.BODY_TOO_LARGE,
-        message: `request body of ${declared} bytes exceeds this edge's limit of ${options.maxRequestBodyBytes}`,
-      },
-    };
-  }
+  if (refusal !== undefined) return { refusal };
   const headers = forwardedHeaders(req, route, origin);
   // An upgrade keeps the two fields that ask for it; everything else hop-by-hop is dropped.
   if (arrival.upgrade) headers.push('Connection', 'Upgrade', 'Upgrade', String(req.headers.upgrade));
-  try {
-    return {
-      payload: encodeRequestHead(
-        { method: req.method ?? 'GET', target: route.target, headers },
-        connection.session.peerSettings.maxFrameSize,
-      ),
-    };
-  } catch (err) {
-    const tooLarge = err instanceof ProtocolError && err.code === ProtocolErrorCode.HEAD_TOO_LARGE;
-    return {
-      refusal: tooLarge
-        ? {
-            code: EdgeErrorCode.HEADERS_TOO_LARGE,
-            message: `request head too large for the tunnel: ${(err as Error).message}`,
-          }
-        : { code: EdgeErrorCode.BAD_REQUEST, message: 'request head cannot be carried through the tunnel' },
-    };
-  }
+  return encodeHead(
+    { method: req.method ?? 'GET', target: route.target, headers },
+    connection.session.peerSettings.maxFrameSize,
+  );
 }
 
 /** The name has no live agent here: a reserved name waits (bounded) for its agent to reconnect. */
@@ -349,7 +273,10 @@ class HttpArrival implements Arrival {
   }
 
   forward(owner: OwnerEntry, cluster: Cluster, lost?: (owner: OwnerEntry) => void): void {
-    forwardRequest(this.req, this.#res, this.#route.name, owner, cluster, this.#options, lost);
+    const links = cluster.links;
+    if (links !== undefined && !links.viaHop(owner.url))
+      forwardOverLink(this.req, this.#res, this.#route, owner, cluster, links, this.#options, lost);
+    else forwardRequest(this.req, this.#res, this.#route.name, owner, cluster, this.#options, lost);
   }
 
   get gone(): boolean {

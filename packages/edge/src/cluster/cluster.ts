@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { withoutHopByHop } from '@tunnel2/protocol';
+import { type ProtocolSettings, withoutHopByHop } from '@tunnel2/protocol';
 import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../client-address.js';
@@ -12,6 +12,7 @@ import {
   type SignedFields,
 } from './node-auth.js';
 import { NodeHop } from './node-hop.js';
+import { NodeLinks } from './node-link.js';
 import { OwnerCache, type OwnerEntry } from './owner-cache.js';
 import { NoticeSender, parseTakeoverTarget, type TakeoverNotice, takeoverTarget } from './takeover-notice.js';
 
@@ -32,8 +33,14 @@ export interface ClusterOptions {
   ownerCacheSize?: number;
   /** A peer node that does not accept a connection in this time is unreachable. */
   connectTimeoutMs?: number;
-  /** Pooled connections per peer node. */
+  /** Pooled connections per peer node (the HTTP hop, used for upgrades and peers without links). */
   connectionsPerNode?: number;
+  /**
+   * Node-to-node links (one multiplexed WebSocket per peer) for forwarded requests, served and used.
+   * Default true; false (or TUNNEL2_NODE_LINK=off) behaves as a node from before links: every forwarded
+   * request takes the HTTP hop, and a peer's link upgrade is answered 404 (a rolling upgrade's old node).
+   */
+  nodeLink?: boolean;
 }
 
 export interface ResolvedClusterOptions {
@@ -44,6 +51,7 @@ export interface ResolvedClusterOptions {
   ownerCacheSize: number;
   connectTimeoutMs: number;
   connectionsPerNode: number;
+  nodeLink: boolean;
 }
 
 /** What the first node decided about a client, carried to the serving node under the signature. */
@@ -92,6 +100,8 @@ export class Cluster {
   readonly nodeId: string;
   readonly options: ResolvedClusterOptions;
   readonly hop: NodeHop;
+  /** Links to peer nodes (undefined when links are off): forwarded requests go over them. */
+  readonly links: NodeLinks | undefined;
   readonly counters: ClusterCounters = {
     forwarded: { ok: 0, unreachable: 0, aborted: 0, not_here: 0 },
     lookups: { hit: 0, miss: 0 },
@@ -101,7 +111,7 @@ export class Cluster {
   /** Takeover notices this node sends (see takeover-notice.ts). */
   readonly notices: NoticeSender;
   readonly #registry: SessionRegistry;
-  readonly #auth: NodeAuth;
+  readonly auth: NodeAuth;
   readonly #cache: OwnerCache;
   readonly #logger: Logger;
   #timer: NodeJS.Timeout | undefined;
@@ -115,11 +125,13 @@ export class Cluster {
     options: ResolvedClusterOptions;
     logger: Logger;
     responseTimeoutMs: number;
+    protocol: Partial<ProtocolSettings>;
+    maxMessageSize: number;
   }) {
     this.nodeId = input.nodeId;
     this.options = input.options;
     this.#registry = input.registry;
-    this.#auth = new NodeAuth(input.options.secret);
+    this.auth = new NodeAuth(input.options.secret);
     this.#cache = new OwnerCache({
       maxEntries: input.options.ownerCacheSize,
       ttlMs: input.options.ownerCacheTtlMs,
@@ -132,6 +144,18 @@ export class Cluster {
       connectionsPerNode: input.options.connectionsPerNode,
     });
     this.notices = new NoticeSender(input.options.connectTimeoutMs);
+    this.links = input.options.nodeLink
+      ? new NodeLinks({
+          nodeId: input.nodeId,
+          auth: this.auth,
+          protocol: input.protocol,
+          maxMessageSize: input.maxMessageSize,
+          connectTimeoutMs: input.options.connectTimeoutMs,
+          // Link bytes are counted with the hop's: one metric of what crosses between nodes.
+          counters: this.hop.counters,
+          logger: this.#logger,
+        })
+      : undefined;
   }
 
   /** Announces this node and keeps the announcement alive (one timer). */
@@ -220,6 +244,7 @@ export class Cluster {
     this.counters.forwarded.unreachable++;
     this.#cache.dropNode(owner.nodeId);
     this.hop.forget(owner.url);
+    this.links?.forget(owner.url);
   }
 
   /**
@@ -250,7 +275,7 @@ export class Cluster {
     out.push('X-Forwarded-Proto', origin.proto, 'X-Forwarded-Host', origin.host);
     if (origin.prefix !== '') out.push('X-Forwarded-Prefix', origin.prefix);
     out.push(NODE_PEER_HEADER, origin.peer, NODE_CLIENT_HEADER, origin.client);
-    out.push(NODE_AUTH_HEADER, this.#auth.sign(fields));
+    out.push(NODE_AUTH_HEADER, this.auth.sign(fields));
     return out;
   }
 
@@ -266,7 +291,7 @@ export class Cluster {
     const chain = single(req.headers['x-forwarded-for']);
     const verified =
       typeof value === 'string'
-        ? this.#auth.verify(value, {
+        ? this.auth.verify(value, {
             method: req.method ?? 'GET',
             target: req.url ?? '/',
             host: req.headers.host ?? '',
@@ -306,7 +331,7 @@ export class Cluster {
           }),
           node.url,
         );
-        const signature = this.#auth.signNotice(this.nodeId, 'POST', `${url.pathname}${url.search}`);
+        const signature = this.auth.signNotice(this.nodeId, 'POST', `${url.pathname}${url.search}`);
         return this.notices.send(url, signature);
       })
       .catch(() => 'failed' as const)
@@ -327,7 +352,7 @@ export class Cluster {
     if (value === undefined) return undefined;
     const target = req.url ?? '/';
     const verified =
-      typeof value === 'string' ? this.#auth.verifyNotice(value, req.method ?? 'GET', target) : undefined;
+      typeof value === 'string' ? this.auth.verifyNotice(value, req.method ?? 'GET', target) : undefined;
     if (verified === undefined) {
       this.counters.forged++;
       return 'forged';
@@ -342,6 +367,7 @@ export class Cluster {
     this.#timer = undefined;
     clearTimeout(this.#retry);
     this.#retry = undefined;
+    this.links?.close();
     await this.hop.close();
     try {
       await this.#registry.withdrawNode(this.nodeId);

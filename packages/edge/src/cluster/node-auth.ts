@@ -7,6 +7,13 @@ export const NODE_PEER_HEADER = 'x-tunnel2-node-peer';
 /** The client address the first node decided on (what allow-lists are checked against). */
 export const NODE_CLIENT_HEADER = 'x-tunnel2-node-client';
 
+/** Where a node opens its link to a peer (a WebSocket carrying the multiplexed protocol). */
+export const LINK_PATH = '/_tunnel2/node-link';
+/** On a link stream's request head: the session the request is for (the ingress routed it). */
+export const LINK_SESSION_HEADER = 'x-tunnel2-link-session';
+/** On a link stream's request head: the client address the ingress decided on (for allow-lists). */
+export const LINK_CLIENT_HEADER = 'x-tunnel2-link-client';
+
 /** How far a signature's timestamp may be from this node's clock: tolerates skew, bounds replay. */
 const MAX_SKEW_MS = 30_000;
 
@@ -74,6 +81,18 @@ export class NodeAuth {
    * True only for a well-formed, fresh signature over exactly these fields by a holder of the secret;
    * compared in constant time. `fields.fromNode` is taken from the value itself.
    */
+  /**
+   * The value a node opens a link with: the upgrade request's line and Host, signed once per link (the
+   * requests on the link carry no signature: the link itself is authenticated).
+   */
+  signLink(fromNode: string, host: string): string {
+    return this.sign({ ...linkFields(host), fromNode });
+  }
+
+  verifyLink(value: string, host: string): { fromNode: string } | undefined {
+    return this.verify(value, linkFields(host));
+  }
+
   verify(value: string, fields: Omit<SignedFields, 'fromNode'>): { fromNode: string } | undefined {
     return this.#verify(HOP_LABEL, value, (fromNode) => hopParts({ ...fields, fromNode }));
   }
@@ -106,4 +125,18 @@ export class NodeAuth {
     const expected = mac(this.#secret, label, timestamp, parts(fromNode));
     return timingSafeEqual(Buffer.from(hex, 'hex'), expected) ? { fromNode } : undefined;
   }
+}
+
+function linkFields(host: string): Omit<SignedFields, 'fromNode'> {
+  return {
+    method: 'GET',
+    target: LINK_PATH,
+    host,
+    peer: '',
+    client: '',
+    forwardedFor: '',
+    proto: '',
+    forwardedHost: '',
+    prefix: '',
+  };
 }

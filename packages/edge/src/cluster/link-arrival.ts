@@ -1,0 +1,126 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorCode, type StreamResetError } from '@tunnel2/protocol';
+import { encodeHead } from '../admission.js';
+import { normalizeAddress } from '../client-address.js';
+import { sendEdgeError } from '../error-response.js';
+import { EdgeErrorCode } from '../errors.js';
+import { forwardedHeaders } from '../forwarding-headers.js';
+import type { IngressRoute } from '../ingress-route.js';
+import { requestHasBody } from '../raw-http.js';
+import { busy, offline, type Refusal, unreachableOwner } from '../refusals.js';
+import { TunnelExchange } from '../tunnel-exchange.js';
+import type { TunnelIngressOptions } from '../tunnel-ingress.js';
+import type { Cluster } from './cluster.js';
+import { forwardRequest } from './forward-arrival.js';
+import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
+import type { NodeLinks } from './node-link.js';
+import type { OwnerEntry } from './owner-cache.js';
+
+type Ingress = Pick<
+  TunnelIngressOptions,
+  'clients' | 'inFlight' | 'logger' | 'responseTimeoutMs' | 'maxRequestBodyBytes'
+>;
+
+/**
+ * Carries one public request to the node holding its session over the link to that node, through the
+ * same TunnelExchange as a request for an agent connected here: the ingress sees the real client, so it
+ * states the forwarded headers, and checks the answer's head, interim heads, trailers, body limits and
+ * the response timeout itself. The holder hears which session and which client address (for its
+ * allow-list) in two fields at the end of the head, believed because the link is authenticated.
+ * A request the holder did not process (REFUSED_STREAM: the session is not live there, or the node
+ * drains) or whose link died before any answer is sent elsewhere through `lost` when it has no body, as
+ * the HTTP hop does with "not here"; otherwise it is answered as that hop would.
+ */
+export function forwardOverLink(
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: IngressRoute,
+  owner: OwnerEntry,
+  cluster: Cluster,
+  links: NodeLinks,
+  options: Ingress,
+  lost?: (owner: OwnerEntry) => void,
+): void {
+  const name = route.name;
+  const origin = options.clients.trustsAnyone ? options.clients.resolve(req) : undefined;
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > options.maxRequestBodyBytes) {
+    sendEdgeError(
+      res,
+      EdgeErrorCode.BODY_TOO_LARGE,
+      `request body of ${declared} bytes exceeds this edge's limit of ${options.maxRequestBodyBytes}`,
+    );
+    return;
+  }
+  const headers = forwardedHeaders(req, route, origin);
+  const client = origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? '');
+  headers.push(LINK_SESSION_HEADER, name, LINK_CLIENT_HEADER, client);
+  const hasBody = requestHasBody(req);
+  const inFlight = options.inFlight;
+  inFlight.start();
+  const refuse = (refusal: Refusal): void => {
+    sendEdgeError(res, refusal.code, refusal.message, refusal.retryAfterS, refusal.headers);
+  };
+  const unreachable = (err: unknown): void => {
+    cluster.unreachable(owner);
+    options.logger.warn({ err, session: name, node: owner.nodeId }, 'cluster: node unreachable');
+    if (lost !== undefined && !hasBody) lost(owner);
+    else refuse(unreachableOwner(name, owner));
+  };
+  links.open(owner.url, (opening) => {
+    try {
+      if (res.destroyed) {
+        if ('stream' in opening) opening.stream.reset(ErrorCode.CANCEL);
+        return;
+      }
+      if ('failed' in opening) {
+        if (opening.failed === 'refused') forwardRequest(req, res, name, owner, cluster, options, lost);
+        else if (opening.failed === 'full') refuse(busy(name));
+        else unreachable(opening.err);
+        return;
+      }
+      const { stream } = opening;
+      const encoded = encodeHead(
+        { method: req.method ?? 'GET', target: route.target, headers },
+        opening.maxFrameSize,
+      );
+      if ('refusal' in encoded) {
+        stream.reset(ErrorCode.CANCEL);
+        refuse(encoded.refusal);
+        return;
+      }
+      inFlight.start();
+      let handedBack = false;
+      res.setHeader('x-tunnel2-node', owner.nodeId);
+      const exchange = new TunnelExchange(req, res, stream, {
+        name,
+        responseTimeoutMs: options.responseTimeoutMs,
+        maxRequestBodyBytes: options.maxRequestBodyBytes,
+        onUnanswered: (error: StreamResetError) => {
+          const code = error.protocolCode;
+          if (code !== ErrorCode.REFUSED_STREAM && code !== ErrorCode.SESSION_CLOSED) return false;
+          handedBack = true;
+          res.removeHeader('x-tunnel2-node');
+          if (code === ErrorCode.SESSION_CLOSED) {
+            unreachable(error);
+          } else {
+            cluster.notHere(name, owner);
+            if (lost !== undefined && !hasBody) lost(owner);
+            else refuse(offline(name));
+          }
+          return true;
+        },
+        onFinish: () => {
+          if (!handedBack) cluster.counters.forwarded[res.destroyed ? 'aborted' : 'ok']++;
+          inFlight.finish();
+        },
+      });
+      stream.sendHeaders(encoded.payload, !hasBody);
+      if (hasBody) exchange.pumpRequestBody();
+      else req.resume();
+    } finally {
+      // After `lost` (or the exchange) took the request on: the in-flight count never dips to zero between.
+      inFlight.finish();
+    }
+  });
+}

@@ -1,0 +1,188 @@
+import {
+  decodeRequestHead,
+  ErrorCode,
+  encodeResponseHead,
+  isProtocolError,
+  type MuxStream,
+  type RequestHead,
+  type StreamHandler,
+} from '@tunnel2/protocol';
+import { acquireStream, admit, encodeHead, type SlotClaimant } from '../admission.js';
+import { EDGE_ANSWER_HEADERS } from '../error-response.js';
+import { statusByCode } from '../errors.js';
+import type { Refusal } from '../refusals.js';
+import type { SessionTable } from '../session-table.js';
+import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
+import { StreamSplice } from './stream-splice.js';
+
+export interface LinkRequestContext {
+  sessions: SessionTable;
+  maxRequestBodyBytes: number;
+  /** The link stream now carries a request to an agent (in flight until the link stream closes). */
+  started(link: MuxStream): void;
+}
+
+/** A refusal's head is a few hundred bytes: far below the smallest frame limit a peer may announce. */
+const REFUSAL_HEAD_LIMIT = 16 * 1024;
+
+/** What the ingress put at the end of the head for this node, and the head the agent gets without it. */
+function takeMetadata(head: RequestHead): { name: string; client: string } | undefined {
+  const fields = head.headers;
+  const n = fields.length;
+  // The ingress writes them last, in this order and case; anything else is not a head from a node.
+  if (n < 4 || fields[n - 4] !== LINK_SESSION_HEADER || fields[n - 2] !== LINK_CLIENT_HEADER)
+    return undefined;
+  const meta = { name: fields[n - 3]!, client: fields[n - 1]! };
+  fields.length = n - 4;
+  return meta;
+}
+
+/** The two fields the checks read, in one pass; the rest of the head goes to the agent untouched. */
+function admissionFields(fields: string[]): { authorization: string | undefined; declaredLength: number } {
+  let authorization: string | undefined;
+  let declaredLength = 0;
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i]!;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') authorization = fields[i + 1];
+    else if (name.length === 14 && name.toLowerCase() === 'content-length')
+      declaredLength = Number(fields[i + 1]);
+  }
+  return { authorization, declaredLength };
+}
+
+/**
+ * One request another node carried here over a link: its head decoded, this node's metadata taken out,
+ * the same checks as for a request arriving here (protection with the client address the ingress decided
+ * on, drain, rate, body limit, stream slots with their wait), then the agent's stream spliced to the link
+ * stream. Refusals go back as an ordinary response on the link stream; a session that is not live here
+ * is answered with REFUSED_STREAM, "not processed": the ingress sends the request elsewhere or says so.
+ * Body bytes that arrive before the agent's stream opens are held (bounded by the link stream's window).
+ */
+export class LinkRequest implements StreamHandler, SlotClaimant {
+  readonly #stream: MuxStream;
+  readonly #context: LinkRequestContext;
+  #early: Buffer[] = [];
+  #ended = false;
+  /** Refused: what the ingress still sends is read and dropped. */
+  #discarding = false;
+  #goneWatchers: (() => void)[] = [];
+  #headSeen = false;
+
+  constructor(stream: MuxStream, context: LinkRequestContext) {
+    this.#stream = stream;
+    this.#context = context;
+    stream.handler = this;
+  }
+
+  get gone(): boolean {
+    return this.#stream.closed;
+  }
+
+  onHeaders(payload: Buffer, endStream: boolean): void {
+    if (this.#headSeen) {
+      // Trailers of the request body before the agent's stream opened: not carried (the ingress sends none).
+      if (endStream) this.onEnd();
+      return;
+    }
+    this.#headSeen = true;
+    if (endStream) this.#ended = true;
+    let head: RequestHead;
+    try {
+      head = decodeRequestHead(payload);
+    } catch (err) {
+      if (!isProtocolError(err)) throw err;
+      this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+      return;
+    }
+    const meta = takeMetadata(head);
+    if (meta === undefined) {
+      this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+      return;
+    }
+    const connection = this.#context.sessions.get(meta.name);
+    if (connection === undefined || !connection.ready || connection.session.draining) {
+      this.#stream.reset(ErrorCode.REFUSED_STREAM);
+      return;
+    }
+    const refusal = admit(
+      connection,
+      meta.name,
+      { ...admissionFields(head.headers), clientAddress: meta.client },
+      this.#context.maxRequestBodyBytes,
+    );
+    if (refusal !== undefined) {
+      this.refuse(refusal);
+      return;
+    }
+    const encoded = encodeHead(head, connection.session.peerSettings.maxFrameSize);
+    if ('refusal' in encoded) this.refuse(encoded.refusal);
+    else acquireStream(connection, meta.name, this, encoded.payload);
+  }
+
+  onData(chunk: Buffer): void {
+    if (this.#discarding) this.#stream.consume(chunk.length);
+    else this.#early.push(chunk);
+  }
+
+  onEnd(): void {
+    this.#ended = true;
+  }
+
+  onReset(): void {
+    this.#early = [];
+    const watchers = this.#goneWatchers;
+    this.#goneWatchers = [];
+    for (const onGone of watchers) onGone();
+  }
+
+  onDrain(): void {}
+
+  watch(onGone: () => void): () => void {
+    this.#goneWatchers.push(onGone);
+    return () => {
+      this.#goneWatchers = this.#goneWatchers.filter((w) => w !== onGone);
+    };
+  }
+
+  start(agent: MuxStream, payload: Buffer): void {
+    this.#context.started(this.#stream);
+    const early = this.#early;
+    this.#early = [];
+    const bodyless = this.#ended && early.length === 0;
+    agent.sendHeaders(payload, bodyless);
+    const splice = new StreamSplice(this.#stream, agent);
+    if (!bodyless) splice.replay(early, this.#ended);
+  }
+
+  /** An answer of this node's own, as the edge writes it on a public connection (sendEdgeError's head). */
+  refuse(refusal: Refusal): void {
+    const stream = this.#stream;
+    if (stream.closed) return;
+    this.#discarding = true;
+    let early = 0;
+    for (const chunk of this.#early) early += chunk.length;
+    this.#early = [];
+    stream.consume(early);
+    const body = Buffer.from(`${refusal.message}\n`);
+    const headers = [
+      'content-type',
+      'text/plain; charset=utf-8',
+      'content-length',
+      String(body.length),
+      ...Object.entries(EDGE_ANSWER_HEADERS).flat(),
+      'x-tunnel2-error',
+      refusal.code,
+    ];
+    if (refusal.retryAfterS !== undefined) headers.push('retry-after', String(refusal.retryAfterS));
+    if (refusal.headers !== undefined) headers.push(...Object.entries(refusal.headers).flat());
+    stream.sendHeaders(
+      encodeResponseHead(
+        { status: statusByCode[refusal.code], statusMessage: '', headers },
+        REFUSAL_HEAD_LIMIT,
+      ),
+      false,
+    );
+    stream.write(body);
+    stream.end();
+  }
+}

@@ -1,0 +1,26 @@
+import type { ProtocolSettings, SessionRole } from '@tunnel2/protocol';
+
+/** Streams one link carries at once: every request in flight between two nodes, for every tunnel. */
+export const LINK_MAX_STREAMS = 4096;
+/**
+ * The session window of a link, each way: 64 MiB. A stream's bytes hold session credit until the far
+ * side took them (a slow client keeps its stream's window full), so a window the size of an agent
+ * session's (16 MiB, 64 streams of 256 KiB) would let a few slow downloads stall every tunnel between two
+ * nodes. It is also the memory bound: at most this many bytes of one link are held by a node at once.
+ */
+export const LINK_SESSION_WINDOW = 64 * 1024 * 1024;
+
+/** A link's session options: the edge's protocol settings, with the link's stream count and window. */
+export function linkSessionOptions(
+  role: SessionRole,
+  protocol: Partial<ProtocolSettings>,
+): { role: SessionRole; settings: Partial<ProtocolSettings> } {
+  return {
+    role,
+    settings: {
+      ...protocol,
+      maxConcurrentStreams: LINK_MAX_STREAMS,
+      initialSessionWindow: Math.max(protocol.initialSessionWindow ?? 0, LINK_SESSION_WINDOW),
+    },
+  };
+}
