@@ -284,6 +284,9 @@ export class MuxStream {
   }
 
   #maybeClose(): void {
+    // Nothing more can arrive and nothing is held: the window's growth is free for other streams, even while
+    // this stream still sends (a long response after an upload).
+    if (this.#remoteEnded && this.#unconsumed === 0) this.#window.release(this.#host.windowBudget);
     if (!this.#closed && this.#localEnded && this.#remoteEnded && this.#unconsumed === 0)
       this.#close(undefined);
   }

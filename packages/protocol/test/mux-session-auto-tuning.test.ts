@@ -39,7 +39,7 @@ const rttSampled = async (pair: Pair): Promise<void> => {
 };
 
 describe('receive-window auto-tuning', () => {
-  it('is off by default: no timing PING, credit returned equals bytes consumed', async () => {
+  it('is off when a test asks for exact windows: no timing PING, credit returned equals bytes consumed', async () => {
     const pair = await pairFor({ settings });
     expect(pair.agent.session.maxStreamWindow).toBe(settings.initialStreamWindow);
     const { edge, agent } = await openRecorded(pair, 'sync');

@@ -143,6 +143,8 @@ export interface PairOptions {
   sharedWindowBudget?: WindowBudget;
   /** The sessions' own defaults (auto-tuning on) instead of exact windows when nothing above is given. */
   defaultTuning?: boolean;
+  /** This side keeps exact windows whatever the rest says: a peer from before auto-tuning. */
+  oldSide?: SessionRole;
   /** One-way delay of both directions of the pipe, in ms. */
   latencyMs?: number;
 }
@@ -157,7 +159,7 @@ function createSide(role: SessionRole, settings: Partial<ProtocolSettings>, opti
     handler: events,
     settings,
     ...(options.highWaterMark === undefined ? {} : { highWaterMark: options.highWaterMark }),
-    ...tuningOf(options),
+    ...(options.oldSide === role ? exactWindows : tuningOf(options)),
   });
   return { session, transport, events };
 }
