@@ -9,28 +9,14 @@ import {
   WindowBudget,
 } from '../src/index.js';
 import { requestHead } from './support/exchange.js';
-import { connectPair, type Pair, type PairOptions } from './support/mux-harness.js';
+import type { Pair } from './support/mux-harness.js';
 import { openRecorded, type StreamRecorder, writeBody } from './support/stream-recorder.js';
+import { disposePairs, pairFor, rttSampled } from './support/tuned-pairs.js';
 
 const KiB = 1024;
 const settings = { initialStreamWindow: 16 * KiB, initialSessionWindow: 4096 * KiB, maxFrameSize: 16 * KiB };
 
-const pairs: Pair[] = [];
-async function pairFor(options: PairOptions): Promise<Pair> {
-  const pair = await connectPair(options);
-  pairs.push(pair);
-  return pair;
-}
-afterEach(() => {
-  for (const pair of pairs.splice(0)) pair.dispose();
-});
-
-/** Waits (bounded) until both sides measured the round trip the tuning needs. */
-async function rttSampled(pair: Pair): Promise<void> {
-  for (let i = 0; i < 200 && (pair.agent.session.rttMs === 0 || pair.edge.session.rttMs === 0); i++)
-    await new Promise((r) => setTimeout(r, 5));
-  expect(pair.agent.session.rttMs).toBeGreaterThan(0);
-}
+afterEach(disposePairs);
 
 /** Opens `count` streams from the edge, one at a time (openRecorded owns the agent's onStream meanwhile). */
 async function openMany(pair: Pair, count: number) {
@@ -63,24 +49,6 @@ describe('auto-tuning defaults', () => {
     expect(pair.edge.session.sessionSendWindow).toBe(
       defaultSettings.initialSessionWindow + defaultWindowTuning.sessionWindowBudget,
     );
-  });
-
-  it('is off with a zero session budget: exact windows, no PING, no extra session credit', async () => {
-    const pair = await pairFor({
-      settings,
-      sessionWindowBudget: 0,
-      maxStreamWindow: 1024 * KiB,
-      latencyMs: 5,
-    });
-    expect(pair.agent.session.maxStreamWindow).toBe(settings.initialStreamWindow);
-    const { edge, agent } = await openRecorded(pair, 'sync');
-    const body = randomBytes(512 * KiB);
-    await writeBody(edge, body, 16 * KiB);
-    await agent.ended.promise;
-    expect(agent.body().equals(body)).toBe(true);
-    expect(pair.agent.transport.sent.frames.some((f) => f.type === FrameType.PING)).toBe(false);
-    expect(pair.edge.session.sessionSendWindow).toBeLessThanOrEqual(settings.initialSessionWindow);
-    expect(agent.maxUnconsumed).toBeLessThanOrEqual(settings.initialStreamWindow);
   });
 });
 
