@@ -7,6 +7,7 @@ import {
   ProtocolErrorCode,
   type ProtocolSettings,
   Tunnel2Error,
+  type WindowBudget,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
@@ -23,6 +24,9 @@ export interface AgentConnectionOptions {
   protocol: Partial<ProtocolSettings>;
   /** Auto-tuning limit for response streams (MuxSessionOptions.maxStreamWindow). */
   maxStreamWindow: number;
+  /** This session's growth budget, and the edge-wide one every session draws on. */
+  sessionWindowBudget: number;
+  edgeWindowBudget: WindowBudget;
   helloTimeoutMs: number;
   /** This session's concurrent-stream limit and the bounded wait for a slot. */
   slots: StreamSlotsOptions;
@@ -68,6 +72,8 @@ export class AgentConnection {
       role: 'edge',
       settings: options.protocol,
       maxStreamWindow: options.maxStreamWindow,
+      sessionWindowBudget: options.sessionWindowBudget,
+      sharedWindowBudget: options.edgeWindowBudget,
       transport: {
         send: (message, done) => socket.send(message, { binary: true, compress: false }, done),
         close: (code, reason) => socket.close(code, reason),

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { WindowBudget } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { createAgentAuthenticator } from './agent-auth.js';
@@ -34,6 +35,8 @@ export const AGENT_KEY_HEADER = 'x-tunnel2-agent-key';
 export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
   const { options, sessions, logger } = endpoint;
   const authenticator = createAgentAuthenticator(options.auth);
+  // One for the whole edge: every agent session's window growth draws on it (see edgeWindowBudget).
+  const edgeWindowBudget = new WindowBudget(options.edgeWindowBudget);
   // The client address of each live anonymous session. Anonymous agents pick their own agent key, so a
   // new key per connection would escape a limit counted by key: they are counted by address instead.
   const anonymousAddress = new WeakMap<AgentConnection, string>();
@@ -131,6 +134,8 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         logger,
         protocol: options.protocol,
         maxStreamWindow: options.maxStreamWindow,
+        sessionWindowBudget: options.sessionWindowBudget,
+        edgeWindowBudget,
         helloTimeoutMs: options.helloTimeoutMs,
         slots: {
           maxStreams: options.maxStreamsPerSession,

@@ -1,6 +1,6 @@
-import type { ProtocolSettings } from '@tunnel2/protocol';
+import { defaultWindowTuning, type ProtocolSettings } from '@tunnel2/protocol';
 import type { AgentAuthOptions } from './agent-auth.js';
-import { type EdgeOptions, isNodeId } from './edge-options.js';
+import { DEFAULT_EDGE_WINDOW_BUDGET, type EdgeOptions, isNodeId } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 import {
   integer,
@@ -36,6 +36,8 @@ export interface EdgeSettings {
   reconnectGraceMs: number;
   maxMessageSize: number;
   maxStreamWindow: number;
+  sessionWindowBudget: number;
+  edgeWindowBudget: number;
   helloTimeoutMs: number;
   maxSessionsPerOwner: number;
   maxRequestBodyBytes: number;
@@ -157,9 +159,21 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   maxStreamWindow: {
     description:
-      "auto-tuning: largest a response stream's window grows to when agents are a real round trip away (bytes; e.g. 4194304; 0 or at most initialStreamWindow: off)",
-    default: 0,
+      "auto-tuning: largest a response stream's window grows to when its agent is a real round trip away and the client keeps up (bytes; 0 or at most initialStreamWindow: off)",
+    default: defaultWindowTuning.maxStreamWindow,
     ...integer(0, 0x7f_ff_ff_ff),
+  },
+  sessionWindowBudget: {
+    description:
+      "auto-tuning: window growth one agent's response streams may hold together, also added to its session window (bytes; 0: off); one agent's response bytes held ≤ min(streams × initialStreamWindow, initialSessionWindow) + this",
+    default: defaultWindowTuning.sessionWindowBudget,
+    ...integer(0, 0x7f_ff_ff_ff),
+  },
+  edgeWindowBudget: {
+    description:
+      'auto-tuning: window growth all agents together may hold on this edge (bytes); response bytes held ≤ Σ per agent min(streams × initialStreamWindow, initialSessionWindow + sessionWindowBudget) + this',
+    default: DEFAULT_EDGE_WINDOW_BUDGET,
+    ...integer(0, Number.MAX_SAFE_INTEGER),
   },
   helloTimeoutMs: {
     description: 'time an agent has to send its HELLO after connecting',

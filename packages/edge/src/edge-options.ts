@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MAX_WINDOW, type ProtocolSettings } from '@tunnel2/protocol';
+import { defaultWindowTuning, MAX_WINDOW, type ProtocolSettings } from '@tunnel2/protocol';
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { AgentAuthOptions } from './agent-auth.js';
@@ -33,10 +33,20 @@ export interface EdgeOptions {
   /** Largest WebSocket message accepted from an agent. */
   maxMessageSize?: number;
   /**
-   * Largest receive window a response stream grows to by auto-tuning (bytes). Off (0) by default: at most the
-   * initial window (protocol.initialStreamWindow) means no growth.
+   * Largest receive window a response stream grows to by auto-tuning (bytes), when the agent is a real round
+   * trip away and the public client keeps up. Default 16 MiB; at most protocol.initialStreamWindow: no growth.
    */
   maxStreamWindow?: number;
+  /**
+   * Window growth one agent session's response streams may hold together above their initial windows, and
+   * what its session window grows by (bytes). Default 32 MiB; 0 turns auto-tuning off.
+   */
+  sessionWindowBudget?: number;
+  /**
+   * Window growth all agent sessions of this edge may hold together (bytes). Default 256 MiB: what peers may
+   * fill beyond the initial windows is at most this, however many sessions and streams.
+   */
+  edgeWindowBudget?: number;
   /** Time an agent has to send its HELLO after the WebSocket opens. */
   helloTimeoutMs?: number;
   /**
@@ -105,6 +115,8 @@ export interface ResolvedEdgeOptions {
   protocol: Partial<ProtocolSettings>;
   maxMessageSize: number;
   maxStreamWindow: number;
+  sessionWindowBudget: number;
+  edgeWindowBudget: number;
   helloTimeoutMs: number;
   auth: AgentAuthOptions & { allowAnonymous: boolean };
   maxSessionsPerOwner: number;
@@ -124,6 +136,9 @@ export interface ResolvedEdgeOptions {
   showSessionCount: boolean;
   cluster: ResolvedClusterOptions | undefined;
 }
+
+/** A quarter of a 1 GiB machine: eight sessions at full growth, far more at the sizes real paths need. */
+export const DEFAULT_EDGE_WINDOW_BUDGET = 256 * 1024 * 1024;
 
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host.startsWith('127.');
@@ -229,7 +244,24 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
       64 * 1024,
       64 * 1024 * 1024,
     ),
-    maxStreamWindow: positive('maxStreamWindow', options.maxStreamWindow ?? 0, 0, MAX_WINDOW),
+    maxStreamWindow: positive(
+      'maxStreamWindow',
+      options.maxStreamWindow ?? defaultWindowTuning.maxStreamWindow,
+      0,
+      MAX_WINDOW,
+    ),
+    sessionWindowBudget: positive(
+      'sessionWindowBudget',
+      options.sessionWindowBudget ?? defaultWindowTuning.sessionWindowBudget,
+      0,
+      MAX_WINDOW,
+    ),
+    edgeWindowBudget: positive(
+      'edgeWindowBudget',
+      options.edgeWindowBudget ?? DEFAULT_EDGE_WINDOW_BUDGET,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
     helloTimeoutMs: positive('helloTimeoutMs', options.helloTimeoutMs ?? 10_000, 1, 600_000),
     auth: { ...auth, allowAnonymous },
     maxSessionsPerOwner: positive('maxSessionsPerOwner', options.maxSessionsPerOwner ?? 20, 1, 1_000_000),

@@ -143,6 +143,16 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
       this.set(buffered);
     },
   });
+  new Gauge({
+    name: 'tunnel2_window_growth_bytes',
+    help: 'Receive-window growth response streams hold above their initial windows (sum over sessions; at most edgeWindowBudget)',
+    registers: [registry],
+    collect() {
+      let grown = 0;
+      for (const connection of edge.sessions.connections()) grown += connection.session.windowBudget.used;
+      this.set(grown);
+    },
+  });
   new Counter({
     name: 'tunnel2_frames_received_total',
     help: 'Protocol frames received from agents',

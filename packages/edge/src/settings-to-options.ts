@@ -18,6 +18,8 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
     reconnectGraceMs: settings.reconnectGraceMs,
     maxMessageSize: settings.maxMessageSize,
     maxStreamWindow: settings.maxStreamWindow,
+    sessionWindowBudget: settings.sessionWindowBudget,
+    edgeWindowBudget: settings.edgeWindowBudget,
     helloTimeoutMs: settings.helloTimeoutMs,
     maxSessionsPerOwner: settings.maxSessionsPerOwner,
     maxRequestBodyBytes: settings.maxRequestBodyBytes,

@@ -26,6 +26,36 @@ export const defaultSettings: Readonly<ProtocolSettings> = Object.freeze({
   heartbeatIntervalMs: 10_000,
 });
 
+/**
+ * Receive-window auto-tuning: local policy, never announced (see PROTOCOL.md "Receive-window auto-tuning").
+ * On by default on both sides. A stream's window grows to at most `maxStreamWindow` (16 MiB: 110 MB/s at a
+ * 150 ms round trip); all growth of one session together is at most `sessionWindowBudget` (32 MiB: two
+ * streams at full size, or six browser downloads at ~5 MiB each), and the session window is sized by it.
+ */
+export interface WindowTuning {
+  /** Largest a stream's receive window grows to (bytes); at most initialStreamWindow: no tuning. */
+  maxStreamWindow: number;
+  /** Growth above the initial windows one session may grant in all (bytes); 0: no tuning. */
+  sessionWindowBudget: number;
+}
+
+export const defaultWindowTuning: Readonly<WindowTuning> = Object.freeze({
+  maxStreamWindow: 16 * 1024 * 1024,
+  sessionWindowBudget: 32 * 1024 * 1024,
+});
+
+export function resolveWindowTuning(
+  options: { [K in keyof WindowTuning]?: WindowTuning[K] | undefined } = {},
+): WindowTuning {
+  const tuning = {
+    maxStreamWindow: options.maxStreamWindow ?? defaultWindowTuning.maxStreamWindow,
+    sessionWindowBudget: options.sessionWindowBudget ?? defaultWindowTuning.sessionWindowBudget,
+  };
+  checkRange('maxStreamWindow', tuning.maxStreamWindow, 0, MAX_WINDOW);
+  checkRange('sessionWindowBudget', tuning.sessionWindowBudget, 0, MAX_WINDOW);
+  return tuning;
+}
+
 /** The settings a peer is assumed to have until its HELLO arrives: the smallest legal values. */
 export const settingsBeforeHello: Readonly<ProtocolSettings> = Object.freeze({
   maxConcurrentStreams: 0,

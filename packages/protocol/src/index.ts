@@ -10,3 +10,4 @@ export * from './mux-session.js';
 export * from './mux-session-options.js';
 export { MuxStream, type StreamHandler } from './mux-stream.js';
 export { OutboundBatch } from './outbound-batch.js';
+export { WindowBudget } from './window-budget.js';

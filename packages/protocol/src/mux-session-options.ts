@@ -2,6 +2,7 @@ import type { FloodLimits, ProtocolSettings } from './config.js';
 import type { GoAway } from './control-frames.js';
 import type { Hello } from './hello.js';
 import type { MuxStream } from './mux-stream.js';
+import type { WindowBudget } from './window-budget.js';
 
 // What a MuxSession is given (its transport, its handler, its options): the contract between the protocol
 // package and the edge or agent that owns a session.
@@ -52,10 +53,18 @@ export interface MuxSessionOptions {
   /**
    * Largest receive window a stream grows to by auto-tuning (bytes). A stream starts at the
    * initialStreamWindow we announce; when its consumer takes a whole window in less than two round
-   * trips (the sender is waiting for credit, not for us), the next WINDOW_UPDATE doubles it, up to
-   * this. Default: initialStreamWindow, i.e. no growth and exact windows.
+   * trips (the sender is waiting for credit, not for us), the next WINDOW_UPDATE doubles it, up to this
+   * and to what the budgets have left; a window that took more than eight round trips halves again.
+   * Default 16 MiB (config.ts defaultWindowTuning); at most initialStreamWindow: exact windows.
    */
   maxStreamWindow?: number;
+  /**
+   * Growth this session's streams may hold together above their initial windows (bytes), and what the
+   * session window grows by once HELLO is done. Default 32 MiB; 0 turns auto-tuning off.
+   */
+  sessionWindowBudget?: number;
+  /** A budget every session of the process draws its growth from as well (the edge-wide budget). */
+  sharedWindowBudget?: WindowBudget;
   /** Flood protection; defaults in config.ts (defaultFloodLimits). */
   floodLimits?: Partial<FloodLimits>;
 }

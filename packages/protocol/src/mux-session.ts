@@ -1,4 +1,10 @@
-import { type ProtocolSettings, resolveSettings, settingsBeforeHello } from './config.js';
+import {
+  MAX_WINDOW,
+  type ProtocolSettings,
+  resolveSettings,
+  resolveWindowTuning,
+  settingsBeforeHello,
+} from './config.js';
 import { ErrorCode, errorCodeName, FrameFlags, FrameType, PROTOCOL_VERSION } from './constants.js';
 import {
   type GoAway,
@@ -28,6 +34,8 @@ import type {
 import { MuxStream, type StreamHost } from './mux-stream.js';
 import { OutboundBatch } from './outbound-batch.js';
 import { RoundTripMeter } from './round-trip-meter.js';
+import { guardStream } from './stream-guard.js';
+import { WindowBudget } from './window-budget.js';
 
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
 const MAX_STREAM_ID = 0x7f_ff_ff_ff;
@@ -46,6 +54,8 @@ export class MuxSession implements StreamHost {
   framesReceived = 0;
   framesSent = 0;
   readonly maxStreamWindow: number;
+  /** Window growth this session's streams hold (limit 0: auto-tuning off). */
+  readonly windowBudget: WindowBudget;
 
   readonly #transport: FrameTransport;
   readonly #handler: SessionHandler;
@@ -78,7 +88,11 @@ export class MuxSession implements StreamHost {
     this.#flood = new FloodGuard(options.floodLimits);
     this.#batch = new OutboundBatch(options.maxMessageSize ?? 256 * 1024);
     this.#sessionRecvWindow = this.localSettings.initialSessionWindow;
-    this.maxStreamWindow = Math.max(options.maxStreamWindow ?? 0, this.localSettings.initialStreamWindow);
+    const tuning = resolveWindowTuning(options);
+    const tuned =
+      tuning.sessionWindowBudget > 0 && tuning.maxStreamWindow > this.localSettings.initialStreamWindow;
+    this.maxStreamWindow = tuned ? tuning.maxStreamWindow : this.localSettings.initialStreamWindow;
+    this.windowBudget = new WindowBudget(tuned ? tuning.sessionWindowBudget : 0, options.sharedWindowBudget);
     this.#nextStreamId = options.role === 'edge' ? 1 : 2;
     this.#decoder = new FrameDecoder({
       maxFrameSize: this.localSettings.maxFrameSize,
@@ -356,9 +370,20 @@ export class MuxSession implements StreamHost {
       );
     }
     this.#handler.onHello(hello, (frame.flags & FrameFlags.ACK) !== 0);
-    // A first round-trip sample for auto-tuning, without waiting for the first heartbeat; after the handler,
-    // which is where the edge answers with its own HELLO (nothing may precede it).
-    if (this.maxStreamWindow > this.localSettings.initialStreamWindow) this.ping();
+    // After the handler, which is where the edge answers with its own HELLO (nothing may precede it).
+    if (this.windowBudget.limit > 0) this.#startTuning();
+  }
+
+  /**
+   * A first round-trip sample for auto-tuning, without waiting for the first heartbeat; and the session
+   * window sized by the budget, or it would cap the sum of the grown stream windows per round trip.
+   */
+  #startTuning(): void {
+    this.ping();
+    const extra = Math.min(this.windowBudget.limit, MAX_WINDOW - this.localSettings.initialSessionWindow);
+    if (extra <= 0) return;
+    this.#sessionRecvWindow += extra;
+    this.enqueue(FrameType.WINDOW_UPDATE, 0, 0, u32Payload(extra));
   }
 
   #onHeaders(frame: Frame): void {
@@ -448,35 +473,9 @@ export class MuxSession implements StreamHost {
     this.#handler.onGoAway?.(goAway);
   }
 
-  /** Runs per-stream work; a stream-level failure resets only that stream. */
+  /** Runs per-stream work; a stream-level failure resets only that stream (see guardStream). */
   #guard(stream: MuxStream, work: () => void): void {
-    try {
-      work();
-    } catch (error) {
-      if (error instanceof ProtocolError && error.code !== ProtocolErrorCode.FLOW_CONTROL) {
-        this.#resetOnError(stream, error.protocolCode);
-        return;
-      }
-      if (error instanceof ProtocolError) throw error;
-      this.#resetOnError(stream, ErrorCode.INTERNAL_ERROR);
-      this.#handler.onStreamError?.(stream, error);
-    }
-  }
-
-  /**
-   * Resets a stream on the session's own initiative. Its handler hears it as a reset: otherwise the owner
-   * would wait forever for a stream that is gone (a public response left open, a backend request running).
-   */
-  #resetOnError(stream: MuxStream, code: number): void {
-    if (stream.closed) return;
-    stream.reset(code);
-    try {
-      stream.handler?.onReset(
-        new StreamResetError(code, `stream reset by this side: ${errorCodeName(code)}`),
-      );
-    } catch (error) {
-      this.#handler.onStreamError?.(stream, error);
-    }
+    guardStream(stream, work, this.#handler);
   }
 
   #isPeerStreamId(id: number): boolean {

@@ -1,6 +1,7 @@
 import { ErrorCode, FrameFlags, FrameType } from './constants.js';
 import { u32Payload } from './control-frames.js';
 import { ProtocolError, ProtocolErrorCode, type StreamResetError } from './errors.js';
+import { ReceiveWindow, type TuningHost } from './receive-window.js';
 
 /** What a stream's owner hears from it. Every callback runs synchronously from the session's receive loop. */
 export interface StreamHandler {
@@ -20,13 +21,9 @@ export interface StreamHandler {
 }
 
 /** The session services a stream relies on; implemented by MuxSession. */
-export interface StreamHost {
+export interface StreamHost extends TuningHost {
   readonly peerMaxFrameSize: number;
   readonly congested: boolean;
-  /** Shortest measured round trip to the peer in ms; 0 until one was measured. */
-  readonly rttMs: number;
-  /** Largest receive window a stream may grow to (see MuxSessionOptions.maxStreamWindow). */
-  readonly maxStreamWindow: number;
   sessionSendWindow: number;
   enqueue(type: number, flags: number, streamId: number, payload: Buffer | undefined): void;
   waitForSessionCredit(stream: MuxStream): void;
@@ -36,8 +33,6 @@ export interface StreamHost {
 }
 
 const EMPTY = Buffer.alloc(0);
-/** Auto-tuning applies on paths with at least this round trip (see #autoTune). */
-const MIN_TUNED_RTT_MS = 1;
 
 /**
  * One request/response exchange. Sending honours the peer's credit (stream and session windows):
@@ -56,13 +51,8 @@ export class MuxStream {
   recvWindow: number;
 
   readonly #host: StreamHost;
-  /** The receive window this stream grants: initialStreamWindow, doubled by auto-tuning. */
-  #recvWindowSize: number;
-  /** Auto-tuning: when the current window's worth of consumption began, and how much of it is done. */
-  #epochStart = 0;
-  #epochBytes = 0;
-  /** Window growth decided but not yet granted (it rides on the next WINDOW_UPDATE). */
-  #grown = 0;
+  /** The receive window this stream grants: initialStreamWindow, tuned to the round trip. */
+  readonly #window: ReceiveWindow;
   #pending: Buffer[] = [];
   #endPending = false;
   #localEnded = false;
@@ -79,7 +69,7 @@ export class MuxStream {
     this.id = id;
     this.sendWindow = sendWindow;
     this.recvWindow = recvWindow;
-    this.#recvWindowSize = recvWindow;
+    this.#window = new ReceiveWindow(recvWindow);
   }
 
   get closed(): boolean {
@@ -168,14 +158,14 @@ export class MuxStream {
     this.#host.creditSession(n);
     if (!this.#remoteEnded) {
       this.#unacked += n;
-      if (this.#host.maxStreamWindow > this.#recvWindowSize && this.#host.rttMs >= MIN_TUNED_RTT_MS)
-        this.#autoTune(n);
-      if (this.#unacked >= this.#recvWindowSize >>> 2) {
-        const increment = this.#unacked + this.#grown;
-        this.recvWindow += increment;
-        this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, u32Payload(increment));
+      this.#window.consumed(n, this.#host);
+      if (this.#unacked >= this.#window.size >>> 2) {
+        const increment = this.#window.credit(this.#unacked, this.#host.windowBudget);
         this.#unacked = 0;
-        this.#grown = 0;
+        if (increment > 0) {
+          this.recvWindow += increment;
+          this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, u32Payload(increment));
+        }
       }
     }
     this.#maybeClose();
@@ -293,35 +283,17 @@ export class MuxStream {
     return n;
   }
 
-  /**
-   * Receive-window auto-tuning. A window limits a stream to one window per round trip; when the consumer
-   * takes a whole window in less than two round trips (the path's minimum, as PINGs measure it), the window,
-   * not the consumer, is what limits the stream, and it doubles, up to the host's maximum. Measured over a
-   * whole window, so a consumer that drains in bursts after waiting does not look fast. Below a 1 ms round
-   * trip (loopback, a LAN) the initial window already carries ≥ 256 MB/s, more than one stream moves through
-   * a Node process, so windows there stay as they are, and so does the memory they bound.
-   */
-  #autoTune(consumed: number): void {
-    const now = performance.now();
-    if (this.#epochStart === 0) this.#epochStart = now;
-    this.#epochBytes += consumed;
-    if (this.#epochBytes < this.#recvWindowSize) return;
-    const elapsed = now - this.#epochStart;
-    this.#epochStart = now;
-    this.#epochBytes = 0;
-    if (elapsed >= 2 * this.#host.rttMs) return;
-    const next = Math.min(this.#recvWindowSize * 2, this.#host.maxStreamWindow);
-    this.#grown += next - this.#recvWindowSize;
-    this.#recvWindowSize = next;
-  }
-
   #maybeClose(): void {
+    // Nothing more can arrive and nothing is held: the window's growth is free for other streams, even while
+    // this stream still sends (a long response after an upload).
+    if (this.#remoteEnded && this.#unconsumed === 0) this.#window.release(this.#host.windowBudget);
     if (!this.#closed && this.#localEnded && this.#remoteEnded && this.#unconsumed === 0)
       this.#close(undefined);
   }
 
   #close(resetCode: number | undefined): void {
     this.#closed = true;
+    this.#window.release(this.#host.windowBudget);
     this.#pending = [];
     this.#endPending = false;
     // Bytes the handler never consumed are dropped with the stream: give their session credit back.

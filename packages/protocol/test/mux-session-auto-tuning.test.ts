@@ -1,21 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FrameType, parseWindowUpdate } from '../src/index.js';
-import { connectPair, type Pair, type PairOptions } from './support/mux-harness.js';
+import type { Pair } from './support/mux-harness.js';
 import { openRecorded, type StreamRecorder, writeBody } from './support/stream-recorder.js';
+import { disposePairs, pairFor, rttSampled } from './support/tuned-pairs.js';
 
 const KiB = 1024;
 const settings = { initialStreamWindow: 16 * KiB, initialSessionWindow: 4096 * KiB, maxFrameSize: 16 * KiB };
 
-const pairs: Pair[] = [];
-async function pairFor(options: PairOptions): Promise<Pair> {
-  const pair = await connectPair(options);
-  pairs.push(pair);
-  return pair;
-}
-afterEach(() => {
-  for (const pair of pairs.splice(0)) pair.dispose();
-});
+afterEach(disposePairs);
 
 /** Follows the credit the sender holds, as the receiver sees it after each chunk; read `.max` at the end. */
 function trackCredit(agent: StreamRecorder): { max: number } {
@@ -33,14 +26,14 @@ function creditReturned(pair: Pair, streamId: number): number {
     .reduce((sum, f) => sum + parseWindowUpdate(f.payload), 0);
 }
 
-const rttSampled = async (pair: Pair): Promise<void> => {
-  // The first PING goes out right after HELLO; wait for its ACK on the receiving side.
-  for (let i = 0; i < 200 && pair.agent.session.rttMs === 0; i++) await new Promise((r) => setTimeout(r, 5));
-};
-
 describe('receive-window auto-tuning', () => {
-  it('is off by default: no timing PING, credit returned equals bytes consumed', async () => {
-    const pair = await pairFor({ settings });
+  it('is off with a zero session budget: no timing PING, credit returned equals bytes consumed', async () => {
+    const pair = await pairFor({
+      settings,
+      maxStreamWindow: 1024 * KiB,
+      sessionWindowBudget: 0,
+      latencyMs: 5,
+    });
     expect(pair.agent.session.maxStreamWindow).toBe(settings.initialStreamWindow);
     const { edge, agent } = await openRecorded(pair, 'sync');
     const body = randomBytes(512 * KiB);

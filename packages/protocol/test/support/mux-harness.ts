@@ -5,15 +5,23 @@ import {
   type GoAway,
   type Hello,
   MuxSession,
+  type MuxSessionOptions,
   type MuxStream,
   type ProtocolSettings,
   type SessionHandler,
   type SessionRole,
+  type WindowBudget,
 } from '../../src/index.js';
 import { type Deferred, deferred } from './deferred.js';
 
 /** Settings that keep session tests free of timers unless a test asks for a heartbeat. */
 export const quietSettings: Partial<ProtocolSettings> = { heartbeatIntervalMs: 0 };
+
+/**
+ * Auto-tuning off: exact windows (credit returned = bytes consumed, the session window as announced) and no
+ * timing PINGs, for the tests of flow control itself. Tests of tuning, and of the defaults, ask for it.
+ */
+export const exactWindows = { sessionWindowBudget: 0 } as const;
 
 /** Resolves with the first frame in `frames` (now or later) that matches. */
 export class FrameLog {
@@ -129,6 +137,14 @@ export interface PairOptions {
   highWaterMark?: number;
   /** Turns on receive-window auto-tuning on both sides, up to this many bytes per stream. */
   maxStreamWindow?: number;
+  /** Each session's growth budget when auto-tuning is on (default: the protocol's). */
+  sessionWindowBudget?: number;
+  /** One budget both sessions draw on as well, as the edge's sessions share one. */
+  sharedWindowBudget?: WindowBudget;
+  /** The sessions' own defaults (auto-tuning on) instead of exact windows when nothing above is given. */
+  defaultTuning?: boolean;
+  /** This side keeps exact windows whatever the rest says: a peer from before auto-tuning. */
+  oldSide?: SessionRole;
   /** One-way delay of both directions of the pipe, in ms. */
   latencyMs?: number;
 }
@@ -143,9 +159,18 @@ function createSide(role: SessionRole, settings: Partial<ProtocolSettings>, opti
     handler: events,
     settings,
     ...(options.highWaterMark === undefined ? {} : { highWaterMark: options.highWaterMark }),
-    ...(options.maxStreamWindow === undefined ? {} : { maxStreamWindow: options.maxStreamWindow }),
+    ...(options.oldSide === role ? exactWindows : tuningOf(options)),
   });
   return { session, transport, events };
+}
+
+function tuningOf(options: PairOptions): Partial<MuxSessionOptions> {
+  const tuned = options.defaultTuning === true || options.maxStreamWindow !== undefined;
+  const tuning: Partial<MuxSessionOptions> = tuned ? {} : { ...exactWindows };
+  if (options.maxStreamWindow !== undefined) tuning.maxStreamWindow = options.maxStreamWindow;
+  if (options.sessionWindowBudget !== undefined) tuning.sessionWindowBudget = options.sessionWindowBudget;
+  if (options.sharedWindowBudget !== undefined) tuning.sharedWindowBudget = options.sharedWindowBudget;
+  return tuning;
 }
 
 /** Builds an edge and an agent wired back to back, without the handshake. */
@@ -213,6 +238,7 @@ export function createRawPeer(role: SessionRole, settings: Partial<ProtocolSetti
     transport,
     handler: events,
     settings: { ...quietSettings, ...settings },
+    ...exactWindows,
   });
   return { session, events, sent, closes, feed: (...frames) => session.receive(Buffer.concat(frames)) };
 }

@@ -1,0 +1,103 @@
+import type { WindowBudget } from './window-budget.js';
+
+/** Windows grow on paths with at least this round trip; below it the initial window carries ≥ 256 MB/s. */
+const MIN_TUNED_RTT_MS = 1;
+/** A window consumed in less than this many round trips limits its stream: it doubles. */
+const GROW_BELOW_RTTS = 2;
+/** A window that took more than this many round trips (a slow or idle consumer, a slow sender) halves. */
+const SHRINK_ABOVE_RTTS = 8;
+
+/** What a stream's receive window needs from its session to tune itself. */
+export interface TuningHost {
+  /** Shortest measured round trip in ms; 0 until measured. */
+  readonly rttMs: number;
+  /** Largest a stream's window may grow to. */
+  readonly maxStreamWindow: number;
+  /** The session's growth budget (itself drawing on a shared one, at the edge). */
+  readonly windowBudget: WindowBudget;
+}
+
+/**
+ * The size of one stream's receive window, following the bandwidth-delay product: growth above the initial
+ * window is taken from the budget, a shrink withholds credit and gives the budget back as the peer's
+ * outstanding credit comes back in. The invariant: what the peer may have in flight or we hold unconsumed
+ * on this stream never exceeds `initial + held`, and `held` is budget this stream took.
+ */
+export class ReceiveWindow {
+  readonly #initial: number;
+  /** The window granted from now on: initial plus growth. */
+  size: number;
+  /** Budget held: growth, plus given-up growth whose credit the peer still holds (the withheld debt). */
+  #held = 0;
+  /** Added to (growth) or, negative, withheld from (a shrink's debt) the next credit returned. */
+  #extra = 0;
+  /** When the current window's worth of consumption began, and how much of it is done. */
+  #epochStart = 0;
+  #epochBytes = 0;
+
+  constructor(initial: number) {
+    this.#initial = initial;
+    this.size = initial;
+  }
+
+  /**
+   * Bytes were consumed. Measured over a whole window, so a consumer that drains in a burst after waiting
+   * does not look fast: it took longer than two round trips for the window, which stays (or shrinks).
+   * `at` is the time in ms (performance.now() when left out; tests pass their own clock).
+   */
+  consumed(bytes: number, host: TuningHost, at?: number): void {
+    const rtt = host.rttMs;
+    if (rtt < MIN_TUNED_RTT_MS || host.maxStreamWindow <= this.#initial) return;
+    const now = at ?? performance.now();
+    if (this.#epochStart === 0) this.#epochStart = now;
+    this.#epochBytes += bytes;
+    if (this.#epochBytes < this.size) return;
+    const elapsed = now - this.#epochStart;
+    this.#epochStart = now;
+    this.#epochBytes = 0;
+    if (elapsed < GROW_BELOW_RTTS * rtt) this.#grow(host);
+    else if (elapsed > SHRINK_ABOVE_RTTS * rtt) this.#shrink(host.windowBudget);
+  }
+
+  /** The credit to return for `unacked` consumed bytes: more after growth, less (maybe 0) after a shrink. */
+  credit(unacked: number, budget: WindowBudget): number {
+    const increment = unacked + this.#extra;
+    this.#extra = Math.min(0, increment);
+    this.#settle(budget);
+    return Math.max(0, increment);
+  }
+
+  /** The stream closed: nothing more can arrive on it, all its budget goes back. */
+  release(budget: WindowBudget): void {
+    budget.give(this.#held);
+    this.#held = 0;
+  }
+
+  #grow(host: TuningHost): void {
+    const want = Math.min(this.size * 2, host.maxStreamWindow) - this.size;
+    if (want <= 0) return;
+    // Growth that cancels a pending shrink needs no new budget: that credit is still held.
+    const debt = Math.max(0, -this.#extra);
+    const taken = want > debt ? host.windowBudget.take(want - debt) : 0;
+    const grow = Math.min(want, debt + taken);
+    this.#held += taken;
+    this.size += grow;
+    this.#extra += grow;
+  }
+
+  #shrink(budget: WindowBudget): void {
+    const next = Math.max(this.#initial, Math.floor(this.size / 2));
+    this.#extra -= this.size - next;
+    this.size = next;
+    this.#settle(budget);
+  }
+
+  /** Gives back whatever budget is neither growth nor debt still out with the peer. */
+  #settle(budget: WindowBudget): void {
+    const owed = this.size - this.#initial + Math.max(0, -this.#extra);
+    if (this.#held > owed) {
+      budget.give(this.#held - owed);
+      this.#held = owed;
+    }
+  }
+}
