@@ -73,7 +73,7 @@ describe('the published @tunnel2/cli', () => {
   it('holds the bundle, its declarations, README, LICENSE and notices, and has no dependencies', async () => {
     for (const file of packed.files) {
       expect(file).toMatch(
-        /^(package\.json|README\.md|LICENSE|THIRD-PARTY-NOTICES\.md|bin\/(tunnel2|check-node)\.js|dist\/[\w-]+\.(js|d\.ts))$/,
+        /^(package\.json|README\.md|LICENSE|THIRD-PARTY-NOTICES\.md|bin\/(tunnel2|check-node)\.js|dist\/[\w-]+\.(js|d\.ts)|static\/[\w.-]+)$/,
       );
     }
     expect(packed.files).toEqual(
@@ -103,6 +103,12 @@ describe('the published @tunnel2/cli', () => {
     expect(ready.url).toMatch(/^http:\/\/[a-z0-9]+\.localhost:\d+\/$/);
     expect(await ping(edgeUrl, String(ready.name))).toEqual({ status: 200, body: 'pong' });
     expect(await agent.waitFor('request', 10_000)).toMatchObject({ path: '/loadtest/ping', status: 200 });
+    // The inspector's page ships in the package and is served from it.
+    expect(ready.inspectorUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/?$/);
+    const page = await fetch(String(ready.inspectorUrl));
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await page.text()).toMatch(/<html/i);
     await agent.stop();
     // npx installed one package: nothing else was resolved or downloaded.
     const [hash] = await readdir(join(cache, '_npx'));
