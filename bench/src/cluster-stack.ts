@@ -56,6 +56,10 @@ function haproxyConfig(lbPort: number, nodePorts: readonly number[]): string {
     // A connection refused by a stopping node is retried on another one, as an operator's LB is set up.
     '  retries 3',
     '  option redispatch 1',
+    // A keep-alive connection the stopping node closes just as a request goes out on it is retried too.
+    '  retry-on conn-failure empty-response',
+    // A check slowed by a busy machine is not a dead node.
+    '  timeout check 2s',
     'frontend public',
     `  bind 127.0.0.1:${lbPort}`,
     '  default_backend edges',

@@ -100,6 +100,8 @@ export function haproxyConfig(
           // A stopped node refuses connections; a killed one closes them unanswered: neither loses a request
           // that had not reached a backend yet.
           '  retry-on conn-failure empty-response',
+          // A check slowed by a busy machine is not a dead node (a stopped one refuses at once).
+          '  timeout check 2s',
           // Which node HAProxy sent a request to (n0, n1, ...): a test waits until a restarted node is back.
           '  http-response set-header x-lb-server %s',
           ...checked.map(
