@@ -224,8 +224,12 @@ export async function chunkedUpload(
       'transfer-encoding: chunked\r\ncontent-type: application/octet-stream\r\n',
     ),
     sendBody: async (write) => {
-      for (const chunk of chunks) {
-        if (stop?.aborted === true) break;
+      // Stop is checked before the next chunk is taken: a chunk taken is a chunk sent (the caller may hash it).
+      const iterator = chunks[Symbol.iterator]();
+      while (stop?.aborted !== true) {
+        const next = iterator.next();
+        if (next.done === true) break;
+        const chunk = next.value;
         // One write per chunk with its framing: a copy of 64 KiB costs less than three small segments.
         await write(Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, CRLF]));
         sent += chunk.length;

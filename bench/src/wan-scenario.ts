@@ -95,8 +95,6 @@ const ENDLESS_BYTES = 2 ** 40;
 /** The large download counts as flowing once this much arrived. */
 const FLOWING_BYTES = 2 * 2 ** 20;
 
-const hashOf = (bytes: number): string => deterministicSha256(bytes);
-
 function percentile(sorted: number[], p: number): number | null {
   if (sorted.length === 0) return null;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? null;
@@ -117,7 +115,8 @@ function summarize(values: number[], failed: number): LatencySummary {
 interface Moved {
   bytes: number;
   timeLimited: boolean;
-  verified: boolean;
+  /** Compares what moved with what was sent; called once the clock stopped (hashing the expectation costs). */
+  verify(): boolean;
 }
 
 /** Downloads `/bytes/<bytes>` (until `stop`), hashing what arrives against the backend's deterministic bytes. */
@@ -128,7 +127,8 @@ async function verifiedDownload(target: LoadTarget, bytes: number, stop: AbortSi
     signal: stop,
   });
   const moved = response.bodyBytes;
-  return { bytes: moved, timeLimited: response.cut, verified: hash.digest('hex') === hashOf(moved) };
+  const received = hash.digest('hex');
+  return { bytes: moved, timeLimited: response.cut, verify: () => received === deterministicSha256(moved) };
 }
 
 /** Uploads the deterministic bytes to `/upload` (until `stop`); the backend answers their count and hash. */
@@ -144,7 +144,8 @@ async function verifiedUpload(target: LoadTarget, bytes: number, stop: AbortSign
   const answer = JSON.parse(text) as { bytes?: unknown; sha256?: unknown };
   if (answer.bytes !== sent)
     throw new Error(`sent ${sent} bytes, the backend counted ${String(answer.bytes)}`);
-  return { bytes: sent, timeLimited: sent < bytes, verified: answer.sha256 === hash.digest('hex') };
+  const digest = hash.digest('hex');
+  return { bytes: sent, timeLimited: sent < bytes, verify: () => answer.sha256 === digest };
 }
 
 interface Stack {
@@ -211,24 +212,28 @@ async function measured(
   const meters = tunnel ? [meterProcess(stack.edge.pid), meterProcess(stack.agent.pid)] : [];
   const bench = meterSelf();
   const started = performance.now();
-  let moved: Moved = { bytes: 0, timeLimited: false, verified: false };
+  let moved: Moved | undefined;
   let error: string | null = null;
   try {
     moved = await move(AbortSignal.timeout(timeLimitSec * 1000));
-    if (!moved.verified) error = 'the SHA-256 of what moved does not match what was sent';
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
   }
   const seconds = (performance.now() - started) / 1000;
   const [edge, agent] = meters.map((m) => m.stop());
+  const benchCpuMs = bench.stop()?.cpuMs ?? Number.NaN;
+  const verified = moved?.verify() ?? false;
+  if (moved !== undefined && !verified) error = 'the SHA-256 of what moved does not match what was sent';
   return {
-    ...moved,
+    bytes: moved?.bytes ?? 0,
+    timeLimited: moved?.timeLimited ?? false,
+    verified,
     seconds,
-    mbPerSec: moved.bytes / seconds / 1e6,
+    mbPerSec: (moved?.bytes ?? 0) / seconds / 1e6,
     error,
     edge: edge ?? null,
     agent: agent ?? null,
-    benchCpuMs: bench.stop()?.cpuMs ?? Number.NaN,
+    benchCpuMs,
   };
 }
 
@@ -352,7 +357,7 @@ export async function runWanBench(settings: WanSettings, note: (line: string) =>
         return {
           bytes: all.reduce((sum, m) => sum + m.bytes, 0),
           timeLimited: all.some((m) => m.timeLimited),
-          verified: all.every((m) => m.verified),
+          verify: () => all.every((m) => m.verify()),
         };
       },
     );

@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
+import { createTestBackend, deterministicSha256 } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
-import { bulkDownload, bulkUpload } from '../src/bulk-client.js';
+import { bulkDownload, bulkUpload, chunkedUpload, download } from '../src/bulk-client.js';
 import { BenchErrorCode } from '../src/errors.js';
 
 // The bulk bench's raw-socket HTTP/1.1 client against real loopback servers that answer byte by byte as
@@ -141,5 +143,53 @@ describe('bulk client', () => {
     await expect(bulkUpload(target, 10, Buffer.alloc(10))).rejects.toThrow(
       'the upload answered 413: too large',
     );
+  });
+
+  it('a chunked upload stopped midway ends its body properly: the chunks taken are exactly the chunks sent', async () => {
+    const backend = await createTestBackend();
+    try {
+      const target = { origin: `http://127.0.0.1:${backend.port}`, host: `127.0.0.1:${backend.port}` };
+      const stop = new AbortController();
+      const hash = createHash('sha256');
+      let taken = 0;
+      const chunks = function* (): Generator<Buffer> {
+        for (let i = 0; i < 1000; i++) {
+          const chunk = Buffer.alloc(64 * 1024, i);
+          hash.update(chunk);
+          taken += 1;
+          // Stop after the 5th chunk is taken: it must still be sent, and no 6th taken.
+          if (taken === 5) stop.abort();
+          yield chunk;
+        }
+      };
+      const { sent, text } = await chunkedUpload(target, '/upload', chunks(), stop.signal);
+      expect(taken).toBe(5);
+      expect(sent).toBe(5 * 64 * 1024);
+      expect(JSON.parse(text)).toEqual({ bytes: sent, sha256: hash.digest('hex') });
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it('a download stopped by its signal resolves with what arrived, marked cut, every byte seen in order', async () => {
+    const backend = await createTestBackend();
+    try {
+      const target = { origin: `http://127.0.0.1:${backend.port}`, host: `127.0.0.1:${backend.port}` };
+      const stop = new AbortController();
+      const hash = createHash('sha256');
+      const response = await download(target, `/bytes/${2 ** 40}`, {
+        signal: stop.signal,
+        onBody: (chunk) => {
+          hash.update(chunk);
+          stop.abort();
+        },
+      });
+      expect(response.cut).toBe(true);
+      expect(response.bodyBytes).toBeGreaterThan(0);
+      expect(response.firstByteAt).toBeGreaterThan(0);
+      expect(hash.digest('hex')).toBe(deterministicSha256(response.bodyBytes));
+    } finally {
+      await backend.close();
+    }
   });
 });
