@@ -82,7 +82,7 @@ export function wanGate(result: WanResult): WanGate {
   ];
   for (const [label, t] of transfers) if (t.error !== null) violations.push(`${label}: ${t.error}`);
   if (result.ttfb.bulkError !== null) violations.push(`time to first byte: ${result.ttfb.bulkError}`);
-  for (const s of [result.ttfb.idle, result.ttfb.underLoad]) {
+  for (const s of [result.ttfb.direct, result.ttfb.idle, result.ttfb.underLoad]) {
     if (s.failed > 0) violations.push(`time to first byte: ${s.failed} small requests failed`);
   }
   for (const t of targets) {
@@ -142,8 +142,9 @@ export function renderWanMarkdown(report: StandaloneReport<WanResult> & { gate: 
     `Edge peak RSS ${mb(result.edgePeakRssMb)}, agent peak RSS ${mb(result.agentPeakRssMb)} (all tunnel phases).\n\n` +
     `## Time to first byte of \`GET /loadtest/get\` through the tunnel (every ${s.ttfbIntervalMs} ms)\n\n` +
     '| when | samples | failed | p50 | p95 | max |\n| --- | --- | --- | --- | --- | --- |\n' +
-    `${latencyRow('idle', result.ttfb.idle)}\n` +
-    `${latencyRow(`during a ${fixed(result.ttfb.bulkMBps, 1)} MB/s download on the same session`, result.ttfb.underLoad)}\n\n` +
+    `${latencyRow('direct through the link alone (its real round trip + the backend)', result.ttfb.direct)}\n` +
+    `${latencyRow('tunnel, idle', result.ttfb.idle)}\n` +
+    `${latencyRow(`tunnel, during a ${fixed(result.ttfb.bulkMBps, 1)} MB/s download on the same session`, result.ttfb.underLoad)}\n\n` +
     '## Targets (issue #21)\n\n| target | limit | measured | status |\n| --- | --- | --- | --- |\n' +
     `${targetRows.join('\n')}\n` +
     gateLine(gate)

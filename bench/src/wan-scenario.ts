@@ -67,6 +67,11 @@ export interface LatencySummary {
 }
 
 export interface WanTtfb {
+  /**
+   * Small GETs direct through the link alone: the round trip the link really adds (its timers are late by a
+   * fraction of a ms each way) plus the backend's answer; the floor for the tunnel's figures below.
+   */
+  direct: LatencySummary;
   /** Small GETs through the tunnel with nothing else running: the floor (one round trip plus processing). */
   idle: LatencySummary;
   /** The same while one large download runs on the same session. */
@@ -260,7 +265,7 @@ async function sampleTtfb(
   return summarize(values, failed);
 }
 
-async function ttfbUnderLoad(stack: Stack, settings: WanSettings): Promise<Omit<WanTtfb, 'idle'>> {
+async function ttfbUnderLoad(stack: Stack, settings: WanSettings): Promise<Omit<WanTtfb, 'idle' | 'direct'>> {
   const stop = new AbortController();
   const limit = setTimeout(() => stop.abort(), settings.timeLimitSec * 1000);
   let received = 0;
@@ -326,7 +331,16 @@ export async function runWanBench(settings: WanSettings, note: (line: string) =>
     };
     // First, and while the agent's round-trip samples settle: small requests with nothing else running.
     const idle = await sampleTtfb(stack.tunnel, settings.ttfbSamples, settings.ttfbIntervalMs, () => true);
-    note(`time to first byte, idle: p50 ${idle.p50Ms} ms, max ${idle.maxMs} ms`);
+    const directTtfb = await sampleTtfb(
+      stack.direct,
+      settings.ttfbSamples,
+      settings.ttfbIntervalMs,
+      () => true,
+    );
+    note(
+      `time to first byte, idle: tunnel p50 ${idle.p50Ms} ms, max ${idle.maxMs} ms; ` +
+        `direct through the link p50 ${directTtfb.p50Ms} ms`,
+    );
     const run = (label: string, tunnel: boolean, move: (stop: AbortSignal) => Promise<Moved>) =>
       measured(stack, tunnel, settings.timeLimitSec, move).then((t) => line(label, t));
 
@@ -382,7 +396,7 @@ export async function runWanBench(settings: WanSettings, note: (line: string) =>
       download: downloadResult,
       upload: uploadResult,
       parallel,
-      ttfb: { idle, ...loaded },
+      ttfb: { direct: directTtfb, idle, ...loaded },
       edgePeakRssMb: peak([...tunnelTransfers.map((t) => t.edge), ttfbEdge]),
       agentPeakRssMb: peak([...tunnelTransfers.map((t) => t.agent), ttfbAgent]),
     };

@@ -178,6 +178,8 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(result.agentPeakRssMb).toBeGreaterThan(10);
     // Small requests cross the delayed link both ways: never faster than its round trip.
     expect(result.ttfb.idle).toMatchObject({ samples: 20, failed: 0 });
+    expect(result.ttfb.direct).toMatchObject({ samples: 20, failed: 0 });
+    expect(result.ttfb.direct.p50Ms).toBeGreaterThanOrEqual(4);
     expect(result.ttfb.idle.p50Ms).toBeGreaterThanOrEqual(4);
     expect(result.ttfb.underLoad).toMatchObject({ samples: 20, failed: 0 });
     expect(result.ttfb.bulkError).toBeNull();
