@@ -53,6 +53,16 @@ async function writeApart(socket: Socket, parts: (string | Buffer)[]): Promise<v
   }
 }
 
+/** The real test backend (its /upload hashes, its /bytes are deterministic), closed after `use`. */
+async function withBackend(use: (target: { origin: string; host: string }) => Promise<void>): Promise<void> {
+  const backend = await createTestBackend();
+  try {
+    await use({ origin: `http://127.0.0.1:${backend.port}`, host: `127.0.0.1:${backend.port}` });
+  } finally {
+    await backend.close();
+  }
+}
+
 describe('bulk client', () => {
   it('counts a download whose head and body arrive split across reads, and sends the Host it was given', async () => {
     let seen = '';
@@ -146,9 +156,7 @@ describe('bulk client', () => {
   });
 
   it('a chunked upload stopped midway ends its body properly: the chunks taken are exactly the chunks sent', async () => {
-    const backend = await createTestBackend();
-    try {
-      const target = { origin: `http://127.0.0.1:${backend.port}`, host: `127.0.0.1:${backend.port}` };
+    await withBackend(async (target) => {
       const stop = new AbortController();
       const hash = createHash('sha256');
       let taken = 0;
@@ -166,15 +174,11 @@ describe('bulk client', () => {
       expect(taken).toBe(5);
       expect(sent).toBe(5 * 64 * 1024);
       expect(JSON.parse(text)).toEqual({ bytes: sent, sha256: hash.digest('hex') });
-    } finally {
-      await backend.close();
-    }
+    });
   });
 
   it('a download stopped by its signal resolves with what arrived, marked cut, every byte seen in order', async () => {
-    const backend = await createTestBackend();
-    try {
-      const target = { origin: `http://127.0.0.1:${backend.port}`, host: `127.0.0.1:${backend.port}` };
+    await withBackend(async (target) => {
       const stop = new AbortController();
       const hash = createHash('sha256');
       const response = await download(target, `/bytes/${2 ** 40}`, {
@@ -188,8 +192,6 @@ describe('bulk client', () => {
       expect(response.bodyBytes).toBeGreaterThan(0);
       expect(response.firstByteAt).toBeGreaterThan(0);
       expect(hash.digest('hex')).toBe(deterministicSha256(response.bodyBytes));
-    } finally {
-      await backend.close();
-    }
+    });
   });
 });
