@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { deterministicChunks, deterministicSha256 } from '@tunnel2/test-backend';
 import {
   type LoadTarget,
@@ -79,6 +80,11 @@ export interface WanTtfb {
   /** The large download's rate while the samples ran: proof it was flowing. */
   bulkMBps: number;
   bulkError: string | null;
+  /**
+   * The bench process's event-loop delay while the samples ran (p50 / max, ms): it runs the client and the
+   * link, so a busy loop delays the samples too; this is how much of a slow TTFB is the instrument's.
+   */
+  benchLoopDelayMs: { p50: number; max: number };
 }
 
 export interface WanResult {
@@ -291,12 +297,19 @@ async function ttfbUnderLoad(stack: Stack, settings: WanSettings): Promise<Omit<
     });
   await isFlowing;
   const from = { bytes: received, at: performance.now() };
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   const underLoad = await sampleTtfb(
     stack.tunnel,
     settings.ttfbSamples,
     settings.ttfbIntervalMs,
     () => running,
   );
+  loop.disable();
+  const benchLoopDelayMs = {
+    p50: Math.round(loop.percentile(50) / 1e4) / 100,
+    max: Math.round(loop.max / 1e4) / 100,
+  };
   const bulkMBps = (received - from.bytes) / ((performance.now() - from.at) / 1000) / 1e6;
   stop.abort();
   clearTimeout(limit);
@@ -304,7 +317,7 @@ async function ttfbUnderLoad(stack: Stack, settings: WanSettings): Promise<Omit<
   if (bulkError === null && underLoad.samples < settings.ttfbSamples) {
     bulkError = 'the large download ended before the samples were taken';
   }
-  return { underLoad, bulkMBps, bulkError };
+  return { underLoad, bulkMBps, bulkError, benchLoopDelayMs };
 }
 
 function direction(direct: WanTransfer, tunnel: WanTransfer): WanDirection {
@@ -382,7 +395,8 @@ export async function runWanBench(settings: WanSettings, note: (line: string) =>
     const ttfbAgent = agentMeter.stop();
     note(
       `time to first byte under a ${loaded.bulkMBps.toFixed(1)} MB/s download: p50 ${loaded.underLoad.p50Ms} ms, ` +
-        `max ${loaded.underLoad.maxMs} ms` +
+        `max ${loaded.underLoad.maxMs} ms (bench event-loop delay p50 ${loaded.benchLoopDelayMs.p50} ms, ` +
+        `max ${loaded.benchLoopDelayMs.max} ms)` +
         (loaded.bulkError === null ? '' : ` — ERROR: ${loaded.bulkError}`),
     );
     const tunnelTransfers = [downloadResult.tunnel, uploadResult.tunnel, parallel.tunnel];

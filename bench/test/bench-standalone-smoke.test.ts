@@ -184,6 +184,7 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(result.ttfb.underLoad).toMatchObject({ samples: 20, failed: 0 });
     expect(result.ttfb.bulkError).toBeNull();
     expect(result.ttfb.bulkMBps).toBeGreaterThan(0);
+    expect(result.ttfb.benchLoopDelayMs.max).toBeGreaterThanOrEqual(result.ttfb.benchLoopDelayMs.p50);
     expect(gate.targets.map((t) => [t.what, t.limit])).toEqual([
       ['download through the tunnel', 750],
       ['upload through the tunnel', 750],
