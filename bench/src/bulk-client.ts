@@ -22,6 +22,18 @@ export interface BulkResponse {
   bodyBytes: number;
   /** The body as text, only when asked for (small answers). */
   text: string;
+  /** performance.now() when the answer's first byte arrived: a time to first byte, from the caller's start. */
+  firstByteAt: number;
+  /** True when the caller's signal stopped the answer early: bodyBytes is then what arrived until then. */
+  cut: boolean;
+}
+
+/** What a streaming caller may add to a transfer. */
+export interface TransferOptions {
+  /** Sees every body byte in order (to hash it); the chunk is a view of a reused buffer, valid only in the call. */
+  onBody?: (chunk: Buffer) => void;
+  /** Stops the answer where it is (a time limit, or a load that is no longer needed): resolved, marked `cut`. */
+  signal?: AbortSignal;
 }
 
 interface ExchangeOptions {
@@ -30,6 +42,7 @@ interface ExchangeOptions {
   /** Writes the request body after the head, honouring the socket's backpressure. */
   sendBody?: (write: (chunk: Buffer) => Promise<void>) => Promise<void>;
   keepText: boolean;
+  transfer?: TransferOptions;
 }
 
 function transferError(message: string, cause?: unknown): BenchError {
@@ -67,16 +80,22 @@ function exchange(options: ExchangeOptions): Promise<BulkResponse> {
     let bodyBytes = 0;
     let text = '';
     let settled = false;
-    const settle = (error: BenchError | null): void => {
+    let firstByteAt = Number.NaN;
+    const { onBody, signal } = options.transfer ?? {};
+    const settle = (error: BenchError | null, cut = false): void => {
       if (settled) return;
       settled = true;
       socket.destroy();
+      signal?.removeEventListener('abort', onAbort);
       if (error !== null) reject(error);
-      else if (parsed !== undefined) resolve({ status: parsed.status, bodyBytes, text });
+      else if (parsed !== undefined) resolve({ status: parsed.status, bodyBytes, text, firstByteAt, cut });
+      else reject(transferError('stopped before the answer arrived'));
     };
+    const onAbort = (): void => settle(null, true);
     const takeBody = (chunk: Buffer): void => {
       if (parsed === undefined) return;
       bodyBytes += chunk.length;
+      onBody?.(chunk);
       if (options.keepText) {
         if (bodyBytes > MAX_TEXT_BODY_BYTES) {
           settle(transferError(`the answer's body is over ${MAX_TEXT_BODY_BYTES} bytes`));
@@ -98,6 +117,7 @@ function exchange(options: ExchangeOptions): Promise<BulkResponse> {
       onread: {
         buffer: readBuffer,
         callback: (length: number, buffer: Uint8Array): boolean => {
+          if (Number.isNaN(firstByteAt)) firstByteAt = performance.now();
           const chunk = Buffer.from(buffer.buffer, buffer.byteOffset, length);
           if (parsed !== undefined) {
             takeBody(chunk);
@@ -126,6 +146,8 @@ function exchange(options: ExchangeOptions): Promise<BulkResponse> {
       },
     });
     socket.setNoDelay(true);
+    if (signal?.aborted === true) onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
     socket.on('error', (err) => settle(transferError(`connection failed: ${err.message}`, err)));
     socket.on('close', () => {
       const received =
@@ -157,15 +179,69 @@ function requestHead(method: string, path: string, host: string, extra: string):
   return `${method} ${path} HTTP/1.1\r\nhost: ${host}\r\nconnection: close\r\n${extra}\r\n`;
 }
 
-/** `GET /bytes/<bytes>`: resolves with the body bytes received once all of them are in. */
-export async function bulkDownload(target: LoadTarget, bytes: number): Promise<number> {
+/** `GET <path>`, read to its end or until `transfer.signal` stops it; anything but a 200 rejects. */
+export async function download(
+  target: LoadTarget,
+  path: string,
+  transfer?: TransferOptions,
+): Promise<BulkResponse> {
   const response = await exchange({
     target,
-    head: requestHead('GET', `/bytes/${bytes}`, target.host, ''),
+    head: requestHead('GET', path, target.host, ''),
     keepText: false,
+    ...(transfer === undefined ? {} : { transfer }),
   });
   if (response.status !== 200) throw transferError(`the download answered ${response.status}`);
-  return response.bodyBytes;
+  return response;
+}
+
+/** `GET /bytes/<bytes>`: resolves with the body bytes received once all of them are in. */
+export async function bulkDownload(target: LoadTarget, bytes: number): Promise<number> {
+  return (await download(target, `/bytes/${bytes}`)).bodyBytes;
+}
+
+const CRLF = Buffer.from('\r\n');
+const CHUNKED_END = Buffer.from('0\r\n\r\n');
+
+/**
+ * `POST <path>` with a chunked body taken from `chunks`. When `stop` aborts, the body ends properly where it
+ * is (a time limit), so the backend still answers for what it received. Resolves with the bytes sent and the
+ * answer's text; anything but a 200 rejects.
+ */
+export async function chunkedUpload(
+  target: LoadTarget,
+  path: string,
+  chunks: Iterable<Buffer>,
+  stop?: AbortSignal,
+): Promise<{ sent: number; text: string }> {
+  let sent = 0;
+  const response = await exchange({
+    target,
+    head: requestHead(
+      'POST',
+      path,
+      target.host,
+      'transfer-encoding: chunked\r\ncontent-type: application/octet-stream\r\n',
+    ),
+    sendBody: async (write) => {
+      // Stop is checked before the next chunk is taken: a chunk taken is a chunk sent (the caller may hash it).
+      const iterator = chunks[Symbol.iterator]();
+      while (stop?.aborted !== true) {
+        const next = iterator.next();
+        if (next.done === true) break;
+        const chunk = next.value;
+        // One write per chunk with its framing: a copy of 64 KiB costs less than three small segments.
+        await write(Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, CRLF]));
+        sent += chunk.length;
+      }
+      await write(CHUNKED_END);
+    },
+    keepText: true,
+  });
+  if (response.status !== 200) {
+    throw transferError(`the upload answered ${response.status}: ${response.text.slice(0, 200)}`);
+  }
+  return { sent, text: response.text };
 }
 
 /**

@@ -106,10 +106,39 @@ export const STANDALONE_USAGE = `
   cluster    3 nodes + Redis + HAProxy: same- vs cross-node --rates 500 --duration 20 --warmup 5
              p50/p99 and CPU per request, then a rolling    --fault-rate 200 --settle 3
              restart and a kill -9 under load (failures)
+  wan        the agent a round trip away (a delay link):    --rtt 50 (ms) --size 256 (MiB) --time-limit 40 (s)
+             download, upload, 6 parallel downloads, direct (pnpm bench wan --help for more)
+             vs tunnel, and small requests' time to first
+             byte during a download
 `;
 
-export type StandaloneName = 'bulk' | 'sessions' | 'npx' | 'floor' | 'cluster';
+const STANDALONE_NAMES = ['bulk', 'sessions', 'npx', 'floor', 'cluster', 'wan'] as const;
+export type StandaloneName = (typeof STANDALONE_NAMES)[number];
 
 export function isStandalone(name: string | undefined): name is StandaloneName {
-  return name === 'bulk' || name === 'sessions' || name === 'npx' || name === 'floor' || name === 'cluster';
+  return (STANDALONE_NAMES as readonly (string | undefined)[]).includes(name);
 }
+
+/** `pnpm bench wan --help`. */
+export const WAN_USAGE = `usage: pnpm bench wan [--rtt <ms>] [--size <MiB>] [--time-limit <s>] [--out <dir>]
+
+The agent reaches the edge through a delay link on loopback (a userspace TCP proxy holding each direction
+for half the round trip, at most 64 MiB per direction); the client talks to the edge directly and the
+backend is local to the agent. Measured, each beside the same transfer "direct" from the client to the
+backend through a second link of the same round trip (what the link alone carries):
+  - one download (GET /bytes/<size>) and one upload (chunked POST /upload), SHA-256 checked;
+  - 6 concurrent 32 MiB downloads (a browser loading a page), aggregate MB/s;
+  - the time to first byte of small requests (GET /loadtest/get every 100 ms) through the tunnel, idle and
+    while a large download runs on the same session;
+  - the edge's and the agent's peak RSS and CPU.
+
+flags:
+  --rtt <ms>          the link's round trip (default 50)
+  --size <MiB>        the single download and upload (default 256)
+  --time-limit <s>    each transfer stops here and its rate is over what moved, marked time-limited (default 40)
+  --out <dir>         where report.json and report.md go (default bench/results/wan-<time>)
+
+targets (issue #21; the gate, exit 1 when one is missed or a transfer fails): tunnel download and upload
+≥ 3,000 / rtt MB/s (60 at 50 ms, 30 at 100 ms); the link alone ≥ 3× that; a small request's time to first
+byte during a download (p50) ≤ rtt + 5 ms.
+`;

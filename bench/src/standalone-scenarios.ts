@@ -5,13 +5,15 @@ import { fileURLToPath } from 'node:url';
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { type BenchStack, startBenchStack } from './bench-stack.js';
 import { type BulkResult, runBulkBench } from './bulk-scenario.js';
+import { USAGE } from './cli-args.js';
 import { clusterGate, renderClusterMarkdown } from './cluster-report.js';
 import { runClusterBench } from './cluster-scenario.js';
+import { DEFAULT_LINK_BUFFER_BYTES } from './delay-link.js';
 import { BenchError, BenchErrorCode, usageError } from './errors.js';
 import { type FloorResult, runFloorBench } from './floor-scenario.js';
 import { commandLine, describeEnvironment } from './report-json.js';
 import type { SideName } from './report-schema.js';
-import type { StandaloneName } from './scenarios.js';
+import { type StandaloneName, WAN_USAGE } from './scenarios.js';
 import { runSessionsBench, type SessionsResult } from './sessions-scenario.js';
 import {
   renderBulkMarkdown,
@@ -19,6 +21,8 @@ import {
   renderSessionsMarkdown,
   type StandaloneReport,
 } from './standalone-report-md.js';
+import { renderWanMarkdown, wanGate } from './wan-report.js';
+import { runWanBench } from './wan-scenario.js';
 
 /**
  * Scenarios that are not stages of paced or closed-loop load: `bulk` (large transfers), `sessions` (many
@@ -183,7 +187,14 @@ export async function runStandalone(
     rates: { type: 'string' },
     'fault-rate': { type: 'string' },
     settle: { type: 'string' },
+    rtt: { type: 'string' },
+    'time-limit': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
   });
+  if (flags.help === true) {
+    process.stdout.write(name === 'wan' ? WAN_USAGE : USAGE);
+    return 0;
+  }
   const applies: Record<StandaloneName, string[]> = {
     bulk: ['out', 'only', 'size', 'warmup-mib', 'min-mbps'],
     sessions: [
@@ -199,6 +210,7 @@ export async function runStandalone(
     npx: [],
     floor: ['out', 'rate', 'connections', 'duration', 'warmup'],
     cluster: ['out', 'rate', 'rates', 'duration', 'warmup', 'fault-rate', 'settle'],
+    wan: ['out', 'rtt', 'size', 'time-limit'],
   };
   for (const flag of Object.keys(flags)) {
     if (!applies[name].includes(flag)) throw usageError(`--${flag} does not apply to the ${name} scenario`);
@@ -219,10 +231,10 @@ export async function runStandalone(
   });
 
   /** Runs one scenario, gates it and writes its reports; a run that fails is exit 3, bad flags stay usage errors. */
-  const runAndReport = async <R>(
+  const runAndReport = async <R, G extends Gate>(
     run: () => Promise<R>,
-    gateOf: (result: R) => Gate,
-    render: (report: StandaloneReport<R>) => string,
+    gateOf: (result: R) => G,
+    render: (report: StandaloneReport<R> & { gate: G }) => string,
   ): Promise<number> => {
     try {
       const result = await run();
@@ -285,6 +297,20 @@ export async function runStandalone(
       path: '/loadtest/get',
     };
     return runAndReport(() => runClusterBench(settings, note), clusterGate, renderClusterMarkdown);
+  }
+
+  if (name === 'wan') {
+    const settings = {
+      rttMs: positiveInt('rtt', str('rtt'), 50),
+      bytes: positiveInt('size', str('size'), 256) * 2 ** 20,
+      timeLimitSec: positiveInt('time-limit', str('time-limit'), 40),
+      parallelStreams: 6,
+      parallelBytesEach: Math.min(32 * 2 ** 20, positiveInt('size', str('size'), 256) * 2 ** 20),
+      ttfbSamples: 20,
+      ttfbIntervalMs: 100,
+      linkBufferBytes: DEFAULT_LINK_BUFFER_BYTES,
+    };
+    return runAndReport(() => runWanBench(settings, note), wanGate, renderWanMarkdown);
   }
 
   const maxKb = optionalNumber('max-kb-per-session', str('max-kb-per-session'));

@@ -6,6 +6,8 @@ import type { BulkResult } from '../src/bulk-scenario.js';
 import type { FloorResult } from '../src/floor-scenario.js';
 import type { SessionsResult } from '../src/sessions-scenario.js';
 import type { StandaloneReport } from '../src/standalone-report-md.js';
+import type { WanGate } from '../src/wan-report.js';
+import type { WanResult } from '../src/wan-scenario.js';
 import { runBench } from './support/run-bench.js';
 
 // `pnpm bench bulk` and `pnpm bench sessions` (memory and Redis registry) end to end, as the built bench runs them, at small sizes.
@@ -189,6 +191,66 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(md).toContain('| side | stage | connections | ok | RPS |');
     expect(md).toContain('tunnel / floor = ');
     expect(run.stderr).toContain('[floor] relay 100 RPS: ');
+  });
+
+  it('wan: every transfer through a delayed link arrives intact, with targets reported met or missed', async () => {
+    const out = join(work, 'wan');
+    const run = await runBench(['wan', '--rtt', '4', '--size', '4', '--time-limit', '30', '--out', out]);
+    const { json, md } = report<WanResult>(out);
+    const gate = json.gate as WanGate;
+    // Whether a tiny link meets 3,000 / rtt MB/s is the machine's business; the exit code must say what the gate says.
+    expect(run.code, run.stderr).toBe(gate.passed ? 0 : 1);
+    const { result } = json;
+    expect(result.settings).toMatchObject({ rttMs: 4, bytes: 4 * 2 ** 20, parallelStreams: 6 });
+    for (const d of [result.download, result.upload]) {
+      for (const t of [d.direct, d.tunnel]) {
+        expect(t).toMatchObject({ bytes: 4 * 2 ** 20, error: null, verified: true, timeLimited: false });
+      }
+      expect(d.directMBps).toBe(d.direct.mbPerSec);
+      expect(d.tunnelMBps).toBeGreaterThan(0);
+      // The edge's and the agent's memory is measured on the tunnel side only.
+      expect(d.tunnel.edge!.peakRssMb).toBeGreaterThan(10);
+      expect(d.direct.edge).toBeNull();
+    }
+    expect(result.parallel.tunnel).toMatchObject({ bytes: 6 * 4 * 2 ** 20, error: null, verified: true });
+    expect(result.edgePeakRssMb).toBeGreaterThan(10);
+    expect(result.agentPeakRssMb).toBeGreaterThan(10);
+    // Small requests cross the delayed link both ways: never faster than its round trip.
+    expect(result.ttfb.idle).toMatchObject({ samples: 20, failed: 0 });
+    expect(result.ttfb.direct).toMatchObject({ samples: 20, failed: 0 });
+    expect(result.ttfb.direct.p50Ms).toBeGreaterThanOrEqual(4);
+    expect(result.ttfb.idle.p50Ms).toBeGreaterThanOrEqual(4);
+    expect(result.ttfb.underLoad).toMatchObject({ samples: 20, failed: 0 });
+    expect(result.ttfb.bulkError).toBeNull();
+    expect(result.ttfb.bulkMBps).toBeGreaterThan(0);
+    expect(result.ttfb.benchLoopDelayMs.max).toBeGreaterThanOrEqual(result.ttfb.benchLoopDelayMs.p50);
+    expect(gate.targets.map((t) => [t.what, t.limit])).toEqual([
+      ['download through the tunnel', 750],
+      ['upload through the tunnel', 750],
+      ['download direct through the link alone', 2250],
+      ['upload direct through the link alone', 2250],
+      ['time to first byte of a small request during a download (p50)', 9],
+    ]);
+    expect(gate.passed).toBe(gate.targets.every((t) => t.met) && gate.violations.length === 0);
+    expect(md).toContain('| transfer | side | moved | time | MB/s | time-limited | SHA-256 ok |');
+    expect(md).toContain('## Targets (issue #21)');
+  });
+
+  it('wan: --help describes the scenario; a time limit cuts a transfer and says so', async () => {
+    const help = await runBench(['wan', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('usage: pnpm bench wan [--rtt <ms>] [--size <MiB>]');
+    const out = join(work, 'wan-limited');
+    // 1 s over a 200 ms round trip: far too short for 64 MiB through the tunnel, so its transfers are cut.
+    const run = await runBench(['wan', '--rtt', '200', '--size', '64', '--time-limit', '1', '--out', out]);
+    expect(run.code, run.stderr).toBe(1);
+    const { result } = report<WanResult>(out).json;
+    for (const t of [result.download.tunnel, result.upload.tunnel]) {
+      expect(t.timeLimited).toBe(true);
+      expect(t.error).toBeNull();
+      expect(t.verified).toBe(true);
+      expect(t.bytes).toBeLessThan(64 * 2 ** 20);
+    }
   });
 
   it('refuses a flag that does not apply, before starting anything', async () => {

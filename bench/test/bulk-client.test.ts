@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
+import { createTestBackend, deterministicSha256 } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
-import { bulkDownload, bulkUpload } from '../src/bulk-client.js';
+import { bulkDownload, bulkUpload, chunkedUpload, download } from '../src/bulk-client.js';
 import { BenchErrorCode } from '../src/errors.js';
 
 // The bulk bench's raw-socket HTTP/1.1 client against real loopback servers that answer byte by byte as
@@ -48,6 +50,16 @@ async function writeApart(socket: Socket, parts: (string | Buffer)[]): Promise<v
   for (const part of parts) {
     socket.write(part);
     await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** The real test backend (its /upload hashes, its /bytes are deterministic), closed after `use`. */
+async function withBackend(use: (target: { origin: string; host: string }) => Promise<void>): Promise<void> {
+  const backend = await createTestBackend();
+  try {
+    await use({ origin: `http://127.0.0.1:${backend.port}`, host: `127.0.0.1:${backend.port}` });
+  } finally {
+    await backend.close();
   }
 }
 
@@ -141,5 +153,45 @@ describe('bulk client', () => {
     await expect(bulkUpload(target, 10, Buffer.alloc(10))).rejects.toThrow(
       'the upload answered 413: too large',
     );
+  });
+
+  it('a chunked upload stopped midway ends its body properly: the chunks taken are exactly the chunks sent', async () => {
+    await withBackend(async (target) => {
+      const stop = new AbortController();
+      const hash = createHash('sha256');
+      let taken = 0;
+      const chunks = function* (): Generator<Buffer> {
+        for (let i = 0; i < 1000; i++) {
+          const chunk = Buffer.alloc(64 * 1024, i);
+          hash.update(chunk);
+          taken += 1;
+          // Stop after the 5th chunk is taken: it must still be sent, and no 6th taken.
+          if (taken === 5) stop.abort();
+          yield chunk;
+        }
+      };
+      const { sent, text } = await chunkedUpload(target, '/upload', chunks(), stop.signal);
+      expect(taken).toBe(5);
+      expect(sent).toBe(5 * 64 * 1024);
+      expect(JSON.parse(text)).toEqual({ bytes: sent, sha256: hash.digest('hex') });
+    });
+  });
+
+  it('a download stopped by its signal resolves with what arrived, marked cut, every byte seen in order', async () => {
+    await withBackend(async (target) => {
+      const stop = new AbortController();
+      const hash = createHash('sha256');
+      const response = await download(target, `/bytes/${2 ** 40}`, {
+        signal: stop.signal,
+        onBody: (chunk) => {
+          hash.update(chunk);
+          stop.abort();
+        },
+      });
+      expect(response.cut).toBe(true);
+      expect(response.bodyBytes).toBeGreaterThan(0);
+      expect(response.firstByteAt).toBeGreaterThan(0);
+      expect(hash.digest('hex')).toBe(deterministicSha256(response.bodyBytes));
+    });
   });
 });
