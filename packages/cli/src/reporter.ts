@@ -56,7 +56,7 @@ export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
       announced = true;
       out(`tunnel2: forwarding ${info.url} -> ${target}\n`);
       for (const url of info.urls.filter((u) => u !== info.url)) out(`         also at  ${url}\n`);
-      if (inspectorUrl !== undefined) out(`Inspector  ${inspectorUrl}\n`);
+      if (inspectorUrl !== undefined) out(`       inspector  ${inspectorUrl}\n`);
       out('\n');
     },
     request(r) {
