@@ -1,7 +1,10 @@
 import { createHash } from 'node:crypto';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { deterministicChunks, deterministicSha256 } from '@tunnel2/test-backend';
 import {
+  jsonEvent,
   type LoadTarget,
   startAgentService,
   startBackendService,
@@ -9,12 +12,12 @@ import {
   targetOf,
 } from './bench-stack.js';
 import { chunkedUpload, download } from './bulk-client.js';
-import type { ChildService } from './child-service.js';
-import { createDelayLink, type DelayLink } from './delay-link.js';
+import { type ChildService, startChildService } from './child-service.js';
 import { meterProcess, meterSelf, type ProcessUsage } from './process-stats.js';
 
 /*
- * `pnpm bench wan` (issue #21): the agent sits a round trip away from the edge. A delay link (delay-link.ts)
+ * `pnpm bench wan` (issue #21): the agent sits a round trip away from the edge. A delay link (delay-link.ts,
+ * each in its own process: delay-link-process.ts)
  * carries the agent's WebSocket; the public client talks to the edge on loopback and the backend is local to
  * the agent, as on a laptop behind a WAN. The same transfers run "direct" through a second link of the same
  * round trip in front of the backend: what the link alone carries, so a slow tunnel cannot be the link's fault.
@@ -48,7 +51,7 @@ export interface WanTransfer {
   error: string | null;
   edge: ProcessUsage | null;
   agent: ProcessUsage | null;
-  /** CPU of the bench process (the client and both delay links), ms: the instrument's own cost. */
+  /** CPU of the bench process (the client; the delay links run in their own processes), ms. */
   benchCpuMs: number;
 }
 
@@ -81,8 +84,8 @@ export interface WanTtfb {
   bulkMBps: number;
   bulkError: string | null;
   /**
-   * The bench process's event-loop delay while the samples ran (p50 / max, ms): it runs the client and the
-   * link, so a busy loop delays the samples too; this is how much of a slow TTFB is the instrument's.
+   * The bench process's event-loop delay while the samples ran (p50 / max, ms): it runs the client (the
+   * links have their own processes), so a busy loop delays the samples too: that much is the instrument's.
    */
   benchLoopDelayMs: { p50: number; max: number };
 }
@@ -163,33 +166,45 @@ interface Stack {
   backend: ChildService;
   edge: ChildService;
   agent: ChildService;
-  links: DelayLink[];
+  links: ChildService[];
   direct: LoadTarget;
   tunnel: LoadTarget;
   close(): Promise<void>;
 }
 
+const linkBin = (): string => join(fileURLToPath(new URL('.', import.meta.url)), 'delay-link-process.js');
+
 async function startWanStack(settings: WanSettings): Promise<Stack> {
   const services: ChildService[] = [];
-  const links: DelayLink[] = [];
+  const links: ChildService[] = [];
   const close = async (): Promise<void> => {
     for (const service of services.splice(0).reverse()) await service.stop();
-    for (const link of links.splice(0)) await link.close();
+    for (const link of links.splice(0)) await link.stop();
   };
   try {
     const backend = await startBackendService();
     services.push(backend);
     const edge = await startEdgeService();
     services.push(edge);
-    const linkOf = async (url: string): Promise<DelayLink> => {
-      const { hostname, port } = new URL(url);
-      const link = await createDelayLink({
-        target: { host: hostname, port: Number(port) },
-        rttMs: settings.rttMs,
-        maxBytesInFlight: settings.linkBufferBytes,
+    const linkOf = async (url: string): Promise<{ port: number }> => {
+      const link = await startChildService({
+        name: `delay link to ${url}`,
+        args: [
+          linkBin(),
+          '--target',
+          url,
+          '--rtt',
+          String(settings.rttMs),
+          '--max-bytes',
+          String(settings.linkBufferBytes),
+        ],
+        ready: (line) => {
+          const listening = jsonEvent(line, 'listening')?.url;
+          return typeof listening === 'string' ? listening : undefined;
+        },
       });
       links.push(link);
-      return link;
+      return { port: Number(new URL(link.readyValue).port) };
     };
     const agentLink = await linkOf(edge.readyValue);
     const agent = await startAgentService(backend.readyValue, `http://127.0.0.1:${agentLink.port}`, 'wan');
