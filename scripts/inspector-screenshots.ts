@@ -14,8 +14,27 @@ import { pino } from 'pino';
 
 // playwright-core is a dev dependency of the CLI package (its browser tests), not of the workspace root.
 const requireFromCli = createRequire(new URL('../packages/cli/package.json', import.meta.url));
+/** The little of playwright-core's API used here (its types are not visible from the workspace root). */
+interface Shooter {
+  goto(url: string): Promise<unknown>;
+  locator(selector: string): {
+    first(): { waitFor(): Promise<void> };
+    nth(i: number): { waitFor(): Promise<void> };
+  };
+  keyboard: { press(key: string): Promise<void> };
+  screenshot(options: { path: string }): Promise<unknown>;
+}
+interface Chromium {
+  launch(options: { executablePath: string; args: string[] }): Promise<{
+    newPage(options: {
+      viewport: { width: number; height: number };
+      colorScheme: 'dark' | 'light';
+    }): Promise<Shooter>;
+    close(): Promise<void>;
+  }>;
+}
 const playwright = (await import(pathToFileURL(requireFromCli.resolve('playwright-core')).href)) as {
-  default: typeof import('playwright-core');
+  default: { chromium: Chromium };
 };
 const { chromium } = playwright.default;
 

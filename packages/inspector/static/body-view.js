@@ -2,6 +2,7 @@
 
 import { fromBase64 } from './api.js';
 import { el, formatBytes, pairTable } from './dom.js';
+import { jsonErrorOffset } from './json-error-position.js';
 
 const MAX_TEXT = 512 * 1024;
 const MAX_HEX = 16 * 1024;
@@ -58,19 +59,16 @@ function jsonView(text) {
   return { node: pre, pretty };
 }
 
-/** Where JSON.parse stopped, as line and column, from V8's message ("at position N" or "line L column C"). */
-function jsonErrorAt(text, err) {
-  const lineCol = /line (\d+) column (\d+)/.exec(err.message);
-  if (lineCol !== null) return { line: Number(lineCol[1]), column: Number(lineCol[2]) };
-  const pos = /position (\d+)/.exec(err.message);
-  if (pos === null) return undefined;
-  const before = text.slice(0, Number(pos[1]));
-  const lines = before.split('\n');
+/** Where the JSON text stops being JSON, as line and column (1-based). */
+function jsonErrorAt(text) {
+  const offset = jsonErrorOffset(text);
+  if (offset === undefined) return undefined;
+  const lines = text.slice(0, offset).split('\n');
   return { line: lines.length, column: lines.at(-1).length + 1 };
 }
 
 function badJsonView(text, err) {
-  const at = jsonErrorAt(text, err);
+  const at = jsonErrorAt(text);
   const where = at === undefined ? '' : ` at line ${at.line}, column ${at.column}`;
   const pre = el('pre', { class: 'code' });
   if (at === undefined) pre.append(text);
