@@ -1,13 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { buildEdge, type Edge } from '@tunnel2/edge';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type Tunnel } from '../src/index.js';
 import { send } from './support/http-client.js';
-import { silent } from './support/stack.js';
+import { type InspectedStack, startInspectedStack } from './support/inspected-stack.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 
@@ -34,9 +31,7 @@ function echoBackend(seen: Seen[]): Promise<Server> {
 
 describe('the inspector page in headless Chromium (real edge, agent, backend)', () => {
   const seen: Seen[] = [];
-  let backend: Server;
-  let edge: Edge;
-  let tunnel: Tunnel;
+  let stack: InspectedStack;
   let browser: Browser;
   let page: Page;
   let port: number;
@@ -64,32 +59,23 @@ describe('the inspector page in headless Chromium (real edge, agent, backend)', 
   beforeAll(async () => {
     // No silent skip: .ci/run installs Debian's chromium, and this test must run there.
     expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(true);
-    backend = await echoBackend(seen);
-    edge = buildEdge({ port: 0, logger: silent });
-    ({ port } = await edge.listen());
-    tunnel = await connect({
-      target: (backend.address() as AddressInfo).port,
-      server: edge.url,
-      subdomain: 'page',
-      inspect: { port: 0 },
-    });
+    stack = await startInspectedStack(await echoBackend(seen), 'page');
+    ({ port } = stack);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
     });
     page = await browser.newPage({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
-    await page.goto(tunnel.inspectorUrl!);
+    await page.goto(stack.tunnel.inspectorUrl!);
   });
 
   afterAll(async () => {
     await browser?.close();
-    await tunnel?.close(0);
-    await edge?.close(0);
-    await new Promise((r) => backend?.close(r));
+    await stack?.close();
   });
 
   it('says where to send requests, then shows one live (no reload) with headers and pretty JSON', async () => {
-    await page.locator('#list-empty', { hasText: `Send a request to ${tunnel.url}` }).waitFor();
+    await page.locator('#list-empty', { hasText: `Send a request to ${stack.tunnel.url}` }).waitFor();
     // A reload would lose this mark: the row must come over the page's event stream.
     await page.evaluate('window.notReloaded = true');
     const res = await post('/hooks/stripe?attempt=1', '{"type":"invoice.paid","amount":2900}');
@@ -199,7 +185,7 @@ describe('the inspector page in headless Chromium (real edge, agent, backend)', 
     await page.click('#detail [data-action=curl]');
     const command = await page.locator('#detail textarea.curl').inputValue();
     expect(command).toContain('curl');
-    expect(command).toContain(`${String(tunnel.url).replace(/\/$/, '')}/other`);
+    expect(command).toContain(`${String(stack.tunnel.url).replace(/\/$/, '')}/other`);
     expect(command).toContain('plain words, nothing else');
   });
 
@@ -309,7 +295,7 @@ describe('the inspector page in headless Chromium (real edge, agent, backend)', 
     await page.click('#pause');
     await page.locator('#pause', { hasText: 'Resume' }).waitFor();
     const status = async () =>
-      (await (await fetch(`${tunnel.inspectorUrl}/api/status`)).json()) as { paused: boolean };
+      (await (await fetch(`${stack.tunnel.inspectorUrl}/api/status`)).json()) as { paused: boolean };
     expect((await status()).paused).toBe(true);
     await page.click('#pause');
     await page.locator('#pause', { hasText: 'Pause' }).waitFor();
