@@ -1,13 +1,13 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { buildEdge, type Edge } from '@tunnel2/edge';
+import { buildEdge } from '@tunnel2/edge';
 import type { Entry, EntrySummary } from '@tunnel2/inspector';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { connect, type Tunnel } from '../src/index.js';
 import { send } from './support/http-client.js';
+import { type InspectedStack, startInspectedStack } from './support/inspected-stack.js';
 import { silent } from './support/stack.js';
 import { startWsBackend } from './support/ws-backend.js';
 
@@ -97,32 +97,19 @@ function sseEvents(
 
 describe('inspector end to end (real edge, agent with the inspector on, real backend)', () => {
   const seen: Seen[] = [];
-  let backend: Server;
-  let edge: Edge;
+  let stack: InspectedStack;
   let tunnel: Tunnel;
   let port: number;
   let host: string;
   let base: string;
 
   beforeAll(async () => {
-    backend = await recordingBackend(seen);
-    edge = buildEdge({ port: 0, logger: silent });
-    ({ port } = await edge.listen());
-    tunnel = await connect({
-      target: (backend.address() as AddressInfo).port,
-      server: edge.url,
-      subdomain: 'inspected',
-      inspect: { port: 0 },
-    });
+    stack = await startInspectedStack(await recordingBackend(seen), 'inspected');
+    ({ tunnel, port, inspectorUrl: base } = stack);
     host = `inspected.localhost:${port}`;
-    base = tunnel.inspectorUrl!;
   });
 
-  afterAll(async () => {
-    await tunnel.close(0);
-    await edge.close(0);
-    await new Promise((r) => backend.close(r));
-  });
+  afterAll(() => stack.close());
 
   beforeEach(async () => {
     await api(base, '/api/entries', { method: 'DELETE' });

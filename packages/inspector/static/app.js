@@ -1,0 +1,252 @@
+// The inspector page: the live list (SSE), the filters (server-side), keyboard navigation and the header actions.
+
+import { api } from './api.js';
+import { showDetail } from './detail.js';
+import { el, formatBytes, formatMs, statusClass } from './dom.js';
+
+const $ = (id) => document.getElementById(id);
+const rows = $('list').tBodies[0];
+const detailPane = $('detail');
+const FILTERS = {
+  method: $('f-method'),
+  status: $('f-status'),
+  path: $('f-path'),
+  header: $('f-header'),
+  body: $('f-body'),
+};
+const MAX_ROWS = 1000;
+
+const state = { selected: undefined, open: undefined, paused: false, publicUrl: null, target: '', count: 0 };
+
+function filter() {
+  return Object.fromEntries(Object.entries(FILTERS).map(([key, input]) => [key, input.value.trim()]));
+}
+
+function filtering() {
+  return Object.values(filter()).some((v) => v !== '');
+}
+
+function sizeText(e) {
+  if (e.kind === 'websocket' && e.ws !== undefined)
+    return `↑${formatBytes(e.ws.bytesIn)} ↓${formatBytes(e.ws.bytesOut)}`;
+  return formatBytes(e.responseBytes);
+}
+
+function row(e) {
+  const time = new Date(e.startedAt).toLocaleTimeString([], { hour12: false });
+  const status = e.status === 0 ? 'ERR' : String(e.status);
+  return el(
+    'tr',
+    { 'data-id': e.id, class: e.id === state.selected ? 'selected' : undefined, title: e.error?.message },
+    el('td', { class: 'muted' }, time),
+    el('td', { class: 'method' }, e.method),
+    el('td', { class: `status ${statusClass(e.status)}` }, status),
+    el(
+      'td',
+      { class: 'path' },
+      e.kind === 'websocket' && el('span', { class: 'badge' }, 'WS'),
+      e.replayOf !== undefined &&
+        el('span', { class: 'badge replay', title: `replay of #${e.replayOf}` }, `↻ #${e.replayOf}`),
+      e.query === '' ? e.path : `${e.path}?${e.query}`,
+    ),
+    el('td', { class: 'num' }, formatMs(e.durationMs)),
+    el('td', { class: 'num' }, sizeText(e)),
+  );
+}
+
+function renderEmpty() {
+  const empty = $('list-empty');
+  if (rows.children.length > 0) {
+    empty.replaceChildren();
+    return;
+  }
+  if (filtering()) {
+    empty.replaceChildren(el('p', {}, 'No request matches these filters.'));
+    return;
+  }
+  const url = state.publicUrl ?? 'your public URL';
+  empty.replaceChildren(
+    el('p', {}, state.paused ? 'Capture is paused: resume it to record requests.' : 'No requests yet.'),
+    el('p', {}, 'Send a request to ', el('code', {}, url), ' and it shows up here as it completes.'),
+    el('pre', { class: 'code' }, `curl ${url}/hello`),
+  );
+}
+
+function renderCount() {
+  $('count').textContent = `${rows.children.length} shown`;
+}
+
+function renderPaused() {
+  $('pause').textContent = state.paused ? 'Resume' : 'Pause';
+  $('pause').classList.toggle('active', state.paused);
+  document.body.classList.toggle('paused', state.paused);
+}
+
+let loading = 0;
+async function load() {
+  const mine = ++loading;
+  try {
+    const { entries } = await api.list(filter(), MAX_ROWS);
+    if (mine !== loading) return; // a newer filter's answer wins
+    $('filter-error').textContent = '';
+    rows.replaceChildren(...entries.map(row));
+  } catch (err) {
+    $('filter-error').textContent = err.message;
+  }
+  renderEmpty();
+  renderCount();
+}
+
+let reloadTimer;
+function reloadSoon(ms = 150) {
+  clearTimeout(reloadTimer);
+  reloadTimer = setTimeout(load, ms);
+}
+
+function rowOf(id) {
+  return rows.querySelector(`tr[data-id="${CSS.escape(id)}"]`);
+}
+
+function select(id, scroll = true) {
+  rows.querySelector('tr.selected')?.classList.remove('selected');
+  state.selected = id;
+  const tr = id === undefined ? null : rowOf(id);
+  tr?.classList.add('selected');
+  if (scroll) tr?.scrollIntoView({ block: 'nearest' });
+}
+
+async function open(id) {
+  select(id);
+  state.open = id;
+  document.body.classList.add('has-detail');
+  try {
+    await showDetail(ctx, id);
+  } catch (err) {
+    detailPane.replaceChildren(el('p', { class: 'empty' }, `#${id}: ${err.message}`));
+  }
+}
+
+function close() {
+  state.open = undefined;
+  document.body.classList.remove('has-detail');
+  renderDetailEmpty();
+}
+
+function renderDetailEmpty() {
+  detailPane.replaceChildren(
+    el(
+      'div',
+      { class: 'empty' },
+      el('p', {}, 'Select a request to see its headers and bodies.'),
+      el('p', { class: 'muted' }, 'j / k or ↑ / ↓ move · Enter opens · / searches · Esc closes'),
+    ),
+  );
+}
+
+let toastTimer;
+function toast(text, bad = false) {
+  const box = $('toast');
+  box.textContent = text;
+  box.classList.toggle('bad', bad);
+  box.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => {
+    box.hidden = true;
+  }, 3000);
+}
+
+const ctx = { pane: detailPane, open, close, toast, redact: () => $('redact').checked };
+
+function move(step) {
+  const all = [...rows.children];
+  if (all.length === 0) return;
+  const at = all.findIndex((tr) => tr.dataset.id === state.selected);
+  const next = all[Math.max(0, Math.min(all.length - 1, at < 0 ? 0 : at + step))];
+  select(next.dataset.id);
+}
+
+document.addEventListener('keydown', (e) => {
+  const typing = e.target instanceof HTMLElement && e.target.closest('input, textarea, select') !== null;
+  if (e.key === 'Escape') {
+    if (typing) e.target.blur();
+    else close();
+    return;
+  }
+  if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+  if (e.key === 'j' || e.key === 'ArrowDown') move(1);
+  else if (e.key === 'k' || e.key === 'ArrowUp') move(-1);
+  else if (e.key === 'Enter' && state.selected !== undefined) void open(state.selected);
+  else if (e.key === '/') FILTERS.path.focus();
+  else return;
+  e.preventDefault();
+});
+
+rows.addEventListener('click', (e) => {
+  const tr = e.target instanceof Element ? e.target.closest('tr[data-id]') : null;
+  if (tr !== null) void open(tr.dataset.id);
+});
+
+for (const input of Object.values(FILTERS)) input.addEventListener('input', () => reloadSoon());
+$('filters').addEventListener('submit', (e) => e.preventDefault());
+
+$('pause').addEventListener('click', async () => {
+  const { paused } = await api.setPaused(!state.paused);
+  state.paused = paused;
+  renderPaused();
+  renderEmpty();
+});
+
+$('clear').addEventListener('click', async () => {
+  await api.clear();
+  close();
+});
+
+function updateHarLink() {
+  $('har-all').href = api.harUrl(undefined, $('redact').checked);
+}
+$('redact').addEventListener('change', updateHarLink);
+
+const events = new EventSource('/api/events');
+events.addEventListener('entry', (m) => {
+  const entry = JSON.parse(m.data);
+  // Server-side filters (body text, headers) cannot be checked here: ask the server again.
+  if (filtering()) {
+    reloadSoon();
+    return;
+  }
+  if (rowOf(entry.id) !== null) return;
+  rows.prepend(row(entry));
+  while (rows.children.length > MAX_ROWS) rows.lastElementChild.remove();
+  renderEmpty();
+  renderCount();
+});
+events.addEventListener('clear', () => {
+  rows.replaceChildren();
+  renderEmpty();
+  renderCount();
+});
+events.addEventListener('status', (m) => {
+  state.paused = JSON.parse(m.data).paused;
+  renderPaused();
+  renderEmpty();
+});
+// After a reconnect, entries may have been missed: the list is fetched again.
+events.addEventListener('open', () => reloadSoon(0));
+
+async function start() {
+  const status = await api.status();
+  Object.assign(state, { paused: status.paused, publicUrl: status.publicUrl, target: status.target });
+  $('where').replaceChildren(
+    status.publicUrl === null
+      ? 'connecting…'
+      : el('a', { href: status.publicUrl, target: '_blank', rel: 'noreferrer' }, status.publicUrl),
+    ' → ',
+    el('code', {}, status.target),
+  );
+  renderPaused();
+  updateHarLink();
+  renderDetailEmpty();
+  await load();
+}
+
+void start();
