@@ -33,6 +33,7 @@ export class ExchangeRecorder {
   readonly #store: EntryStore;
   readonly #id: string;
   readonly #start: RequestStart;
+  readonly #requestHead: KeptHead;
   readonly #started = performance.now();
   readonly #request: BodyCapture;
   readonly #response: BodyCapture;
@@ -49,6 +50,11 @@ export class ExchangeRecorder {
     this.#store = store;
     this.#id = store.nextId();
     this.#start = start;
+    // A copy, taken now: the frame's payload is a view into a received message that is not ours to keep.
+    this.#requestHead =
+      start.encodedHead !== undefined && start.decodeHead !== undefined
+        ? Buffer.from(start.encodedHead)
+        : start.headers;
     this.#request = new BodyCapture(bodyLimit);
     this.#response = new BodyCapture(bodyLimit);
   }
@@ -96,11 +102,7 @@ export class ExchangeRecorder {
     const start = this.#start;
     const kind = start.kind ?? 'http';
     const now = performance.now();
-    const requestHead: KeptHead =
-      start.encodedHead !== undefined && start.decodeHead !== undefined
-        ? // A copy: the frame's payload is a view into the received message.
-          Buffer.from(start.encodedHead)
-        : start.headers;
+    const requestHead = this.#requestHead;
     const entry = new CapturedEntry({
       id: this.#id,
       // One clock read per event: the wall-clock start is the monotonic one placed on the epoch.
