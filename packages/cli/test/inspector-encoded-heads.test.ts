@@ -61,7 +61,8 @@ describe('inspector entries from encoded heads', () => {
     expect(strip(toEntry(fromBytes))).toEqual(strip(toEntry(fromLists)));
     type Har = { log: { entries: { request: { headers: unknown }; response: { headers: unknown } }[] } };
     const har = (e: typeof fromLists) => {
-      const first = (toHar([e], { redact: false, baseUrl: 'https://a.example' }) as Har).log.entries[0]!;
+      const first = (toHar([e], { redact: false, baseUrl: 'https://a.example', version: 'test' }) as Har).log
+        .entries[0]!;
       return [first.request.headers, first.response.headers];
     };
     expect(har(fromBytes)).toEqual(har(fromLists));

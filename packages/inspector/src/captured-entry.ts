@@ -77,18 +77,9 @@ export class CapturedEntry implements StoredEntry {
   }
 }
 
-export interface CapturedFields {
-  id: string;
-  startedAt: number;
-  durationMs: number;
-  ttfbMs: number | null;
-  clientAddress: string | null;
-  method: string;
-  target: string;
-  status: number;
-  request: BodyCapture;
-  response: BodyCapture;
-  kind: 'http' | 'websocket';
+/** The entry's fields, with its heads as kept (optional ones present, maybe undefined: one shape for all). */
+export interface CapturedFields
+  extends Omit<StoredEntry, 'cost' | 'requestHeaders' | 'responseHeaders' | 'error' | 'replayOf' | 'ws'> {
   error: EntryError | undefined;
   replayOf: string | undefined;
   ws: WebSocketTraffic | undefined;
