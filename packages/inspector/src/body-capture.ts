@@ -1,3 +1,5 @@
+const EMPTY = Buffer.alloc(0);
+
 /**
  * One body as the inspector keeps it: copies of the first `limit` bytes and the count of all of them.
  * Chunks are copied (the caller's buffers belong to the stream and may be reused); beyond the limit a
@@ -5,7 +7,8 @@
  */
 export class BodyCapture {
   readonly #limit: number;
-  readonly chunks: Buffer[] = [];
+  /** None, one copy (the common case: no array for it), or several; joined into one when first read. */
+  #kept: Buffer | Buffer[] | undefined;
   captured = 0;
   size = 0;
 
@@ -17,9 +20,12 @@ export class BodyCapture {
     this.size += chunk.length;
     const room = this.#limit - this.captured;
     if (room <= 0) return;
-    const kept = Buffer.from(chunk.length <= room ? chunk : chunk.subarray(0, room));
-    this.chunks.push(kept);
-    this.captured += kept.length;
+    const copy = Buffer.from(chunk.length <= room ? chunk : chunk.subarray(0, room));
+    const kept = this.#kept;
+    if (kept === undefined) this.#kept = copy;
+    else if (Array.isArray(kept)) kept.push(copy);
+    else this.#kept = [kept, copy];
+    this.captured += copy.length;
   }
 
   get truncated(): boolean {
@@ -27,11 +33,12 @@ export class BodyCapture {
   }
 
   bytes(): Buffer {
-    if (this.chunks.length === 1) return this.chunks[0]!;
-    const whole = Buffer.concat(this.chunks, this.captured);
+    const kept = this.#kept;
+    if (kept === undefined) return EMPTY;
+    if (!Array.isArray(kept)) return kept;
     // Joined once, kept joined: later reads (the API, search) do not concatenate again.
-    this.chunks.length = 0;
-    if (whole.length > 0) this.chunks.push(whole);
+    const whole = Buffer.concat(kept, this.captured);
+    this.#kept = whole;
     return whole;
   }
 }

@@ -1,7 +1,8 @@
 import { BodyCapture } from './body-capture.js';
+import { CapturedEntry, type HeadDecoder, type KeptHead } from './captured-entry.js';
 import type { EntryError } from './entry.js';
 import type { EntryStore } from './entry-store.js';
-import { entryCost, headerValue, type StoredEntry } from './stored-entry.js';
+import { headerValue, type StoredEntry } from './stored-entry.js';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
@@ -11,6 +12,13 @@ export interface RequestStart {
   target: string;
   /** Flat name, value, ... in the order received, repeats kept. */
   headers: readonly string[];
+  /**
+   * The same head as the agent received it encoded (a frame's payload): when given with its decoder, the
+   * entry keeps a copy of these bytes instead of the list and decodes them only when read.
+   */
+  encodedHead?: Uint8Array;
+  /** Reads `encodedHead` back into the flat header list. */
+  decodeHead?: HeadDecoder;
   /** When not given: the first hop of X-Forwarded-For (the edge sets it). */
   clientAddress?: string;
   kind?: 'http' | 'websocket';
@@ -25,13 +33,15 @@ export class ExchangeRecorder {
   readonly #store: EntryStore;
   readonly #id: string;
   readonly #start: RequestStart;
-  readonly #startedAt = Date.now();
+  readonly #requestHead: KeptHead;
   readonly #started = performance.now();
   readonly #request: BodyCapture;
   readonly #response: BodyCapture;
   #ttfb: number | null = null;
   #status = 0;
   #responseHeaders: readonly string[] = [];
+  #encodedResponse: Uint8Array | undefined;
+  #decodeResponse: HeadDecoder | undefined;
   #bytesIn = 0;
   #bytesOut = 0;
   #done = false;
@@ -40,6 +50,11 @@ export class ExchangeRecorder {
     this.#store = store;
     this.#id = store.nextId();
     this.#start = start;
+    // A copy, taken now: the frame's payload is a view into a received message that is not ours to keep.
+    this.#requestHead =
+      start.encodedHead !== undefined && start.decodeHead !== undefined
+        ? Buffer.from(start.encodedHead)
+        : start.headers;
     this.#request = new BodyCapture(bodyLimit);
     this.#response = new BodyCapture(bodyLimit);
   }
@@ -52,11 +67,17 @@ export class ExchangeRecorder {
     this.#request.add(chunk);
   }
 
-  /** The final response head (interim 1xx heads are not recorded; a 101 is final for an upgrade). */
-  responseHead(status: number, headers: readonly string[]): void {
+  /**
+   * The final response head (interim 1xx heads are not recorded; a 101 is final for an upgrade). `encoded`,
+   * with its decoder: the same head as sent on the wire, kept by reference (the caller never writes to it
+   * again) and decoded only when read.
+   */
+  responseHead(status: number, headers: readonly string[], encoded?: Uint8Array, decode?: HeadDecoder): void {
     if (this.#ttfb === null) this.#ttfb = performance.now() - this.#started;
     this.#status = status;
     this.#responseHeaders = headers;
+    this.#encodedResponse = decode === undefined ? undefined : encoded;
+    this.#decodeResponse = decode;
   }
 
   responseData(chunk: Uint8Array): void {
@@ -80,25 +101,29 @@ export class ExchangeRecorder {
     }
     const start = this.#start;
     const kind = start.kind ?? 'http';
-    const fields: Omit<StoredEntry, 'cost'> = {
+    const now = performance.now();
+    const requestHead = this.#requestHead;
+    const entry = new CapturedEntry({
       id: this.#id,
-      startedAt: this.#startedAt,
-      durationMs: round(performance.now() - this.#started),
+      // One clock read per event: the wall-clock start is the monotonic one placed on the epoch.
+      startedAt: Math.round(performance.timeOrigin + this.#started),
+      durationMs: round(now - this.#started),
       ttfbMs: this.#ttfb === null ? null : round(this.#ttfb),
       clientAddress: start.clientAddress ?? null,
       method: start.method,
       target: start.target,
       status: this.#status,
-      requestHeaders: start.headers,
-      responseHeaders: this.#responseHeaders,
       request: this.#request,
       response: this.#response,
       kind,
-      ...(error === undefined ? {} : { error }),
-      ...(start.replayOf === undefined ? {} : { replayOf: start.replayOf }),
-      ...(kind === 'websocket' ? { ws: { bytesIn: this.#bytesIn, bytesOut: this.#bytesOut } } : {}),
-    };
-    const entry: StoredEntry = { ...fields, cost: entryCost(fields) };
+      error,
+      replayOf: start.replayOf,
+      ws: kind === 'websocket' ? { bytesIn: this.#bytesIn, bytesOut: this.#bytesOut } : undefined,
+      requestHead,
+      responseHead: this.#encodedResponse ?? this.#responseHeaders,
+      decodeRequest: requestHead instanceof Uint8Array ? start.decodeHead : undefined,
+      decodeResponse: this.#decodeResponse,
+    });
     this.#store.add(entry);
     return entry;
   }

@@ -47,12 +47,3 @@ export function clientOf(entry: StoredEntry): string | null {
   const first = xff?.split(',')[0]?.trim();
   return first === undefined || first === '' ? null : first;
 }
-
-const FIXED_COST = 512;
-
-export function entryCost(entry: Omit<StoredEntry, 'cost'>): number {
-  let cost = FIXED_COST + entry.request.captured + entry.response.captured + entry.target.length * 2;
-  for (const h of entry.requestHeaders) cost += h.length * 2 + 16;
-  for (const h of entry.responseHeaders) cost += h.length * 2 + 16;
-  return cost;
-}
