@@ -144,7 +144,8 @@ export function renderWanMarkdown(report: StandaloneReport<WanResult> & { gate: 
     '| when | samples | failed | p50 | p95 | max |\n| --- | --- | --- | --- | --- | --- |\n' +
     `${latencyRow('direct through the link alone (its real round trip + the backend)', result.ttfb.direct)}\n` +
     `${latencyRow('tunnel, idle', result.ttfb.idle)}\n` +
-    `${latencyRow(`tunnel, during a ${fixed(result.ttfb.bulkMBps, 1)} MB/s download on the same session`, result.ttfb.underLoad)}\n\n` +
+    `${latencyRow(`tunnel, during a ${fixed(result.ttfb.bulkMBps, 1)} MB/s download on the same session`, result.ttfb.underLoad)}\n` +
+    `${latencyRow(`direct through the link, during a ${fixed(result.ttfb.directBulkMBps, 1)} MB/s direct download through it`, result.ttfb.directUnderLoad)}\n\n` +
     `The bench process (the client) had an event-loop delay of p50 ${fixed(result.ttfb.benchLoopDelayMs.p50, 2)} ms, ` +
     `max ${fixed(result.ttfb.benchLoopDelayMs.max, 2)} ms while the samples under load ran: that much of them is the instrument's.\n\n` +
     '## Targets (issue #21)\n\n| target | limit | measured | status |\n| --- | --- | --- | --- |\n' +

@@ -80,6 +80,13 @@ export interface WanTtfb {
   idle: LatencySummary;
   /** The same while one large download runs on the same session. */
   underLoad: LatencySummary;
+  /**
+   * Small GETs direct through the link while a large download runs direct through the same link: what the
+   * machine alone adds under load (every process shares its two cores), beside the tunnel's figure.
+   */
+  directUnderLoad: LatencySummary;
+  /** That direct download's rate while its samples ran. */
+  directBulkMBps: number;
   /** The large download's rate while the samples ran: proof it was flowing. */
   bulkMBps: number;
   bulkError: string | null;
@@ -286,7 +293,14 @@ async function sampleTtfb(
   return summarize(values, failed);
 }
 
-async function ttfbUnderLoad(stack: Stack, settings: WanSettings): Promise<Omit<WanTtfb, 'idle' | 'direct'>> {
+interface LoadedTtfb {
+  underLoad: LatencySummary;
+  bulkMBps: number;
+  bulkError: string | null;
+  benchLoopDelayMs: { p50: number; max: number };
+}
+
+async function ttfbUnderLoad(target: LoadTarget, settings: WanSettings): Promise<LoadedTtfb> {
   const stop = new AbortController();
   const limit = setTimeout(() => stop.abort(), settings.timeLimitSec * 1000);
   let received = 0;
@@ -296,7 +310,7 @@ async function ttfbUnderLoad(stack: Stack, settings: WanSettings): Promise<Omit<
   });
   let running = true;
   let bulkError: string | null = null;
-  const bulk = download(stack.tunnel, `/bytes/${ENDLESS_BYTES}`, {
+  const bulk = download(target, `/bytes/${ENDLESS_BYTES}`, {
     signal: stop.signal,
     onBody: (chunk) => {
       received += chunk.length;
@@ -314,12 +328,7 @@ async function ttfbUnderLoad(stack: Stack, settings: WanSettings): Promise<Omit<
   const from = { bytes: received, at: performance.now() };
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
-  const underLoad = await sampleTtfb(
-    stack.tunnel,
-    settings.ttfbSamples,
-    settings.ttfbIntervalMs,
-    () => running,
-  );
+  const underLoad = await sampleTtfb(target, settings.ttfbSamples, settings.ttfbIntervalMs, () => running);
   loop.disable();
   const benchLoopDelayMs = {
     p50: Math.round(loop.percentile(50) / 1e4) / 100,
@@ -405,9 +414,15 @@ export async function runWanBench(settings: WanSettings, note: (line: string) =>
     );
     const edgeMeter = meterProcess(stack.edge.pid);
     const agentMeter = meterProcess(stack.agent.pid);
-    const loaded = await ttfbUnderLoad(stack, settings);
+    const loaded = await ttfbUnderLoad(stack.tunnel, settings);
     const ttfbEdge = edgeMeter.stop();
     const ttfbAgent = agentMeter.stop();
+    const directLoaded = await ttfbUnderLoad(stack.direct, settings);
+    note(
+      `time to first byte direct through the link under a ${directLoaded.bulkMBps.toFixed(1)} MB/s direct download: ` +
+        `p50 ${directLoaded.underLoad.p50Ms} ms, max ${directLoaded.underLoad.maxMs} ms` +
+        (directLoaded.bulkError === null ? '' : ` — ERROR: ${directLoaded.bulkError}`),
+    );
     note(
       `time to first byte under a ${loaded.bulkMBps.toFixed(1)} MB/s download: p50 ${loaded.underLoad.p50Ms} ms, ` +
         `max ${loaded.underLoad.maxMs} ms (bench event-loop delay p50 ${loaded.benchLoopDelayMs.p50} ms, ` +
@@ -425,7 +440,13 @@ export async function runWanBench(settings: WanSettings, note: (line: string) =>
       download: downloadResult,
       upload: uploadResult,
       parallel,
-      ttfb: { direct: directTtfb, idle, ...loaded },
+      ttfb: {
+        direct: directTtfb,
+        idle,
+        ...loaded,
+        directUnderLoad: directLoaded.underLoad,
+        directBulkMBps: directLoaded.bulkMBps,
+      },
       edgePeakRssMb: peak([...tunnelTransfers.map((t) => t.edge), ttfbEdge]),
       agentPeakRssMb: peak([...tunnelTransfers.map((t) => t.agent), ttfbAgent]),
     };

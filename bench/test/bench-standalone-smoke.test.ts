@@ -221,6 +221,8 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(result.ttfb.direct.p50Ms).toBeGreaterThanOrEqual(4);
     expect(result.ttfb.idle.p50Ms).toBeGreaterThanOrEqual(4);
     expect(result.ttfb.underLoad).toMatchObject({ samples: 20, failed: 0 });
+    expect(result.ttfb.directUnderLoad).toMatchObject({ samples: 20, failed: 0 });
+    expect(result.ttfb.directBulkMBps).toBeGreaterThan(0);
     expect(result.ttfb.bulkError).toBeNull();
     expect(result.ttfb.bulkMBps).toBeGreaterThan(0);
     expect(result.ttfb.benchLoopDelayMs.max).toBeGreaterThanOrEqual(result.ttfb.benchLoopDelayMs.p50);
