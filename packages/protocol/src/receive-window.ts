@@ -1,7 +1,11 @@
 import type { WindowBudget } from './window-budget.js';
 
-/** Windows grow on paths with at least this round trip; below it the initial window carries ≥ 256 MB/s. */
-const MIN_TUNED_RTT_MS = 1;
+/**
+ * Windows grow on paths with at least this round trip; below it the initial window carries ≥ 50 MB/s per
+ * stream. Not lower: on a busy machine even loopback's round trip, as PINGs time it through two event
+ * loops, can read a few ms, and a window grown there is memory a slow local reader then holds for nothing.
+ */
+const MIN_TUNED_RTT_MS = 5;
 /** A window consumed in less than this many round trips limits its stream: it doubles. */
 const GROW_BELOW_RTTS = 2;
 /** A window that took more than this many round trips (a slow or idle consumer, a slow sender) halves. */

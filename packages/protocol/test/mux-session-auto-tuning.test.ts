@@ -75,10 +75,10 @@ describe('receive-window auto-tuning', () => {
     expect(Math.max(...increments)).toBeLessThanOrEqual(max);
   });
 
-  it('on a path under 1 ms (loopback) a fast consumer keeps the initial window', async () => {
+  it('on a path under 5 ms (loopback) a fast consumer keeps the initial window', async () => {
     const pair = await pairFor({ settings, maxStreamWindow: 1024 * KiB });
     await rttSampled(pair);
-    expect(pair.agent.session.rttMs).toBeLessThan(1);
+    expect(pair.agent.session.rttMs).toBeLessThan(5);
     const { edge, agent } = await openRecorded(pair, 'sync');
     const credit = trackCredit(agent);
     const body = randomBytes(2048 * KiB);
