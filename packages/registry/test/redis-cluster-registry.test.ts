@@ -32,13 +32,11 @@ describe('redis registry on a Redis Cluster', () => {
       await Promise.all(
         names.map((name) => registry.claim({ name, owner: 'o', nodeId: 'a', ttlMs: 60_000 })),
       );
-      // Which master holds each name's slot, asked of the cluster itself.
+      // Which masters hold the names' records, asked of each master itself.
       const holders = new Set<string>();
-      for (const name of names) {
-        const key = `${keyPrefix}{b${epochBucket(name)}}:s:${name}`;
-        for (const node of cluster.nodes) {
-          if ((await cluster.cli(node.port, 'EXISTS', key)) === '1') holders.add(String(node.port));
-        }
+      for (const node of cluster.nodes) {
+        const keys = await cluster.cli(node.port, '--scan', '--pattern', `${keyPrefix}*:s:*`);
+        if (keys !== '') holders.add(String(node.port));
       }
       expect(holders.size).toBe(3);
       expect((await registry.list()).map((r) => r.name).sort()).toEqual([...names].sort());
@@ -80,6 +78,36 @@ describe('redis registry on a Redis Cluster', () => {
       await registry.ping();
     } finally {
       await registry.close();
+    }
+  });
+
+  it('answers UNAVAILABLE for names on a master that is down, promptly, and keeps serving the others', async () => {
+    const own = await startTestRedisCluster();
+    const keyPrefix = freshPrefix();
+    const registry = await createRedisRegistry({ url: own.url, keyPrefix, commandTimeoutMs: 1_000 });
+    try {
+      const down = own.nodes[2];
+      if (down === undefined) throw new Error('no third node');
+      // A name on the node about to stop, and one elsewhere, found by asking the cluster where keys live.
+      const onDown: string[] = [];
+      const elsewhere: string[] = [];
+      for (let i = 0; i < 40 && (onDown.length === 0 || elsewhere.length === 0); i++) {
+        const name = `f${i}`;
+        await registry.claim({ name, owner: 'o', nodeId: 'a', ttlMs: 60_000 });
+        const key = `${keyPrefix}{b${epochBucket(name)}}:s:${name}`;
+        ((await own.cli(down.port, 'EXISTS', key)) === '1' ? onDown : elsewhere).push(name);
+      }
+      const [lost = '', kept = ''] = [onDown[0], elsewhere[0]];
+      await down.stop();
+      const started = Date.now();
+      await expect(registry.lookup(lost)).rejects.toMatchObject({ code: RegistryErrorCode.UNAVAILABLE });
+      await expect(registry.ping()).rejects.toMatchObject({ code: RegistryErrorCode.UNAVAILABLE });
+      // The bound is the command timeout (1 s) with room for a loaded machine, not a measured figure.
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(await registry.lookup(kept)).toMatchObject({ name: kept, owner: 'o' });
+    } finally {
+      await registry.close();
+      await own.stop();
     }
   });
 
