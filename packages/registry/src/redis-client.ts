@@ -32,8 +32,10 @@ export interface RegistryClient {
   readonly cluster: boolean;
   /** Splits items into groups a single pipeline may carry (all of them at once on a standalone Redis). */
   pipelineGroups<T>(items: readonly T[], keyOf: (item: T) => string): T[][];
-  /** The connections to SCAN and to PING: the one server, or every master of the cluster. */
+  /** The connections to SCAN: the one server, or every master of the cluster. */
   primaries(): Redis[];
+  /** PINGs the server, or every master the slot map names (one that has gone from the pool fails it). */
+  pingAll(): Promise<void>;
   connect(): Promise<void>;
   disconnect(): void;
 }
@@ -99,8 +101,30 @@ export function createRegistryClient(address: RedisAddress, timings: ClientTimin
     return [...groups.values()];
   };
 
+  const pingAll = async (): Promise<void> => {
+    if (!(redis instanceof Cluster)) {
+      await redis.ping();
+      return;
+    }
+    // ioredis drops a master whose connection ended from nodes('master'), but the slot map still names it
+    // until a replica is promoted: readiness must follow the slot map, or a dead master would go unseen.
+    const named = new Set(redis.slots.map((nodes) => nodes[0]).filter((key) => key !== undefined));
+    const byKey = new Map(
+      redis.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]),
+    );
+    if (named.size === 0) throw new Error('no Redis Cluster slot map yet');
+    await Promise.all(
+      [...named].map((key) => {
+        const node = byKey.get(key);
+        if (node === undefined) throw new Error(`Redis Cluster master ${key} is not connected`);
+        return node.ping();
+      }),
+    );
+  };
+
   return {
     redis,
+    pingAll,
     cluster: redis instanceof Cluster,
     pipelineGroups,
     primaries: () => (redis instanceof Cluster ? redis.nodes('master') : [redis]),

@@ -97,7 +97,8 @@ describe('redis registry on a Redis Cluster', () => {
         const key = `${keyPrefix}{b${epochBucket(name)}}:s:${name}`;
         ((await own.cli(down.port, 'EXISTS', key)) === '1' ? onDown : elsewhere).push(name);
       }
-      const [lost = '', kept = ''] = [onDown[0], elsewhere[0]];
+      const [lost, kept] = [onDown[0], elsewhere[0]];
+      if (lost === undefined || kept === undefined) throw new Error('names did not spread over the masters');
       await down.stop();
       const started = Date.now();
       await expect(registry.lookup(lost)).rejects.toMatchObject({ code: RegistryErrorCode.UNAVAILABLE });
