@@ -1,5 +1,6 @@
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startTestRedisCluster } from '../../registry/test/redis-cluster.js';
 import { startTestRedisServer } from '../../registry/test/redis-server.js';
 import { freePort, CLUSTER_SECRET as SECRET } from './support/cluster-harness.js';
 import { send } from './support/http-client.js';
@@ -37,37 +38,45 @@ async function startNode(redisUrl: string, nodeId: string): Promise<{ edge: Spaw
   return { edge, port };
 }
 
+/** Two nodes on `registryUrl`, an agent on node-b, and a request through node-a answered by node-b. */
+async function acrossNodes(registryUrl: string, subdomain: string): Promise<{ a: number; b: number }> {
+  const backend = await createTestBackend();
+  cleanups.push(() => backend.close());
+  const a = await startNode(registryUrl, 'node-a');
+  const b = await startNode(registryUrl, 'node-b');
+  const agent = spawnCli([
+    'http',
+    String(backend.port),
+    '--server',
+    `http://127.0.0.1:${b.port}`,
+    '--subdomain',
+    subdomain,
+    '--json',
+  ]);
+  cleanups.push(async () => {
+    agent.kill('SIGKILL');
+    await agent.exited;
+  });
+  await agent.waitFor('ready');
+
+  const viaA = await send({
+    port: a.port,
+    path: '/loadtest/ping',
+    headers: ['Host', `${subdomain}.localhost:${a.port}`],
+  });
+  expect(viaA.status).toBe(200);
+  expect(viaA.body.toString()).toBe('pong');
+  expect(viaA.headers['x-tunnel2-node']).toBe('node-b');
+  return { a: a.port, b: b.port };
+}
+
 describe('cluster mode with a real Redis', () => {
   it('a request on one node reaches the agent connected to another, through the shared registry', async () => {
     const redis = await startTestRedisServer();
     cleanups.push(() => redis.stop());
-    const backend = await createTestBackend();
-    cleanups.push(() => backend.close());
-    const a = await startNode(redis.url, 'node-a');
-    const b = await startNode(redis.url, 'node-b');
-    const agent = spawnCli([
-      'http',
-      String(backend.port),
-      '--server',
-      `http://127.0.0.1:${b.port}`,
-      '--subdomain',
-      'across',
-      '--json',
-    ]);
-    cleanups.push(async () => {
-      agent.kill('SIGKILL');
-      await agent.exited;
-    });
-    await agent.waitFor('ready');
-
-    const viaA = await send({
-      port: a.port,
-      path: '/loadtest/ping',
-      headers: ['Host', `across.localhost:${a.port}`],
-    });
-    expect(viaA.status).toBe(200);
-    expect(viaA.body.toString()).toBe('pong');
-    expect(viaA.headers['x-tunnel2-node']).toBe('node-b');
+    const ports = await acrossNodes(redis.url, 'across');
+    const a = { port: ports.a };
+    const b = { port: ports.b };
     const viaB = await send({
       port: b.port,
       path: '/loadtest/ping',
@@ -79,6 +88,12 @@ describe('cluster mode with a real Redis', () => {
     const unknown = await send({ port: a.port, path: '/', headers: ['Host', `nobody.localhost:${a.port}`] });
     expect(unknown.status).toBe(404);
     expect(unknown.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_UNKNOWN_SESSION');
+  });
+
+  it('runs the same on a Redis Cluster (--registry redis+cluster://seed,seed,seed)', async () => {
+    const cluster = await startTestRedisCluster();
+    cleanups.push(() => cluster.stop());
+    await acrossNodes(cluster.url, 'sharded');
   });
 
   it('refuses to start without what a shared registry needs, or when Redis cannot be reached, in one line', async () => {
@@ -133,6 +148,8 @@ describe('cluster mode with a real Redis', () => {
 
     const bad = await cli(['server', '--registry', 'postgres://db:5432']);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain('must be memory, or a redis:// or rediss:// URL');
+    expect(bad.stderr).toContain(
+      'must be memory, or a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL',
+    );
   });
 });

@@ -1,4 +1,5 @@
 import { defaultWindowTuning, type ProtocolSettings } from '@tunnel2/protocol';
+import { isRedisUrl, redactRedisUrl } from '@tunnel2/registry';
 import type { AgentAuthOptions } from './agent-auth.js';
 import { DEFAULT_EDGE_WINDOW_BUDGET, type EdgeOptions, isNodeId } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
@@ -29,7 +30,7 @@ export interface EdgeSettings {
   publicUrl: string | undefined;
   agentPath: string;
   nodeId: string | undefined;
-  /** `memory`, or a redis:// / rediss:// URL shared by several nodes. */
+  /** `memory`, or a redis:// / rediss:// / redis+cluster:// / rediss+cluster:// URL shared by several nodes. */
   registry: string;
   responseTimeoutMs: number;
   leaseTtlMs: number;
@@ -132,10 +133,10 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   registry: {
     description:
-      'session registry: memory (one node), or a redis:// or rediss:// URL several nodes share (then nodeUrl and clusterSecret are required)',
+      'session registry: memory (one node), or a redis:// or rediss:// URL several nodes share, or redis+cluster://host:port,host:port (rediss+cluster://) for a Redis Cluster (then nodeUrl and clusterSecret are required)',
     default: 'memory',
-    ...text(isRegistry, 'memory, or a redis:// or rediss:// URL'),
-    redact: redactUrlPassword,
+    ...text(isRegistry, 'memory, or a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL'),
+    redact: redactRedisUrl,
   },
   responseTimeoutMs: {
     description: 'a tunnelled request without a response head in this time gets 504',
@@ -455,15 +456,7 @@ export function redactedConfig(settings: EdgeSettings): Record<string, unknown> 
 }
 
 function isRegistry(value: string): boolean {
-  if (value === 'memory') return true;
-  if (!URL.canParse(value)) return false;
-  const { protocol, hostname } = new URL(value);
-  return (protocol === 'redis:' || protocol === 'rediss:') && hostname !== '';
-}
-
-/** A registry URL as logs may show it, with its password replaced (even in a URL that does not parse). */
-function redactUrlPassword(value: string): string {
-  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1redacted@');
+  return value === 'memory' || isRedisUrl(value);
 }
 
 /** A markdown table of every setting, for docs/self-hosting.md (a test keeps the docs equal to it). */

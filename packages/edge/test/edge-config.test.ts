@@ -156,10 +156,25 @@ describe('edge settings: a bad value fails naming the setting, the source and wh
     );
     const registry = await failure(parseEdgeCommand([], { TUNNEL2_REGISTRY: 'postgres://db:5432' }));
     expect(registry.message).toBe(
-      'invalid setting registry=postgres://db:5432 (from TUNNEL2_REGISTRY): must be memory, or a redis:// or rediss:// URL',
+      'invalid setting registry=postgres://db:5432 (from TUNNEL2_REGISTRY): must be memory, or a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL',
     );
     const withPassword = await failure(parseEdgeCommand(['--registry', 'redis://:s3cret@'], {}));
     expect(withPassword.message).not.toContain('s3cret');
+    const clusterNoDb = await failure(parseEdgeCommand(['--registry', 'redis+cluster://:s3cret@h:1/2'], {}));
+    expect(clusterNoDb.message).not.toContain('s3cret');
+  });
+
+  it('takes a Redis Cluster registry (seed list) and redacts its password in --print-config', async () => {
+    const url = 'rediss+cluster://tunnel:s3cret@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002';
+    const parsed = await parseEdgeCommand(['--registry', url], {});
+    expect(parsed.config.settings.registry).toBe(url);
+    const cluster = ['--node-url', 'http://10.0.0.9:8080', '--cluster-secret', 'x'.repeat(32)];
+    const result = await run(['--print-config', '--registry', url, ...cluster], {});
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result.stdout).not.toContain('s3cret');
+    expect(result.stdout).toContain(
+      'rediss+cluster://tunnel:redacted@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002',
+    );
   });
 
   it('refuses unknown file keys, unknown flags and malformed JSON', async () => {

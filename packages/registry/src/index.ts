@@ -6,6 +6,7 @@ export {
   type MemoryRegistry,
   type MemoryRegistryOptions,
 } from './memory-registry.js';
+export { isRedisUrl, parseRedisUrl, type RedisAddress, type RedisSeed, redactRedisUrl } from './redis-url.js';
 export {
   checkClaimInput,
   checkEpoch,

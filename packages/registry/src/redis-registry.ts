@@ -1,7 +1,7 @@
-import { type ChainableCommander, Redis } from 'ioredis';
 import { type Clock, systemClock } from './clock.js';
 import { RegistryError, RegistryErrorCode } from './errors.js';
-import { CLAIM_SCRIPT, MARK_DISCONNECTED_SCRIPT, RELEASE_SCRIPT, RENEW_SCRIPT } from './redis-scripts.js';
+import { createRegistryClient, type ScriptedPipeline } from './redis-client.js';
+import { parseRedisUrl, type RedisAddress, redactRedisUrl } from './redis-url.js';
 import {
   checkClaimInput,
   checkEpoch,
@@ -16,15 +16,18 @@ import type { ClaimResult, NodeRecord, SessionRecord, SessionRegistry } from './
 
 /*
  * The Redis registry: the same contract as the memory one, shared by every edge node of a cluster. This is
- * the only file that imports ioredis, and it is reached only through `@tunnel2/registry/redis`, so
- * `import '@tunnel2/registry'` (the CLI, a single-node edge) never loads it.
+ * reached only through `@tunnel2/registry/redis` (it and redis-client.ts, which it imports, are the only
+ * files that load ioredis), so `import '@tunnel2/registry'` (the CLI, a single-node edge) never loads it.
+ * It runs on one Redis (`redis://`) or on a Redis Cluster (`redis+cluster://seed,seed`, see redis-url.ts).
  *
  * Keys (all under `keyPrefix`, default `tunnel2:`):
  *   <prefix>{b<n>}:s:<name>   hash {name, nodeId, owner, epoch, expiresAt, connected} of a session
  *   <prefix>{b<n>}:epoch      the epoch counter of bucket n (n = FNV-1a(name) mod 1024)
- *   <prefix>node:<nodeId>     JSON {url, expiresAt} of an announced edge node
+ *   <prefix>{nodes}:node:<id> JSON {url, expiresAt} of an announced edge node
  * The `{b<n>}` hash tag puts a name's hash and its bucket's counter in one cluster slot, so each script
- * touches a single slot (Redis Cluster allows nothing else); 1024 buckets spread the names over 1024 slots.
+ * touches a single slot (Redis Cluster allows nothing else); 1024 buckets spread the names over 1024 slots,
+ * hence over every master of a cluster. The node directory shares one tag, `{nodes}`: a handful of small
+ * keys read on cache misses, kept in one slot so the directory can be scanned or changed as a whole.
  *
  * Time. Leases follow the injected clock (default Date.now): the caller's `now` and `expiresAt` go into the
  * scripts, which treat `expiresAt <= now` as absent. That keeps the contract suite's fake clock working and
@@ -45,6 +48,11 @@ import type { ClaimResult, NodeRecord, SessionRecord, SessionRegistry } from './
  *   epochs exceed every lost one, provided the Redis servers' clocks agree to within the failover time.
  *   Epochs stay below 2^53 until the year 2255. The lost holder still believes it holds a lease; its next
  *   renew answers false and the edge closes it. (WAIT after a claim would narrow the window; not done here.)
+ * - On a Redis Cluster, TIME is that of the master holding the name's slot, and the counter lives in that
+ *   slot too. That is enough: epochs are only ever compared for one name, so only the clocks of one shard
+ *   (its master and the replica promoted in its place) must agree, to within that shard's failover time;
+ *   shards' clocks may differ from each other by any amount. A slot migrated to another shard carries its
+ *   counter key along (MIGRATE moves the key), so the counter never goes back there either.
  *
  * Unavailability. ioredis is set up so a Redis that is down fails calls promptly rather than queueing them:
  * no offline queue, no per-request retries, a command timeout; it reconnects on its own in the background,
@@ -53,13 +61,20 @@ import type { ClaimResult, NodeRecord, SessionRecord, SessionRegistry } from './
  * (timeout) may or may not have happened: a claim may then hold a new epoch its caller never learnt; the
  * owner's next claim takes it over, or it expires with its lease.
  *
- * `list()` SCANs the prefix (bounded COUNT per step, no KEYS) and reads the hashes in pipelined batches: its
- * work is proportional to the keyspace, it is for observability. On Redis Cluster it would have to SCAN every
- * master; this client is a single connection (standalone Redis, or a proxy in front of a cluster).
+ * `list()` SCANs the prefix on every master (bounded COUNT per step, no KEYS) and reads the hashes in
+ * pipelined batches: its work is proportional to the keyspace, it is for observability.
+ *
+ * Round trips. `renewMany` sends one pipeline per batch of `batchSize` leases; on a cluster each batch is split
+ * by the master serving each name's slot and those pipelines run in parallel, so every lease still costs one
+ * command in one round trip per lease period (a node renewing N sessions makes ceil(N / batchSize) rounds,
+ * each of at most one pipeline per master).
  */
 
 export interface RedisRegistryOptions {
-  /** `redis://[user:password@]host:port[/db]` (or `rediss://` for TLS). */
+  /**
+   * `redis://[user:password@]host:port[/db]` (or `rediss://` for TLS), or for a Redis Cluster
+   * `redis+cluster://[user:password@]host:port,host:port...` (or `rediss+cluster://`): see redis-url.ts.
+   */
   url: string;
   /** Prefix of every key, so several deployments can share one Redis; default `tunnel2:`. No braces. */
   keyPrefix?: string;
@@ -87,6 +102,7 @@ const MAX_RECONNECT_DELAY_MS = 1_000;
 
 interface ResolvedRedisRegistryOptions {
   url: string;
+  address: RedisAddress;
   keyPrefix: string;
   clock: Clock;
   commandTimeoutMs: number;
@@ -109,9 +125,7 @@ function positiveInteger(what: string, value: number | undefined, fallback: numb
 
 function resolveRedisRegistryOptions(options: RedisRegistryOptions): ResolvedRedisRegistryOptions {
   if (typeof options !== 'object' || options === null) throw invalid('options must be an object');
-  if (typeof options.url !== 'string' || !/^rediss?:\/\//.test(options.url) || !URL.canParse(options.url)) {
-    throw invalid('url must be a redis:// or rediss:// URL');
-  }
+  const address = parseRedisUrl(options.url);
   const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
   // A brace in the prefix would become the hash tag and put every key in one slot (or break the scripts'
   // single-slot rule on a cluster).
@@ -122,6 +136,7 @@ function resolveRedisRegistryOptions(options: RedisRegistryOptions): ResolvedRed
   }
   return {
     url: options.url,
+    address,
     keyPrefix,
     clock: options.clock ?? systemClock,
     commandTimeoutMs: positiveInteger(
@@ -148,18 +163,6 @@ export function epochBucket(name: string): number {
   }
   return hash % EPOCH_BUCKETS;
 }
-
-/** The scripts as ioredis commands (EVALSHA, falling back to EVAL on a fresh connection). */
-interface ScriptCommands {
-  tunnel2Claim(session: string, counter: string, ...argv: string[]): Promise<unknown>;
-  tunnel2Renew(session: string, ...argv: string[]): Promise<unknown>;
-  tunnel2Disconnect(session: string, ...argv: string[]): Promise<unknown>;
-  tunnel2Release(session: string, ...argv: string[]): Promise<unknown>;
-}
-type ScriptedRedis = Redis & ScriptCommands;
-type ScriptedPipeline = ChainableCommander & {
-  tunnel2Renew(session: string, ...argv: string[]): ChainableCommander;
-};
 
 const SESSION_FIELDS = ['name', 'nodeId', 'owner', 'epoch', 'expiresAt', 'connected'] as const;
 
@@ -201,33 +204,23 @@ function toRecord(values: unknown, now: number): SessionRecord | undefined {
 export async function createRedisRegistry(options: RedisRegistryOptions): Promise<SessionRegistry> {
   const resolved = resolveRedisRegistryOptions(options);
   const { keyPrefix, clock, gcMarginMs, batchSize } = resolved;
-  const redis = new Redis(resolved.url, {
-    lazyConnect: true,
-    // Fail fast instead of waiting for Redis to come back: callers (the edge) decide what to do.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: resolved.commandTimeoutMs,
-    connectTimeout: resolved.connectTimeoutMs,
-    // Keep reconnecting in the background, backing off to a second: the registry recovers by itself.
-    retryStrategy: (attempt) => Math.min(attempt * 50, MAX_RECONNECT_DELAY_MS),
-  }) as ScriptedRedis;
-  // Connection errors surface on calls as UNAVAILABLE; without a listener ioredis would print them.
-  redis.on('error', () => {});
-  redis.defineCommand('tunnel2Claim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
-  redis.defineCommand('tunnel2Renew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
-  redis.defineCommand('tunnel2Disconnect', { numberOfKeys: 1, lua: MARK_DISCONNECTED_SCRIPT });
-  redis.defineCommand('tunnel2Release', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
+  const client = createRegistryClient(resolved.address, {
+    commandTimeoutMs: resolved.commandTimeoutMs,
+    connectTimeoutMs: resolved.connectTimeoutMs,
+    maxReconnectDelayMs: MAX_RECONNECT_DELAY_MS,
+  });
+  const { redis } = client;
   try {
-    await redis.connect();
+    await client.connect();
   } catch (err) {
-    redis.disconnect();
-    throw unavailable(`cannot connect to Redis at ${redactUrl(resolved.url)}`, err);
+    client.disconnect();
+    throw unavailable(`cannot connect to Redis at ${redactRedisUrl(resolved.url)}`, err);
   }
 
   let closed = false;
   const tag = (name: string): string => `${keyPrefix}{b${epochBucket(name)}}`;
   const sessionKey = (name: string): string => `${tag(name)}:s:${name}`;
-  const nodeKey = (nodeId: string): string => `${keyPrefix}node:${nodeId}`;
+  const nodeKey = (nodeId: string): string => `${keyPrefix}{nodes}:node:${nodeId}`;
   /** How long Redis keeps a key that is logically live for `ms`: never less, at most a safe integer. */
   const gcTtl = (ms: number): string => String(Math.min(Math.ceil(ms) + gcMarginMs, 2 ** 50));
 
@@ -301,19 +294,32 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
       checkTtl('ttlMs', ttlMs);
       return call('renewMany', async () => {
         const answers: boolean[] = [];
-        // One pipeline per batch: one round trip for `batchSize` leases, and a bounded amount in flight.
+        // One pipeline per batch (per master of the batch's names on a cluster, those in parallel): one
+        // round trip for `batchSize` leases, and a bounded amount in flight.
         for (let start = 0; start < leases.length; start += batchSize) {
           const now = clock();
-          const pipeline = redis.pipeline() as ScriptedPipeline;
-          for (const { name, epoch } of leases.slice(start, start + batchSize)) {
-            pipeline.tunnel2Renew(sessionKey(name), ...renewArgs(epoch, ttlMs, now));
-          }
-          const replies = await pipeline.exec();
-          if (replies === null) throw unavailable('Redis pipeline was discarded');
-          for (const [err, reply] of replies) {
+          const batch = leases.slice(start, start + batchSize).map((lease, i) => ({ lease, i }));
+          const replies = await Promise.all(
+            client
+              .pipelineGroups(batch, ({ lease }) => sessionKey(lease.name))
+              .map(async (group) => {
+                const pipeline = redis.pipeline() as ScriptedPipeline;
+                for (const { lease } of group) {
+                  pipeline.tunnel2Renew(sessionKey(lease.name), ...renewArgs(lease.epoch, ttlMs, now));
+                }
+                const results = await pipeline.exec();
+                if (results === null) throw unavailable('Redis pipeline was discarded');
+                return group.map(({ i }, k) => ({ i, result: results[k] }));
+              }),
+          );
+          const ordered = new Array<boolean>(batch.length);
+          for (const { i, result } of replies.flat()) {
+            if (result === undefined) throw unavailable('unexpected reply from Redis');
+            const [err, reply] = result;
             if (err !== null) throw err;
-            answers.push(reply === 1);
+            ordered[i] = reply === 1;
           }
+          answers.push(...ordered);
         }
         return answers;
       });
@@ -358,26 +364,29 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
         const pattern = `${globEscape(keyPrefix)}{b*}:s:*`;
         const seen = new Set<string>();
         const records: SessionRecord[] = [];
-        let cursor = '0';
-        // SCAN may return a key twice and bounds each step's work by COUNT; reads go in pipelined batches.
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', batchSize);
-          cursor = next;
-          const fresh = keys.filter((key) => !seen.has(key));
-          if (fresh.length === 0) continue;
-          const pipeline = redis.pipeline();
-          for (const key of fresh) {
-            seen.add(key);
-            pipeline.hmget(key, ...SESSION_FIELDS);
-          }
-          const replies = (await pipeline.exec()) ?? [];
-          const now = clock();
-          for (const [err, values] of replies) {
-            if (err !== null) throw err;
-            const record = toRecord(values, now);
-            if (record !== undefined) records.push(record);
-          }
-        } while (cursor !== '0');
+        // Every master holds its own share of the keys. SCAN may return a key twice (also across masters while
+        // a slot migrates) and bounds each step's work by COUNT; reads go through the routing client, in
+        // pipelines grouped by node, so a key that moved meanwhile is still read where it now lives.
+        for (const primary of client.primaries()) {
+          let cursor = '0';
+          do {
+            const [next, keys] = await primary.scan(cursor, 'MATCH', pattern, 'COUNT', batchSize);
+            cursor = next;
+            const fresh = keys.filter((key) => !seen.has(key));
+            for (const key of fresh) seen.add(key);
+            for (const group of client.pipelineGroups(fresh, (key) => key)) {
+              const pipeline = redis.pipeline();
+              for (const key of group) pipeline.hmget(key, ...SESSION_FIELDS);
+              const replies = (await pipeline.exec()) ?? [];
+              const now = clock();
+              for (const [err, values] of replies) {
+                if (err !== null) throw err;
+                const record = toRecord(values, now);
+                if (record !== undefined) records.push(record);
+              }
+            }
+          } while (cursor !== '0');
+        }
         return records;
       });
     },
@@ -406,13 +415,14 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
     },
 
     async ping() {
-      await call('ping', () => redis.ping());
+      // On a cluster every master must answer: a name on a silent master could be neither claimed nor found.
+      await call('ping', () => client.pingAll());
     },
 
     async close() {
       if (closed) return;
       closed = true;
-      redis.disconnect();
+      client.disconnect();
     },
   };
 }
@@ -435,11 +445,4 @@ function toNodeRecord(nodeId: string, value: string | null, now: number): NodeRe
 /** SCAN's MATCH is a glob: the prefix must match literally. */
 function globEscape(text: string): string {
   return text.replace(/[*?[\]\\]/g, '\\$&');
-}
-
-/** The URL without its password, for error messages. */
-function redactUrl(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password !== '') parsed.password = '***';
-  return parsed.toString();
 }

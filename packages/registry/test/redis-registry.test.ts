@@ -182,7 +182,7 @@ describe('redis registry', () => {
       await registry.announceNode({ nodeId: 'node-a', url: 'http://10.0.0.1:8080', ttlMs: 60_000 });
       const tag = `{b${epochBucket('app')}}`;
       expect((await client.keys(`${keyPrefix}*`)).sort()).toEqual(
-        [`${keyPrefix}${tag}:epoch`, `${keyPrefix}${tag}:s:app`, `${keyPrefix}node:node-a`].sort(),
+        [`${keyPrefix}${tag}:epoch`, `${keyPrefix}${tag}:s:app`, `${keyPrefix}{nodes}:node:node-a`].sort(),
       );
       // Redis deletes keys itself some time after their logical expiry (garbage collection only).
       const ttl = await client.pttl(`${keyPrefix}${tag}:s:app`);
@@ -200,12 +200,15 @@ describe('redis registry', () => {
     for (const b of buckets) expect(b >= 0 && b < EPOCH_BUCKETS).toBe(true);
   });
 
-  it('keeps ioredis out of the main entry: only redis-registry.ts imports it', async () => {
+  it('keeps ioredis out of the main entry: only the redis entry and its client file load it', async () => {
     const dir = new URL('../src/', import.meta.url);
+    const loaders = ['redis-client.ts', 'redis-registry.ts'];
     for (const file of await readdir(dir)) {
       const text = await readFile(new URL(file, dir), 'utf8');
-      const importsRedis = /from 'ioredis'|from '\.\/redis-registry\.js'/.test(text);
-      expect({ file, importsRedis }).toEqual({ file, importsRedis: file === 'redis-registry.ts' });
+      const importsRedis = /from '(ioredis|cluster-key-slot)'|from '\.\/redis-(registry|client)\.js'/.test(
+        text,
+      );
+      expect({ file, importsRedis }).toEqual({ file, importsRedis: loaders.includes(file) });
     }
   });
 });

@@ -59,7 +59,12 @@ async function answersPing(port: number): Promise<boolean> {
   }
 }
 
-export async function startTestRedisServer(): Promise<TestRedisServer> {
+export interface TestRedisServerOptions {
+  /** More redis-server arguments, given the chosen port (e.g. cluster mode and its per-port config file). */
+  extraArgs?: (port: number) => string[];
+}
+
+export async function startTestRedisServer(options: TestRedisServerOptions = {}): Promise<TestRedisServer> {
   const binary = findRedisServer();
   const port = await freePort();
   let child: ChildProcess | undefined;
@@ -69,7 +74,17 @@ export async function startTestRedisServer(): Promise<TestRedisServer> {
     if (child !== undefined) return;
     const proc = spawn(
       binary,
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        ...(options.extraArgs?.(port) ?? []),
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     child = proc;
