@@ -6,6 +6,7 @@ import {
   negotiateVersion,
   ProtocolErrorCode,
   type ProtocolSettings,
+  TCP_STREAM_KIND,
   Tunnel2Error,
   type WindowBudget,
 } from '@tunnel2/protocol';
@@ -35,6 +36,8 @@ export interface AgentConnectionOptions {
   requestBurst: number;
   /** Session info for the agent's HELLO answer (name, public URLs). */
   sessionInfo: Record<string, unknown>;
+  /** The public TCP port this session serves, for a TCP tunnel. */
+  tcpPort?: number | undefined;
   onReady: (connection: AgentConnection) => void;
   onClose: (connection: AgentConnection, error: Error | undefined) => void;
 }
@@ -165,6 +168,12 @@ export class AgentConnection {
         ErrorCode.VERSION_UNSUPPORTED,
         err instanceof Error ? err.message : 'version unsupported',
       );
+      return;
+    }
+    // TCP streams go only to an agent that said it takes them: an older one would refuse each of them.
+    const kinds = hello.meta.streamKinds;
+    if (this.#options.tcpPort !== undefined && !(Array.isArray(kinds) && kinds.includes(TCP_STREAM_KIND))) {
+      this.session.close(ErrorCode.PROTOCOL_ERROR, 'a TCP tunnel needs an agent that announces TCP streams');
       return;
     }
     const protection = compileProtection(hello.meta.protect);
