@@ -54,6 +54,29 @@ program
   });
 
 program
+  .command('tcp')
+  .description('forward a public TCP port of the edge to a local TCP service')
+  .argument('<target>', 'local port or host:port (5432, localhost:6379)')
+  .option(
+    '-s, --server <url>',
+    'edge server URL (env TUNNEL2_SERVER)',
+    process.env.TUNNEL2_SERVER ?? 'http://localhost:8080',
+  )
+  .option('-t, --token <token>', 'agent token (env TUNNEL2_TOKEN)')
+  .option('--remote-port <port>', "ask for this public port of the edge's TCP range (default: any free one)")
+  .option('--allow-ip <cidrs>', 'only these client addresses may connect (comma-separated CIDRs)')
+  .option('--json', 'one JSON event per line on stdout (ready, connection, reconnecting, error, closed)')
+  .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
+  .addHelpText(
+    'after',
+    '\nExamples:\n  $ tunnel2 tcp 5432\n  $ tunnel2 tcp localhost:6379 --remote-port 20001 --json\n',
+  )
+  .action(async (target: string, options) => {
+    const { runTcpCommand } = await import('./commands/tcp-command.js');
+    process.exitCode = await runTcpCommand(target, options);
+  });
+
+program
   .command('server')
   .description('run an edge server (every setting: tunnel2 server --help)')
   // The edge parses its own arguments from its settings table (flags, TUNNEL2_* variables, the config file);
