@@ -1,0 +1,182 @@
+import { once } from 'node:events';
+import { createServer, connect as netConnect } from 'node:net';
+import { buildEdge } from '@tunnel2/edge';
+import { afterEach, describe, expect, it } from 'vitest';
+import { connectTcp, type TcpConnectionReport } from '../src/index.js';
+import { silent, until } from './support/stack.js';
+import {
+  freePort,
+  howItEnds,
+  sendAndHash,
+  startHashServer,
+  startTcpStack,
+  type TcpStack,
+} from './support/tcp-stack.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function hashStack(options: Parameters<typeof startTcpStack>[1] = {}): Promise<TcpStack> {
+  const backend = await startHashServer();
+  cleanups.push(backend.close);
+  const stack = await startTcpStack(backend.port, options);
+  cleanups.push(stack.close);
+  return stack;
+}
+
+describe('TCP tunnels', () => {
+  it('announces tcp://host:port and carries bytes both ways exactly, with the half-close', async () => {
+    const stack = await hashStack();
+    expect(stack.tunnel.url).toBe(`tcp://localhost:${stack.port}`);
+    const reports: TcpConnectionReport[] = [];
+    stack.tunnel.on('connection', (r) => reports.push(r));
+    // The client half-closes after sending; the digest comes back on the still-open other direction.
+    const { sent, answer } = await sendAndHash(stack.port, 8 * 1024 * 1024 + 17);
+    expect(answer).toBe(sent);
+    await until(() => reports.length === 1);
+    expect(reports[0]).toMatchObject({ outcome: 'closed', bytesIn: 8 * 1024 * 1024 + 17, bytesOut: 64 });
+    expect(reports[0]?.clientAddress).toBe('127.0.0.1');
+    await until(() => stack.edge.tcp?.counters.open === 0);
+    expect(stack.edge.tcp?.counters.connections.accepted).toBe(1);
+    expect(stack.edge.tcp?.counters.bytes).toEqual({ in: 8 * 1024 * 1024 + 17, out: 64 });
+  });
+
+  it('carries 500 concurrent connections, each answered with its own digest', async () => {
+    const stack = await hashStack();
+    const results = await Promise.all(
+      Array.from({ length: 500 }, (_, i) => sendAndHash(stack.port, 1000 + i)),
+    );
+    for (const { sent, answer } of results) expect(answer).toBe(sent);
+  });
+
+  it('resets the client at once when the target refuses, and reports it', async () => {
+    const closedPort = await freePort();
+    const stack = await startTcpStack(closedPort);
+    cleanups.push(stack.close);
+    const reports: TcpConnectionReport[] = [];
+    stack.tunnel.on('connection', (r) => reports.push(r));
+    const socket = netConnect({ port: stack.port, host: '127.0.0.1' });
+    expect(await howItEnds(socket)).toBe('ECONNRESET');
+    await until(() => reports.length === 1);
+    expect(reports[0]).toMatchObject({ outcome: 'refused', error: 'ECONNREFUSED' });
+  });
+
+  it('resets the agent side when the client resets, and the client when the target resets', async () => {
+    let serverSide: import('node:net').Socket | undefined;
+    const target = createServer((socket) => {
+      serverSide = socket;
+      socket.on('error', () => {});
+    });
+    target.listen(0, '127.0.0.1');
+    await once(target, 'listening');
+    cleanups.push(async () => void target.close());
+    const stack = await startTcpStack((target.address() as { port: number }).port);
+    cleanups.push(stack.close);
+    const first = netConnect({ port: stack.port, host: '127.0.0.1' });
+    first.write('x');
+    await until(() => serverSide !== undefined);
+    const targetSaw = howItEnds(serverSide!);
+    first.resetAndDestroy();
+    expect(await targetSaw).toBe('ECONNRESET');
+    serverSide = undefined;
+    const second = netConnect({ port: stack.port, host: '127.0.0.1' });
+    const clientSaw = howItEnds(second);
+    second.write('y');
+    await until(() => serverSide !== undefined);
+    serverSide!.resetAndDestroy();
+    expect(await clientSaw).toBe('ECONNRESET');
+  });
+
+  it('closes connections from addresses outside --allow-ip at once and counts them', async () => {
+    const stack = await hashStack({ tunnel: { allowIps: ['10.0.0.0/8'] } });
+    const socket = netConnect({ port: stack.port, host: '127.0.0.1' });
+    expect(await howItEnds(socket)).toBe('ECONNRESET');
+    expect(stack.edge.tcp?.counters.connections.forbidden).toBe(1);
+    const allowed = await hashStack({ tunnel: { allowIps: ['127.0.0.1/32'] } });
+    const { sent, answer } = await sendAndHash(allowed.port, 1000);
+    expect(answer).toBe(sent);
+  });
+
+  it('keeps the port across a reconnect', async () => {
+    const stack = await hashStack({ tunnel: { reconnect: { initialMs: 10, maxMs: 50 } } });
+    const before = stack.port;
+    const ready = once(stack.tunnel, 'ready');
+    for (const connection of stack.edge.sessions.connections()) connection.close(undefined, 'test drops it');
+    const [info] = (await ready) as [{ tcp?: { port: number } }];
+    expect(info.tcp?.port).toBe(before);
+    const { sent, answer } = await sendAndHash(before, 4096);
+    expect(answer).toBe(sent);
+  });
+
+  it('gives a requested port, and refuses it to another token while held', async () => {
+    const port = await freePort();
+    const backend = await startHashServer();
+    cleanups.push(backend.close);
+    const edge = buildEdge({
+      port: 0,
+      logger: silent,
+      tcpPorts: `${port}-${port}`,
+      auth: { tokens: ['a', 'b'] },
+    });
+    await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const first = await connectTcp({ target: backend.port, server: edge.url, token: 'a', remotePort: port });
+    cleanups.push(() => first.close(0));
+    expect(first.url).toBe(`tcp://localhost:${port}`);
+    await expect(
+      connectTcp({ target: backend.port, server: edge.url, token: 'b', remotePort: port }),
+    ).rejects.toMatchObject({ edgeCode: 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE', status: 409, fatal: true });
+    // Any port: the one-port range is used up.
+    await expect(connectTcp({ target: backend.port, server: edge.url, token: 'b' })).rejects.toMatchObject({
+      edgeCode: 'TUNNEL2_ERR_TCP_PORTS_EXHAUSTED',
+      status: 503,
+    });
+  });
+
+  it('refuses a port another process holds, a port outside the range, and more ports than the limit', async () => {
+    const holder = createServer();
+    holder.listen(0, '127.0.0.1');
+    await once(holder, 'listening');
+    cleanups.push(async () => void holder.close());
+    const held = (holder.address() as { port: number }).port;
+    const edge = buildEdge({ port: 0, logger: silent, tcpPorts: `${held}-${held}`, maxTcpPortsPerOwner: 1 });
+    await edge.listen();
+    cleanups.push(() => edge.close(0));
+    await expect(connectTcp({ target: 1, server: edge.url, remotePort: held })).rejects.toMatchObject({
+      edgeCode: 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE',
+    });
+    await expect(connectTcp({ target: 1, server: edge.url, remotePort: held + 1 })).rejects.toMatchObject({
+      edgeCode: 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE',
+    });
+    expect(edge.tcp?.size).toBe(0);
+  });
+
+  it('limits the ports one token holds', async () => {
+    const backend = await startHashServer();
+    cleanups.push(backend.close);
+    const stack = await startTcpStack(backend.port, {
+      edge: { maxTcpPortsPerOwner: 1, auth: { tokens: ['a'] } },
+      tunnel: { token: 'a' },
+    });
+    cleanups.push(stack.close);
+    await expect(
+      connectTcp({ target: backend.port, server: stack.edge.url, token: 'a' }),
+    ).rejects.toMatchObject({
+      edgeCode: 'TUNNEL2_ERR_TOO_MANY_TCP_PORTS',
+      status: 429,
+    });
+  });
+
+  it('refuses a TCP tunnel on an edge without --tcp-ports, and opens no port', async () => {
+    const edge = buildEdge({ port: 0, logger: silent });
+    await edge.listen();
+    cleanups.push(() => edge.close(0));
+    expect(edge.tcp).toBeUndefined();
+    await expect(connectTcp({ target: 1, server: edge.url })).rejects.toMatchObject({
+      edgeCode: 'TUNNEL2_ERR_TCP_DISABLED',
+      fatal: true,
+    });
+  });
+});
