@@ -113,8 +113,8 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
             return;
           }
           if (options.tcp !== undefined && info.tcp === undefined) {
-            // An edge older than TCP tunnels ignored the request and gave an HTTP tunnel instead.
-            session.close(ErrorCode.NO_ERROR, 'TCP tunnels are not supported by this edge');
+            // An edge older than TCP tunnels ignored the request and gave an HTTP tunnel instead. The
+            // refusal is settled first: closing the session reports a handshake failure otherwise.
             fail(
               new AgentError(
                 AgentErrorCode.TCP_UNSUPPORTED,
@@ -122,6 +122,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
                 { fatal: true },
               ),
             );
+            session.close(ErrorCode.NO_ERROR, 'TCP tunnels are not supported by this edge');
             return;
           }
           settled = true;
