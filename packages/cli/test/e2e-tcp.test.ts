@@ -3,10 +3,12 @@ import { createServer, connect as netConnect } from 'node:net';
 import { buildEdge } from '@tunnel2/edge';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectTcp, type TcpConnectionReport } from '../src/index.js';
+import { spawnCli } from './support/processes.js';
 import { silent, until } from './support/stack.js';
 import {
   freePort,
   howItEnds,
+  portRange,
   sendAndHash,
   startHashServer,
   startTcpStack,
@@ -178,5 +180,55 @@ describe('TCP tunnels', () => {
       edgeCode: 'TUNNEL2_ERR_TCP_DISABLED',
       fatal: true,
     });
+  });
+
+  it('tunnel2 tcp --json prints ready with the tcp:// URL and a connection event per connection', async () => {
+    const backend = await startHashServer();
+    cleanups.push(backend.close);
+    const edge = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
+    await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const agent = spawnCli(['tcp', String(backend.port), '--server', edge.url, '--json']);
+    cleanups.push(async () => {
+      agent.kill('SIGINT');
+      await agent.exited;
+    });
+    const ready = await agent.waitFor('ready');
+    expect(ready.url).toMatch(/^tcp:\/\/localhost:\d+$/);
+    expect(ready.target).toBe(`localhost:${backend.port}`);
+    const { sent, answer } = await sendAndHash(Number(new URL(String(ready.url)).port), 5000);
+    expect(answer).toBe(sent);
+    const connection = await agent.waitFor('connection');
+    expect(connection).toMatchObject({
+      clientAddress: '127.0.0.1',
+      bytesIn: 5000,
+      bytesOut: 64,
+      outcome: 'closed',
+    });
+    expect(typeof connection.durationMs).toBe('number');
+  });
+
+  it('tunnel2 tcp prints tcp://<host>:<port> -> <target> and one line per connection', async () => {
+    const backend = await startHashServer();
+    cleanups.push(backend.close);
+    const edge = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
+    await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const agent = spawnCli(['tcp', `127.0.0.1:${backend.port}`, '--server', edge.url]);
+    cleanups.push(async () => {
+      agent.kill('SIGINT');
+      await agent.exited;
+    });
+    const banner = await agent.waitFor('text');
+    const match = /^tunnel2: forwarding tcp:\/\/localhost:(\d+) -> 127\.0\.0\.1:(\d+)$/.exec(
+      String(banner.line),
+    );
+    expect(match?.[2]).toBe(String(backend.port));
+    await sendAndHash(Number(match?.[1]), 100);
+    await until(() =>
+      agent.events.some((e) =>
+        / {2}127\.0\.0\.1:\d+ {2}in 100 B {2}out 64 B {2}[\d.]+ ms$/.test(String(e.line)),
+      ),
+    );
   });
 });
