@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createServer, connect as netConnect } from 'node:net';
-import { buildEdge } from '@tunnel2/edge';
+import { buildEdge, createEdgeMetrics } from '@tunnel2/edge';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectTcp, type TcpConnectionReport } from '../src/index.js';
 import { spawnCli } from './support/processes.js';
@@ -96,6 +96,13 @@ describe('TCP tunnels', () => {
     const socket = netConnect({ port: stack.port, host: '127.0.0.1' });
     expect(await howItEnds(socket)).toBe('ECONNRESET');
     expect(stack.edge.tcp?.counters.connections.forbidden).toBe(1);
+    const metrics = createEdgeMetrics(stack.edge, '0.0.0-test');
+    cleanups.push(async () => metrics.close());
+    const { body } = await metrics.render();
+    expect(body).toContain('tunnel2_tcp_connections_total{outcome="forbidden"} 1');
+    expect(body).toContain('tunnel2_tcp_connections_total{outcome="accepted"} 0');
+    expect(body).toContain('tunnel2_tcp_connections_open 0');
+    expect(body).toContain('tunnel2_tcp_bytes_total{direction="in"} 0');
     const allowed = await hashStack({ tunnel: { allowIps: ['127.0.0.1/32'] } });
     const { sent, answer } = await sendAndHash(allowed.port, 1000);
     expect(answer).toBe(sent);
