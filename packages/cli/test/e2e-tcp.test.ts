@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { request } from 'node:http';
 import { createServer, connect as netConnect } from 'node:net';
 import { buildEdge, createEdgeMetrics } from '@tunnel2/edge';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -237,5 +238,26 @@ describe('TCP tunnels', () => {
         / {2}127\.0\.0\.1:\d+ {2}in 100 B {2}out 64 B {2}[\d.]+ ms$/.test(String(e.line)),
       ),
     );
+  });
+
+  it("a TCP tunnel's session name serves no HTTP: 404, and the agent is not bothered", async () => {
+    const stack = await hashStack();
+    const name = stack.tunnel.info?.name ?? '';
+    const edgePort = Number(new URL(stack.edge.url).port);
+    const answer = await new Promise<{ status: number; code: unknown }>((resolve, reject) => {
+      const req = request({
+        host: '127.0.0.1',
+        port: edgePort,
+        path: '/',
+        headers: { host: `${name}.localhost` },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve({ status: res.statusCode ?? 0, code: res.headers['x-tunnel2-error'] });
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(answer).toEqual({ status: 404, code: 'TUNNEL2_ERR_UNKNOWN_SESSION' });
   });
 });

@@ -48,6 +48,8 @@ export class AgentConnection {
   /** The registry epoch this connection holds the name under; a re-claim after a registry outage moves it. */
   epoch: number;
   readonly owner: string;
+  /** The public TCP port this session serves (a TCP tunnel), else undefined (an HTTP tunnel). */
+  readonly tcpPort: number | undefined;
   readonly session: MuxSession;
   readonly connectedAt = Date.now();
   /** Basic auth and IP allow-list the agent asked the edge to enforce on its public URL. */
@@ -67,6 +69,7 @@ export class AgentConnection {
     this.name = options.name;
     this.epoch = options.epoch;
     this.owner = options.owner;
+    this.tcpPort = options.tcpPort;
     this.#socket = options.socket;
     this.#options = options;
     this.#log = options.logger.child({ session: options.name, epoch: options.epoch });
@@ -172,7 +175,7 @@ export class AgentConnection {
     }
     // TCP streams go only to an agent that said it takes them: an older one would refuse each of them.
     const kinds = hello.meta.streamKinds;
-    if (this.#options.tcpPort !== undefined && !(Array.isArray(kinds) && kinds.includes(TCP_STREAM_KIND))) {
+    if (this.tcpPort !== undefined && !(Array.isArray(kinds) && kinds.includes(TCP_STREAM_KIND))) {
       this.session.close(ErrorCode.PROTOCOL_ERROR, 'a TCP tunnel needs an agent that announces TCP streams');
       return;
     }
