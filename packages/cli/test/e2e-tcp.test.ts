@@ -260,4 +260,26 @@ describe('TCP tunnels', () => {
     });
     expect(answer).toEqual({ status: 404, code: 'TUNNEL2_ERR_UNKNOWN_SESSION' });
   });
+
+  it("refuses a connection beyond the session's stream limit at once, and counts it", async () => {
+    let held: import('node:net').Socket | undefined;
+    const target = createServer((socket) => {
+      held = socket;
+      socket.on('error', () => {});
+    });
+    target.listen(0, '127.0.0.1');
+    await once(target, 'listening');
+    cleanups.push(async () => void target.close());
+    const stack = await startTcpStack((target.address() as { port: number }).port, {
+      edge: { maxStreamsPerSession: 1 },
+    });
+    cleanups.push(stack.close);
+    const first = netConnect({ port: stack.port, host: '127.0.0.1' });
+    first.on('error', () => {});
+    cleanups.push(async () => void first.destroy());
+    await until(() => held !== undefined);
+    const second = netConnect({ port: stack.port, host: '127.0.0.1' });
+    expect(await howItEnds(second)).toBe('ECONNRESET');
+    expect(stack.edge.tcp?.counters.connections).toMatchObject({ accepted: 1, refused: 1 });
+  });
 });

@@ -36,16 +36,22 @@ export function acceptTcpConnection(
     socket.resetAndDestroy();
     return;
   }
-  let stream: MuxStream;
+  // The session's stream limit (maxStreamsPerSession) counts TCP connections too, without a wait: a TCP
+  // client retries a refused connection itself.
+  let stream: MuxStream | undefined;
   try {
-    stream = connection.openStream();
-    stream.sendHeaders(
+    stream = connection.slots.tryOpen();
+    stream?.sendHeaders(
       encodeTcpHead({ port: port.port, clientAddress, clientPort: socket.remotePort ?? 0 }),
       false,
     );
   } catch (err) {
-    // Too many streams, or the session is closing: the client may retry.
+    // The session is closing or draining.
     logger.debug({ err, port: port.port }, 'TCP connection refused: no stream');
+    stream?.reset(ErrorCode.CANCEL);
+    stream = undefined;
+  }
+  if (stream === undefined) {
     counters.connections.refused++;
     socket.resetAndDestroy();
     return;
