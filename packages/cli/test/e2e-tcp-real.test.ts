@@ -10,7 +10,7 @@ import { buildEdge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRedisServer, type TestRedisServer } from '../../registry/test/redis-server.js';
 import { startTestPostgres, type TestPostgres } from './support/postgres-server.js';
-import { peakRss, spawnCli } from './support/processes.js';
+import { peakRss, readInBursts, spawnCli } from './support/processes.js';
 import { silent } from './support/stack.js';
 import { howItEnds, portRange, startTcpStack, type TcpStack } from './support/tcp-stack.js';
 
@@ -239,22 +239,7 @@ describe('TCP tunnels with real clients and servers', () => {
     try {
       const ready = await agent.waitFor('ready');
       const client = netConnect({ port: Number(new URL(String(ready.url)).port), host: '127.0.0.1' });
-      const received = await new Promise<number>((resolve, reject) => {
-        let count = 0;
-        let sincePause = 0;
-        client.on('data', (chunk: Buffer) => {
-          count += chunk.length;
-          sincePause += chunk.length;
-          // A slow reader: stop every 16 MiB long enough for every buffer upstream to fill.
-          if (sincePause >= 16 * 1024 * 1024) {
-            sincePause = 0;
-            client.pause();
-            setTimeout(() => client.resume(), 40);
-          }
-        });
-        client.on('end', () => resolve(count));
-        client.on('error', reject);
-      });
+      const received = await readInBursts(client);
       expect(received).toBe(total);
       const edgePeak = peakRss(edge.child.pid!);
       const agentPeak = peakRss(agent.child.pid!);

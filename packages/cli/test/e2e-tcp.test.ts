@@ -12,6 +12,7 @@ import {
   portRange,
   sendAndHash,
   startHashServer,
+  startHoldingServer,
   startTcpStack,
   type TcpStack,
 } from './support/tcp-stack.js';
@@ -20,6 +21,21 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
+
+/** A hash server, an edge with a TCP range, and the real CLI's `tunnel2 tcp` to the server. */
+async function cliTunnel(args: (backendPort: number) => string[]) {
+  const backend = await startHashServer();
+  cleanups.push(backend.close);
+  const edge = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
+  await edge.listen();
+  cleanups.push(() => edge.close(0));
+  const agent = spawnCli(['tcp', ...args(backend.port), '--server', edge.url]);
+  cleanups.push(async () => {
+    agent.kill('SIGINT');
+    await agent.exited;
+  });
+  return { backend, agent };
+}
 
 async function hashStack(options: Parameters<typeof startTcpStack>[1] = {}): Promise<TcpStack> {
   const backend = await startHashServer();
@@ -67,28 +83,22 @@ describe('TCP tunnels', () => {
   });
 
   it('resets the agent side when the client resets, and the client when the target resets', async () => {
-    let serverSide: import('node:net').Socket | undefined;
-    const target = createServer((socket) => {
-      serverSide = socket;
-      socket.on('error', () => {});
-    });
-    target.listen(0, '127.0.0.1');
-    await once(target, 'listening');
-    cleanups.push(async () => void target.close());
-    const stack = await startTcpStack((target.address() as { port: number }).port);
+    const target = await startHoldingServer();
+    cleanups.push(target.close);
+    const stack = await startTcpStack(target.port);
     cleanups.push(stack.close);
     const first = netConnect({ port: stack.port, host: '127.0.0.1' });
     first.write('x');
-    await until(() => serverSide !== undefined);
-    const targetSaw = howItEnds(serverSide!);
+    await until(() => target.latest() !== undefined);
+    const targetSaw = howItEnds(target.latest()!);
     first.resetAndDestroy();
     expect(await targetSaw).toBe('ECONNRESET');
-    serverSide = undefined;
+    target.forget();
     const second = netConnect({ port: stack.port, host: '127.0.0.1' });
     const clientSaw = howItEnds(second);
     second.write('y');
-    await until(() => serverSide !== undefined);
-    serverSide!.resetAndDestroy();
+    await until(() => target.latest() !== undefined);
+    target.latest()!.resetAndDestroy();
     expect(await clientSaw).toBe('ECONNRESET');
   });
 
@@ -191,16 +201,7 @@ describe('TCP tunnels', () => {
   });
 
   it('tunnel2 tcp --json prints ready with the tcp:// URL and a connection event per connection', async () => {
-    const backend = await startHashServer();
-    cleanups.push(backend.close);
-    const edge = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
-    await edge.listen();
-    cleanups.push(() => edge.close(0));
-    const agent = spawnCli(['tcp', String(backend.port), '--server', edge.url, '--json']);
-    cleanups.push(async () => {
-      agent.kill('SIGINT');
-      await agent.exited;
-    });
+    const { backend, agent } = await cliTunnel((port) => [String(port), '--json']);
     const ready = await agent.waitFor('ready');
     expect(ready.url).toMatch(/^tcp:\/\/localhost:\d+$/);
     expect(ready.target).toBe(`localhost:${backend.port}`);
@@ -217,16 +218,7 @@ describe('TCP tunnels', () => {
   });
 
   it('tunnel2 tcp prints tcp://<host>:<port> -> <target> and one line per connection', async () => {
-    const backend = await startHashServer();
-    cleanups.push(backend.close);
-    const edge = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
-    await edge.listen();
-    cleanups.push(() => edge.close(0));
-    const agent = spawnCli(['tcp', `127.0.0.1:${backend.port}`, '--server', edge.url]);
-    cleanups.push(async () => {
-      agent.kill('SIGINT');
-      await agent.exited;
-    });
+    const { backend, agent } = await cliTunnel((port) => [`127.0.0.1:${port}`]);
     const banner = await agent.waitFor('text');
     const match = /^tunnel2: forwarding tcp:\/\/localhost:(\d+) -> 127\.0\.0\.1:(\d+)$/.exec(
       String(banner.line),
@@ -262,22 +254,14 @@ describe('TCP tunnels', () => {
   });
 
   it("refuses a connection beyond the session's stream limit at once, and counts it", async () => {
-    let held: import('node:net').Socket | undefined;
-    const target = createServer((socket) => {
-      held = socket;
-      socket.on('error', () => {});
-    });
-    target.listen(0, '127.0.0.1');
-    await once(target, 'listening');
-    cleanups.push(async () => void target.close());
-    const stack = await startTcpStack((target.address() as { port: number }).port, {
-      edge: { maxStreamsPerSession: 1 },
-    });
+    const target = await startHoldingServer();
+    cleanups.push(target.close);
+    const stack = await startTcpStack(target.port, { edge: { maxStreamsPerSession: 1 } });
     cleanups.push(stack.close);
     const first = netConnect({ port: stack.port, host: '127.0.0.1' });
     first.on('error', () => {});
     cleanups.push(async () => void first.destroy());
-    await until(() => held !== undefined);
+    await until(() => target.latest() !== undefined);
     const second = netConnect({ port: stack.port, host: '127.0.0.1' });
     expect(await howItEnds(second)).toBe('ECONNRESET');
     expect(stack.edge.tcp?.counters.connections).toMatchObject({ accepted: 1, refused: 1 });

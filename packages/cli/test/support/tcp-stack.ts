@@ -45,6 +45,32 @@ export async function startHashServer(): Promise<{ port: number; server: Server;
   };
 }
 
+/** A TCP server that only holds its connections: `latest` is the last one accepted. */
+export async function startHoldingServer(): Promise<{
+  port: number;
+  latest(): Socket | undefined;
+  forget(): void;
+  close(): Promise<void>;
+}> {
+  let latest: Socket | undefined;
+  const server = createServer((socket) => {
+    latest = socket;
+    socket.on('error', () => {});
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: (server.address() as { port: number }).port,
+    latest: () => latest,
+    forget: () => {
+      latest = undefined;
+    },
+    close: async () => {
+      server.close();
+    },
+  };
+}
+
 export interface TcpStack {
   edge: Edge;
   tunnel: Tunnel;
