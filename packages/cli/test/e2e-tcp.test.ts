@@ -266,4 +266,17 @@ describe('TCP tunnels', () => {
     expect(await howItEnds(second)).toBe('ECONNRESET');
     expect(stack.edge.tcp?.counters.connections).toMatchObject({ accepted: 1, refused: 1 });
   });
+
+  it('a second agent with the same token takes the port over, and the first one stops for good', async () => {
+    const port = await freePort();
+    const stack = await hashStack({
+      edge: { tcpPorts: `${port}-${port}`, auth: { tokens: ['t'] } },
+      tunnel: { remotePort: port, token: 't' },
+    });
+    const stopped = new Promise((resolve) => stack.tunnel.once('error', resolve));
+    const second = await connectTcp({ target: 1, server: stack.edge.url, remotePort: port, token: 't' });
+    cleanups.push(() => second.close(0));
+    expect(second.url).toBe(`tcp://localhost:${port}`);
+    expect(await stopped).toMatchObject({ code: 'TUNNEL2_ERR_REPLACED', fatal: true });
+  });
 });

@@ -1,4 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net';
+import { ErrorCode } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import type { AgentConnection } from './agent-connection.js';
 import { EdgeErrorCode } from './errors.js';
@@ -115,7 +116,9 @@ export class TcpTunnels {
     const previous = port.connection;
     port.connection = connection;
     if (previous !== undefined && previous !== connection) {
-      previous.close(undefined, 'another connection of the same agent took over this TCP port');
+      // As with a name: the newer connection of the same owner wins, and the older agent is told not to
+      // reconnect (else two agents would take the port from each other in turn).
+      previous.close(ErrorCode.SESSION_REPLACED, 'another agent with the same token took over this TCP port');
     }
   }
 
