@@ -13,6 +13,8 @@ export const isolatedTests = [
   'packages/cli/test/e2e-cluster-lb-faults.test.ts',
   // The same, killing and restarting nodes under a steady 200 RPS.
   'packages/cli/test/e2e-cluster-lb-node-loss.test.ts',
+  // PostgreSQL, redis-server, redis-benchmark and 200 MiB each way through a TCP tunnel.
+  'packages/cli/test/e2e-tcp-real.test.ts',
 ];
 
 export default defineConfig({

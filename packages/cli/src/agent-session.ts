@@ -1,5 +1,5 @@
 import type { InspectorCapture } from '@tunnel2/inspector';
-import { ErrorCode, type Hello, MuxSession, type ProtocolSettings } from '@tunnel2/protocol';
+import { ErrorCode, type Hello, MuxSession, type ProtocolSettings, TCP_STREAM_KIND } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { BackendQueue } from './backend-queue.js';
@@ -7,11 +7,14 @@ import { AgentError, AgentErrorCode } from './errors.js';
 import { ForwardExchange, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
 import { traceStream } from './request-trace.js';
 import type { Target } from './target.js';
+import { forwardTcpStream, type TcpConnectionReport, type TcpTarget } from './tcp-forward.js';
 
 export interface SessionInfo {
   name: string;
   url: string;
   urls: string[];
+  /** A TCP tunnel's public port (its url is `tcp://host:port`). */
+  tcp?: { port: number };
 }
 
 export interface AgentSessionOptions {
@@ -34,6 +37,9 @@ export interface AgentSessionOptions {
   handshakeTimeoutMs: number;
   /** The inspector's hook, when it is on. */
   capture?: InspectorCapture | undefined;
+  /** A TCP tunnel: the port asked of the edge (undefined: any) and where connections go. */
+  tcp?: { remotePort: number | undefined; target: TcpTarget } | undefined;
+  onTcpConnection?: (report: TcpConnectionReport) => void;
 }
 
 export interface ConnectedSession {
@@ -45,11 +51,19 @@ export interface ConnectedSession {
 }
 
 /** The WebSocket URL for an edge base URL: http→ws, https→wss, path joined. */
-export function agentUrl(server: string, agentPath: string, name: string | undefined): string {
+export function agentUrl(
+  server: string,
+  agentPath: string,
+  name: string | undefined,
+  tcp?: { remotePort: number | undefined },
+): string {
   const url = new URL(server);
   url.protocol = url.protocol === 'https:' || url.protocol === 'wss:' ? 'wss:' : 'ws:';
   url.pathname = url.pathname.replace(/\/$/, '') + agentPath;
   if (name !== undefined) url.searchParams.set('name', name);
+  // A TCP tunnel asks for its port as an HTTP one asks for its name (PROTOCOL.md "TCP streams").
+  if (tcp !== undefined)
+    url.searchParams.set('tcp', tcp.remotePort === undefined ? 'any' : String(tcp.remotePort));
   return url.href;
 }
 
@@ -58,7 +72,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { 'x-tunnel2-agent-key': options.agentKey };
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
-    const url = agentUrl(options.server, options.agentPath, options.name);
+    const url = agentUrl(options.server, options.agentPath, options.name, options.tcp);
     const socket = new WebSocket(url, {
       perMessageDeflate: false,
       // Masking exists to stop browser scripts from confusing plain-text proxies (RFC 6455 §10.3). Under TLS
@@ -98,10 +112,27 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
             fail(new AgentError(AgentErrorCode.HANDSHAKE_FAILED, 'edge answered without a session name'));
             return;
           }
+          if (options.tcp !== undefined && info.tcp === undefined) {
+            // An edge older than TCP tunnels ignored the request and gave an HTTP tunnel instead. The
+            // refusal is settled first: closing the session reports a handshake failure otherwise.
+            fail(
+              new AgentError(
+                AgentErrorCode.TCP_UNSUPPORTED,
+                'this edge does not support TCP tunnels (it is older than this agent)',
+                { fatal: true },
+              ),
+            );
+            session.close(ErrorCode.NO_ERROR, 'TCP tunnels are not supported by this edge');
+            return;
+          }
           settled = true;
           resolve({ info, closed, close: (graceMs) => closeGracefully(graceMs) });
         },
         onStream: (stream) => {
+          if (options.tcp !== undefined) {
+            forwardTcpStream(stream, options.tcp.target, options.onTcpConnection ?? (() => {}));
+            return;
+          }
           // Request ids are traced only when the log level asks for them (see traceStream).
           const traced = options.logger.isLevelEnabled('info');
           let onReport = options.onReport;
@@ -181,7 +212,12 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
 
     socket.on('open', () =>
       session.sendHello(
-        { agent: `tunnel2/${options.version}`, ...(options.protect ? { protect: options.protect } : {}) },
+        {
+          agent: `tunnel2/${options.version}`,
+          ...(options.protect ? { protect: options.protect } : {}),
+          // The stream kinds beyond HTTP this agent takes: the edge opens TCP streams only when listed.
+          ...(options.tcp ? { streamKinds: [TCP_STREAM_KIND] } : {}),
+        },
         false,
       ),
     );
@@ -249,10 +285,11 @@ function skipMasking(url: string): boolean {
 }
 
 function readSessionInfo(meta: Record<string, unknown>): SessionInfo | undefined {
-  const { name, url, urls } = meta;
+  const { name, url, urls, tcp } = meta;
   if (typeof name !== 'string' || typeof url !== 'string') return undefined;
   const list = Array.isArray(urls) ? urls.filter((u): u is string => typeof u === 'string') : [url];
-  return { name, url, urls: list };
+  const port = typeof tcp === 'object' && tcp !== null ? (tcp as { port?: unknown }).port : undefined;
+  return { name, url, urls: list, ...(typeof port === 'number' ? { tcp: { port } } : {}) };
 }
 
 function describe(err: Error): string {

@@ -11,6 +11,8 @@ export const AgentErrorCode = {
   EDGE_GOING_AWAY: 'TUNNEL2_ERR_EDGE_GOING_AWAY',
   /** The request inspector could not start (its address is taken or not local). */
   INSPECTOR_FAILED: 'TUNNEL2_ERR_INSPECTOR_FAILED',
+  /** The edge answered a TCP tunnel request with an HTTP tunnel: it predates TCP tunnels. */
+  TCP_UNSUPPORTED: 'TUNNEL2_ERR_TCP_UNSUPPORTED',
 } as const;
 export type AgentErrorCode = (typeof AgentErrorCode)[keyof typeof AgentErrorCode];
 

@@ -2,11 +2,14 @@ export type { SessionInfo } from './agent-session.js';
 export { AgentError, AgentErrorCode } from './errors.js';
 export type { RequestReport } from './forward-exchange.js';
 export { parseTarget, type Target } from './target.js';
+export type { TcpConnectionReport } from './tcp-forward.js';
 export {
   type ConnectOptions,
   connect,
+  connectTcp,
   type InspectOptions,
   type ReconnectingEvent,
+  type TcpConnectOptions,
   Tunnel,
   type TunnelEvents,
 } from './tunnel.js';

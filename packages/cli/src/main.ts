@@ -1,9 +1,16 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { VERSION } from './version.js';
 
 function hostHeaderArg(value: string): string {
   if (value.trim() === '') throw new InvalidArgumentError('expected rewrite, preserve or a host value');
   return value;
+}
+
+/** The edge an agent command connects to (`http`, `tcp`). */
+function serverOption(): Option {
+  return new Option('-s, --server <url>', 'edge server URL (env TUNNEL2_SERVER)').default(
+    process.env.TUNNEL2_SERVER ?? 'http://localhost:8080',
+  );
 }
 
 const program = new Command()
@@ -16,11 +23,7 @@ program
   .command('http')
   .description('forward a public URL to a local HTTP server')
   .argument('<target>', 'local port, host:port or URL (3000, localhost:3000, http://127.0.0.1:3000)')
-  .option(
-    '-s, --server <url>',
-    'edge server URL (env TUNNEL2_SERVER)',
-    process.env.TUNNEL2_SERVER ?? 'http://localhost:8080',
-  )
+  .addOption(serverOption())
   .option('-n, --subdomain <name>', 'requested subdomain (default: random, unguessable)')
   .option('-t, --token <token>', 'agent token (env TUNNEL2_TOKEN)')
   .option(
@@ -51,6 +54,25 @@ program
     // Each command loads only what it needs: the agent never loads the edge, the edge never loads undici.
     const { runHttpCommand } = await import('./commands/http-command.js');
     process.exitCode = await runHttpCommand(target, options);
+  });
+
+program
+  .command('tcp')
+  .description('forward a public TCP port of the edge to a local TCP service')
+  .argument('<target>', 'local port or host:port (5432, localhost:6379)')
+  .addOption(serverOption())
+  .option('-t, --token <token>', 'agent token (env TUNNEL2_TOKEN)')
+  .option('--remote-port <port>', "ask for this public port of the edge's TCP range (default: any free one)")
+  .option('--allow-ip <cidrs>', 'only these client addresses may connect (comma-separated CIDRs)')
+  .option('--json', 'one JSON event per line on stdout (ready, connection, reconnecting, error, closed)')
+  .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
+  .addHelpText(
+    'after',
+    '\nExamples:\n  $ tunnel2 tcp 5432\n  $ tunnel2 tcp localhost:6379 --remote-port 20001 --json\n',
+  )
+  .action(async (target: string, options) => {
+    const { runTcpCommand } = await import('./commands/tcp-command.js');
+    process.exitCode = await runTcpCommand(target, options);
   });
 
 program

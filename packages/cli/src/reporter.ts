@@ -2,12 +2,15 @@ import type { SessionInfo } from './agent-session.js';
 import type { AgentError } from './errors.js';
 import type { RequestReport } from './forward-exchange.js';
 import type { LineOutput } from './line-writer.js';
+import type { TcpConnectionReport } from './tcp-forward.js';
 import type { ReconnectingEvent } from './tunnel.js';
 
 export interface Reporter {
   /** `inspectorUrl`: the request inspector's address, when it is on. */
   ready(info: SessionInfo, target: string, inspectorUrl?: string): void;
   request(report: RequestReport): void;
+  /** A TCP tunnel's connection ended. */
+  connection(report: TcpConnectionReport): void;
   reconnecting(event: ReconnectingEvent): void;
   error(error: AgentError): void;
   closed(): void;
@@ -30,6 +33,7 @@ export function createJsonReporter(out: LineOutput): Reporter {
         ...(inspectorUrl === undefined ? {} : { inspectorUrl }),
       }),
     request: (report) => out.writeBatched(line('request', report)),
+    connection: (report) => out.writeBatched(line('connection', report)),
     reconnecting: (event) => emit('reconnecting', event),
     error: (error) =>
       emit('error', {
@@ -64,6 +68,14 @@ export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
       const tail = r.error ? `  (${r.error})` : '';
       stdout.writeBatched(
         `${time}  ${r.method.padEnd(7)} ${r.path}  ${r.status || '---'}  ${r.durationMs.toFixed(1)} ms${tail}\n`,
+      );
+    },
+    connection(c) {
+      const time = new Date().toTimeString().slice(0, 8);
+      const client = c.clientAddress.includes(':') ? `[${c.clientAddress}]` : c.clientAddress;
+      const tail = c.outcome === 'closed' ? '' : `  (${c.outcome}${c.error ? `: ${c.error}` : ''})`;
+      stdout.writeBatched(
+        `${time}  ${client}:${c.clientPort}  in ${c.bytesIn} B  out ${c.bytesOut} B  ${c.durationMs.toFixed(1)} ms${tail}\n`,
       );
     },
     reconnecting(e) {

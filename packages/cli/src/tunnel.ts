@@ -11,6 +11,7 @@ import { backoffDelay } from './backoff.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
 import { parseTarget, type Target } from './target.js';
+import type { TcpConnectionReport, TcpTarget } from './tcp-forward.js';
 import { VERSION } from './version.js';
 
 export interface ConnectOptions {
@@ -40,6 +41,11 @@ export interface ConnectOptions {
    * 127.0.0.1, the first free port of 4040..4049 (else an ephemeral one).
    */
   inspect?: false | InspectOptions;
+  /**
+   * A TCP tunnel instead of an HTTP one (see connectTcp): the edge gives a public port and every
+   * connection to it is carried to `target`. `remotePort` asks for a specific port of the edge's range.
+   */
+  tcp?: { remotePort?: number };
 }
 
 export interface InspectOptions {
@@ -62,6 +68,8 @@ export interface ReconnectingEvent {
 export interface TunnelEvents {
   ready: [SessionInfo];
   request: [RequestReport];
+  /** A TCP tunnel's connection ended. */
+  connection: [TcpConnectionReport];
   reconnecting: [ReconnectingEvent];
   error: [AgentError];
   close: [];
@@ -220,6 +228,9 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   async #run(): Promise<void> {
     let attempt = 0;
     let name = this.#options.subdomain?.toLowerCase();
+    // A TCP tunnel asks for the port it got first on every reconnect: the port is its owner's, like a name.
+    let remotePort = this.#options.tcp?.remotePort;
+    const tcpTarget = this.#options.tcp === undefined ? undefined : tcpTargetOf(this.target);
     while (!this.#closing) {
       let reason: string;
       let handedOver = false;
@@ -240,6 +251,8 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           onReport: (report) => this.emit('request', report),
           handshakeTimeoutMs: 10_000,
           capture: this.#inspector?.capture,
+          tcp: tcpTarget === undefined ? undefined : { remotePort, target: tcpTarget },
+          onTcpConnection: (report) => this.emit('connection', report),
         });
         if (this.#closing) {
           await session.close(0);
@@ -248,6 +261,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         this.#session = session;
         this.info = session.info;
         name = session.info.name;
+        remotePort = session.info.tcp?.port ?? remotePort;
         attempt = 0;
         const upSince = performance.now();
         this.emit('ready', session.info);
@@ -298,6 +312,33 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       this.#wake = undefined;
     }
   }
+}
+
+function tcpTargetOf(target: Target): TcpTarget {
+  const url = new URL(target.origin);
+  return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80) };
+}
+
+/** What connectTcp() takes: a TCP tunnel's options (no HTTP-only ones). */
+export interface TcpConnectOptions
+  extends Pick<
+    ConnectOptions,
+    'server' | 'token' | 'logger' | 'protocol' | 'reconnect' | 'agentPath' | 'allowIps'
+  > {
+  /** Local TCP target: a port (`5432`) or `host:port`. */
+  target: string | number;
+  /** A specific public port of the edge's TCP range; default any free one. */
+  remotePort?: number;
+}
+
+/**
+ * Opens a TCP tunnel and resolves once the edge has given it a public port (`tunnel.url` is
+ * `tcp://host:port`). Each connection is reported by a `connection` event when it ends; reconnects keep
+ * the port.
+ */
+export async function connectTcp(options: TcpConnectOptions): Promise<Tunnel> {
+  const { remotePort, ...rest } = options;
+  return connect({ ...rest, inspect: false, tcp: remotePort === undefined ? {} : { remotePort } });
 }
 
 /**

@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterAll, expect, it } from 'vitest';
-import { peakRss, type Spawned, spawnCli } from './support/processes.js';
+import { peakRss, readInBursts, type Spawned, spawnCli } from './support/processes.js';
 
 const cleanups: (() => unknown)[] = [];
 afterAll(async () => {
@@ -42,20 +42,7 @@ it('a 1 GiB download read slowly keeps edge and agent RSS under 150 MB', async (
     });
     req.on('error', reject);
     req.on('response', (res) => {
-      let total = 0;
-      let sincePause = 0;
-      res.on('data', (chunk: Buffer) => {
-        total += chunk.length;
-        sincePause += chunk.length;
-        // A slow reader: stop every 16 MiB long enough for every buffer upstream to fill.
-        if (sincePause >= 16 * 1024 * 1024) {
-          sincePause = 0;
-          res.pause();
-          setTimeout(() => res.resume(), 40);
-        }
-      });
-      res.on('end', () => (res.complete ? resolve(total) : reject(new Error('incomplete'))));
-      res.on('error', reject);
+      readInBursts(res, () => res.complete).then(resolve, reject);
     });
     req.end();
   });

@@ -30,6 +30,10 @@ export function admit(
   request: AdmissionRequest,
   maxRequestBodyBytes: number,
 ): Refusal | undefined {
+  // A TCP tunnel's session has a name (the registry keys sessions by name) but no HTTP target behind it.
+  if (connection.tcpPort !== undefined) {
+    return { code: EdgeErrorCode.UNKNOWN_SESSION, message: `no HTTP tunnel named ${name}` };
+  }
   const verdict = connection.protection?.check(request.authorization, request.clientAddress);
   if (verdict !== undefined && !verdict.ok) {
     return {

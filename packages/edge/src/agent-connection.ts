@@ -6,6 +6,7 @@ import {
   negotiateVersion,
   ProtocolErrorCode,
   type ProtocolSettings,
+  TCP_STREAM_KIND,
   Tunnel2Error,
   type WindowBudget,
 } from '@tunnel2/protocol';
@@ -35,6 +36,8 @@ export interface AgentConnectionOptions {
   requestBurst: number;
   /** Session info for the agent's HELLO answer (name, public URLs). */
   sessionInfo: Record<string, unknown>;
+  /** The public TCP port this session serves, for a TCP tunnel. */
+  tcpPort?: number | undefined;
   onReady: (connection: AgentConnection) => void;
   onClose: (connection: AgentConnection, error: Error | undefined) => void;
 }
@@ -45,6 +48,8 @@ export class AgentConnection {
   /** The registry epoch this connection holds the name under; a re-claim after a registry outage moves it. */
   epoch: number;
   readonly owner: string;
+  /** The public TCP port this session serves (a TCP tunnel), else undefined (an HTTP tunnel). */
+  readonly tcpPort: number | undefined;
   readonly session: MuxSession;
   readonly connectedAt = Date.now();
   /** Basic auth and IP allow-list the agent asked the edge to enforce on its public URL. */
@@ -64,6 +69,7 @@ export class AgentConnection {
     this.name = options.name;
     this.epoch = options.epoch;
     this.owner = options.owner;
+    this.tcpPort = options.tcpPort;
     this.#socket = options.socket;
     this.#options = options;
     this.#log = options.logger.child({ session: options.name, epoch: options.epoch });
@@ -165,6 +171,12 @@ export class AgentConnection {
         ErrorCode.VERSION_UNSUPPORTED,
         err instanceof Error ? err.message : 'version unsupported',
       );
+      return;
+    }
+    // TCP streams go only to an agent that said it takes them: an older one would refuse each of them.
+    const kinds = hello.meta.streamKinds;
+    if (this.tcpPort !== undefined && !(Array.isArray(kinds) && kinds.includes(TCP_STREAM_KIND))) {
+      this.session.close(ErrorCode.PROTOCOL_ERROR, 'a TCP tunnel needs an agent that announces TCP streams');
       return;
     }
     const protection = compileProtection(hello.meta.protect);

@@ -13,6 +13,7 @@ import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import { checkRequestedName, ownerKey, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
+import type { TcpPort, TcpTunnels } from './tcp-tunnels.js';
 
 export interface AgentEndpointOptions {
   options: ResolvedEdgeOptions;
@@ -23,6 +24,10 @@ export interface AgentEndpointOptions {
   isDraining: () => boolean;
   /** Decides an agent's client address (the peer, or what a trusted proxy in front says). */
   clients: ClientOriginResolver;
+  /** The public TCP ports, when the operator configured a range. */
+  tcp: TcpTunnels | undefined;
+  /** The public address of a TCP tunnel's port (`tcp://host:port`). */
+  tcpUrlFor: (port: number) => string;
 }
 
 /** Header an agent sends so its reconnects resume its name even without a token. */
@@ -95,12 +100,40 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       });
       return;
     }
+    // A TCP tunnel asks for its port the way an HTTP one asks for its name: in the URL, so a refusal is an
+    // HTTP answer the CLI prints. `tcp=any` or `tcp=<port>`.
+    const tcpAsk = url.searchParams.get('tcp');
+    let tcpPort: TcpPort | undefined;
+    if (tcpAsk !== null) {
+      const tcp = endpoint.tcp;
+      if (tcp === undefined) {
+        rejectUpgrade(socket, {
+          code: EdgeErrorCode.TCP_DISABLED,
+          message: 'this edge offers no TCP tunnels (its operator has not set --tcp-ports)',
+        });
+        return;
+      }
+      const wanted = tcpAsk === 'any' ? undefined : /^\d{1,5}$/.test(tcpAsk) ? Number(tcpAsk) : Number.NaN;
+      const claim = Number.isNaN(wanted)
+        ? ({
+            ok: false,
+            code: EdgeErrorCode.BAD_REQUEST,
+            message: 'tcp must be "any" or a port number',
+          } as const)
+        : await tcp.claim(owner, wanted);
+      if (!claim.ok) {
+        rejectUpgrade(socket, { code: claim.code, message: claim.message });
+        return;
+      }
+      tcpPort = claim.port;
+    }
     const name = requested ?? randomSessionName();
     let admitted: Awaited<ReturnType<SessionTable['admit']>>;
     try {
       admitted = await sessions.admit(name, owner);
     } catch (err) {
       logger.error({ err, session: name }, 'registry claim failed');
+      if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
       // A 503 the CLI retries (it never gives up on a 5xx): sessions already connected keep serving, only
       // new claims wait for the registry to come back.
       rejectUpgrade(socket, {
@@ -112,6 +145,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       return;
     }
     if (!admitted.ok) {
+      if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
       rejectUpgrade(socket, {
         code: EdgeErrorCode.NAME_IN_USE,
         message: `subdomain "${name}" is in use by another agent`,
@@ -120,11 +154,13 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     }
     const epoch = admitted.epoch;
     if (socket.destroyed) {
+      if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
       await sessions.abandon(name, epoch);
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const urls = endpoint.urlsFor(name);
+      const tcpUrl = tcpPort === undefined ? undefined : endpoint.tcpUrlFor(tcpPort.port);
+      const urls = tcpUrl === undefined ? endpoint.urlsFor(name) : { url: tcpUrl, urls: [tcpUrl] };
       let activated = false;
       const connection = new AgentConnection({
         name,
@@ -144,12 +180,15 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         },
         requestRate: options.sessionRequestRate,
         requestBurst: options.sessionRequestBurst,
-        sessionInfo: { name, ...urls },
+        sessionInfo: { name, ...urls, ...(tcpPort ? { tcp: { port: tcpPort.port } } : {}) },
+        tcpPort: tcpPort?.port,
         onReady: (connection) => {
           activated = true;
           sessions.activate(connection);
+          if (tcpPort !== undefined) endpoint.tcp?.attach(tcpPort, connection);
         },
         onClose: (connection) => {
+          if (tcpPort !== undefined) endpoint.tcp?.detach(tcpPort, connection);
           if (activated) void sessions.deactivate(connection);
           else void sessions.abandon(name, epoch);
         },

@@ -18,6 +18,7 @@ import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
 import { SessionTable } from './session-table.js';
+import { TcpTunnels } from './tcp-tunnels.js';
 import { handleTunnelRequest, handleTunnelUpgrade } from './tunnel-ingress.js';
 
 function isWebSocketUpgrade(req: IncomingMessage): boolean {
@@ -65,6 +66,8 @@ export interface Edge {
   urlsFor(name: string): { url: string; urls: string[] };
   /** Requests currently being carried through tunnels. */
   readonly inFlight: number;
+  /** The public TCP ports and their counters; undefined unless `tcpPorts` is set. */
+  readonly tcp: TcpTunnels | undefined;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -212,6 +215,16 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     clientErrorHandler: answerClientError,
   });
 
+  const tcp =
+    options.tcpPorts === undefined
+      ? undefined
+      : new TcpTunnels({
+          range: options.tcpPorts,
+          host: options.host,
+          maxPortsPerOwner: options.maxTcpPortsPerOwner,
+          reconnectGraceMs: options.reconnectGraceMs,
+          logger,
+        });
   const agentEndpoint = createAgentEndpoint({
     options,
     sessions,
@@ -219,6 +232,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     urlsFor,
     isDraining: () => draining,
     clients,
+    tcp,
+    tcpUrlFor: (port) => `tcp://${baseUrl().hostname}:${port}`,
   });
 
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -329,6 +344,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     get inFlight() {
       return inFlight.count;
     },
+    tcp,
     urlsFor,
     async listen() {
       await app.listen({ port: options.port, host: options.host });
@@ -348,6 +364,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       for (const connection of [...sessions.connections()])
         connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
       sessions.close();
+      tcp?.close();
       linkServer?.close();
       await cluster?.close();
       agentEndpoint.close();

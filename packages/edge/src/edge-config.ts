@@ -18,6 +18,7 @@ import {
   text,
   ValueProblem,
 } from './setting-parsers.js';
+import { parseTcpPortRange } from './tcp-port-range.js';
 
 /**
  * Every setting an operator can give the edge, flat and serialisable: each one is a flag, a `TUNNEL2_*`
@@ -56,6 +57,8 @@ export interface EdgeSettings {
   idleTimeoutMs: number;
   trustProxy: string[];
   showSessionCount: boolean;
+  tcpPorts: string | undefined;
+  maxTcpPortsPerOwner: number;
   nodeUrl: string | undefined;
   clusterSecret: string | undefined;
   tokens: string[];
@@ -262,6 +265,17 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     default: false,
     parse: parseBoolean,
     allowed: 'true or false',
+  },
+  tcpPorts: {
+    description:
+      "public ports for TCP tunnels (`tunnel2 tcp`), e.g. 20000-20999, listened on at the edge's host (unset: no TCP tunnels)",
+    default: undefined,
+    ...optionalText((v) => parseTcpPortRange(v) !== undefined, 'a port range like 20000-20999'),
+  },
+  maxTcpPortsPerOwner: {
+    description: 'TCP tunnel ports one token (or anonymous agent) may hold on this node',
+    default: 5,
+    ...integer(1, 65535),
   },
   nodeUrl: {
     description:

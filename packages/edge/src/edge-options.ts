@@ -6,6 +6,7 @@ import type { AgentAuthOptions } from './agent-auth.js';
 import { compileAddressBlocks } from './client-address.js';
 import type { ClusterOptions, ResolvedClusterOptions } from './cluster/cluster.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
+import { parseTcpPortRange, type TcpPortRange } from './tcp-port-range.js';
 
 export interface EdgeOptions {
   /** Listen port; 0 picks a free one. */
@@ -94,6 +95,13 @@ export interface EdgeOptions {
   /** Show the number of live sessions on the landing page (it is public). Default: false. */
   showSessionCount?: boolean;
   /**
+   * Public ports for TCP tunnels, `20000-20999` (or one port). Default: none, and then the edge listens on
+   * no port but its own and refuses TCP tunnels.
+   */
+  tcpPorts?: string;
+  /** TCP ports one token (or anonymous agent) may hold at once. Default 5. */
+  maxTcpPortsPerOwner?: number;
+  /**
    * Cluster mode: several edges share `registry`, and a request for a session held by another node is
    * forwarded to it. Off when undefined (one node: nothing changes).
    */
@@ -134,6 +142,8 @@ export interface ResolvedEdgeOptions {
   idleTimeoutMs: number;
   trustProxy: readonly string[];
   showSessionCount: boolean;
+  tcpPorts: TcpPortRange | undefined;
+  maxTcpPortsPerOwner: number;
   cluster: ResolvedClusterOptions | undefined;
 }
 
@@ -294,8 +304,22 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? 0, 0, 86_400_000),
     trustProxy,
     showSessionCount: options.showSessionCount ?? false,
+    tcpPorts: tcpPortsOf(options.tcpPorts),
+    maxTcpPortsPerOwner: positive('maxTcpPortsPerOwner', options.maxTcpPortsPerOwner ?? 5, 1, 65535),
     cluster: options.cluster === undefined ? undefined : resolveClusterOptions(options.cluster),
   };
+}
+
+function tcpPortsOf(text: string | undefined): TcpPortRange | undefined {
+  if (text === undefined) return undefined;
+  const range = parseTcpPortRange(text);
+  if (range === undefined) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `invalid edge option tcpPorts=${text}: expected a port range like 20000-20999`,
+    );
+  }
+  return range;
 }
 
 function resolveClusterOptions(cluster: ClusterOptions): ResolvedClusterOptions {

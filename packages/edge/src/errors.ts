@@ -30,6 +30,14 @@ export const EdgeErrorCode = {
   NODE_AUTH_INVALID: 'TUNNEL2_ERR_NODE_AUTH_INVALID',
   /** The shared session registry (Redis) does not answer: no new claims, no owner lookups. */
   REGISTRY_UNAVAILABLE: 'TUNNEL2_ERR_REGISTRY_UNAVAILABLE',
+  /** An agent asked for a TCP tunnel from an edge without a TCP port range (`--tcp-ports`). */
+  TCP_DISABLED: 'TUNNEL2_ERR_TCP_DISABLED',
+  /** The TCP port asked for is outside the range, held by another agent, or taken on the host. */
+  TCP_PORT_UNAVAILABLE: 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE',
+  /** Every port of the TCP range is in use. */
+  TCP_PORTS_EXHAUSTED: 'TUNNEL2_ERR_TCP_PORTS_EXHAUSTED',
+  /** The token already holds its limit of TCP ports (maxTcpPortsPerOwner). */
+  TOO_MANY_TCP_PORTS: 'TUNNEL2_ERR_TOO_MANY_TCP_PORTS',
 } as const;
 export type EdgeErrorCode = (typeof EdgeErrorCode)[keyof typeof EdgeErrorCode];
 
@@ -61,6 +69,10 @@ export const statusByCode: Readonly<Record<EdgeErrorCode, number>> = {
   TUNNEL2_ERR_NODE_UNREACHABLE: 502,
   TUNNEL2_ERR_NODE_AUTH_INVALID: 403,
   TUNNEL2_ERR_REGISTRY_UNAVAILABLE: 503,
+  TUNNEL2_ERR_TCP_DISABLED: 404,
+  TUNNEL2_ERR_TCP_PORT_UNAVAILABLE: 409,
+  TUNNEL2_ERR_TCP_PORTS_EXHAUSTED: 503,
+  TUNNEL2_ERR_TOO_MANY_TCP_PORTS: 429,
 };
 
 export class EdgeError extends Error {

@@ -49,6 +49,10 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
   TUNNEL2_ERR_NODE_UNREACHABLE: 'failed',
   TUNNEL2_ERR_NODE_AUTH_INVALID: 'auth',
   TUNNEL2_ERR_REGISTRY_UNAVAILABLE: 'failed',
+  TUNNEL2_ERR_TCP_DISABLED: 'invalid',
+  TUNNEL2_ERR_TCP_PORT_UNAVAILABLE: 'invalid',
+  TUNNEL2_ERR_TCP_PORTS_EXHAUSTED: 'limit',
+  TUNNEL2_ERR_TOO_MANY_TCP_PORTS: 'limit',
 };
 
 const statusClasses = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
@@ -205,6 +209,40 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
       this.inc({ side: 'agent' }, totals.agent);
     },
   });
+
+  // TCP tunnels: read from the port table's counters at scrape time, nothing per connection here.
+  const tcp = edge.tcp;
+  if (tcp !== undefined) {
+    new Counter({
+      name: 'tunnel2_tcp_connections_total',
+      help: 'Public connections to TCP tunnel ports by outcome: accepted (carried to the agent), forbidden (allow-list), no_agent (no session serves the port), refused (the session took no stream)',
+      labelNames: ['outcome'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [outcome, n] of Object.entries(tcp.counters.connections)) this.inc({ outcome }, n);
+      },
+    });
+    new Counter({
+      name: 'tunnel2_tcp_bytes_total',
+      help: 'Bytes carried by finished TCP tunnel connections: direction="in" (client to agent) or "out" (agent to client)',
+      labelNames: ['direction'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ direction: 'in' }, tcp.counters.bytes.in);
+        this.inc({ direction: 'out' }, tcp.counters.bytes.out);
+      },
+    });
+    new Gauge({
+      name: 'tunnel2_tcp_connections_open',
+      help: 'Public connections to TCP tunnel ports being carried now',
+      registers: [registry],
+      collect() {
+        this.set(tcp.counters.open);
+      },
+    });
+  }
 
   // Cluster mode: read from the node's own counters at scrape time, nothing per request here.
   const cluster = edge.cluster;

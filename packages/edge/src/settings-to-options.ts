@@ -35,6 +35,7 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
     idleTimeoutMs: settings.idleTimeoutMs,
     trustProxy: settings.trustProxy,
     showSessionCount: settings.showSessionCount,
+    maxTcpPortsPerOwner: settings.maxTcpPortsPerOwner,
     auth,
     protocol: {
       maxConcurrentStreams: settings.maxConcurrentStreams,
@@ -45,6 +46,7 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
     },
   };
   if (settings.publicUrl !== undefined) options.publicUrl = settings.publicUrl;
+  if (settings.tcpPorts !== undefined) options.tcpPorts = settings.tcpPorts;
   if (settings.nodeId !== undefined) options.nodeId = settings.nodeId;
   if (settings.sessionRequestBurst !== undefined) options.sessionRequestBurst = settings.sessionRequestBurst;
   const shared = settings.registry !== 'memory';

@@ -10,4 +10,6 @@ export * from './mux-session.js';
 export * from './mux-session-options.js';
 export { MuxStream, type StreamHandler } from './mux-stream.js';
 export { OutboundBatch } from './outbound-batch.js';
+export { type BridgedSocket, type BridgeOptions, type BridgeResult, bridgeSocket } from './socket-bridge.js';
+export * from './tcp-head.js';
 export { WindowBudget } from './window-budget.js';

@@ -1,9 +1,6 @@
-import { pino } from 'pino';
 import { AgentError, AgentErrorCode } from '../errors.js';
-import { createLineWriter } from '../line-writer.js';
-import { createHumanReporter, createJsonReporter } from '../reporter.js';
-import { onShutdownSignal } from '../shutdown-signal.js';
 import { type InspectOptions, Tunnel } from '../tunnel.js';
+import { allowIpList, runTunnelCommand } from './tunnel-command.js';
 
 export interface HttpCommandOptions {
   server?: string;
@@ -58,66 +55,29 @@ export function resolveInspect(options: HttpCommandOptions): false | InspectOpti
 }
 
 /** `tunnel2 http <target>`: runs until Ctrl-C (exit 0) or a refusal retrying cannot fix (exit 1). */
-export async function runHttpCommand(target: string, options: HttpCommandOptions): Promise<number> {
-  const stdout = createLineWriter(process.stdout);
-  const writeErr = (line: string): void => void process.stderr.write(line);
-  const reporter = options.json ? createJsonReporter(stdout) : createHumanReporter(stdout, writeErr);
-  // Tokens and credentials never reach the log, whatever a debug line carries.
-  const redact = {
-    paths: ['authorization', 'token', '*.authorization', '*.token', 'headers.authorization'],
-    censor: '<redacted>',
-  };
-  const logger = pino({ level: options.logLevel ?? 'warn', redact }, pino.destination(2));
-  let tunnel: Tunnel;
-  try {
-    tunnel = new Tunnel({
-      target,
-      server: options.server,
-      subdomain: options.subdomain,
-      token: options.token,
-      hostHeader: options.hostHeader,
-      basicAuth: options.basicAuth,
-      allowIps: options.allowIp
-        ?.split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== ''),
-      inspect: resolveInspect(options),
-      logger,
-    });
-  } catch (err) {
-    if (err instanceof AgentError) {
-      reporter.error(err);
-      return 1;
-    }
-    throw err;
-  }
-  const targetLabel = tunnel.target.origin + tunnel.target.basePath;
-  tunnel.on('ready', (info) => reporter.ready(info, targetLabel, tunnel.inspectorUrl));
-  tunnel.on('request', (report) => reporter.request(report));
-  tunnel.on('reconnecting', (event) => reporter.reconnecting(event));
-
-  return new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = (code: number): void => {
-      if (stopping) return;
-      stopping = true;
-      stopListening();
-      void tunnel.close().then(() => {
-        reporter.closed();
-        stdout.flush();
-        resolve(code);
-      });
-    };
-    const stopListening = onShutdownSignal(() => stop(0));
-    tunnel.on('error', (error) => {
-      reporter.error(error);
-      // A refusal retrying cannot fix (bad token, name taken over): stop with a failure status.
-      if (error.fatal) stop(1);
-    });
-    tunnel.start().catch((err: unknown) => {
-      // Refusals were reported through 'error'; an inspector that cannot start fails before any session.
+export function runHttpCommand(target: string, options: HttpCommandOptions): Promise<number> {
+  return runTunnelCommand(
+    options,
+    (logger) =>
+      new Tunnel({
+        target,
+        server: options.server,
+        subdomain: options.subdomain,
+        token: options.token,
+        hostHeader: options.hostHeader,
+        basicAuth: options.basicAuth,
+        allowIps: allowIpList(options.allowIp),
+        inspect: resolveInspect(options),
+        logger,
+      }),
+    (tunnel, reporter) => {
+      const targetLabel = tunnel.target.origin + tunnel.target.basePath;
+      tunnel.on('ready', (info) => reporter.ready(info, targetLabel, tunnel.inspectorUrl));
+      tunnel.on('request', (report) => reporter.request(report));
+    },
+    (err, reporter) => {
+      // An inspector that cannot start fails before any session.
       if (err instanceof AgentError && err.code === AgentErrorCode.INSPECTOR_FAILED) reporter.error(err);
-      stop(1);
-    });
-  });
+    },
+  );
 }

@@ -89,6 +89,31 @@ export function peakRss(pid: number): number {
   return Number(match[1]) * 1024;
 }
 
+/**
+ * Reads like a slow client: stops every 16 MiB long enough for every buffer upstream to fill. Resolves
+ * with the bytes read at 'end' (when `complete()` says the stream really finished), rejects on error.
+ */
+export function readInBursts(
+  stream: NodeJS.ReadableStream,
+  complete: () => boolean = () => true,
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let total = 0;
+    let sincePause = 0;
+    stream.on('data', (chunk: Buffer) => {
+      total += chunk.length;
+      sincePause += chunk.length;
+      if (sincePause >= 16 * 1024 * 1024) {
+        sincePause = 0;
+        stream.pause();
+        setTimeout(() => stream.resume(), 40);
+      }
+    });
+    stream.on('end', () => (complete() ? resolve(total) : reject(new Error('incomplete'))));
+    stream.on('error', reject);
+  });
+}
+
 /** Runs the CLI to completion and returns its exit code and output. */
 export function cli(
   args: string[],

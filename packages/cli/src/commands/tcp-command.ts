@@ -1,0 +1,44 @@
+import { AgentError, AgentErrorCode } from '../errors.js';
+import { Tunnel } from '../tunnel.js';
+import { allowIpList, runTunnelCommand } from './tunnel-command.js';
+
+export interface TcpCommandOptions {
+  server?: string;
+  token?: string;
+  json?: boolean;
+  logLevel?: string;
+  remotePort?: string;
+  allowIp?: string;
+}
+
+function remotePortOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (!/^\d{1,5}$/.test(value.trim()) || port < 1 || port > 65535) {
+    throw new AgentError(AgentErrorCode.INVALID_OPTION, `--remote-port "${value}": a port number 1-65535`);
+  }
+  return port;
+}
+
+/** `tunnel2 tcp <target>`: runs until Ctrl-C (exit 0) or a refusal retrying cannot fix (exit 1). */
+export function runTcpCommand(target: string, options: TcpCommandOptions): Promise<number> {
+  return runTunnelCommand(
+    options,
+    (logger) => {
+      const remotePort = remotePortOf(options.remotePort);
+      return new Tunnel({
+        target,
+        server: options.server,
+        token: options.token,
+        allowIps: allowIpList(options.allowIp),
+        inspect: false,
+        tcp: remotePort === undefined ? {} : { remotePort },
+        logger,
+      });
+    },
+    (tunnel, reporter) => {
+      tunnel.on('ready', (info) => reporter.ready(info, tunnel.target.host));
+      tunnel.on('connection', (report) => reporter.connection(report));
+    },
+  );
+}

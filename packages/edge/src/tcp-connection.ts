@@ -1,0 +1,71 @@
+import type { Socket } from 'node:net';
+import { bridgeSocket, ErrorCode, encodeTcpHead, type MuxStream } from '@tunnel2/protocol';
+import type { Logger } from 'pino';
+import { normalizeAddress } from './client-address.js';
+import type { TcpPort } from './tcp-tunnels.js';
+
+/** What the metrics read at scrape time; nothing is labelled per connection. */
+export interface TcpCounters {
+  /** accepted (carried to the agent), forbidden (allow-list), no_agent (no session), refused (no stream). */
+  connections: { accepted: number; forbidden: number; no_agent: number; refused: number };
+  /** in: from public clients to agents; out: from agents to public clients. */
+  bytes: { in: number; out: number };
+  open: number;
+}
+
+/**
+ * One public client's connection to a TCP tunnel's port: refused at once (RST) when no session serves the
+ * port, the client's address is not allowed, or the session cannot take another stream; otherwise carried
+ * as one TCP stream to the agent, bytes both ways under the stream's flow control.
+ */
+export function acceptTcpConnection(
+  port: TcpPort,
+  socket: Socket,
+  counters: TcpCounters,
+  logger: Logger,
+): void {
+  const clientAddress = normalizeAddress(socket.remoteAddress ?? '');
+  const connection = port.connection;
+  if (connection === undefined || !connection.ready) {
+    counters.connections.no_agent++;
+    socket.resetAndDestroy();
+    return;
+  }
+  if (connection.protection !== undefined && !connection.protection.check(undefined, clientAddress).ok) {
+    counters.connections.forbidden++;
+    socket.resetAndDestroy();
+    return;
+  }
+  // The session's stream limit (maxStreamsPerSession) counts TCP connections too, without a wait: a TCP
+  // client retries a refused connection itself.
+  let stream: MuxStream | undefined;
+  try {
+    stream = connection.slots.tryOpen();
+    stream?.sendHeaders(
+      encodeTcpHead({ port: port.port, clientAddress, clientPort: socket.remotePort ?? 0 }),
+      false,
+    );
+  } catch (err) {
+    // The session is closing or draining.
+    logger.debug({ err, port: port.port }, 'TCP connection refused: no stream');
+    stream?.reset(ErrorCode.CANCEL);
+    stream = undefined;
+  }
+  if (stream === undefined) {
+    counters.connections.refused++;
+    socket.resetAndDestroy();
+    return;
+  }
+  counters.connections.accepted++;
+  counters.open++;
+  port.sockets.add(socket);
+  bridgeSocket(stream, socket, {
+    socketResetCode: () => ErrorCode.CANCEL,
+    onClose: (result) => {
+      port.sockets.delete(socket);
+      counters.open--;
+      counters.bytes.in += result.bytesFromSocket;
+      counters.bytes.out += result.bytesToSocket;
+    },
+  });
+}

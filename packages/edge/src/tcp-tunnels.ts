@@ -1,0 +1,191 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import { ErrorCode } from '@tunnel2/protocol';
+import type { Logger } from 'pino';
+import type { AgentConnection } from './agent-connection.js';
+import { EdgeErrorCode } from './errors.js';
+import { acceptTcpConnection, type TcpCounters } from './tcp-connection.js';
+import type { TcpPortRange } from './tcp-port-range.js';
+
+export interface TcpTunnelsOptions {
+  range: TcpPortRange;
+  /** Listen address of the public ports (the edge's own). */
+  host: string;
+  /** Ports one owner (token, or anonymous agent key) may hold at once. */
+  maxPortsPerOwner: number;
+  /** How long a port whose session ended stays reserved for its owner. */
+  reconnectGraceMs: number;
+  logger: Logger;
+}
+
+/** A public port claimed by an owner, and the session serving it when one is connected. */
+export class TcpPort {
+  readonly port: number;
+  readonly owner: string;
+  readonly server: Server;
+  connection: AgentConnection | undefined;
+  graceTimer: NodeJS.Timeout | undefined;
+  readonly sockets = new Set<Socket>();
+  constructor(port: number, owner: string, server: Server) {
+    this.port = port;
+    this.owner = owner;
+    this.server = server;
+  }
+}
+
+export type TcpClaim = { ok: true; port: TcpPort } | { ok: false; code: EdgeErrorCode; message: string };
+
+/**
+ * The edge's public TCP ports: which owner holds which port, one listener per held port, and the grace a
+ * port keeps after its session ends so a reconnect gets it back (as a name does). Single node: a cluster
+ * would claim ports in the shared registry instead (docs/scaling.md).
+ */
+export class TcpTunnels {
+  readonly counters: TcpCounters = {
+    connections: { accepted: 0, forbidden: 0, no_agent: 0, refused: 0 },
+    bytes: { in: 0, out: 0 },
+    open: 0,
+  };
+  readonly #ports = new Map<number, TcpPort>();
+  readonly #options: TcpTunnelsOptions;
+  #closed = false;
+
+  constructor(options: TcpTunnelsOptions) {
+    this.#options = options;
+  }
+
+  get size(): number {
+    return this.#ports.size;
+  }
+
+  /** Claims `requested` (or any free port of the range) for `owner`, listening on it before it answers. */
+  async claim(owner: string, requested: number | undefined): Promise<TcpClaim> {
+    const { first, last } = this.#options.range;
+    if (requested !== undefined) {
+      if (requested < first || requested > last) {
+        return refuse(
+          EdgeErrorCode.TCP_PORT_UNAVAILABLE,
+          `port ${requested} is outside this edge's TCP range ${first}-${last}`,
+        );
+      }
+      const held = this.#ports.get(requested);
+      if (held !== undefined) {
+        if (held.owner !== owner) {
+          return refuse(EdgeErrorCode.TCP_PORT_UNAVAILABLE, `port ${requested} is in use by another agent`);
+        }
+        // Its owner again: a reconnect within the grace, or a newer connection that replaces the old one.
+        this.#resume(held);
+        return { ok: true, port: held };
+      }
+    }
+    let ownedBy = 0;
+    for (const held of this.#ports.values()) if (held.owner === owner) ownedBy++;
+    if (ownedBy >= this.#options.maxPortsPerOwner) {
+      return refuse(
+        EdgeErrorCode.TOO_MANY_TCP_PORTS,
+        `too many TCP ports for this agent token (at most ${this.#options.maxPortsPerOwner} on this edge)`,
+      );
+    }
+    if (requested !== undefined) {
+      const port = await this.#listen(requested, owner);
+      return port === undefined
+        ? refuse(EdgeErrorCode.TCP_PORT_UNAVAILABLE, `port ${requested} is taken on this edge's host`)
+        : { ok: true, port };
+    }
+    // From a random start, so a freed port is not handed straight to the next agent.
+    const size = last - first + 1;
+    const start = Math.floor(Math.random() * size);
+    for (let i = 0; i < size; i++) {
+      const candidate = first + ((start + i) % size);
+      if (this.#ports.has(candidate)) continue;
+      const port = await this.#listen(candidate, owner);
+      if (port !== undefined) return { ok: true, port };
+    }
+    return refuse(
+      EdgeErrorCode.TCP_PORTS_EXHAUSTED,
+      `every TCP port of ${first}-${last} is in use on this edge`,
+    );
+  }
+
+  /** A claim that never got a session (the upgrade failed): free it unless a session holds it. */
+  abandon(port: TcpPort): void {
+    if (port.connection === undefined && port.graceTimer === undefined) this.#release(port);
+  }
+
+  /** The session is ready: connections to the port go to it from now on. */
+  attach(port: TcpPort, connection: AgentConnection): void {
+    const previous = port.connection;
+    port.connection = connection;
+    if (previous !== undefined && previous !== connection) {
+      // As with a name: the newer connection of the same owner wins, and the older agent is told not to
+      // reconnect (else two agents would take the port from each other in turn).
+      previous.close(ErrorCode.SESSION_REPLACED, 'another agent with the same token took over this TCP port');
+    }
+  }
+
+  /** The session ended: the port stays its owner's for the grace, then closes. */
+  detach(port: TcpPort, connection: AgentConnection): void {
+    if (port.connection !== connection) {
+      this.abandon(port);
+      return;
+    }
+    port.connection = undefined;
+    if (this.#options.reconnectGraceMs === 0 || this.#closed) {
+      this.#release(port);
+      return;
+    }
+    port.graceTimer = setTimeout(() => this.#release(port), this.#options.reconnectGraceMs);
+    port.graceTimer.unref();
+  }
+
+  /** Closes every listener and every carried connection. */
+  close(): void {
+    this.#closed = true;
+    for (const port of [...this.#ports.values()]) this.#release(port);
+  }
+
+  #resume(port: TcpPort): void {
+    if (port.graceTimer !== undefined) clearTimeout(port.graceTimer);
+    port.graceTimer = undefined;
+  }
+
+  #release(port: TcpPort): void {
+    this.#resume(port);
+    if (this.#ports.get(port.port) === port) this.#ports.delete(port.port);
+    port.server.close();
+    for (const socket of port.sockets) socket.resetAndDestroy();
+  }
+
+  /** Listens on `port`; undefined when the host refuses it (another process holds it). */
+  #listen(number: number, owner: string): Promise<TcpPort | undefined> {
+    // allowHalfOpen: a client's FIN ends only its direction; the answer still flows (half-close).
+    const server = createServer({ allowHalfOpen: true, noDelay: true });
+    const port = new TcpPort(number, owner, server);
+    // Held before listening, so a concurrent claim does not try the same port.
+    this.#ports.set(number, port);
+    server.on('connection', (socket) =>
+      acceptTcpConnection(port, socket, this.counters, this.#options.logger),
+    );
+    return new Promise((resolve) => {
+      const onError = (err: NodeJS.ErrnoException): void => {
+        this.#ports.delete(number);
+        this.#options.logger.debug({ err, port: number }, 'TCP port not available');
+        resolve(undefined);
+      };
+      server.once('error', onError);
+      server.listen({ port: number, host: this.#options.host, exclusive: true }, () => {
+        server.off('error', onError);
+        server.on('error', (err) => this.#options.logger.warn({ err, port: number }, 'TCP listener failed'));
+        if (this.#closed) {
+          this.#release(port);
+          resolve(undefined);
+          return;
+        }
+        resolve(port);
+      });
+    });
+  }
+}
+
+function refuse(code: EdgeErrorCode, message: string): TcpClaim {
+  return { ok: false, code, message };
+}
