@@ -2,6 +2,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ChildService, startChildService } from './child-service.js';
 import { BenchError, BenchErrorCode } from './errors.js';
+import type { InspectMode } from './report-schema.js';
 
 /** Where a side of the comparison sends its requests. */
 export interface LoadTarget {
@@ -19,6 +20,9 @@ export interface BenchStack {
   agent: ChildService | undefined;
   direct: LoadTarget;
   tunnel: LoadTarget | undefined;
+  /** `--inspect both`: a second agent on the same edge with its inspector off, and its public target. */
+  agentInspectorOff?: ChildService;
+  tunnelInspectorOff?: LoadTarget;
   /** A short description of the stack, for the report. */
   describe(): StackDescription;
   close(): Promise<void>;
@@ -37,6 +41,16 @@ export interface BenchStackOptions {
   tunnel: boolean;
   /** The subdomain the agent asks for. */
   subdomain?: string;
+  /**
+   * The agent's request inspector: on (default, as for a user; BENCH_INSPECT=off turns it off), off, or both:
+   * a second agent with it off, on the same edge and backend, so one run measures the inspector's cost.
+   */
+  inspect?: InspectMode;
+}
+
+/** The inspector setting a run asks for when it gives none: on, unless BENCH_INSPECT=off. */
+export function defaultInspectMode(): InspectMode {
+  return process.env.BENCH_INSPECT === 'off' ? 'off' : 'on';
 }
 
 function packageDir(name: string): string {
@@ -111,6 +125,7 @@ export function startAgentService(
   backendUrl: string,
   edgeUrl: string,
   subdomain: string,
+  inspect: boolean = defaultInspectMode() === 'on',
 ): Promise<ChildService> {
   return startChildService({
     name: 'agent (tunnel2 http)',
@@ -126,7 +141,7 @@ export function startAgentService(
       '--log-level',
       'warn',
       // The agent's request inspector is on by default, as for a user; BENCH_INSPECT=off measures without it.
-      ...(process.env.BENCH_INSPECT === 'off' ? ['--no-inspect'] : ['--inspect', '127.0.0.1:0']),
+      ...(inspect ? ['--inspect', '127.0.0.1:0'] : ['--no-inspect']),
     ],
     ready: (line) => {
       const url = jsonEvent(line, 'ready')?.url;
@@ -147,11 +162,23 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
     started.push(backend);
     let edge: ChildService | undefined;
     let agent: ChildService | undefined;
+    let agentInspectorOff: ChildService | undefined;
     if (options.tunnel) {
       edge = await startEdgeService();
       started.push(edge);
-      agent = await startAgentService(backend.readyValue, edge.readyValue, options.subdomain ?? 'bench');
+      const inspect = options.inspect ?? defaultInspectMode();
+      const subdomain = options.subdomain ?? 'bench';
+      agent = await startAgentService(backend.readyValue, edge.readyValue, subdomain, inspect !== 'off');
       started.push(agent);
+      if (inspect === 'both') {
+        agentInspectorOff = await startAgentService(
+          backend.readyValue,
+          edge.readyValue,
+          `${subdomain}-noinspect`,
+          false,
+        );
+        started.push(agentInspectorOff);
+      }
     }
     const tunnelUrl = agent?.readyValue;
     return {
@@ -160,6 +187,9 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
       agent,
       direct: targetOf(backend.readyValue),
       tunnel: tunnelUrl === undefined ? undefined : targetOf(tunnelUrl),
+      ...(agentInspectorOff === undefined
+        ? {}
+        : { agentInspectorOff, tunnelInspectorOff: targetOf(agentInspectorOff.readyValue) }),
       describe: () => ({
         backendUrl: backend.readyValue,
         edgeUrl: edge?.readyValue ?? null,

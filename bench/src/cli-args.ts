@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { usageError } from './errors.js';
-import type { ScenarioName, SideName } from './report-schema.js';
+import type { InspectMode, ScenarioName, SideName } from './report-schema.js';
 import { isScenarioName, SCENARIOS, STANDALONE_USAGE } from './scenarios.js';
 
 /** Everything a run needs, validated. */
@@ -17,6 +17,8 @@ export interface BenchOptions {
   path: string;
   outDir: string;
   sides: SideName[];
+  /** The agent's request inspector on the tunnel side; `both` adds a side with it off. */
+  inspect: InspectMode;
   failUnderPct: number | null;
   maxP99Ms: number | null;
 }
@@ -46,6 +48,8 @@ flags:
   --path <path>          GET path on the test backend (default /loadtest/get)
   --timeout <s>          request timeout (default 10)
   --only <side>          direct | tunnel: measure one side only
+  --inspect <mode>       the agent's request inspector: on (default; BENCH_INSPECT=off makes it off), off,
+                         or both: each stage also runs through a second agent with it off, side by side
   --out <dir>            where the reports go (default bench/results/<scenario>-<time>)
   --fail-under <pct>     exit 1 if a tunnel stage's success rate is below pct
   --max-p99 <ms>         exit 1 if a tunnel stage's corrected p99 is above ms
@@ -178,6 +182,14 @@ export function parseBenchArgs(
     sides = [values.only];
   }
 
+  const inspect = values.inspect ?? (process.env.BENCH_INSPECT === 'off' ? 'off' : 'on');
+  if (inspect !== 'on' && inspect !== 'off' && inspect !== 'both') {
+    throw usageError(`--inspect ${JSON.stringify(inspect)} must be on, off or both`);
+  }
+  if (inspect === 'both' && !sides.includes('tunnel')) {
+    throw usageError('--inspect both measures the tunnel side: it cannot go with --only direct');
+  }
+
   let failUnderPct: number | null = null;
   if (values['fail-under'] !== undefined) {
     failUnderPct = positiveNumber('--fail-under', values['fail-under'], { allowZero: true });
@@ -202,6 +214,7 @@ export function parseBenchArgs(
       path,
       outDir,
       sides,
+      inspect,
       failUnderPct,
       maxP99Ms,
     },
@@ -219,6 +232,7 @@ const OPTIONS = {
   path: { type: 'string' },
   timeout: { type: 'string' },
   only: { type: 'string' },
+  inspect: { type: 'string' },
   out: { type: 'string' },
   'fail-under': { type: 'string' },
   'max-p99': { type: 'string' },

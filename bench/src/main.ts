@@ -77,12 +77,13 @@ async function runStaged(): Promise<void> {
   try {
     const startedAt = new Date();
     const loadSec =
-      (plan.reduce((sum, s) => sum + s.durationSec, 0) + options.warmupSec) * options.sides.length;
+      (plan.reduce((sum, s) => sum + s.durationSec, 0) + options.warmupSec) *
+      (options.sides.length + (options.inspect === 'both' ? 1 : 0));
     const length = loadSec < 120 ? `${Math.ceil(loadSec)} s` : `${Math.ceil(loadSec / 60)} min`;
     progress.note(
       `${plan.length} stage(s) × ${options.sides.join(' + ')}, about ${length} of load; starting the stack`,
     );
-    stack = await startBenchStack({ tunnel: options.sides.includes('tunnel') });
+    stack = await startBenchStack({ tunnel: options.sides.includes('tunnel'), inspect: options.inspect });
     const described = stack.describe();
     progress.note(
       `backend ${described.backendUrl}` +

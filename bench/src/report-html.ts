@@ -3,6 +3,7 @@ import type { BenchReport, SideReport, StageReport } from './report-schema.js';
 import {
   costTable,
   HOW_TO_READ,
+  inspectorTable,
   processTable,
   shortfalls,
   stageTable,
@@ -197,6 +198,10 @@ export function renderHtml(report: BenchReport): string {
     parts.push(`<ul>${short.map((s) => `<li class="warn">${escapeXml(s)}</li>`).join('')}</ul>`);
   const cost = costTable(report);
   if (cost.rows.length > 0) parts.push('<h2>Tunnel cost (tunnel − direct)</h2>', htmlTable(cost));
+  const inspector = inspectorTable(report);
+  if (inspector.rows.length > 0) {
+    parts.push("<h2>The agent's request inspector (off → on)</h2>", htmlTable(inspector));
+  }
   parts.push('<h2>Processes</h2><div class="charts">', cpuChart(report, labels), '</div>');
   parts.push('<div class="scroll">', htmlTable(processTable(report)), '</div>');
   parts.push(`<p class="meta">${escapeXml(HOW_TO_READ)}</p>`);

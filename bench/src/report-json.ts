@@ -66,6 +66,7 @@ export function buildReport(input: ReportInput): BenchReport {
       sides: options.sides,
       backendUrl: input.stack.backendUrl,
       tunnelUrl: input.stack.tunnelUrl,
+      inspect: options.inspect,
     },
     stages: run.stages,
     aborted: run.aborted,

@@ -2,6 +2,7 @@ import type { BenchReport } from './report-schema.js';
 import {
   costTable,
   HOW_TO_READ,
+  inspectorTable,
   processTable,
   shortfalls,
   stageTable,
@@ -45,6 +46,10 @@ export function renderMarkdown(report: BenchReport): string {
   if (short.length > 0) out.push(...short.map((s) => `- ⚠ ${s}`), '');
   const cost = costTable(report);
   if (cost.rows.length > 0) out.push('## Tunnel cost (tunnel − direct)', '', markdownTable(cost), '');
+  const inspector = inspectorTable(report);
+  if (inspector.rows.length > 0) {
+    out.push("## The agent's request inspector (off → on)", '', markdownTable(inspector), '');
+  }
   out.push('## Processes', '', markdownTable(processTable(report)), '');
   out.push(HOW_TO_READ, '');
   return out.join('\n');

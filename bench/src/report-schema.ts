@@ -8,6 +8,8 @@ export const SCHEMA_VERSION = 1;
 
 export type ScenarioName = 'ramp' | 'spike' | 'constant' | 'max';
 export type SideName = 'direct' | 'tunnel';
+/** The agent's request inspector during a run; `both` measures a second agent with it off beside it. */
+export type InspectMode = 'on' | 'off' | 'both';
 
 export interface BenchReport {
   schemaVersion: typeof SCHEMA_VERSION;
@@ -50,6 +52,8 @@ export interface Settings {
   backendUrl: string;
   /** The tunnel's public URL (routed by Host header to the edge on loopback). */
   tunnelUrl: string | null;
+  /** The agent's request inspector on the tunnel side (`both`: stages also carry tunnelInspectorOff). */
+  inspect: InspectMode;
 }
 
 export interface StageReport {
@@ -65,6 +69,19 @@ export interface StageReport {
   tunnel: SideReport | null;
   /** tunnel relative to direct; null unless both sides ran. */
   comparison: Comparison | null;
+  /** `--inspect both`: the same tunnel load through an agent with its inspector off (measured just before). */
+  tunnelInspectorOff?: SideReport | null;
+  /** `--inspect both`: tunnel (inspector on) relative to tunnelInspectorOff; null when either is missing. */
+  inspectorCost?: InspectorCost | null;
+}
+
+/** The inspector's cost: on / off, so 1.05 is 5 % more CPU per request and 0.95 is 5 % less throughput. */
+export interface InspectorCost {
+  throughputRatio: number;
+  /** Agent CPU per request, on / off; null when a CPU time is unknown. */
+  agentCpuRatio: number | null;
+  /** Edge + agent CPU per request, on / off; null when a CPU time is unknown. */
+  tunnelCpuRatio: number | null;
 }
 
 export interface LatencyMs {

@@ -125,6 +125,41 @@ export function costTable(report: BenchReport): Table {
   };
 }
 
+/** `--inspect both`: the tunnel side with the agent's inspector off and on, and on / off (1.05× = 5 % more). */
+export function inspectorTable(report: BenchReport): Table {
+  const rows: string[][] = [];
+  for (const stage of report.stages) {
+    const off = stage.tunnelInspectorOff;
+    const on = stage.tunnel;
+    const cost = stage.inspectorCost;
+    if (off == null || on === null || cost == null) continue;
+    const orNone = (value: number | null): string => (value === null ? '–' : ratio(value));
+    rows.push([
+      `${stage.index}`,
+      stageLabel(stage),
+      `${rps(off.achievedRps)} → ${rps(on.achievedRps)}`,
+      ratio(cost.throughputRatio),
+      `${microseconds(off.agent?.cpuPerRequestUs)} → ${microseconds(on.agent?.cpuPerRequestUs)}`,
+      orNone(cost.agentCpuRatio),
+      `${microseconds(off.tunnelCpuPerRequestUs)} → ${microseconds(on.tunnelCpuPerRequestUs)}`,
+      orNone(cost.tunnelCpuRatio),
+    ]);
+  }
+  return {
+    header: [
+      '#',
+      'load',
+      'RPS off → on',
+      'on/off',
+      'agent CPU/req off → on',
+      'on/off',
+      'edge + agent off → on',
+      'on/off',
+    ],
+    rows,
+  };
+}
+
 /** CPU time and peak RSS of every process during every stage. */
 export function processTable(report: BenchReport): Table {
   const hasTunnel = report.settings.sides.includes('tunnel');

@@ -1,4 +1,5 @@
 import type { BenchStack, LoadTarget } from './bench-stack.js';
+import type { ChildService } from './child-service.js';
 import type { BenchOptions } from './cli-args.js';
 import { BenchError, BenchErrorCode } from './errors.js';
 import { runLoad } from './load-runner.js';
@@ -6,7 +7,7 @@ import { meterProcess, meterSelf, type UsageMeter } from './process-stats.js';
 import type { Progress } from './progress.js';
 import type { SideName, SideReport, StageReport } from './report-schema.js';
 import type { StagePlan } from './scenarios.js';
-import { buildSideReport, compareSides } from './side-report.js';
+import { buildSideReport, compareInspector, compareSides } from './side-report.js';
 
 export interface ScenarioRun {
   stages: StageReport[];
@@ -14,15 +15,34 @@ export interface ScenarioRun {
   aborted: string | null;
 }
 
-function targetOf(stack: BenchStack, side: SideName): LoadTarget {
-  const target = side === 'direct' ? stack.direct : stack.tunnel;
-  if (target === undefined) throw new BenchError(BenchErrorCode.STACK, `the ${side} side was not started`);
-  return target;
+/** One measured leg of a stage: a side, and for `--inspect both` the tunnel side once more with it off. */
+type LegName = SideName | 'tunnelInspectorOff';
+
+interface Leg {
+  name: LegName;
+  side: SideName;
+  target: LoadTarget;
+  agent: ChildService | undefined;
+}
+
+/** The legs of every stage, in the order they run: direct, then the inspector off before it on. */
+function legsOf(options: BenchOptions, stack: BenchStack): Leg[] {
+  const legs: Leg[] = [];
+  for (const side of options.sides) {
+    const target = side === 'direct' ? stack.direct : stack.tunnel;
+    if (target === undefined) throw new BenchError(BenchErrorCode.STACK, `the ${side} side was not started`);
+    if (side === 'tunnel' && stack.tunnelInspectorOff !== undefined) {
+      const agent = stack.agentInspectorOff;
+      legs.push({ name: 'tunnelInspectorOff', side, target: stack.tunnelInspectorOff, agent });
+    }
+    legs.push({ name: side, side, target, agent: side === 'tunnel' ? stack.agent : undefined });
+  }
+  return legs;
 }
 
 /** The first process of the stack that is no longer running, described with its last stderr. */
 function deadProcess(stack: BenchStack): string | null {
-  for (const service of [stack.backend, stack.edge, stack.agent]) {
+  for (const service of [stack.backend, stack.edge, stack.agent, stack.agentInspectorOff]) {
     if (service !== undefined && !service.alive()) {
       const tail = service.stderrTail();
       return `${service.name} exited${tail ? `: ${tail.split('\n').slice(-3).join(' | ')}` : ''}`;
@@ -42,12 +62,17 @@ export async function runScenario(
   progress: Progress,
 ): Promise<ScenarioRun> {
   const stages: StageReport[] = [];
+  const legs = legsOf(options, stack);
   for (const stage of plan) {
-    const sides: Record<SideName, SideReport | null> = { direct: null, tunnel: null };
-    for (const side of options.sides) {
-      const target = targetOf(stack, side);
+    const sides: Record<LegName, SideReport | null> = {
+      direct: null,
+      tunnel: null,
+      tunnelInspectorOff: null,
+    };
+    for (const { name, side, target, agent } of legs) {
+      const label = name === 'tunnelInspectorOff' ? 'tunnel (inspector off)' : side;
       if (stage.index === 1 && options.warmupSec > 0) {
-        progress.note(`warm-up ${side}: ${options.warmupSec} s at the first stage's load (discarded)`);
+        progress.note(`warm-up ${label}: ${options.warmupSec} s at the first stage's load (discarded)`);
         await runLoad({
           target,
           path: options.path,
@@ -65,7 +90,7 @@ export async function runScenario(
       const meters: Record<'backend' | 'edge' | 'agent', UsageMeter | undefined> = {
         backend: meterProcess(stack.backend.pid),
         edge: side === 'tunnel' && stack.edge ? meterProcess(stack.edge.pid) : undefined,
-        agent: side === 'tunnel' && stack.agent ? meterProcess(stack.agent.pid) : undefined,
+        agent: side === 'tunnel' && agent ? meterProcess(agent.pid) : undefined,
       };
       const self = meterSelf();
       const result = await runLoad({
@@ -87,21 +112,25 @@ export async function runScenario(
         agent: meters.agent?.stop() ?? null,
         generator: self.stop()!,
       });
-      sides[side] = report;
+      sides[name] = report;
       progress.stageDone(stage, plan.length, side, report);
       const dead = deadProcess(stack);
       if (dead !== null) {
-        stages.push(toStageReport(stage, sides));
-        return { stages, aborted: `${dead} (during stage ${stage.index}, ${side} side)` };
+        stages.push(toStageReport(stage, sides, stack));
+        return { stages, aborted: `${dead} (during stage ${stage.index}, ${label} side)` };
       }
     }
-    stages.push(toStageReport(stage, sides));
+    stages.push(toStageReport(stage, sides, stack));
   }
   return { stages, aborted: null };
 }
 
-function toStageReport(stage: StagePlan, sides: Record<SideName, SideReport | null>): StageReport {
-  return {
+function toStageReport(
+  stage: StagePlan,
+  sides: Record<LegName, SideReport | null>,
+  stack: BenchStack,
+): StageReport {
+  const report: StageReport = {
     index: stage.index,
     mode: stage.mode,
     targetRps: stage.targetRps,
@@ -111,4 +140,9 @@ function toStageReport(stage: StagePlan, sides: Record<SideName, SideReport | nu
     tunnel: sides.tunnel,
     comparison: compareSides(sides.direct, sides.tunnel),
   };
+  if (stack.tunnelInspectorOff !== undefined) {
+    report.tunnelInspectorOff = sides.tunnelInspectorOff;
+    report.inspectorCost = compareInspector(sides.tunnelInspectorOff, sides.tunnel);
+  }
+  return report;
 }

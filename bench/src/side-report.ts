@@ -2,6 +2,7 @@ import type { LoadResult } from './load-runner.js';
 import type { ProcessUsage } from './process-stats.js';
 import type {
   Comparison,
+  InspectorCost,
   ProcessUsageReport,
   SideName,
   SideReport,
@@ -134,6 +135,18 @@ export function compareSides(direct: SideReport | null, tunnel: SideReport | nul
     addedCorrectedP99Ms: round(tunnel.correctedP99Ms - direct.correctedP99Ms),
     p50Ratio: ratio(tunnel.latencyMs.p50, direct.latencyMs.p50),
     p99Ratio: ratio(tunnel.latencyMs.p99, direct.latencyMs.p99),
+  };
+}
+
+/** The inspector's cost: the tunnel side with it on against the same load with it off. */
+export function compareInspector(off: SideReport | null, on: SideReport | null): InspectorCost | null {
+  if (off === null || on === null) return null;
+  const cpu = (a: number | null | undefined, b: number | null | undefined): number | null =>
+    a == null || b == null || b === 0 ? null : round(a / b, 3);
+  return {
+    throughputRatio: ratio(on.achievedRps, off.achievedRps),
+    agentCpuRatio: cpu(on.agent?.cpuPerRequestUs, off.agent?.cpuPerRequestUs),
+    tunnelCpuRatio: cpu(on.tunnelCpuPerRequestUs, off.tunnelCpuPerRequestUs),
   };
 }
 

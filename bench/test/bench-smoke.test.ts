@@ -197,6 +197,47 @@ describe('bench scenarios (smoke)', () => {
     expectRendered(md, html, 2);
   });
 
+  it('max --inspect both: the tunnel side with the inspector off and on, side by side with the ratio', async () => {
+    const out = join(work, 'inspect-both');
+    const run = await runBench([
+      'max',
+      '--connections',
+      '2',
+      '--duration',
+      '1',
+      '--warmup',
+      '0.5',
+      '--only',
+      'tunnel',
+      '--inspect',
+      'both',
+      '--out',
+      out,
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const { json, md, html } = readReports(out);
+    expect(json.settings.inspect).toBe('both');
+    const stage = json.stages[0]!;
+    for (const side of [stage.tunnel!, stage.tunnelInspectorOff!]) {
+      expect(side.requests).toBeGreaterThan(0);
+      expect(side.ok).toBe(side.requests);
+      expect(side.agent!.cpuMs).toBeGreaterThan(0);
+    }
+    const cost = stage.inspectorCost!;
+    expect(cost.throughputRatio).toBeCloseTo(
+      stage.tunnel!.achievedRps / stage.tunnelInspectorOff!.achievedRps,
+      2,
+    );
+    expect(cost.agentCpuRatio).toBeCloseTo(
+      stage.tunnel!.agent!.cpuPerRequestUs! / stage.tunnelInspectorOff!.agent!.cpuPerRequestUs!,
+      2,
+    );
+    expect(cost.tunnelCpuRatio).toBeGreaterThan(0);
+    expect(md).toContain("## The agent's request inspector (off → on)");
+    expect(md).toContain('| agent CPU/req off → on |');
+    expect(html).toContain("The agent's request inspector (off → on)");
+  });
+
   it('--only direct starts no edge or agent; a bad flag exits 2 before starting anything', async () => {
     const out = join(work, 'direct');
     const run = await runBench([

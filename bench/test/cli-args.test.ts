@@ -27,6 +27,7 @@ describe('scenario defaults', () => {
     expect(options.durationSec).toBe(30);
     expect(options.warmupSec).toBe(10);
     expect(options.sides).toEqual(['direct', 'tunnel']);
+    expect(options.inspect).toBe(process.env.BENCH_INSPECT === 'off' ? 'off' : 'on');
     expect(options.path).toBe('/loadtest/get');
     expect(options.outDir).toBe('/repo/bench/results/ramp-2026-01-02-03-04-05');
     expect(planStages(options).map((s) => [s.targetRps, s.connections])).toEqual([
@@ -81,6 +82,8 @@ describe('flags', () => {
       '2',
       '--only',
       'tunnel',
+      '--inspect',
+      'both',
       '--out',
       'out/x',
       '--fail-under',
@@ -96,6 +99,7 @@ describe('flags', () => {
       path: '/loadtest/ping',
       timeoutSec: 2,
       sides: ['tunnel'],
+      inspect: 'both',
       outDir: '/work/out/x',
       failUnderPct: 99.5,
       maxP99Ms: 250,
@@ -124,6 +128,10 @@ describe('flags', () => {
     expect(usage('ramp', '--stages', '5', '--connections', '100')).toMatch(/below --timeout/);
     expect(usage('ramp', '--timeout', '0.5')).toMatch(/^--timeout 0.5 must be within 1..600 s/);
     expect(usage('ramp', '--only', 'both')).toMatch(/^--only "both"/);
+    expect(usage('max', '--inspect', 'yes')).toMatch(/^--inspect "yes" must be on, off or both/);
+    expect(usage('max', '--inspect', 'both', '--only', 'direct')).toMatch(
+      /^--inspect both measures the tunnel/,
+    );
     expect(usage('ramp', '--fail-under', '101')).toMatch(/^--fail-under 101/);
     expect(usage('ramp', '--max-p99', 'fast')).toMatch(/^--max-p99 "fast"/);
     expect(usage('ramp', '--path', 'loadtest')).toMatch(/^--path "loadtest" must start with \//);
