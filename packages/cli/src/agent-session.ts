@@ -37,7 +37,7 @@ export interface AgentSessionOptions {
   handshakeTimeoutMs: number;
   /** The inspector's hook, when it is on. */
   capture?: InspectorCapture | undefined;
-  /** A TCP tunnel: the port asked of the edge (undefined: any) and where connections go. */
+  /** A TCP tunnel: the port asked of the edge (undefined for whichever is free) and where connections go. */
   tcp?: { remotePort: number | undefined; target: TcpTarget } | undefined;
   onTcpConnection?: (report: TcpConnectionReport) => void;
 }

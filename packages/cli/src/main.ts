@@ -62,7 +62,7 @@ program
   .argument('<target>', 'local port or host:port (5432, localhost:6379)')
   .addOption(serverOption())
   .option('-t, --token <token>', 'agent token (env TUNNEL2_TOKEN)')
-  .option('--remote-port <port>', "ask for this public port of the edge's TCP range (default: any free one)")
+  .option('--remote-port <port>', "ask for this public port of the edge's TCP range (default: a free one)")
   .option('--allow-ip <cidrs>', 'only these client addresses may connect (comma-separated CIDRs)')
   .option('--json', 'one JSON event per line on stdout (ready, connection, reconnecting, error, closed)')
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')

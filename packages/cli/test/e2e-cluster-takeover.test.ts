@@ -135,7 +135,7 @@ describe('takeover across nodes', () => {
     await kept.waitFor('ready');
     const target = takeoverTarget({ toNode: a.id, name: 'forged', epoch: 2 ** 52, owner: 'anyone' });
 
-    // Unsigned: the same answer as any path the edge does not know.
+    // Unsigned: the answer every path the edge does not know gets.
     const unsigned = await notice(a, target);
     const unknown = await notice(a, `${TAKEOVER_PATH}-not-a-route?name=forged`);
     expect(unsigned.status).toBe(404);

@@ -292,7 +292,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
 
   if (cluster !== undefined) {
     // Another node took a name over from a connection here (see cluster/takeover-notice.ts). Without a
-    // signature this path is as unknown as any other; only on a host that is not a tunnel's.
+    // signature this path answers like every unknown path does; only on a host that is not a tunnel's.
     app.post(TAKEOVER_PATH, (request, reply) => {
       const notice = cluster.verifyNotice(request.raw);
       if (notice === undefined) return reply.callNotFound();

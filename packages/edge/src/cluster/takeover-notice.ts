@@ -12,7 +12,7 @@ import { NODE_AUTH_HEADER } from './node-auth.js';
  * The notice is `POST /_tunnel2/node/takeover?node=<to>&name=<name>&epoch=<new epoch>&owner=<owner key>`
  * signed with the cluster secret (`NodeAuth.signNotice`, in `x-tunnel2-node-auth`). Everything it says is
  * in the signed target. It is only answered on a host that is not a tunnel's; without a signature it gets
- * the same 404 as any unknown path, with a bad one `403 TUNNEL2_ERR_NODE_AUTH_INVALID`.
+ * the 404 every unknown path gets, with a bad one `403 TUNNEL2_ERR_NODE_AUTH_INVALID`.
  *
  * Why the notice alone may close a connection: epochs only grow, so a claim numbered above a connection's
  * epoch was granted after it and replaced its record. The receiver closes its connection for the name only
