@@ -27,7 +27,7 @@ const SEED = Number(process.env.TUNNEL2_FUZZ_SEED ?? Date.now() % 2 ** 31);
  */
 const RSS_GROWTH_BOUND = 96 * 1024 * 1024;
 
-const edgeScript = fileURLToPath(new URL('./support/fuzz-edge-process.mjs', import.meta.url));
+const edgeScript = fileURLToPath(new URL('./support/edge-process.mjs', import.meta.url));
 const cleanups: (() => unknown)[] = [];
 afterAll(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -51,6 +51,7 @@ it(
         // Unique names per sequence: no reservation of a closed fuzz session's name needs to outlive it.
         reconnectGraceMs: 0,
       }),
+      '--state',
     ]);
     cleanups.push(async () => {
       edge.kill();
