@@ -1,6 +1,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ChildService, startChildService } from './child-service.js';
+import { defaultInspectMode } from './cli-args.js';
 import { BenchError, BenchErrorCode } from './errors.js';
 import type { InspectMode } from './report-schema.js';
 
@@ -46,11 +47,6 @@ export interface BenchStackOptions {
    * a second agent with it off, on the same edge and backend, so one run measures the inspector's cost.
    */
   inspect?: InspectMode;
-}
-
-/** The inspector setting a run asks for when it gives none: on, unless BENCH_INSPECT=off. */
-export function defaultInspectMode(): InspectMode {
-  return process.env.BENCH_INSPECT === 'off' ? 'off' : 'on';
 }
 
 function packageDir(name: string): string {

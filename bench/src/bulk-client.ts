@@ -146,8 +146,9 @@ function exchange(options: ExchangeOptions): Promise<BulkResponse> {
       },
     });
     socket.setNoDelay(true);
+    // Already aborted: settled at once, and no listener left on a signal that will not fire again.
     if (signal?.aborted === true) onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
+    else signal?.addEventListener('abort', onAbort, { once: true });
     socket.on('error', (err) => settle(transferError(`connection failed: ${err.message}`, err)));
     socket.on('close', () => {
       const received =

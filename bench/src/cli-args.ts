@@ -4,6 +4,11 @@ import { usageError } from './errors.js';
 import type { InspectMode, ScenarioName, SideName } from './report-schema.js';
 import { isScenarioName, SCENARIOS, STANDALONE_USAGE } from './scenarios.js';
 
+/** The inspector setting a run asks for when it gives none: on, unless BENCH_INSPECT=off. */
+export function defaultInspectMode(): InspectMode {
+  return process.env.BENCH_INSPECT === 'off' ? 'off' : 'on';
+}
+
 /** Everything a run needs, validated. */
 export interface BenchOptions {
   scenario: ScenarioName;
@@ -182,7 +187,7 @@ export function parseBenchArgs(
     sides = [values.only];
   }
 
-  const inspect = values.inspect ?? (process.env.BENCH_INSPECT === 'off' ? 'off' : 'on');
+  const inspect = values.inspect ?? defaultInspectMode();
   if (inspect !== 'on' && inspect !== 'off' && inspect !== 'both') {
     throw usageError(`--inspect ${JSON.stringify(inspect)} must be on, off or both`);
   }

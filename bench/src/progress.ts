@@ -8,7 +8,8 @@ export interface Progress {
   note(text: string): void;
   /** About once a second while load runs. */
   tick(at: TickContext, tick: LoadTick): void;
-  stageDone(stage: StagePlan, stageCount: number, side: SideName, report: SideReport): void;
+  /** `label`: the side's name, or which tunnel leg (`tunnel (inspector off)` with `--inspect both`). */
+  stageDone(stage: StagePlan, stageCount: number, label: string, report: SideReport): void;
 }
 
 export interface TickContext {
@@ -68,13 +69,13 @@ export function createProgress(scenario: ScenarioName, options: ProgressOptions)
         line(text);
       }
     },
-    stageDone(stage, stageCount, side, report) {
+    stageDone(stage, stageCount, label, report) {
       lastLogged = -Infinity;
       const errors = Object.entries(report.errors)
         .map(([kind, n]) => `${kind} ${n}`)
         .join(', ');
       line(
-        `${prefix} stage ${stage.index}/${stageCount} ${side} done: ${report.requests} requests, ` +
+        `${prefix} stage ${stage.index}/${stageCount} ${label} done: ${report.requests} requests, ` +
           `${fmt(report.successPct, 2)} % ok${errors ? ` (${errors})` : ''}, ${fmt(report.achievedRps)} rps, ` +
           `p50 ${fmt(report.latencyMs.p50, 2)} ms, p99 ${fmt(report.latencyMs.p99, 2)} ms ` +
           `(corrected ${fmt(report.correctedP99Ms, 2)} ms)${cpuText(report)}` +

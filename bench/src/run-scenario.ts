@@ -113,7 +113,7 @@ export async function runScenario(
         generator: self.stop()!,
       });
       sides[name] = report;
-      progress.stageDone(stage, plan.length, side, report);
+      progress.stageDone(stage, plan.length, label, report);
       const dead = deadProcess(stack);
       if (dead !== null) {
         stages.push(toStageReport(stage, sides, stack));

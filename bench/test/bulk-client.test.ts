@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { getEventListeners } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createTestBackend, deterministicSha256 } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -192,6 +193,15 @@ describe('bulk client', () => {
       expect(response.bodyBytes).toBeGreaterThan(0);
       expect(response.firstByteAt).toBeGreaterThan(0);
       expect(hash.digest('hex')).toBe(deterministicSha256(response.bodyBytes));
+    });
+  });
+
+  it('a download given an already aborted signal stops at once and leaves no listener on the signal', async () => {
+    await withBackend(async (target) => {
+      // A shared signal (one time limit for parallel downloads) must not collect a listener per transfer.
+      const signal = AbortSignal.abort();
+      await expect(download(target, '/bytes/1024', { signal })).rejects.toThrow(/stopped before the answer/);
+      expect(getEventListeners(signal, 'abort')).toHaveLength(0);
     });
   });
 });
