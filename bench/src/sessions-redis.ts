@@ -1,3 +1,4 @@
+import { DEFAULT_BATCH_SIZE } from '@tunnel2/registry/redis';
 import { readCpuMs } from './process-stats.js';
 import type { RedisServer } from './redis-server.js';
 
@@ -48,8 +49,11 @@ export interface SessionsRedisResult {
   redisIdleCpuMsPerSec: number;
 }
 
-/** The Redis registry's DEFAULT_BATCH_SIZE (packages/registry/src/redis-registry.ts); the edge does not set it. */
-const RENEW_BATCH_SIZE = 1_000;
+/**
+ * The edge renews every third of the lease (session-table.ts; its 250 ms floor is below the bench's shortest
+ * lease, 1 s), each round one renewMany in pipelined batches of the registry's DEFAULT_BATCH_SIZE.
+ */
+const RENEWALS_PER_LEASE = 3;
 const RENEW_METRIC = 'tunnel2_registry_operation_duration_seconds_count{operation="renewMany"}';
 
 interface Snapshot {
@@ -119,14 +123,13 @@ export function redisCosts(
   leaseTtlSec: number,
 ): SessionsRedisResult {
   const { start, connected, idle } = snapshots;
-  const renewIntervalSec = leaseTtlSec / 3;
-  const roundsPerLease = leaseTtlSec / renewIntervalSec;
+  const renewIntervalSec = leaseTtlSec / RENEWALS_PER_LEASE;
   const rounds = idle.renewRounds - connected.renewRounds;
   const idleCommands = commandsBetween(connected, idle);
   const commands = sum(idleCommands.byName);
   const perSessionPerRound = (n: number): number =>
     sessions > 0 && rounds > 0 ? n / sessions / rounds : Number.NaN;
-  const roundTrips = rounds * Math.ceil(sessions / RENEW_BATCH_SIZE);
+  const roundTrips = rounds * Math.ceil(sessions / DEFAULT_BATCH_SIZE);
   // Each INFO the bench sent is one read and one write of Redis's own.
   const socketReads =
     num(idle, 'total_reads_processed') - num(connected, 'total_reads_processed') - idleCommands.info;
@@ -140,16 +143,16 @@ export function redisCosts(
     leaseTtlSec,
     renewIntervalSec,
     renewalRounds: rounds,
-    renewBatchSize: RENEW_BATCH_SIZE,
+    renewBatchSize: DEFAULT_BATCH_SIZE,
     roundTrips,
-    roundTripsPerSessionPerLease: perSessionPerRound(roundTrips) * roundsPerLease,
+    roundTripsPerSessionPerLease: perSessionPerRound(roundTrips) * RENEWALS_PER_LEASE,
     socketReads,
-    socketReadsPerSessionPerLease: perSessionPerRound(socketReads) * roundsPerLease,
+    socketReadsPerSessionPerLease: perSessionPerRound(socketReads) * RENEWALS_PER_LEASE,
     socketWrites,
     commands,
     commandsByName: idleCommands.byName,
     commandsPerSessionPerRound: perSessionPerRound(commands),
-    commandsPerSessionPerLease: perSessionPerRound(commands) * roundsPerLease,
+    commandsPerSessionPerLease: perSessionPerRound(commands) * RENEWALS_PER_LEASE,
     scriptCallsPerSessionPerRound: perSessionPerRound(scriptCalls),
     connectCommandsPerSession:
       sessions > 0 ? sum(commandsBetween(start, connected).byName) / sessions : Number.NaN,
