@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { ErrorCode } from '@tunnel2/protocol';
+import { ErrorCode, type WindowBudget } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { createAgentEndpoint } from './agent-endpoint.js';
@@ -68,6 +68,8 @@ export interface Edge {
   readonly inFlight: number;
   /** The public TCP ports and their counters; undefined unless `tcpPorts` is set. */
   readonly tcp: TcpTunnels | undefined;
+  /** The window growth budget every agent session draws on (`edgeWindowBudget`); `used` is their total. */
+  readonly windowBudget: WindowBudget;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -340,6 +342,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       return inFlight.count;
     },
     tcp,
+    windowBudget: agentEndpoint.windowBudget,
     urlsFor,
     async listen() {
       await app.listen({ port: options.port, host: options.host });
