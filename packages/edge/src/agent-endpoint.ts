@@ -198,6 +198,8 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
   }
 
   return {
+    /** The edge-wide growth budget, whose `used` is every session's growth together. */
+    windowBudget: edgeWindowBudget,
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
       handleUpgrade(req, socket, head).catch((err: unknown) => {
         logger.error({ err }, 'agent upgrade failed');

@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { ErrorCode } from '@tunnel2/protocol';
+import { ErrorCode, type WindowBudget } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { createAgentEndpoint } from './agent-endpoint.js';
-import { ClientOriginResolver, compileAddressBlocks } from './client-address.js';
+import { ClientOriginResolver } from './client-address.js';
 import { Cluster } from './cluster/cluster.js';
 import { LINK_PATH } from './cluster/node-auth.js';
 import { NodeLinkServer } from './cluster/node-link-server.js';
@@ -68,6 +68,8 @@ export interface Edge {
   readonly inFlight: number;
   /** The public TCP ports and their counters; undefined unless `tcpPorts` is set. */
   readonly tcp: TcpTunnels | undefined;
+  /** The window growth budget every agent session draws on (`edgeWindowBudget`); `used` is their total. */
+  readonly windowBudget: WindowBudget;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -105,14 +107,9 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       cluster === undefined ? undefined : (replaced, claimed) => cluster.tellTakeover(replaced, claimed),
   });
   const inFlight = new InFlight();
-  const trusted = options.trustProxy.length > 0 ? compileAddressBlocks(options.trustProxy) : undefined;
-  // resolveEdgeOptions has validated the list; an invalid entry cannot reach this point.
-  const clients = new ClientOriginResolver(
-    trusted === undefined || 'invalid' in trusted ? undefined : trusted,
-  );
+  const clients = new ClientOriginResolver(options.trustedProxies);
   let draining = false;
   let boundPort = options.port;
-  let listening = false;
   const linkServer =
     cluster?.links === undefined
       ? undefined
@@ -126,7 +123,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           protocol: options.protocol,
           logger,
           onForged: () => cluster.counters.forged++,
-          isListening: () => listening && app.server.listening,
+          isListening: () => app.server.listening,
         });
   const ingress = {
     sessions,
@@ -345,11 +342,11 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       return inFlight.count;
     },
     tcp,
+    windowBudget: agentEndpoint.windowBudget,
     urlsFor,
     async listen() {
       await app.listen({ port: options.port, host: options.host });
       boundPort = (app.server.address() as AddressInfo).port;
-      listening = true;
       await cluster?.start(edge.url);
       return { port: boundPort, url: edge.url };
     },

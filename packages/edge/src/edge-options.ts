@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { BlockList } from 'node:net';
 import { defaultWindowTuning, MAX_WINDOW, type ProtocolSettings } from '@tunnel2/protocol';
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
@@ -141,6 +142,8 @@ export interface ResolvedEdgeOptions {
   keepAliveTimeoutMs: number;
   idleTimeoutMs: number;
   trustProxy: readonly string[];
+  /** `trustProxy` compiled once, here where it is validated; undefined when the list is empty. */
+  trustedProxies: BlockList | undefined;
   showSessionCount: boolean;
   tcpPorts: TcpPortRange | undefined;
   maxTcpPortsPerOwner: number;
@@ -303,6 +306,7 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     keepAliveTimeoutMs: positive('keepAliveTimeoutMs', options.keepAliveTimeoutMs ?? 5_000, 1, 600_000),
     idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? 0, 0, 86_400_000),
     trustProxy,
+    trustedProxies: trustProxy.length > 0 ? compiled : undefined,
     showSessionCount: options.showSessionCount ?? false,
     tcpPorts: tcpPortsOf(options.tcpPorts),
     maxTcpPortsPerOwner: positive('maxTcpPortsPerOwner', options.maxTcpPortsPerOwner ?? 5, 1, 65535),
@@ -356,6 +360,8 @@ function resolveClusterOptions(cluster: ClusterOptions): ResolvedClusterOptions 
     ownerCacheSize: positive('cluster.ownerCacheSize', cluster.ownerCacheSize ?? 10_000, 0, 10_000_000),
     connectTimeoutMs: positive('cluster.connectTimeoutMs', cluster.connectTimeoutMs ?? 2_000, 1, 60_000),
     connectionsPerNode: positive('cluster.connectionsPerNode', cluster.connectionsPerNode ?? 64, 1, 10_000),
+    // TUNNEL2_NODE_LINK=off is a bench and rolling-upgrade switch (measuring the HTTP hop, acting as a node
+    // from before links), read here on purpose rather than being an operator setting of the edge.
     nodeLink: cluster.nodeLink ?? process.env.TUNNEL2_NODE_LINK !== 'off',
   };
 }

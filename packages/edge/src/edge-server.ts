@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { redactRedisUrl } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './admin-server.js';
 import { buildEdge, type Edge } from './build-edge.js';
@@ -58,7 +59,7 @@ export async function startEdgeServer(
   const shared =
     settings.registry === 'memory'
       ? undefined
-      : await openSharedRegistry(settings.registry, String(redactedConfig(settings).registry));
+      : await openSharedRegistry(settings.registry, redactRedisUrl(settings.registry));
   const edge = buildEdge({ ...options, logger, ...(shared === undefined ? {} : { registry: shared }) });
   const removeRequestIds = installRequestIds(edge, logger);
   const metrics = createEdgeMetrics(edge, version);

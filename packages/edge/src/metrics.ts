@@ -57,6 +57,29 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
 
 const statusClasses = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
+/**
+ * A counter read at scrape time from totals something else keeps: reset, then one series per key of what
+ * `read` returns, that key as the value of `label`. Nothing runs between scrapes.
+ */
+function countFrom<K extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  label: string,
+  read: () => Readonly<Record<K, number>>,
+): void {
+  new Counter({
+    name,
+    help,
+    labelNames: [label],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [value, n] of Object.entries<number>(read())) this.inc({ [label]: value }, n);
+    },
+  });
+}
+
 export interface EdgeMetrics {
   readonly registry: Registry;
   /** Prometheus text exposition of every metric. */
@@ -152,9 +175,8 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     help: 'Receive-window growth response streams hold above their initial windows (sum over sessions; at most edgeWindowBudget)',
     registers: [registry],
     collect() {
-      let grown = 0;
-      for (const connection of edge.sessions.connections()) grown += connection.session.windowBudget.used;
-      this.set(grown);
+      // Every session's growth is also taken from the edge-wide budget: its total is the sum.
+      this.set(edge.windowBudget.used);
     },
   });
   new Counter({
@@ -185,55 +207,38 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     }
     return totals;
   };
-  new Counter({
-    name: 'tunnel2_bytes_received_total',
-    help: 'Bytes read from sockets: side="public" (clients) or side="agent" (agent WebSockets)',
-    labelNames: ['side'],
-    registers: [registry],
-    collect() {
-      const totals = bytesOf('received');
-      this.reset();
-      this.inc({ side: 'public' }, totals.public);
-      this.inc({ side: 'agent' }, totals.agent);
-    },
-  });
-  new Counter({
-    name: 'tunnel2_bytes_sent_total',
-    help: 'Bytes written to sockets: side="public" (clients) or side="agent" (agent WebSockets)',
-    labelNames: ['side'],
-    registers: [registry],
-    collect() {
-      const totals = bytesOf('sent');
-      this.reset();
-      this.inc({ side: 'public' }, totals.public);
-      this.inc({ side: 'agent' }, totals.agent);
-    },
-  });
+  countFrom(
+    registry,
+    'tunnel2_bytes_received_total',
+    'Bytes read from sockets: side="public" (clients) or side="agent" (agent WebSockets)',
+    'side',
+    () => bytesOf('received'),
+  );
+  countFrom(
+    registry,
+    'tunnel2_bytes_sent_total',
+    'Bytes written to sockets: side="public" (clients) or side="agent" (agent WebSockets)',
+    'side',
+    () => bytesOf('sent'),
+  );
 
   // TCP tunnels: read from the port table's counters at scrape time, nothing per connection here.
   const tcp = edge.tcp;
   if (tcp !== undefined) {
-    new Counter({
-      name: 'tunnel2_tcp_connections_total',
-      help: 'Public connections to TCP tunnel ports by outcome: accepted (carried to the agent), forbidden (allow-list), no_agent (no session serves the port), refused (the session took no stream)',
-      labelNames: ['outcome'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const [outcome, n] of Object.entries(tcp.counters.connections)) this.inc({ outcome }, n);
-      },
-    });
-    new Counter({
-      name: 'tunnel2_tcp_bytes_total',
-      help: 'Bytes carried by finished TCP tunnel connections: direction="in" (client to agent) or "out" (agent to client)',
-      labelNames: ['direction'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc({ direction: 'in' }, tcp.counters.bytes.in);
-        this.inc({ direction: 'out' }, tcp.counters.bytes.out);
-      },
-    });
+    countFrom(
+      registry,
+      'tunnel2_tcp_connections_total',
+      'Public connections to TCP tunnel ports by outcome: accepted (carried to the agent), forbidden (allow-list), no_agent (no session serves the port), refused (the session took no stream)',
+      'outcome',
+      () => tcp.counters.connections,
+    );
+    countFrom(
+      registry,
+      'tunnel2_tcp_bytes_total',
+      'Bytes carried by finished TCP tunnel connections: direction="in" (client to agent) or "out" (agent to client)',
+      'direction',
+      () => tcp.counters.bytes,
+    );
     new Gauge({
       name: 'tunnel2_tcp_connections_open',
       help: 'Public connections to TCP tunnel ports being carried now',
@@ -247,38 +252,27 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
   // Cluster mode: read from the node's own counters at scrape time, nothing per request here.
   const cluster = edge.cluster;
   if (cluster !== undefined) {
-    new Counter({
-      name: 'tunnel2_cluster_forwarded_total',
-      help: 'Requests and upgrades carried to the node holding their session, by outcome (ok, unreachable, aborted, not_here)',
-      labelNames: ['outcome'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const [outcome, n] of Object.entries(cluster.counters.forwarded)) this.inc({ outcome }, n);
-      },
-    });
-    new Counter({
-      name: 'tunnel2_cluster_hop_bytes_total',
-      help: 'Bytes carried between edge nodes (body bytes on the HTTP hop, whole messages on links): direction="out" (to the owner) or "in" (from it)',
-      labelNames: ['direction'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc({ direction: 'out' }, cluster.hop.counters.bytesOut);
-        this.inc({ direction: 'in' }, cluster.hop.counters.bytesIn);
-      },
-    });
-    new Counter({
-      name: 'tunnel2_cluster_owner_lookups_total',
-      help: 'Lookups of the node holding a session: result="hit" (cache) or "miss" (registry)',
-      labelNames: ['result'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc({ result: 'hit' }, cluster.counters.lookups.hit);
-        this.inc({ result: 'miss' }, cluster.counters.lookups.miss);
-      },
-    });
+    countFrom(
+      registry,
+      'tunnel2_cluster_forwarded_total',
+      'Requests and upgrades carried to the node holding their session, by outcome (ok, unreachable, aborted, not_here)',
+      'outcome',
+      () => cluster.counters.forwarded,
+    );
+    countFrom(
+      registry,
+      'tunnel2_cluster_hop_bytes_total',
+      'Bytes carried between edge nodes (body bytes on the HTTP hop, whole messages on links): direction="out" (to the owner) or "in" (from it)',
+      'direction',
+      () => ({ out: cluster.hop.counters.bytesOut, in: cluster.hop.counters.bytesIn }),
+    );
+    countFrom(
+      registry,
+      'tunnel2_cluster_owner_lookups_total',
+      'Lookups of the node holding a session: result="hit" (cache) or "miss" (registry)',
+      'result',
+      () => cluster.counters.lookups,
+    );
     new Gauge({
       name: 'tunnel2_cluster_links',
       help: 'Node-to-node links this node has open to peer nodes (one per peer it forwards to)',
@@ -296,26 +290,20 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
         this.inc(cluster.counters.forged);
       },
     });
-    new Counter({
-      name: 'tunnel2_cluster_takeover_notices_sent_total',
-      help: 'Notices to the node that held a name this node took over: outcome="delivered", "failed" (that node closes at its next renewal round instead) or "dropped" (too many on their way)',
-      labelNames: ['outcome'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const [outcome, n] of Object.entries(cluster.notices.counters)) this.inc({ outcome }, n);
-      },
-    });
-    new Counter({
-      name: 'tunnel2_cluster_takeover_notices_received_total',
-      help: 'Takeover notices from other nodes: outcome="closed" (an older connection here closed) or "kept" (nothing older here: late, replayed, or already gone)',
-      labelNames: ['outcome'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const [outcome, n] of Object.entries(cluster.counters.takeovers)) this.inc({ outcome }, n);
-      },
-    });
+    countFrom(
+      registry,
+      'tunnel2_cluster_takeover_notices_sent_total',
+      'Notices to the node that held a name this node took over: outcome="delivered", "failed" (that node closes at its next renewal round instead) or "dropped" (too many on their way)',
+      'outcome',
+      () => cluster.notices.counters,
+    );
+    countFrom(
+      registry,
+      'tunnel2_cluster_takeover_notices_received_total',
+      'Takeover notices from other nodes: outcome="closed" (an older connection here closed) or "kept" (nothing older here: late, replayed, or already gone)',
+      'outcome',
+      () => cluster.counters.takeovers,
+    );
   }
 
   // Every registry operation (memory or Redis): a Redis round trip is the cost cluster mode adds.

@@ -1,4 +1,5 @@
 import type { RawHeaders, ResponseHead } from '@tunnel2/protocol';
+import { quoteForEcho } from './echo.js';
 
 /**
  * The edge checks the agent's response head the way a proxy checks an origin's (HAProxy, Envoy): the agent
@@ -41,14 +42,16 @@ const badText = /[^\t\x20-\x7e\x80-\xff]/;
 /** RFC 9110 §8.6: Content-Length = 1*DIGIT. */
 const digits = /^[0-9]+$/;
 /** How much of an offending value is echoed back in the 502's body. */
-const ECHO_LIMIT = 64;
+const ECHOED_CHARS = 64;
 
 export function checkResponseHead(head: ResponseHead, request: HeadRequest): HeadCheck {
   const { status } = head;
   if (!Number.isInteger(status) || status < 100 || status > 999)
     return reject(`status ${status} is outside 100-999`);
   if (badText.test(head.statusMessage))
-    return reject(`reason phrase ${echo(head.statusMessage)} has a forbidden character`);
+    return reject(
+      `reason phrase ${quoteForEcho(head.statusMessage, ECHOED_CHARS)} has a forbidden character`,
+    );
   const switching = status === 101;
   if (switching && !request.upgrade) return reject('status 101 answers a request that asked for no upgrade');
   const interim = status < 200 && !switching;
@@ -62,16 +65,19 @@ export function checkResponseHead(head: ResponseHead, request: HeadRequest): Hea
   for (let i = 0; i < fields.length; i += 2) {
     const name = fields[i]!;
     const value = fields[i + 1]!;
-    if (!token.test(name)) return reject(`header name ${echo(name)} is not a token`);
-    if (badText.test(value)) return reject(`header ${echo(name)} has a forbidden character in its value`);
+    if (!token.test(name)) return reject(`header name ${quoteForEcho(name, ECHOED_CHARS)} is not a token`);
+    if (badText.test(value))
+      return reject(`header ${quoteForEcho(name, ECHOED_CHARS)} has a forbidden character in its value`);
     if (name.length === 14 && name.toLowerCase() === 'content-length') {
       if (++lengthFields > 1 || value.includes(',') || value.trim() !== value) fold = true;
       // A list of identical values is one length (RFC 9110 §8.6); anything else is ambiguous framing.
       for (const part of value.split(',')) {
         const text = part.trim();
-        if (!digits.test(text)) return reject(`Content-Length ${echo(value)} is not a decimal length`);
+        if (!digits.test(text))
+          return reject(`Content-Length ${quoteForEcho(value, ECHOED_CHARS)} is not a decimal length`);
         const n = Number(text);
-        if (n > Number.MAX_SAFE_INTEGER) return reject(`Content-Length ${echo(value)} is too large`);
+        if (n > Number.MAX_SAFE_INTEGER)
+          return reject(`Content-Length ${quoteForEcho(value, ECHOED_CHARS)} is too large`);
         if (length !== undefined && n !== length)
           return reject(`Content-Length has conflicting values (${length} and ${n})`);
         length = n;
@@ -88,7 +94,8 @@ export function checkResponseHead(head: ResponseHead, request: HeadRequest): Hea
     // The agent sends the body already decoded; chunked is the only coding the edge can drop and redo.
     // Any other final coding would make the body close-delimited gzip (or such) the edge cannot frame.
     const last = codings.split(',').pop()!.trim().toLowerCase();
-    if (last !== 'chunked') return reject(`Transfer-Encoding ${echo(codings)} does not end in chunked`);
+    if (last !== 'chunked')
+      return reject(`Transfer-Encoding ${quoteForEcho(codings, ECHOED_CHARS)} does not end in chunked`);
   }
   if ((interim || status === 204) && length !== undefined && length !== 0)
     return reject(`status ${status} must not declare a Content-Length of ${length}`);
@@ -129,9 +136,4 @@ function folded(fields: RawHeaders, length: number): RawHeaders {
 
 function reject(problem: string): RejectedHead {
   return { ok: false, problem };
-}
-
-/** Quotes agent text for a message: JSON escaping makes CR, LF and NUL visible; long text is cut. */
-function echo(text: string): string {
-  return text.length > ECHO_LIMIT ? `${JSON.stringify(text.slice(0, ECHO_LIMIT))}...` : JSON.stringify(text);
 }

@@ -17,6 +17,13 @@ export interface SessionTableOptions {
 
 type ArrivalWaiter = (connection: AgentConnection | undefined) => void;
 
+/**
+ * Lost leases re-asserted at once after a renewal round (two registry round trips each). One at a time,
+ * 20,000 sessions lost to a Redis restarted empty would take ~40 s, longer than a lease; this many in
+ * flight bounds the registry's load while a node's sessions come back within a round or two.
+ */
+export const REASSERT_CONCURRENCY = 64;
+
 export type AdmitResult = { ok: true; epoch: number } | { ok: false; record: SessionRecord | undefined };
 
 /**
@@ -206,14 +213,21 @@ export class SessionTable {
     const lost = connections.filter(
       (connection, i) => renewed[i] !== true && this.#local.get(connection.name) === connection,
     );
-    for (const connection of lost) await this.#reassert(connection);
+    // The workers share one iterator: each takes the next lost session when its previous one is done.
+    const next = lost.values();
+    const worker = async (): Promise<void> => {
+      for (const connection of next) await this.#reassert(connection);
+    };
+    await Promise.all(Array.from({ length: Math.min(REASSERT_CONCURRENCY, lost.length) }, worker));
   }
 
   /**
    * A renewal was refused. If another claim holds the name now (the same token reconnected on another
    * node, or another agent took the name after our lease expired), this connection closes: never two live
    * owners. If the name has no record at all, the lease simply ran out while the registry was away: claim
-   * it again for the same owner (a new, higher epoch fences anything older).
+   * it again for the same owner (a new, higher epoch fences anything older). The claim can still find a
+   * record made after the lookup (the agent reconnected elsewhere meanwhile): that newer claim wins, ours
+   * is released and this connection closes, as if the lookup had seen it.
    */
   async #reassert(connection: AgentConnection): Promise<void> {
     const { registry, nodeId, leaseTtlMs, logger } = this.#options;
@@ -230,6 +244,12 @@ export class SessionTable {
         });
         if (this.#local.get(connection.name) !== connection) {
           if (claimed.ok) await registry.release(connection.name, claimed.record.epoch);
+          return;
+        }
+        if (claimed.ok && claimed.replaced !== undefined && claimed.replaced.epoch > connection.epoch) {
+          // Releasing leaves the name free for a moment; the newer holder's next renewal claims it back.
+          await registry.release(connection.name, claimed.record.epoch);
+          this.#lose(connection, claimed.replaced);
           return;
         }
         if (claimed.ok) {

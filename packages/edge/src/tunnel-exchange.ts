@@ -1,18 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
-  decodeResponseHead,
   ErrorCode,
-  isProtocolError,
   type MuxStream,
-  type ResponseHead,
   type StreamHandler,
   type StreamResetError,
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import { sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
-import { MAX_INTERIM_HEADS, writeInformational } from './informational.js';
-import { checkResponseHead, fieldsAreValid } from './response-head-check.js';
+import { writeInformational } from './informational.js';
+import { decode, ResponseFraming } from './response-framing.js';
+import { fieldsAreValid } from './response-head-check.js';
 
 export interface ExchangeContext {
   name: string;
@@ -45,19 +43,15 @@ export class TunnelExchange implements StreamHandler {
   #owed = 0;
   /** The request body is still streaming in. */
   #requestPending = false;
-  /**
-   * Body bytes the response may still carry: what its Content-Length declared (0 for HEAD, 204, 304),
-   * `Infinity` when undeclared. One subtraction and one comparison per DATA frame.
-   */
-  #left = Number.POSITIVE_INFINITY;
-  /** Interim (1xx) heads received so far; past MAX_INTERIM_HEADS the agent is flooding. */
-  #interim = 0;
+  /** The response's head checks, interim count and declared length. */
+  readonly #framing: ResponseFraming;
 
   constructor(req: IncomingMessage, res: ServerResponse, stream: MuxStream, context: ExchangeContext) {
     this.#req = req;
     this.#res = res;
     this.#stream = stream;
     this.#context = context;
+    this.#framing = new ResponseFraming({ method: req.method ?? 'GET', upgrade: false });
     stream.handler = this;
     this.#timer = setTimeout(this.#onTimeout, context.responseTimeoutMs);
     res.on('close', this.#onResponseClose);
@@ -86,35 +80,29 @@ export class TunnelExchange implements StreamHandler {
 
   onHeaders(payload: Buffer, endStream: boolean): void {
     if (this.#done) return;
-    let head: ResponseHead;
-    try {
-      head = decodeResponseHead(payload);
-    } catch (err) {
-      // A head the codec refuses (a status outside 100-999, truncated fields) is this stream's fault only.
-      if (!isProtocolError(err)) throw err;
-      this.#invalidHead(err.message);
-      return;
-    }
     if (this.#headSent) {
       // A second head after the body is the trailer section: kept apart from the header section.
       // Only a chunked response can carry them; a section with a field that is not valid (a name that is
       // not a token, a CR/LF that would smuggle a response) is dropped whole.
-      if (head.headers.length > 0 && this.#res.chunkedEncoding && fieldsAreValid(head.headers))
-        this.#res.addTrailers(pairs(head.headers));
+      const trailers = decode(payload);
+      if (!trailers.ok) {
+        this.#invalidHead(trailers.problem);
+        return;
+      }
+      const fields = trailers.head.headers;
+      if (fields.length > 0 && this.#res.chunkedEncoding && fieldsAreValid(fields))
+        this.#res.addTrailers(pairs(fields));
       if (endStream) this.#finish();
       return;
     }
-    // Checked before anything is written: once Node has taken a head, a 502 can no longer replace it.
-    const check = checkResponseHead(head, { method: this.#req.method ?? 'GET', upgrade: false });
-    if (!check.ok) {
-      this.#invalidHead(check.problem);
+    const framed = this.#framing.head(payload, endStream);
+    if (!framed.ok) {
+      this.#invalidHead(framed.problem);
       return;
     }
+    const { head, check } = framed;
     if (check.kind === 'interim') {
-      if (endStream) this.#invalidHead(`the stream ended after the interim status ${head.status}`);
-      else if (++this.#interim > MAX_INTERIM_HEADS)
-        this.#invalidHead(`more than ${MAX_INTERIM_HEADS} interim (1xx) responses`);
-      else writeInformational(this.#req, this.#res, head.status, head.statusMessage, check.headers);
+      writeInformational(this.#req, this.#res, head.status, head.statusMessage, check.headers);
       return;
     }
     this.#clearTimer();
@@ -128,7 +116,6 @@ export class TunnelExchange implements StreamHandler {
       return;
     }
     this.#headSent = true;
-    this.#left = check.bodyLimit;
     if (endStream) this.#finish();
   }
 
@@ -139,12 +126,11 @@ export class TunnelExchange implements StreamHandler {
       this.#invalidHead('body bytes before a final response head');
       return;
     }
-    this.#left -= chunk.length;
-    const left = this.#left;
-    if (left < 0) {
+    const fit = this.#framing.fit(chunk.length);
+    if (fit < chunk.length) {
       // Past the declared length the bytes would be read as the next response on this connection (a
       // pipelined request to another tunnel): what fits is written, then the connection is aborted.
-      if (chunk.length + left > 0) this.#res.write(chunk.subarray(0, chunk.length + left));
+      if (fit > 0) this.#res.write(chunk.subarray(0, fit));
       this.#abort();
       return;
     }
@@ -160,7 +146,7 @@ export class TunnelExchange implements StreamHandler {
     this.#clearTimer();
     if (this.#done) return;
     this.#done = true;
-    if (!this.#headSent && this.#interim === 0 && this.#context.onUnanswered?.(error) === true) {
+    if (!this.#headSent && this.#framing.interim === 0 && this.#context.onUnanswered?.(error) === true) {
       this.#res.off('close', this.#onResponseClose);
       this.#res.off('drain', this.#onResponseDrain);
       this.#req.resume();
@@ -184,7 +170,7 @@ export class TunnelExchange implements StreamHandler {
 
   #finish(): void {
     if (this.#done) return;
-    if (this.#headSent && this.#left > 0 && this.#left !== Number.POSITIVE_INFINITY) {
+    if (this.#headSent && this.#framing.short) {
       // Short of its declared length: ending it normally would leave the client waiting for bytes that are
       // not coming, or reading the next response as the rest of this one. It is aborted instead.
       this.#abort();

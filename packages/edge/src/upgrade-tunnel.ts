@@ -1,19 +1,15 @@
 import type { Duplex } from 'node:stream';
 import {
-  decodeResponseHead,
   ErrorCode,
-  isProtocolError,
   type MuxStream,
-  type ResponseHead,
   type StreamHandler,
   type StreamResetError,
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
-import { MAX_INTERIM_HEADS } from './informational.js';
 import { serializeResponseHead } from './raw-http.js';
-import { checkResponseHead } from './response-head-check.js';
+import { ResponseFraming } from './response-framing.js';
 
 export interface UpgradeTunnelContext {
   name: string;
@@ -34,10 +30,8 @@ export class UpgradeTunnel implements StreamHandler {
   #headSent = false;
   #done = false;
   #owed = 0;
-  /** Body bytes a refusal may still carry (its Content-Length); `Infinity` after a 101 or when undeclared. */
-  #left = Number.POSITIVE_INFINITY;
-  /** Interim heads received; they are not relayed on an upgrade, but a flood of them still fails it. */
-  #interim = 0;
+  /** The answer's head checks and a refusal's declared body length (`Infinity` after a 101). */
+  readonly #framing = new ResponseFraming({ method: 'GET', upgrade: true });
 
   constructor(socket: Duplex, stream: MuxStream, context: UpgradeTunnelContext) {
     this.#socket = socket;
@@ -61,32 +55,20 @@ export class UpgradeTunnel implements StreamHandler {
 
   onHeaders(payload: Buffer, endStream: boolean): void {
     if (this.#headSent || this.#done) return;
-    let head: ResponseHead;
-    try {
-      head = decodeResponseHead(payload);
-    } catch (err) {
-      if (!isProtocolError(err)) throw err;
-      this.#invalidHead(err.message);
+    // The same framing as a plain exchange, checked before a byte of the head is written to the raw socket.
+    const framed = this.#framing.head(payload, endStream);
+    if (!framed.ok) {
+      this.#invalidHead(framed.problem);
       return;
     }
-    // The same check as a plain exchange, before a byte of the head is written to the raw socket.
-    const check = checkResponseHead(head, { method: 'GET', upgrade: true });
-    if (!check.ok) {
-      this.#invalidHead(check.problem);
-      return;
-    }
-    if (check.kind === 'interim') {
-      if (endStream) this.#invalidHead(`the stream ended after the interim status ${head.status}`);
-      else if (++this.#interim > MAX_INTERIM_HEADS)
-        this.#invalidHead(`more than ${MAX_INTERIM_HEADS} interim (1xx) responses`);
-      return;
-    }
+    const { head, check } = framed;
+    // Interim heads are not relayed on an upgrade (the framing still counts them against a flood).
+    if (check.kind === 'interim') return;
     this.#clearTimer();
     const upgraded = check.kind === 'switch';
     // A 101 keeps its Connection/Upgrade fields; a refusal is a normal response that ends the connection.
     const headers = upgraded ? check.headers : [...withoutHopByHop(check.headers), 'Connection', 'close'];
     this.#headSent = true;
-    this.#left = check.bodyLimit;
     this.#socket.write(serializeResponseHead(head.status, head.statusMessage, headers));
   }
 
@@ -97,11 +79,10 @@ export class UpgradeTunnel implements StreamHandler {
       this.#invalidHead('body bytes before a final response head');
       return;
     }
-    this.#left -= chunk.length;
-    const left = this.#left;
-    if (left < 0) {
+    const fit = this.#framing.fit(chunk.length);
+    if (fit < chunk.length) {
       // A refusal's body past its declared length: what fits is written, then the connection is aborted.
-      if (chunk.length + left > 0) this.#socket.write(chunk.subarray(0, chunk.length + left));
+      if (fit > 0) this.#socket.write(chunk.subarray(0, fit));
       this.#abort();
       return;
     }
@@ -116,7 +97,7 @@ export class UpgradeTunnel implements StreamHandler {
       this.#fail(EdgeErrorCode.STREAM_FAILED, `tunnel ${this.#context.name}: agent ended without a response`);
       return;
     }
-    if (this.#left > 0 && this.#left !== Number.POSITIVE_INFINITY) {
+    if (this.#framing.short) {
       // A refusal short of its declared length is aborted, not ended as if complete.
       this.#abort();
       return;

@@ -56,7 +56,7 @@ describe('text', () => {
     expect(problem(check(200, ['Bad\r\nName', 'x']))).toBe('header name "Bad\\r\\nName" is not a token');
     const long = problem(check(200, [`${'x'.repeat(5_000)}\n`, 'x']));
     expect(long.length).toBeLessThan(120);
-    expect(long).toContain('xxx"... is not a token');
+    expect(long).toContain('xxx…" is not a token');
   });
 
   it.each(['fine\r\nSet-Cookie: a=1', 'a\nb', 'a\rb', 'a\0b', 'a\x01b'])('rejects value %j', (value) => {

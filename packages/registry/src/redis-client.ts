@@ -29,7 +29,6 @@ export type ScriptedPipeline = ChainableCommander & {
 export interface RegistryClient {
   /** Commands by key: the one connection, or the cluster routing each to its slot's master. */
   readonly redis: ScriptedClient;
-  readonly cluster: boolean;
   /** Splits items into groups a single pipeline may carry (all of them at once on a standalone Redis). */
   pipelineGroups<T>(items: readonly T[], keyOf: (item: T) => string): T[][];
   /** The connections to SCAN: the one server, or every master of the cluster. */
@@ -125,7 +124,6 @@ export function createRegistryClient(address: RedisAddress, timings: ClientTimin
   return {
     redis,
     pingAll,
-    cluster: redis instanceof Cluster,
     pipelineGroups,
     primaries: () => (redis instanceof Cluster ? redis.nodes('master') : [redis]),
     connect: () => redis.connect(),

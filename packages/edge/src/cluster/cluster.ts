@@ -93,6 +93,21 @@ export type OwnerFinding =
 const ANNOUNCE_RETRY_MS = 500;
 
 /**
+ * How long the registry's answer about a name is shared with every later asker. Requests waiting for one
+ * name each ask every 200 ms; sharing the answer in flight and for half that period makes the registry's
+ * load one read pair per name per 100 ms, however many requests wait.
+ */
+const FIND_SHARE_MS = 100;
+
+/** One registry answer about a name, shared by everyone asking while it is in flight and fresh. */
+interface SharedFinding {
+  readonly finding: Promise<OwnerFinding>;
+  /** Set once answered: the answer, and when (it is shared for FIND_SHARE_MS after). */
+  result: OwnerFinding | undefined;
+  settledAt: number;
+}
+
+/**
  * One node of a cluster: announces itself in the registry's node directory, finds which node holds a
  * name (through a short, bounded cache), signs what it forwards and verifies what other nodes forward.
  */
@@ -113,6 +128,8 @@ export class Cluster {
   readonly #registry: SessionRegistry;
   readonly auth: NodeAuth;
   readonly #cache: OwnerCache;
+  /** Registry answers being asked or just answered, by name (entries live FIND_SHARE_MS once answered). */
+  readonly #finds = new Map<string, SharedFinding>();
   readonly #logger: Logger;
   #timer: NodeJS.Timeout | undefined;
   /** Set while a failed announcement is being retried (the registry was unreachable). */
@@ -218,10 +235,35 @@ export class Cluster {
    * Where `name` stands, asked of the registry itself (not the cache) while a request waits for its agent:
    * `remote` (live on an announced node; the entry is cached), `here` (the record names this node: its
    * agent is reconnecting or this node restarted), `pending` (reserved, or its node is not announced: a
-   * record left by a dead node), or `none`. Registry errors propagate.
+   * record left by a dead node), or `none`. Registry errors propagate. Concurrent askers share one
+   * registry read, and its answer for FIND_SHARE_MS after.
    */
-  async find(name: string): Promise<OwnerFinding> {
+  find(name: string): Promise<OwnerFinding> {
     this.counters.lookups.miss++;
+    const shared = this.#finds.get(name);
+    if (
+      shared !== undefined &&
+      (shared.result === undefined || Date.now() - shared.settledAt < FIND_SHARE_MS)
+    )
+      return shared.finding;
+    const entry: SharedFinding = { finding: this.#ask(name), result: undefined, settledAt: 0 };
+    this.#finds.set(name, entry);
+    const forget = (): void => {
+      if (this.#finds.get(name) === entry) this.#finds.delete(name);
+    };
+    entry.finding.then(
+      (result) => {
+        entry.result = result;
+        entry.settledAt = Date.now();
+        setTimeout(forget, FIND_SHARE_MS).unref();
+      },
+      // A failed read is not shared with later askers: the next one asks again.
+      forget,
+    );
+    return entry.finding;
+  }
+
+  async #ask(name: string): Promise<OwnerFinding> {
     const record = await this.#registry.lookup(name);
     if (record === undefined) return { state: 'none' };
     if (record.nodeId === this.nodeId) return { state: 'here' };
@@ -237,12 +279,16 @@ export class Cluster {
   notHere(name: string, owner: OwnerEntry): void {
     this.counters.forwarded.not_here++;
     this.#cache.drop(name, owner);
+    if (this.#finds.get(name)?.result !== undefined) this.#finds.delete(name);
   }
 
   /** The owner could not be reached: forget every name it held and its connections. */
   unreachable(owner: OwnerEntry): void {
     this.counters.forwarded.unreachable++;
     this.#cache.dropNode(owner.nodeId);
+    for (const [name, shared] of this.#finds)
+      if (shared.result?.state === 'remote' && shared.result.entry.nodeId === owner.nodeId)
+        this.#finds.delete(name);
     this.hop.forget(owner.url);
     this.links?.forget(owner.url);
   }
