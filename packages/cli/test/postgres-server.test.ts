@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer, Socket } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '@tunnel2/test-services';
+import { accepts, freePort } from '@tunnel2/test-services';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestPostgres } from './support/postgres-server.js';
 
@@ -13,19 +13,6 @@ const parent = mkdtempSync(join(tmpdir(), 'tunnel2-pg-test-'));
 // Run as root, the server runs as `postgres`, which must reach its directory inside this one.
 chmodSync(parent, 0o755);
 afterAll(() => rmSync(parent, { recursive: true, force: true }));
-
-async function accepts(port: number): Promise<boolean> {
-  const socket = new Socket();
-  try {
-    socket.connect(port, '127.0.0.1');
-    await once(socket, 'connect');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    socket.destroy();
-  }
-}
 
 describe('startTestPostgres when the server does not come up', () => {
   it('stops the server and removes its directory when the ready line never comes', async () => {

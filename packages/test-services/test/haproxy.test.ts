@@ -1,8 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startHaproxy } from '../src/index.js';
-import { accepts } from '../src/native-process.js';
+import { accepts, startHaproxy } from '../src/index.js';
 
 const servers: Server[] = [];
 afterAll(async () => {

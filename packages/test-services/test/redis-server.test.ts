@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { freePort, ServiceErrorCode, startRedisServer } from '../src/index.js';
-import { accepts } from '../src/native-process.js';
+import { accepts, freePort, ServiceErrorCode, startRedisServer } from '../src/index.js';
 
 describe('startRedisServer', () => {
   it('answers on its port, reports its pid and INFO, and restarts on the same port', async () => {
