@@ -13,6 +13,9 @@ export const isolatedTests = [
   'packages/cli/test/e2e-cluster-lb-faults.test.ts',
   // The same, killing and restarting nodes under a steady 200 RPS.
   'packages/cli/test/e2e-cluster-lb-node-loss.test.ts',
+  // `pnpm bench cluster`: redis-server, HAProxy, three edges, backend and agent, with a rolling restart and
+  // a kill -9 under load.
+  'bench/test/bench-cluster-smoke.test.ts',
   // PostgreSQL, redis-server, redis-benchmark and 200 MiB each way through a TCP tunnel.
   'packages/cli/test/e2e-tcp-real.test.ts',
 ];

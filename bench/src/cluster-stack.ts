@@ -1,23 +1,25 @@
-import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import {
+  type Haproxy,
+  clusterNodeArgs as nodeFlags,
+  type RedisServer,
+  startHaproxy,
+} from '@tunnel2/test-services';
 import { type LoadTarget, startAgentService, startBackendService, startEdgeService } from './bench-stack.js';
 import type { ChildService } from './child-service.js';
 import { BenchError, BenchErrorCode } from './errors.js';
-import { findBinary, freePort, spawnListening, stopNative } from './native-service.js';
+import { freePort, startNative } from './native-service.js';
 import { startRedisServer } from './redis-server.js';
 
 /*
  * The cluster `pnpm bench cluster` measures, as an operator runs one, on loopback: a real `redis-server`,
  * three `tunnel2 server` processes sharing it, Debian's HAProxy round-robin in front of them for both public
- * traffic and agent WebSockets, the test backend and one agent that connects through HAProxy. Adapted from
- * packages/cli/test/support/cluster-harness.ts (bench must not import test code). Every process is its own,
- * so its CPU is its own; nodes get fixed free ports so a restarted node comes back where HAProxy expects it.
+ * traffic and agent WebSockets, the test backend and one agent that connects through HAProxy. Redis and
+ * HAProxy come from @tunnel2/test-services, as in packages/cli/test/support/cluster-harness.ts. Every process
+ * is its own, so its CPU is its own; nodes get fixed free ports so a restarted node comes back where HAProxy
+ * expects it.
  */
 
 const CLUSTER_SECRET = 'bench-cluster-secret-0123456789abcdef0123';
-const HAPROXY_CANDIDATES = ['/usr/sbin/haproxy', '/usr/bin/haproxy', '/usr/local/sbin/haproxy'];
 
 export interface ClusterNode {
   readonly id: string;
@@ -42,49 +44,9 @@ export interface ClusterStack {
   kill(): void;
 }
 
-function haproxyConfig(lbPort: number, nodePorts: readonly number[]): string {
-  return [
-    'global',
-    '  maxconn 4000',
-    'defaults',
-    '  mode http',
-    '  timeout connect 5s',
-    '  timeout client 60s',
-    '  timeout server 60s',
-    '  timeout tunnel 1h',
-    '  option forwardfor',
-    // A connection refused by a stopping node is retried on another one, as an operator's LB is set up.
-    '  retries 3',
-    '  option redispatch 1',
-    // A keep-alive connection the stopping node closes just as a request goes out on it is retried too.
-    '  retry-on conn-failure empty-response',
-    // A check slowed by a busy machine is not a dead node.
-    '  timeout check 2s',
-    'frontend public',
-    `  bind 127.0.0.1:${lbPort}`,
-    '  default_backend edges',
-    'backend edges',
-    '  balance roundrobin',
-    // A dead node is taken out after a failed check, as an operator's LB would.
-    ...nodePorts.map((port, i) => `  server n${i} 127.0.0.1:${port} check inter 500 fall 1 rise 1`),
-    '',
-  ].join('\n');
-}
-
 /** `tunnel2 server` arguments of one cluster node on a fixed port (the sessions bench runs one alone). */
 export function clusterNodeArgs(redisUrl: string, id: string, port: number): string[] {
-  return [
-    '--port',
-    String(port),
-    '--registry',
-    redisUrl,
-    '--node-id',
-    id,
-    '--node-url',
-    `http://127.0.0.1:${port}`,
-    '--cluster-secret',
-    CLUSTER_SECRET,
-  ];
+  return nodeFlags({ redisUrl, id, port, secret: CLUSTER_SECRET });
 }
 
 function nodeArgs(redisUrl: string, id: string, port: number): string[] {
@@ -111,24 +73,23 @@ async function startNode(redisUrl: string, id: string): Promise<ClusterNode> {
 }
 
 export async function startClusterStack(nodeCount: number, subdomain: string): Promise<ClusterStack> {
-  const haproxyBin = findBinary(HAPROXY_CANDIDATES, 'haproxy');
-  const procs: ChildProcess[] = [];
+  let redis: RedisServer | undefined;
+  let lb: Haproxy | undefined;
   const services: (() => ChildService | undefined)[] = [];
   const nodes: ClusterNode[] = [];
-  let dir: string | undefined;
   const kill = (): void => {
     for (const get of services) get()?.kill();
-    for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+    lb?.kill();
+    redis?.kill();
   };
   const close = async (): Promise<void> => {
     // Agent first, then nodes, then HAProxy and Redis: nothing sees its peer vanish first.
     for (const get of services.splice(0).reverse()) await get()?.stop();
-    for (const p of procs.splice(0).reverse()) await stopNative(p);
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    await lb?.stop();
+    await redis?.stop();
   };
   try {
-    const redis = await startRedisServer();
-    procs.push(redis.process);
+    redis = await startRedisServer();
     const redisUrl = redis.url;
     const backend = await startBackendService();
     services.push(() => backend);
@@ -137,19 +98,11 @@ export async function startClusterStack(nodeCount: number, subdomain: string): P
       nodes.push(node);
       services.push(() => node.service);
     }
-    const lbPort = await freePort();
-    dir = await mkdtemp(join(tmpdir(), 'tunnel2-bench-haproxy-'));
-    const configPath = join(dir, 'haproxy.cfg');
-    await writeFile(
-      configPath,
-      haproxyConfig(
-        lbPort,
-        nodes.map((n) => n.port),
-      ),
+    // A dead node is taken out after one failed check (a TCP connect every 500 ms), as an operator's LB would.
+    lb = await startNative('haproxy', () =>
+      startHaproxy(nodes, { checks: { http: false, interMs: 500, fall: 1, rise: 1 }, maxconn: 4000 }),
     );
-    procs.push(await spawnListening('haproxy', haproxyBin, ['-db', '-f', configPath], lbPort));
-    const lbUrl = `http://127.0.0.1:${lbPort}`;
-    const agent = await startAgentService(backend.readyValue, lbUrl, subdomain);
+    const agent = await startAgentService(backend.readyValue, lb.url, subdomain);
     services.push(() => agent);
     const host = new URL(agent.readyValue).host;
     return {
@@ -157,7 +110,7 @@ export async function startClusterStack(nodeCount: number, subdomain: string): P
       backend,
       agent,
       host,
-      lb: { origin: lbUrl, host },
+      lb: { origin: lb.url, host },
       nodeTarget: (node) => ({ origin: `http://127.0.0.1:${node.port}`, host }),
       close,
       kill,

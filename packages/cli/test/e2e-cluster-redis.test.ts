@@ -1,8 +1,7 @@
 import { createTestBackend } from '@tunnel2/test-backend';
+import { clusterNodeArgs, freePort, startRedisCluster, startRedisServer } from '@tunnel2/test-services';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startTestRedisCluster } from '../../registry/test/redis-cluster.js';
-import { startTestRedisServer } from '../../registry/test/redis-server.js';
-import { freePort, CLUSTER_SECRET as SECRET } from './support/cluster-harness.js';
+import { CLUSTER_SECRET as SECRET } from './support/cluster-harness.js';
 import { send } from './support/http-client.js';
 import { cli, type Spawned, spawnCli } from './support/processes.js';
 
@@ -18,17 +17,8 @@ async function startNode(redisUrl: string, nodeId: string): Promise<{ edge: Spaw
   const port = await freePort();
   const edge = spawnCli([
     'server',
-    '--port',
-    String(port),
     '--json',
-    '--registry',
-    redisUrl,
-    '--node-id',
-    nodeId,
-    '--node-url',
-    `http://127.0.0.1:${port}`,
-    '--cluster-secret',
-    SECRET,
+    ...clusterNodeArgs({ redisUrl, id: nodeId, port, secret: SECRET }),
   ]);
   cleanups.push(async () => {
     edge.kill('SIGKILL');
@@ -72,7 +62,7 @@ async function acrossNodes(registryUrl: string, subdomain: string): Promise<{ a:
 
 describe('cluster mode with a real Redis', () => {
   it('a request on one node reaches the agent connected to another, through the shared registry', async () => {
-    const redis = await startTestRedisServer();
+    const redis = await startRedisServer();
     cleanups.push(() => redis.stop());
     const ports = await acrossNodes(redis.url, 'across');
     const a = { port: ports.a };
@@ -91,7 +81,7 @@ describe('cluster mode with a real Redis', () => {
   });
 
   it('runs the same on a Redis Cluster (--registry redis+cluster://seed,seed,seed)', async () => {
-    const cluster = await startTestRedisCluster();
+    const cluster = await startRedisCluster();
     cleanups.push(() => cluster.stop());
     await acrossNodes(cluster.url, 'sharded');
   });

@@ -7,29 +7,18 @@
  *   pnpm exec tsc -b && node packages/registry/scripts/measure-redis-cluster.ts [--sessions 10000] [--runs 5]
  */
 import { randomUUID } from 'node:crypto';
-import { registerHooks } from 'node:module';
 import { parseArgs } from 'node:util';
 import type { HeldLease, SessionRegistry } from '@tunnel2/registry';
 import { createRedisRegistry } from '@tunnel2/registry/redis';
-
-// The test helpers import each other as `.js` (for tsc and vitest); node runs their `.ts` sources directly.
-registerHooks({
-  resolve(specifier, context, next) {
-    const fromTests = context.parentURL?.includes('/packages/registry/test/') === true;
-    const local = fromTests && specifier.startsWith('./') && specifier.endsWith('.js');
-    return next(local ? `${specifier.slice(0, -3)}.ts` : specifier, context);
-  },
-});
-const { startTestRedisCluster } = await import('../test/redis-cluster.ts');
-const { startTestRedisServer } = await import('../test/redis-server.ts');
+import { startRedisCluster, startRedisServer } from '@tunnel2/test-services';
 
 const { values } = parseArgs({
   options: { sessions: { type: 'string', default: '10000' }, runs: { type: 'string', default: '5' } },
 });
 const sessions = Number(values.sessions);
 const runs = Number(values.runs);
-const server = await startTestRedisServer();
-const cluster = await startTestRedisCluster();
+const server = await startRedisServer();
+const cluster = await startRedisCluster();
 
 const timed = async (run: () => Promise<unknown>): Promise<number> => {
   const start = performance.now();

@@ -1,8 +1,8 @@
 /**
  * Figures for the Redis registry (issue #14: "10,000 sessions on one node with Redis measured"):
  * claim/renew/lookup latency one call at a time, then N claims, one full renewal round with renewMany
- * (pipelined) against the same round renewed one call at a time (what SessionTable#renewAll does today),
- * and the memory Redis spends on the sessions.
+ * (pipelined, what SessionTable#renewAll uses) against the same round renewed one call at a time (the
+ * baseline renewMany replaced), and the memory Redis spends on the sessions.
  *
  *   pnpm exec tsc -b && node packages/registry/scripts/measure-redis.ts [--sessions 10000] [--url redis://...]
  *
@@ -11,14 +11,14 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { createRedisRegistry } from '@tunnel2/registry/redis';
+import { startRedisServer } from '@tunnel2/test-services';
 import { Redis } from 'ioredis';
-import { startTestRedisServer } from '../test/redis-server.ts';
 
 const { values } = parseArgs({
   options: { sessions: { type: 'string', default: '10000' }, url: { type: 'string' } },
 });
 const sessions = Number(values.sessions);
-const server = values.url === undefined ? await startTestRedisServer() : undefined;
+const server = values.url === undefined ? await startRedisServer() : undefined;
 const url = values.url ?? server?.url ?? '';
 const keyPrefix = `t2measure:${randomUUID()}:`;
 const registry = await createRedisRegistry({ url, keyPrefix });
@@ -81,7 +81,7 @@ start = performance.now();
 for (const { name, epoch } of leases) await registry.renew(name, epoch, 30_000);
 commands = (await totalCommands()) - commandsBefore - 1;
 console.log(
-  `${leases.length} renews one at a time (SessionTable#renewAll today): ${fmt(performance.now() - start)}, ` +
+  `${leases.length} renews one at a time (the baseline before renewMany): ${fmt(performance.now() - start)}, ` +
     `${commands} commands processed by Redis, ${leases.length} round trips`,
 );
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
+import { freePort, type RedisServer, startRedisServer } from '@tunnel2/test-services';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RegistryErrorCode, type SessionRegistry } from '../src/index.js';
@@ -10,12 +11,11 @@ import {
   type RedisRegistryOptions,
 } from '../src/redis-registry.js';
 import { createFakeClock } from './fake-clock.js';
-import { startTestRedisServer, type TestRedisServer } from './redis-server.js';
 import { registryContract } from './registry-contract.js';
 
-let server: TestRedisServer;
+let server: RedisServer;
 beforeAll(async () => {
-  server = await startTestRedisServer();
+  server = await startRedisServer();
 });
 afterAll(() => server?.stop());
 
@@ -32,10 +32,9 @@ describe('redis registry', () => {
     createRedisRegistry({ url: server.url, keyPrefix: freshPrefix(), ...options });
 
   it('fails at creation with UNAVAILABLE when nothing listens at the URL', async () => {
-    const other = await startTestRedisServer();
-    await other.stop();
+    const url = `redis://127.0.0.1:${await freePort()}`;
     const started = Date.now();
-    await expect(createRedisRegistry({ url: other.url, connectTimeoutMs: 1_000 })).rejects.toMatchObject({
+    await expect(createRedisRegistry({ url, connectTimeoutMs: 1_000 })).rejects.toMatchObject({
       code: RegistryErrorCode.UNAVAILABLE,
     });
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -103,7 +102,7 @@ describe('redis registry', () => {
   });
 
   it('rejects promptly with UNAVAILABLE while Redis is down, and works again once it is back', async () => {
-    const own = await startTestRedisServer();
+    const own = await startRedisServer();
     const registry = await createRedisRegistry({
       url: own.url,
       keyPrefix: freshPrefix(),

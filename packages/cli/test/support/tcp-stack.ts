@@ -5,16 +5,8 @@ import { buildEdge, type Edge, type EdgeOptions } from '@tunnel2/edge';
 import { connectTcp, type TcpConnectOptions, type Tunnel } from '../../src/index.js';
 import { silent } from './stack.js';
 
-/** A port the host had free a moment ago (listen on 0, close): for a range or a `--remote-port`. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
+// A port the host had free a moment ago: for a range or a `--remote-port` (the e2e-tcp tests import it here).
+export { freePort } from '@tunnel2/test-services';
 
 /**
  * A range of ports for the edge's TCP tunnels. Ports another process holds are skipped by the edge's

@@ -1,18 +1,19 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startTestRedisServer, type TestRedisServer } from './redis-server.js';
+import { ServiceError, ServiceErrorCode } from './errors.js';
+import { findBinary } from './native-process.js';
+import { type RedisServer, startRedisServer } from './redis-server.js';
 
 /**
- * A real, throwaway Redis Cluster for tests: three masters, no replicas, loopback, free ports, no persistence.
+ * A real, throwaway Redis Cluster: three masters, no replicas, loopback, free ports, no persistence.
  * `redis-cli --cluster create` (Debian's redis-tools, a dependency of the redis-server package) assigns the
  * 16384 slots; the cluster is handed over once every node reports `cluster_state:ok`.
  */
-export interface TestRedisCluster {
-  readonly nodes: readonly TestRedisServer[];
+export interface RedisCluster {
+  readonly nodes: readonly RedisServer[];
   /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3`. */
   readonly url: string;
   /** Runs redis-cli against one node (e.g. `CLUSTER KEYSLOT k`, `DBSIZE`); its trimmed output. */
@@ -22,25 +23,18 @@ export interface TestRedisCluster {
 
 const run = promisify(execFile);
 const REDIS_CLI_CANDIDATES = ['/usr/bin/redis-cli', '/usr/local/bin/redis-cli'];
+const CLI_TIMEOUT_MS = 30_000;
 /** Gossip settles in well under a second on loopback; the bound is for a loaded machine. */
 const STATE_OK_ATTEMPTS = 200;
 const STATE_OK_INTERVAL_MS = 50;
 
-function findRedisCli(): string {
-  const found = REDIS_CLI_CANDIDATES.find((path) => existsSync(path));
-  if (found === undefined) {
-    throw new Error('redis-cli is not installed (Debian redis-tools, pulled in by redis-server; .ci/run).');
-  }
-  return found;
-}
-
-export async function startTestRedisCluster(): Promise<TestRedisCluster> {
-  const cliBinary = findRedisCli();
+export async function startRedisCluster(): Promise<RedisCluster> {
+  const cliBinary = findBinary(REDIS_CLI_CANDIDATES, 'redis-tools');
   const dir = await mkdtemp(join(tmpdir(), 'tunnel2-redis-cluster-'));
-  const nodes: TestRedisServer[] = [];
+  const nodes: RedisServer[] = [];
   const cli = async (port: number, ...args: string[]): Promise<string> => {
     const { stdout } = await run(cliBinary, ['-h', '127.0.0.1', '-p', String(port), ...args], {
-      timeout: 30_000,
+      timeout: CLI_TIMEOUT_MS,
     });
     return stdout.trim();
   };
@@ -51,7 +45,7 @@ export async function startTestRedisCluster(): Promise<TestRedisCluster> {
   try {
     for (let i = 0; i < 3; i++) {
       nodes.push(
-        await startTestRedisServer({
+        await startRedisServer({
           extraArgs: (port) => [
             '--cluster-enabled',
             'yes',
@@ -63,25 +57,22 @@ export async function startTestRedisCluster(): Promise<TestRedisCluster> {
         }),
       );
     }
-    await run(
-      cliBinary,
-      [
-        '--cluster',
-        'create',
-        ...nodes.map((node) => `127.0.0.1:${node.port}`),
-        '--cluster-replicas',
-        '0',
-        '--cluster-yes',
-      ],
-      { timeout: 30_000 },
-    );
+    const seeds = nodes.map((node) => `127.0.0.1:${node.port}`);
+    await run(cliBinary, ['--cluster', 'create', ...seeds, '--cluster-replicas', '0', '--cluster-yes'], {
+      timeout: CLI_TIMEOUT_MS,
+    });
     for (const node of nodes) {
       let ok = false;
       for (let attempt = 0; attempt < STATE_OK_ATTEMPTS && !ok; attempt++) {
         ok = (await cli(node.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok');
         if (!ok) await new Promise((resolve) => setTimeout(resolve, STATE_OK_INTERVAL_MS));
       }
-      if (!ok) throw new Error(`Redis Cluster node ${node.port} never reached cluster_state:ok`);
+      if (!ok) {
+        throw new ServiceError(
+          ServiceErrorCode.START,
+          `Redis Cluster node ${node.port} never reached cluster_state:ok`,
+        );
+      }
     }
   } catch (err) {
     await stop();
