@@ -1,4 +1,5 @@
 import {
+  freePort,
   type Haproxy,
   clusterNodeArgs as nodeFlags,
   type RedisServer,
@@ -7,7 +8,7 @@ import {
 import { type LoadTarget, startAgentService, startBackendService, startEdgeService } from './bench-stack.js';
 import type { ChildService } from './child-service.js';
 import { BenchError, BenchErrorCode } from './errors.js';
-import { freePort, startNative } from './native-service.js';
+import { startNative } from './native-service.js';
 import { startRedisServer } from './redis-server.js';
 
 /*

@@ -5,8 +5,6 @@ import { BenchError, BenchErrorCode } from './errors.js';
  * @tunnel2/test-services, shared with the tests; the bench reports a failed start as its own STACK error.
  */
 
-export { freePort } from '@tunnel2/test-services';
-
 /** Runs `start`; what it throws becomes a STACK error (the cause kept), so the run exits as a stack failure. */
 export async function startNative<T>(name: string, start: () => Promise<T>): Promise<T> {
   try {

@@ -1,10 +1,10 @@
 import { request } from 'node:http';
 import { decodeRequestHead, ErrorCode, encodeResponseHead, type MuxStream } from '@tunnel2/protocol';
+import { freePort } from '@tunnel2/test-services';
 import { startEdgeService } from './bench-stack.js';
 import type { ChildService } from './child-service.js';
 import { clusterNodeArgs } from './cluster-stack.js';
 import { connectLightAgent, type LightAgent } from './light-agent.js';
-import { freePort } from './native-service.js';
 import { readCpuMs, readStatusKb } from './process-stats.js';
 import { type RedisServer, startRedisServer } from './redis-server.js';
 import { type RedisProbe, redisCosts, redisProbe, type SessionsRedisResult } from './sessions-redis.js';
