@@ -20,7 +20,7 @@ export interface InspectorOptions {
   host?: string;
   /** Default: the first free of 4040..4049, else an ephemeral port. 0: an ephemeral port. */
   port?: number;
-  /** Bytes kept of each body (default 1 MiB). */
+  /** Bytes kept of each body (default 1 MiB; at most half the budget, lowered to that when above). */
   bodyLimit?: number;
   /** Bytes all entries together may hold (default 64 MiB). */
   budget?: number;
@@ -68,8 +68,12 @@ function validLimit(name: string, value: number | undefined, fallback: number): 
 
 /** Starts the inspector: the capture store and its HTTP server (API and page), listening when it resolves. */
 export async function createInspector(options: InspectorOptions): Promise<Inspector> {
-  const bodyLimit = validLimit('inspect body limit', options.bodyLimit, DEFAULT_BODY_LIMIT);
   const store = new EntryStore({ budgetBytes: options.budget, maxEntries: options.maxEntries });
+  // Each exchange captures two bodies within the budget: a limit past half of it could never be kept whole.
+  const bodyLimit = Math.min(
+    validLimit('inspect body limit', options.bodyLimit, DEFAULT_BODY_LIMIT),
+    Math.floor(store.budgetBytes / 2),
+  );
   const events = new EventStream();
   // Summaries are built only for a page that listens: with none, a finished exchange costs no JSON.
   store.on('entry', (entry) => {
