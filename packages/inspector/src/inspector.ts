@@ -81,6 +81,7 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
   });
   store.on('clear', () => events.send('clear', {}));
   store.on('status', (status) => events.send('status', status));
+  const closing = new AbortController();
   const host = options.host ?? DEFAULT_INSPECTOR_HOST;
   let publicUrl: string | null = null;
   let hostAllowed: (host: string | undefined) => boolean = () => false;
@@ -94,6 +95,7 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
       staticDir: options.staticDir ?? defaultStaticDir(),
       publicUrl: () => publicUrl,
       hostAllowed: (h) => hostAllowed(h),
+      closing: closing.signal,
     }),
   );
   const ports = options.port === undefined ? [...DEFAULT_INSPECTOR_PORTS, 0] : [options.port];
@@ -133,6 +135,7 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
     },
     close: () =>
       new Promise<void>((resolve) => {
+        closing.abort();
         events.close();
         server.close(() => resolve());
         server.closeAllConnections();
