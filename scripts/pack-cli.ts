@@ -221,7 +221,7 @@ async function bundleTypes(): Promise<void> {
       plugins: [
         { name: 'logger-types', resolveId: (id) => (id === 'pino' ? loggerTypes : null) },
         dts({
-          includeExternal: ['@tunnel2/protocol', '@tunnel2/edge', '@tunnel2/registry', '@tunnel2/inspector'],
+          includeExternal: ['@tunnel2/protocol', '@tunnel2/edge', '@tunnel2/registry'],
         }),
       ],
       external: (id) => /^(node:|[a-z@])/.test(id) && !inline(id),

@@ -49,6 +49,25 @@ type DispatchController = Parameters<NonNullable<Dispatcher.DispatchHandler['onR
 const dropOnForward = new Set(['expect', 'host']);
 
 /**
+ * A request head as the agent sends it to the local target: hop-by-hop fields and Expect out, Host as `mode`
+ * says (the target's, the public one, or a given value). The inspector's replays go through it too.
+ */
+export function forwardHeaders(raw: RawHeaders, target: Target, mode: HostHeaderMode): string[] {
+  const headers = withoutHopByHop(raw);
+  const out: string[] = [];
+  let publicHost: string | undefined;
+  for (let i = 0; i < headers.length; i += 2) {
+    const lower = headers[i]!.toLowerCase();
+    if (lower === 'host') publicHost = headers[i + 1];
+    if (dropOnForward.has(lower)) continue;
+    out.push(headers[i]!, headers[i + 1]!);
+  }
+  const host = mode === 'rewrite' ? target.host : mode === 'preserve' ? publicHost : mode.value;
+  if (host !== undefined) out.unshift('host', host);
+  return out;
+}
+
+/**
  * One tunnelled request on the agent: stream → undici request to the local target, and the response
  * back into the stream. Both directions stream; credit is returned only as bytes are taken.
  */
@@ -89,7 +108,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     if (isWebSocketUpgrade(head.headers) || expectsContinue(head.headers)) {
       new NodeHttpExchange(this.#stream, this.#options).start(
         head,
-        this.#forwardHeaders(head.headers),
+        forwardHeaders(head.headers, this.#options.target, this.#options.hostHeader),
         !endStream,
       );
       return;
@@ -120,7 +139,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       origin: target.origin,
       method: head.method,
       path: target.basePath + head.target,
-      headers: this.#forwardHeaders(head.headers),
+      headers: forwardHeaders(head.headers, this.#options.target, this.#options.hostHeader),
       body: this.#body ?? null,
       // The edge owns the response timeout; a body may legitimately stay idle (SSE).
       headersTimeout: 0,
@@ -257,23 +276,6 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       this.#recorder,
     );
     this.#report(message, code);
-  }
-
-  #forwardHeaders(raw: RawHeaders): string[] {
-    const headers = withoutHopByHop(raw);
-    const out: string[] = [];
-    let publicHost: string | undefined;
-    for (let i = 0; i < headers.length; i += 2) {
-      const lower = headers[i]!.toLowerCase();
-      if (lower === 'host') publicHost = headers[i + 1];
-      if (dropOnForward.has(lower)) continue;
-      out.push(headers[i]!, headers[i + 1]!);
-    }
-    const mode = this.#options.hostHeader;
-    const host =
-      mode === 'rewrite' ? this.#options.target.host : mode === 'preserve' ? publicHost : mode.value;
-    if (host !== undefined) out.unshift('host', host);
-    return out;
   }
 
   #report(error: string | undefined, code = 'exchange_failed'): void {

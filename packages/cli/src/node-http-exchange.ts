@@ -101,9 +101,8 @@ export class NodeHttpExchange implements StreamHandler {
   onHeaders(): void {}
 
   onData(chunk: Buffer): void {
-    if (this.#upgrade) this.#recorder?.tunnelBytes('in', chunk.length);
-    else this.#recorder?.requestData(chunk);
     if (!this.#upgrade) {
+      this.#recorder?.requestData(chunk);
       // Request body on its way to the backend (after the 100 Continue the client waited for).
       const request = this.#request;
       if (request === undefined || request.destroyed) this.#stream.consume(chunk.length);
@@ -111,6 +110,7 @@ export class NodeHttpExchange implements StreamHandler {
       else this.#owed += chunk.length;
       return;
     }
+    this.#recorder?.tunnelBytes('in', chunk.length);
     const socket = this.#socket;
     if (socket === undefined || socket.destroyed) {
       this.#stream.consume(chunk.length);
@@ -205,15 +205,20 @@ export class NodeHttpExchange implements StreamHandler {
       } else this.#stream.end();
       this.#report(undefined);
     });
-    res.on('error', () => this.#stream.reset(ErrorCode.BACKEND_ERROR));
+    res.on('error', (err) => this.#failMidResponse(err));
+  }
+
+  /** The backend died after its head went out: the client must see the response aborted. */
+  #failMidResponse(err: Error): void {
+    if (!this.#stream.closed) this.#stream.reset(ErrorCode.BACKEND_ERROR);
+    const code = backendErrorCode(err);
+    this.#report(`backend failed mid-response: ${code}`, code);
   }
 
   #onError(err: Error): void {
     if (this.#stream.closed) return;
     if (this.#status !== 0) {
-      this.#stream.reset(ErrorCode.BACKEND_ERROR);
-      const code = backendErrorCode(err);
-      this.#recorder?.finish({ code, message: `backend failed mid-response: ${code}` });
+      this.#failMidResponse(err);
       return;
     }
     const answer = describeBackendError(err, this.#options.target.host, this.#answerBegun);

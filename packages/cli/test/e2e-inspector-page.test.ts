@@ -107,6 +107,20 @@ describe('the inspector page in headless Chromium (real edge, agent, backend)', 
     await expect.poll(() => rows().count()).toBe(2);
   });
 
+  it('with a filter set, a steady stream of new entries still reaches the list (reloads are throttled)', async () => {
+    await page.fill('#f-path', '/stream');
+    await page.locator('#list-empty', { hasText: 'No request matches' }).waitFor();
+    // Requests keep coming (each one's event would restart a debounce): the list must fill while they do.
+    let shown = 0;
+    for (let i = 0; i < 500 && shown === 0; i++) {
+      await post(`/stream/${i}`, 'x', 'text/plain');
+      shown = await rows().count();
+    }
+    expect(shown).toBeGreaterThan(0);
+    await page.fill('#f-path', '');
+    await expect.poll(() => rows().count()).toBeGreaterThan(shown);
+  });
+
   it('moves the selection with j/k and arrows, opens with Enter, closes with Esc, / focuses the search', async () => {
     await page.evaluate('document.activeElement?.blur()');
     await page.keyboard.press('Escape');

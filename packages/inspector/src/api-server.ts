@@ -20,6 +20,8 @@ export interface ApiContext {
   publicUrl(): string | null;
   /** The DNS-rebinding guard (see host-guard.ts). */
   hostAllowed(host: string | undefined): boolean;
+  /** Aborted when the inspector closes: replays under way are cancelled. */
+  closing: AbortSignal;
 }
 
 const MAX_LIST = 1_000;
@@ -137,7 +139,12 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
     } else {
       if (method !== 'POST') throw methodNotAllowed(method, path);
       const edits = parseEdits(await readJson(req, Math.ceil(ctx.bodyLimit * 1.4) + 256 * 1024));
-      const replayed = await replay(entry, edits, ctx.target, store, ctx.bodyLimit);
+      // A replay lives as long as its caller waits for it, and no longer than the inspector.
+      const gone = new AbortController();
+      res.once('close', () => gone.abort());
+      const signal = AbortSignal.any([gone.signal, ctx.closing]);
+      const replayed = await replay(entry, edits, ctx.target, store, ctx.bodyLimit, signal);
+      if (res.destroyed) return;
       sendJson(res, 200, { entry: toSummary(replayed) });
     }
     return;
@@ -179,6 +186,17 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
     return;
   }
   throw new InspectorError(InspectorErrorCode.NOT_FOUND, `no API at ${path}`);
+}
+
+/** An unexpected failure as an answer: a malformed %-escape is the caller's; anything else is ours. */
+function asInspectorError(err: unknown): InspectorError {
+  if (err instanceof InspectorError) return err;
+  if (err instanceof URIError) {
+    return new InspectorError(InspectorErrorCode.BAD_REQUEST, `a malformed %-escape in the URL`, {
+      cause: err,
+    });
+  }
+  return new InspectorError(InspectorErrorCode.INTERNAL, String(err), { cause: err });
 }
 
 /** The inspector's request handler: the API under /api, the page's files elsewhere. */
@@ -225,12 +243,7 @@ export function createApiHandler(ctx: ApiContext): RequestListener {
         res.destroy();
         return;
       }
-      sendError(
-        res,
-        err instanceof InspectorError
-          ? err
-          : new InspectorError(InspectorErrorCode.REPLAY_FAILED, String(err), { cause: err }),
-      );
+      sendError(res, asInspectorError(err));
     });
   };
 }

@@ -1,15 +1,12 @@
 import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
 
-/** A decoded body never grows past this (a small compressed body can expand without bound). */
-const MAX_DECODED = 16 * 1024 * 1024;
-
 /**
- * The decoded bytes of a body sent with a Content-Encoding of gzip, br or deflate, or undefined when
- * it has none, another one, or does not decode (a truncated capture usually does not).
+ * The decoded bytes of a body sent with a Content-Encoding of gzip, br or deflate, or undefined when it has
+ * another one, does not decode (a truncated capture usually does not) or would grow past `maxBytes` (a small
+ * compressed body can expand without bound: zlib stops at the cap, so the work done is bounded by it too).
  */
-export function decodeBody(bytes: Buffer, encoding: string | null | undefined): Buffer | undefined {
-  if (encoding === null || encoding === undefined) return undefined;
-  const options = { maxOutputLength: MAX_DECODED };
+export function decodeBody(bytes: Buffer, encoding: string, maxBytes: number): Buffer | undefined {
+  const options = { maxOutputLength: maxBytes };
   try {
     switch (encoding.trim().toLowerCase()) {
       case 'gzip':

@@ -31,7 +31,6 @@ export interface RequestStart {
  */
 export class ExchangeRecorder {
   readonly #store: EntryStore;
-  readonly #id: string;
   readonly #start: RequestStart;
   readonly #requestHead: KeptHead;
   readonly #started = performance.now();
@@ -48,19 +47,14 @@ export class ExchangeRecorder {
 
   constructor(store: EntryStore, start: RequestStart, bodyLimit: number) {
     this.#store = store;
-    this.#id = store.nextId();
     this.#start = start;
     // A copy, taken now: the frame's payload is a view into a received message that is not ours to keep.
     this.#requestHead =
       start.encodedHead !== undefined && start.decodeHead !== undefined
         ? Buffer.from(start.encodedHead)
         : start.headers;
-    this.#request = new BodyCapture(bodyLimit);
-    this.#response = new BodyCapture(bodyLimit);
-  }
-
-  get id(): string {
-    return this.#id;
+    this.#request = new BodyCapture(bodyLimit, store);
+    this.#response = new BodyCapture(bodyLimit, store);
   }
 
   requestData(chunk: Uint8Array): void {
@@ -90,7 +84,7 @@ export class ExchangeRecorder {
     else this.#bytesOut += bytes;
   }
 
-  /** Ends the record and stores it (a second call does nothing). */
+  /** Ends the record and stores it, numbered now (a second call does nothing). */
   finish(error?: EntryError): StoredEntry | undefined {
     if (this.#done) return undefined;
     this.#done = true;
@@ -103,29 +97,33 @@ export class ExchangeRecorder {
     const kind = start.kind ?? 'http';
     const now = performance.now();
     const requestHead = this.#requestHead;
-    const entry = new CapturedEntry({
-      id: this.#id,
-      // One clock read per event: the wall-clock start is the monotonic one placed on the epoch.
-      startedAt: Math.round(performance.timeOrigin + this.#started),
-      durationMs: round(now - this.#started),
-      ttfbMs: this.#ttfb === null ? null : round(this.#ttfb),
-      clientAddress: start.clientAddress ?? null,
-      method: start.method,
-      target: start.target,
-      status: this.#status,
-      request: this.#request,
-      response: this.#response,
-      kind,
-      error,
-      replayOf: start.replayOf,
-      ws: kind === 'websocket' ? { bytesIn: this.#bytesIn, bytesOut: this.#bytesOut } : undefined,
-      requestHead,
-      responseHead: this.#encodedResponse ?? this.#responseHeaders,
-      decodeRequest: requestHead instanceof Uint8Array ? start.decodeHead : undefined,
-      decodeResponse: this.#decodeResponse,
-    });
-    this.#store.add(entry);
-    return entry;
+    // The copies were reserved while they came in; stored, they count as the entry's cost instead.
+    this.#request.releaseCopies();
+    this.#response.releaseCopies();
+    return this.#store.add(
+      (id) =>
+        new CapturedEntry({
+          id,
+          // One clock read per event: the wall-clock start is the monotonic one placed on the epoch.
+          startedAt: Math.round(performance.timeOrigin + this.#started),
+          durationMs: round(now - this.#started),
+          ttfbMs: this.#ttfb === null ? null : round(this.#ttfb),
+          clientAddress: start.clientAddress ?? null,
+          method: start.method,
+          target: start.target,
+          status: this.#status,
+          request: this.#request,
+          response: this.#response,
+          kind,
+          error,
+          replayOf: start.replayOf,
+          ws: kind === 'websocket' ? { bytesIn: this.#bytesIn, bytesOut: this.#bytesOut } : undefined,
+          requestHead,
+          responseHead: this.#encodedResponse ?? this.#responseHeaders,
+          decodeRequest: requestHead instanceof Uint8Array ? start.decodeHead : undefined,
+          decodeResponse: this.#decodeResponse,
+        }),
+    );
   }
 }
 

@@ -1,3 +1,5 @@
+import { isUtf8 } from 'node:buffer';
+import { withoutHopByHop } from '@tunnel2/protocol';
 import type { StoredEntry } from './stored-entry.js';
 
 /** Fields the edge adds to every request: sent again they would only be replaced (or refused). */
@@ -10,8 +12,6 @@ const EDGE_ADDED = new Set([
   'x-real-ip',
   'x-request-id',
 ]);
-/** Hop-by-hop fields, and Host (curl writes it from the URL, always first). */
-const NEVER = new Set(['host', 'connection', 'keep-alive', 'proxy-connection', 'te', 'upgrade', 'trailer']);
 /** Fields curl adds on its own unless the command names them (an empty value removes them). */
 const CURL_DEFAULTS = ['user-agent', 'accept', 'expect'];
 
@@ -21,9 +21,7 @@ export function shellQuote(value: string): string {
 
 /** True when the bytes survive as a shell string: valid UTF-8 without NUL. */
 function isShellText(bytes: Buffer): boolean {
-  if (bytes.includes(0)) return false;
-  const text = bytes.toString('utf8');
-  return Buffer.byteLength(text) === bytes.length && !text.includes('\uFFFD');
+  return !bytes.includes(0) && isUtf8(bytes);
 }
 
 export interface CurlOptions {
@@ -45,12 +43,15 @@ export function toCurl(entry: StoredEntry, options: CurlOptions): string {
   else args.push('-X', shellQuote(entry.method));
   args.push(shellQuote(base + entry.target));
   const present = new Set<string>();
-  const headers = entry.requestHeaders;
+  for (let i = 0; i + 1 < entry.requestHeaders.length; i += 2) {
+    present.add(entry.requestHeaders[i]!.toLowerCase());
+  }
+  // Hop-by-hop fields (with those Connection names) are not sent again; Host comes from the URL, first.
+  const headers = withoutHopByHop([...entry.requestHeaders]);
   for (let i = 0; i + 1 < headers.length; i += 2) {
     const name = headers[i]!;
     const lower = name.toLowerCase();
-    present.add(lower);
-    if (NEVER.has(lower) || (!options.keepForwarded && EDGE_ADDED.has(lower))) continue;
+    if (lower === 'host' || (!options.keepForwarded && EDGE_ADDED.has(lower))) continue;
     // `Name;` is curl's spelling of a field with an empty value (`Name:` would remove it).
     const value = headers[i + 1]!;
     args.push('-H', shellQuote(value === '' ? `${name};` : `${name}: ${value}`));

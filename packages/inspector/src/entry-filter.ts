@@ -1,4 +1,4 @@
-import { decodedBytes } from './entry-view.js';
+import { searchedBytes } from './entry-view.js';
 import { InspectorError, InspectorErrorCode } from './errors.js';
 import type { StoredEntry } from './stored-entry.js';
 
@@ -78,8 +78,8 @@ export function matches(entry: StoredEntry, filter: EntryFilter): boolean {
     const needle = filter.body;
     const found = (bytes: Buffer): boolean => bytes.toString('utf8').toLowerCase().includes(needle);
     if (
-      !found(decodedBytes(entry.request, entry.requestHeaders)) &&
-      !found(decodedBytes(entry.response, entry.responseHeaders))
+      !found(searchedBytes(entry.request, entry.requestHeaders)) &&
+      !found(searchedBytes(entry.response, entry.responseHeaders))
     ) {
       return false;
     }

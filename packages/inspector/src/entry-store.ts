@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { CaptureBudget } from './body-capture.js';
 import { InspectorError, InspectorErrorCode } from './errors.js';
 import type { StoredEntry } from './stored-entry.js';
 
@@ -28,13 +29,18 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
 
 /**
  * The captured entries, oldest first (a Map keeps insertion order), within a byte budget and a count cap:
- * adding one evicts the oldest until both hold. An entry larger than the whole budget is not kept.
+ * adding one evicts the oldest until both hold. The budget also covers the bodies of exchanges still being
+ * captured (reserved chunk by chunk: see BodyCapture), so up to 1,000 concurrent exchanges cannot hold more
+ * than it either. Entries are numbered when stored, so ids follow the list's order.
  */
-export class EntryStore extends EventEmitter<EntryStoreEvents> {
+export class EntryStore extends EventEmitter<EntryStoreEvents> implements CaptureBudget {
   readonly budgetBytes: number;
   readonly maxEntries: number;
   readonly #entries = new Map<string, StoredEntry>();
+  /** What the stored entries cost. */
   #bytes = 0;
+  /** Bytes held outside them: bodies being captured, decoded bodies cached for the stored ones. */
+  #reserved = 0;
   #nextId = 1;
   #paused = false;
 
@@ -52,8 +58,9 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> {
     return this.#entries.size;
   }
 
+  /** Bytes held: the stored entries and what is reserved beside them. */
   get bytes(): number {
-    return this.#bytes;
+    return this.#bytes + this.#reserved;
   }
 
   setPaused(paused: boolean): void {
@@ -62,21 +69,55 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> {
     this.emit('status', { paused });
   }
 
-  /** Numbers an entry at its start, so ids follow arrival order. */
-  nextId(): string {
-    return String(this.#nextId++);
+  reserve(bytes: number): boolean {
+    // Entries are evicted only when that makes room: what is being captured is never evicted for.
+    if (this.#reserved + bytes > this.budgetBytes) return false;
+    while (this.#bytes + this.#reserved + bytes > this.budgetBytes && this.#evictOldest()) {}
+    this.#reserved += bytes;
+    return true;
   }
 
-  add(entry: StoredEntry): void {
-    if (entry.cost > this.budgetBytes) return;
+  reserveSpare(bytes: number): boolean {
+    if (this.#bytes + this.#reserved + bytes > this.budgetBytes) return false;
+    this.#reserved += bytes;
+    return true;
+  }
+
+  release(bytes: number): void {
+    this.#reserved -= bytes;
+  }
+
+  /**
+   * Stores a finished entry, numbering it now (`build` gets its id). One larger than the whole budget is
+   * not kept (its bodies were reserved chunk by chunk, so only its heads can make it so).
+   */
+  add(build: (id: string) => StoredEntry): StoredEntry {
+    const entry = build(String(this.#nextId++));
+    if (entry.cost > this.budgetBytes) return entry;
     this.#entries.set(entry.id, entry);
     this.#bytes += entry.cost;
-    for (const [id, oldest] of this.#entries) {
-      if (this.#bytes <= this.budgetBytes && this.#entries.size <= this.maxEntries) break;
-      this.#entries.delete(id);
-      this.#bytes -= oldest.cost;
-    }
+    while (
+      (this.#bytes + this.#reserved > this.budgetBytes || this.#entries.size > this.maxEntries) &&
+      this.#entries.size > 1 &&
+      this.#evictOldest()
+    ) {}
     this.emit('entry', entry);
+    return entry;
+  }
+
+  #evictOldest(): boolean {
+    for (const [id, oldest] of this.#entries) {
+      this.#entries.delete(id);
+      this.#drop(oldest);
+      return true;
+    }
+    return false;
+  }
+
+  #drop(entry: StoredEntry): void {
+    this.#bytes -= entry.cost;
+    entry.request.retire();
+    entry.response.retire();
   }
 
   get(id: string): StoredEntry | undefined {
@@ -94,8 +135,8 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> {
   }
 
   clear(): void {
+    for (const entry of this.#entries.values()) this.#drop(entry);
     this.#entries.clear();
-    this.#bytes = 0;
     this.emit('clear');
   }
 }

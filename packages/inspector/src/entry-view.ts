@@ -1,5 +1,4 @@
 import type { BodyCapture } from './body-capture.js';
-import { decodeBody } from './body-decoding.js';
 import type { Body, Entry, EntrySummary } from './entry.js';
 import { clientOf, headerValue, type StoredEntry, splitTarget } from './stored-entry.js';
 
@@ -31,27 +30,28 @@ export function pairs(flat: readonly string[]): [string, string][] {
   return out;
 }
 
-/** The decoded text of a body for search and display: decoded when encoded and decodable. */
-export function decodedBytes(body: BodyCapture, headers: readonly string[]): Buffer {
-  const raw = body.bytes();
-  return decodeBody(raw, headerValue(headers, 'content-encoding')) ?? raw;
+/** A body's decoded bytes when it has a Content-Encoding that decodes (see BodyCapture.decoded). */
+export function decodedOf(body: BodyCapture, headers: readonly string[]): Buffer | undefined {
+  return body.decoded(headerValue(headers, 'content-encoding'));
+}
+
+/** The bytes body search looks into: decoded when it decodes, else as captured. */
+export function searchedBytes(body: BodyCapture, headers: readonly string[]): Buffer {
+  return decodedOf(body, headers) ?? body.bytes();
 }
 
 function toBody(body: BodyCapture, headers: readonly string[]): Body {
   const raw = body.bytes();
-  const encoding = headerValue(headers, 'content-encoding') ?? null;
   const out: Body = {
     base64: raw.toString('base64'),
     size: body.size,
     captured: body.captured,
     truncated: body.truncated,
     contentType: headerValue(headers, 'content-type') ?? null,
-    encoding,
+    encoding: headerValue(headers, 'content-encoding') ?? null,
   };
-  if (encoding !== null && !body.truncated) {
-    const decoded = decodeBody(raw, encoding);
-    if (decoded !== undefined) out.decodedBase64 = decoded.toString('base64');
-  }
+  const decoded = decodedOf(body, headers);
+  if (decoded !== undefined) out.decodedBase64 = decoded.toString('base64');
   return out;
 }
 

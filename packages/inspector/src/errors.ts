@@ -8,6 +8,8 @@ export const InspectorErrorCode = {
   FORBIDDEN_HOST: 'TUNNEL2_ERR_INSPECTOR_FORBIDDEN_HOST',
   REPLAY_FAILED: 'TUNNEL2_ERR_INSPECTOR_REPLAY_FAILED',
   LISTEN_FAILED: 'TUNNEL2_ERR_INSPECTOR_LISTEN_FAILED',
+  /** A failure of the inspector itself (a bug): the API answers 500 with it. */
+  INTERNAL: 'TUNNEL2_ERR_INSPECTOR_INTERNAL',
 } as const;
 export type InspectorErrorCode = (typeof InspectorErrorCode)[keyof typeof InspectorErrorCode];
 
@@ -21,6 +23,7 @@ export const inspectorErrorStatus: Record<InspectorErrorCode, number> = {
   [InspectorErrorCode.FORBIDDEN_HOST]: 403,
   [InspectorErrorCode.REPLAY_FAILED]: 502,
   [InspectorErrorCode.LISTEN_FAILED]: 500,
+  [InspectorErrorCode.INTERNAL]: 500,
 };
 
 export class InspectorError extends Error {

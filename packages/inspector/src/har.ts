@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { pairs } from './entry-view.js';
 import type { StoredEntry } from './stored-entry.js';
 import { clientOf, headerValue } from './stored-entry.js';
@@ -32,8 +33,7 @@ function headersSize(flat: readonly string[]): number {
 
 /** Text when the bytes are valid UTF-8, else base64 (HAR's `encoding` field). */
 function text(bytes: Buffer): { text: string; encoding?: 'base64' } {
-  const asText = bytes.toString('utf8');
-  if (Buffer.byteLength(asText) === bytes.length && !asText.includes('\uFFFD')) return { text: asText };
+  if (isUtf8(bytes)) return { text: bytes.toString('utf8') };
   return { text: bytes.toString('base64'), encoding: 'base64' };
 }
 

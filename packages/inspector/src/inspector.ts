@@ -20,7 +20,7 @@ export interface InspectorOptions {
   host?: string;
   /** Default: the first free of 4040..4049, else an ephemeral port. 0: an ephemeral port. */
   port?: number;
-  /** Bytes kept of each body (default 1 MiB). */
+  /** Bytes kept of each body (default 1 MiB; at most half the budget, lowered to that when above). */
   bodyLimit?: number;
   /** Bytes all entries together may hold (default 64 MiB). */
   budget?: number;
@@ -68,8 +68,12 @@ function validLimit(name: string, value: number | undefined, fallback: number): 
 
 /** Starts the inspector: the capture store and its HTTP server (API and page), listening when it resolves. */
 export async function createInspector(options: InspectorOptions): Promise<Inspector> {
-  const bodyLimit = validLimit('inspect body limit', options.bodyLimit, DEFAULT_BODY_LIMIT);
   const store = new EntryStore({ budgetBytes: options.budget, maxEntries: options.maxEntries });
+  // Each exchange captures two bodies within the budget: a limit past half of it could never be kept whole.
+  const bodyLimit = Math.min(
+    validLimit('inspect body limit', options.bodyLimit, DEFAULT_BODY_LIMIT),
+    Math.floor(store.budgetBytes / 2),
+  );
   const events = new EventStream();
   // Summaries are built only for a page that listens: with none, a finished exchange costs no JSON.
   store.on('entry', (entry) => {
@@ -77,6 +81,7 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
   });
   store.on('clear', () => events.send('clear', {}));
   store.on('status', (status) => events.send('status', status));
+  const closing = new AbortController();
   const host = options.host ?? DEFAULT_INSPECTOR_HOST;
   let publicUrl: string | null = null;
   let hostAllowed: (host: string | undefined) => boolean = () => false;
@@ -90,6 +95,7 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
       staticDir: options.staticDir ?? defaultStaticDir(),
       publicUrl: () => publicUrl,
       hostAllowed: (h) => hostAllowed(h),
+      closing: closing.signal,
     }),
   );
   const ports = options.port === undefined ? [...DEFAULT_INSPECTOR_PORTS, 0] : [options.port];
@@ -129,6 +135,7 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
     },
     close: () =>
       new Promise<void>((resolve) => {
+        closing.abort();
         events.close();
         server.close(() => resolve());
         server.closeAllConnections();

@@ -1,6 +1,8 @@
-import { request as httpRequest } from 'node:http';
+import { type ClientRequest, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { withoutHopByHop } from '@tunnel2/protocol';
 import { ExchangeRecorder } from './capture.js';
+import type { EntryError } from './entry.js';
 import type { EntryStore } from './entry-store.js';
 import { InspectorError, InspectorErrorCode } from './errors.js';
 import type { StoredEntry } from './stored-entry.js';
@@ -11,6 +13,12 @@ export interface ReplayTarget {
   origin: string;
   /** A path prefix the agent adds to every request target ('' when none). */
   basePath: string;
+  /**
+   * The agent's own forwarding of a request head (hop-by-hop fields out, Host as its --host-header says), so a
+   * replay reaches the target as the tunnelled request did. Default: hop-by-hop fields, Expect and Host out,
+   * then Host set to the target's.
+   */
+  forwardHeaders?: (raw: string[]) => string[];
 }
 
 export interface ReplayEdits {
@@ -20,22 +28,12 @@ export interface ReplayEdits {
   bodyBase64?: string;
 }
 
-/** Not sent again: hop-by-hop fields, and the framing, which the replayed body sets anew. */
-const DROPPED = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'upgrade',
-  'transfer-encoding',
-  'content-length',
-  'expect',
-  'host',
-]);
+/** The framing, which the replayed body sets anew (hop-by-hop fields are gone already). */
+const REFRAMED = new Set(['content-length', 'transfer-encoding', 'expect']);
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const REPLAY_HEAD_TIMEOUT_MS = 30_000;
+/** The target sent nothing (no head, no body bytes) for this long: the replay is given up. */
+export const REPLAY_IDLE_TIMEOUT_MS = 30_000;
 
 /** Validates the edits a client sent (the JSON body of `POST /api/entries/:id/replay`). */
 export function parseEdits(value: unknown): ReplayEdits {
@@ -79,10 +77,51 @@ function bad(message: string): InspectorError {
   return new InspectorError(InspectorErrorCode.BAD_REQUEST, message);
 }
 
+function defaultForward(origin: URL): (raw: string[]) => string[] {
+  return (raw) => {
+    const out = ['Host', origin.host];
+    const headers = withoutHopByHop(raw);
+    for (let i = 0; i + 1 < headers.length; i += 2) {
+      const lower = headers[i]!.toLowerCase();
+      if (lower !== 'host' && lower !== 'expect') out.push(headers[i]!, headers[i + 1]!);
+    }
+    return out;
+  };
+}
+
+/** The request a replay sends: the original's or the edits', its head forwarded as the agent forwards. */
+function replayedRequest(
+  original: StoredEntry,
+  edits: ReplayEdits,
+  target: ReplayTarget,
+  origin: URL,
+): { method: string; path: string; headers: string[]; body: Buffer } {
+  if (edits.bodyBase64 === undefined && original.request.truncated) {
+    // Sending the kept part as if whole would answer 200 to a request nobody made.
+    throw bad(
+      `captured ${original.request.captured} of ${original.request.size} bytes; send bodyBase64 to replay it`,
+    );
+  }
+  const method = edits.method ?? original.method;
+  const body =
+    edits.bodyBase64 !== undefined ? Buffer.from(edits.bodyBase64, 'base64') : original.request.bytes();
+  const source = edits.headers?.flat() ?? [...original.requestHeaders];
+  const forwarded = (target.forwardHeaders ?? defaultForward(origin))(source);
+  const headers: string[] = [];
+  for (let i = 0; i + 1 < forwarded.length; i += 2) {
+    if (!REFRAMED.has(forwarded[i]!.toLowerCase())) headers.push(forwarded[i]!, forwarded[i + 1]!);
+  }
+  if (body.length > 0 || !['GET', 'HEAD', 'DELETE', 'OPTIONS'].includes(method)) {
+    headers.push('Content-Length', String(body.length));
+  }
+  return { method, path: edits.path ?? original.target, headers, body };
+}
+
 /**
  * Sends an entry's request (with edits) straight to the local target and records the exchange as a new
- * entry with `replayOf`. Resolves with it once the response ended; the response streams into the capture
- * (kept up to the body limit), never buffered whole.
+ * entry with `replayOf`. Resolves with it once the response ended or failed (the failure is in the entry);
+ * the response streams into the capture (kept up to the body limit), never buffered whole. `signal` cancels
+ * it (the API client went away, the inspector closes); a target silent for 30 s ends it too.
  */
 export function replay(
   original: StoredEntry,
@@ -90,53 +129,69 @@ export function replay(
   target: ReplayTarget,
   store: EntryStore,
   bodyLimit: number,
+  signal: AbortSignal,
 ): Promise<StoredEntry> {
-  const method = edits.method ?? original.method;
-  const path = edits.path ?? original.target;
-  const source = edits.headers?.flat() ?? (original.requestHeaders as string[]);
-  const body =
-    edits.bodyBase64 !== undefined ? Buffer.from(edits.bodyBase64, 'base64') : original.request.bytes();
   const origin = new URL(target.origin);
-  const headers: string[] = ['Host', origin.host];
-  for (let i = 0; i + 1 < source.length; i += 2) {
-    if (!DROPPED.has(source[i]!.toLowerCase())) headers.push(source[i]!, source[i + 1]!);
-  }
-  if (body.length > 0 || !['GET', 'HEAD', 'DELETE', 'OPTIONS'].includes(method)) {
-    headers.push('Content-Length', String(body.length));
-  }
+  const { method, path, headers, body } = replayedRequest(original, edits, target, origin);
+  if (signal.aborted) throw new InspectorError(InspectorErrorCode.REPLAY_FAILED, 'replay cancelled');
   const recorder = new ExchangeRecorder(
     store,
     { method, target: path, headers, clientAddress: 'replay', replayOf: original.id },
     bodyLimit,
   );
   if (body.length > 0) recorder.requestData(body);
-  return new Promise((resolve, reject) => {
-    const finish = (entry: StoredEntry | undefined): void => {
-      if (entry !== undefined) resolve(entry);
+  return new Promise((resolve) => {
+    /** Why it ended early, when it did: set before the request is destroyed. */
+    let failure: EntryError | undefined;
+    let done = false;
+    const settle = (error: EntryError | undefined): void => {
+      if (done) return;
+      done = true;
+      signal.removeEventListener('abort', onAbort);
+      resolve(recorder.finish(error)!);
     };
-    const req = (origin.protocol === 'https:' ? httpsRequest : httpRequest)({
-      hostname: origin.hostname.replace(/^\[|\]$/g, ''),
-      port: origin.port,
-      method,
-      path: target.basePath + path,
-      headers,
-      setHost: false,
-      agent: false,
-      timeout: REPLAY_HEAD_TIMEOUT_MS,
-    });
-    req.on('timeout', () => req.destroy(new Error('no answer from the local target in 30 s')));
+    const stop = (error: EntryError): void => {
+      failure ??= error;
+      req.destroy(new Error(error.message));
+    };
+    const onAbort = (): void => stop({ code: 'replay_cancelled', message: 'replay cancelled' });
+    let req: ClientRequest;
+    try {
+      req = (origin.protocol === 'https:' ? httpsRequest : httpRequest)({
+        hostname: origin.hostname.replace(/^\[|\]$/g, ''),
+        port: origin.port,
+        method,
+        path: target.basePath + path,
+        headers,
+        setHost: false,
+        agent: false,
+        // An idle timeout on the socket: it covers the wait for the head and every gap in the body.
+        timeout: REPLAY_IDLE_TIMEOUT_MS,
+      });
+    } catch (err) {
+      recorder.finish({ code: 'replay_failed', message: String(err) });
+      throw new InspectorError(InspectorErrorCode.REPLAY_FAILED, String(err), { cause: err });
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+    req.on('timeout', () =>
+      stop({
+        code: 'replay_timeout',
+        message: `the local target sent nothing for ${REPLAY_IDLE_TIMEOUT_MS / 1000} s`,
+      }),
+    );
     req.on('response', (res) => {
-      req.setTimeout(0);
       recorder.responseHead(res.statusCode ?? 0, res.rawHeaders);
       res.on('data', (chunk: Buffer) => recorder.responseData(chunk));
-      res.on('end', () => finish(recorder.finish()));
-      res.on('error', (err) => finish(recorder.finish({ code: 'response_aborted', message: err.message })));
+      res.on('error', () => {});
+      res.on('close', () =>
+        settle(
+          res.complete
+            ? undefined
+            : (failure ?? { code: 'response_aborted', message: 'the response ended early' }),
+        ),
+      );
     });
-    req.on('error', (err) => {
-      const entry = recorder.finish({ code: 'replay_failed', message: err.message });
-      if (entry !== undefined) resolve(entry);
-      else reject(new InspectorError(InspectorErrorCode.REPLAY_FAILED, err.message, { cause: err }));
-    });
+    req.on('error', (err) => settle(failure ?? { code: 'replay_failed', message: err.message }));
     req.end(body);
   });
 }

@@ -98,9 +98,20 @@ async function load() {
 }
 
 let reloadTimer;
+function planReload(ms) {
+  reloadTimer = setTimeout(() => {
+    reloadTimer = undefined;
+    void load();
+  }, ms);
+}
+/** Typing: every keystroke restarts the wait (debounce), so the list reloads once typing pauses. */
 function reloadSoon(ms = 150) {
   clearTimeout(reloadTimer);
-  reloadTimer = setTimeout(load, ms);
+  planReload(ms);
+}
+/** Live entries: a reload already planned is left alone (throttle): a steady stream cannot postpone it. */
+function reloadLive() {
+  if (reloadTimer === undefined) planReload(150);
 }
 
 function rowOf(id) {
@@ -211,7 +222,7 @@ events.addEventListener('entry', (m) => {
   const entry = JSON.parse(m.data);
   // Server-side filters (body text, headers) cannot be checked here: ask the server again.
   if (filtering()) {
-    reloadSoon();
+    reloadLive();
     return;
   }
   if (rowOf(entry.id) !== null) return;

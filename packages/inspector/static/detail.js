@@ -33,7 +33,20 @@ function entryView(ctx, entry) {
     'div',
     { class: 'actions' },
     entry.kind === 'http' &&
-      el('button', { type: 'button', 'data-action': 'replay', onclick: () => replay(ctx, entry) }, 'Replay'),
+      el(
+        'button',
+        {
+          type: 'button',
+          'data-action': 'replay',
+          onclick: () => replay(ctx, entry),
+          // The server refuses it: the kept part sent as if whole would be a request nobody made.
+          disabled: entry.requestBody.truncated,
+          title: entry.requestBody.truncated
+            ? `The body was captured only in part (${entry.requestBody.captured} of ${entry.requestBody.size} bytes): use Edit & replay to send a body`
+            : undefined,
+        },
+        'Replay',
+      ),
     entry.kind === 'http' &&
       el(
         'button',
@@ -181,7 +194,17 @@ function editForm(ctx, entry) {
   headersBox.value = headerLines(headers);
   const bodyBox = el('textarea', { id: 'edit-body', rows: 8, 'aria-label': 'body' });
   bodyBox.value = new TextDecoder().decode(bytes);
+  // Binary bytes do not survive the round trip through text (they become U+FFFD): untouched, the body is
+  // sent as the bytes shown (decoded when it was, as its Content-Encoding is left out above).
+  const shownText = bodyBox.value;
   const problem = el('p', { class: 'error-text' });
+  const cut = entry.requestBody.truncated
+    ? el(
+        'p',
+        { class: 'note' },
+        `The body was captured only in part (${entry.requestBody.captured} of ${entry.requestBody.size} bytes): left as is, only that part is sent.`,
+      )
+    : undefined;
   const form = el(
     'form',
     {
@@ -199,7 +222,7 @@ function editForm(ctx, entry) {
           method: method.value.trim(),
           path: path.value.trim(),
           headers: edited,
-          bodyBase64: toBase64(new TextEncoder().encode(bodyBox.value)),
+          bodyBase64: toBase64(bodyBox.value === shownText ? bytes : new TextEncoder().encode(bodyBox.value)),
         });
       },
     },
@@ -207,6 +230,7 @@ function editForm(ctx, entry) {
     el('label', {}, 'Headers (one "Name: value" per line)'),
     headersBox,
     el('label', {}, 'Body'),
+    cut,
     bodyBox,
     problem,
     el(

@@ -81,9 +81,55 @@ describe('entry store', () => {
     expect(store.count).toBe(4);
     expect(store.get('20')).toBeDefined();
     expect(store.get('16')).toBeUndefined();
-    record(store, 100_000, Buffer.alloc(60_000));
-    expect(store.get('21')).toBeUndefined();
-    expect(store.count).toBe(4);
+    // A body larger than the whole budget is counted, not copied (it never held the budget), and nothing
+    // is evicted for it: its entry is kept, marked truncated at 0 bytes.
+    const big = record(store, 100_000, Buffer.alloc(60_000))!;
+    expect(store.get('21')).toBe(big);
+    expect(toEntry(big).requestBody).toMatchObject({ size: 60_000, captured: 0, truncated: true });
+    expect(store.get('17')).toBeDefined();
+    expect(store.count).toBe(5);
+    expect(store.bytes).toBeLessThanOrEqual(50_000);
+  });
+
+  it('counts bodies still being captured against the budget: concurrent exchanges cannot exceed it', () => {
+    const store = new EntryStore({ budgetBytes: 100_000 });
+    const capture = createCapture(store, 50_000);
+    const open = Array.from(
+      { length: 20 },
+      (_, i) => capture.begin({ method: 'POST', target: `/${i}`, headers: [] })!,
+    );
+    for (let round = 0; round < 3; round++) {
+      for (const recorder of open) {
+        recorder.requestData(Buffer.alloc(10_000, round));
+        expect(store.bytes).toBeLessThanOrEqual(100_000);
+      }
+    }
+    const entries = open.map((recorder) => recorder.finish()!);
+    const kept = entries.reduce((sum, e) => sum + e.request.captured, 0);
+    expect(kept).toBeLessThanOrEqual(100_000);
+    expect(entries.every((e) => e.request.size === 30_000)).toBe(true);
+    expect(entries.filter((e) => e.request.truncated).length).toBeGreaterThan(0);
+    // What a truncated body kept is a prefix: once refused, a body copies nothing more.
+    const sent = Buffer.concat([0, 1, 2].map((round) => Buffer.alloc(10_000, round)));
+    for (const e of entries)
+      expect(e.request.bytes().equals(sent.subarray(0, e.request.captured))).toBe(true);
+    expect(store.bytes).toBeLessThanOrEqual(100_000);
+    store.clear();
+    expect(store.bytes).toBe(0);
+  });
+
+  it('numbers entries when they are stored: ids follow the list order when exchanges finish out of order', () => {
+    const store = new EntryStore();
+    const capture = createCapture(store, 100);
+    const slow = capture.begin({ method: 'GET', target: '/slow', headers: [] })!;
+    const fast = capture.begin({ method: 'GET', target: '/fast', headers: [] })!;
+    fast.finish();
+    slow.finish();
+    const listed = [...store.newestFirst()].map((e) => [e.target, e.id]);
+    expect(listed).toEqual([
+      ['/slow', '2'],
+      ['/fast', '1'],
+    ]);
   });
 
   it('clear empties it and says so', () => {
@@ -107,6 +153,33 @@ describe('filters', () => {
     expect(toEntry(entry).requestBody.decodedBase64).toBe(
       Buffer.from('{"event":"Invoice.Paid"}').toString('base64'),
     );
+  });
+
+  it('decodes only within the body limit, never a truncated body, and charges a kept decoding to the budget', () => {
+    const store = new EntryStore({ budgetBytes: 1 << 20 });
+    const plain = Buffer.from('x'.repeat(5_000));
+    const small = record(store, 10_000, gzipSync(plain), ['Content-Encoding', 'gzip'])!;
+    const before = store.bytes;
+    expect(Buffer.from(toEntry(small).requestBody.decodedBase64!, 'base64').equals(plain)).toBe(true);
+    expect(store.bytes).toBe(before + plain.length);
+    toEntry(small);
+    expect(store.bytes).toBe(before + plain.length); // decoded once, kept
+
+    // 20,000 bytes once decoded, over the 10,000-byte limit: not decoded, searched as captured.
+    const bomb = record(store, 10_000, gzipSync(`needle${'y'.repeat(20_000)}`), [
+      'Content-Encoding',
+      'gzip',
+    ])!;
+    expect(bomb.request.truncated).toBe(false);
+    expect(toEntry(bomb).requestBody.decodedBase64).toBeUndefined();
+    expect(matches(bomb, parseFilter(new URLSearchParams('body=needle')))).toBe(false);
+
+    const cut = record(store, 10, gzipSync(plain), ['Content-Encoding', 'gzip'])!;
+    expect(cut.request.truncated).toBe(true);
+    expect(toEntry(cut).requestBody.decodedBase64).toBeUndefined();
+
+    store.clear();
+    expect(store.bytes).toBe(0);
   });
 
   it('method, status class or code, path and header', () => {

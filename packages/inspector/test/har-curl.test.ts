@@ -147,3 +147,28 @@ describe('copy as curl (run with real curl against a server that records the raw
     });
   }
 });
+
+describe('copy as curl: hop-by-hop fields', () => {
+  it('leaves out the fields Connection names and Transfer-Encoding, as the agent does', () => {
+    const captured = entry(
+      'POST',
+      '/',
+      [
+        'Host',
+        'x',
+        'Connection',
+        'keep-alive, X-Hop',
+        'X-Hop',
+        'secret',
+        'Transfer-Encoding',
+        'chunked',
+        'X-Kept',
+        '1',
+      ],
+      Buffer.from('a'),
+    );
+    const command = toCurl(captured, { baseUrl: 'http://127.0.0.1:1' });
+    expect(command).toContain("'X-Kept: 1'");
+    expect(command).not.toMatch(/X-Hop|Connection|Transfer-Encoding/i);
+  });
+});

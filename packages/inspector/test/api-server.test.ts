@@ -1,0 +1,163 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { EntrySummary } from '../src/entry.js';
+import { createInspector, type Inspector } from '../src/inspector.js';
+import type { StoredEntry } from '../src/stored-entry.js';
+
+interface Seen {
+  req: IncomingMessage;
+  res: ServerResponse;
+  body: Buffer;
+}
+
+/** A local target: each request is handed to `answer` once its body arrived. */
+async function startTarget(answer: (seen: Seen) => void): Promise<{ server: Server; origin: string }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => answer({ req, res, body: Buffer.concat(chunks) }));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+const open: { close(): unknown }[] = [];
+afterEach(async () => {
+  for (const thing of open.splice(0)) await thing.close();
+});
+
+async function inspectorFor(
+  origin: string,
+  options: { bodyLimit?: number; budget?: number; forwardHeaders?: (raw: string[]) => string[] } = {},
+): Promise<Inspector> {
+  const inspector = await createInspector({
+    target: { origin, basePath: '', forwardHeaders: options.forwardHeaders },
+    port: 0,
+    bodyLimit: options.bodyLimit,
+    budget: options.budget,
+  });
+  open.push(inspector);
+  return inspector;
+}
+
+function post(inspector: Inspector, id: string, body?: unknown): Promise<Response> {
+  return fetch(`${inspector.url}/api/entries/${id}/replay`, {
+    method: 'POST',
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+
+/** Records one finished POST as the agent would. */
+function recordPost(inspector: Inspector, body: Buffer, headers: string[] = []): StoredEntry {
+  const r = inspector.capture.begin({ method: 'POST', target: '/hook', headers })!;
+  r.requestData(body);
+  r.responseHead(200, []);
+  return r.finish()!;
+}
+
+describe('inspector API', () => {
+  it('before=<id> pages follow the list when exchanges finish out of order', async () => {
+    const inspector = await inspectorFor('http://127.0.0.1:9');
+    const started = ['/a', '/b', '/c', '/d'].map(
+      (target) => inspector.capture.begin({ method: 'GET', target, headers: [] })!,
+    );
+    for (const i of [2, 0, 3, 1]) started[i]!.finish();
+    const paths: string[] = [];
+    let before = '';
+    for (let page = 0; page < 4; page++) {
+      const res = await fetch(`${inspector.url}/api/entries?limit=1${before}`);
+      const { entries } = (await res.json()) as { entries: EntrySummary[] };
+      if (entries.length === 0) break;
+      paths.push(entries[0]!.path);
+      before = `&before=${entries[0]!.id}`;
+    }
+    expect(paths).toEqual(['/b', '/d', '/a', '/c']);
+  });
+
+  it('a malformed %-escape is a 400 BAD_REQUEST, not a 502', async () => {
+    const inspector = await inspectorFor('http://127.0.0.1:9');
+    const res = await fetch(`${inspector.url}/api/entries/%zz`);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
+      'TUNNEL2_ERR_INSPECTOR_BAD_REQUEST',
+    );
+  });
+
+  it('keeps the body limit within half the budget', async () => {
+    const inspector = await inspectorFor('http://127.0.0.1:9', { bodyLimit: 10_000_000, budget: 1_000_000 });
+    const status = (await (await fetch(`${inspector.url}/api/status`)).json()) as { bodyLimit: number };
+    expect(status.bodyLimit).toBe(500_000);
+  });
+});
+
+describe('replay', () => {
+  it('refuses a truncated body unless the client sends one', async () => {
+    const seen: Seen[] = [];
+    const { server, origin } = await startTarget((s) => {
+      seen.push(s);
+      s.res.end('ok');
+    });
+    open.push(server);
+    const inspector = await inspectorFor(origin, { bodyLimit: 10 });
+    const entry = recordPost(inspector, Buffer.alloc(100, 'x'));
+    const refused = await post(inspector, entry.id);
+    expect(refused.status).toBe(400);
+    const { error } = (await refused.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('TUNNEL2_ERR_INSPECTOR_BAD_REQUEST');
+    expect(error.message).toContain('captured 10 of 100 bytes');
+    expect(seen).toHaveLength(0);
+    const whole = await post(inspector, entry.id, { bodyBase64: Buffer.alloc(100, 'y').toString('base64') });
+    expect(whole.status).toBe(200);
+    expect(seen[0]!.body.length).toBe(100);
+  });
+
+  it('forwards the head as the agent does: fields named in Connection out; the hook decides Host', async () => {
+    const seen: Seen[] = [];
+    const { server, origin } = await startTarget((s) => {
+      seen.push(s);
+      s.res.end('ok');
+    });
+    open.push(server);
+    const headers = ['Host', 'public.example', 'Connection', 'x-hop', 'X-Hop', 'secret', 'X-Kept', '1'];
+    const plain = await inspectorFor(origin);
+    await post(plain, recordPost(plain, Buffer.from('a'), headers).id);
+    expect(seen[0]!.req.headers.host).toBe(new URL(origin).host);
+    expect(seen[0]!.req.headers['x-hop']).toBeUndefined();
+    expect(seen[0]!.req.headers['x-kept']).toBe('1');
+    // The agent's own forwarding (here: --host-header preserve) is used when given.
+    const preserving = await inspectorFor(origin, { forwardHeaders: (raw) => raw.slice(0, 2) });
+    await post(preserving, recordPost(preserving, Buffer.from('a'), headers).id);
+    expect(seen[1]!.req.headers.host).toBe('public.example');
+    expect(seen[1]!.req.headers['x-kept']).toBeUndefined();
+  });
+
+  for (const how of ['the API client goes away', 'the inspector closes'] as const) {
+    it(`stops a streaming replay when ${how}`, async () => {
+      let answering: (res: ServerResponse) => void = () => {};
+      const answered = new Promise<ServerResponse>((r) => {
+        answering = r;
+      });
+      const { server, origin } = await startTarget(({ res }) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: first\n\n', () => answering(res));
+      });
+      open.push({ close: () => server.closeAllConnections() }, server);
+      const inspector = await inspectorFor(origin);
+      const entry = recordPost(inspector, Buffer.from('go'));
+      const client = request(`${inspector.url}/api/entries/${entry.id}/replay`, { method: 'POST' });
+      client.on('error', () => {});
+      client.end();
+      const res = await answered;
+      const stored = once(inspector.store, 'entry') as Promise<[StoredEntry]>;
+      if (how === 'the API client goes away') client.destroy();
+      else await inspector.close();
+      await once(res, 'close');
+      const [replayed] = await stored;
+      expect(replayed.replayOf).toBe(entry.id);
+      expect(replayed.error?.code).toBe('replay_cancelled');
+    });
+  }
+});
