@@ -73,22 +73,19 @@ export function forwardUpgrade(
 ): void {
   const headers = cluster.hopHeaders(req, hopOrigin(req, options.clients));
   options.inFlight.start();
-  cluster.hop.forwardUpgrade(
-    owner,
-    req,
-    socket,
-    head,
-    headers,
-    (err) => {
+  cluster.hop.forwardUpgrade(owner, req, socket, head, headers, {
+    failed: (err) => {
       options.inFlight.finish();
       unreachable(cluster, owner, name, options, err);
       rejectUpgrade(socket, unreachableOwner(name, owner));
     },
-    () => {
+    // The client left first: nothing is known of the peer, so it is not marked unreachable.
+    abandoned: () => options.inFlight.finish(),
+    finished: () => {
       cluster.counters.forwarded.ok++;
       options.inFlight.finish();
     },
-  );
+  });
 }
 
 function unreachable(
