@@ -9,7 +9,7 @@ import { withoutHopByHop } from '@tunnel2/protocol';
 import type { Dispatcher, Pool } from 'undici';
 import { EdgeErrorCode } from '../errors.js';
 import { writeInformational } from '../informational.js';
-import { pairs } from '../raw-http.js';
+import { isIdempotent, pairs } from '../raw-http.js';
 import type { OwnerEntry } from './owner-cache.js';
 
 type DispatchController = Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[0];
@@ -90,6 +90,14 @@ class HopRelay implements Dispatcher.DispatchHandler {
     });
   }
 
+  /**
+   * TUNNEL_OFFLINE is also the owner's answer when its agent disconnected after it got the request: a
+   * method that must not run twice (RFC 9110 §9.2.2) is answered with it, as one node would.
+   */
+  #unprocessed(code: string | undefined): boolean {
+    return code !== EdgeErrorCode.TUNNEL_OFFLINE || isIdempotent(this.#req.method);
+  }
+
   onRequestStart(controller: DispatchController): void {
     this.#controller = controller;
     if (this.#res.destroyed) controller.abort(new Error('the client went away'));
@@ -111,7 +119,7 @@ class HopRelay implements Dispatcher.DispatchHandler {
       return;
     }
     this.#edgeError = field(raw, 'x-tunnel2-error');
-    if (this.#reroutable && isNotHere(this.#edgeError)) {
+    if (this.#reroutable && isNotHere(this.#edgeError) && this.#unprocessed(this.#edgeError)) {
       // The session left that node (its agent reconnected elsewhere, or that node drains): the caller
       // looks for it again instead of relaying a refusal the client did not earn.
       this.#moved = true;
@@ -162,8 +170,8 @@ export interface NodeHopOptions {
 
 /**
  * How a forwarded exchange ended, for the caller's metrics and cache. `moved`: the owner answered "not
- * here" to a request without a body, and nothing was written to the client (only when the caller asked
- * for `reroutable`).
+ * here" to a request without a body that cannot have run there (or may run twice), and nothing was
+ * written to the client (only when the caller asked for `reroutable`).
  */
 export type HopOutcome = 'ok' | 'unreachable' | 'aborted' | 'moved';
 
