@@ -1,13 +1,12 @@
 import { once } from 'node:events';
 import { request } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
-import { buildEdge, type Edge } from '@tunnel2/edge';
+import type { Edge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
-import { silent, until } from './support/stack.js';
-
-const SECRET = 'a-cluster-secret-of-at-least-32-characters';
+import { until } from './support/stack.js';
+import { twoNodes } from './support/two-nodes.js';
 
 type Backend = Awaited<ReturnType<typeof createTestBackend>>;
 
@@ -18,6 +17,7 @@ type Backend = Awaited<ReturnType<typeof createTestBackend>>;
 describe('an upgrade forwarded to a peer that never connects', () => {
   let a: Edge;
   let b: Edge;
+  let portA: number;
   let silentPeer: Server;
   const accepted: Socket[] = [];
   let backend: Backend;
@@ -31,22 +31,11 @@ describe('an upgrade forwarded to a peer that never connects', () => {
     silentPeer.listen(0, '127.0.0.1');
     await once(silentPeer, 'listening');
     const { port } = silentPeer.address() as { port: number };
-    a = buildEdge({
-      port: 0,
-      logger: silent,
-      nodeId: 'node-a',
+    ({ a, b, portA } = await twoNodes({
       // Far beyond the test: only the client's leaving can end the connect phase.
-      cluster: { secret: SECRET, connectTimeoutMs: 60_000 },
-    });
-    b = buildEdge({
-      port: 0,
-      logger: silent,
-      nodeId: 'node-b',
-      registry: a.options.registry,
-      cluster: { secret: SECRET, nodeUrl: `https://127.0.0.1:${port}/` },
-    });
-    await a.listen();
-    await b.listen();
+      a: { cluster: { connectTimeoutMs: 60_000 } },
+      b: { cluster: { nodeUrl: `https://127.0.0.1:${port}/` } },
+    }));
     backend = await createTestBackend();
     tunnel = await connect({ target: backend.port, server: b.url, subdomain: 'shop' });
   });
@@ -61,10 +50,9 @@ describe('an upgrade forwarded to a peer that never connects', () => {
   });
 
   it('finishes the in-flight count and drops the peer connection when the client leaves first', async () => {
-    const port = Number(new URL(a.url).port);
     const req = request({
       host: '127.0.0.1',
-      port,
+      port: portA,
       path: '/ws',
       agent: false,
       headers: {

@@ -1,12 +1,10 @@
 import { once } from 'node:events';
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import { buildEdge, createEdgeMetrics, type Edge, type EdgeMetrics } from '@tunnel2/edge';
+import { createEdgeMetrics, type Edge, type EdgeMetrics } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
 import { send } from './support/http-client.js';
-import { silent } from './support/stack.js';
-
-const SECRET = 'a-cluster-secret-of-at-least-32-characters';
+import { twoNodes } from './support/two-nodes.js';
 
 /** A backend that holds every request to /hold until `release()`, and answers the rest at once. */
 async function holdingBackend(): Promise<{
@@ -33,29 +31,6 @@ async function holdingBackend(): Promise<{
   };
 }
 
-async function nodes(
-  holder: { maxRequestBodyBytes?: number } = {},
-): Promise<{ a: Edge; b: Edge; port: () => number }> {
-  const a = buildEdge({
-    port: 0,
-    logger: silent,
-    nodeId: 'node-a',
-    reconnectWaitMs: 500,
-    cluster: { secret: SECRET },
-  });
-  const b = buildEdge({
-    port: 0,
-    logger: silent,
-    nodeId: 'node-b',
-    registry: a.options.registry,
-    cluster: { secret: SECRET },
-    ...holder,
-  });
-  await a.listen();
-  await b.listen();
-  return { a, b, port: () => Number(new URL(a.url).port) };
-}
-
 function connections(edge: Edge): Promise<number> {
   return new Promise((resolve, reject) =>
     edge.app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))),
@@ -75,12 +50,12 @@ async function reaches(read: () => Promise<number>, want: number): Promise<numbe
 describe('a link whose holder drains (its GOAWAY) while a request still runs on it', () => {
   let a: Edge;
   let b: Edge;
-  let port: () => number;
+  let portA: number;
   let backend: Awaited<ReturnType<typeof holdingBackend>>;
   let tunnel: Tunnel;
 
   beforeAll(async () => {
-    ({ a, b, port } = await nodes());
+    ({ a, b, portA } = await twoNodes({ a: { reconnectWaitMs: 500 } }));
     backend = await holdingBackend();
     tunnel = await connect({ target: backend.port, server: b.url, subdomain: 'shop' });
   });
@@ -94,13 +69,13 @@ describe('a link whose holder drains (its GOAWAY) while a request still runs on 
   });
 
   it('answers new requests at once rather than queueing them behind the draining link', async () => {
-    const first = send({ port: port(), path: '/hold', headers: ['Host', 'shop.localhost'] });
+    const first = send({ port: portA, path: '/hold', headers: ['Host', 'shop.localhost'] });
     while (backend.held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     // B drains: GOAWAY on its links; the held request keeps it (and A's old link) open meanwhile.
     const stopped = b.close(30_000);
     // The first may race the GOAWAY; the second comes after A has read it (a whole reconnect wait later).
     for (let i = 0; i < 2; i++) {
-      const answer = await send({ port: port(), path: '/probe', headers: ['Host', 'shop.localhost'] });
+      const answer = await send({ port: portA, path: '/probe', headers: ['Host', 'shop.localhost'] });
       expect(answer.status).toBeGreaterThanOrEqual(500);
     }
     backend.release();
@@ -112,13 +87,13 @@ describe('a link whose holder drains (its GOAWAY) while a request still runs on 
 describe('a link this node stops using', () => {
   let a: Edge;
   let b: Edge;
-  let port: () => number;
+  let portA: number;
   let backend: Awaited<ReturnType<typeof holdingBackend>>;
   let tunnel: Tunnel;
   let metrics: EdgeMetrics;
 
   beforeAll(async () => {
-    ({ a, b, port } = await nodes({ maxRequestBodyBytes: 1_000 }));
+    ({ a, b, portA } = await twoNodes({ b: { maxRequestBodyBytes: 1_000 } }));
     // Before any link opens: the metrics count refusals on connections they saw arrive.
     metrics = createEdgeMetrics(b, 'test');
     backend = await holdingBackend();
@@ -135,21 +110,21 @@ describe('a link this node stops using', () => {
   });
 
   it('is closed once idle after forget(), not kept alive by heartbeats', async () => {
-    const answer = await send({ port: port(), path: '/x', headers: ['Host', 'shop.localhost'] });
+    const answer = await send({ port: portA, path: '/x', headers: ['Host', 'shop.localhost'] });
     expect(answer.status).toBe(200);
     // The agent's WebSocket and A's link.
     expect(await connections(b)).toBe(2);
     a.cluster?.links?.forget(b.url);
     expect(await reaches(() => connections(b), 1)).toBe(1);
     // The next request opens a new link.
-    const again = await send({ port: port(), path: '/x', headers: ['Host', 'shop.localhost'] });
+    const again = await send({ port: portA, path: '/x', headers: ['Host', 'shop.localhost'] });
     expect(again.status).toBe(200);
     expect(a.cluster?.links?.size).toBe(1);
   });
 
   it("counts the holder's refusal of a request carried over the link in the holder's metrics", async () => {
     const answer = await send({
-      port: port(),
+      port: portA,
       path: '/upload',
       method: 'POST',
       headers: ['Host', 'shop.localhost', 'Content-Length', '5000'],

@@ -1,13 +1,11 @@
 import { once } from 'node:events';
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import { buildEdge, type Edge } from '@tunnel2/edge';
+import type { Edge } from '@tunnel2/edge';
 import { ErrorCode } from '@tunnel2/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
 import { send } from './support/http-client.js';
-import { silent } from './support/stack.js';
-
-const SECRET = 'a-cluster-secret-of-at-least-32-characters';
+import { twoNodes } from './support/two-nodes.js';
 
 /**
  * A backend that counts each path's requests and holds the first of each unanswered (`onHeld` hears it);
@@ -51,20 +49,12 @@ describe.each([
 ])('a request whose agent disconnects on the holder, over %s', (_label, nodeLink) => {
   let a: Edge;
   let b: Edge;
+  let portA: number;
   let backend: Awaited<ReturnType<typeof countingBackend>>;
   let tunnel: Tunnel;
 
   beforeAll(async () => {
-    a = buildEdge({ port: 0, logger: silent, nodeId: 'node-a', cluster: { secret: SECRET } });
-    b = buildEdge({
-      port: 0,
-      logger: silent,
-      nodeId: 'node-b',
-      registry: a.options.registry,
-      cluster: { secret: SECRET, nodeLink },
-    });
-    await a.listen();
-    await b.listen();
+    ({ a, b, portA } = await twoNodes({ b: { cluster: { nodeLink } } }));
     // The holder cuts the agent's session off as soon as the backend holds a request.
     backend = await countingBackend(() =>
       b.sessions.get('shop')?.close(ErrorCode.INTERNAL_ERROR, 'test: agent cut off'),
@@ -84,11 +74,9 @@ describe.each([
     backend?.server.close();
   });
 
-  const port = (): number => Number(new URL(a.url).port);
-
   it('answers a bodyless POST 502 TUNNEL_OFFLINE and never runs it twice', async () => {
     const answer = await send({
-      port: port(),
+      port: portA,
       path: '/once-post',
       method: 'POST',
       headers: ['Host', 'shop.localhost', 'Content-Length', '0'],
@@ -99,7 +87,7 @@ describe.each([
   });
 
   it('sends a GET again once the agent is back (it may run twice)', async () => {
-    const answer = await send({ port: port(), path: '/once-get', headers: ['Host', 'shop.localhost'] });
+    const answer = await send({ port: portA, path: '/once-get', headers: ['Host', 'shop.localhost'] });
     expect(answer.status).toBe(200);
     expect(answer.body.toString()).toBe('run 2');
     expect(backend.hits.get('/once-get')).toBe(2);
