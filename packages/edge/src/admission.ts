@@ -8,7 +8,7 @@ import {
 } from '@tunnel2/protocol';
 import type { AgentConnection } from './agent-connection.js';
 import { EdgeErrorCode } from './errors.js';
-import { busy, type Refusal, restarting } from './refusals.js';
+import { bodyTooLarge, busy, type Refusal, restarting } from './refusals.js';
 import type { SlotWaiter } from './stream-slots.js';
 
 // What a request must pass before a stream of its session is spent on it, and how it gets one: shared by
@@ -54,10 +54,7 @@ export function admit(
     };
   }
   if (request.declaredLength > maxRequestBodyBytes) {
-    return {
-      code: EdgeErrorCode.BODY_TOO_LARGE,
-      message: `request body of ${request.declaredLength} bytes exceeds this edge's limit of ${maxRequestBodyBytes}`,
-    };
+    return bodyTooLarge(request.declaredLength, maxRequestBodyBytes);
   }
   return undefined;
 }

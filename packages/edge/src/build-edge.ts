@@ -17,6 +17,7 @@ import { answerClientError, EDGE_ANSWER_HEADERS, rejectUpgrade, sendEdgeError } 
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
+import { nodeAuthRefusal } from './refusals.js';
 import { SessionTable } from './session-table.js';
 import { TcpTunnels } from './tcp-tunnels.js';
 import { handleTunnelRequest, handleTunnelUpgrade } from './tunnel-ingress.js';
@@ -135,11 +136,6 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     clients,
     cluster,
   };
-  const nodeAuthRefusal = {
-    code: EdgeErrorCode.NODE_AUTH_INVALID,
-    message: 'the request claims to come from another edge node but its signature does not verify',
-  } as const;
-
   const baseUrl = (): URL => new URL(options.publicUrl ?? `http://${options.domain}:${boundPort}`);
   const urlsFor = (name: string): { url: string; urls: string[] } => {
     const base = baseUrl();

@@ -13,33 +13,69 @@ export const EDGE_ANSWER_HEADERS: Readonly<Record<string, string>> = {
   'x-content-type-options': 'nosniff',
 };
 
+/** An answer of the edge's own: its status, its raw header fields (name, value, …) and its body. */
+export interface EdgeAnswer {
+  status: number;
+  headers: string[];
+  body: Buffer;
+}
+
 /**
- * Answers a public request with a short, specific plain-text error. The `x-tunnel2-error` header carries
- * the stable code so scripts and tests never have to read the prose.
+ * The answer the edge writes itself for `code`: a short plain-text body and the `x-tunnel2-error` header
+ * with the stable code, so scripts and tests never have to read the prose. `extraHeaders` come last (names
+ * and values the edge chose, never the client's). One place for every path that answers: a public
+ * response here, a refusal a holder writes on a node link (cluster/link-request.ts).
  */
+export function edgeAnswer(
+  code: EdgeErrorCode,
+  message: string,
+  retryAfterS?: number,
+  extraHeaders?: Readonly<Record<string, string>>,
+): EdgeAnswer {
+  const body = Buffer.from(`${message}\n`);
+  const headers = [
+    'content-type',
+    'text/plain; charset=utf-8',
+    'content-length',
+    String(body.length),
+    ...Object.entries(EDGE_ANSWER_HEADERS).flat(),
+    'x-tunnel2-error',
+    code,
+  ];
+  if (retryAfterS !== undefined) headers.push('retry-after', String(retryAfterS));
+  if (extraHeaders !== undefined) headers.push(...Object.entries(extraHeaders).flat());
+  return { status: statusByCode[code], headers, body };
+}
+
+/** Answers a public request with a short, specific plain-text error (see `edgeAnswer`). */
 export function sendEdgeError(
   res: ServerResponse,
   code: EdgeErrorCode,
   message: string,
   retryAfterS?: number,
-  extraHeaders?: Record<string, string>,
+  extraHeaders?: Readonly<Record<string, string>>,
 ): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = `${message}\n`;
-  const headers: Record<string, string | number> = {
-    'content-type': 'text/plain; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    ...EDGE_ANSWER_HEADERS,
-    'x-tunnel2-error': code,
-  };
-  if (retryAfterS !== undefined) headers['retry-after'] = retryAfterS;
-  if (extraHeaders !== undefined) Object.assign(headers, extraHeaders);
-  res.writeHead(statusByCode[code], headers);
-  res.end(body);
+  const answer = edgeAnswer(code, message, retryAfterS, extraHeaders);
+  res.writeHead(answer.status, answer.headers);
+  res.end(answer.body);
   publishRefusal(res.req.socket, code);
+}
+
+/** Answers a public request with a refusal, everything it carries included (Retry-After, its headers). */
+export function sendRefusal(
+  res: ServerResponse,
+  refusal: Readonly<{
+    code: EdgeErrorCode;
+    message: string;
+    retryAfterS?: number | undefined;
+    headers?: Readonly<Record<string, string>> | undefined;
+  }>,
+): void {
+  sendEdgeError(res, refusal.code, refusal.message, refusal.retryAfterS, refusal.headers);
 }
 
 const RAW_ANSWER_HEADERS = Object.entries(EDGE_ANSWER_HEADERS)

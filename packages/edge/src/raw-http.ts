@@ -17,3 +17,28 @@ export function requestHasBody(req: IncomingMessage): boolean {
   if (length !== undefined) return length !== '0';
   return req.headers['transfer-encoding'] !== undefined;
 }
+
+/** A flat raw field list (name, value, name, value…) as the pairs `addTrailers` takes. */
+export function pairs(raw: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
+  return out;
+}
+
+/**
+ * Methods a client may expect to be sent twice without harm (RFC 9110 §9.2.2): only these are sent
+ * again after a node that may already have given them to the backend failed to answer.
+ */
+export function isIdempotent(method: string | undefined): boolean {
+  switch (method) {
+    case 'GET':
+    case 'HEAD':
+    case 'OPTIONS':
+    case 'TRACE':
+    case 'PUT':
+    case 'DELETE':
+      return true;
+    default:
+      return false;
+  }
+}

@@ -42,6 +42,24 @@ export const offline = (name: string): Refusal => ({
   retryAfterS: 5,
 });
 
+/** The agent's session ended after the request went to it (single node: its stream's SESSION_CLOSED). */
+export const agentDisconnected = (name: string): Refusal => ({
+  code: EdgeErrorCode.TUNNEL_OFFLINE,
+  message: `tunnel ${name} is offline: its agent disconnected`,
+});
+
+/** A declared request body beyond the edge's limit, refused before any of it is read. */
+export const bodyTooLarge = (declared: number, limit: number): Refusal => ({
+  code: EdgeErrorCode.BODY_TOO_LARGE,
+  message: `request body of ${declared} bytes exceeds this edge's limit of ${limit}`,
+});
+
+/** A request or link upgrade that claims to come from another node and whose signature does not verify. */
+export const nodeAuthRefusal: Readonly<Refusal> = {
+  code: EdgeErrorCode.NODE_AUTH_INVALID,
+  message: 'the request claims to come from another edge node but its signature does not verify',
+};
+
 export const unknownSession = (name: string): Refusal => ({
   code: EdgeErrorCode.UNKNOWN_SESSION,
   message: `no tunnel named ${quoteForEcho(name)} is connected to this edge`,

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { rejectUpgrade, sendEdgeError } from '../error-response.js';
+import { rejectUpgrade, sendRefusal } from '../error-response.js';
 import { hopOrigin } from '../forwarding-headers.js';
-import { requestHasBody } from '../raw-http.js';
+import { isIdempotent, requestHasBody } from '../raw-http.js';
 import { unreachableOwner } from '../refusals.js';
 import type { TunnelIngressOptions } from '../tunnel-ingress.js';
 import type { Cluster } from './cluster.js';
@@ -12,9 +12,21 @@ import type { OwnerEntry } from './owner-cache.js';
 type Ingress = Pick<TunnelIngressOptions, 'clients' | 'inFlight' | 'logger'>;
 
 /**
+ * Failures that happen before a request leaves this node (the peer's port refused or never accepted the
+ * connection): the peer cannot have run it, whatever its method.
+ */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+function neverSent(err: unknown): boolean {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
+  return typeof code === 'string' && NEVER_SENT.has(code);
+}
+
+/**
  * Carries one public request to the node holding its session and settles what came of it: the owner
  * cache corrected, the counters moved, and (with `lost`) a request that can be sent again handed back to
- * the wait for its agent when the owner is gone or no longer holds the session.
+ * the wait for its agent when the owner is gone or no longer holds the session. A request the owner may
+ * already have given to its backend is sent again only when its method is idempotent.
  */
 export function forwardRequest(
   req: IncomingMessage,
@@ -37,14 +49,12 @@ export function forwardRequest(
       return;
     }
     if (outcome === 'unreachable') {
+      const again = !hasBody && (neverSent(detail.err) || isIdempotent(req.method));
       unreachable(cluster, owner, name, options, detail.err);
       if (res.headersSent || res.destroyed) return;
       // Nothing of a bodyless request was consumed: it waits for the agent to appear on a live node.
-      if (lost !== undefined && !hasBody) lost(owner);
-      else {
-        const refusal = unreachableOwner(name, owner);
-        sendEdgeError(res, refusal.code, refusal.message, refusal.retryAfterS);
-      }
+      if (lost !== undefined && again) lost(owner);
+      else sendRefusal(res, unreachableOwner(name, owner));
       return;
     }
     if (isNotHere(detail.edgeError)) cluster.notHere(name, owner);
@@ -73,29 +83,27 @@ export function forwardUpgrade(
 ): void {
   const headers = cluster.hopHeaders(req, hopOrigin(req, options.clients));
   options.inFlight.start();
-  cluster.hop.forwardUpgrade(
-    owner,
-    req,
-    socket,
-    head,
-    headers,
-    (err) => {
+  cluster.hop.forwardUpgrade(owner, req, socket, head, headers, {
+    failed: (err) => {
       options.inFlight.finish();
       unreachable(cluster, owner, name, options, err);
       rejectUpgrade(socket, unreachableOwner(name, owner));
     },
-    () => {
+    // The client left first: nothing is known of the peer, so it is not marked unreachable.
+    abandoned: () => options.inFlight.finish(),
+    finished: () => {
       cluster.counters.forwarded.ok++;
       options.inFlight.finish();
     },
-  );
+  });
 }
 
-function unreachable(
+/** The owner node did not answer: marked so (its cache entries and connections go), and logged. */
+export function unreachable(
   cluster: Cluster,
   owner: OwnerEntry,
   name: string,
-  options: Ingress,
+  options: Pick<Ingress, 'logger'>,
   err: unknown,
 ): void {
   cluster.unreachable(owner);

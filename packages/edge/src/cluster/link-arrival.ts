@@ -2,19 +2,26 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, type StreamResetError } from '@tunnel2/protocol';
 import { encodeHead } from '../admission.js';
 import { normalizeAddress } from '../client-address.js';
-import { sendEdgeError } from '../error-response.js';
-import { EdgeErrorCode } from '../errors.js';
+import { sendRefusal } from '../error-response.js';
 import { forwardedHeaders } from '../forwarding-headers.js';
 import type { IngressRoute } from '../ingress-route.js';
-import { requestHasBody } from '../raw-http.js';
-import { busy, offline, type Refusal, unreachableOwner } from '../refusals.js';
+import { isIdempotent, requestHasBody } from '../raw-http.js';
+import {
+  agentDisconnected,
+  bodyTooLarge,
+  busy,
+  offline,
+  type Refusal,
+  unreachableOwner,
+} from '../refusals.js';
 import { TunnelExchange } from '../tunnel-exchange.js';
 import type { TunnelIngressOptions } from '../tunnel-ingress.js';
 import type { Cluster } from './cluster.js';
-import { forwardRequest } from './forward-arrival.js';
+import { forwardRequest, unreachable } from './forward-arrival.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
 import type { NodeLinks } from './node-link.js';
 import type { OwnerEntry } from './owner-cache.js';
+import { AGENT_LOST } from './stream-splice.js';
 
 type Ingress = Pick<
   TunnelIngressOptions,
@@ -28,8 +35,9 @@ type Ingress = Pick<
  * the response timeout itself. The holder hears which session and which client address (for its
  * allow-list) in two fields at the end of the head, believed because the link is authenticated.
  * A request the holder did not process (REFUSED_STREAM: the session is not live there, or the node
- * drains) or whose link died before any answer is sent elsewhere through `lost` when it has no body, as
- * the HTTP hop does with "not here"; otherwise it is answered as that hop would.
+ * drains) is sent elsewhere through `lost` when it has no body, as the HTTP hop does with "not here";
+ * one the holder may have passed to its agent (the link died, or the agent left: AGENT_LOST) only when
+ * its method is also idempotent. Otherwise it is answered as that hop, or one node, would.
  */
 export function forwardOverLink(
   req: IncomingMessage,
@@ -45,26 +53,23 @@ export function forwardOverLink(
   const origin = options.clients.trustsAnyone ? options.clients.resolve(req) : undefined;
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > options.maxRequestBodyBytes) {
-    sendEdgeError(
-      res,
-      EdgeErrorCode.BODY_TOO_LARGE,
-      `request body of ${declared} bytes exceeds this edge's limit of ${options.maxRequestBodyBytes}`,
-    );
+    sendRefusal(res, bodyTooLarge(declared, options.maxRequestBodyBytes));
     return;
   }
   const headers = forwardedHeaders(req, route, origin);
   const client = origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? '');
   headers.push(LINK_SESSION_HEADER, name, LINK_CLIENT_HEADER, client);
   const hasBody = requestHasBody(req);
+  // Once the head is on the link, the holder may have given it to its agent: only a method that may run
+  // twice is sent elsewhere then (RFC 9110 §9.2.2).
+  const again = (processed: boolean): boolean =>
+    lost !== undefined && !hasBody && (!processed || isIdempotent(req.method));
   const inFlight = options.inFlight;
   inFlight.start();
-  const refuse = (refusal: Refusal): void => {
-    sendEdgeError(res, refusal.code, refusal.message, refusal.retryAfterS, refusal.headers);
-  };
-  const unreachable = (err: unknown): void => {
-    cluster.unreachable(owner);
-    options.logger.warn({ err, session: name, node: owner.nodeId }, 'cluster: node unreachable');
-    if (lost !== undefined && !hasBody) lost(owner);
+  const refuse = (refusal: Refusal): void => sendRefusal(res, refusal);
+  const linkFailed = (err: unknown, processed: boolean): void => {
+    unreachable(cluster, owner, name, options, err);
+    if (again(processed)) lost?.(owner);
     else refuse(unreachableOwner(name, owner));
   };
   links.open(owner.url, (opening) => {
@@ -76,7 +81,7 @@ export function forwardOverLink(
       if ('failed' in opening) {
         if (opening.failed === 'refused') forwardRequest(req, res, name, owner, cluster, options, lost);
         else if (opening.failed === 'full') refuse(busy(name));
-        else unreachable(opening.err);
+        else linkFailed(opening.err, false);
         return;
       }
       const { stream } = opening;
@@ -98,16 +103,20 @@ export function forwardOverLink(
         maxRequestBodyBytes: options.maxRequestBodyBytes,
         onUnanswered: (error: StreamResetError) => {
           const code = error.protocolCode;
-          if (code !== ErrorCode.REFUSED_STREAM && code !== ErrorCode.SESSION_CLOSED) return false;
+          if (code !== ErrorCode.REFUSED_STREAM && code !== ErrorCode.SESSION_CLOSED && code !== AGENT_LOST)
+            return false;
           handedBack = true;
           res.removeHeader('x-tunnel2-node');
           if (code === ErrorCode.SESSION_CLOSED) {
-            unreachable(error);
-          } else {
-            cluster.notHere(name, owner);
-            if (lost !== undefined && !hasBody) lost(owner);
-            else refuse(offline(name));
+            // The link died under the request: the holder may have passed it on before.
+            linkFailed(error, true);
+            return true;
           }
+          cluster.notHere(name, owner);
+          // REFUSED_STREAM: not processed there. AGENT_LOST: its agent left after it got the request.
+          const processed = code === AGENT_LOST;
+          if (again(processed)) lost?.(owner);
+          else refuse(processed ? agentDisconnected(name) : offline(name));
           return true;
         },
         onFinish: () => {

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import {
   decodeRequestHead,
   ErrorCode,
@@ -8,8 +9,8 @@ import {
   type StreamHandler,
 } from '@tunnel2/protocol';
 import { acquireStream, admit, encodeHead, type SlotClaimant } from '../admission.js';
-import { EDGE_ANSWER_HEADERS } from '../error-response.js';
-import { statusByCode } from '../errors.js';
+import { edgeAnswer } from '../error-response.js';
+import { publishRefusal } from '../refusal-channel.js';
 import type { Refusal } from '../refusals.js';
 import type { SessionTable } from '../session-table.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
@@ -17,6 +18,8 @@ import { StreamSplice } from './stream-splice.js';
 
 export interface LinkRequestContext {
   sessions: SessionTable;
+  /** The link's connection: refusals made here are counted on it (this node's public listener took it). */
+  socket: Duplex;
   maxRequestBodyBytes: number;
   /** The link stream now carries a request to an agent (in flight until the link stream closes). */
   started(link: MuxStream): void;
@@ -154,7 +157,10 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
     if (!bodyless) splice.replay(early, this.#ended);
   }
 
-  /** An answer of this node's own, as the edge writes it on a public connection (sendEdgeError's head). */
+  /**
+   * An answer of this node's own, as the edge writes it on a public connection, counted here (where it is
+   * made, as for a request that came by the HTTP hop) on the link's connection.
+   */
   refuse(refusal: Refusal): void {
     const stream = this.#stream;
     if (stream.closed) return;
@@ -163,26 +169,16 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
     for (const chunk of this.#early) early += chunk.length;
     this.#early = [];
     stream.consume(early);
-    const body = Buffer.from(`${refusal.message}\n`);
-    const headers = [
-      'content-type',
-      'text/plain; charset=utf-8',
-      'content-length',
-      String(body.length),
-      ...Object.entries(EDGE_ANSWER_HEADERS).flat(),
-      'x-tunnel2-error',
-      refusal.code,
-    ];
-    if (refusal.retryAfterS !== undefined) headers.push('retry-after', String(refusal.retryAfterS));
-    if (refusal.headers !== undefined) headers.push(...Object.entries(refusal.headers).flat());
+    const answer = edgeAnswer(refusal.code, refusal.message, refusal.retryAfterS, refusal.headers);
     stream.sendHeaders(
       encodeResponseHead(
-        { status: statusByCode[refusal.code], statusMessage: '', headers },
+        { status: answer.status, statusMessage: '', headers: answer.headers },
         REFUSAL_HEAD_LIMIT,
       ),
       false,
     );
-    stream.write(body);
+    stream.write(answer.body);
     stream.end();
+    publishRefusal(this.#context.socket, refusal.code);
   }
 }

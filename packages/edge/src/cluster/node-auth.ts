@@ -78,10 +78,6 @@ export class NodeAuth {
   }
 
   /**
-   * True only for a well-formed, fresh signature over exactly these fields by a holder of the secret;
-   * compared in constant time. `fields.fromNode` is taken from the value itself.
-   */
-  /**
    * The value a node opens a link with: the upgrade request's line and Host, signed once per link (the
    * requests on the link carry no signature: the link itself is authenticated).
    */
@@ -93,6 +89,10 @@ export class NodeAuth {
     return this.verify(value, linkFields(host));
   }
 
+  /**
+   * The sending node, only for a well-formed, fresh signature over exactly these fields by a holder of the
+   * secret (compared in constant time); `fromNode` is taken from the value itself.
+   */
   verify(value: string, fields: Omit<SignedFields, 'fromNode'>): { fromNode: string } | undefined {
     return this.#verify(HOP_LABEL, value, (fromNode) => hopParts({ ...fields, fromNode }));
   }

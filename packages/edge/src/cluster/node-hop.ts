@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { connect as netConnect, type Socket } from 'node:net';
+import { isIP, connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { pipeline, Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
@@ -9,6 +9,7 @@ import { withoutHopByHop } from '@tunnel2/protocol';
 import type { Dispatcher, Pool } from 'undici';
 import { EdgeErrorCode } from '../errors.js';
 import { writeInformational } from '../informational.js';
+import { isIdempotent, pairs } from '../raw-http.js';
 import type { OwnerEntry } from './owner-cache.js';
 
 type DispatchController = Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[0];
@@ -23,10 +24,16 @@ function rawStrings(raw: Buffer[] | string[] | null | undefined): string[] {
   return raw.map((v) => (typeof v === 'string' ? v : v.toString('latin1')));
 }
 
-function pairs(raw: string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let i = 0; i < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
-  return out;
+/** Where a peer's public port is, from its announced URL (IPv6 brackets removed for the socket APIs). */
+function peerAddress(ownerUrl: string): { secure: boolean; host: string; port: number; protocol: string } {
+  const url = new URL(ownerUrl);
+  const secure = url.protocol === 'https:';
+  return {
+    secure,
+    protocol: url.protocol,
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(url.port || (secure ? 443 : 80)),
+  };
 }
 
 function field(raw: string[], name: string): string | undefined {
@@ -83,6 +90,14 @@ class HopRelay implements Dispatcher.DispatchHandler {
     });
   }
 
+  /**
+   * TUNNEL_OFFLINE is also the owner's answer when its agent disconnected after it got the request: a
+   * method that must not run twice (RFC 9110 §9.2.2) is answered with it, as one node would.
+   */
+  #unprocessed(code: string | undefined): boolean {
+    return code !== EdgeErrorCode.TUNNEL_OFFLINE || isIdempotent(this.#req.method);
+  }
+
   onRequestStart(controller: DispatchController): void {
     this.#controller = controller;
     if (this.#res.destroyed) controller.abort(new Error('the client went away'));
@@ -104,7 +119,7 @@ class HopRelay implements Dispatcher.DispatchHandler {
       return;
     }
     this.#edgeError = field(raw, 'x-tunnel2-error');
-    if (this.#reroutable && isNotHere(this.#edgeError)) {
+    if (this.#reroutable && isNotHere(this.#edgeError) && this.#unprocessed(this.#edgeError)) {
       // The session left that node (its agent reconnected elsewhere, or that node drains): the caller
       // looks for it again instead of relaying a refusal the client did not earn.
       this.#moved = true;
@@ -155,8 +170,8 @@ export interface NodeHopOptions {
 
 /**
  * How a forwarded exchange ended, for the caller's metrics and cache. `moved`: the owner answered "not
- * here" to a request without a body, and nothing was written to the client (only when the caller asked
- * for `reroutable`).
+ * here" to a request without a body that cannot have run there (or may run twice), and nothing was
+ * written to the client (only when the caller asked for `reroutable`).
  */
 export type HopOutcome = 'ok' | 'unreachable' | 'aborted' | 'moved';
 
@@ -279,8 +294,7 @@ export class NodeHop {
     done: (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }) => void,
   ): void {
     const counters = this.counters;
-    const url = new URL(owner.url);
-    const secure = url.protocol === 'https:';
+    const peer = peerAddress(owner.url);
     let settled = false;
     const finish = (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }): void => {
       if (settled) return;
@@ -289,10 +303,10 @@ export class NodeHop {
       res.off('close', onClientGone);
       done(outcome, detail);
     };
-    const outgoing = (secure ? httpsRequest : httpRequest)({
-      protocol: url.protocol,
-      hostname: url.hostname.replace(/^\[|\]$/g, ''),
-      port: Number(url.port || (secure ? 443 : 80)),
+    const outgoing = (peer.secure ? httpsRequest : httpRequest)({
+      protocol: peer.protocol,
+      hostname: peer.host,
+      port: peer.port,
       method: req.method ?? 'POST',
       path: req.url ?? '/',
       headers: [...headers, 'Expect', '100-continue'],
@@ -365,8 +379,10 @@ export class NodeHop {
 
   /**
    * Relays an upgrade to `owner` as raw bytes: the request head (`headers` cleaned and signed), the bytes
-   * already read, then both directions piped. `failed` is called (once, before any byte reached the
-   * client) when the peer cannot be reached in the connect timeout.
+   * already read, then both directions piped. Exactly one of the three is called once: `failed` (before
+   * any byte reached the client) when the peer cannot be reached in the connect timeout, `abandoned` when
+   * the client left before the peer was connected (the peer is not at fault), `finished` when the pipe
+   * ends.
    */
   forwardUpgrade(
     owner: OwnerEntry,
@@ -374,37 +390,48 @@ export class NodeHop {
     client: Duplex,
     head: Buffer,
     headers: string[],
-    failed: (err: unknown) => void,
-    finished: () => void,
+    ends: { failed: (err: unknown) => void; abandoned: () => void; finished: () => void },
   ): void {
-    const url = new URL(owner.url);
-    const secure = url.protocol === 'https:';
-    const port = Number(url.port || (secure ? 443 : 80));
-    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const { secure, host, port } = peerAddress(owner.url);
     const upstream: Socket = secure
-      ? tlsConnect({ host, port, servername: host })
+      ? tlsConnect({ host, port, ...(isIP(host) === 0 ? { servername: host } : {}) })
       : netConnect({ host, port });
     const counters = this.counters;
     let connected = false;
+    let gaveUp = false;
     const timer = setTimeout(
       () => upstream.destroy(new Error('connect timeout')),
       this.#options.connectTimeoutMs,
     );
     const onClientGone = (): void => {
-      if (!connected) upstream.destroy();
+      if (connected || gaveUp) return;
+      gaveUp = true;
+      clearTimeout(timer);
+      // destroy() without an error emits only 'close': the caller hears of it here, not from 'error'.
+      upstream.destroy();
+      ends.abandoned();
+    };
+    // The server keeps an upgraded socket half open: a client that leaves shows as 'end' first.
+    const onClientEnd = (): void => {
+      if (!connected) client.destroy();
     };
     client.once('close', onClientGone);
+    client.once('end', onClientEnd);
     upstream.once('error', (err) => {
       clearTimeout(timer);
-      if (!connected) {
+      if (!connected && !gaveUp) {
+        gaveUp = true;
         client.off('close', onClientGone);
-        failed(err);
+        client.off('end', onClientEnd);
+        ends.failed(err);
       }
     });
     upstream.once(secure ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
+      if (gaveUp) return;
       connected = true;
       client.off('close', onClientGone);
+      client.off('end', onClientEnd);
       let lines = `${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1\r\n`;
       for (let i = 0; i < headers.length; i += 2) lines += `${headers[i]}: ${headers[i + 1]}\r\n`;
       lines += 'Connection: Upgrade\r\n';
@@ -415,7 +442,7 @@ export class NodeHop {
       upstream.on('data', (chunk: Buffer) => (counters.bytesIn += chunk.length));
       let open = 2;
       const end = (): void => {
-        if (--open === 0) finished();
+        if (--open === 0) ends.finished();
       };
       pipeline(client, upstream, () => {
         client.destroy();

@@ -6,6 +6,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { rejectUpgrade } from '../error-response.js';
 import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../in-flight.js';
+import { nodeAuthRefusal } from '../refusals.js';
 import type { SessionTable } from '../session-table.js';
 import { LinkRequest } from './link-request.js';
 import { linkSessionOptions } from './link-settings.js';
@@ -59,25 +60,23 @@ export class NodeLinkServer {
       typeof value === 'string' ? this.#options.auth.verifyLink(value, req.headers.host ?? '') : undefined;
     if (verified === undefined) {
       this.#options.onForged();
-      rejectUpgrade(socket, {
-        code: EdgeErrorCode.NODE_AUTH_INVALID,
-        message: 'the request claims to come from another edge node but its signature does not verify',
-      });
+      rejectUpgrade(socket, nodeAuthRefusal);
       return;
     }
     if (this.#draining) {
       rejectUpgrade(socket, { code: EdgeErrorCode.DRAINING, message: 'edge node is shutting down' });
       return;
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, verified.fromNode));
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, verified.fromNode));
   }
 
-  #accept(ws: WebSocket, peer: string): void {
+  #accept(ws: WebSocket, socket: Duplex, peer: string): void {
     const log = this.#options.logger.child({ link: peer });
     const spliced = new Set<MuxStream>();
     const inFlight = this.#options.inFlight;
     const context = {
       sessions: this.#options.sessions,
+      socket,
       maxRequestBodyBytes: this.#options.maxRequestBodyBytes,
       started(link: MuxStream): void {
         spliced.add(link);

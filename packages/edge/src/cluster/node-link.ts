@@ -41,7 +41,8 @@ function isNoLinkAnswer(status: number | undefined): boolean {
  * This node's side of one link to one peer node: a WebSocket to the peer's LINK_PATH, opened on first
  * use and signed once, carrying a multiplexed session in which this node opens a stream per request.
  * Requests that arrive while it opens wait (bounded); a link that failed or closed is opened again on the
- * next use.
+ * next use, and one that takes no new streams (the peer's GOAWAY, its stream ids used up) is replaced: it
+ * finishes its streams and closes once idle.
  */
 class NodeLink {
   readonly #url: string;
@@ -60,9 +61,14 @@ class NodeLink {
 
   open(done: (opening: LinkOpening) => void): void {
     const session = this.#session;
-    if (session !== undefined && this.#ready && !session.draining && !session.closed) {
-      done(this.#openOn(session));
-      return;
+    if (session !== undefined && this.#ready) {
+      const opening = session.draining || session.closed ? 'replace' : this.#openOn(session);
+      if (opening !== 'replace') {
+        done(opening);
+        return;
+      }
+      // This link takes no new streams: the request waits for its successor instead of for its end.
+      this.#retire(false);
     }
     if (this.#waiters.length >= MAX_WAITING) {
       done({ failed: 'full' });
@@ -72,12 +78,15 @@ class NodeLink {
     if (this.#ws === undefined) this.#connect();
   }
 
-  #openOn(session: MuxSession): LinkOpening {
+  /** A stream on the live link; 'replace' when the link itself can take no more (not just busy now). */
+  #openOn(session: MuxSession): LinkOpening | 'replace' {
+    const busy = session.streams.size >= session.peerSettings.maxConcurrentStreams;
     try {
       return { stream: session.openStream(), maxFrameSize: session.peerSettings.maxFrameSize };
     } catch {
-      // Its most streams, or the peer said GOAWAY in between: this request is answered busy.
-      return { failed: 'full' };
+      // Its most streams at once: this request is answered busy. Otherwise its stream ids ran out, or
+      // it started draining in between: a new link serves it.
+      return busy ? { failed: 'full' } : 'replace';
     }
   }
 
@@ -97,10 +106,12 @@ class NodeLink {
       handshakeTimeout: this.#options.connectTimeoutMs,
     });
     this.#ws = ws;
-    let opened = false;
+    let opened: MuxSession | undefined;
+    // Only while this socket is still the link's: a replaced or closed one has no say over the waiters.
     const fail = (opening: LinkOpening): void => {
       clearTimeout(timer);
-      if (this.#ws === ws) this.#ws = undefined;
+      if (this.#ws !== ws) return;
+      this.#ws = undefined;
       this.#settle(() => opening);
     };
     // Until the peer's HELLO: a peer that accepts and then says nothing is unreachable, never a hang.
@@ -119,11 +130,10 @@ class NodeLink {
       }
     });
     ws.on('error', (err) => {
-      if (!opened) fail({ failed: 'unreachable', err });
-      else this.#session?.transportClosed(err);
+      if (opened === undefined) fail({ failed: 'unreachable', err });
+      else opened.transportClosed(err);
     });
     ws.once('open', () => {
-      opened = true;
       const session: MuxSession = new MuxSession({
         ...linkSessionOptions('edge', this.#options.protocol),
         transport: {
@@ -137,22 +147,33 @@ class NodeLink {
           onHello: () => {
             clearTimeout(timer);
             session.sendHello({ node: nodeId }, true);
+            if (this.#session !== session) return;
             this.#ready = true;
-            this.#settle((live) => (live === undefined ? { failed: 'full' } : this.#openOn(live)));
+            this.#settle((live) => {
+              const opening = live === undefined ? 'replace' : this.#openOn(live);
+              return opening === 'replace' ? { failed: 'full' } : opening;
+            });
+          },
+          // A link that takes no new streams is closed once its last stream ends (else both nodes would
+          // keep it alive by heartbeats for nothing).
+          // Checked after the frame or close that led here is fully handled, not inside it.
+          onGoAway: () => setImmediate(closeIfIdle, session),
+          onIdle: () => {
+            if (session.draining) setImmediate(closeIfIdle, session);
           },
           onClose: (error) => {
             clearTimeout(timer);
-            if (this.#session === session) {
-              this.#session = undefined;
-              this.#ready = false;
-              this.#ws = undefined;
-            }
             if (error !== undefined)
               this.#options.logger.warn({ err: error }, 'cluster: link to a peer node ended');
+            if (this.#session !== session) return;
+            this.#session = undefined;
+            this.#ready = false;
+            this.#ws = undefined;
             this.#settle(() => ({ failed: 'unreachable', err: error ?? new Error('link closed') }));
           },
         },
       });
+      opened = session;
       this.#session = session;
       ws.on('message', (data, isBinary) => {
         counters.bytesIn += (data as Buffer).length;
@@ -162,24 +183,47 @@ class NodeLink {
       ws.on('close', () => session.transportClosed());
     });
     ws.on('close', () => {
-      if (!opened) fail({ failed: 'unreachable', err: new Error('the peer node closed the connection') });
+      if (opened === undefined)
+        fail({ failed: 'unreachable', err: new Error('the peer node closed the connection') });
     });
   }
 
-  /** No new streams here; the next use opens a new link. Open streams finish (drain) or are reset (close). */
+  /**
+   * No new streams here; the next use opens a new link. `now`: open streams are reset (the node stops);
+   * otherwise they finish and the link closes once idle. A link still opening is cut off, and the
+   * requests waiting for it hear it is unreachable.
+   */
   close(now: boolean): void {
+    this.#retire(now);
+    this.#settle(() => ({ failed: 'unreachable', err: new Error('link closed') }));
+  }
+
+  #retire(now: boolean): void {
     const session = this.#session;
+    const ws = this.#ws;
+    const ready = this.#ready;
     this.#session = undefined;
     this.#ready = false;
     this.#ws = undefined;
-    if (session === undefined) return;
-    if (now) session.close(ErrorCode.GOING_AWAY, 'edge node stopped');
-    else session.goAway(ErrorCode.GOING_AWAY, 'link replaced');
+    if (session === undefined) {
+      ws?.terminate();
+    } else if (now || !ready) {
+      session.close(ErrorCode.GOING_AWAY, 'edge node stopped');
+    } else {
+      session.goAway(ErrorCode.GOING_AWAY, 'link replaced');
+      closeIfIdle(session);
+    }
   }
 
   get live(): boolean {
     return this.#ready;
   }
+}
+
+/** A draining link without streams has nothing left to carry. */
+function closeIfIdle(session: MuxSession): void {
+  if (session.draining && session.streams.size === 0)
+    session.close(ErrorCode.NO_ERROR, 'link idle after GOAWAY');
 }
 
 /** This node's links to its peers, one per peer URL, and which peers are reached by the HTTP hop instead. */

@@ -1,15 +1,22 @@
 import { ErrorCode, type MuxStream, type StreamHandler, type StreamResetError } from '@tunnel2/protocol';
 
 /**
+ * On a link stream, from the holder before any answer: the agent's session ended after the request head
+ * went to it, so its backend may have run it. The ingress answers 502 TUNNEL_OFFLINE as one node does,
+ * or (idempotent methods only, RFC 9110 §9.2.2) looks for the agent again. CANCEL, because a holder never
+ * sends it otherwise before answering, and an ingress of an older version answers it with a 502.
+ */
+export const AGENT_LOST = ErrorCode.CANCEL;
+
+/**
  * A reset the agent's side sent, as it goes on over the link. REFUSED_STREAM on a link means "not
  * processed here, send it elsewhere" (see node-link-server.ts), and SESSION_CLOSED is never sent: an
- * agent's refusal is passed on as the agent going away, its disconnection as "not processed" only while
- * nothing of the answer has gone out (the ingress then looks for the agent again, as for a request that
- * found no session).
+ * agent's refusal is passed on as the agent going away, its disconnection as AGENT_LOST (once the head
+ * went to the agent, "not processed" is no longer known to be true).
  */
-function linkCode(code: number, answered: boolean): number {
+function linkCode(code: number): number {
   if (code === ErrorCode.REFUSED_STREAM) return ErrorCode.GOING_AWAY;
-  if (code === ErrorCode.SESSION_CLOSED) return answered ? ErrorCode.CANCEL : ErrorCode.REFUSED_STREAM;
+  if (code === ErrorCode.SESSION_CLOSED) return AGENT_LOST;
   return code;
 }
 
@@ -30,7 +37,6 @@ class Side implements StreamHandler {
 
   onHeaders(payload: Buffer, endStream: boolean): void {
     if (this.#to.closed) return;
-    if (this.#to === this.#splice.link) this.#splice.answered = true;
     this.#to.sendHeaders(payload, endStream);
   }
 
@@ -45,7 +51,7 @@ class Side implements StreamHandler {
 
   onReset(error: StreamResetError): void {
     const code = error.protocolCode;
-    if (this.#to === this.#splice.link) this.#to.reset(linkCode(code, this.#splice.answered));
+    if (this.#to === this.#splice.link) this.#to.reset(linkCode(code));
     else this.#to.reset(code === ErrorCode.SESSION_CLOSED ? ErrorCode.CANCEL : code);
   }
 
@@ -75,8 +81,6 @@ export class StreamSplice {
   readonly #agent: MuxStream;
   readonly #up: Side;
   readonly #down: Side;
-  /** The agent's side sent a head on (after it, a reset is no longer "not processed"). */
-  answered = false;
 
   constructor(link: MuxStream, agent: MuxStream) {
     this.link = link;

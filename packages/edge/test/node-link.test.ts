@@ -1,0 +1,43 @@
+import { once } from 'node:events';
+import { createServer, type Socket } from 'node:net';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { NodeAuth } from '../src/cluster/node-auth.js';
+import { type LinkOpening, NodeLinks } from '../src/cluster/node-link.js';
+
+const SECRET = 'a-cluster-secret-of-at-least-32-characters';
+
+describe('NodeLinks', () => {
+  it('cuts a link still opening when closed, and answers the requests waiting for it', async () => {
+    // A peer that accepts the connection and never answers the upgrade: the link stays "opening".
+    const accepted: Socket[] = [];
+    const peer = createServer((socket) => {
+      accepted.push(socket);
+      socket.resume();
+    });
+    peer.listen(0, '127.0.0.1');
+    await once(peer, 'listening');
+    const { port } = peer.address() as { port: number };
+    const links = new NodeLinks({
+      nodeId: 'node-a',
+      auth: new NodeAuth(SECRET),
+      protocol: {},
+      maxMessageSize: 4 * 1024 * 1024,
+      // Far beyond the test: only close() can end the wait.
+      connectTimeoutMs: 60_000,
+      counters: { bytesIn: 0, bytesOut: 0 },
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const opening = new Promise<LinkOpening>((resolve) => links.open(`http://127.0.0.1:${port}/`, resolve));
+      const [socket] = (await once(peer, 'connection')) as [Socket];
+      const gone = once(socket, 'close');
+      links.close();
+      expect(await opening).toMatchObject({ failed: 'unreachable' });
+      await gone;
+    } finally {
+      for (const socket of accepted) socket.destroy();
+      peer.close();
+    }
+  });
+});
