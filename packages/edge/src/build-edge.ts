@@ -13,7 +13,13 @@ import { TAKEOVER_PATH } from './cluster/takeover-notice.js';
 import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { quoteForEcho } from './echo.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
-import { answerClientError, EDGE_ANSWER_HEADERS, rejectUpgrade, sendEdgeError } from './error-response.js';
+import {
+  answerClientError,
+  EDGE_ANSWER_HEADERS,
+  rejectUpgrade,
+  sendEdgeError,
+  sendRefusal,
+} from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
@@ -157,7 +163,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         // Another node's forwarded request: believed for its client only when its signature verifies.
         const via = cluster?.verify(req);
         if (via === 'forged') {
-          sendEdgeError(res, nodeAuthRefusal.code, nodeAuthRefusal.message);
+          sendRefusal(res, nodeAuthRefusal);
           return;
         }
         // With Expect: 100-continue the backend decides: its 100 is relayed, or its early final answer.
@@ -291,7 +297,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       if (notice === undefined) return reply.callNotFound();
       reply.hijack();
       if (notice === 'forged') {
-        sendEdgeError(reply.raw, nodeAuthRefusal.code, nodeAuthRefusal.message);
+        sendRefusal(reply.raw, nodeAuthRefusal);
         return;
       }
       if (notice === 'invalid') {

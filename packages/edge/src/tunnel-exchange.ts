@@ -9,6 +9,7 @@ import {
 import { sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import { writeInformational } from './informational.js';
+import { pairs } from './raw-http.js';
 import { decode, ResponseFraming } from './response-framing.js';
 import { fieldsAreValid } from './response-head-check.js';
 
@@ -280,12 +281,6 @@ export class TunnelExchange implements StreamHandler {
       this.#timer = undefined;
     }
   }
-}
-
-function pairs(raw: string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let i = 0; i < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
-  return out;
 }
 
 function describeReset(code: number, name: string): [EdgeErrorCode, string] {

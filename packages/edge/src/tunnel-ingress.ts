@@ -9,7 +9,7 @@ import type { Cluster, OwnerFinding } from './cluster/cluster.js';
 import { forwardRequest, forwardUpgrade } from './cluster/forward-arrival.js';
 import { forwardOverLink } from './cluster/link-arrival.js';
 import type { OwnerEntry } from './cluster/owner-cache.js';
-import { rejectUpgrade, sendEdgeError } from './error-response.js';
+import { rejectUpgrade, sendRefusal } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import { forwardedHeaders } from './forwarding-headers.js';
 import type { InFlight } from './in-flight.js';
@@ -283,8 +283,8 @@ class HttpArrival implements Arrival {
     return this.#res.destroyed;
   }
 
-  refuse({ code, message, retryAfterS, headers }: Refusal): void {
-    sendEdgeError(this.#res, code, message, retryAfterS, headers);
+  refuse(refusal: Refusal): void {
+    sendRefusal(this.#res, refusal);
   }
 
   watch(onGone: () => void): () => void {
