@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { bridgeSocket, decodeTcpHead, ErrorCode, errorCodeName, type MuxStream } from '@tunnel2/protocol';
+import type { TcpTarget } from './target.js';
 
 /** One public client's connection through a TCP tunnel, reported when it ends. */
 export interface TcpConnectionReport {
@@ -14,12 +15,6 @@ export interface TcpConnectionReport {
   outcome: 'closed' | 'reset' | 'refused';
   /** Why, when not closed: the socket error code (ECONNREFUSED) or the wire code (CANCEL). */
   error?: string;
-}
-
-/** Where a TCP tunnel's connections go. */
-export interface TcpTarget {
-  host: string;
-  port: number;
 }
 
 /**
