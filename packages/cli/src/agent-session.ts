@@ -33,6 +33,8 @@ export interface TcpForwarding {
   /** The port asked of the edge (undefined for whichever is free). */
   remotePort: number | undefined;
   target: TcpTarget;
+  /** How long a connect to the target may take (TCP_CONNECT_TIMEOUT_MS when left out). */
+  connectTimeoutMs?: number | undefined;
   onConnection: (report: TcpConnectionReport) => void;
 }
 
@@ -142,7 +144,12 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
         },
         onStream: (stream) => {
           if (options.tcp !== undefined) {
-            forwardTcpStream(stream, options.tcp.target, options.tcp.onConnection);
+            forwardTcpStream(
+              stream,
+              options.tcp.target,
+              options.tcp.onConnection,
+              options.tcp.connectTimeoutMs,
+            );
             return;
           }
           const http = options.http;

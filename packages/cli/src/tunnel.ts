@@ -51,7 +51,7 @@ export interface ConnectOptions {
    * A TCP tunnel instead of an HTTP one (see connectTcp): the edge gives a public port and every
    * connection to it is carried to `target`. `remotePort` asks for a specific port of the edge's range.
    */
-  tcp?: { remotePort?: number };
+  tcp?: { remotePort?: number; connectTimeoutMs?: number };
 }
 
 export interface InspectOptions {
@@ -164,6 +164,13 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         throw new AgentError(
           AgentErrorCode.INVALID_OPTION,
           'the inspector records HTTP requests: a TCP tunnel has none',
+        );
+      }
+      const timeout = options.tcp.connectTimeoutMs;
+      if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0)) {
+        throw new AgentError(
+          AgentErrorCode.INVALID_OPTION,
+          'tcp.connectTimeoutMs must be a positive integer',
         );
       }
       const tcp = parseTcpTarget(String(options.target));
@@ -282,6 +289,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         tcp: {
           remotePort,
           target: kind.tcp,
+          connectTimeoutMs: this.#options.tcp?.connectTimeoutMs,
           onConnection: (report) => this.emit('connection', report),
         },
       };
@@ -403,6 +411,8 @@ export interface TcpConnectOptions
   target: string | number;
   /** A specific public port of the edge's TCP range; default any free one. */
   remotePort?: number;
+  /** How long a connect to the target may take before the client is reset (default 10 s). */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -411,8 +421,8 @@ export interface TcpConnectOptions
  * the port.
  */
 export async function connectTcp(options: TcpConnectOptions): Promise<Tunnel> {
-  const { remotePort, ...rest } = options;
-  return connect({ ...rest, inspect: false, tcp: remotePort === undefined ? {} : { remotePort } });
+  const { remotePort, connectTimeoutMs, ...rest } = options;
+  return connect({ ...rest, inspect: false, tcp: { remotePort, connectTimeoutMs } });
 }
 
 /**
