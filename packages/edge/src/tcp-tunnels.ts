@@ -117,13 +117,19 @@ export class TcpTunnels {
    * that served its owner before stays reserved for the grace, as if its last session had just ended.
    */
   abandon(port: TcpPort): void {
-    if (port.connection !== undefined) return;
+    if (port.connection !== undefined || this.#ports.get(port.port) !== port) return;
     if (port.attached) this.#startGrace(port);
     else this.#release(port);
   }
 
   /** The session is ready: connections to the port go to it from now on. */
   attach(port: TcpPort, connection: AgentConnection): void {
+    if (this.#ports.get(port.port) !== port) {
+      // The grace ran out (or the edge closed) while this session's upgrade was under way: its listener
+      // is gone. The agent reconnects and claims the port afresh.
+      connection.close(ErrorCode.INTERNAL_ERROR, 'the TCP port was released before the session was ready');
+      return;
+    }
     // Cleared here and only here: the older session may have ended (starting the grace) after this one
     // claimed the port but before its HELLO.
     this.#resume(port);

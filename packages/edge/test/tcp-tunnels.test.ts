@@ -1,4 +1,5 @@
 import { connect, createServer } from 'node:net';
+import { ErrorCode } from '@tunnel2/protocol';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AgentConnection } from '../src/agent-connection.js';
@@ -106,6 +107,25 @@ describe('TcpTunnels', () => {
     vi.advanceTimersByTime(GRACE_MS + 1);
     vi.useRealTimers();
     expect(t.size).toBe(0);
+  });
+
+  it('a session whose port was released while it came up is closed, so its agent claims it afresh', async () => {
+    const t = await createTunnels();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const a = agent();
+    const port = await claimed(t, 'owner');
+    t.attach(port, a);
+    t.detach(port, a);
+    // A reconnect near the end of the grace: the grace runs out before its HELLO.
+    expect(await claimed(t, 'owner', port.port)).toBe(port);
+    vi.advanceTimersByTime(GRACE_MS + 1);
+    const b = agent();
+    t.attach(port, b);
+    expect(b.closedWith).toEqual([ErrorCode.INTERNAL_ERROR]);
+    t.detach(port, b);
+    expect(t.size).toBe(0);
+    vi.useRealTimers();
+    expect(await claimed(t, 'owner', port.port)).not.toBe(port);
   });
 
   it('frees at once a claim that never had a session', async () => {
