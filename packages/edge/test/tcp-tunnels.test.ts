@@ -72,6 +72,19 @@ async function listening(port: number): Promise<boolean> {
   return result;
 }
 
+/** Fake timers on; a port whose session `a` served it and then ended (its grace running), reclaimed. */
+async function reclaimedInGrace(): Promise<{ t: TcpTunnels; port: TcpPort }> {
+  const t = await createTunnels();
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  const a = agent();
+  const port = await claimed(t, 'owner');
+  t.attach(port, a);
+  t.detach(port, a);
+  // Its owner reconnects: the claim finds the port held for it.
+  expect(await claimed(t, 'owner', port.port)).toBe(port);
+  return { t, port };
+}
+
 describe('TcpTunnels', () => {
   it("keeps the port for a newer session whose older one dies before the newer one's HELLO", async () => {
     const t = await createTunnels();
@@ -93,14 +106,8 @@ describe('TcpTunnels', () => {
   });
 
   it('keeps a reserved port in its grace when a reconnect inside the grace fails before its session', async () => {
-    const t = await createTunnels();
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const a = agent();
-    const port = await claimed(t, 'owner');
-    t.attach(port, a);
-    t.detach(port, a);
-    // The reconnect claims the port, then its upgrade fails (registry down, socket gone).
-    expect(await claimed(t, 'owner', port.port)).toBe(port);
+    const { t, port } = await reclaimedInGrace();
+    // The reconnect's upgrade fails (registry down, socket gone).
     t.abandon(port);
     expect(t.size).toBe(1);
     // The next reconnect still finds it; without one, the grace ends and the port is freed.
@@ -110,14 +117,8 @@ describe('TcpTunnels', () => {
   });
 
   it('a session whose port was released while it came up is closed, so its agent claims it afresh', async () => {
-    const t = await createTunnels();
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const a = agent();
-    const port = await claimed(t, 'owner');
-    t.attach(port, a);
-    t.detach(port, a);
+    const { t, port } = await reclaimedInGrace();
     // A reconnect near the end of the grace: the grace runs out before its HELLO.
-    expect(await claimed(t, 'owner', port.port)).toBe(port);
     vi.advanceTimersByTime(GRACE_MS + 1);
     const b = agent();
     t.attach(port, b);
