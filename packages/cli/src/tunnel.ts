@@ -231,6 +231,11 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       await this.#release();
       throw err;
     }
+    if (this.#closing) {
+      // close() came while the inspector started, and released what existed then.
+      await this.#inspector?.close();
+      throw new AgentError(AgentErrorCode.CLOSED, 'the tunnel was closed before it started');
+    }
     return new Promise((resolve, reject) => {
       const onReady = (info: SessionInfo): void => {
         this.off('error', onError);

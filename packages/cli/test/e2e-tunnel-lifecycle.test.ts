@@ -63,6 +63,15 @@ describe('a tunnel stopped by a refusal releases what it holds', () => {
     await tunnel.close(0);
   });
 
+  it('closed while its inspector starts: start() rejects and the inspector stops listening', async () => {
+    const edge = await startEdge();
+    const tunnel = new Tunnel({ target: 1, server: edge.url, inspect: { port: 0 } });
+    const started = tunnel.start();
+    await tunnel.close(0);
+    await expect(started).rejects.toMatchObject({ code: AgentErrorCode.CLOSED });
+    expect(await answers(tunnel.inspectorUrl ?? '')).toBe(false);
+  });
+
   it('replaced by another agent at runtime: the inspector stops listening', async () => {
     const edge = await startEdge({ auth: { tokens: ['t'] } });
     const first = new Tunnel({
