@@ -6,8 +6,8 @@ import type { BackendQueue } from './backend-queue.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import { ForwardExchange, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
 import { traceStream } from './request-trace.js';
-import type { Target } from './target.js';
-import { forwardTcpStream, type TcpConnectionReport, type TcpTarget } from './tcp-forward.js';
+import type { Target, TcpTarget } from './target.js';
+import { forwardTcpStream, type TcpConnectionReport } from './tcp-forward.js';
 
 export interface SessionInfo {
   name: string;
@@ -17,29 +17,43 @@ export interface SessionInfo {
   tcp?: { port: number };
 }
 
-export interface AgentSessionOptions {
+/** An HTTP tunnel's session: every stream is a request for the backend. */
+export interface HttpForwarding {
+  /** The backend pool behind the agent's own line of waiting requests. */
+  backend: BackendQueue;
+  target: Target;
+  hostHeader: HostHeaderMode;
+  onReport: (report: RequestReport) => void;
+  /** The inspector's hook, when it is on. */
+  capture?: InspectorCapture | undefined;
+}
+
+/** A TCP tunnel's session: every stream is a public client's connection for the target. */
+export interface TcpForwarding {
+  /** The port asked of the edge (undefined for whichever is free). */
+  remotePort: number | undefined;
+  target: TcpTarget;
+  /** How long a connect to the target may take (TCP_CONNECT_TIMEOUT_MS when left out). */
+  connectTimeoutMs?: number | undefined;
+  onConnection: (report: TcpConnectionReport) => void;
+}
+
+export type AgentSessionOptions = SessionOptions &
+  ({ http: HttpForwarding; tcp?: undefined } | { tcp: TcpForwarding; http?: undefined });
+
+interface SessionOptions {
   server: string;
   agentPath: string;
   name: string | undefined;
   token: string | undefined;
   /** Identifies this agent process so reconnects resume its name without a token. */
   agentKey: string;
-  /** The backend pool behind the agent's own line of waiting requests. */
-  backend: BackendQueue;
-  target: Target;
-  hostHeader: HostHeaderMode;
   protocol: Partial<ProtocolSettings>;
   logger: Logger;
   version: string;
   /** Public URL protection for the edge to enforce (sent in HELLO). */
   protect: Record<string, unknown> | undefined;
-  onReport: (report: RequestReport) => void;
   handshakeTimeoutMs: number;
-  /** The inspector's hook, when it is on. */
-  capture?: InspectorCapture | undefined;
-  /** A TCP tunnel: the port asked of the edge (undefined for whichever is free) and where connections go. */
-  tcp?: { remotePort: number | undefined; target: TcpTarget } | undefined;
-  onTcpConnection?: (report: TcpConnectionReport) => void;
 }
 
 export interface ConnectedSession {
@@ -130,21 +144,27 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
         },
         onStream: (stream) => {
           if (options.tcp !== undefined) {
-            forwardTcpStream(stream, options.tcp.target, options.onTcpConnection ?? (() => {}));
+            forwardTcpStream(
+              stream,
+              options.tcp.target,
+              options.tcp.onConnection,
+              options.tcp.connectTimeoutMs,
+            );
             return;
           }
+          const http = options.http;
           // Request ids are traced only when the log level asks for them (see traceStream).
           const traced = options.logger.isLevelEnabled('info');
-          let onReport = options.onReport;
+          let onReport = http.onReport;
           new ForwardExchange(stream, {
-            backend: options.backend,
-            target: options.target,
-            hostHeader: options.hostHeader,
+            backend: http.backend,
+            target: http.target,
+            hostHeader: http.hostHeader,
             maxHeadSize: session.peerSettings.maxFrameSize,
-            capture: options.capture,
-            onReport: traced ? (report) => onReport(report) : options.onReport,
+            capture: http.capture,
+            onReport: traced ? (report) => onReport(report) : http.onReport,
           });
-          if (traced) onReport = traceStream(stream, options.logger, options.onReport);
+          if (traced) onReport = traceStream(stream, options.logger, http.onReport);
         },
         onGoAway: (goAway) => {
           options.logger.info({ reason: goAway.reason }, 'edge is going away');

@@ -50,32 +50,35 @@ export function createJsonReporter(out: LineOutput): Reporter {
 /** Human output: the public URL(s) first, then one line per request. */
 export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
   const out = stdout.write;
-  let announced = false;
+  let announced: string | undefined;
   return {
     ready(info, target, inspectorUrl) {
-      if (announced) {
-        out(`reconnected: ${info.url}\n`);
+      if (announced !== undefined) {
+        // A TCP tunnel whose port was taken while it was away comes back on another one.
+        out(
+          info.url === announced
+            ? `reconnected: ${info.url}\n`
+            : `reconnected at a new address: ${info.url} (the previous one was taken)\n`,
+        );
+        announced = info.url;
         return;
       }
-      announced = true;
+      announced = info.url;
       out(`tunnel2: forwarding ${info.url} -> ${target}\n`);
       for (const url of info.urls.filter((u) => u !== info.url)) out(`         also at  ${url}\n`);
       if (inspectorUrl !== undefined) out(`       inspector  ${inspectorUrl}\n`);
       out('\n');
     },
     request(r) {
-      const time = new Date().toTimeString().slice(0, 8);
-      const tail = r.error ? `  (${r.error})` : '';
       stdout.writeBatched(
-        `${time}  ${r.method.padEnd(7)} ${r.path}  ${r.status || '---'}  ${r.durationMs.toFixed(1)} ms${tail}\n`,
+        activityLine(`${r.method.padEnd(7)} ${r.path}  ${r.status || '---'}`, r.durationMs, r.error),
       );
     },
     connection(c) {
-      const time = new Date().toTimeString().slice(0, 8);
       const client = c.clientAddress.includes(':') ? `[${c.clientAddress}]` : c.clientAddress;
-      const tail = c.outcome === 'closed' ? '' : `  (${c.outcome}${c.error ? `: ${c.error}` : ''})`;
+      const why = c.outcome === 'closed' ? undefined : `${c.outcome}${c.error ? `: ${c.error}` : ''}`;
       stdout.writeBatched(
-        `${time}  ${client}:${c.clientPort}  in ${c.bytesIn} B  out ${c.bytesOut} B  ${c.durationMs.toFixed(1)} ms${tail}\n`,
+        activityLine(`${client}:${c.clientPort}  in ${c.bytesIn} B  out ${c.bytesOut} B`, c.durationMs, why),
       );
     },
     reconnecting(e) {
@@ -88,4 +91,10 @@ export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
       err('tunnel2: closed\n');
     },
   };
+}
+
+/** One request's or connection's line: local time, what it was, how long it took, why it did not end well. */
+function activityLine(what: string, durationMs: number, why: string | undefined): string {
+  const time = new Date().toTimeString().slice(0, 8);
+  return `${time}  ${what}  ${durationMs.toFixed(1)} ms${why ? `  (${why})` : ''}\n`;
 }

@@ -35,6 +35,36 @@ export function parseTarget(input: string): Target {
   return { origin: url.origin, host: url.host || `${url.hostname}:${port}`, basePath };
 }
 
+/** Where a TCP tunnel's connections go. */
+export interface TcpTarget {
+  host: string;
+  port: number;
+}
+
+/**
+ * A TCP tunnel's target: `5432` (on localhost), `host:port` or `[v6]:port`. The port is required: a TCP
+ * service has no default one, and a URL's scheme says nothing about the bytes carried.
+ */
+export function parseTcpTarget(input: string): TcpTarget {
+  const text = input.trim();
+  const match = /^\d+$/.test(text)
+    ? ['', 'localhost', text]
+    : /^(\[[0-9a-f:.]+\]|[^:/\s[\]]+):(\d+)$/i.exec(text);
+  const port = Number(match?.[2]);
+  if (match === null || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new AgentError(
+      AgentErrorCode.INVALID_TARGET,
+      `TCP target "${input}" is not a port or host:port (examples: 5432, localhost:5432, 10.0.0.5:6379, [::1]:5432)`,
+    );
+  }
+  return { host: (match[1] ?? '').replace(/^\[|\]$/g, ''), port };
+}
+
+/** `host:port` as printed, with an IPv6 host in brackets. */
+export function tcpTargetLabel(target: TcpTarget): string {
+  return `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
+}
+
 function invalid(input: string): AgentError {
   return new AgentError(
     AgentErrorCode.INVALID_TARGET,

@@ -5,13 +5,19 @@ import type { Inspector } from '@tunnel2/inspector';
 import type { ProtocolSettings } from '@tunnel2/protocol';
 import { type Logger, pino } from 'pino';
 import { Pool } from 'undici';
-import { type ConnectedSession, connectSession, type SessionInfo } from './agent-session.js';
+import {
+  type ConnectedSession,
+  connectSession,
+  type HttpForwarding,
+  type SessionInfo,
+  type TcpForwarding,
+} from './agent-session.js';
 import { BackendQueue } from './backend-queue.js';
 import { backoffDelay } from './backoff.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
-import { parseTarget, type Target } from './target.js';
-import type { TcpConnectionReport, TcpTarget } from './tcp-forward.js';
+import { parseTarget, parseTcpTarget, type Target, type TcpTarget, tcpTargetLabel } from './target.js';
+import type { TcpConnectionReport } from './tcp-forward.js';
 import { VERSION } from './version.js';
 
 export interface ConnectOptions {
@@ -45,7 +51,7 @@ export interface ConnectOptions {
    * A TCP tunnel instead of an HTTP one (see connectTcp): the edge gives a public port and every
    * connection to it is carried to `target`. `remotePort` asks for a specific port of the edge's range.
    */
-  tcp?: { remotePort?: number };
+  tcp?: { remotePort?: number; connectTimeoutMs?: number };
 }
 
 export interface InspectOptions {
@@ -72,8 +78,12 @@ export interface TunnelEvents {
   connection: [TcpConnectionReport];
   reconnecting: [ReconnectingEvent];
   error: [AgentError];
+  /** Once, when the tunnel has let go of everything: after close(), or a refusal that ended it. */
   close: [];
 }
+
+/** The edge's code for a TCP port it cannot give (taken, or outside its range). */
+const TCP_PORT_UNAVAILABLE = 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE';
 
 export function resolveHostHeader(value: string | undefined): HostHeaderMode {
   if (value === undefined || value === 'rewrite') return 'rewrite';
@@ -126,11 +136,12 @@ const IMMEDIATE_RECONNECT_AFTER_MS = 1_000;
  * asking for the same name, until `close()` or a refusal that retrying cannot fix.
  */
 export class Tunnel extends EventEmitter<TunnelEvents> {
+  /** Where requests go; for a TCP tunnel, origin `tcp://host:port` and no base path. */
   readonly target: Target;
   info: SessionInfo | undefined;
   readonly #options: ConnectOptions;
-  readonly #pool: Pool;
-  readonly #backend: BackendQueue;
+  /** An HTTP tunnel's backend pool and queue; a TCP tunnel's target (it has neither). */
+  readonly #kind: { pool: Pool; backend: BackendQueue } | { tcp: TcpTarget };
   readonly #logger: Logger;
   readonly #agentKey = randomUUID();
   readonly #hostHeader: HostHeaderMode;
@@ -140,21 +151,42 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
   #inspector: Inspector | undefined;
+  #released: Promise<void> | undefined;
 
   constructor(options: ConnectOptions) {
     super();
     this.#options = options;
-    this.target = parseTarget(String(options.target));
     this.#hostHeader = resolveHostHeader(options.hostHeader);
     this.#protect = resolveProtection(options);
     this.#logger = options.logger ?? pino({ level: 'silent' });
-    this.#pool = new Pool(this.target.origin, {
+    if (options.tcp !== undefined) {
+      if (options.inspect !== undefined && options.inspect !== false) {
+        throw new AgentError(
+          AgentErrorCode.INVALID_OPTION,
+          'the inspector records HTTP requests: a TCP tunnel has none',
+        );
+      }
+      const timeout = options.tcp.connectTimeoutMs;
+      if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0)) {
+        throw new AgentError(
+          AgentErrorCode.INVALID_OPTION,
+          'tcp.connectTimeoutMs must be a positive integer',
+        );
+      }
+      const tcp = parseTcpTarget(String(options.target));
+      const label = tcpTargetLabel(tcp);
+      this.target = { origin: `tcp://${label}`, host: label, basePath: '' };
+      this.#kind = { tcp };
+      return;
+    }
+    this.target = parseTarget(String(options.target));
+    const pool = new Pool(this.target.origin, {
       connections: options.connections ?? 256,
       keepAliveTimeout: 30_000,
       headersTimeout: 0,
       bodyTimeout: 0,
     });
-    this.#backend = new BackendQueue(this.#pool);
+    this.#kind = { pool, backend: new BackendQueue(pool) };
   }
 
   get url(): string | undefined {
@@ -193,7 +225,17 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
    * for good, or, with `failFast`, if it fails at all (then the loop stops); later drops always reconnect.
    */
   async start(options: { failFast?: boolean } = {}): Promise<SessionInfo> {
-    await this.#startInspector();
+    try {
+      await this.#startInspector();
+    } catch (err) {
+      await this.#release();
+      throw err;
+    }
+    if (this.#closing) {
+      // close() came while the inspector started, and released what existed then.
+      await this.#inspector?.close();
+      throw new AgentError(AgentErrorCode.CLOSED, 'the tunnel was closed before it started');
+    }
     return new Promise((resolve, reject) => {
       const onReady = (info: SessionInfo): void => {
         this.off('error', onError);
@@ -214,26 +256,70 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
 
   /** Graceful: stops taking requests, lets in-flight ones finish (up to graceMs), closes. */
   async close(graceMs = 5_000): Promise<void> {
-    if (this.#closing) return this.#loop;
-    this.#closing = true;
-    this.#wake?.();
-    await this.#session?.close(graceMs);
-    await this.#loop;
-    this.#backend.close();
-    await this.#pool.close();
-    await this.#inspector?.close();
-    this.emit('close');
+    if (!this.#closing) {
+      this.#closing = true;
+      this.#wake?.();
+      await this.#session?.close(graceMs);
+    }
+    // The loop releases everything as it ends; a tunnel never started has only its pool to let go.
+    await (this.#loop ?? this.#release());
+  }
+
+  /** Frees the backend queue and pool and the inspector, once, whichever way the tunnel ended. */
+  #release(): Promise<void> {
+    this.#released ??= (async () => {
+      if ('pool' in this.#kind) {
+        this.#kind.backend.close();
+        await this.#kind.pool.close();
+      }
+      await this.#inspector?.close();
+      this.emit('close');
+    })();
+    return this.#released;
   }
 
   async #run(): Promise<void> {
+    try {
+      await this.#connectLoop();
+    } finally {
+      // Also after a refusal that ended it: nothing may keep the process alive once the tunnel is done.
+      await this.#release();
+    }
+  }
+
+  #forwarding(remotePort: number | undefined): { http: HttpForwarding } | { tcp: TcpForwarding } {
+    const kind = this.#kind;
+    if ('tcp' in kind) {
+      return {
+        tcp: {
+          remotePort,
+          target: kind.tcp,
+          connectTimeoutMs: this.#options.tcp?.connectTimeoutMs,
+          onConnection: (report) => this.emit('connection', report),
+        },
+      };
+    }
+    return {
+      http: {
+        backend: kind.backend,
+        target: this.target,
+        hostHeader: this.#hostHeader,
+        onReport: (report) => this.emit('request', report),
+        capture: this.#inspector?.capture,
+      },
+    };
+  }
+
+  async #connectLoop(): Promise<void> {
     let attempt = 0;
     let name = this.#options.subdomain?.toLowerCase();
-    // A TCP tunnel asks for the port it got first on every reconnect: the port is its owner's, like a name.
-    let remotePort = this.#options.tcp?.remotePort;
-    const tcpTarget = this.#options.tcp === undefined ? undefined : tcpTargetOf(this.target);
+    // The port the user asked for, kept apart from the one the edge gave: a TCP tunnel asks for the port
+    // it had on every reconnect (it is its owner's, like a name), but only one the user named is a must.
+    const requestedPort = this.#options.tcp?.remotePort;
+    let grantedPort: number | undefined;
     while (!this.#closing) {
       let reason: string;
-      let handedOver = false;
+      let immediate = false;
       try {
         const session = await connectSession({
           server: this.#options.server ?? process.env.TUNNEL2_SERVER ?? 'http://localhost:8080',
@@ -241,18 +327,12 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           name,
           token: this.#options.token ?? process.env.TUNNEL2_TOKEN,
           agentKey: this.#agentKey,
-          backend: this.#backend,
-          target: this.target,
-          hostHeader: this.#hostHeader,
           protocol: this.#options.protocol ?? {},
           logger: this.#logger,
           version: VERSION,
           protect: this.#protect,
-          onReport: (report) => this.emit('request', report),
           handshakeTimeoutMs: 10_000,
-          capture: this.#inspector?.capture,
-          tcp: tcpTarget === undefined ? undefined : { remotePort, target: tcpTarget },
-          onTcpConnection: (report) => this.emit('connection', report),
+          ...this.#forwarding(grantedPort ?? requestedPort),
         });
         if (this.#closing) {
           await session.close(0);
@@ -261,7 +341,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         this.#session = session;
         this.info = session.info;
         name = session.info.name;
-        remotePort = session.info.tcp?.port ?? remotePort;
+        grantedPort = session.info.tcp?.port ?? grantedPort;
         attempt = 0;
         const upSince = performance.now();
         this.emit('ready', session.info);
@@ -276,7 +356,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         reason = error?.message ?? 'connection closed';
         // Only after a session that stayed up a while: an edge that hands every new session straight
         // back must not turn this into a reconnect loop without a pause.
-        handedOver =
+        immediate =
           error instanceof AgentError &&
           error.code === AgentErrorCode.EDGE_GOING_AWAY &&
           performance.now() - upSince >= IMMEDIATE_RECONNECT_AFTER_MS;
@@ -285,6 +365,18 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           err instanceof AgentError
             ? err
             : new AgentError(AgentErrorCode.EDGE_UNREACHABLE, String(err), { cause: err });
+        if (
+          requestedPort === undefined &&
+          grantedPort !== undefined &&
+          error.edgeCode === TCP_PORT_UNAVAILABLE
+        ) {
+          // The port it had was taken while it was away (an edge restart, a grace that ran out). The user
+          // asked for none, so any will do: the next 'ready' announces the new address.
+          this.#logger.warn({ port: grantedPort }, 'the previous TCP port is taken; asking for another');
+          grantedPort = undefined;
+          this.emit('reconnecting', { attempt, delayMs: 0, reason: error.message });
+          continue;
+        }
         this.emit('error', error);
         if (error.fatal) {
           this.#closing = true;
@@ -295,7 +387,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       if (this.#closing) break;
       // A drained session is a hand-over, not a failure: requests for the name are waiting for it to
       // reappear (on this edge once restarted, or on another node), so the first attempt goes at once.
-      const delayMs = handedOver
+      const delayMs = immediate
         ? 0
         : backoffDelay(attempt++, {
             initialMs: this.#options.reconnect?.initialMs ?? 500,
@@ -314,11 +406,6 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   }
 }
 
-function tcpTargetOf(target: Target): TcpTarget {
-  const url = new URL(target.origin);
-  return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80) };
-}
-
 /** What connectTcp() takes: a TCP tunnel's options (no HTTP-only ones). */
 export interface TcpConnectOptions
   extends Pick<
@@ -329,6 +416,8 @@ export interface TcpConnectOptions
   target: string | number;
   /** A specific public port of the edge's TCP range; default any free one. */
   remotePort?: number;
+  /** How long a connect to the target may take before the client is reset (default 10 s). */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -337,8 +426,8 @@ export interface TcpConnectOptions
  * the port.
  */
 export async function connectTcp(options: TcpConnectOptions): Promise<Tunnel> {
-  const { remotePort, ...rest } = options;
-  return connect({ ...rest, inspect: false, tcp: remotePort === undefined ? {} : { remotePort } });
+  const { remotePort, connectTimeoutMs, ...rest } = options;
+  return connect({ ...rest, inspect: false, tcp: { remotePort, connectTimeoutMs } });
 }
 
 /**

@@ -23,6 +23,8 @@ export class TcpPort {
   readonly owner: string;
   readonly server: Server;
   connection: AgentConnection | undefined;
+  /** Once a session has served it, the port is its owner's reservation: a failed reconnect keeps it. */
+  attached = false;
   graceTimer: NodeJS.Timeout | undefined;
   readonly sockets = new Set<Socket>();
   constructor(port: number, owner: string, server: Server) {
@@ -59,6 +61,7 @@ export class TcpTunnels {
 
   /** Claims `requested` (or any free port of the range) for `owner`, listening on it before it answers. */
   async claim(owner: string, requested: number | undefined): Promise<TcpClaim> {
+    if (this.#closed) return closing();
     const { first, last } = this.#options.range;
     if (requested !== undefined) {
       if (requested < first || requested > last) {
@@ -73,7 +76,8 @@ export class TcpTunnels {
           return refuse(EdgeErrorCode.TCP_PORT_UNAVAILABLE, `port ${requested} is in use by another agent`);
         }
         // Its owner again: a reconnect within the grace, or a newer connection that replaces the old one.
-        this.#resume(held);
+        // The grace runs on until that session is ready (attach): a reconnect whose upgrade then fails
+        // must not cost the owner its port.
         return { ok: true, port: held };
       }
     }
@@ -95,24 +99,41 @@ export class TcpTunnels {
     const size = last - first + 1;
     const start = Math.floor(Math.random() * size);
     for (let i = 0; i < size; i++) {
+      if (this.#closed) return closing();
       const candidate = first + ((start + i) % size);
       if (this.#ports.has(candidate)) continue;
       const port = await this.#listen(candidate, owner);
       if (port !== undefined) return { ok: true, port };
     }
+    if (this.#closed) return closing();
     return refuse(
       EdgeErrorCode.TCP_PORTS_EXHAUSTED,
       `every TCP port of ${first}-${last} is in use on this edge`,
     );
   }
 
-  /** A claim that never got a session (the upgrade failed): free it unless a session holds it. */
+  /**
+   * A claim that never got a session (the upgrade failed): a port no session ever served is freed; one
+   * that served its owner before stays reserved for the grace, as if its last session had just ended.
+   */
   abandon(port: TcpPort): void {
-    if (port.connection === undefined && port.graceTimer === undefined) this.#release(port);
+    if (port.connection !== undefined || this.#ports.get(port.port) !== port) return;
+    if (port.attached) this.#startGrace(port);
+    else this.#release(port);
   }
 
   /** The session is ready: connections to the port go to it from now on. */
   attach(port: TcpPort, connection: AgentConnection): void {
+    if (this.#ports.get(port.port) !== port) {
+      // The grace ran out (or the edge closed) while this session's upgrade was under way: its listener
+      // is gone. The agent reconnects and claims the port afresh.
+      connection.close(ErrorCode.INTERNAL_ERROR, 'the TCP port was released before the session was ready');
+      return;
+    }
+    // Cleared here and only here: the older session may have ended (starting the grace) after this one
+    // claimed the port but before its HELLO.
+    this.#resume(port);
+    port.attached = true;
     const previous = port.connection;
     port.connection = connection;
     if (previous !== undefined && previous !== connection) {
@@ -129,18 +150,24 @@ export class TcpTunnels {
       return;
     }
     port.connection = undefined;
-    if (this.#options.reconnectGraceMs === 0 || this.#closed) {
-      this.#release(port);
-      return;
-    }
-    port.graceTimer = setTimeout(() => this.#release(port), this.#options.reconnectGraceMs);
-    port.graceTimer.unref();
+    this.#startGrace(port);
   }
 
   /** Closes every listener and every carried connection. */
   close(): void {
     this.#closed = true;
     for (const port of [...this.#ports.values()]) this.#release(port);
+  }
+
+  #startGrace(port: TcpPort): void {
+    if (this.#options.reconnectGraceMs === 0 || this.#closed) {
+      this.#release(port);
+      return;
+    }
+    // Already in its grace (a second failed reconnect): the grace is not extended.
+    if (port.graceTimer !== undefined) return;
+    port.graceTimer = setTimeout(() => this.#release(port), this.#options.reconnectGraceMs);
+    port.graceTimer.unref();
   }
 
   #resume(port: TcpPort): void {
@@ -167,11 +194,13 @@ export class TcpTunnels {
     );
     return new Promise((resolve) => {
       const onError = (err: NodeJS.ErrnoException): void => {
-        this.#ports.delete(number);
+        if (this.#ports.get(number) === port) this.#ports.delete(number);
         this.#options.logger.debug({ err, port: number }, 'TCP port not available');
         resolve(undefined);
       };
       server.once('error', onError);
+      // Released by close() before it listened: neither callback would come.
+      server.once('close', () => resolve(undefined));
       server.listen({ port: number, host: this.#options.host, exclusive: true }, () => {
         server.off('error', onError);
         server.on('error', (err) => this.#options.logger.warn({ err, port: number }, 'TCP listener failed'));
@@ -184,6 +213,10 @@ export class TcpTunnels {
       });
     });
   }
+}
+
+function closing(): TcpClaim {
+  return refuse(EdgeErrorCode.DRAINING, 'this edge is shutting down');
 }
 
 function refuse(code: EdgeErrorCode, message: string): TcpClaim {

@@ -52,10 +52,11 @@ export class ReceiveWindow {
   consumed(bytes: number, host: TuningHost, at?: number): void {
     const rtt = host.rttMs;
     if (rtt < MIN_TUNED_RTT_MS || host.maxStreamWindow <= this.#initial) return;
-    const now = at ?? performance.now();
-    if (this.#epochStart === 0) this.#epochStart = now;
+    // The clock is read only where an epoch starts or completes: consume() runs for every chunk read.
+    if (this.#epochStart === 0) this.#epochStart = at ?? performance.now();
     this.#epochBytes += bytes;
     if (this.#epochBytes < this.size) return;
+    const now = at ?? performance.now();
     const elapsed = now - this.#epochStart;
     this.#epochStart = now;
     this.#epochBytes = 0;

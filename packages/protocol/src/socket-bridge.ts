@@ -3,7 +3,7 @@ import type { StreamResetError } from './errors.js';
 import type { MuxStream } from './mux-stream.js';
 
 /** A TCP socket as the bridge needs it: a duplex that can also close with RST (net.Socket). */
-export type BridgedSocket = Duplex & { resetAndDestroy(): unknown };
+export type BridgedSocket = Duplex & { resetAndDestroy(): unknown; readonly connecting: boolean };
 
 /** How one bridged connection ended, for the owner's report and metrics. */
 export interface BridgeResult {
@@ -21,7 +21,7 @@ export interface BridgeResult {
 
 export interface BridgeOptions {
   /** The RESET code to send when the socket fails or closes before both directions ended. */
-  socketResetCode: (error: Error | undefined) => number;
+  socketResetCode: () => number;
   /** Once, after the socket has closed. */
   onClose: (result: BridgeResult) => void;
 }
@@ -55,7 +55,10 @@ export function bridgeSocket(stream: MuxStream, socket: BridgedSocket, options: 
     onReset: (error: StreamResetError) => {
       result.resetCode = error.protocolCode;
       result.resetBy = 'stream';
-      socket.resetAndDestroy();
+      // Node defers an RST on a socket still connecting until it connects: to a target that never answers,
+      // that is the OS's SYN timeout (minutes) with the socket held. Not connected, there is nothing to reset.
+      if (socket.connecting) socket.destroy();
+      else socket.resetAndDestroy();
     },
     onDrain: () => socket.resume(),
   };
@@ -76,7 +79,7 @@ export function bridgeSocket(stream: MuxStream, socket: BridgedSocket, options: 
     // Both directions done: what the stream still holds goes out as credit arrives. Otherwise the socket
     // failed or closed early, and the peer must not take that for a clean end: RESET.
     if (!stream.closed && !(stream.localEnded && stream.remoteEnded)) {
-      const code = options.socketResetCode(result.error);
+      const code = options.socketResetCode();
       result.resetCode = code;
       result.resetBy = 'socket';
       stream.reset(code);

@@ -16,7 +16,7 @@ export interface TcpHead {
 }
 
 /** The stream kind byte after the leading zero; other values are kinds a later version may add. */
-export const StreamKind = { TCP: 0x01 } as const;
+const StreamKind = { TCP: 0x01 } as const;
 
 /** The capability an agent lists in its HELLO metadata (`streamKinds`) to receive TCP streams. */
 export const TCP_STREAM_KIND = 'tcp';
@@ -41,7 +41,7 @@ export function encodeTcpHead(head: TcpHead): Buffer {
 }
 
 /** True when a stream's first head is a TCP stream's (the leading zero byte no request head has). */
-export function isTcpHead(payload: Buffer): boolean {
+function isTcpHead(payload: Buffer): boolean {
   return payload.length >= 2 && payload[0] === 0 && payload[1] === StreamKind.TCP;
 }
 

@@ -4,7 +4,6 @@ import {
   decodeTcpHead,
   ErrorCode,
   encodeTcpHead,
-  isTcpHead,
   ProtocolError,
   ProtocolErrorCode,
 } from '../src/index.js';
@@ -22,7 +21,6 @@ describe('TCP stream head', () => {
   it('encodes to the golden bytes and back', () => {
     const head = { port: 20000, clientAddress: '127.0.0.1', clientPort: 54321 };
     expect(encodeTcpHead(head)).toEqual(golden);
-    expect(isTcpHead(golden)).toBe(true);
     expect(decodeTcpHead(golden)).toEqual(head);
   });
 
@@ -49,6 +47,8 @@ describe('TCP stream head', () => {
   });
 
   it('does not take a request head for a TCP head', () => {
-    expect(isTcpHead(Buffer.from([3, 0x47, 0x45, 0x54]))).toBe(false);
+    expect(() => decodeTcpHead(Buffer.from([3, 0x47, 0x45, 0x54]))).toThrow(
+      expect.objectContaining({ code: ProtocolErrorCode.MALFORMED_HEAD, message: 'not a TCP stream head' }),
+    );
   });
 });

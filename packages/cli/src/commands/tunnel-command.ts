@@ -6,13 +6,13 @@ import { onShutdownSignal } from '../shutdown-signal.js';
 import type { Tunnel } from '../tunnel.js';
 
 /** What every tunnel command (`http`, `tcp`) writes to: stdout lines, stderr, and the diagnostic log. */
-export interface CommandOutput {
+interface CommandOutput {
   stdout: LineOutput;
   reporter: Reporter;
   logger: Logger;
 }
 
-export function commandOutput(options: { json?: boolean; logLevel?: string }): CommandOutput {
+function commandOutput(options: { json?: boolean; logLevel?: string }): CommandOutput {
   const stdout = createLineWriter(process.stdout);
   const writeErr = (line: string): void => void process.stderr.write(line);
   const reporter = options.json ? createJsonReporter(stdout) : createHumanReporter(stdout, writeErr);
@@ -35,7 +35,8 @@ export function allowIpList(value: string | undefined): string[] | undefined {
 
 /**
  * A tunnel command from start to exit status: builds the tunnel (an invalid option is reported, exit 1),
- * lets the command subscribe to its events, then runs it until stopped.
+ * lets the command subscribe to its events, then runs it until Ctrl-C (exit 0) or a refusal retrying
+ * cannot fix (exit 1). `onStartFailure` hears what start() rejected with.
  */
 export async function runTunnelCommand(
   options: { json?: boolean; logLevel?: string },
@@ -55,18 +56,6 @@ export async function runTunnelCommand(
     throw err;
   }
   subscribe(tunnel, output.reporter);
-  return runUntilStopped(tunnel, output, (err) => onStartFailure?.(err, output.reporter));
-}
-
-/**
- * Runs a tunnel until Ctrl-C (exit 0) or a refusal retrying cannot fix (exit 1). `onStartFailure` hears
- * what start() rejected with (refusals were already reported through 'error').
- */
-export function runUntilStopped(
-  tunnel: Tunnel,
-  output: CommandOutput,
-  onStartFailure: (err: unknown) => void = () => {},
-): Promise<number> {
   const { reporter, stdout } = output;
   tunnel.on('reconnecting', (event) => reporter.reconnecting(event));
   return new Promise<number>((resolve) => {
@@ -87,8 +76,9 @@ export function runUntilStopped(
       // A refusal retrying cannot fix (bad token, name taken over): stop with a failure status.
       if (error.fatal) stop(1);
     });
+    // What start() rejects with: refusals were already reported through 'error'.
     tunnel.start().catch((err: unknown) => {
-      onStartFailure(err);
+      onStartFailure?.(err, reporter);
       stop(1);
     });
   });

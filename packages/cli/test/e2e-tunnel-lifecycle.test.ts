@@ -1,0 +1,153 @@
+import { once } from 'node:events';
+import { createServer, connect as netConnect } from 'node:net';
+import { buildEdge, type Edge } from '@tunnel2/edge';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AgentErrorCode, connect, connectTcp, Tunnel } from '../src/index.js';
+import { silent } from './support/stack.js';
+import { sendAndHash, startHashServer } from './support/tcp-stack.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function startEdge(options: Parameters<typeof buildEdge>[0] = {}): Promise<Edge> {
+  const edge = buildEdge({ port: 0, logger: silent, ...options });
+  await edge.listen();
+  cleanups.push(() => edge.close(0));
+  return edge;
+}
+
+/** Whether the inspector (or anything) still answers on the URL's port: only a refusal means it is gone. */
+function answers(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  const socket = netConnect({ host: hostname, port: Number(port) });
+  return new Promise((resolve) => {
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code !== 'ECONNREFUSED'));
+  });
+}
+
+/** The tunnel's 'close' (events.once would reject at the 'error' that comes first). */
+function closeOf(tunnel: Tunnel): Promise<void> {
+  return new Promise((resolve) => tunnel.once('close', resolve));
+}
+
+/** A port that refuses connections: listened on, then closed. */
+async function closedPort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+describe('a tunnel stopped by a refusal releases what it holds', () => {
+  it('a name taken on the first connect: start() rejects and the inspector stops listening', async () => {
+    const edge = await startEdge();
+    const holder = await connect({ target: 1, server: edge.url, subdomain: 'taken' });
+    cleanups.push(() => holder.close(0));
+    const tunnel = new Tunnel({ target: 1, server: edge.url, subdomain: 'taken', inspect: { port: 0 } });
+    tunnel.on('error', () => {});
+    const closed = closeOf(tunnel);
+    await expect(tunnel.start()).rejects.toMatchObject({ edgeCode: 'TUNNEL2_ERR_NAME_IN_USE', fatal: true });
+    const inspectorUrl = tunnel.inspectorUrl ?? '';
+    expect(inspectorUrl).not.toBe('');
+    await closed;
+    expect(await answers(inspectorUrl)).toBe(false);
+    // close() after the refusal still resolves (it used to return before anything was released).
+    await tunnel.close(0);
+  });
+
+  it('closed while its inspector starts: start() rejects and the inspector stops listening', async () => {
+    const edge = await startEdge();
+    const tunnel = new Tunnel({ target: 1, server: edge.url, inspect: { port: 0 } });
+    const started = tunnel.start();
+    await tunnel.close(0);
+    await expect(started).rejects.toMatchObject({ code: AgentErrorCode.CLOSED });
+    expect(await answers(tunnel.inspectorUrl ?? '')).toBe(false);
+  });
+
+  it('replaced by another agent at runtime: the inspector stops listening', async () => {
+    const edge = await startEdge({ auth: { tokens: ['t'] } });
+    const first = new Tunnel({
+      target: 1,
+      server: edge.url,
+      subdomain: 'same',
+      token: 't',
+      inspect: { port: 0 },
+    });
+    const errors: unknown[] = [];
+    first.on('error', (e) => errors.push(e));
+    await first.start();
+    const inspectorUrl = first.inspectorUrl ?? '';
+    expect(await answers(inspectorUrl)).toBe(true);
+    const closed = closeOf(first);
+    const second = await connect({ target: 1, server: edge.url, subdomain: 'same', token: 't' });
+    cleanups.push(() => second.close(0));
+    await closed;
+    expect(errors).toMatchObject([{ code: AgentErrorCode.REPLACED, fatal: true }]);
+    expect(await answers(inspectorUrl)).toBe(false);
+  });
+});
+
+describe('TCP tunnel targets', () => {
+  it('refuses a TCP target without a port, naming the accepted forms', () => {
+    expect(() => new Tunnel({ target: 'db', tcp: {} })).toThrow(
+      expect.objectContaining({
+        code: AgentErrorCode.INVALID_TARGET,
+        message: expect.stringMatching(/host:port/),
+      }),
+    );
+    expect(() => new Tunnel({ target: 'http://localhost:5432', tcp: {} })).toThrow(
+      expect.objectContaining({ code: AgentErrorCode.INVALID_TARGET }),
+    );
+  });
+
+  it('takes a port, host:port and [v6]:port', () => {
+    expect(new Tunnel({ target: 5432, tcp: {} }).target.host).toBe('localhost:5432');
+    expect(new Tunnel({ target: 'db.internal:5432', tcp: {} }).target.host).toBe('db.internal:5432');
+    expect(new Tunnel({ target: '[::1]:5432', tcp: {} }).target.host).toBe('[::1]:5432');
+  });
+});
+
+describe('a TCP tunnel whose port was taken while it was away', () => {
+  it('without --remote-port: takes another port and announces it', async () => {
+    const backend = await startHashServer();
+    cleanups.push(backend.close);
+    // Two ports the host had free a moment ago, as the edge's whole range.
+    const first = await closedPort();
+    const range = `${first}-${first + 1}`;
+    let edge = buildEdge({ port: 0, logger: silent, tcpPorts: range });
+    await edge.listen();
+    const edgePort = Number(new URL(edge.url).port);
+    const tunnel = await connectTcp({
+      target: backend.port,
+      server: edge.url,
+      reconnect: { initialMs: 10, maxMs: 50 },
+    });
+    cleanups.push(() => tunnel.close(0));
+    const had = tunnel.info?.tcp?.port ?? 0;
+    // The edge restarts; meanwhile another process takes the port the tunnel had.
+    await edge.close(0);
+    const squatter = createServer().listen({ port: had, host: '127.0.0.1', exclusive: true });
+    await once(squatter, 'listening');
+    cleanups.push(async () => void squatter.close());
+    const ready = once(tunnel, 'ready');
+    edge = buildEdge({ port: edgePort, logger: silent, tcpPorts: range });
+    await edge.listen();
+    const restarted = edge;
+    cleanups.push(() => restarted.close(0));
+    const [info] = (await ready) as [{ url: string; tcp?: { port: number } }];
+    const now = info.tcp?.port ?? 0;
+    expect(now).not.toBe(had);
+    expect(info.url).toBe(`tcp://localhost:${now}`);
+    expect(tunnel.url).toBe(info.url);
+    const { sent, answer } = await sendAndHash(now, 1000);
+    expect(answer).toBe(sent);
+  });
+});

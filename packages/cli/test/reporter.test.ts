@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import type { LineOutput } from '../src/line-writer.js';
+import { createHumanReporter } from '../src/reporter.js';
+
+function human() {
+  const lines: string[] = [];
+  const out: LineOutput = {
+    write: (line) => void lines.push(line),
+    writeBatched: (line) => void lines.push(line),
+    flush: () => {},
+  };
+  return { lines, reporter: createHumanReporter(out, (line) => void lines.push(line)) };
+}
+
+const TIME = /^\d\d:\d\d:\d\d {2}/;
+
+describe('human reporter', () => {
+  it('writes a request and a TCP connection in the same layout: time, fields, duration, why', () => {
+    const { lines, reporter } = human();
+    reporter.request({ method: 'GET', path: '/a', status: 200, durationMs: 1.234, bytes: 3 });
+    reporter.request({
+      method: 'POST',
+      path: '/b',
+      status: 0,
+      durationMs: 2,
+      bytes: 0,
+      error: 'ECONNREFUSED',
+    });
+    reporter.connection({
+      clientAddress: '::1',
+      clientPort: 5,
+      bytesIn: 10,
+      bytesOut: 20,
+      durationMs: 3.21,
+      outcome: 'closed',
+    });
+    reporter.connection({
+      clientAddress: '127.0.0.1',
+      clientPort: 6,
+      bytesIn: 0,
+      bytesOut: 0,
+      durationMs: 4,
+      outcome: 'unreachable',
+      error: 'ETIMEDOUT',
+    });
+    for (const line of lines) expect(line).toMatch(TIME);
+    expect(lines.map((line) => line.replace(TIME, ''))).toEqual([
+      'GET     /a  200  1.2 ms\n',
+      'POST    /b  ---  2.0 ms  (ECONNREFUSED)\n',
+      '[::1]:5  in 10 B  out 20 B  3.2 ms\n',
+      '127.0.0.1:6  in 0 B  out 0 B  4.0 ms  (unreachable: ETIMEDOUT)\n',
+    ]);
+  });
+
+  it('says so when a reconnect comes back at a new address', () => {
+    const { lines, reporter } = human();
+    const info = (url: string) => ({ name: 'n', url, urls: [url] });
+    reporter.ready(info('tcp://localhost:1'), 'localhost:5432');
+    reporter.ready(info('tcp://localhost:1'), 'localhost:5432');
+    reporter.ready(info('tcp://localhost:2'), 'localhost:5432');
+    expect(lines.slice(-2)).toEqual([
+      'reconnected: tcp://localhost:1\n',
+      'reconnected at a new address: tcp://localhost:2 (the previous one was taken)\n',
+    ]);
+  });
+});
