@@ -15,7 +15,7 @@ import {
 import { BackendQueue } from './backend-queue.js';
 import { backoffDelay } from './backoff.js';
 import { AgentError, AgentErrorCode } from './errors.js';
-import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
+import { forwardHeaders, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
 import { parseTarget, parseTcpTarget, type Target, type TcpTarget, tcpTargetLabel } from './target.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
 import { VERSION } from './version.js';
@@ -206,7 +206,12 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     const { createInspector, InspectorError } = await import('@tunnel2/inspector');
     try {
       this.#inspector = await createInspector({
-        target: { origin: this.target.origin, basePath: this.target.basePath },
+        target: {
+          origin: this.target.origin,
+          basePath: this.target.basePath,
+          // A replay reaches the target with the head the agent would have sent it (Host as --host-header says).
+          forwardHeaders: (raw) => forwardHeaders(raw, this.target, this.#hostHeader),
+        },
         host: inspect.host,
         port: inspect.port,
         bodyLimit: inspect.bodyLimit,

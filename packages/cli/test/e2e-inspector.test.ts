@@ -283,6 +283,32 @@ describe('inspector end to end (real edge, agent with the inspector on, real bac
   });
 });
 
+describe('inspector: a replay reaches the target with the head the agent would send', () => {
+  it('keeps the public Host under --host-header preserve, as the original request had it', async () => {
+    const seen: Seen[] = [];
+    const stack = await startInspectedStack(await recordingBackend(seen), 'preserved', {
+      hostHeader: 'preserve',
+    });
+    try {
+      const publicHost = `preserved.localhost:${stack.port}`;
+      await send({
+        port: stack.port,
+        path: '/hook',
+        method: 'POST',
+        headers: ['Host', publicHost],
+        body: Buffer.from('x'),
+      });
+      const { json: list } = await api<{ entries: EntrySummary[] }>(stack.inspectorUrl, '/api/entries');
+      await api(stack.inspectorUrl, `/api/entries/${list.entries[0]!.id}/replay`, { method: 'POST' });
+      const hostOf = (s: Seen): string | undefined =>
+        s.rawHeaders[s.rawHeaders.findIndex((n) => n.toLowerCase() === 'host') + 1];
+      expect(seen.map(hostOf)).toEqual([publicHost, publicHost]);
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
 describe('inspector: a WebSocket upgrade is one entry with its bytes each way', () => {
   it('records kind websocket, status 101, duration and bytes in and out', async () => {
     const backend = await startWsBackend();

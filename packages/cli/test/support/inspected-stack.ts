@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
-import { connect, type Tunnel } from '../../src/index.js';
+import { type ConnectOptions, connect, type Tunnel } from '../../src/index.js';
 import { silent } from './stack.js';
 
 /** A real edge and an agent with the inspector on (an ephemeral port), forwarding to `backend`. */
@@ -16,7 +16,11 @@ export interface InspectedStack {
   close(): Promise<void>;
 }
 
-export async function startInspectedStack(backend: Server, subdomain: string): Promise<InspectedStack> {
+export async function startInspectedStack(
+  backend: Server,
+  subdomain: string,
+  tunnelOptions: Partial<ConnectOptions> = {},
+): Promise<InspectedStack> {
   const edge = buildEdge({ port: 0, logger: silent });
   const { port } = await edge.listen();
   const tunnel = await connect({
@@ -24,6 +28,7 @@ export async function startInspectedStack(backend: Server, subdomain: string): P
     server: edge.url,
     subdomain,
     inspect: { port: 0 },
+    ...tunnelOptions,
   });
   return {
     edge,
