@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { buildEdge } from '@tunnel2/edge';
+import { type RedisServer, startRedisServer } from '@tunnel2/test-services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestRedisServer, type TestRedisServer } from '../../registry/test/redis-server.js';
 import { startTestPostgres, type TestPostgres } from './support/postgres-server.js';
 import { peakRss, readInBursts, spawnCli } from './support/processes.js';
 import { silent } from './support/stack.js';
@@ -81,10 +81,10 @@ describe('TCP tunnels with real clients and servers', () => {
   });
 
   describe('redis-cli and redis-benchmark against redis-server', () => {
-    let redis: TestRedisServer;
+    let redis: RedisServer;
     let stack: TcpStack;
     beforeAll(async () => {
-      redis = await startTestRedisServer();
+      redis = await startRedisServer();
       stack = await startTcpStack(redis.port);
     });
     afterAll(async () => {

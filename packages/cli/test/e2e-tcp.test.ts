@@ -2,12 +2,12 @@ import { once } from 'node:events';
 import { request } from 'node:http';
 import { createServer, connect as netConnect } from 'node:net';
 import { buildEdge, createEdgeMetrics } from '@tunnel2/edge';
+import { freePort } from '@tunnel2/test-services';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectTcp, type TcpConnectionReport } from '../src/index.js';
 import { spawnCli } from './support/processes.js';
 import { silent, until } from './support/stack.js';
 import {
-  freePort,
   howItEnds,
   portRange,
   sendAndHash,

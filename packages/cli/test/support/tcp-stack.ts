@@ -5,9 +5,6 @@ import { buildEdge, type Edge, type EdgeOptions } from '@tunnel2/edge';
 import { connectTcp, type TcpConnectOptions, type Tunnel } from '../../src/index.js';
 import { silent } from './stack.js';
 
-// A port the host had free a moment ago: for a range or a `--remote-port` (the e2e-tcp tests import it here).
-export { freePort } from '@tunnel2/test-services';
-
 /**
  * A range of ports for the edge's TCP tunnels. Ports another process holds are skipped by the edge's
  * allocator, so the range need not be free, only mostly.
