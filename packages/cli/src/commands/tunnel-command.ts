@@ -1,5 +1,5 @@
 import { type Logger, pino } from 'pino';
-import { AgentError } from '../errors.js';
+import { AgentError, AgentErrorCode } from '../errors.js';
 import { createLineWriter, type LineOutput } from '../line-writer.js';
 import { createHumanReporter, createJsonReporter, type Reporter } from '../reporter.js';
 import { onShutdownSignal } from '../shutdown-signal.js';
@@ -34,7 +34,7 @@ export function allowIpList(value: string | undefined): string[] | undefined {
 }
 
 /**
- * A tunnel command from start to exit status: builds the tunnel (an invalid option is reported, exit 1),
+ * A tunnel command from start to exit status: builds the tunnel (an invalid target or option is reported, exit 2),
  * lets the command subscribe to its events, then runs it until Ctrl-C (exit 0) or a refusal retrying
  * cannot fix (exit 1). `onStartFailure` hears what start() rejected with.
  */
@@ -51,7 +51,8 @@ export async function runTunnelCommand(
   } catch (err) {
     if (err instanceof AgentError) {
       output.reporter.error(err);
-      return 1;
+      // A usage error (a target or flag as typed) exits 2, as a shell's own usage errors do.
+      return err.code === AgentErrorCode.INVALID_TARGET || err.code === AgentErrorCode.INVALID_OPTION ? 2 : 1;
     }
     throw err;
   }
