@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import type { Inspector } from '@tunnel2/inspector';
-import type { ProtocolSettings } from '@tunnel2/protocol';
+import type { ProtocolSettings, VersionRange } from '@tunnel2/protocol';
 import { type Logger, pino } from 'pino';
 import { Pool } from 'undici';
 import {
@@ -40,6 +40,8 @@ export interface ConnectOptions {
   /** Backend connections kept by the pool. */
   connections?: number;
   protocol?: Partial<ProtocolSettings>;
+  /** @internal Tests only: the protocol versions offered (to play an older or newer agent). */
+  protocolVersions?: VersionRange;
   /** Reconnect backoff. */
   reconnect?: { initialMs?: number; maxMs?: number };
   agentPath?: string;
@@ -346,6 +348,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           version: VERSION,
           protect: this.#protect,
           handshakeTimeoutMs: 10_000,
+          versions: this.#options.protocolVersions,
           ...this.#forwarding(grantedPort ?? requestedPort),
         });
         if (this.#closing) {

@@ -4,6 +4,7 @@ import { createLineWriter, type LineOutput } from '../line-writer.js';
 import { createHumanReporter, createJsonReporter, type Reporter } from '../reporter.js';
 import { onShutdownSignal } from '../shutdown-signal.js';
 import type { Tunnel } from '../tunnel.js';
+import { hintWhenNoEdge } from './edge-hint.js';
 
 /** What every tunnel command (`http`, `tcp`) writes to: stdout lines, stderr, and the diagnostic log. */
 interface CommandOutput {
@@ -39,7 +40,7 @@ export function allowIpList(value: string | undefined): string[] | undefined {
  * cannot fix (exit 1). `onStartFailure` hears what start() rejected with.
  */
 export async function runTunnelCommand(
-  options: { json?: boolean; logLevel?: string },
+  options: { json?: boolean; logLevel?: string; server?: string },
   create: (logger: Logger) => Tunnel,
   subscribe: (tunnel: Tunnel, reporter: Reporter) => void,
   onStartFailure?: (err: unknown, reporter: Reporter) => void,
@@ -77,6 +78,7 @@ export async function runTunnelCommand(
       // A refusal retrying cannot fix (bad token, name taken over): stop with a failure status.
       if (error.fatal) stop(1);
     });
+    hintWhenNoEdge(tunnel, options.server ?? process.env.TUNNEL2_SERVER ?? 'http://localhost:8080', reporter);
     // What start() rejects with: refusals were already reported through 'error'.
     tunnel.start().catch((err: unknown) => {
       onStartFailure?.(err, reporter);
