@@ -1,13 +1,24 @@
 import type { InspectorCapture } from '@tunnel2/inspector';
-import { ErrorCode, type Hello, MuxSession, type ProtocolSettings, TCP_STREAM_KIND } from '@tunnel2/protocol';
+import {
+  ErrorCode,
+  type Hello,
+  MuxSession,
+  negotiateVersion,
+  ownVersionRange,
+  type ProtocolSettings,
+  TCP_STREAM_KIND,
+  type VersionRange,
+} from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { BackendQueue } from './backend-queue.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import { ForwardExchange, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
+import { refusalMessage } from './refusal-message.js';
 import { traceStream } from './request-trace.js';
 import type { Target, TcpTarget } from './target.js';
 import { forwardTcpStream, type TcpConnectionReport } from './tcp-forward.js';
+import { edgeRangeOf, versionMismatch } from './version-mismatch.js';
 
 export interface SessionInfo {
   name: string;
@@ -54,6 +65,8 @@ interface SessionOptions {
   /** Public URL protection for the edge to enforce (sent in HELLO). */
   protect: Record<string, unknown> | undefined;
   handshakeTimeoutMs: number;
+  /** The protocol versions offered; only tests change it (to play an older or newer agent). */
+  versions?: VersionRange | undefined;
 }
 
 export interface ConnectedSession {
@@ -97,6 +110,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       maxPayload: 8 * 1024 * 1024,
     });
     let settled = false;
+    const versions = options.versions ?? ownVersionRange;
     let resolveClosed: (error: Error | undefined) => void = () => {};
     const closed = new Promise<Error | undefined>((r) => {
       resolveClosed = r;
@@ -120,6 +134,13 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       },
       handler: {
         onHello: (hello: Hello) => {
+          try {
+            negotiateVersion(hello, versions);
+          } catch (err) {
+            fail(versionMismatch(versions, hello, options.version, err));
+            session.close(ErrorCode.VERSION_UNSUPPORTED, 'no common protocol version');
+            return;
+          }
           const info = readSessionInfo(hello.meta);
           if (info === undefined) {
             session.close(ErrorCode.PROTOCOL_ERROR, 'edge HELLO without session info');
@@ -170,6 +191,9 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           options.logger.info({ reason: goAway.reason }, 'edge is going away');
           if (goAway.code === ErrorCode.SESSION_REPLACED) replaced = true;
           if (goAway.code === ErrorCode.GOING_AWAY) edgeLeaving = true;
+          // The edge refused our versions (before any HELLO of its own): its reason names its range.
+          if (goAway.code === ErrorCode.VERSION_UNSUPPORTED)
+            fail(versionMismatch(versions, edgeRangeOf(goAway.reason), options.version));
         },
         onIdle: () => onIdle?.(),
         onStreamError: (stream, err) => options.logger.error({ err, stream: stream.id }, 'forwarding failed'),
@@ -239,6 +263,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           ...(options.tcp ? { streamKinds: [TCP_STREAM_KIND] } : {}),
         },
         false,
+        versions,
       ),
     );
     socket.on('message', (data, isBinary) => {
@@ -275,14 +300,15 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       res.on('end', () => {
         const status = res.statusCode ?? 0;
         const text = Buffer.concat(chunks).toString('utf8').trim().slice(0, 500);
-        const edgeCode = res.headers['x-tunnel2-error'];
+        const header = res.headers['x-tunnel2-error'];
+        const edgeCode = typeof header === 'string' ? header : undefined;
         fail(
           new AgentError(
             AgentErrorCode.EDGE_REFUSED,
-            `edge refused the tunnel (${status}): ${text || res.statusMessage}`,
+            refusalMessage(status, edgeCode, text || (res.statusMessage ?? ''), options.name),
             {
               status,
-              edgeCode: typeof edgeCode === 'string' ? edgeCode : undefined,
+              edgeCode,
               fatal: status === 400 || status === 401 || status === 403 || status === 404 || status === 409,
             },
           ),

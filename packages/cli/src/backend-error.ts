@@ -1,11 +1,13 @@
 import { maxHeaderSize } from 'node:http';
 import type { ExchangeRecorder } from '@tunnel2/inspector';
 import { encodeResponseHead, type MuxStream } from '@tunnel2/protocol';
+import { describeTlsError } from './target-tls.js';
 
 export type BackendErrorCode =
   | 'TUNNEL2_ERR_BACKEND_UNREACHABLE'
   | 'TUNNEL2_ERR_BACKEND_TIMEOUT'
-  | 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE';
+  | 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE'
+  | 'TUNNEL2_ERR_TARGET_TLS';
 
 /** The synthetic answer the agent sends when the backend gave no usable response head. */
 export interface BackendErrorAnswer {
@@ -28,10 +30,13 @@ const connectionLost: ReadonlySet<string> = new Set(['UND_ERR_SOCKET', 'ECONNRES
  * proxy does (HAProxy's "SH"/"PH" termination states, Envoy's "UF"/"UPE"): the backend could not be
  * reached (refused, unknown host, closed without a byte) → UNREACHABLE; it did not answer in time →
  * TIMEOUT; it was reached and began answering but the head was malformed, cut short or too large →
- * INVALID_RESPONSE. `answerBegun`: at least one byte of a response arrived for this request.
+ * INVALID_RESPONSE; an https:// target whose certificate or handshake failed → TARGET_TLS. `answerBegun`: at
+ * least one byte of a response arrived for this request.
  */
 export function describeBackendError(error: Error, host: string, answerBegun: boolean): BackendErrorAnswer {
   const code = backendErrorCode(error);
+  const tls = describeTlsError(code, host);
+  if (tls !== undefined) return tls;
   const invalid = (what: string): BackendErrorAnswer => ({
     status: 502,
     message: `tunnel2: backend on ${host} ${what}`,

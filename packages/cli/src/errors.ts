@@ -13,6 +13,8 @@ export const AgentErrorCode = {
   INSPECTOR_FAILED: 'TUNNEL2_ERR_INSPECTOR_FAILED',
   /** The edge answered a TCP tunnel request with an HTTP tunnel: it predates TCP tunnels. */
   TCP_UNSUPPORTED: 'TUNNEL2_ERR_TCP_UNSUPPORTED',
+  /** The agent and the edge share no protocol version (both are named): one of them needs upgrading. */
+  VERSION_MISMATCH: 'TUNNEL2_ERR_VERSION_MISMATCH',
 } as const;
 export type AgentErrorCode = (typeof AgentErrorCode)[keyof typeof AgentErrorCode];
 

@@ -22,7 +22,10 @@ const program = new Command()
 program
   .command('http')
   .description('forward a public URL to a local HTTP server')
-  .argument('<target>', 'local port, host:port or URL (3000, localhost:3000, http://127.0.0.1:3000)')
+  .argument(
+    '<target>',
+    'local port, host:port or URL (3000, localhost:3000, http://127.0.0.1:3000, https://localhost:8443)',
+  )
   .addOption(serverOption())
   .option('-n, --subdomain <name>', 'requested subdomain (default: random, unguessable)')
   .option('-t, --token <token>', 'agent token (env TUNNEL2_TOKEN)')
@@ -38,6 +41,11 @@ program
   )
   .option('--allow-ip <cidrs>', 'only these client addresses may use the public URL (comma-separated CIDRs)')
   .option(
+    '--insecure',
+    'https:// target: accept its certificate even if self-signed, expired or for another host',
+  )
+  .option('--ca <file>', 'https:// target: also trust this CA (PEM file), e.g. mkcert -CAROOT/rootCA.pem')
+  .option(
     '--inspect <host:port>',
     'serve the request inspector here (default 127.0.0.1:4040, next free port)',
   )
@@ -48,7 +56,7 @@ program
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
   .addHelpText(
     'after',
-    '\nExamples:\n  $ tunnel2 http 3000\n  $ tunnel2 http localhost:5173 --subdomain myapp --server https://tunnel.example.com\n  $ tunnel2 http 8080 --json | jq .\n',
+    '\nExamples:\n  $ tunnel2 http 3000\n  $ tunnel2 http localhost:5173 --subdomain myapp --server https://tunnel.example.com\n  $ tunnel2 http 8080 --json | jq .\n  $ tunnel2 http https://localhost:8443 --insecure\n',
   )
   .action(async (target: string, options) => {
     // Each command loads only what it needs: the agent never loads the edge, the edge never loads undici.

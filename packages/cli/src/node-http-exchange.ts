@@ -13,6 +13,7 @@ import {
 } from '@tunnel2/protocol';
 import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
 import type { ForwardOptions } from './forward-exchange.js';
+import { httpsOptions } from './target-tls.js';
 
 /** True when a request head asks for a WebSocket upgrade. */
 export function isWebSocketUpgrade(headers: string[]): boolean {
@@ -69,7 +70,9 @@ export class NodeHttpExchange implements StreamHandler {
       kind: this.#upgrade ? 'websocket' : 'http',
     });
     const origin = new URL(this.#options.target.origin);
+    const tls = this.#options.target.tls;
     const request = (origin.protocol === 'https:' ? httpsRequest : httpRequest)({
+      ...(tls === undefined ? {} : httpsOptions(tls, headers)),
       protocol: origin.protocol,
       hostname: origin.hostname.replace(/^\[|\]$/g, ''),
       port: origin.port,

@@ -13,6 +13,8 @@ export interface Reporter {
   connection(report: TcpConnectionReport): void;
   reconnecting(event: ReconnectingEvent): void;
   error(error: AgentError): void;
+  /** Advice on what to do next (`code`: a stable TUNNEL2_HINT_* name), e.g. how to get an edge. */
+  hint(code: string, message: string): void;
   closed(): void;
 }
 
@@ -43,6 +45,7 @@ export function createJsonReporter(out: LineOutput): Reporter {
         edgeCode: error.edgeCode,
         fatal: error.fatal,
       }),
+    hint: (code, message) => emit('hint', { code, message }),
     closed: () => emit('closed', {}),
   };
 }
@@ -86,6 +89,9 @@ export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
     },
     error(e) {
       err(`tunnel2: ${e.message}\n`);
+    },
+    hint(_code, message) {
+      err(`tunnel2: ${message}\n`);
     },
     closed() {
       err('tunnel2: closed\n');

@@ -1,4 +1,5 @@
 import { AgentError, AgentErrorCode } from './errors.js';
+import type { TargetTls } from './target-tls.js';
 
 /** The local server requests are forwarded to. */
 export interface Target {
@@ -8,27 +9,29 @@ export interface Target {
   host: string;
   /** A path prefix from a URL target (`http://localhost:3000/api` → `/api`), or ''. */
   basePath: string;
+  /** An https:// target's certificate checks (--insecure, --ca); absent for http://. */
+  tls?: TargetTls;
 }
 
-/** Accepts `3000`, `host:port`, `[::1]:3000` or a URL (`http://localhost:3000/base`). */
+/**
+ * Accepts `3000`, `host:port`, `[::1]:3000` or a URL (`http://localhost:3000/base`, `https://localhost:8443`).
+ * Anything else (a bare word, a port out of range, another scheme) is refused here, at once, with the
+ * accepted forms: a typo must not start a tunnel whose every request then fails.
+ */
 export function parseTarget(input: string): Target {
   const text = input.trim();
-  let url: URL;
-  if (/^\d+$/.test(text)) {
-    url = new URL(`http://localhost:${text}`);
-  } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
-    url = new URL(text);
-  } else if (URL.canParse(`http://${text}`)) {
-    url = new URL(`http://${text}`);
-  } else {
-    throw invalid(input);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new AgentError(
-      AgentErrorCode.INVALID_TARGET,
-      `target ${input}: only http and https targets are supported`,
-    );
-  }
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(text)?.[1]?.toLowerCase();
+  if (scheme !== undefined && scheme !== 'http' && scheme !== 'https') throw invalid(input);
+  // Without a scheme a port is required: `notaport` is far more often a mistake than a host on port 80.
+  const withPort = /^\d+$/.test(text)
+    ? `http://localhost:${text}`
+    : scheme !== undefined
+      ? text
+      : /^(\[[0-9a-f:.]+\]|[^:/\s[\]]+):\d+(\/\S*)?$/i.test(text)
+        ? `http://${text}`
+        : undefined;
+  const url = withPort !== undefined && URL.canParse(withPort) ? new URL(withPort) : undefined;
+  if (url === undefined || url.hostname === '') throw invalid(input);
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw invalid(input);
   const basePath = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
@@ -68,6 +71,6 @@ export function tcpTargetLabel(target: TcpTarget): string {
 function invalid(input: string): AgentError {
   return new AgentError(
     AgentErrorCode.INVALID_TARGET,
-    `target "${input}" is not a port, host:port or http(s) URL (examples: 3000, localhost:3000, http://127.0.0.1:3000)`,
+    `target "${input}" is not a port, host:port or http(s) URL (examples: 3000, localhost:3000, http://127.0.0.1:3000, https://localhost:8443)`,
   );
 }

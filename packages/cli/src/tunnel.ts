@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import type { Inspector } from '@tunnel2/inspector';
-import type { ProtocolSettings } from '@tunnel2/protocol';
+import type { ProtocolSettings, VersionRange } from '@tunnel2/protocol';
 import { type Logger, pino } from 'pino';
 import { Pool } from 'undici';
 import {
@@ -17,6 +17,7 @@ import { backoffDelay } from './backoff.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import { forwardHeaders, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
 import { parseTarget, parseTcpTarget, type Target, type TcpTarget, tcpTargetLabel } from './target.js';
+import { httpsOptions, poolTlsOptions, resolveTargetTls } from './target-tls.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
 import { VERSION } from './version.js';
 
@@ -32,9 +33,15 @@ export interface ConnectOptions {
   /** `rewrite` (default): the backend sees `Host: <target host:port>`; `preserve`: the public host; any other string: that value. */
   hostHeader?: string;
   logger?: Logger;
+  /** An https:// target: accept any certificate (self-signed, expired, another host's). Default false. */
+  insecure?: boolean;
+  /** An https:// target: PEM of a private CA to trust besides Node's bundled ones (the CLI's --ca <file>). */
+  ca?: string | Buffer;
   /** Backend connections kept by the pool. */
   connections?: number;
   protocol?: Partial<ProtocolSettings>;
+  /** @internal Tests only: the protocol versions offered (to play an older or newer agent). */
+  protocolVersions?: VersionRange;
   /** Reconnect backoff. */
   reconnect?: { initialMs?: number; maxMs?: number };
   agentPath?: string;
@@ -179,12 +186,15 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       this.#kind = { tcp };
       return;
     }
-    this.target = parseTarget(String(options.target));
+    const target = parseTarget(String(options.target));
+    const tls = resolveTargetTls(target.origin, options);
+    this.target = tls === undefined ? target : { ...target, tls };
     const pool = new Pool(this.target.origin, {
       connections: options.connections ?? 256,
       keepAliveTimeout: 30_000,
       headersTimeout: 0,
       bodyTimeout: 0,
+      ...(tls === undefined ? {} : poolTlsOptions(tls)),
     });
     this.#kind = { pool, backend: new BackendQueue(pool) };
   }
@@ -211,6 +221,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           basePath: this.target.basePath,
           // A replay reaches the target with the head the agent would have sent it (Host as --host-header says).
           forwardHeaders: (raw) => forwardHeaders(raw, this.target, this.#hostHeader),
+          tlsOptions: (forwarded) => (this.target.tls ? httpsOptions(this.target.tls, forwarded) : {}),
         },
         host: inspect.host,
         port: inspect.port,
@@ -337,6 +348,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           version: VERSION,
           protect: this.#protect,
           handshakeTimeoutMs: 10_000,
+          versions: this.#options.protocolVersions,
           ...this.#forwarding(grantedPort ?? requestedPort),
         });
         if (this.#closing) {

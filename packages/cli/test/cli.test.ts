@@ -38,11 +38,36 @@ describe('tunnel2 CLI', () => {
     }
   });
 
-  it('a bad target is one clear line and exit code 1', async () => {
-    const { code, stderr } = await cli(['http', 'not a port!']);
-    expect(code).toBe(1);
-    expect(stderr).toContain('is not a port, host:port or http(s) URL');
-    expect(stderr).not.toContain('    at ');
+  it('a bad target is one line with the accepted forms and exit code 2, at once', async () => {
+    for (const target of ['not a port!', 'notaport', '99999', 'ftp://x', '0', 'localhost:']) {
+      // No --server: nothing is dialled, the target is refused before anything starts.
+      const { code, stdout, stderr } = await cli(['http', target]);
+      expect(code).toBe(2);
+      expect(stdout).toBe('');
+      expect(stderr).toBe(
+        `tunnel2: target "${target}" is not a port, host:port or http(s) URL (examples: 3000, localhost:3000, http://127.0.0.1:3000, https://localhost:8443)\n`,
+      );
+    }
+    for (const target of ['notaport', '99999', 'http://localhost:5432']) {
+      const { code, stderr } = await cli(['tcp', target]);
+      expect(code).toBe(2);
+      expect(stderr).toMatch(
+        /^tunnel2: TCP target ".*" is not a port or host:port \(examples: 5432, localhost:5432/,
+      );
+      expect(stderr.split('\n')).toHaveLength(2);
+    }
+  });
+
+  it('--json reports a bad target as one error event, exit code 2', async () => {
+    const { code, stdout } = await cli(['http', 'notaport', '--json']);
+    expect(code).toBe(2);
+    const events = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events).toEqual([
+      expect.objectContaining({ event: 'error', code: 'TUNNEL2_ERR_INVALID_TARGET', fatal: false }),
+    ]);
   });
 
   it('--json prints ready with the URLs, a request event per request, and exits 0 on SIGINT', async () => {

@@ -1,5 +1,6 @@
 import { type ClientRequest, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { ConnectionOptions } from 'node:tls';
 import { withoutHopByHop } from '@tunnel2/protocol';
 import { ExchangeRecorder } from './capture.js';
 import type { EntryError } from './entry.js';
@@ -19,6 +20,11 @@ export interface ReplayTarget {
    * then Host set to the target's.
    */
   forwardHeaders?: (raw: string[]) => string[];
+  /**
+   * An https:// target's TLS options for a replay of this forwarded head (certificate checks and SNI as the
+   * agent's own requests have them: --insecure, --ca). Default: Node's (verified against bundled CAs).
+   */
+  tlsOptions?: (forwarded: string[]) => ConnectionOptions;
 }
 
 export interface ReplayEdits {
@@ -158,6 +164,7 @@ export function replay(
     let req: ClientRequest;
     try {
       req = (origin.protocol === 'https:' ? httpsRequest : httpRequest)({
+        ...(origin.protocol === 'https:' ? target.tlsOptions?.(headers) : undefined),
         hostname: origin.hostname.replace(/^\[|\]$/g, ''),
         port: origin.port,
         method,

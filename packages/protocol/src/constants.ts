@@ -1,6 +1,13 @@
 /** The protocol version this implementation speaks. See PROTOCOL.md "Version negotiation". */
 export const PROTOCOL_VERSION = 1;
 
+/** The protocol versions a HELLO offers, lowest and highest (this build speaks exactly one). */
+export interface VersionRange {
+  readonly minVersion: number;
+  readonly maxVersion: number;
+}
+export const ownVersionRange: VersionRange = { minVersion: PROTOCOL_VERSION, maxVersion: PROTOCOL_VERSION };
+
 /** Every frame starts with this many bytes: length (u24), type (u8), flags (u8), stream id (u32). */
 export const FRAME_HEADER_SIZE = 9;
 

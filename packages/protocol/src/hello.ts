@@ -1,5 +1,12 @@
 import { defaultSettings, type ProtocolSettings, validateSettings } from './config.js';
-import { ErrorCode, FrameFlags, FrameType, PROTOCOL_VERSION, SettingId } from './constants.js';
+import {
+  ErrorCode,
+  FrameFlags,
+  FrameType,
+  ownVersionRange,
+  SettingId,
+  type VersionRange,
+} from './constants.js';
 import { frameError, ProtocolError, ProtocolErrorCode } from './errors.js';
 import { encodeFrame } from './frame-codec.js';
 
@@ -84,13 +91,7 @@ export function parseHello(payload: Buffer): Hello {
 }
 
 /** Picks the highest version both sides speak, or throws VERSION_UNSUPPORTED naming both ranges. */
-export function negotiateVersion(
-  peer: { minVersion: number; maxVersion: number },
-  local: { minVersion: number; maxVersion: number } = {
-    minVersion: PROTOCOL_VERSION,
-    maxVersion: PROTOCOL_VERSION,
-  },
-): number {
+export function negotiateVersion(peer: VersionRange, local: VersionRange = ownVersionRange): number {
   const version = Math.min(peer.maxVersion, local.maxVersion);
   if (version < peer.minVersion || version < local.minVersion) {
     throw new ProtocolError(
@@ -101,4 +102,20 @@ export function negotiateVersion(
     );
   }
   return version;
+}
+
+/**
+ * The two ranges in the reason of a VERSION_UNSUPPORTED GOAWAY, as negotiateVersion words it ("peer speaks
+ * a..b, this side c..d"; every edge since version 1 closes with it): `sender` is the side that refused.
+ * Undefined for any other text. It lets the refused side name both versions to its user.
+ */
+export function versionRangesOf(
+  reason: string,
+): { receiver: VersionRange; sender: VersionRange } | undefined {
+  const match = /peer speaks (\d+)\.\.(\d+), this side (\d+)\.\.(\d+)/.exec(reason);
+  if (match === null) return undefined;
+  return {
+    receiver: { minVersion: Number(match[1]), maxVersion: Number(match[2]) },
+    sender: { minVersion: Number(match[3]), maxVersion: Number(match[4]) },
+  };
 }

@@ -5,7 +5,7 @@ import {
   resolveWindowTuning,
   settingsBeforeHello,
 } from './config.js';
-import { ErrorCode, errorCodeName, FrameFlags, FrameType, PROTOCOL_VERSION } from './constants.js';
+import { ErrorCode, errorCodeName, FrameFlags, FrameType, ownVersionRange } from './constants.js';
 import {
   type GoAway,
   goAwayPayload,
@@ -125,14 +125,12 @@ export class MuxSession implements StreamHost {
     return this.#outstanding + this.#batch.bytes;
   }
 
-  /** Sends our HELLO (the agent first; the edge answers with `ack`). */
-  sendHello(meta: Record<string, unknown>, ack: boolean): void {
-    const hello: Hello = {
-      minVersion: PROTOCOL_VERSION,
-      maxVersion: PROTOCOL_VERSION,
-      settings: this.localSettings,
-      meta,
-    };
+  /**
+   * Sends our HELLO (the agent first; the edge answers with `ack`). `versions`: the range offered, this
+   * build's PROTOCOL_VERSION unless a test plays an older or newer peer.
+   */
+  sendHello(meta: Record<string, unknown>, ack: boolean, versions = ownVersionRange): void {
+    const hello: Hello = { ...versions, settings: this.localSettings, meta };
     this.enqueue(FrameType.HELLO, ack ? FrameFlags.ACK : 0, 0, encodeHelloPayload(hello));
   }
 

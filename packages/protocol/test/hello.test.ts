@@ -16,6 +16,7 @@ import {
   parseHello,
   resolveSettings,
   validateSettings,
+  versionRangesOf,
 } from '../src/index.js';
 import { hex } from './support/bytes.js';
 
@@ -197,5 +198,25 @@ describe('validateSettings', () => {
     expect(caught(() => resolveSettings({ heartbeatIntervalMs: -5 })).message).toContain(
       'heartbeatIntervalMs',
     );
+  });
+});
+
+describe('versionRangesOf', () => {
+  it("reads both ranges back from negotiateVersion's refusal (a VERSION_UNSUPPORTED reason)", () => {
+    fc.assert(
+      fc.property(fc.nat(100), fc.nat(5), fc.nat(100), fc.nat(5), (a, da, b, db) => {
+        const peer = { minVersion: a, maxVersion: a + da };
+        const local = { minVersion: b, maxVersion: b + db };
+        let reason: string | undefined;
+        try {
+          negotiateVersion(peer, local);
+        } catch (err) {
+          reason = (err as Error).message;
+        }
+        if (reason === undefined) return;
+        expect(versionRangesOf(reason)).toEqual({ receiver: peer, sender: local });
+      }),
+    );
+    expect(versionRangesOf('agent shutting down')).toBeUndefined();
   });
 });

@@ -1,4 +1,5 @@
 import { AgentError, AgentErrorCode } from '../errors.js';
+import { readCaFile } from '../target-tls.js';
 import { type InspectOptions, Tunnel } from '../tunnel.js';
 import { allowIpList, runTunnelCommand } from './tunnel-command.js';
 
@@ -15,6 +16,10 @@ export interface HttpCommandOptions {
   inspect?: string | boolean;
   inspectBodyLimit?: string;
   inspectBudget?: string;
+  /** `--insecure`: an https:// target's certificate is not checked. */
+  insecure?: boolean;
+  /** `--ca <file>`: a PEM CA trusted for an https:// target, read once here. */
+  ca?: string;
 }
 
 function byteCount(flag: string, value: string | undefined): number | undefined {
@@ -68,6 +73,8 @@ export function runHttpCommand(target: string, options: HttpCommandOptions): Pro
         basicAuth: options.basicAuth,
         allowIps: allowIpList(options.allowIp),
         inspect: resolveInspect(options),
+        insecure: options.insecure,
+        ca: options.ca === undefined ? undefined : readCaFile(options.ca),
         logger,
       }),
     (tunnel, reporter) => {

@@ -1,9 +1,10 @@
 import { type Logger, pino } from 'pino';
-import { AgentError } from '../errors.js';
+import { AgentError, AgentErrorCode } from '../errors.js';
 import { createLineWriter, type LineOutput } from '../line-writer.js';
 import { createHumanReporter, createJsonReporter, type Reporter } from '../reporter.js';
 import { onShutdownSignal } from '../shutdown-signal.js';
 import type { Tunnel } from '../tunnel.js';
+import { hintWhenNoEdge } from './edge-hint.js';
 
 /** What every tunnel command (`http`, `tcp`) writes to: stdout lines, stderr, and the diagnostic log. */
 interface CommandOutput {
@@ -34,12 +35,12 @@ export function allowIpList(value: string | undefined): string[] | undefined {
 }
 
 /**
- * A tunnel command from start to exit status: builds the tunnel (an invalid option is reported, exit 1),
+ * A tunnel command from start to exit status: builds the tunnel (an invalid target or option is reported, exit 2),
  * lets the command subscribe to its events, then runs it until Ctrl-C (exit 0) or a refusal retrying
  * cannot fix (exit 1). `onStartFailure` hears what start() rejected with.
  */
 export async function runTunnelCommand(
-  options: { json?: boolean; logLevel?: string },
+  options: { json?: boolean; logLevel?: string; server?: string },
   create: (logger: Logger) => Tunnel,
   subscribe: (tunnel: Tunnel, reporter: Reporter) => void,
   onStartFailure?: (err: unknown, reporter: Reporter) => void,
@@ -51,7 +52,8 @@ export async function runTunnelCommand(
   } catch (err) {
     if (err instanceof AgentError) {
       output.reporter.error(err);
-      return 1;
+      // A usage error (a target or flag as typed) exits 2, as a shell's own usage errors do.
+      return err.code === AgentErrorCode.INVALID_TARGET || err.code === AgentErrorCode.INVALID_OPTION ? 2 : 1;
     }
     throw err;
   }
@@ -76,6 +78,7 @@ export async function runTunnelCommand(
       // A refusal retrying cannot fix (bad token, name taken over): stop with a failure status.
       if (error.fatal) stop(1);
     });
+    hintWhenNoEdge(tunnel, options.server ?? process.env.TUNNEL2_SERVER ?? 'http://localhost:8080', reporter);
     // What start() rejects with: refusals were already reported through 'error'.
     tunnel.start().catch((err: unknown) => {
       onStartFailure?.(err, reporter);

@@ -1,0 +1,31 @@
+import { type AgentError, AgentErrorCode } from '../errors.js';
+import type { Reporter } from '../reporter.js';
+import type { Tunnel } from '../tunnel.js';
+
+/** The `hint` event's code when no edge answered the first connect. */
+export const NO_EDGE_HINT = 'TUNNEL2_HINT_NO_EDGE';
+
+/** What to do when nothing answers at `server`: start an edge here, or name the one to use. */
+export function noEdgeHint(server: string): string {
+  return (
+    `no tunnel2 edge answers at ${server}. Run one on this machine with "tunnel2 server" ` +
+    '(in another terminal), or point at yours with --server <url> or TUNNEL2_SERVER=<url>'
+  );
+}
+
+/**
+ * After the first connect of a run fails because nothing answers at the edge's address, one line says how
+ * to get an edge; the usual reconnect lines follow and it is not repeated. A run that was connected once
+ * knows its edge exists: a later outage gets no advice.
+ */
+export function hintWhenNoEdge(tunnel: Tunnel, server: string, reporter: Reporter): void {
+  let decided = false;
+  tunnel.once('ready', () => {
+    decided = true;
+  });
+  tunnel.on('error', (error: AgentError) => {
+    if (decided) return;
+    decided = true;
+    if (error.code === AgentErrorCode.EDGE_UNREACHABLE) reporter.hint(NO_EDGE_HINT, noEdgeHint(server));
+  });
+}

@@ -1,0 +1,118 @@
+import { buildEdge, type Edge } from '@tunnel2/edge';
+import { freePort } from '@tunnel2/test-services';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { AgentErrorCode, connect } from '../src/index.js';
+import { cli, spawnCli } from './support/processes.js';
+import { silent, until } from './support/stack.js';
+
+let edge: Edge;
+let url: string;
+const cleanups: (() => unknown)[] = [];
+beforeAll(async () => {
+  edge = buildEdge({ port: 0, logger: silent });
+  ({ url } = await edge.listen());
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+afterAll(() => edge.close(0));
+
+describe('no edge at the address', () => {
+  it('--json: after the first failure one hint event, then only the usual reconnect events', async () => {
+    const server = `http://127.0.0.1:${await freePort()}`;
+    const agent = spawnCli(['http', '3000', '--json', '--no-inspect'], { TUNNEL2_SERVER: server });
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await until(() => agent.events.filter((e) => e.event === 'reconnecting').length >= 3);
+    agent.kill('SIGINT');
+    await agent.exited;
+    const names = agent.events.map((e) => e.event);
+    expect(names.slice(0, 4)).toEqual(['error', 'hint', 'reconnecting', 'error']);
+    expect(names.filter((n) => n === 'hint')).toHaveLength(1);
+    expect(agent.events[1]).toMatchObject({
+      code: 'TUNNEL2_HINT_NO_EDGE',
+      message: expect.stringContaining(`no tunnel2 edge answers at ${server}`),
+    });
+    // Existing events keep their shape.
+    expect(Object.keys(agent.events[0]!).sort()).toEqual(['code', 'event', 'fatal', 'message', 'time']);
+  });
+
+  it('human output: one line naming tunnel2 server, --server and TUNNEL2_SERVER, once', async () => {
+    const server = `http://127.0.0.1:${await freePort()}`;
+    const agent = spawnCli(['http', '3000', '--server', server, '--no-inspect']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await until(() => agent.stderr().split('reconnecting in').length > 3);
+    agent.kill('SIGINT');
+    await agent.exited;
+    const lines = agent.stderr().split('\n');
+    expect(lines[1]).toBe(
+      `tunnel2: no tunnel2 edge answers at ${server}. Run one on this machine with "tunnel2 server" (in another terminal), or point at yours with --server <url> or TUNNEL2_SERVER=<url>`,
+    );
+    expect(lines.filter((l) => l.includes('no tunnel2 edge answers'))).toHaveLength(1);
+    expect(lines[2]).toMatch(/^tunnel2: connection lost \(cannot reach the edge at .*\); reconnecting in/);
+  });
+
+  it('no hint when the edge answered: a later outage is only reconnect lines', async () => {
+    const own = buildEdge({ port: 0, logger: silent });
+    const { url: ownUrl } = await own.listen();
+    const agent = spawnCli(['http', '3000', '--server', ownUrl, '--json', '--no-inspect']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await agent.waitFor('ready');
+    await own.close(0);
+    await until(() => agent.events.filter((e) => e.event === 'reconnecting').length >= 2);
+    expect(agent.events.some((e) => e.event === 'hint')).toBe(false);
+  });
+});
+
+describe('a name taken by another agent', () => {
+  it('names the name and what to do (another --subdomain, or the token that holds it)', async () => {
+    const holder = await connect({ target: 1, server: url, subdomain: 'taken' });
+    cleanups.push(() => holder.close(0));
+    const expected =
+      'edge refused the tunnel (409): subdomain "taken" is taken by another agent. Choose another --subdomain, or run with the token that holds it (--token or TUNNEL2_TOKEN)';
+    await expect(connect({ target: 1, server: url, subdomain: 'taken' })).rejects.toMatchObject({
+      edgeCode: 'TUNNEL2_ERR_NAME_IN_USE',
+      fatal: true,
+      message: expected,
+    });
+    const { code, stderr } = await cli([
+      'http',
+      '1',
+      '--server',
+      url,
+      '--subdomain',
+      'taken',
+      '--no-inspect',
+    ]);
+    expect(code).toBe(1);
+    expect(stderr).toBe(`tunnel2: ${expected}\ntunnel2: closed\n`);
+  });
+});
+
+describe('an edge speaking another protocol version', () => {
+  it('an agent newer than the edge: both versions named, the edge to upgrade, no session', async () => {
+    const error = await connect({
+      target: 1,
+      server: url,
+      protocolVersions: { minVersion: 2, maxVersion: 3 },
+    }).catch((err: unknown) => err);
+    expect(error).toMatchObject({
+      code: AgentErrorCode.VERSION_MISMATCH,
+      fatal: true,
+      message: expect.stringMatching(
+        /^this agent \(tunnel2 \S+\) speaks tunnel protocol v2\.\.v3, the edge v1: the edge is older: upgrade the edge/,
+      ),
+    });
+    expect(edge.sessions.size).toBe(0);
+  });
+
+  it('an agent older than the edge: both versions named, the agent to upgrade', async () => {
+    await expect(
+      connect({ target: 1, server: url, protocolVersions: { minVersion: 0, maxVersion: 0 } }),
+    ).rejects.toMatchObject({
+      code: AgentErrorCode.VERSION_MISMATCH,
+      message: expect.stringContaining(
+        'speaks tunnel protocol v0, the edge v1: this agent is older: upgrade it',
+      ),
+    });
+  });
+});
