@@ -199,10 +199,9 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       if (timer !== undefined) clearTimeout(timer);
       stopResize?.();
       if (height !== 0) {
-        // The last header stays on screen; the scroll region goes, and the shell continues below the log.
-        const header = lines();
-        const { rows } = terminal.size();
-        out.write(`${frame(header, false)}${ESC}r${ESC}${rows};1H\n`);
+        // The last header stays on screen; the scroll region goes (which homes the cursor, hence the save
+        // and restore), and the shell continues below the last log line.
+        out.write(`${frame(lines(), false)}${SAVE_CURSOR}${ESC}r${RESTORE_CURSOR}`);
         out.flush();
       }
       finished = true;
