@@ -2,7 +2,7 @@ import { buildEdge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from './support/http-client.js';
-import { spawnCli } from './support/processes.js';
+import { spawnCli, startEdgeProcess } from './support/processes.js';
 import { ptyCli } from './support/pty-cli.js';
 import { silent } from './support/stack.js';
 
@@ -25,21 +25,24 @@ function ping(port: number, name: string) {
 }
 
 // Built from a string: the linter refuses control characters in a regex literal.
+/** `tunnel2 http` for the backend, through the edge at `url`, as `name`, under a pty. */
+function agentInPty(
+  backendPort: number,
+  url: string,
+  name: string,
+  extra: readonly string[],
+  options?: Parameters<typeof ptyCli>[1],
+) {
+  return ptyCli(['http', String(backendPort), '--server', url, '--subdomain', name, ...extra], options);
+}
+
 const SGR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`);
 const has = (text: string) => (lines: string[]) => lines.some((line) => line.includes(text));
 
 describe('the terminal view (a real pty)', () => {
   it('shows a header with URL, target, state and round trip above the request lines, and leaves the terminal clean', async () => {
     const { backend, port, url } = await stack();
-    const agent = ptyCli([
-      'http',
-      String(backend.port),
-      '--server',
-      url,
-      '--subdomain',
-      'ttyhead',
-      '--no-inspect',
-    ]);
+    const agent = agentInPty(backend.port, url, 'ttyhead', ['--no-inspect']);
     cleanups.push(() => agent.kill());
     const publicUrl = `http://ttyhead.localhost:${port}/`;
     // The round trip appears once the session's first PINGs came back.
@@ -78,9 +81,7 @@ describe('the terminal view (a real pty)', () => {
       ['nocolorenv', [], { NO_COLOR: '1' }],
       ['nocolorflag', ['--no-color'], {}],
     ] as const) {
-      const agent = ptyCli(['http', String(backend.port), '--server', url, '--subdomain', name, ...extra], {
-        env,
-      });
+      const agent = agentInPty(backend.port, url, name, extra, { env });
       cleanups.push(() => agent.kill());
       await agent.waitForScreen(has(`http://${name}.localhost:${port}/`), 'the URL');
       expect((await ping(port, name)).status).toBe(200);
@@ -136,13 +137,7 @@ describe('the terminal view (a real pty)', () => {
 
   it('redraws for a narrower window, cutting header lines instead of wrapping them', async () => {
     const { backend, url } = await stack();
-    const agent = ptyCli(
-      ['http', String(backend.port), '--server', url, '--subdomain', 'resizeme', '--no-inspect'],
-      {
-        columns: 100,
-        rows: 20,
-      },
-    );
+    const agent = agentInPty(backend.port, url, 'resizeme', ['--no-inspect'], { columns: 100, rows: 20 });
     cleanups.push(() => agent.kill());
     await agent.waitForScreen(has('resizeme'), 'the URL');
     agent.resize(30, 12);
@@ -160,27 +155,16 @@ describe('the terminal view (a real pty)', () => {
   it('shows reconnecting (attempt n) while the edge is away, then online again', async () => {
     const backend = await createTestBackend();
     cleanups.push(() => backend.close());
-    const first = spawnCli(['server', '--port', '0', '--json', '--log-level', 'warn']);
+    const { edge: first, url, port } = await startEdgeProcess();
     cleanups.push(() => first.kill('SIGKILL'));
-    const url = String((await first.waitFor('listening')).url);
-    const port = new URL(url).port;
-    const agent = ptyCli([
-      'http',
-      String(backend.port),
-      '--server',
-      url,
-      '--subdomain',
-      'comeback',
-      '--no-inspect',
-    ]);
+    const agent = agentInPty(backend.port, url, 'comeback', ['--no-inspect']);
     cleanups.push(() => agent.kill());
     await agent.waitForScreen((l) => (l[0] ?? '').includes('online'), 'online');
     first.kill('SIGKILL');
     await first.exited;
     await agent.waitForScreen((l) => /reconnecting \(attempt \d+\)/.test(l[0] ?? ''), 'reconnecting');
-    const second = spawnCli(['server', '--port', port, '--json', '--log-level', 'warn']);
+    const { edge: second } = await startEdgeProcess(port);
     cleanups.push(() => second.kill('SIGKILL'));
-    await second.waitFor('listening');
     const back = await agent.waitForScreen(
       has(`reconnected: http://comeback.localhost:${port}/`),
       'reconnected',
