@@ -52,10 +52,19 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
     process.exit(1);
   }
   import('node:worker_threads').then(({ Worker }) => {
+    // A worker's stdout is a pipe to this thread: whether it ends in a terminal, and the terminal's size and
+    // resizes, are known only here (src/terminal.ts reads them).
+    const tty = process.stdout.isTTY === true;
     const worker = new Worker(main, {
       argv: process.argv.slice(2),
       resourceLimits: { maxYoungGenerationSizeMb: youngMb },
+      workerData: {
+        stdoutTerminal: tty ? { columns: process.stdout.columns, rows: process.stdout.rows } : undefined,
+      },
     });
+    const onResize = () =>
+      worker.postMessage({ type: 'resize', columns: process.stdout.columns, rows: process.stdout.rows });
+    if (tty) process.stdout.on('resize', onResize);
     for (const signal of ['SIGINT', 'SIGTERM']) {
       process.on(signal, () => worker.postMessage({ type: 'signal', signal }));
     }
@@ -64,6 +73,7 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
       process.exitCode = 1;
     });
     worker.on('exit', (code) => {
+      process.stdout.off('resize', onResize);
       if (!process.exitCode) process.exitCode = code;
     });
   });

@@ -69,8 +69,19 @@ interface SessionOptions {
   versions?: VersionRange | undefined;
 }
 
+/** A live session's figures, read by the terminal's status header a few times a second. */
+export interface SessionStats {
+  /** The latest PING's round trip to the edge in ms; 0 until one came back. */
+  rttMs: number;
+  /** Requests (or TCP connections) in progress on this session. */
+  openStreams: number;
+  /** Either side announced GOAWAY: in-flight streams finish, no new ones come. */
+  draining: boolean;
+}
+
 export interface ConnectedSession {
   info: SessionInfo;
+  stats(): SessionStats;
   /** Resolves when the session ends, with the reason when it was not a local close. */
   closed: Promise<Error | undefined>;
   /** Graceful: GOAWAY, wait for in-flight requests (up to graceMs), then close. */
@@ -161,7 +172,16 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
             return;
           }
           settled = true;
-          resolve({ info, closed, close: (graceMs) => closeGracefully(graceMs) });
+          resolve({
+            info,
+            closed,
+            close: (graceMs) => closeGracefully(graceMs),
+            stats: () => ({
+              rttMs: session.roundTrip.lastMs,
+              openStreams: session.streams.size,
+              draining: session.draining,
+            }),
+          });
         },
         onStream: (stream) => {
           if (options.tcp !== undefined) {

@@ -1,4 +1,4 @@
-export type { SessionInfo } from './agent-session.js';
+export type { SessionInfo, SessionStats } from './agent-session.js';
 export { AgentError, AgentErrorCode } from './errors.js';
 export type { RequestReport } from './forward-exchange.js';
 export { parseTarget, type Target } from './target.js';

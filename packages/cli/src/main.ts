@@ -54,6 +54,8 @@ program
   .option('--inspect-budget <bytes>', 'memory all inspector entries together may hold (default 64m)')
   .option('--json', 'one JSON event per line on stdout (ready, request, reconnecting, error, closed)')
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
+  .option('--no-tty', 'plain line log even when stdout is a terminal (no status header)')
+  .option('--no-color', 'no colours in the terminal view (as NO_COLOR=1 does)')
   .addHelpText(
     'after',
     '\nExamples:\n  $ tunnel2 http 3000\n  $ tunnel2 http localhost:5173 --subdomain myapp --server https://tunnel.example.com\n  $ tunnel2 http 8080 --json | jq .\n  $ tunnel2 http https://localhost:8443 --insecure\n',
@@ -74,6 +76,8 @@ program
   .option('--allow-ip <cidrs>', 'only these client addresses may connect (comma-separated CIDRs)')
   .option('--json', 'one JSON event per line on stdout (ready, connection, reconnecting, error, closed)')
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
+  .option('--no-tty', 'plain line log even when stdout is a terminal (no status header)')
+  .option('--no-color', 'no colours in the terminal view (as NO_COLOR=1 does)')
   .addHelpText(
     'after',
     '\nExamples:\n  $ tunnel2 tcp 5432\n  $ tunnel2 tcp localhost:6379 --remote-port 20001 --json\n',

@@ -73,16 +73,10 @@ export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
       out('\n');
     },
     request(r) {
-      stdout.writeBatched(
-        activityLine(`${r.method.padEnd(7)} ${r.path}  ${r.status || '---'}`, r.durationMs, r.error),
-      );
+      stdout.writeBatched(requestLine(r));
     },
     connection(c) {
-      const client = c.clientAddress.includes(':') ? `[${c.clientAddress}]` : c.clientAddress;
-      const why = c.outcome === 'closed' ? undefined : `${c.outcome}${c.error ? `: ${c.error}` : ''}`;
-      stdout.writeBatched(
-        activityLine(`${client}:${c.clientPort}  in ${c.bytesIn} B  out ${c.bytesOut} B`, c.durationMs, why),
-      );
+      stdout.writeBatched(connectionLine(c));
     },
     reconnecting(e) {
       err(`tunnel2: connection lost (${e.reason}); reconnecting in ${(e.delayMs / 1000).toFixed(1)} s\n`);
@@ -97,6 +91,25 @@ export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
       err('tunnel2: closed\n');
     },
   };
+}
+
+/** A request's line; `styleStatus` colours the status on a terminal. */
+export function requestLine(
+  r: RequestReport,
+  styleStatus: (status: number, text: string) => string = (_, text) => text,
+): string {
+  return activityLine(
+    `${r.method.padEnd(7)} ${r.path}  ${styleStatus(r.status, String(r.status || '---'))}`,
+    r.durationMs,
+    r.error,
+  );
+}
+
+/** A TCP connection's line, once it ended. */
+export function connectionLine(c: TcpConnectionReport): string {
+  const client = c.clientAddress.includes(':') ? `[${c.clientAddress}]` : c.clientAddress;
+  const why = c.outcome === 'closed' ? undefined : `${c.outcome}${c.error ? `: ${c.error}` : ''}`;
+  return activityLine(`${client}:${c.clientPort}  in ${c.bytesIn} B  out ${c.bytesOut} B`, c.durationMs, why);
 }
 
 /** One request's or connection's line: local time, what it was, how long it took, why it did not end well. */

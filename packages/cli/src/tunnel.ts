@@ -10,6 +10,7 @@ import {
   connectSession,
   type HttpForwarding,
   type SessionInfo,
+  type SessionStats,
   type TcpForwarding,
 } from './agent-session.js';
 import { BackendQueue } from './backend-queue.js';
@@ -201,6 +202,11 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
 
   get url(): string | undefined {
     return this.info?.url;
+  }
+
+  /** The live session's round trip, open streams and drain state; undefined between sessions. */
+  get sessionStats(): SessionStats | undefined {
+    return this.#session?.stats();
   }
 
   /** The inspector's page and API (`http://127.0.0.1:4040`), once started; undefined when it is off. */

@@ -77,7 +77,7 @@ export class MuxSession implements StreamHost {
   #peerGoingAway = false;
   #closed = false;
   #heartbeat: Heartbeat | undefined;
-  readonly #roundTrip = new RoundTripMeter();
+  readonly roundTrip = new RoundTripMeter();
 
   constructor(options: MuxSessionOptions) {
     this.role = options.role;
@@ -100,9 +100,9 @@ export class MuxSession implements StreamHost {
     });
   }
 
-  /** Shortest round trip to the peer in ms, from PINGs (0 until measured; see RoundTripMeter). */
+  /** Shortest round trip to the peer in ms, from PINGs (0 until measured); roundTrip.lastMs is the latest. */
   get rttMs(): number {
-    return this.#roundTrip.rttMs;
+    return this.roundTrip.rttMs;
   }
   get closed(): boolean {
     return this.#closed;
@@ -184,7 +184,7 @@ export class MuxSession implements StreamHost {
 
   /** Sends a liveness PING; the peer answers with an ACK. */
   ping(): void {
-    this.enqueue(FrameType.PING, 0, 0, this.#roundTrip.nextPing());
+    this.enqueue(FrameType.PING, 0, 0, this.roundTrip.nextPing());
   }
 
   /** Announces a graceful shutdown: no new streams either way; open ones run to completion. */
@@ -337,7 +337,7 @@ export class MuxSession implements StreamHost {
       case FrameType.PING:
         if ((frame.flags & FrameFlags.ACK) === 0)
           this.#answer(FrameType.PING, FrameFlags.ACK, 0, frame.payload);
-        else if (this.#roundTrip.acked(frame.payload)) this.ping();
+        else if (this.roundTrip.acked(frame.payload)) this.ping();
         return;
       case FrameType.GOAWAY:
         this.#onGoAway(parseGoAway(frame.payload));

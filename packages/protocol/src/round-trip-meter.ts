@@ -10,6 +10,8 @@ const STARTUP_SAMPLES = 3;
 export class RoundTripMeter {
   /** Shortest round trip in ms; 0 until the startup samples came back. */
   rttMs = 0;
+  /** The latest round trip in ms (0 until one came back): what a status line shows, queueing included. */
+  lastMs = 0;
   #counter = 0n;
   #timed: { id: bigint; sentAt: number } | undefined;
   #samples = 0;
@@ -33,6 +35,7 @@ export class RoundTripMeter {
     if (timed === undefined || payload.readBigUInt64BE(0) !== timed.id) return false;
     this.#timed = undefined;
     const sample = performance.now() - timed.sentAt;
+    this.lastMs = sample;
     this.#min = this.#samples === 0 ? sample : Math.min(this.#min, sample);
     this.#samples++;
     if (this.#samples < STARTUP_SAMPLES) return true;

@@ -22,4 +22,20 @@ describe('RoundTripMeter', () => {
     // Answered once: a duplicate ACK is not a second sample.
     expect(meter.acked(timed)).toBe(false);
   });
+
+  it('keeps the latest sample apart from the shortest, from the first ACK on', () => {
+    const meter = new RoundTripMeter();
+    expect(meter.lastMs).toBe(0);
+    meter.acked(meter.nextPing());
+    const first = meter.lastMs;
+    expect(first).toBeGreaterThan(0);
+    const start = performance.now();
+    const ping = meter.nextPing();
+    while (performance.now() - start < 2) {
+      // Spin: the next sample is measurably longer than the first.
+    }
+    meter.acked(ping);
+    expect(meter.lastMs).toBeGreaterThan(first);
+    expect(meter.lastMs).toBeGreaterThanOrEqual(2);
+  });
 });

@@ -10,6 +10,8 @@ export interface HttpCommandOptions {
   hostHeader?: string;
   json?: boolean;
   logLevel?: string;
+  tty?: boolean;
+  color?: boolean;
   basicAuth?: string;
   allowIp?: string;
   /** `--inspect <host:port>` (a string), `--no-inspect` (false); default true: on, at 127.0.0.1:4040.. */

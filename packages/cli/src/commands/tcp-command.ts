@@ -7,6 +7,8 @@ export interface TcpCommandOptions {
   token?: string;
   json?: boolean;
   logLevel?: string;
+  tty?: boolean;
+  color?: boolean;
   remotePort?: string;
   allowIp?: string;
 }

@@ -3,6 +3,8 @@ import { AgentError, AgentErrorCode } from '../errors.js';
 import { createLineWriter, type LineOutput } from '../line-writer.js';
 import { createHumanReporter, createJsonReporter, type Reporter } from '../reporter.js';
 import { onShutdownSignal } from '../shutdown-signal.js';
+import { createStatusScreen, type StatusScreen } from '../status-screen.js';
+import { stdoutTerminal } from '../terminal.js';
 import type { Tunnel } from '../tunnel.js';
 import { hintWhenNoEdge } from './edge-hint.js';
 
@@ -11,19 +13,38 @@ interface CommandOutput {
   stdout: LineOutput;
   reporter: Reporter;
   logger: Logger;
+  /** On a terminal: the status header, which reads the tunnel's live figures. */
+  screen?: StatusScreen | undefined;
 }
 
-function commandOutput(options: { json?: boolean; logLevel?: string }): CommandOutput {
+/** The output flags every tunnel command takes. */
+export interface OutputOptions {
+  json?: boolean;
+  logLevel?: string;
+  /** `--no-tty`: the plain line log even on a terminal. */
+  tty?: boolean;
+  /** `--no-color`: no colours on a terminal (as NO_COLOR does). */
+  color?: boolean;
+}
+
+function commandOutput(options: OutputOptions): CommandOutput {
   const stdout = createLineWriter(process.stdout);
   const writeErr = (line: string): void => void process.stderr.write(line);
-  const reporter = options.json ? createJsonReporter(stdout) : createHumanReporter(stdout, writeErr);
+  const terminal = options.json || options.tty === false ? undefined : stdoutTerminal();
+  // no-color.org: any non-empty NO_COLOR turns colours off.
+  const colour = options.color !== false && !process.env.NO_COLOR;
+  const screen =
+    terminal === undefined ? undefined : createStatusScreen({ out: stdout, err: writeErr, terminal, colour });
+  const reporter = options.json
+    ? createJsonReporter(stdout)
+    : (screen ?? createHumanReporter(stdout, writeErr));
   // Tokens and credentials never reach the log, whatever a debug line carries.
   const redact = {
     paths: ['authorization', 'token', '*.authorization', '*.token', 'headers.authorization'],
     censor: '<redacted>',
   };
   const logger = pino({ level: options.logLevel ?? 'warn', redact }, pino.destination(2));
-  return { stdout, reporter, logger };
+  return { stdout, reporter, logger, screen };
 }
 
 /** `--allow-ip a,b` as a list. */
@@ -40,7 +61,7 @@ export function allowIpList(value: string | undefined): string[] | undefined {
  * cannot fix (exit 1). `onStartFailure` hears what start() rejected with.
  */
 export async function runTunnelCommand(
-  options: { json?: boolean; logLevel?: string; server?: string },
+  options: OutputOptions & { server?: string },
   create: (logger: Logger) => Tunnel,
   subscribe: (tunnel: Tunnel, reporter: Reporter) => void,
   onStartFailure?: (err: unknown, reporter: Reporter) => void,
@@ -58,6 +79,8 @@ export async function runTunnelCommand(
     throw err;
   }
   subscribe(tunnel, output.reporter);
+  // The target's scheme is how a Tunnel tells TCP from HTTP (see Tunnel.target).
+  output.screen?.watch(tunnel, tunnel.target.origin.startsWith('tcp:') ? 'connections' : 'requests');
   const { reporter, stdout } = output;
   tunnel.on('reconnecting', (event) => reporter.reconnecting(event));
   return new Promise<number>((resolve) => {

@@ -21,6 +21,18 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
   return spawnNode([cliBin, ...args], env);
 }
 
+/** `tunnel2 server` as a process a test can kill and start again on the same `port` (default: a free one). */
+export async function startEdgeProcess(port = '0'): Promise<{ edge: Spawned; url: string; port: string }> {
+  const edge = spawnCli(['server', '--port', port, '--json', '--log-level', 'warn']);
+  try {
+    const url = String((await edge.waitFor('listening')).url);
+    return { edge, url, port: new URL(url).port };
+  } catch (err) {
+    edge.kill('SIGKILL');
+    throw err;
+  }
+}
+
 /** Runs a Node script whose stdout is one JSON event per line (the CLI's `--json`, a test's helper process). */
 export function spawnNode(argv: string[], env: NodeJS.ProcessEnv = {}): Spawned {
   const child = spawn(process.execPath, argv, {

@@ -1,0 +1,214 @@
+import type { SessionStats } from './agent-session.js';
+import type { LineOutput } from './line-writer.js';
+import { RateWindow } from './rate-window.js';
+import { connectionLine, type Reporter, requestLine } from './reporter.js';
+import { renderStatus, type SessionState, styleStatus, type TunnelRow } from './status-view.js';
+import type { Terminal } from './terminal.js';
+
+export interface StatusScreenOptions {
+  /** stdout: header frames go out with `write`, request lines with `writeBatched`. */
+  out: LineOutput;
+  /** stderr: reconnects, errors and the closing line, as in the plain log. */
+  err: (line: string) => void;
+  terminal: Terminal;
+  colour: boolean;
+  /** Default: performance.now. */
+  now?: () => number;
+  /** Shortest time between two redraws while something changes (default 250 ms). */
+  refreshMs?: number;
+  /** Redraws while nothing happens, for the round trip the heartbeat measures (default 5 s). */
+  idleRefreshMs?: number;
+}
+
+/** What the screen reads the live figures from: a Tunnel. */
+export interface StatsSource {
+  readonly sessionStats: SessionStats | undefined;
+}
+
+export interface StatusScreen extends Reporter {
+  /** The tunnel whose session figures the header shows; `tcp` counts connections instead of requests. */
+  watch(source: StatsSource, unit: 'requests' | 'connections'): void;
+}
+
+const ESC = '\x1b[';
+const HIDE_CURSOR = `${ESC}?25l`;
+const SHOW_CURSOR = `${ESC}?25h`;
+const SAVE_CURSOR = '\x1b7';
+const RESTORE_CURSOR = '\x1b8';
+
+/**
+ * The terminal view: a status header on the top rows, and the request lines scrolling below it inside a
+ * scroll region (DECSTBM), so the header never moves and is redrawn in place. Each redraw is one write (the
+ * cursor hidden, saved, moved, restored), at most once per `refreshMs` and only when its text changed.
+ * A request costs a counter, a bucket increment and its line: the header is drawn by the timer.
+ */
+export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
+  const { out, err, terminal, colour } = options;
+  const refreshMs = options.refreshMs ?? 250;
+  const idleRefreshMs = options.idleRefreshMs ?? 5_000;
+  const rate = new RateWindow(options.now);
+  const tunnels: TunnelRow[] = [];
+  let state: SessionState = { kind: 'connecting' };
+  let inspectorUrl: string | undefined;
+  let source: StatsSource | undefined;
+  let unit: 'requests' | 'connections' = 'requests';
+  let total = 0;
+  /** Header rows as last laid out; 0 until the screen is set up. */
+  let height = 0;
+  let layoutRows = 0;
+  let drawn = '';
+  let relayout = false;
+  let timer: NodeJS.Timeout | undefined;
+  let timerDelay = 0;
+  let stopResize: (() => void) | undefined;
+  let finished = false;
+
+  const lines = (): string[] => {
+    const stats = source?.sessionStats;
+    const shown: SessionState = state.kind === 'online' && stats?.draining ? { kind: 'draining' } : state;
+    const { columns, rows } = terminal.size();
+    const all = renderStatus(
+      {
+        tunnels,
+        state: shown,
+        rttMs: stats?.rttMs ?? 0,
+        total,
+        perMinute: rate.perMinute(),
+        open: stats?.openStreams ?? 0,
+        unit,
+        inspectorUrl,
+      },
+      columns,
+      colour,
+    );
+    // At least one row stays for the request lines, however small the window.
+    return all.slice(0, Math.max(rows - 1, 1));
+  };
+
+  /** The header as one write; with `layout`, the screen is set up first (start, resize, a new tunnel row). */
+  const frame = (header: string[], layout: boolean): string => {
+    const { rows } = terminal.size();
+    let text = HIDE_CURSOR;
+    if (layout) {
+      // First time: newlines push what the screen showed into the scrollback instead of erasing it.
+      text += height === 0 ? '\n'.repeat(rows) : `${ESC}2J`;
+      text += `${ESC}${header.length + 1};${rows}r${ESC}${header.length + 1};1H`;
+      height = header.length;
+      layoutRows = rows;
+    }
+    text += SAVE_CURSOR;
+    header.forEach((line, i) => {
+      text += `${ESC}${i + 1};1H${ESC}2K${line}`;
+    });
+    return `${text}${RESTORE_CURSOR}${SHOW_CURSOR}`;
+  };
+
+  const draw = (): void => {
+    if (finished) return;
+    const header = lines();
+    const layout =
+      height === 0 || relayout || header.length !== height || terminal.size().rows !== layoutRows;
+    const text = header.join('\n');
+    if (!layout && text === drawn) return;
+    relayout = false;
+    drawn = text;
+    out.write(frame(header, layout));
+  };
+
+  const busy = (): boolean =>
+    state.kind !== 'online' || (source?.sessionStats?.openStreams ?? 0) > 0 || rate.perMinute() > 0;
+
+  const tick = (): void => {
+    timer = undefined;
+    draw();
+    schedule(busy() ? refreshMs : idleRefreshMs);
+  };
+
+  /** The next redraw in `delayMs`, unless one comes sooner. Unref'd: the header keeps nothing alive. */
+  const schedule = (delayMs = refreshMs): void => {
+    if (finished || height === 0) return;
+    if (timer !== undefined) {
+      // An event while idle: the slow refresh gives way to a prompt one; otherwise the pending one stands.
+      if (timerDelay <= delayMs) return;
+      clearTimeout(timer);
+    }
+    timerDelay = delayMs;
+    timer = setTimeout(tick, delayMs);
+    timer.unref();
+  };
+
+  /** The header appears with the first event worth showing (not before a first refusal that ends it all). */
+  const start = (): void => {
+    if (height !== 0 || finished) return;
+    stopResize = terminal.onResize(() => {
+      relayout = true;
+      schedule();
+    });
+    draw();
+    // What went before it (a stderr line) must not land under the scroll region's setup.
+    out.flush();
+    schedule();
+  };
+
+  return {
+    watch(s, u) {
+      source = s;
+      unit = u;
+    },
+    ready(info, target, inspector) {
+      const row: TunnelRow = { name: info.name, url: info.url, urls: info.urls, target };
+      const at = tunnels.findIndex((t) => t.name === info.name);
+      const before = tunnels[at];
+      if (before === undefined) tunnels.push(row);
+      else {
+        tunnels[at] = row;
+        out.write(
+          info.url === before.url
+            ? `reconnected: ${info.url}\n`
+            : `reconnected at a new address: ${info.url} (the previous one was taken)\n`,
+        );
+      }
+      inspectorUrl = inspector ?? inspectorUrl;
+      state = { kind: 'online' };
+      if (height === 0) start();
+      else schedule();
+    },
+    request(r) {
+      total++;
+      rate.hit();
+      out.writeBatched(requestLine(r, colour ? styleStatus : undefined));
+      schedule();
+    },
+    connection(c) {
+      total++;
+      rate.hit();
+      out.writeBatched(connectionLine(c));
+      schedule();
+    },
+    reconnecting(e) {
+      state = { kind: 'reconnecting', attempt: e.attempt };
+      start();
+      schedule();
+      err(`tunnel2: connection lost (${e.reason}); reconnecting in ${(e.delayMs / 1000).toFixed(1)} s\n`);
+    },
+    error(e) {
+      err(`tunnel2: ${e.message}\n`);
+    },
+    hint(_code, message) {
+      err(`tunnel2: ${message}\n`);
+    },
+    closed() {
+      state = { kind: 'offline' };
+      if (timer !== undefined) clearTimeout(timer);
+      stopResize?.();
+      if (height !== 0) {
+        // The last header stays on screen; the scroll region goes (which homes the cursor, hence the save
+        // and restore), and the shell continues below the last log line.
+        out.write(`${frame(lines(), false)}${SAVE_CURSOR}${ESC}r${RESTORE_CURSOR}`);
+        out.flush();
+      }
+      finished = true;
+      err('tunnel2: closed\n');
+    },
+  };
+}

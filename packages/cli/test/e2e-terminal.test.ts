@@ -1,0 +1,177 @@
+import { buildEdge } from '@tunnel2/edge';
+import { createTestBackend } from '@tunnel2/test-backend';
+import { afterEach, describe, expect, it } from 'vitest';
+import { send } from './support/http-client.js';
+import { spawnCli, startEdgeProcess } from './support/processes.js';
+import { ptyCli } from './support/pty-cli.js';
+import { silent } from './support/stack.js';
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function stack() {
+  const backend = await createTestBackend();
+  cleanups.push(() => backend.close());
+  const edge = buildEdge({ port: 0, logger: silent });
+  const { port, url } = await edge.listen();
+  cleanups.push(() => edge.close(0));
+  return { backend, port, url };
+}
+
+function ping(port: number, name: string) {
+  return send({ port, path: '/loadtest/ping', headers: ['Host', `${name}.localhost:${port}`] });
+}
+
+// Built from a string: the linter refuses control characters in a regex literal.
+/** `tunnel2 http` for the backend, through the edge at `url`, as `name`, under a pty. */
+function agentInPty(
+  backendPort: number,
+  url: string,
+  name: string,
+  extra: readonly string[],
+  options?: Parameters<typeof ptyCli>[1],
+) {
+  return ptyCli(['http', String(backendPort), '--server', url, '--subdomain', name, ...extra], options);
+}
+
+const SGR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`);
+const has = (text: string) => (lines: string[]) => lines.some((line) => line.includes(text));
+
+describe('the terminal view (a real pty)', () => {
+  it('shows a header with URL, target, state and round trip above the request lines, and leaves the terminal clean', async () => {
+    const { backend, port, url } = await stack();
+    const agent = agentInPty(backend.port, url, 'ttyhead', ['--no-inspect']);
+    cleanups.push(() => agent.kill());
+    const publicUrl = `http://ttyhead.localhost:${port}/`;
+    // The round trip appears once the session's first PINGs came back.
+    const first = await agent.waitForScreen((l) => /rtt \d/.test(l[0] ?? ''), 'a round trip');
+    expect(first[0]).toMatch(/^tunnel2 {2}online {3}rtt \d+(\.\d)? ms {3}requests 0 \(0\/min\) {3}open 0$/);
+    expect(first[1]).toBe(`  ${publicUrl} -> http://localhost:${backend.port}`);
+    expect(first[2]).toBe(`  also http://localhost:${port}/session/ttyhead/`);
+    expect(first[3]).toMatch(/^─+$/);
+
+    for (let i = 0; i < 3; i++) expect((await ping(port, 'ttyhead')).status).toBe(200);
+    const after = await agent.waitForScreen(
+      (l) => (l[0] ?? '').includes('requests 3 (3/min)'),
+      'three requests',
+    );
+    // The request lines scroll below the header, in the plain log's layout.
+    const log = after.slice(4).filter((line) => line !== '');
+    expect(log).toHaveLength(3);
+    for (const line of log)
+      expect(line).toMatch(/^\d\d:\d\d:\d\d {2}GET {5}\/loadtest\/ping {2}200 {2}\d+\.\d ms$/);
+    expect(agent.terminal.sgrSeen).toBeGreaterThan(0);
+
+    agent.signal('INT');
+    expect(await agent.exited).toBe(0);
+    const end = agent.terminal.lines();
+    expect(end.some((line) => line.includes('offline'))).toBe(true);
+    expect(end.filter((line) => line !== '').at(-1)).toBe('tunnel2: closed');
+    // The scroll region is reset and the cursor shown again, whatever came before.
+    const raw = agent.raw();
+    expect(raw.lastIndexOf('\x1b[r')).toBeGreaterThan(raw.lastIndexOf('\x1b[5;'));
+    expect(raw.lastIndexOf('\x1b[?25h')).toBeGreaterThan(raw.lastIndexOf('\x1b[?25l'));
+  });
+
+  it('NO_COLOR and --no-color: cursor movement but no colour', async () => {
+    const { backend, port, url } = await stack();
+    for (const [name, extra, env] of [
+      ['nocolorenv', [], { NO_COLOR: '1' }],
+      ['nocolorflag', ['--no-color'], {}],
+    ] as const) {
+      const agent = agentInPty(backend.port, url, name, extra, { env });
+      cleanups.push(() => agent.kill());
+      await agent.waitForScreen(has(`http://${name}.localhost:${port}/`), 'the URL');
+      expect((await ping(port, name)).status).toBe(200);
+      await agent.waitForScreen(has('/loadtest/ping  200'), 'the request line');
+      agent.signal('INT');
+      expect(await agent.exited).toBe(0);
+      expect(agent.raw()).not.toMatch(SGR);
+      expect(agent.raw()).toContain('\x1b[1;1H');
+    }
+  });
+
+  it('--no-tty on a terminal writes exactly what a pipe gets: the plain line log', async () => {
+    const { backend, port, url } = await stack();
+    const args = (name: string) => ['http', String(backend.port), '--server', url, '--subdomain', name];
+    const tty = ptyCli([...args('plainlog1'), '--no-tty']);
+    cleanups.push(() => tty.kill());
+    await tty.waitForScreen(has('inspector'), 'the plain header');
+    expect((await ping(port, 'plainlog1')).status).toBe(200);
+    await tty.waitForScreen(has('/loadtest/ping  200'), 'the request line');
+    tty.signal('INT');
+    expect(await tty.exited).toBe(0);
+
+    const piped = spawnCli(args('plainlog2'));
+    cleanups.push(() => piped.kill('SIGKILL'));
+    await piped.waitFor('text');
+    await new Promise<void>((resolve) => {
+      const check = () => (piped.events.length >= 4 ? resolve() : setTimeout(check, 10));
+      check();
+    });
+    expect((await ping(port, 'plainlog2')).status).toBe(200);
+    while (!piped.events.some((e) => String(e.line).includes('/loadtest/ping'))) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    piped.kill('SIGINT');
+    expect(await piped.exited).toBe(0);
+
+    // The pty turns \n into \r\n; times, durations and the inspector's port differ between the runs.
+    const mask = (text: string) =>
+      text
+        .replace(/\d\d:\d\d:\d\d {2}/g, 'TT:TT:TT  ')
+        .replace(/\d+\.\d ms/g, 'N ms')
+        .replace(/127\.0\.0\.1:\d+/g, '127.0.0.1:P')
+        .replace(/plainlog\d/g, 'plainlog');
+    const ttyText = mask(tty.raw().replaceAll('\r\n', '\n'));
+    const pipeText = mask(`${piped.events.map((e) => String(e.line)).join('\n')}\n`);
+    expect(ttyText).not.toContain('\x1b');
+    // stderr shares the pty: the closing line follows the stdout lines there.
+    expect(ttyText).toBe(`${pipeText}tunnel2: closed\n`);
+    expect(pipeText).toMatch(
+      /^tunnel2: forwarding http:\/\/plainlog\.localhost:\d+\/ -> http:\/\/localhost:\d+\n/,
+    );
+  });
+
+  it('redraws for a narrower window, cutting header lines instead of wrapping them', async () => {
+    const { backend, url } = await stack();
+    const agent = agentInPty(backend.port, url, 'resizeme', ['--no-inspect'], { columns: 100, rows: 20 });
+    cleanups.push(() => agent.kill());
+    await agent.waitForScreen(has('resizeme'), 'the URL');
+    agent.resize(30, 12);
+    const narrow = await agent.waitForScreen(
+      (l) => l[0]?.startsWith('tunnel2') === true,
+      'the redrawn header',
+    );
+    for (const line of narrow.slice(0, 4)) expect([...line].length).toBeLessThanOrEqual(30);
+    expect(narrow[1]).toMatch(/^ {2}http:\/\/resizeme\..*…$/);
+    expect(narrow[3]).toBe('─'.repeat(30));
+    agent.signal('INT');
+    expect(await agent.exited).toBe(0);
+  });
+
+  it('shows reconnecting (attempt n) while the edge is away, then online again', async () => {
+    const backend = await createTestBackend();
+    cleanups.push(() => backend.close());
+    const { edge: first, url, port } = await startEdgeProcess();
+    cleanups.push(() => first.kill('SIGKILL'));
+    const agent = agentInPty(backend.port, url, 'comeback', ['--no-inspect']);
+    cleanups.push(() => agent.kill());
+    await agent.waitForScreen((l) => (l[0] ?? '').includes('online'), 'online');
+    first.kill('SIGKILL');
+    await first.exited;
+    await agent.waitForScreen((l) => /reconnecting \(attempt \d+\)/.test(l[0] ?? ''), 'reconnecting');
+    const { edge: second } = await startEdgeProcess(port);
+    cleanups.push(() => second.kill('SIGKILL'));
+    const back = await agent.waitForScreen(
+      has(`reconnected: http://comeback.localhost:${port}/`),
+      'reconnected',
+    );
+    await agent.waitForScreen((l) => (l[0] ?? '').includes('online'), 'online again');
+    expect(back.some((line) => line.startsWith('tunnel2: connection lost'))).toBe(true);
+    agent.signal('INT');
+    expect(await agent.exited).toBe(0);
+  });
+});
