@@ -218,11 +218,8 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     const name = this.#granted.name ?? this.#options.subdomain?.toLowerCase();
     const port = this.#granted.port ?? this.#options.tcp?.remotePort;
     return {
-      ask: {
-        ...(name === undefined ? {} : { name }),
-        ...(this.#options.tcp === undefined ? {} : { tcp: port ?? 'any' }),
-        ...(this.#protect === undefined ? {} : { protect: this.#protect }),
-      },
+      // Undefined fields drop out of HELLO's JSON.
+      ask: { name, tcp: this.#options.tcp && (port ?? 'any'), protect: this.#protect },
       forwarding: this.#forwarding(port),
     };
   }

@@ -6,10 +6,11 @@ import { onShutdownSignal } from '../shutdown-signal.js';
 import type { Tunnel } from '../tunnel.js';
 
 /** What every tunnel command (`http`, `tcp`) writes to: stdout lines, stderr, and the diagnostic log. */
-interface CommandOutput {
+export interface CommandOutput {
   stdout: LineOutput;
   reporter: Reporter;
   logger: Logger;
+  json: boolean;
 }
 
 function commandOutput(options: { json?: boolean; logLevel?: string }): CommandOutput {
@@ -22,7 +23,7 @@ function commandOutput(options: { json?: boolean; logLevel?: string }): CommandO
     censor: '<redacted>',
   };
   const logger = pino({ level: options.logLevel ?? 'warn', redact }, pino.destination(2));
-  return { stdout, reporter, logger };
+  return { stdout, reporter, logger, json: options.json === true };
 }
 
 /** `--allow-ip a,b` as a list. */
@@ -41,7 +42,8 @@ export function allowIpList(value: string | undefined): string[] | undefined {
 export async function runTunnelCommand(
   options: { json?: boolean; logLevel?: string },
   create: (logger: Logger) => Tunnel,
-  subscribe: (tunnel: Tunnel, reporter: Reporter) => void,
+  /** `output`: for a command that reports several tunnels, each with its own reporter. */
+  subscribe: (tunnel: Tunnel, reporter: Reporter, output: CommandOutput) => void,
   onStartFailure?: (err: unknown, reporter: Reporter) => void,
 ): Promise<number> {
   const output = commandOutput(options);
@@ -55,7 +57,7 @@ export async function runTunnelCommand(
     }
     throw err;
   }
-  subscribe(tunnel, output.reporter);
+  subscribe(tunnel, output.reporter, output);
   const { reporter, stdout } = output;
   tunnel.on('reconnecting', (event) => reporter.reconnecting(event));
   return new Promise<number>((resolve) => {
