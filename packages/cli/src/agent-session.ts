@@ -7,17 +7,18 @@ import {
   ownVersionRange,
   type ProtocolSettings,
   TCP_STREAM_KIND,
+  TUNNEL_STREAM_KIND,
   type VersionRange,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { BackendQueue } from './backend-queue.js';
 import { AgentError, AgentErrorCode } from './errors.js';
-import { ForwardExchange, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
+import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
 import { refusalMessage } from './refusal-message.js';
-import { traceStream } from './request-trace.js';
+import { dispatchStream, type Forwarding, forwardStream } from './stream-dispatch.js';
 import type { Target, TcpTarget } from './target.js';
-import { forwardTcpStream, type TcpConnectionReport } from './tcp-forward.js';
+import type { TcpConnectionReport } from './tcp-forward.js';
 import { edgeRangeOf, versionMismatch } from './version-mismatch.js';
 
 export interface SessionInfo {
@@ -67,6 +68,11 @@ interface SessionOptions {
   handshakeTimeoutMs: number;
   /** The protocol versions offered; only tests change it (to play an older or newer agent). */
   versions?: VersionRange | undefined;
+  /**
+   * More tunnels over this session (PROTOCOL.md "Several tunnels on one session"): what each asks of the
+   * edge (`name`, `tcp`, `protect`) and where its streams go.
+   */
+  extras?: readonly ExtraTunnelAsk[] | undefined;
 }
 
 /** A live session's figures, read by the terminal's status header a few times a second. */
@@ -79,9 +85,20 @@ export interface SessionStats {
   draining: boolean;
 }
 
+/** One more tunnel of a session: its ask in HELLO and its forwarder. */
+export interface ExtraTunnelAsk {
+  ask: Record<string, unknown>;
+  forwarding: Forwarding;
+}
+
+/** The edge's answer for one listed tunnel: its session info, or why it was refused. */
+export type ExtraTunnelAnswer = { info: SessionInfo } | { error: { code: string; message: string } };
+
 export interface ConnectedSession {
   info: SessionInfo;
   stats(): SessionStats;
+  /** One answer per listed tunnel, in order (empty when none were listed). */
+  extras: ExtraTunnelAnswer[];
   /** Resolves when the session ends, with the reason when it was not a local close. */
   closed: Promise<Error | undefined>;
   /** Graceful: GOAWAY, wait for in-flight requests (up to graceMs), then close. */
@@ -136,6 +153,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       reject(error);
     };
 
+    const extras = (options.extras ?? []).map((extra) => extra.forwarding);
     const session = new MuxSession({
       role: 'agent',
       settings: options.protocol,
@@ -171,9 +189,23 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
             session.close(ErrorCode.NO_ERROR, 'TCP tunnels are not supported by this edge');
             return;
           }
+          const answers = readExtraAnswers(hello.meta.tunnels, options.extras?.length ?? 0);
+          if (answers === undefined) {
+            fail(
+              new AgentError(
+                AgentErrorCode.MULTI_UNSUPPORTED,
+                'this edge carries one tunnel per session (it is older than this agent): upgrade the edge, ' +
+                  'or run one `tunnel2 http`/`tunnel2 tcp` per tunnel',
+                { fatal: true },
+              ),
+            );
+            session.close(ErrorCode.NO_ERROR, 'several tunnels per session are not supported by this edge');
+            return;
+          }
           settled = true;
           resolve({
             info,
+            extras: answers,
             closed,
             close: (graceMs) => closeGracefully(graceMs),
             stats: () => ({
@@ -184,28 +216,9 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           });
         },
         onStream: (stream) => {
-          if (options.tcp !== undefined) {
-            forwardTcpStream(
-              stream,
-              options.tcp.target,
-              options.tcp.onConnection,
-              options.tcp.connectTimeoutMs,
-            );
-            return;
-          }
-          const http = options.http;
-          // Request ids are traced only when the log level asks for them (see traceStream).
-          const traced = options.logger.isLevelEnabled('info');
-          let onReport = http.onReport;
-          new ForwardExchange(stream, {
-            backend: http.backend,
-            target: http.target,
-            hostHeader: http.hostHeader,
-            maxHeadSize: session.peerSettings.maxFrameSize,
-            capture: http.capture,
-            onReport: traced ? (report) => onReport(report) : http.onReport,
-          });
-          if (traced) onReport = traceStream(stream, options.logger, http.onReport);
+          const own: Forwarding = options.tcp !== undefined ? { tcp: options.tcp } : { http: options.http };
+          if (extras.length === 0) forwardStream(stream, own, session, options.logger);
+          else dispatchStream(stream, [own, ...extras], session, options.logger);
         },
         onGoAway: (goAway) => {
           options.logger.info({ reason: goAway.reason }, 'edge is going away');
@@ -280,7 +293,8 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           agent: `tunnel2/${options.version}`,
           ...(options.protect ? { protect: options.protect } : {}),
           // The stream kinds beyond HTTP this agent takes: the edge opens TCP streams only when listed.
-          ...(options.tcp ? { streamKinds: [TCP_STREAM_KIND] } : {}),
+          ...streamKinds(options),
+          ...(extras.length > 0 ? { tunnels: options.extras?.map((extra) => extra.ask) } : {}),
         },
         false,
         versions,
@@ -356,6 +370,35 @@ function readSessionInfo(meta: Record<string, unknown>): SessionInfo | undefined
   const list = Array.isArray(urls) ? urls.filter((u): u is string => typeof u === 'string') : [url];
   const port = typeof tcp === 'object' && tcp !== null ? (tcp as { port?: unknown }).port : undefined;
   return { name, url, urls: list, ...(typeof port === 'number' ? { tcp: { port } } : {}) };
+}
+
+/** What this agent lists in `streamKinds`: TCP when any of its tunnels is one, tags when it lists tunnels. */
+function streamKinds(options: AgentSessionOptions): { streamKinds?: string[] } {
+  const extras = options.extras ?? [];
+  const kinds: string[] = [];
+  if (options.tcp !== undefined || extras.some((extra) => extra.forwarding.tcp !== undefined))
+    kinds.push(TCP_STREAM_KIND);
+  if (extras.length > 0) kinds.push(TUNNEL_STREAM_KIND);
+  return kinds.length > 0 ? { streamKinds: kinds } : {};
+}
+
+/** The edge's per-tunnel answers; undefined when it sent none for tunnels that were asked (an older edge). */
+function readExtraAnswers(answers: unknown, asked: number): ExtraTunnelAnswer[] | undefined {
+  if (asked === 0) return [];
+  if (!Array.isArray(answers) || answers.length !== asked) return undefined;
+  return answers.map((answer: unknown): ExtraTunnelAnswer => {
+    const fields = typeof answer === 'object' && answer !== null ? (answer as Record<string, unknown>) : {};
+    const info = readSessionInfo(fields);
+    if (info !== undefined) return { info };
+    const error = typeof fields.error === 'object' && fields.error !== null ? fields.error : {};
+    const { code, message } = error as Record<string, unknown>;
+    return {
+      error: {
+        code: typeof code === 'string' ? code : 'TUNNEL2_ERR_UNKNOWN',
+        message: typeof message === 'string' ? message : 'refused by the edge',
+      },
+    };
+  });
 }
 
 function describe(err: Error): string {

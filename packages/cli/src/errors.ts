@@ -15,6 +15,12 @@ export const AgentErrorCode = {
   TCP_UNSUPPORTED: 'TUNNEL2_ERR_TCP_UNSUPPORTED',
   /** The agent and the edge share no protocol version (both are named): one of them needs upgrading. */
   VERSION_MISMATCH: 'TUNNEL2_ERR_VERSION_MISMATCH',
+  /** Several tunnels were asked of an edge that carries one per session: it predates them. */
+  MULTI_UNSUPPORTED: 'TUNNEL2_ERR_MULTI_UNSUPPORTED',
+  /** The edge refused one of the tunnels of a session (the message names it and says why). */
+  TUNNEL_REFUSED: 'TUNNEL2_ERR_TUNNEL_REFUSED',
+  /** The tunnel config file (tunnel2.yml) is missing, unreadable or invalid. */
+  INVALID_CONFIG: 'TUNNEL2_ERR_INVALID_CONFIG',
 } as const;
 export type AgentErrorCode = (typeof AgentErrorCode)[keyof typeof AgentErrorCode];
 

@@ -13,4 +13,10 @@ export {
   Tunnel,
   type TunnelEvents,
 } from './tunnel.js';
+export {
+  type ConnectManyOptions,
+  connectMany,
+  createTunnels,
+  type NamedTunnelOptions,
+} from './tunnel-group.js';
 export { VERSION } from './version.js';

@@ -88,6 +88,22 @@ program
   });
 
 program
+  .command('start')
+  .description('start tunnels from tunnel2.yml over one session (every key: docs/config-file.md)')
+  .argument('[names...]', 'the tunnels of the file to start')
+  .option('--all', 'start every tunnel of the file')
+  .option('-c, --config <file>', 'config file (.yml/.yaml or .json)', 'tunnel2.yml')
+  .option('-s, --server <url>', 'edge server URL (overrides env TUNNEL2_SERVER and the file)')
+  .option('-t, --token <token>', 'agent token (overrides env TUNNEL2_TOKEN and the file)')
+  .option('--json', "one JSON event per line on stdout, each with its tunnel's name in `tunnel`")
+  .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
+  .addHelpText('after', '\nExamples:\n  $ tunnel2 start --all\n  $ tunnel2 start web api --config dev.yml\n')
+  .action(async (names: string[], options) => {
+    const { runStartCommand } = await import('./commands/start-command.js');
+    process.exitCode = await runStartCommand(names, options);
+  });
+
+program
   .command('server')
   .description('run an edge server (every setting: tunnel2 server --help)')
   // The edge parses its own arguments from its settings table (flags, TUNNEL2_* variables, the config file);

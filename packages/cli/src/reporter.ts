@@ -20,10 +20,16 @@ export interface Reporter {
 
 type Write = (line: string) => void;
 
+/** `tunnel`: the tunnel's name in a config file (`tunnel2 start`), on each of its events or lines. */
+export interface ReporterOptions {
+  tunnel?: string | undefined;
+}
+
 /** `--json`: one JSON object per line on stdout; `event` names are a public contract. */
-export function createJsonReporter(out: LineOutput): Reporter {
+export function createJsonReporter(out: LineOutput, options: ReporterOptions = {}): Reporter {
+  const tunnel = options.tunnel === undefined ? {} : { tunnel: options.tunnel };
   const line = (event: string, fields: object): string =>
-    `${JSON.stringify({ event, time: new Date().toISOString(), ...fields })}\n`;
+    `${JSON.stringify({ event, time: new Date().toISOString(), ...tunnel, ...fields })}\n`;
   const emit = (event: string, fields: object): void => out.write(line(event, fields));
   return {
     ready: (info, target, inspectorUrl) =>
@@ -51,8 +57,9 @@ export function createJsonReporter(out: LineOutput): Reporter {
 }
 
 /** Human output: the public URL(s) first, then one line per request. */
-export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
-  const out = stdout.write;
+export function createHumanReporter(stdout: LineOutput, err: Write, options: ReporterOptions = {}): Reporter {
+  const prefix = options.tunnel === undefined ? '' : `${options.tunnel}  `;
+  const out = (line: string): void => stdout.write(line === '\n' ? line : prefix + line);
   let announced: string | undefined;
   return {
     ready(info, target, inspectorUrl) {
@@ -73,10 +80,10 @@ export function createHumanReporter(stdout: LineOutput, err: Write): Reporter {
       out('\n');
     },
     request(r) {
-      stdout.writeBatched(requestLine(r));
+      stdout.writeBatched(prefix + requestLine(r));
     },
     connection(c) {
-      stdout.writeBatched(connectionLine(c));
+      stdout.writeBatched(prefix + connectionLine(c));
     },
     reconnecting(e) {
       err(`tunnel2: connection lost (${e.reason}); reconnecting in ${(e.delayMs / 1000).toFixed(1)} s\n`);

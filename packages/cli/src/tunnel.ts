@@ -8,6 +8,7 @@ import { Pool } from 'undici';
 import {
   type ConnectedSession,
   connectSession,
+  type ExtraTunnelAsk,
   type HttpForwarding,
   type SessionInfo,
   type SessionStats,
@@ -20,9 +21,12 @@ import { forwardHeaders, type HostHeaderMode, type RequestReport } from './forwa
 import { parseTarget, parseTcpTarget, type Target, type TcpTarget, tcpTargetLabel } from './target.js';
 import { httpsOptions, poolTlsOptions, resolveTargetTls } from './target-tls.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
+import { namedRefusal, refusedTunnels } from './tunnel-refusals.js';
 import { VERSION } from './version.js';
 
 export interface ConnectOptions {
+  /** The tunnel's name in a config file (`tunnels.<name>`): it prefixes its output and its errors. */
+  label?: string;
   /** Local target: a port, `host:port` or URL. */
   target: string | number;
   /** Edge base URL. Default: `TUNNEL2_SERVER`, else `http://localhost:8080`. */
@@ -160,10 +164,16 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   #loop: Promise<void> | undefined;
   #inspector: Inspector | undefined;
   #released: Promise<void> | undefined;
+  /** The tunnels this one's session also carries (connectMany); they never connect on their own. */
+  readonly #extras: readonly Tunnel[];
+  /** An extra tunnel's name and TCP port as last granted, asked for again on a reconnect. */
+  #granted: { name?: string; port?: number } = {};
 
-  constructor(options: ConnectOptions) {
+  /** `extras`: more tunnels carried over this tunnel's session (see connectMany). */
+  constructor(options: ConnectOptions, extras: readonly Tunnel[] = []) {
     super();
     this.#options = options;
+    this.#extras = extras;
     this.#hostHeader = resolveHostHeader(options.hostHeader);
     this.#protect = resolveProtection(options);
     this.#logger = options.logger ?? pino({ level: 'silent' });
@@ -209,6 +219,27 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     return this.#session?.stats();
   }
 
+  /** The tunnel's name in its config file, when it has one. */
+  get label(): string | undefined {
+    return this.#options.label;
+  }
+
+  /** Every tunnel of this session: this one first, then those connectMany put beside it. */
+  get tunnels(): readonly Tunnel[] {
+    return [this, ...this.#extras];
+  }
+
+  /** What this tunnel asks of the edge when another tunnel's session carries it (HELLO `tunnels`). */
+  #extraAsk(): ExtraTunnelAsk {
+    const name = this.#granted.name ?? this.#options.subdomain?.toLowerCase();
+    const port = this.#granted.port ?? this.#options.tcp?.remotePort;
+    return {
+      // Undefined fields drop out of HELLO's JSON.
+      ask: { name, tcp: this.#options.tcp && (port ?? 'any'), protect: this.#protect },
+      forwarding: this.#forwarding(port),
+    };
+  }
+
   /** The inspector's page and API (`http://127.0.0.1:4040`), once started; undefined when it is off. */
   get inspectorUrl(): string | undefined {
     return this.#inspector?.url;
@@ -248,7 +279,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
    */
   async start(options: { failFast?: boolean } = {}): Promise<SessionInfo> {
     try {
-      await this.#startInspector();
+      for (const tunnel of this.tunnels) await tunnel.#startInspector();
     } catch (err) {
       await this.#release();
       throw err;
@@ -295,6 +326,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         await this.#kind.pool.close();
       }
       await this.#inspector?.close();
+      for (const extra of this.#extras) await extra.#release();
       this.emit('close');
     })();
     return this.#released;
@@ -356,10 +388,19 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           handshakeTimeoutMs: 10_000,
           versions: this.#options.protocolVersions,
           ...this.#forwarding(grantedPort ?? requestedPort),
+          ...(this.#extras.length > 0 ? { extras: this.#extras.map((extra) => extra.#extraAsk()) } : {}),
         });
         if (this.#closing) {
           await session.close(0);
           break;
+        }
+        const refused = refusedTunnels(
+          session.extras,
+          this.#extras.map((t) => t.label),
+        );
+        if (refused !== undefined) {
+          await session.close(0);
+          throw refused;
         }
         this.#session = session;
         this.info = session.info;
@@ -368,6 +409,13 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         attempt = 0;
         const upSince = performance.now();
         this.emit('ready', session.info);
+        for (const [i, extra] of this.#extras.entries()) {
+          const answer = session.extras[i];
+          if (answer === undefined || !('info' in answer)) continue;
+          extra.info = answer.info;
+          extra.#granted = { name: answer.info.name, port: answer.info.tcp?.port };
+          extra.emit('ready', answer.info);
+        }
         const error = await session.closed;
         this.#session = undefined;
         if (this.#closing) break;
@@ -384,10 +432,12 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           error.code === AgentErrorCode.EDGE_GOING_AWAY &&
           performance.now() - upSince >= IMMEDIATE_RECONNECT_AFTER_MS;
       } catch (err) {
-        const error =
+        const error = namedRefusal(
+          this.#extras.length > 0 ? this.label : undefined,
           err instanceof AgentError
             ? err
-            : new AgentError(AgentErrorCode.EDGE_UNREACHABLE, String(err), { cause: err });
+            : new AgentError(AgentErrorCode.EDGE_UNREACHABLE, String(err), { cause: err }),
+        );
         if (
           requestedPort === undefined &&
           grantedPort !== undefined &&

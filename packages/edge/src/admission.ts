@@ -1,15 +1,17 @@
 import {
   ErrorCode,
   encodeRequestHead,
+  encodeTunnelTag,
   type MuxStream,
   ProtocolError,
   ProtocolErrorCode,
   type RequestHead,
+  TUNNEL_TAG_SIZE,
 } from '@tunnel2/protocol';
-import type { AgentConnection } from './agent-connection.js';
 import { EdgeErrorCode } from './errors.js';
 import { bodyTooLarge, busy, type Refusal, restarting } from './refusals.js';
 import type { SlotWaiter } from './stream-slots.js';
+import type { TunnelEntry } from './tunnel-entry.js';
 
 // What a request must pass before a stream of its session is spent on it, and how it gets one: shared by
 // a public request on this node and one another node carries here over a node-to-node link.
@@ -25,7 +27,7 @@ export interface AdmissionRequest {
 
 /** The session's protection, drain state, rate limit and the edge's body limit; undefined when it passes. */
 export function admit(
-  connection: AgentConnection,
+  connection: TunnelEntry,
   name: string,
   request: AdmissionRequest,
   maxRequestBodyBytes: number,
@@ -70,7 +72,7 @@ export interface SlotClaimant {
 
 /** Opens a stream of the session at once, or after the bounded wait for a free slot, or refuses. */
 export function acquireStream(
-  connection: AgentConnection,
+  connection: TunnelEntry,
   name: string,
   claimant: SlotClaimant,
   payload: Buffer,
@@ -103,6 +105,20 @@ export function acquireStream(
     return;
   }
   unwatch = claimant.watch(() => connection.slots.cancel(waiter));
+}
+
+/**
+ * The request head for a tunnel's session (at most its agent's `maxFrameSize`), behind the tunnel's tag
+ * when it is one the agent listed in HELLO (PROTOCOL.md "Several tunnels on one session"); or why not.
+ */
+export function encodeTunnelHead(
+  head: RequestHead,
+  tunnel: Pick<TunnelEntry, 'tag' | 'session'>,
+): { payload: Buffer } | { refusal: Refusal } {
+  const maxFrameSize = tunnel.session.peerSettings.maxFrameSize;
+  if (tunnel.tag === 0) return encodeHead(head, maxFrameSize);
+  const encoded = encodeHead(head, maxFrameSize - TUNNEL_TAG_SIZE);
+  return 'refusal' in encoded ? encoded : { payload: encodeTunnelTag(tunnel.tag, encoded.payload) };
 }
 
 /** The request head as one HEADERS payload for a peer accepting frames up to `maxFrameSize`, or why not. */

@@ -1,12 +1,14 @@
 import {
   ErrorCode,
   type Hello,
+  MAX_SESSION_TUNNELS,
   MuxSession,
   type MuxStream,
   negotiateVersion,
   ProtocolErrorCode,
   type ProtocolSettings,
   TCP_STREAM_KIND,
+  TUNNEL_STREAM_KIND,
   Tunnel2Error,
   type WindowBudget,
 } from '@tunnel2/protocol';
@@ -15,6 +17,13 @@ import type { WebSocket } from 'ws';
 import { type CompiledProtection, compileProtection } from './public-protection.js';
 import { StreamSlots, type StreamSlotsOptions } from './stream-slots.js';
 import { TokenBucket } from './token-bucket.js';
+import type { ExtraTunnel, TunnelEntry } from './tunnel-entry.js';
+
+/** The tunnels an agent listed in its HELLO, claimed: the entries that won, and one answer per ask. */
+export interface ClaimedTunnels {
+  entries: ExtraTunnel[];
+  answers: Record<string, unknown>[];
+}
 
 export interface AgentConnectionOptions {
   name: string;
@@ -38,13 +47,19 @@ export interface AgentConnectionOptions {
   sessionInfo: Record<string, unknown>;
   /** The public TCP port this session serves, for a TCP tunnel. */
   tcpPort?: number | undefined;
+  /** Claims the tunnels an agent lists in its HELLO (`tunnels`); undefined: this edge takes none. */
+  claimTunnels?: ((connection: AgentConnection, asks: unknown[]) => Promise<ClaimedTunnels>) | undefined;
   onReady: (connection: AgentConnection) => void;
   onClose: (connection: AgentConnection, error: Error | undefined) => void;
 }
 
 /** One agent's WebSocket on the edge, and the multiplexed session running over it. */
-export class AgentConnection {
+export class AgentConnection implements TunnelEntry {
   readonly name: string;
+  /** The session's own tunnel: its heads carry no tunnel tag. */
+  readonly tag = 0;
+  /** The tunnels the agent listed in its HELLO, once claimed (tags 1…n). */
+  extras: ExtraTunnel[] = [];
   /** The registry epoch this connection holds the name under; a re-claim after a registry outage moves it. */
   epoch: number;
   readonly owner: string;
@@ -134,6 +149,10 @@ export class AgentConnection {
     return this.session.ready;
   }
 
+  get connection(): AgentConnection {
+    return this;
+  }
+
   /** Opens a request stream; throws a ProtocolError with TOO_MANY_STREAMS or SESSION_CLOSED. */
   openStream(): MuxStream {
     return this.session.openStream();
@@ -185,8 +204,39 @@ export class AgentConnection {
       return;
     }
     this.protection = protection;
-    this.session.sendHello(this.#options.sessionInfo, true);
-    this.#log.info({ agent: hello.meta.agent }, 'agent connected');
+    const asks = hello.meta.tunnels;
+    if (asks === undefined || this.#options.claimTunnels === undefined) {
+      this.#answer(hello, undefined);
+      return;
+    }
+    // Tagged heads go only to an agent that said it reads them; the list is bounded before any claim.
+    if (!(Array.isArray(asks) && Array.isArray(kinds) && kinds.includes(TUNNEL_STREAM_KIND))) {
+      this.session.close(ErrorCode.PROTOCOL_ERROR, 'tunnels needs an array and "tunnel" in streamKinds');
+      return;
+    }
+    if (asks.length > MAX_SESSION_TUNNELS) {
+      this.session.close(
+        ErrorCode.PROTOCOL_ERROR,
+        `at most ${MAX_SESSION_TUNNELS} tunnels per session besides its own (asked for ${asks.length})`,
+      );
+      return;
+    }
+    this.#options.claimTunnels(this, asks).then(
+      (claimed) => {
+        this.extras = claimed.entries;
+        // Closed while the names were claimed: onClose has run, the endpoint releases what it claimed.
+        if (!this.session.closed) this.#answer(hello, claimed.answers);
+      },
+      (err: unknown) => {
+        this.#log.error({ err }, 'claiming the listed tunnels failed');
+        this.session.close(ErrorCode.INTERNAL_ERROR, 'the session registry is unavailable, retry shortly');
+      },
+    );
+  }
+
+  #answer(hello: Hello, tunnels: Record<string, unknown>[] | undefined): void {
+    this.session.sendHello({ ...this.#options.sessionInfo, ...(tunnels ? { tunnels } : {}) }, true);
+    this.#log.info({ agent: hello.meta.agent, tunnels: tunnels?.length }, 'agent connected');
     this.#options.onReady(this);
   }
 }

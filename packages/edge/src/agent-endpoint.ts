@@ -14,6 +14,7 @@ import { EdgeErrorCode } from './errors.js';
 import { checkRequestedName, ownerKey, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
 import type { TcpPort, TcpTunnels } from './tcp-tunnels.js';
+import { createTunnelClaims } from './tunnel-claims.js';
 
 export interface AgentEndpointOptions {
   options: ResolvedEdgeOptions;
@@ -47,10 +48,21 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
   const anonymousAddress = new WeakMap<AgentConnection, string>();
   const countAnonymousFrom = (address: string): number => {
     let count = 0;
-    for (const connection of sessions.connections())
-      if (anonymousAddress.get(connection) === address) count++;
+    for (const tunnel of sessions.tunnels()) if (anonymousAddress.get(tunnel.connection) === address) count++;
     return count;
   };
+  const claims = createTunnelClaims({
+    sessions,
+    tcp: endpoint.tcp,
+    logger,
+    maxNamesPerOwner: options.maxSessionsPerOwner,
+    namesHeld: (connection) => {
+      const address = anonymousAddress.get(connection);
+      return address === undefined ? sessions.countOwnedBy(connection.owner) : countAnonymousFrom(address);
+    },
+    urlsFor: endpoint.urlsFor,
+    tcpUrlFor: endpoint.tcpUrlFor,
+  });
   const wss = new WebSocketServer({
     noServer: true,
     perMessageDeflate: false,
@@ -182,15 +194,18 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         requestBurst: options.sessionRequestBurst,
         sessionInfo: { name, ...urls, ...(tcpPort ? { tcp: { port: tcpPort.port } } : {}) },
         tcpPort: tcpPort?.port,
+        claimTunnels: claims.claim,
         onReady: (connection) => {
           activated = true;
           sessions.activate(connection);
           if (tcpPort !== undefined) endpoint.tcp?.attach(tcpPort, connection);
+          claims.activate(connection);
         },
         onClose: (connection) => {
           if (tcpPort !== undefined) endpoint.tcp?.detach(tcpPort, connection);
           if (activated) void sessions.deactivate(connection);
           else void sessions.abandon(name, epoch);
+          void claims.release(connection.extras, activated);
         },
       });
       if (address !== undefined) anonymousAddress.set(connection, address);

@@ -2,6 +2,7 @@ import { ErrorCode } from '@tunnel2/protocol';
 import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { AgentConnection } from './agent-connection.js';
+import type { TunnelEntry } from './tunnel-entry.js';
 
 export interface SessionTableOptions {
   registry: SessionRegistry;
@@ -15,7 +16,7 @@ export interface SessionTableOptions {
   onTakeover?: ((replaced: SessionRecord, claimed: SessionRecord) => void) | undefined;
 }
 
-type ArrivalWaiter = (connection: AgentConnection | undefined) => void;
+type ArrivalWaiter = (connection: TunnelEntry | undefined) => void;
 
 /**
  * Lost leases re-asserted at once after a renewal round (two registry round trips each). One at a time,
@@ -33,7 +34,7 @@ export type AdmitResult = { ok: true; epoch: number } | { ok: false; record: Ses
  * closes late cannot remove a newer one.
  */
 export class SessionTable {
-  readonly #local = new Map<string, AgentConnection>();
+  readonly #local = new Map<string, TunnelEntry>();
   readonly #options: SessionTableOptions;
   readonly #renewTimer: NodeJS.Timeout;
   /** Requests waiting for a reconnecting agent, by name. */
@@ -59,23 +60,37 @@ export class SessionTable {
     this.#renewTimer.unref();
   }
 
+  /** Agent sessions (WebSockets) on this node; a session serving several tunnels counts once. */
   get size(): number {
+    let count = 0;
+    for (const entry of this.#local.values()) if (entry.tag === 0) count++;
+    return count;
+  }
+
+  /** Names served on this node (each tunnel of a session counts). */
+  get names(): number {
     return this.#local.size;
   }
 
-  /** The live, handshaken connection for a name on this node. */
-  get(name: string): AgentConnection | undefined {
+  /** The live, handshaken tunnel for a name on this node. */
+  get(name: string): TunnelEntry | undefined {
     return this.#local.get(name);
   }
 
-  /** Live sessions on this node that belong to `owner` (bounded per token). */
+  /** Names served on this node that belong to `owner` (bounded per token, every tunnel of a session counts). */
   countOwnedBy(owner: string): number {
     let count = 0;
     for (const connection of this.#local.values()) if (connection.owner === owner) count++;
     return count;
   }
 
-  connections(): IterableIterator<AgentConnection> {
+  /** The agent sessions on this node, each once (a session's own tunnel stands for it). */
+  *connections(): IterableIterator<AgentConnection> {
+    for (const entry of this.#local.values()) if (entry.tag === 0) yield entry.connection;
+  }
+
+  /** Every tunnel served on this node. */
+  tunnels(): IterableIterator<TunnelEntry> {
     return this.#local.values();
   }
 
@@ -114,7 +129,7 @@ export class SessionTable {
   }
 
   /** The connection finished its handshake: it now serves the name, replacing an older connection. */
-  activate(connection: AgentConnection): void {
+  activate(connection: TunnelEntry): void {
     const previous = this.#local.get(connection.name);
     this.#local.set(connection.name, connection);
     if (previous !== undefined && previous !== connection) {
@@ -161,7 +176,7 @@ export class SessionTable {
   }
 
   /** The connection is gone; its name stays reserved for the owner for the grace period. */
-  async deactivate(connection: AgentConnection): Promise<void> {
+  async deactivate(connection: TunnelEntry): Promise<void> {
     if (this.#local.get(connection.name) === connection) this.#local.delete(connection.name);
     try {
       await this.#options.registry.markDisconnected(
@@ -229,7 +244,7 @@ export class SessionTable {
    * record made after the lookup (the agent reconnected elsewhere meanwhile): that newer claim wins, ours
    * is released and this connection closes, as if the lookup had seen it.
    */
-  async #reassert(connection: AgentConnection): Promise<void> {
+  async #reassert(connection: TunnelEntry): Promise<void> {
     const { registry, nodeId, leaseTtlMs, logger } = this.#options;
     const log = { session: connection.name, epoch: connection.epoch };
     try {
@@ -269,7 +284,7 @@ export class SessionTable {
     }
   }
 
-  #lose(connection: AgentConnection, holder: Pick<SessionRecord, 'nodeId' | 'owner'>): void {
+  #lose(connection: TunnelEntry, holder: Pick<SessionRecord, 'nodeId' | 'owner'>): void {
     this.#local.delete(connection.name);
     if (holder.owner === connection.owner) {
       // The same agent reconnected through another node: tell this one it was replaced (the CLI stops

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { bridgeSocket, ErrorCode, encodeTcpHead, type MuxStream } from '@tunnel2/protocol';
+import { bridgeSocket, ErrorCode, encodeTcpHead, encodeTunnelTag, type MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { normalizeAddress } from './client-address.js';
 import type { TcpPort } from './tcp-tunnels.js';
@@ -41,10 +41,9 @@ export function acceptTcpConnection(
   let stream: MuxStream | undefined;
   try {
     stream = connection.slots.tryOpen();
-    stream?.sendHeaders(
-      encodeTcpHead({ port: port.port, clientAddress, clientPort: socket.remotePort ?? 0 }),
-      false,
-    );
+    const head = encodeTcpHead({ port: port.port, clientAddress, clientPort: socket.remotePort ?? 0 });
+    // A tunnel the agent listed in its HELLO: the tag says which of its tunnels the connection is for.
+    stream?.sendHeaders(connection.tag === 0 ? head : encodeTunnelTag(connection.tag, head), false);
   } catch (err) {
     // The session is closing or draining.
     logger.debug({ err, port: port.port }, 'TCP connection refused: no stream');

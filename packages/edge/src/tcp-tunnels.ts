@@ -1,10 +1,10 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { ErrorCode } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
-import type { AgentConnection } from './agent-connection.js';
 import { EdgeErrorCode } from './errors.js';
 import { acceptTcpConnection, type TcpCounters } from './tcp-connection.js';
 import type { TcpPortRange } from './tcp-port-range.js';
+import type { TunnelEntry } from './tunnel-entry.js';
 
 export interface TcpTunnelsOptions {
   range: TcpPortRange;
@@ -22,7 +22,7 @@ export class TcpPort {
   readonly port: number;
   readonly owner: string;
   readonly server: Server;
-  connection: AgentConnection | undefined;
+  connection: TunnelEntry | undefined;
   /** Once a session has served it, the port is its owner's reservation: a failed reconnect keeps it. */
   attached = false;
   graceTimer: NodeJS.Timeout | undefined;
@@ -123,7 +123,7 @@ export class TcpTunnels {
   }
 
   /** The session is ready: connections to the port go to it from now on. */
-  attach(port: TcpPort, connection: AgentConnection): void {
+  attach(port: TcpPort, connection: TunnelEntry): void {
     if (this.#ports.get(port.port) !== port) {
       // The grace ran out (or the edge closed) while this session's upgrade was under way: its listener
       // is gone. The agent reconnects and claims the port afresh.
@@ -144,7 +144,7 @@ export class TcpTunnels {
   }
 
   /** The session ended: the port stays its owner's for the grace, then closes. */
-  detach(port: TcpPort, connection: AgentConnection): void {
+  detach(port: TcpPort, connection: TunnelEntry): void {
     if (port.connection !== connection) {
       this.abandon(port);
       return;

@@ -2,8 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
-import { acquireStream, admit, encodeHead } from './admission.js';
-import type { AgentConnection } from './agent-connection.js';
+import { acquireStream, admit, encodeTunnelHead } from './admission.js';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
 import type { Cluster, OwnerFinding } from './cluster/cluster.js';
 import { forwardRequest, forwardUpgrade } from './cluster/forward-arrival.js';
@@ -24,6 +23,7 @@ import {
   unreachableOwner,
 } from './refusals.js';
 import type { SessionTable } from './session-table.js';
+import type { TunnelEntry } from './tunnel-entry.js';
 import { TunnelExchange } from './tunnel-exchange.js';
 import { UpgradeTunnel } from './upgrade-tunnel.js';
 
@@ -100,7 +100,7 @@ function dispatch(
 function prepare(
   arrival: Arrival,
   route: IngressRoute,
-  connection: AgentConnection,
+  connection: TunnelEntry,
   options: TunnelIngressOptions,
 ): { payload: Buffer } | { refusal: Refusal } {
   const req = arrival.req;
@@ -120,10 +120,7 @@ function prepare(
   const headers = forwardedHeaders(req, route, origin);
   // An upgrade keeps the two fields that ask for it; everything else hop-by-hop is dropped.
   if (arrival.upgrade) headers.push('Connection', 'Upgrade', 'Upgrade', String(req.headers.upgrade));
-  return encodeHead(
-    { method: req.method ?? 'GET', target: route.target, headers },
-    connection.session.peerSettings.maxFrameSize,
-  );
+  return encodeTunnelHead({ method: req.method ?? 'GET', target: route.target, headers }, connection);
 }
 
 /** The name has no live agent here: a reserved name waits (bounded) for its agent to reconnect. */

@@ -31,3 +31,18 @@ export class Heartbeat {
     clearInterval(this.#timer);
   }
 }
+
+/**
+ * The heartbeat two sides agree on: the smaller of their non-zero intervals (PROTOCOL.md §7), or none
+ * when both announced 0. `silent` hears a peer that sent nothing for two intervals.
+ */
+export function agreedHeartbeat(
+  localMs: number,
+  peerMs: number,
+  ping: () => void,
+  silent: (intervalMs: number) => void,
+): Heartbeat | undefined {
+  const interval = Math.min(localMs || Number.POSITIVE_INFINITY, peerMs || Number.POSITIVE_INFINITY);
+  if (!Number.isFinite(interval)) return undefined;
+  return new Heartbeat(interval, ping, () => silent(interval));
+}

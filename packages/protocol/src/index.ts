@@ -12,4 +12,5 @@ export { MuxStream, type StreamHandler } from './mux-stream.js';
 export { OutboundBatch } from './outbound-batch.js';
 export { type BridgedSocket, type BridgeOptions, type BridgeResult, bridgeSocket } from './socket-bridge.js';
 export * from './tcp-head.js';
+export * from './tunnel-tag.js';
 export { WindowBudget } from './window-budget.js';

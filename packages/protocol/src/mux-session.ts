@@ -23,7 +23,7 @@ import {
 } from './errors.js';
 import { FloodGuard } from './flood-guard.js';
 import { type Frame, FrameDecoder } from './frame-codec.js';
-import { Heartbeat } from './heartbeat.js';
+import { agreedHeartbeat, type Heartbeat } from './heartbeat.js';
 import { encodeHelloPayload, type Hello, parseHello } from './hello.js';
 import type {
   FrameTransport,
@@ -73,6 +73,7 @@ export class MuxSession implements StreamHost {
   #nextStreamId: number;
   #lastPeerStreamId = 0;
   #helloReceived = false;
+  #helloSent = false;
   #goingAway = false;
   #peerGoingAway = false;
   #closed = false;
@@ -132,6 +133,8 @@ export class MuxSession implements StreamHost {
   sendHello(meta: Record<string, unknown>, ack: boolean, versions = ownVersionRange): void {
     const hello: Hello = { ...versions, settings: this.localSettings, meta };
     this.enqueue(FrameType.HELLO, ack ? FrameFlags.ACK : 0, 0, encodeHelloPayload(hello));
+    this.#helloSent = true;
+    if (this.#helloReceived) this.#begin();
   }
 
   /** Opens a stream towards the peer. Throws TOO_MANY_STREAMS when the peer's limit is reached. */
@@ -356,19 +359,17 @@ export class MuxSession implements StreamHost {
     this.#helloReceived = true;
     this.peerSettings = hello.settings;
     this.sessionSendWindow = hello.settings.initialSessionWindow;
-    const interval = Math.min(
-      this.localSettings.heartbeatIntervalMs || Number.POSITIVE_INFINITY,
-      hello.settings.heartbeatIntervalMs || Number.POSITIVE_INFINITY,
-    );
-    if (Number.isFinite(interval)) {
-      this.#heartbeat = new Heartbeat(
-        interval,
-        () => this.ping(),
-        () => this.close(ErrorCode.NO_ERROR, 'peer timed out', new PeerTimeoutError(interval * 2)),
-      );
-    }
     this.#handler.onHello(hello, (frame.flags & FrameFlags.ACK) !== 0);
-    // After the handler, which is where the edge answers with its own HELLO (nothing may precede it).
+    if (this.#helloSent) this.#begin();
+  }
+  // Both HELLOs out: nothing precedes ours (the edge may answer after onHello: listed tunnels are claimed).
+  #begin(): void {
+    this.#heartbeat = agreedHeartbeat(
+      this.localSettings.heartbeatIntervalMs,
+      this.peerSettings.heartbeatIntervalMs,
+      () => this.ping(),
+      (ms) => this.close(ErrorCode.NO_ERROR, 'peer timed out', new PeerTimeoutError(ms * 2)),
+    );
     if (this.windowBudget.limit > 0) this.#startTuning();
   }
 

@@ -119,6 +119,7 @@ describe('heartbeat', () => {
   it('closes a silent session with a PeerTimeoutError after two silent intervals', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     const peer = createRawPeer('agent', { heartbeatIntervalMs: interval });
+    peer.session.sendHello({}, false); // the heartbeat runs once both HELLOs are out
     // The shorter of the two intervals wins.
     peer.feed(peerHello({ heartbeatIntervalMs: 5 * interval }));
 
@@ -141,6 +142,7 @@ describe('heartbeat', () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     // Our heartbeat is off; the peer's interval applies.
     const peer = createRawPeer('agent', { heartbeatIntervalMs: 0 });
+    peer.session.sendHello({}, false);
     peer.feed(peerHello({ heartbeatIntervalMs: interval }));
     for (let i = 0; i < 10; i++) {
       vi.advanceTimersByTime(interval);
@@ -154,9 +156,25 @@ describe('heartbeat', () => {
   it('runs no timer when both sides disable the heartbeat', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     const peer = createRawPeer('agent', { heartbeatIntervalMs: 0 });
+    peer.session.sendHello({}, false);
     peer.feed(peerHello({ heartbeatIntervalMs: 0 }));
     await peer.events.hello.promise;
     expect(vi.getTimerCount()).toBe(0);
+    peer.session.transportClosed();
+  });
+
+  it('sends nothing before its own HELLO when the answer comes after onHello (claims take a while)', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const peer = createRawPeer('edge', { heartbeatIntervalMs: interval });
+    peer.feed(peerHello({ heartbeatIntervalMs: interval }));
+    await peer.events.hello.promise;
+    vi.advanceTimersByTime(interval * 1.5);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(peer.sent.frames).toHaveLength(0);
+    peer.session.sendHello({}, true);
+    await peer.sent.waitFor((f) => f.type === FrameType.HELLO);
+    expect(peer.sent.frames[0]?.type).toBe(FrameType.HELLO);
+    expect(vi.getTimerCount()).toBe(1);
     peer.session.transportClosed();
   });
 });

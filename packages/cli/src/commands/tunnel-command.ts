@@ -9,12 +9,13 @@ import type { Tunnel } from '../tunnel.js';
 import { hintWhenNoEdge } from './edge-hint.js';
 
 /** What every tunnel command (`http`, `tcp`) writes to: stdout lines, stderr, and the diagnostic log. */
-interface CommandOutput {
+export interface CommandOutput {
   stdout: LineOutput;
   reporter: Reporter;
   logger: Logger;
   /** On a terminal: the status header, which reads the tunnel's live figures. */
   screen?: StatusScreen | undefined;
+  json: boolean;
 }
 
 /** The output flags every tunnel command takes. */
@@ -44,7 +45,7 @@ function commandOutput(options: OutputOptions): CommandOutput {
     censor: '<redacted>',
   };
   const logger = pino({ level: options.logLevel ?? 'warn', redact }, pino.destination(2));
-  return { stdout, reporter, logger, screen };
+  return { stdout, reporter, logger, screen, json: options.json === true };
 }
 
 /** `--allow-ip a,b` as a list. */
@@ -63,7 +64,8 @@ export function allowIpList(value: string | undefined): string[] | undefined {
 export async function runTunnelCommand(
   options: OutputOptions & { server?: string },
   create: (logger: Logger) => Tunnel,
-  subscribe: (tunnel: Tunnel, reporter: Reporter) => void,
+  /** `output`: for a command that reports several tunnels, each with its own reporter. */
+  subscribe: (tunnel: Tunnel, reporter: Reporter, output: CommandOutput) => void,
   onStartFailure?: (err: unknown, reporter: Reporter) => void,
 ): Promise<number> {
   const output = commandOutput(options);
@@ -78,7 +80,7 @@ export async function runTunnelCommand(
     }
     throw err;
   }
-  subscribe(tunnel, output.reporter);
+  subscribe(tunnel, output.reporter, output);
   // The target's scheme is how a Tunnel tells TCP from HTTP (see Tunnel.target).
   output.screen?.watch(tunnel, tunnel.target.origin.startsWith('tcp:') ? 'connections' : 'requests');
   const { reporter, stdout } = output;

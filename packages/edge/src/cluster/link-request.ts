@@ -8,7 +8,7 @@ import {
   type RequestHead,
   type StreamHandler,
 } from '@tunnel2/protocol';
-import { acquireStream, admit, encodeHead, type SlotClaimant } from '../admission.js';
+import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../admission.js';
 import { edgeAnswer } from '../error-response.js';
 import { publishRefusal } from '../refusal-channel.js';
 import type { Refusal } from '../refusals.js';
@@ -117,7 +117,7 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
       this.refuse(refusal);
       return;
     }
-    const encoded = encodeHead(head, connection.session.peerSettings.maxFrameSize);
+    const encoded = encodeTunnelHead(head, connection);
     if ('refusal' in encoded) this.refuse(encoded.refusal);
     else acquireStream(connection, meta.name, this, encoded.payload);
   }

@@ -1,0 +1,180 @@
+import { readFile } from 'node:fs/promises';
+import { basename, extname } from 'node:path';
+import { AgentError, AgentErrorCode } from './errors.js';
+import type { NamedTunnelOptions } from './tunnel-group.js';
+
+/** The file `tunnel2 start` reads when no --config is given (docs/config-file.md). */
+export const DEFAULT_CONFIG_FILE = 'tunnel2.yml';
+
+/** A config file, checked: the edge and token it names (if any) and its tunnels in file order. */
+export interface TunnelConfig {
+  server: string | undefined;
+  token: string | undefined;
+  tunnels: NamedTunnelOptions[];
+}
+
+const TOP_KEYS = ['server', 'token', 'tunnels'];
+const HTTP_KEYS = ['proto', 'target', 'subdomain', 'host_header', 'basic_auth', 'allow_ip', 'inspect'];
+const TCP_KEYS = ['proto', 'target', 'remote_port', 'allow_ip'];
+/** A tunnel's name: it prefixes output lines, so it stays short and plain. */
+const NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/i;
+
+/** One line naming the file, the key path and what is allowed (exit status 2 in the CLI). */
+function invalid(file: string, path: string, message: string): AgentError {
+  return new AgentError(AgentErrorCode.INVALID_CONFIG, `${file}: ${path}: ${message}`, { fatal: true });
+}
+
+function shown(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/** Reads and checks `path` (`.json` as JSON, anything else as YAML). */
+export async function loadTunnelConfig(path: string): Promise<TunnelConfig> {
+  const file = basename(path);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT' ? 'not found (create it, or pass --config <file>)' : `cannot be read (${code})`;
+    throw new AgentError(AgentErrorCode.INVALID_CONFIG, `${path}: ${why}`, { cause: err, fatal: true });
+  }
+  let data: unknown;
+  try {
+    if (extname(path).toLowerCase() === '.json') data = JSON.parse(text);
+    else {
+      // Loaded only by `start`: `tunnel2 http` carries no YAML parser.
+      const { parse } = await import('yaml');
+      data = parse(text, { prettyErrors: false });
+    }
+  } catch (err) {
+    const why = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    throw new AgentError(
+      AgentErrorCode.INVALID_CONFIG,
+      `${file}: not valid ${extname(path) === '.json' ? 'JSON' : 'YAML'}: ${why}`,
+      {
+        cause: err,
+        fatal: true,
+      },
+    );
+  }
+  return checkTunnelConfig(file, data);
+}
+
+/** Checks a parsed config file; every mistake is one AgentError naming `file` and the key. */
+export function checkTunnelConfig(file: string, data: unknown): TunnelConfig {
+  const top = object(file, '(top level)', data);
+  unknownKeys(file, '', top, TOP_KEYS);
+  const server = optionalString(file, 'server', top.server);
+  if (server !== undefined && !/^(https?|wss?):\/\/[^\s]+$/i.test(server)) {
+    throw invalid(file, 'server', `expected an http(s):// URL, got ${shown(server)}`);
+  }
+  const token = optionalString(file, 'token', top.token);
+  if (top.tunnels === undefined) throw invalid(file, 'tunnels', 'missing: list at least one tunnel');
+  const entries = Object.entries(object(file, 'tunnels', top.tunnels));
+  if (entries.length === 0) throw invalid(file, 'tunnels', 'empty: list at least one tunnel');
+  const subdomains = new Map<string, string>();
+  const tunnels = entries.map(([name, value]) => {
+    const path = `tunnels.${name}`;
+    if (!NAME.test(name)) {
+      throw invalid(file, path, 'a tunnel name is letters, digits, - and _ (at most 32 characters)');
+    }
+    const tunnel = checkTunnel(file, path, name, object(file, path, value));
+    if (tunnel.subdomain !== undefined) {
+      const other = subdomains.get(tunnel.subdomain.toLowerCase());
+      if (other !== undefined)
+        throw invalid(file, `${path}.subdomain`, `"${tunnel.subdomain}" is also tunnels.${other}'s`);
+      subdomains.set(tunnel.subdomain.toLowerCase(), name);
+    }
+    return tunnel;
+  });
+  return { server, token, tunnels };
+}
+
+function checkTunnel(
+  file: string,
+  path: string,
+  name: string,
+  fields: Record<string, unknown>,
+): NamedTunnelOptions {
+  const proto = fields.proto ?? 'http';
+  if (proto !== 'http' && proto !== 'tcp')
+    throw invalid(file, `${path}.proto`, `expected http or tcp, got ${shown(proto)}`);
+  unknownKeys(file, `${path}.`, fields, proto === 'tcp' ? TCP_KEYS : HTTP_KEYS);
+  if (fields.target === undefined) throw invalid(file, `${path}.target`, 'missing: a port, host:port or URL');
+  const target = checkTarget(file, `${path}.target`, fields.target, proto);
+  const allowIps =
+    fields.allow_ip === undefined ? undefined : stringList(file, `${path}.allow_ip`, fields.allow_ip);
+  if (proto === 'tcp') {
+    const remotePort = fields.remote_port;
+    if (
+      remotePort !== undefined &&
+      !(Number.isInteger(remotePort) && (remotePort as number) >= 1 && (remotePort as number) <= 65535)
+    ) {
+      throw invalid(file, `${path}.remote_port`, `expected a port number 1-65535, got ${shown(remotePort)}`);
+    }
+    return { name, target, allowIps, tcp: { remotePort: remotePort as number | undefined } };
+  }
+  const subdomain = optionalString(file, `${path}.subdomain`, fields.subdomain);
+  if (subdomain !== undefined && !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(subdomain)) {
+    throw invalid(
+      file,
+      `${path}.subdomain`,
+      `expected a DNS label (a-z, 0-9, inner hyphens, at most 63), got ${shown(subdomain)}`,
+    );
+  }
+  const hostHeader = optionalString(file, `${path}.host_header`, fields.host_header);
+  const basicAuth = optionalString(file, `${path}.basic_auth`, fields.basic_auth);
+  if (basicAuth !== undefined && !/^[^:]+:.+$/.test(basicAuth)) {
+    throw invalid(file, `${path}.basic_auth`, 'expected user:password (both non-empty)');
+  }
+  const inspect = fields.inspect ?? false;
+  if (typeof inspect !== 'boolean')
+    throw invalid(file, `${path}.inspect`, `expected true or false, got ${shown(inspect)}`);
+  return { name, target, subdomain, hostHeader, basicAuth, allowIps, inspect: inspect ? {} : false };
+}
+
+/** A port (3000 or "3000"), host:port, or (HTTP) a URL; the same forms `tunnel2 http`/`tcp` take. */
+function checkTarget(file: string, path: string, value: unknown, proto: 'http' | 'tcp'): string {
+  const forms = proto === 'tcp' ? 'a port or host:port' : 'a port, host:port or URL';
+  const text = typeof value === 'number' ? String(value) : value;
+  const port = (p: string): boolean => /^\d{1,5}$/.test(p) && Number(p) >= 1 && Number(p) <= 65535;
+  const ok =
+    typeof text === 'string' &&
+    (port(text) ||
+      (/^(\[[0-9a-f:.]+\]|[^\s:/[\]]+):(\d+)$/i.test(text) && port(text.slice(text.lastIndexOf(':') + 1))) ||
+      (proto === 'http' && /^https?:\/\/[^\s/]+/i.test(text) && URL.canParse(text)));
+  if (!ok) throw invalid(file, path, `expected ${forms}, got ${shown(value)}`);
+  return text;
+}
+
+function object(file: string, path: string, value: unknown): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalid(file, path, `expected a mapping of keys, got ${shown(value)}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function unknownKeys(file: string, prefix: string, fields: Record<string, unknown>, allowed: string[]): void {
+  for (const key of Object.keys(fields)) {
+    if (!allowed.includes(key))
+      throw invalid(file, `${prefix}${key}`, `unknown key (allowed here: ${allowed.join(', ')})`);
+  }
+}
+
+function optionalString(file: string, path: string, value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || value === '')
+    throw invalid(file, path, `expected a non-empty string, got ${shown(value)}`);
+  return value;
+}
+
+function stringList(file: string, path: string, value: unknown): string[] {
+  const list = Array.isArray(value) ? value : [value];
+  if (!list.every((item): item is string => typeof item === 'string' && item !== '')) {
+    throw invalid(file, path, `expected a list of IP addresses or CIDR blocks, got ${shown(value)}`);
+  }
+  return list;
+}

@@ -1,0 +1,73 @@
+import { decodeTunnelTag, ErrorCode, type MuxSession, type MuxStream } from '@tunnel2/protocol';
+import type { Logger } from 'pino';
+import type { HttpForwarding, TcpForwarding } from './agent-session.js';
+import { ForwardExchange } from './forward-exchange.js';
+import { traceStream } from './request-trace.js';
+import { forwardTcpStream } from './tcp-forward.js';
+
+/** Where one tunnel's streams go: its HTTP backend or its TCP target. */
+export type Forwarding = { http: HttpForwarding; tcp?: undefined } | { tcp: TcpForwarding; http?: undefined };
+
+/** Hands a stream the edge opened to its tunnel's forwarder, which takes `stream.handler` over. */
+export function forwardStream(
+  stream: MuxStream,
+  forwarding: Forwarding,
+  session: MuxSession,
+  logger: Logger,
+): void {
+  if (forwarding.tcp !== undefined) {
+    const tcp = forwarding.tcp;
+    forwardTcpStream(stream, tcp.target, tcp.onConnection, tcp.connectTimeoutMs);
+    return;
+  }
+  const http = forwarding.http;
+  // Request ids are traced only when the log level asks for them (see traceStream).
+  const traced = logger.isLevelEnabled('info');
+  let onReport = http.onReport;
+  new ForwardExchange(stream, {
+    backend: http.backend,
+    target: http.target,
+    hostHeader: http.hostHeader,
+    maxHeadSize: session.peerSettings.maxFrameSize,
+    capture: http.capture,
+    onReport: traced ? (report) => onReport(report) : http.onReport,
+  });
+  if (traced) onReport = traceStream(stream, logger, http.onReport);
+}
+
+/**
+ * A session carrying several tunnels: the first head of each stream says which (a tunnel tag, or none for
+ * the session's own tunnel). The stream goes to that tunnel's forwarder with the head untagged; a tag this
+ * agent never asked for, or a malformed one, resets the stream with PROTOCOL_ERROR and forwards nothing.
+ */
+export function dispatchStream(
+  stream: MuxStream,
+  tunnels: readonly Forwarding[],
+  session: MuxSession,
+  logger: Logger,
+): void {
+  stream.handler = {
+    onHeaders(payload, endStream) {
+      let index: number;
+      let head: Buffer;
+      try {
+        ({ index, head } = decodeTunnelTag(payload));
+      } catch {
+        stream.reset(ErrorCode.PROTOCOL_ERROR);
+        return;
+      }
+      const forwarding = tunnels[index];
+      if (forwarding === undefined) {
+        logger.warn({ stream: stream.id, tunnel: index }, 'stream for a tunnel this agent did not ask for');
+        stream.reset(ErrorCode.PROTOCOL_ERROR);
+        return;
+      }
+      forwardStream(stream, forwarding, session, logger);
+      stream.handler?.onHeaders(head, endStream);
+    },
+    onData() {},
+    onEnd() {},
+    onReset() {},
+    onDrain() {},
+  };
+}

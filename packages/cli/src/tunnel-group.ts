@@ -1,0 +1,41 @@
+import { AgentError, AgentErrorCode } from './errors.js';
+import { type ConnectOptions, Tunnel } from './tunnel.js';
+
+/** One tunnel of connectMany(): its name (output prefix) and its own options. */
+export type NamedTunnelOptions = { name: string } & Pick<
+  ConnectOptions,
+  'target' | 'subdomain' | 'hostHeader' | 'basicAuth' | 'allowIps' | 'inspect' | 'tcp' | 'connections'
+>;
+
+/** What connectMany() takes: what the tunnels share (edge, token, logging) and the tunnels. */
+export interface ConnectManyOptions
+  extends Pick<ConnectOptions, 'server' | 'token' | 'logger' | 'protocol' | 'reconnect' | 'agentPath'> {
+  tunnels: NamedTunnelOptions[];
+}
+
+/**
+ * Several tunnels over one session (one WebSocket): the first tunnel owns the session, the others ride
+ * on it. Close and reconnect through the returned tunnel; each of `tunnel.tunnels` has its own `info`,
+ * `ready`, `request` and `connection` events. Throws on an empty list.
+ */
+export function createTunnels(options: ConnectManyOptions): Tunnel {
+  const { tunnels, ...shared } = options;
+  const [first, ...rest] = tunnels;
+  if (first === undefined) throw new AgentError(AgentErrorCode.INVALID_OPTION, 'no tunnels to start');
+  const own = (tunnel: NamedTunnelOptions): ConnectOptions => {
+    const { name, ...fields } = tunnel;
+    return { ...shared, ...fields, label: name };
+  };
+  return new Tunnel(
+    own(first),
+    rest.map((tunnel) => new Tunnel(own(tunnel))),
+  );
+}
+
+/** Opens several tunnels over one session and resolves once all of them have their public URLs. */
+export async function connectMany(options: ConnectManyOptions): Promise<Tunnel> {
+  const tunnel = createTunnels(options);
+  tunnel.on('error', () => {});
+  await tunnel.start({ failFast: true });
+  return tunnel;
+}

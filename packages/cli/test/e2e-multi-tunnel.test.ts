@@ -1,0 +1,201 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildEdge } from '@tunnel2/edge';
+import { freePort } from '@tunnel2/test-services';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from '../src/index.js';
+import { cli, spawnCli } from './support/processes.js';
+import { silent } from './support/stack.js';
+import { portRange, sendAndHash, startHashServer } from './support/tcp-stack.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tunnel2-multi-'));
+  return () => rm(dir, { recursive: true, force: true });
+});
+
+async function file(name: string, text: string): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, text);
+  return path;
+}
+
+/** An HTTP server answering `<label> <path>`, so a test sees which backend a request reached. */
+async function labelled(label: string): Promise<number> {
+  const server: Server = createServer((req, res) => res.end(`${label} ${req.url}`));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise((resolve) => server.close(() => resolve())));
+  return (server.address() as AddressInfo).port;
+}
+
+async function startEdge() {
+  const edge = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
+  await edge.listen();
+  cleanups.push(() => edge.close(0));
+  return edge;
+}
+
+function startCli(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const agent = spawnCli(args, env);
+  cleanups.push(async () => {
+    agent.kill('SIGINT');
+    await agent.exited;
+  });
+  return agent;
+}
+
+describe('tunnel2 start: several tunnels from one file over one session', () => {
+  it('serves two HTTP tunnels and a TCP tunnel over one WebSocket, each to its own target', async () => {
+    const edge = await startEdge();
+    const web = await labelled('web');
+    const api = await labelled('api');
+    const hash = await startHashServer();
+    cleanups.push(hash.close);
+    const config = await file(
+      'tunnel2.yml',
+      [
+        `server: ${edge.url}`,
+        'tunnels:',
+        `  web: { target: ${web}, subdomain: multi-web }`,
+        `  api: { target: "127.0.0.1:${api}", subdomain: multi-api }`,
+        `  db: { proto: tcp, target: ${hash.port} }`,
+      ].join('\n'),
+    );
+    const agent = startCli(['start', '--all', '--config', config, '--json']);
+    const ready = new Map<unknown, Record<string, unknown>>();
+    while (ready.size < 3) {
+      const event = await agent.waitFor('ready');
+      ready.set(event.tunnel, event);
+      agent.events.splice(agent.events.indexOf(event), 1);
+    }
+    expect(ready.get('web')?.name).toBe('multi-web');
+    expect(ready.get('api')?.name).toBe('multi-api');
+    expect(String(ready.get('db')?.url)).toMatch(/^tcp:\/\//);
+    // One agent session carries the three names.
+    expect(edge.sessions.size).toBe(1);
+    expect(edge.sessions.names).toBe(3);
+
+    const get = async (name: string) => (await fetch(`${edge.url}/session/${name}/x`)).text();
+    expect(await get('multi-web')).toBe('web /x');
+    expect(await get('multi-api')).toBe('api /x');
+    const port = Number(new URL(String(ready.get('db')?.url)).port);
+    const { sent, answer } = await sendAndHash(port, 64 * 1024);
+    expect(answer).toBe(sent);
+
+    const request = await agent.waitFor('request');
+    expect(['web', 'api']).toContain(request.tunnel);
+  });
+
+  it('fails the start naming the tunnel whose name is taken, and why', async () => {
+    const edge = await startEdge();
+    const web = await labelled('web');
+    const other = await connect({ target: web, server: edge.url, subdomain: 'taken-name', inspect: false });
+    cleanups.push(() => other.close(0));
+    const config = await file(
+      'taken.yml',
+      ['tunnels:', `  web: { target: ${web} }`, `  api: { target: ${web}, subdomain: taken-name }`].join(
+        '\n',
+      ),
+    );
+    const result = await cli(['start', '--all', '--config', config, '--server', edge.url, '--json']);
+    expect(result.code).toBe(1);
+    const error = result.stdout
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((event) => event.event === 'error');
+    expect(error?.code).toBe('TUNNEL2_ERR_TUNNEL_REFUSED');
+    expect(error?.edgeCode).toBe('TUNNEL2_ERR_NAME_IN_USE');
+    expect(String(error?.message)).toContain('tunnel api: subdomain "taken-name" is in use');
+    expect(edge.sessions.size).toBe(1); // only the other agent's
+  });
+
+  it('takes the server from flag over env over file', async () => {
+    const edge = await startEdge();
+    const web = await labelled('web');
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const config = await file('precedence.yml', `server: ${dead}\ntunnels:\n  web: { target: ${web} }\n`);
+    const byEnv = startCli(['start', 'web', '--config', config, '--json'], { TUNNEL2_SERVER: edge.url });
+    expect((await byEnv.waitFor('ready')).tunnel).toBe('web');
+    const byFlag = startCli(['start', 'web', '--config', config, '--server', edge.url, '--json'], {
+      TUNNEL2_SERVER: dead,
+    });
+    expect((await byFlag.waitFor('ready')).tunnel).toBe('web');
+  });
+});
+
+describe('tunnel2 start: a file or command line it cannot use exits 2 with one line', () => {
+  const cases: [string, string, string[], RegExp][] = [
+    [
+      'bad target',
+      'tunnels:\n  api: { target: abc }\n',
+      ['--all'],
+      /^tunnel2: bad\.yml: tunnels\.api\.target: expected a port, host:port or URL, got "abc"$/,
+    ],
+    [
+      'unknown key',
+      'tunnels:\n  api: { target: 3000, subdomian: x }\n',
+      ['--all'],
+      /tunnels\.api\.subdomian: unknown key \(allowed here: proto, target, /,
+    ],
+    [
+      'unknown top key',
+      'tunels: {}\n',
+      ['--all'],
+      /bad\.yml: tunels: unknown key \(allowed here: server, token, tunnels\)$/,
+    ],
+    [
+      'bad proto',
+      'tunnels:\n  db: { proto: udp, target: 53 }\n',
+      ['--all'],
+      /tunnels\.db\.proto: expected http or tcp, got "udp"$/,
+    ],
+    [
+      'tcp-only key on http',
+      'tunnels:\n  web: { target: 3000, remote_port: 1 }\n',
+      ['--all'],
+      /tunnels\.web\.remote_port: unknown key/,
+    ],
+    ['no tunnels', 'server: http://localhost:1\n', ['--all'], /bad\.yml: tunnels: missing/],
+    ['not YAML', 'tunnels: [\n', ['--all'], /bad\.yml: not valid YAML/],
+    [
+      'unknown name',
+      'tunnels:\n  web: { target: 3000 }\n',
+      ['api'],
+      /no tunnel named api in .*bad\.yml \(it defines web\)$/,
+    ],
+    [
+      'no names, no --all',
+      'tunnels:\n  web: { target: 3000 }\n',
+      [],
+      /name the tunnels to start, or use --all \(.*defines web\)$/,
+    ],
+  ];
+  for (const [what, text, args, expected] of cases) {
+    it(what, async () => {
+      const config = await file('bad.yml', text);
+      const result = await cli(['start', ...args, '--config', config]);
+      expect(result.code).toBe(2);
+      const lines = result.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(expected);
+    });
+  }
+
+  it('reads JSON when the file ends in .json', async () => {
+    const config = await file('bad.json', JSON.stringify({ tunnels: { web: { target: 'abc' } } }));
+    const result = await cli(['start', '--all', '--config', config]);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe(
+      'tunnel2: bad.json: tunnels.web.target: expected a port, host:port or URL, got "abc"',
+    );
+  });
+});

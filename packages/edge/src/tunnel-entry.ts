@@ -1,0 +1,88 @@
+import type { MuxSession } from '@tunnel2/protocol';
+import type { AgentConnection } from './agent-connection.js';
+import type { CompiledProtection } from './public-protection.js';
+import type { StreamSlots } from './stream-slots.js';
+import type { TcpPort } from './tcp-tunnels.js';
+import type { TokenBucket } from './token-bucket.js';
+
+/**
+ * One public name served by an agent session. A session serves its own tunnel (the name in the agent
+ * endpoint's URL: the AgentConnection itself, tag 0) and any tunnels its agent listed in HELLO (an
+ * ExtraTunnel each, tag 1…n). The registry, the ingress and the TCP ports see only entries: each has its
+ * own name, epoch, protection and TCP port, and shares the session's streams, slots and rate limit.
+ */
+export interface TunnelEntry {
+  readonly name: string;
+  /** The registry epoch this entry holds its name under (a re-claim after an outage moves it). */
+  epoch: number;
+  readonly owner: string;
+  /** The public TCP port this tunnel serves, else undefined (an HTTP tunnel). */
+  readonly tcpPort: number | undefined;
+  readonly protection: CompiledProtection | undefined;
+  /** 0: the session's own tunnel (untagged heads); n ≥ 1: the agent's n-th listed tunnel. */
+  readonly tag: number;
+  /** The agent connection carrying it. */
+  readonly connection: AgentConnection;
+  readonly session: MuxSession;
+  readonly slots: StreamSlots;
+  readonly rate: TokenBucket | undefined;
+  readonly ready: boolean;
+  drain(reason: string): void;
+  handOver(reason: string): void;
+  /** Ends the whole session: its tunnels come and go together (the agent reconnects them all). */
+  close(code?: number, reason?: string): void;
+}
+
+/** A tunnel an agent listed in its HELLO, served over that agent's session. */
+export class ExtraTunnel implements TunnelEntry {
+  readonly name: string;
+  epoch: number;
+  readonly owner: string;
+  /** The TCP port claimed for it (a TCP tunnel). */
+  readonly port: TcpPort | undefined;
+  readonly protection: CompiledProtection | undefined;
+  readonly tag: number;
+  readonly connection: AgentConnection;
+
+  constructor(fields: {
+    name: string;
+    epoch: number;
+    port: TcpPort | undefined;
+    protection: CompiledProtection | undefined;
+    tag: number;
+    connection: AgentConnection;
+  }) {
+    this.name = fields.name;
+    this.epoch = fields.epoch;
+    this.owner = fields.connection.owner;
+    this.port = fields.port;
+    this.protection = fields.protection;
+    this.tag = fields.tag;
+    this.connection = fields.connection;
+  }
+
+  get tcpPort(): number | undefined {
+    return this.port?.port;
+  }
+  get session(): MuxSession {
+    return this.connection.session;
+  }
+  get slots(): StreamSlots {
+    return this.connection.slots;
+  }
+  get rate(): TokenBucket | undefined {
+    return this.connection.rate;
+  }
+  get ready(): boolean {
+    return this.connection.ready;
+  }
+  drain(reason: string): void {
+    this.connection.drain(reason);
+  }
+  handOver(reason: string): void {
+    this.connection.handOver(reason);
+  }
+  close(code?: number, reason?: string): void {
+    this.connection.close(code, reason);
+  }
+}
