@@ -40,7 +40,7 @@ const FILES = ['bin/tunnel2.js', 'bin/check-node.js', 'dist', 'static', 'THIRD-P
 
 // CommonJS code bundled into ESM calls `require` for Node built-ins and optional packages: give every chunk
 // a real one.
-const REQUIRE_BANNER =
+export const REQUIRE_BANNER =
   "import { createRequire as __tunnel2CreateRequire } from 'node:module';\n" +
   'const require = __tunnel2CreateRequire(import.meta.url);';
 
@@ -102,7 +102,7 @@ async function readJson<T>(path: string): Promise<T> {
  * builds a facade that reads every export, and node:http's lazy getters then load Node's own undici and
  * web streams (about 20 ms of a 130 ms start).
  */
-const builtinsAsRequire: Plugin = {
+export const builtinsAsRequire: Plugin = {
   name: 'builtins-as-require',
   setup(b) {
     b.onResolve({ filter: /^node:/ }, (args) =>
@@ -181,8 +181,8 @@ async function bundleJs(): Promise<Metafile> {
   return metafile;
 }
 
-/** THIRD-PARTY-NOTICES.md: name, version, license and license text of every bundled package. */
-async function writeNotices(metafile: Metafile): Promise<string[]> {
+/** THIRD-PARTY-NOTICES.md in `dir`: name, version, license and license text of every bundled package. */
+export async function writeNotices(metafile: Metafile, dir: string = publishDir): Promise<string[]> {
   const roots = new Set<string>();
   for (const input of Object.keys(metafile.inputs)) {
     const root = packageRoot(input);
@@ -201,7 +201,7 @@ async function writeNotices(metafile: Metafile): Promise<string[]> {
   }
   sections.sort((a, b) => a.id.localeCompare(b.id));
   await writeFile(
-    join(publishDir, 'THIRD-PARTY-NOTICES.md'),
+    join(dir, 'THIRD-PARTY-NOTICES.md'),
     `# Third-party notices\n\nThe files in dist/ include code from these packages.\n\n${sections.map((s) => s.text).join('\n')}`,
   );
   return sections.map((s) => s.id);

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { usageError } from './errors.js';
 import type { InspectMode, ScenarioName, SideName } from './report-schema.js';
 import { parseTargetFlags, type RequestShape } from './request-shape.js';
+import { runtime } from './runtime-paths.js';
 import { isScenarioName, SCENARIOS, STANDALONE_USAGE } from './scenarios.js';
 
 /** The inspector setting a run asks for when it gives none: on, unless BENCH_INSPECT=off. */
@@ -37,7 +38,7 @@ export interface BenchOptions {
 
 export type ParsedCommand = { help: true } | { help: false; options: BenchOptions };
 
-export const USAGE = `usage: pnpm bench <scenario> [flags]
+export const USAGE = `usage: ${runtime.command} <scenario> [flags]
 
 Starts a test backend, an edge and an agent on loopback (each its own process), measures the backend
 directly and through the tunnel, stage by stage, and writes report.json, report.md and report.html.

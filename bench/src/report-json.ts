@@ -10,6 +10,8 @@ import { runtime } from './runtime-paths.js';
 import { totalsOf } from './side-report.js';
 
 function versionOf(packageName: string): string {
+  const bundled = runtime.versions[packageName];
+  if (bundled !== undefined) return bundled;
   try {
     const file = new URL(import.meta.resolve(`${packageName}/package.json`));
     return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? 'unknown';

@@ -14,6 +14,8 @@ export const runtime = {
   standalone: true,
   cliBin: (): string => join(packageDir('@tunnel2/cli'), 'bin', 'tunnel2.js'),
   testBackendBin: (): string => join(packageDir('@tunnel2/test-backend'), 'bin', 'test-backend.js'),
+  /** Versions of bundled packages the report names (the published bundle has no package.json of theirs). */
+  versions: {} as Record<string, string>,
   /** Reports go to `<root>/<scenario>-<time>` when --out is not given. */
   resultsRoot: (): string => fileURLToPath(new URL('../results', import.meta.url)),
 };
