@@ -15,7 +15,7 @@
 // ./bench-results under the folder the user runs in, not into npx's cache.
 
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +24,9 @@ import { build, type Plugin } from 'esbuild';
 
 // Plain Node runs this file, so pack-cli is imported by its .ts path, typed here (as scripts/bench-npx.ts does).
 type PackCliModule = typeof import('./pack-cli.js');
-const { builtinsAsRequire, REQUIRE_BANNER, repoRoot, writeNotices } = (await import(
+type PackedCli = import('./pack-cli.js').PackedCli;
+type PackageJson = import('./pack-cli.js').PackageJson;
+const { BUNDLE_OPTIONS, builtinsAsRequire, npmPack, readJson, repoRoot, writeNotices } = (await import(
   new URL('./pack-cli.ts', import.meta.url).href
 )) as PackCliModule;
 
@@ -36,29 +38,8 @@ export const benchDir = join(repoRoot, 'bench');
 export const benchPublishDir = join(benchDir, 'publish');
 const BIN = 'bin/tunnel2-bench.js';
 
-interface PackageJson {
-  name: string;
-  version: string;
-  description?: string;
-  license?: string;
-  engines?: Record<string, string>;
-}
-
-export interface PackedBench {
-  dir: string;
-  tarball: string;
-  name: string;
-  version: string;
-  dependencies: Record<string, string>;
-  /** Third-party packages bundled in, as name@version. */
-  bundled: string[];
-  size: number;
-  files: string[];
-}
-
-async function readJson<T>(path: string): Promise<T> {
-  return JSON.parse(await readFile(path, 'utf8')) as T;
-}
+/** The packed package: as pack-cli's, with @tunnel2/cli as its one dependency. */
+export type PackedBench = PackedCli;
 
 /** The published layout of bench/src/runtime-paths.ts (see there). */
 function publishedRuntime(versions: Record<string, string>): string {
@@ -104,29 +85,17 @@ export async function buildBenchPublishDir(): Promise<{
       'test-backend': join(repoRoot, 'packages', 'test-backend', 'dist', 'main.js'),
     },
     outdir: join(benchPublishDir, 'dist'),
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node22',
+    ...BUNDLE_OPTIONS,
     // The CLI is started as a program from its own package; optional native add-ons of ws stay out.
     external: ['@tunnel2/cli', 'bufferutil', 'utf-8-validate'],
     plugins: [swapRuntime(publishedRuntime({ autocannon })), builtinsAsRequire],
-    banner: { js: REQUIRE_BANNER },
-    minifySyntax: true,
-    minifyWhitespace: true,
-    legalComments: 'none',
-    metafile: true,
-    logLevel: 'warning',
   });
   if (metafile === undefined) throw new Error('esbuild wrote no metafile');
   const bundled = await writeNotices(metafile, benchPublishDir);
+  // The workspace manifest's identity, without its scripts, dev fields, workspace dependencies or `private`.
+  const { name, version, description, license, engines } = source;
   const manifest = {
-    name: source.name,
-    version: source.version,
-    description: source.description,
-    license: source.license,
-    type: 'module',
-    engines: source.engines,
+    ...{ name, version, description, license, type: 'module', engines },
     bin: { 'tunnel2-bench': `./${BIN}` },
     files: [BIN, 'dist', 'THIRD-PARTY-NOTICES.md'],
     dependencies: { '@tunnel2/cli': cli },
@@ -144,24 +113,15 @@ export async function buildBenchPublishDir(): Promise<{
 /** Builds the publish folder and packs it with `npm pack` into `tarballDir` (default: bench/). */
 export async function packBench(options: { tarballDir?: string } = {}): Promise<PackedBench> {
   const { source, bundled, cli } = await buildBenchPublishDir();
-  const tarballDir = options.tarballDir ?? benchDir;
-  await mkdir(tarballDir, { recursive: true });
-  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', tarballDir], {
-    cwd: benchPublishDir,
-    env,
-  });
-  const [report] = JSON.parse(stdout) as { filename: string; size: number; files: { path: string }[] }[];
-  if (!report) throw new Error(`npm pack printed no report: ${stdout}`);
+  const packed = await npmPack(benchPublishDir, options.tarballDir ?? benchDir);
+  const dependencies = { '@tunnel2/cli': cli };
   return {
     dir: benchPublishDir,
-    tarball: join(tarballDir, report.filename),
     name: source.name,
     version: source.version,
-    dependencies: { '@tunnel2/cli': cli },
+    dependencies,
     bundled,
-    size: report.size,
-    files: report.files.map((f) => f.path).sort(),
+    ...packed,
   };
 }
 

@@ -19,6 +19,8 @@ const ajv = new Ajv2020({ allErrors: true, strict: true });
 addFormats.default(ajv);
 const validate = ajv.compile(schema);
 
+/** One half-second stage, no warm-up. */
+const HALF_SECOND = ['--duration', '0.5', '--warmup', '0'];
 const work = mkdtempSync(join(tmpdir(), 'tunnel2-bench-target-'));
 const seen: { method: string; path: string; apiKey: string; body: string }[] = [];
 let server: Server;
@@ -143,16 +145,7 @@ describe('bench against your own service', () => {
       'max',
       '--tunnel-url',
       `${agent.readyValue}a`,
-      '--connections',
-      '2',
-      '--duration',
-      '0.5',
-      '--warmup',
-      '0',
-      '--out',
-      out,
-      '--fail-under',
-      '99',
+      ...['--connections', '2', ...HALF_SECOND, '--out', out, '--fail-under', '99'],
     ]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain(`[max] tunnel ${agent.readyValue}a`);
@@ -181,10 +174,7 @@ describe('bench against your own service', () => {
       ['max', '--target', `${target}/gone`, '--expect-status', '404', '--only', 'direct'].concat([
         '--connections',
         '1',
-        '--duration',
-        '0.5',
-        '--warmup',
-        '0',
+        ...HALF_SECOND,
         '--out',
         out,
       ]),

@@ -17,7 +17,7 @@ import {
   startLocalRegistry,
 } from '../../packages/cli/test/support/local-registry.js';
 import { type PackedBench, packBench } from '../../scripts/pack-bench.js';
-import { packCli } from '../../scripts/pack-cli.js';
+import { packCli, readJson } from '../../scripts/pack-cli.js';
 import type { BenchReport } from '../src/report-schema.js';
 
 const run = promisify(execFile);
@@ -62,10 +62,7 @@ describe('the published @tunnel2/bench', () => {
       'dist/test-backend.js',
       'package.json',
     ]);
-    const manifest = JSON.parse(await readFile(join(packed.dir, 'package.json'), 'utf8')) as Record<
-      string,
-      unknown
-    >;
+    const manifest = await readJson<Record<string, unknown>>(join(packed.dir, 'package.json'));
     expect(manifest).toMatchObject({
       name: '@tunnel2/bench',
       type: 'module',
