@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { build, type Metafile, type Plugin } from 'esbuild';
+import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -40,7 +40,7 @@ const FILES = ['bin/tunnel2.js', 'bin/check-node.js', 'dist', 'static', 'THIRD-P
 
 // CommonJS code bundled into ESM calls `require` for Node built-ins and optional packages: give every chunk
 // a real one.
-const REQUIRE_BANNER =
+export const REQUIRE_BANNER =
   "import { createRequire as __tunnel2CreateRequire } from 'node:module';\n" +
   'const require = __tunnel2CreateRequire(import.meta.url);';
 
@@ -64,7 +64,7 @@ export interface LogFn {
 }
 `;
 
-interface PackageJson {
+export interface PackageJson {
   name: string;
   version: string;
   description?: string;
@@ -93,7 +93,7 @@ export interface PackedCli {
   files: string[];
 }
 
-async function readJson<T>(path: string): Promise<T> {
+export async function readJson<T>(path: string): Promise<T> {
   return JSON.parse(await readFile(path, 'utf8')) as T;
 }
 
@@ -102,7 +102,7 @@ async function readJson<T>(path: string): Promise<T> {
  * builds a facade that reads every export, and node:http's lazy getters then load Node's own undici and
  * web streams (about 20 ms of a 130 ms start).
  */
-const builtinsAsRequire: Plugin = {
+export const builtinsAsRequire: Plugin = {
   name: 'builtins-as-require',
   setup(b) {
     b.onResolve({ filter: /^node:/ }, (args) =>
@@ -114,6 +114,20 @@ const builtinsAsRequire: Plugin = {
     }));
   },
 };
+
+/** How every published bundle is built: ESM for Node 22, a real `require` in each chunk, a metafile. */
+export const BUNDLE_OPTIONS = {
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  banner: { js: REQUIRE_BANNER },
+  minifySyntax: true,
+  minifyWhitespace: true,
+  legalComments: 'none',
+  metafile: true,
+  logLevel: 'warning',
+} as const satisfies BuildOptions;
 
 /** The modules an output file loads before its code runs (static imports, followed through chunks). */
 function staticallyLoaded(metafile: Metafile, output: string): Set<string> {
@@ -151,19 +165,10 @@ async function bundleJs(): Promise<Metafile> {
     outdir,
     // Chunks sit next to the entries: version.ts reads `../package.json` relative to its own file.
     chunkNames: '[name]-[hash]',
-    bundle: true,
+    ...BUNDLE_OPTIONS,
     splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node22',
     external: OPTIONAL_NATIVE,
     plugins: [builtinsAsRequire],
-    banner: { js: REQUIRE_BANNER },
-    minifySyntax: true,
-    minifyWhitespace: true,
-    legalComments: 'none',
-    metafile: true,
-    logLevel: 'warning',
   });
   if (metafile === undefined) throw new Error('esbuild wrote no metafile');
   // The agent path must not load the edge: main.js (the CLI) and index.js (connect()) statically reach
@@ -181,8 +186,8 @@ async function bundleJs(): Promise<Metafile> {
   return metafile;
 }
 
-/** THIRD-PARTY-NOTICES.md: name, version, license and license text of every bundled package. */
-async function writeNotices(metafile: Metafile): Promise<string[]> {
+/** THIRD-PARTY-NOTICES.md in `dir`: name, version, license and license text of every bundled package. */
+export async function writeNotices(metafile: Metafile, dir: string = publishDir): Promise<string[]> {
   const roots = new Set<string>();
   for (const input of Object.keys(metafile.inputs)) {
     const root = packageRoot(input);
@@ -201,7 +206,7 @@ async function writeNotices(metafile: Metafile): Promise<string[]> {
   }
   sections.sort((a, b) => a.id.localeCompare(b.id));
   await writeFile(
-    join(publishDir, 'THIRD-PARTY-NOTICES.md'),
+    join(dir, 'THIRD-PARTY-NOTICES.md'),
     `# Third-party notices\n\nThe files in dist/ include code from these packages.\n\n${sections.map((s) => s.text).join('\n')}`,
   );
   return sections.map((s) => s.id);
@@ -282,15 +287,16 @@ export async function buildPublishDir(): Promise<{ source: PackageJson; bundled:
   return { source, bundled };
 }
 
-/** Builds the publish folder and packs it with `npm pack` into `tarballDir` (default: packages/cli). */
-export async function packCli(options: { tarballDir?: string } = {}): Promise<PackedCli> {
-  const { source, bundled } = await buildPublishDir();
-  const tarballDir = options.tarballDir ?? cliDir;
+/** `npm pack` of a publish folder into `tarballDir`: the tarball's path, sizes and files. */
+export async function npmPack(
+  dir: string,
+  tarballDir: string,
+): Promise<Pick<PackedCli, 'tarball' | 'size' | 'unpackedSize' | 'files'>> {
   await mkdir(tarballDir, { recursive: true });
   // Without the npm_* variables a parent pnpm or npm set (they would configure this npm too).
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', tarballDir], {
-    cwd: publishDir,
+    cwd: dir,
     env,
   });
   const [report] = JSON.parse(stdout) as {
@@ -301,15 +307,24 @@ export async function packCli(options: { tarballDir?: string } = {}): Promise<Pa
   }[];
   if (!report) throw new Error(`npm pack printed no report: ${stdout}`);
   return {
-    dir: publishDir,
     tarball: join(tarballDir, report.filename),
+    size: report.size,
+    unpackedSize: report.unpackedSize,
+    files: report.files.map((f) => f.path).sort(),
+  };
+}
+
+/** Builds the publish folder and packs it with `npm pack` into `tarballDir` (default: packages/cli). */
+export async function packCli(options: { tarballDir?: string } = {}): Promise<PackedCli> {
+  const { source, bundled } = await buildPublishDir();
+  const packed = await npmPack(publishDir, options.tarballDir ?? cliDir);
+  return {
+    dir: publishDir,
     name: source.name,
     version: source.version,
     dependencies: {},
     bundled,
-    size: report.size,
-    unpackedSize: report.unpackedSize,
-    files: report.files.map((f) => f.path).sort(),
+    ...packed,
   };
 }
 

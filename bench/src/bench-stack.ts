@@ -1,9 +1,8 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type ChildService, startChildService } from './child-service.js';
 import { defaultInspectMode } from './cli-args.js';
 import { BenchError, BenchErrorCode } from './errors.js';
 import type { InspectMode } from './report-schema.js';
+import { runtime } from './runtime-paths.js';
 
 /** Where a side of the comparison sends its requests. */
 export interface LoadTarget {
@@ -49,10 +48,6 @@ export interface BenchStackOptions {
   inspect?: InspectMode;
 }
 
-function packageDir(name: string): string {
-  return dirname(fileURLToPath(import.meta.resolve(`${name}/package.json`)));
-}
-
 /** The JSON object of a `{"event": ...}` line when it is that event. */
 export function jsonEvent(line: string, event: string): Record<string, unknown> | undefined {
   if (!line.startsWith('{')) return undefined;
@@ -78,14 +73,16 @@ export function targetOf(url: string): LoadTarget {
   // *.localhost does not resolve through Node's resolver: connect to loopback and route by Host.
   const hostname =
     parsed.hostname === 'localhost' || parsed.hostname.endsWith('.localhost') ? '127.0.0.1' : parsed.hostname;
-  return { origin: `${parsed.protocol}//${hostname}:${parsed.port}`, host: parsed.host };
+  // A URL on its scheme's default port has an empty port: name it, the load generator needs one.
+  const port = parsed.port || (parsed.protocol === 'https:' ? '443' : '80');
+  return { origin: `${parsed.protocol}//${hostname}:${port}`, host: parsed.host };
 }
 
-const cliBin = (): string => join(packageDir('@tunnel2/cli'), 'bin', 'tunnel2.js');
+const cliBin = (): string => runtime.cliBin();
 
 /** The test backend on a free loopback port; its ready value is its URL. */
 export function startBackendService(): Promise<ChildService> {
-  const backendBin = join(packageDir('@tunnel2/test-backend'), 'bin', 'test-backend.js');
+  const backendBin = runtime.testBackendBin();
   return startChildService({
     name: 'test backend',
     args: [backendBin, '--port', '0', '--host', '127.0.0.1'],

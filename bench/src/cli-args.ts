@@ -2,6 +2,8 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { usageError } from './errors.js';
 import type { InspectMode, ScenarioName, SideName } from './report-schema.js';
+import { parseTargetFlags, type RequestShape } from './request-shape.js';
+import { runtime } from './runtime-paths.js';
 import { isScenarioName, SCENARIOS, STANDALONE_USAGE } from './scenarios.js';
 
 /** The inspector setting a run asks for when it gives none: on, unless BENCH_INSPECT=off. */
@@ -26,14 +28,22 @@ export interface BenchOptions {
   inspect: InspectMode;
   failUnderPct: number | null;
   maxP99Ms: number | null;
+  /** --target: the user's service (the direct side, and what the kit's agent forwards to); null: the test backend. */
+  targetUrl: string | null;
+  /** --tunnel-url: an existing tunnel's public URL (no edge or agent started); null: the kit starts them. */
+  tunnelUrl: string | null;
+  /** Method, paths, headers, body and expected status of every request. `path` is `request.paths[0]`. */
+  request: RequestShape;
 }
 
 export type ParsedCommand = { help: true } | { help: false; options: BenchOptions };
 
-export const USAGE = `usage: pnpm bench <scenario> [flags]
+export const USAGE = `usage: ${runtime.command} <scenario> [flags]
 
 Starts a test backend, an edge and an agent on loopback (each its own process), measures the backend
 directly and through the tunnel, stage by stage, and writes report.json, report.md and report.html.
+With --target, your service is the backend (no test backend starts); with --tunnel-url, an existing
+tunnel is the tunnel side (no edge or agent starts).
 
 scenarios:
   ramp       fixed-rate stages, one after the other   --stages 20,50,100,200,500,1000 --duration 30
@@ -50,7 +60,17 @@ flags:
   --warmup <s>           seconds of discarded load before the first stage of each side (default 10)
   --connections <n,...>  max: connection counts, one stage each (default 50,100);
                          fixed-rate scenarios: connections per stage (default rate/10, at least 1)
-  --path <path>          GET path on the test backend (default /loadtest/get)
+  --target <url>         your service: the direct side, and what the kit's own edge + agent tunnel to;
+                         its path (if any) is the request path (default: a test backend, /loadtest/get)
+  --tunnel-url <url>     an existing tunnel's public URL as the tunnel side (no edge or agent started);
+                         without --target only the tunnel side runs
+  --method <m>           request method (default GET)
+  --path <path,...>      request path; several (repeat or comma list): each connection cycles through them
+  --header 'k: v'        a request header (repeatable); values of auth/cookie/token/key headers are
+                         redacted in the reports
+  --body-file <file>     request body (at most 8 MiB; set content-type with --header)
+  --expect-status <s>    what counts as success: 200, 2xx, or a list (default 2xx); anything else is an
+                         error (http_<status>). One request per path and side is checked before the run
   --timeout <s>          request timeout (default 10)
   --only <side>          direct | tunnel: measure one side only
   --inspect <mode>       the agent's request inspector: on (default; BENCH_INSPECT=off makes it off), off,
@@ -176,16 +196,8 @@ export function parseBenchArgs(
     }
   }
 
-  const path = values.path ?? '/loadtest/get';
-  if (!path.startsWith('/')) throw usageError(`--path ${JSON.stringify(path)} must start with /`);
-
-  let sides: SideName[] = ['direct', 'tunnel'];
-  if (values.only !== undefined) {
-    if (values.only !== 'direct' && values.only !== 'tunnel') {
-      throw usageError(`--only ${JSON.stringify(values.only)} must be direct or tunnel`);
-    }
-    sides = [values.only];
-  }
+  const choice = parseTargetFlags(values, (file) => resolve(cwd, file));
+  const sides: SideName[] = choice.sides;
 
   const inspect = values.inspect ?? defaultInspectMode();
   if (inspect !== 'on' && inspect !== 'off' && inspect !== 'both') {
@@ -193,6 +205,9 @@ export function parseBenchArgs(
   }
   if (inspect === 'both' && !sides.includes('tunnel')) {
     throw usageError('--inspect both measures the tunnel side: it cannot go with --only direct');
+  }
+  if (inspect === 'both' && choice.tunnelUrl !== null) {
+    throw usageError('--inspect both starts a second agent: it cannot go with --tunnel-url');
   }
 
   let failUnderPct: number | null = null;
@@ -216,12 +231,15 @@ export function parseBenchArgs(
       warmupSec:
         values.warmup === undefined ? 10 : positiveNumber('--warmup', values.warmup, { allowZero: true }),
       timeoutSec,
-      path,
+      path: choice.request.paths[0]!,
       outDir,
       sides,
       inspect,
       failUnderPct,
       maxP99Ms,
+      targetUrl: choice.targetUrl,
+      tunnelUrl: choice.tunnelUrl,
+      request: choice.request,
     },
   };
 }
@@ -234,7 +252,13 @@ const OPTIONS = {
   duration: { type: 'string' },
   warmup: { type: 'string' },
   connections: { type: 'string' },
-  path: { type: 'string' },
+  path: { type: 'string', multiple: true },
+  target: { type: 'string' },
+  'tunnel-url': { type: 'string' },
+  method: { type: 'string' },
+  header: { type: 'string', multiple: true },
+  'body-file': { type: 'string' },
+  'expect-status': { type: 'string' },
   timeout: { type: 'string' },
   only: { type: 'string' },
   inspect: { type: 'string' },

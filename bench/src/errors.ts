@@ -6,6 +6,11 @@ export const BenchErrorCode = {
   STACK: 'TUNNEL2_ERR_BENCH_STACK',
   /** The installed autocannon does not have the client internals the pacing relies on (exit code 3). */
   LOAD_GENERATOR: 'TUNNEL2_ERR_BENCH_LOAD_GENERATOR',
+  /**
+   * The check before the run failed: a side is unreachable, too slow, or answers a status other than
+   * --expect-status (exit code 3).
+   */
+  PREFLIGHT: 'TUNNEL2_ERR_BENCH_PREFLIGHT',
   /** A bulk transfer failed: an answer other than 200, a wrong length, or a connection closed early. */
   TRANSFER: 'TUNNEL2_ERR_BENCH_TRANSFER',
 } as const;

@@ -5,12 +5,15 @@ import { createLatencyRecorder } from './latency-recorder.js';
 import { OutcomeCounter } from './outcome-counter.js';
 import { instrumentClient, type Schedule } from './paced-client.js';
 import type { LatencyMs } from './report-schema.js';
+import { type RequestShape, statusMatcher } from './request-shape.js';
 
 /** One run of the load generator against one target. */
 export interface LoadSpec {
   target: LoadTarget;
-  /** Request path, e.g. /loadtest/get. */
+  /** Request path, e.g. /loadtest/get (when `request` is not given). */
   path: string;
+  /** Method, paths (cycled per connection), headers, body and expected statuses; default GET `path`, 2xx. */
+  request?: Omit<RequestShape, 'bodyFile'>;
   connections: number;
   durationSec: number;
   /** Requests per second over all connections; undefined runs closed-loop (as fast as answers come). */
@@ -44,13 +47,33 @@ export interface LoadResult {
 
 const LOOP_RESOLUTION_MS = 10;
 
+/** autocannon's per-request options for a request shape: one entry per path, cycled by each connection. */
+function requestOptions(spec: LoadSpec): Partial<autocannon.Options> {
+  const shape = spec.request;
+  if (shape === undefined) return {};
+  const headers = { ...shape.headers, host: spec.target.host };
+  const body = shape.body ?? undefined;
+  return {
+    method: shape.method as autocannon.Options['method'],
+    ...(body === undefined ? {} : { body }),
+    requests: shape.paths.map((path) => ({
+      method: shape.method as autocannon.Options['method'],
+      path,
+      headers,
+      ...(body === undefined ? {} : { body }),
+    })),
+  };
+}
+
 /** Runs autocannon against one target for one stage, recording every answer into HDR histograms. */
 export function runLoad(spec: LoadSpec): Promise<LoadResult> {
   // A connection sends every connections/rate seconds: the interval coordinated omission is corrected for.
   const expectedIntervalMs =
     spec.ratePerSec === undefined ? undefined : (1000 * spec.connections) / spec.ratePerSec;
   const latencies = createLatencyRecorder(expectedIntervalMs);
-  const outcomes = new OutcomeCounter();
+  const outcomes = new OutcomeCounter(
+    spec.request === undefined ? undefined : statusMatcher(spec.request.expectStatus),
+  );
   let missedSlots = 0;
   const loopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
   loopDelay.enable();
@@ -68,8 +91,9 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
     try {
       instance = autocannon(
         {
-          url: `${spec.target.origin}${spec.path}`,
-          headers: { host: spec.target.host },
+          url: `${spec.target.origin}${spec.request?.paths[0] ?? spec.path}`,
+          headers: { ...spec.request?.headers, host: spec.target.host },
+          ...requestOptions(spec),
           connections: spec.connections,
           duration: spec.durationSec,
           timeout: spec.timeoutSec,

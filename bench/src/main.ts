@@ -1,16 +1,17 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type BenchStack, startBenchStack } from './bench-stack.js';
 import { type BenchOptions, parseBenchArgs, USAGE } from './cli-args.js';
 import { BenchError, BenchErrorCode } from './errors.js';
+import { preflight } from './preflight.js';
 import { createProgress } from './progress.js';
 import { renderHtml } from './report-html.js';
 import { buildReport, renderJson } from './report-json.js';
 import { renderMarkdown } from './report-md.js';
 import { runScenario } from './run-scenario.js';
+import { runtime } from './runtime-paths.js';
 import { isStandalone, planStages } from './scenarios.js';
 import { runStandalone } from './standalone-scenarios.js';
+import { type ScenarioStack, stackSides, startScenarioStack, targetSide } from './target-stack.js';
 
 /** Exit codes: the contract CI scripts rely on. */
 const EXIT = { OK: 0, GATE_FAILED: 1, USAGE: 2, RUN_FAILED: 3, INTERRUPTED: 130 } as const;
@@ -24,7 +25,7 @@ function parseOrExit(): BenchOptions {
       argv,
       // pnpm runs the script from the repository root; --out is relative to where the user typed it.
       process.env.INIT_CWD ?? process.cwd(),
-      fileURLToPath(new URL('../results', import.meta.url)),
+      runtime.resultsRoot(),
     );
     if (parsed.help) {
       process.stdout.write(USAGE);
@@ -33,7 +34,7 @@ function parseOrExit(): BenchOptions {
     return parsed.options;
   } catch (err) {
     if (err instanceof BenchError && err.code === BenchErrorCode.USAGE) {
-      writeErr(`bench: ${err.message}\n(pnpm bench --help lists the scenarios and flags)\n`);
+      writeErr(`bench: ${err.message}\n(${runtime.command} --help lists the scenarios and flags)\n`);
       process.exit(EXIT.USAGE);
     }
     throw err;
@@ -41,9 +42,21 @@ function parseOrExit(): BenchOptions {
 }
 
 const standalone = argv[0];
-if (isStandalone(standalone)) {
+const targetFlag = argv.find((arg) => /^--(target|tunnel-url)(=|$)/.test(arg));
+if (isStandalone(standalone) && targetFlag !== undefined) {
+  // bulk, sessions, floor ... measure tunnel2 itself against the test backend's own endpoints.
+  writeErr(
+    `bench: ${targetFlag.split('=')[0]} applies to ramp, spike, constant and max, not ${standalone}\n`,
+  );
+  process.exitCode = EXIT.USAGE;
+} else if (isStandalone(standalone) && !runtime.standalone) {
+  writeErr(
+    `bench: ${standalone} runs from the tunnel2 repository (pnpm bench ${standalone}), not this package\n`,
+  );
+  process.exitCode = EXIT.USAGE;
+} else if (isStandalone(standalone)) {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  const defaultOut = fileURLToPath(new URL(`../results/${standalone}-${stamp}`, import.meta.url));
+  const defaultOut = join(runtime.resultsRoot(), `${standalone}-${stamp}`);
   const note = (line: string): void => writeErr(`[${standalone}] ${line}\n`);
   try {
     process.exitCode = await runStandalone(standalone, argv.slice(1), defaultOut, note);
@@ -64,7 +77,7 @@ async function runStaged(): Promise<void> {
     interactive: process.stderr.isTTY === true,
   });
 
-  let stack: BenchStack | undefined;
+  let stack: ScenarioStack | undefined;
   // No child may outlive the bench, whatever ends it.
   process.on('exit', () => stack?.kill());
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -83,11 +96,22 @@ async function runStaged(): Promise<void> {
     progress.note(
       `${plan.length} stage(s) × ${options.sides.join(' + ')}, about ${length} of load; starting the stack`,
     );
-    stack = await startBenchStack({ tunnel: options.sides.includes('tunnel'), inspect: options.inspect });
+    // The user's service first: when it is down or answers 404, nothing else needs to start.
+    const direct = targetSide(options);
+    if (direct !== undefined) await preflight(direct, options.request, options.timeoutSec);
+    stack = await startScenarioStack(options);
+    for (const side of stackSides(options, stack)) await preflight(side, options.request, options.timeoutSec);
     const described = stack.describe();
     progress.note(
-      `backend ${described.backendUrl}` +
-        (described.tunnelUrl === null ? '' : `, edge ${described.edgeUrl}, tunnel ${described.tunnelUrl}`),
+      [
+        described.backendUrl === ''
+          ? ''
+          : `${options.targetUrl === null ? 'backend' : 'target'} ${described.backendUrl}`,
+        described.edgeUrl === null ? '' : `edge ${described.edgeUrl}`,
+        described.tunnelUrl === null ? '' : `tunnel ${described.tunnelUrl}`,
+      ]
+        .filter((part) => part !== '')
+        .join(', '),
     );
     const run = await runScenario(options, plan, stack, progress);
     await stack.close();

@@ -1,5 +1,6 @@
 /**
- * The kinds a failed request is counted under. `http_<status>` for every answer that is not 2xx, then:
+ * The kinds a failed request is counted under. `http_<status>` for every answer that is not expected (2xx
+ * unless --expect-status says otherwise), then:
  * - `timeout`: no complete answer within the request timeout;
  * - `reset`: the connection was reset or closed before the answer was complete (ECONNRESET, EPIPE, or the
  *   peer closing mid-response: "response ended prematurely");
@@ -20,18 +21,24 @@ export function transportErrorKind(err: unknown): 'reset' | 'other' {
 export class OutcomeCounter {
   /** Requests written to a socket. */
   sent = 0;
-  /** 2xx answers. */
+  /** Answers with an expected status (2xx by default). */
   ok = 0;
   /** Requests that ended in an answer (any status) or an error. */
   finished = 0;
   /** Response bytes received (headers and body) on 2xx and non-2xx answers. */
   bytes = 0;
   readonly errors: Partial<Record<ErrorKind, number>> = {};
+  private readonly isOk: (status: number) => boolean;
+
+  /** @param isOk which statuses count as success (default: 2xx). */
+  constructor(isOk: (status: number) => boolean = (status) => status >= 200 && status < 300) {
+    this.isOk = isOk;
+  }
 
   response(status: number, bytes: number): void {
     this.finished += 1;
     this.bytes += bytes;
-    if (status >= 200 && status < 300) this.ok += 1;
+    if (this.isOk(status)) this.ok += 1;
     else this.fail(`http_${status}`);
   }
 

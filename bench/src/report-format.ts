@@ -1,4 +1,4 @@
-import type { ProcessUsageReport, StageReport } from './report-schema.js';
+import type { ProcessUsageReport, Settings, StageReport } from './report-schema.js';
 
 /** How numbers read in report.md and report.html (report.json keeps them raw). */
 
@@ -55,4 +55,36 @@ export function usageText(usage: ProcessUsageReport | null | undefined): string 
 /** "100 RPS" for a fixed-rate stage, "50 conn" for a closed-loop one. */
 export function stageLabel(stage: StageReport): string {
   return stage.targetRps === null ? `${stage.connections} conn` : `${stage.targetRps} RPS`;
+}
+
+/** The request every stage sent, for the report's header: `GET /a, /b · expect 2xx · headers: x-a`. */
+export function requestLine(settings: Settings): string {
+  const request = settings.request;
+  if (request === undefined) return `GET ${settings.path}`;
+  const parts = [
+    `${request.method} ${request.paths.join(', ')}`,
+    `expect ${request.expectStatus.join(', ')}`,
+  ];
+  const headers = Object.keys(request.headers);
+  if (headers.length > 0) parts.push(`headers: ${headers.join(', ')}`);
+  if (request.bodyBytes > 0) parts.push(`body ${request.bodyBytes} bytes`);
+  return parts.join(' · ');
+}
+
+/** What each side was: the kit's own processes, the user's --target, or a given --tunnel-url. */
+export function sidesLine(settings: Settings): string {
+  const direct =
+    settings.targetUrl == null ? 'direct: the test backend' : `direct: ${settings.targetUrl} (--target)`;
+  const tunnel =
+    settings.tunnelUrl === null
+      ? null
+      : settings.tunnelGiven === true
+        ? `tunnel: ${settings.tunnelUrl} (--tunnel-url)`
+        : `tunnel: ${settings.tunnelUrl} (an edge and an agent started by the kit on loopback)`;
+  return [
+    settings.sides.includes('direct') ? direct : null,
+    settings.sides.includes('tunnel') ? tunnel : null,
+  ]
+    .filter((part) => part !== null)
+    .join(' · ');
 }

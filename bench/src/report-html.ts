@@ -1,4 +1,4 @@
-import { stageLabel } from './report-format.js';
+import { requestLine, sidesLine, stageLabel } from './report-format.js';
 import type { BenchReport, SideReport, StageReport } from './report-schema.js';
 import {
   costTable,
@@ -168,10 +168,11 @@ export function renderHtml(report: BenchReport): string {
   parts.push(
     `<p class="meta">${escapeXml(
       `${report.startedAt} · tunnel2 ${env.tunnel2} · Node ${env.node} · ${env.cpus} × ${env.cpuModel} · ` +
-        `${env.platform}/${env.arch} · autocannon ${env.autocannon} · GET ${report.settings.path} · ` +
+        `${env.platform}/${env.arch} · autocannon ${env.autocannon} · ${requestLine(report.settings)} · ` +
         `warm-up ${report.settings.warmupSec} s per side`,
     )}</p>`,
   );
+  parts.push(`<p class="meta">${escapeXml(sidesLine(report.settings))}</p>`);
   if (report.aborted !== null) {
     parts.push(`<p class="warn"><b>The run stopped early:</b> ${escapeXml(report.aborted)}</p>`);
   }

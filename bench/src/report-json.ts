@@ -4,10 +4,14 @@ import type { StackDescription } from './bench-stack.js';
 import type { BenchOptions } from './cli-args.js';
 import { evaluateGate } from './gate.js';
 import { type BenchReport, SCHEMA_VERSION } from './report-schema.js';
+import { redactArgv, redactHeaders } from './request-shape.js';
 import type { ScenarioRun } from './run-scenario.js';
+import { runtime } from './runtime-paths.js';
 import { totalsOf } from './side-report.js';
 
 function versionOf(packageName: string): string {
+  const bundled = runtime.versions[packageName];
+  if (bundled !== undefined) return bundled;
   try {
     const file = new URL(import.meta.resolve(`${packageName}/package.json`));
     return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? 'unknown';
@@ -21,9 +25,9 @@ function shellArg(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The command that made a report, quoted so it can be pasted back into a shell. */
+/** The command that made a report, quoted so it can be pasted back into a shell; secret headers redacted. */
 export function commandLine(argv: string[]): string {
-  return ['pnpm', 'bench', ...argv].map(shellArg).join(' ');
+  return [...runtime.command.split(' '), ...redactArgv(argv)].map(shellArg).join(' ');
 }
 
 /** The machine and versions a report was measured on. */
@@ -67,6 +71,15 @@ export function buildReport(input: ReportInput): BenchReport {
       backendUrl: input.stack.backendUrl,
       tunnelUrl: input.stack.tunnelUrl,
       inspect: options.inspect,
+      targetUrl: options.targetUrl,
+      tunnelGiven: options.tunnelUrl !== null,
+      request: {
+        method: options.request.method,
+        paths: options.request.paths,
+        headers: redactHeaders(options.request.headers),
+        bodyBytes: options.request.body?.length ?? 0,
+        expectStatus: options.request.expectStatus,
+      },
     },
     stages: run.stages,
     aborted: run.aborted,

@@ -1,3 +1,4 @@
+import { requestLine, sidesLine } from './report-format.js';
 import type { BenchReport } from './report-schema.js';
 import {
   costTable,
@@ -29,8 +30,10 @@ export function renderMarkdown(report: BenchReport): string {
     `\`${report.command}\``,
     '',
     `${report.startedAt} · tunnel2 ${env.tunnel2} · Node ${env.node} · ${env.cpus} × ${env.cpuModel} · ` +
-      `${env.platform}/${env.arch} · autocannon ${env.autocannon} · GET ${report.settings.path} · ` +
+      `${env.platform}/${env.arch} · autocannon ${env.autocannon} · ${requestLine(report.settings)} · ` +
       `warm-up ${report.settings.warmupSec} s per side`,
+    '',
+    sidesLine(report.settings),
     '',
   ];
   if (report.aborted !== null) out.push(`> **The run stopped early:** ${report.aborted}`, '');

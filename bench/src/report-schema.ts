@@ -42,18 +42,37 @@ export interface Environment {
 }
 
 export interface Settings {
-  /** Requested path (GET), the same on both sides. */
+  /** Requested path, the same on both sides (the first of request.paths). */
   path: string;
   /** Seconds of discarded load before the first stage of each side. */
   warmupSec: number;
   /** Request timeout in seconds. */
   timeoutSec: number;
   sides: SideName[];
+  /** The direct side: the test backend, or --target; empty with --tunnel-url alone. */
   backendUrl: string;
-  /** The tunnel's public URL (routed by Host header to the edge on loopback). */
+  /** The tunnel's public URL (the kit's own agent, routed by Host to the edge on loopback, or --tunnel-url). */
   tunnelUrl: string | null;
   /** The agent's request inspector on the tunnel side (`both`: stages also carry tunnelInspectorOff). */
   inspect: InspectMode;
+  /** --target: the user's service; null when the kit's test backend served. Absent in older reports. */
+  targetUrl?: string | null;
+  /** true when --tunnel-url named an existing tunnel: the kit started no edge or agent. Absent in older reports. */
+  tunnelGiven?: boolean;
+  /** What every request looked like. Absent in older reports (GET `path`, 2xx). */
+  request?: RequestSettings;
+}
+
+export interface RequestSettings {
+  method: string;
+  /** Each connection cycles through these. */
+  paths: string[];
+  /** Extra headers; values of auth, cookie, token and key headers are `<redacted>`. */
+  headers: Record<string, string>;
+  /** Size of the --body-file body sent with every request; 0 without one. */
+  bodyBytes: number;
+  /** What counted as success: codes (`200`) and classes (`2xx`). */
+  expectStatus: string[];
 }
 
 export interface StageReport {
@@ -110,7 +129,7 @@ export interface ProcessUsageReport {
 export interface SideReport {
   /** Requests that finished during the stage: an answer of any status, or an error. */
   requests: number;
-  /** 2xx answers. */
+  /** Answers with an expected status (2xx unless settings.request.expectStatus says otherwise). */
   ok: number;
   /** Failed requests by kind: `http_<status>`, `timeout`, `reset`, `other`. */
   errors: Record<string, number>;

@@ -1,4 +1,4 @@
-import type { BenchStack, LoadTarget } from './bench-stack.js';
+import type { LoadTarget } from './bench-stack.js';
 import type { ChildService } from './child-service.js';
 import type { BenchOptions } from './cli-args.js';
 import { BenchError, BenchErrorCode } from './errors.js';
@@ -8,6 +8,7 @@ import type { Progress } from './progress.js';
 import type { SideName, SideReport, StageReport } from './report-schema.js';
 import type { StagePlan } from './scenarios.js';
 import { buildSideReport, compareInspector, compareSides } from './side-report.js';
+import type { ScenarioStack } from './target-stack.js';
 
 export interface ScenarioRun {
   stages: StageReport[];
@@ -26,7 +27,7 @@ interface Leg {
 }
 
 /** The legs of every stage, in the order they run: direct, then the inspector off before it on. */
-function legsOf(options: BenchOptions, stack: BenchStack): Leg[] {
+function legsOf(options: BenchOptions, stack: ScenarioStack): Leg[] {
   const legs: Leg[] = [];
   for (const side of options.sides) {
     const target = side === 'direct' ? stack.direct : stack.tunnel;
@@ -41,7 +42,7 @@ function legsOf(options: BenchOptions, stack: BenchStack): Leg[] {
 }
 
 /** The first process of the stack that is no longer running, described with its last stderr. */
-function deadProcess(stack: BenchStack): string | null {
+function deadProcess(stack: ScenarioStack): string | null {
   for (const service of [stack.backend, stack.edge, stack.agent, stack.agentInspectorOff]) {
     if (service !== undefined && !service.alive()) {
       const tail = service.stderrTail();
@@ -58,7 +59,7 @@ function deadProcess(stack: BenchStack): string | null {
 export async function runScenario(
   options: BenchOptions,
   plan: StagePlan[],
-  stack: BenchStack,
+  stack: ScenarioStack,
   progress: Progress,
 ): Promise<ScenarioRun> {
   const stages: StageReport[] = [];
@@ -76,6 +77,7 @@ export async function runScenario(
         await runLoad({
           target,
           path: options.path,
+          request: options.request,
           connections: stage.connections,
           durationSec: options.warmupSec,
           ratePerSec: stage.targetRps ?? undefined,
@@ -88,7 +90,8 @@ export async function runScenario(
         });
       }
       const meters: Record<'backend' | 'edge' | 'agent', UsageMeter | undefined> = {
-        backend: meterProcess(stack.backend.pid),
+        // The user's own service (--target) is not the kit's process: its CPU is theirs to watch.
+        backend: stack.backend === undefined ? undefined : meterProcess(stack.backend.pid),
         edge: side === 'tunnel' && stack.edge ? meterProcess(stack.edge.pid) : undefined,
         agent: side === 'tunnel' && agent ? meterProcess(agent.pid) : undefined,
       };
@@ -96,6 +99,7 @@ export async function runScenario(
       const result = await runLoad({
         target,
         path: options.path,
+        request: options.request,
         connections: stage.connections,
         durationSec: stage.durationSec,
         ratePerSec: stage.targetRps ?? undefined,
@@ -128,7 +132,7 @@ export async function runScenario(
 function toStageReport(
   stage: StagePlan,
   sides: Record<LegName, SideReport | null>,
-  stack: BenchStack,
+  stack: ScenarioStack,
 ): StageReport {
   const report: StageReport = {
     index: stage.index,

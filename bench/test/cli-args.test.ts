@@ -1,6 +1,10 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseBenchArgs } from '../src/cli-args.js';
 import { BenchError, BenchErrorCode } from '../src/errors.js';
+import { redactArgv, statusMatcher } from '../src/request-shape.js';
 import { planStages } from '../src/scenarios.js';
 
 const parse = (...argv: string[]) => {
@@ -139,5 +143,124 @@ describe('flags', () => {
     for (const message of [usage('ramp', '--bogus'), usage('ramp', '--stages', 'x')]) {
       expect(message).not.toContain('\n');
     }
+  });
+});
+
+describe('your own service: --target, --tunnel-url and the request shape', () => {
+  const body = join(mkdtempSync(join(tmpdir(), 'tunnel2-bench-args-')), 'body.json');
+  writeFileSync(body, '{"hello":"world"}');
+
+  it('without them: the test backend, GET /loadtest/get, 2xx', () => {
+    const options = parse('ramp');
+    expect(options.targetUrl).toBeNull();
+    expect(options.tunnelUrl).toBeNull();
+    expect(options.request).toEqual({
+      method: 'GET',
+      paths: ['/loadtest/get'],
+      headers: {},
+      body: null,
+      bodyFile: null,
+      expectStatus: ['2xx'],
+    });
+  });
+
+  it('--target: both sides, its path is the request path (/ when it has none)', () => {
+    const options = parse('ramp', '--target', 'http://localhost:3000/health?deep=1');
+    expect(options.targetUrl).toBe('http://localhost:3000/health?deep=1');
+    expect(options.sides).toEqual(['direct', 'tunnel']);
+    expect(options.path).toBe('/health?deep=1');
+    expect(parse('max', '--target', 'https://api.example.test').request.paths).toEqual(['/']);
+    expect(parse('spike', '--target', 'http://[::1]:8080/', '--only', 'direct').sides).toEqual(['direct']);
+  });
+
+  it('--tunnel-url: alone it is the tunnel side only; with --target both sides', () => {
+    const alone = parse('constant', '--tunnel-url', 'https://abc.tunnel.example.test/ping');
+    expect(alone.sides).toEqual(['tunnel']);
+    expect(alone.tunnelUrl).toBe('https://abc.tunnel.example.test/ping');
+    expect(alone.request.paths).toEqual(['/ping']);
+    const both = parse(
+      'ramp',
+      '--target',
+      'http://127.0.0.1:3000',
+      '--tunnel-url',
+      'http://a.localhost:8080',
+    );
+    expect(both.sides).toEqual(['direct', 'tunnel']);
+    expect(both.request.paths).toEqual(['/']);
+  });
+
+  it('reads the request shape: method, paths (repeated and comma lists), headers, body, expected status', () => {
+    const options = parse(
+      'ramp',
+      '--target',
+      'http://localhost:3000',
+      '--method',
+      'post',
+      '--path',
+      '/a,/b',
+      '--path',
+      '/c',
+      '--header',
+      'content-type: application/json',
+      '--header',
+      'Authorization:Bearer secret',
+      '--body-file',
+      body,
+      '--expect-status',
+      '201,2xx',
+    );
+    expect(options.request).toEqual({
+      method: 'POST',
+      paths: ['/a', '/b', '/c'],
+      headers: { 'content-type': 'application/json', authorization: 'Bearer secret' },
+      body: Buffer.from('{"hello":"world"}'),
+      bodyFile: body,
+      expectStatus: ['201', '2xx'],
+    });
+  });
+
+  it('matches statuses by code and by class', () => {
+    const ok = statusMatcher(['201', '3xx']);
+    expect([200, 201, 302, 399, 404].map(ok)).toEqual([false, true, true, true, false]);
+  });
+
+  it('redacts secret header values from the command a report quotes', () => {
+    expect(
+      redactArgv(['ramp', '--header', 'x-api-key: k1', '--header=cookie: a=b', '--header', 'accept: */*']),
+    ).toEqual([
+      'ramp',
+      '--header',
+      'x-api-key: <redacted>',
+      '--header=cookie: <redacted>',
+      '--header',
+      'accept: */*',
+    ]);
+  });
+
+  it('refuses each mistake with one line naming the flag', () => {
+    expect(usage('ramp', '--target', 'localhost:3000')).toBe(
+      '--target "localhost:3000" is not an http:// or https:// URL',
+    );
+    expect(usage('ramp', '--target', 'ftp://x/')).toMatch(/^--target "ftp:\/\/x\/" is not an http/);
+    expect(usage('ramp', '--tunnel-url', 'nope')).toMatch(/^--tunnel-url "nope" is not an http/);
+    expect(usage('ramp', '--target', 'http://u:p@h/')).toMatch(/^--target carries credentials/);
+    expect(usage('ramp', '--tunnel-url', 'http://a.test', '--only', 'direct')).toMatch(
+      /^--only direct measures --target/,
+    );
+    expect(usage('ramp', '--tunnel-url', 'http://a.test', '--inspect', 'both')).toMatch(
+      /^--inspect both starts a second agent/,
+    );
+    expect(usage('ramp', '--target', 'http://h/x', '--path', '/y')).toMatch(/^--path and a path in the URL/);
+    expect(usage('ramp', '--target', 'http://h/x', '--tunnel-url', 'http://t/y')).toMatch(
+      /^--target asks for \/x and --tunnel-url for \/y/,
+    );
+    expect(usage('ramp', '--method', 'GE T')).toMatch(/^--method "GE T" is not an HTTP method/);
+    expect(usage('ramp', '--header', 'nocolon')).toMatch(/^--header "nocolon" is not "name: value"/);
+    expect(usage('ramp', '--header', 'Host: x')).toMatch(/^--header host is set by the kit/);
+    expect(usage('ramp', '--body-file', '/nonexistent/body')).toMatch(
+      /^--body-file "\/nonexistent\/body" cannot/,
+    );
+    expect(usage('ramp', '--expect-status', '2x')).toMatch(/^--expect-status "2x" must be a status/);
+    expect(usage('ramp', '--expect-status', '600')).toMatch(/^--expect-status "600"/);
   });
 });

@@ -1,0 +1,82 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LoadTarget } from './bench-stack.js';
+import { BenchError, BenchErrorCode } from './errors.js';
+import type { SideName } from './report-schema.js';
+import { type RequestShape, statusMatcher } from './request-shape.js';
+
+/** One side as the preflight checks it: where to connect, and the URL to name in a message. */
+export interface PreflightSide {
+  side: SideName;
+  target: LoadTarget;
+  /** The URL the user knows this side by (their --target, --tunnel-url, or the kit's tunnel). */
+  url: string;
+}
+
+function fail(message: string, cause?: unknown): BenchError {
+  return new BenchError(BenchErrorCode.PREFLIGHT, message, { cause });
+}
+
+function errorCode(err: unknown): string {
+  const code =
+    typeof err === 'object' && err !== null && 'code' in err ? (err as { code: unknown }).code : '';
+  return typeof code === 'string' && code !== '' ? code : 'error';
+}
+
+/** Sends one request of the run's shape and resolves with its status; the body is read and dropped. */
+function once(target: LoadTarget, shape: RequestShape, path: string, timeoutMs: number): Promise<number> {
+  const url = new URL(path, target.origin);
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(url, {
+      method: shape.method,
+      headers: { ...shape.headers, host: target.host },
+      // The preflight checks the service, not a certificate the load generator would not check either.
+      rejectUnauthorized: false,
+      servername: target.host.replace(/:\d+$/, ''),
+      timeout: timeoutMs,
+    });
+    req.once('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
+    req.once('error', reject);
+    req.once('response', (res: IncomingMessage) => {
+      res.resume();
+      res.once('end', () => resolve(res.statusCode ?? 0));
+      res.once('error', reject);
+    });
+    req.end(shape.body ?? undefined);
+  });
+}
+
+/**
+ * One request per path to a side before any load: a wrong URL, a service that is down or an endpoint
+ * that answers 401/404 is said once, clearly, instead of as a run full of errors.
+ */
+export async function preflight(side: PreflightSide, shape: RequestShape, timeoutSec: number): Promise<void> {
+  const expected = statusMatcher(shape.expectStatus);
+  for (const path of shape.paths) {
+    const shown = new URL(path, side.url).href;
+    let status: number;
+    try {
+      status = await once(side.target, shape, path, timeoutSec * 1000);
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ETIMEDOUT') {
+        throw fail(
+          `the ${side.side} side did not answer ${shape.method} ${shown} within ${timeoutSec} s`,
+          err,
+        );
+      }
+      throw fail(
+        `the ${side.side} side is unreachable: ${shape.method} ${shown} failed (${code}); ` +
+          'is the service running and listening at that address?',
+        err,
+      );
+    }
+    if (!expected(status)) {
+      throw fail(
+        `${shape.method} ${shown} answered ${status} on the ${side.side} side, expected ${shape.expectStatus.join(', ')}; ` +
+          `if ${status} is the right answer for this endpoint, pass --expect-status ${status}`,
+      );
+    }
+  }
+}
