@@ -231,6 +231,9 @@ describe('TCP tunnels in a cluster', () => {
     const first = await tunnelTo(echo, node(0), { token: token(1) });
     await first.tunnel.close(0);
     tunnels.splice(tunnels.indexOf(first.tunnel), 1);
+    // The node has seen the agent leave (the port is now reserved, not served through a closing session).
+    for (let i = 0; i < 200 && (await metric(node(0), 'tunnel2_sessions_connected ')) !== 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
     // Reserved for its token through the grace: another token is refused on any node.
     await expect(
       connectTcp({

@@ -321,10 +321,10 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         sendEdgeError(reply.raw, EdgeErrorCode.BAD_REQUEST, 'not a takeover notice for this node');
         return;
       }
-      const closed = sessions.supersede(notice.name, notice.epoch, {
-        nodeId: notice.fromNode,
-        owner: notice.owner,
-      });
+      const holder = { nodeId: notice.fromNode, owner: notice.owner };
+      const closed = notice.name.startsWith('tcp:')
+        ? (sharedTcp?.supersede(Number(notice.name.slice(4)), notice.epoch, holder) ?? false)
+        : sessions.supersede(notice.name, notice.epoch, holder);
       cluster.counters.takeovers[closed ? 'closed' : 'kept']++;
       const body = JSON.stringify({ closed });
       reply.raw.writeHead(200, {

@@ -120,7 +120,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       // Its own port again (a reconnect, here or on another node): not one more port.
       const again = requested !== undefined && owned.some((record) => record.name === keyOf(requested));
       if (!again && owned.length >= maxPortsPerOwner) return tooMany;
+      // An owner's own ports are not candidates for another: claiming one would take it over from itself.
+      const own = new Set(owned.map((record) => record.name));
       for (const candidate of this.#candidates(requested)) {
+        if (requested === undefined && own.has(keyOf(candidate))) continue;
         if (this.#closed) return refuse(EdgeErrorCode.DRAINING, 'this edge is shutting down');
         if (!this.#listeners.has(candidate)) {
           if (requested !== undefined)
@@ -147,6 +150,9 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
           await registry.release(keyOf(candidate), result.record.epoch);
           return tooMany;
         }
+        // The same owner's live claim on another node (its agent came back elsewhere): that node stops
+        // serving the port now rather than at its next renewal round.
+        if (result.replaced !== undefined) this.#options.cluster.tellTakeover(result.replaced, result.record);
         return { ok: true, port: this.#hold(candidate, owner, result.record.epoch) };
       }
     } catch (err) {
@@ -207,6 +213,17 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     this.#listeners.clear();
     for (const held of [...this.#held.values()]) this.#forget(held);
     for (const socket of this.#carried) socket.resetAndDestroy();
+  }
+
+  /**
+   * Another node's claim numbered `epoch` took `port` over (a takeover notice): the session serving it here
+   * stops if its claim is older. True when it closed one.
+   */
+  supersede(port: number, epoch: number, holder: Pick<SessionRecord, 'owner' | 'nodeId'>): boolean {
+    const held = this.#held.get(port);
+    if (held === undefined || held.epoch >= epoch) return false;
+    this.#lose(held, holder);
+    return true;
   }
 
   /** A connection another node carried here: spliced to the agent holding the port, or refused. */
