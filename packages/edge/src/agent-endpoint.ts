@@ -13,7 +13,7 @@ import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import { checkRequestedName, ownerKey, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
-import type { TcpPort, TcpTunnels } from './tcp-tunnels.js';
+import type { TcpPort, TcpPortTable } from './tcp-tunnels.js';
 import { createTunnelClaims } from './tunnel-claims.js';
 
 export interface AgentEndpointOptions {
@@ -26,7 +26,7 @@ export interface AgentEndpointOptions {
   /** Decides an agent's client address (the peer, or what a trusted proxy in front says). */
   clients: ClientOriginResolver;
   /** The public TCP ports, when the operator configured a range. */
-  tcp: TcpTunnels | undefined;
+  tcp: TcpPortTable | undefined;
   /** The public address of a TCP tunnel's port (`tcp://host:port`). */
   tcpUrlFor: (port: number) => string;
 }

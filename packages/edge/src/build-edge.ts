@@ -9,6 +9,7 @@ import { ClientOriginResolver } from './client-address.js';
 import { Cluster } from './cluster/cluster.js';
 import { LINK_PATH } from './cluster/node-auth.js';
 import { NodeLinkServer } from './cluster/node-link-server.js';
+import { SharedTcpPorts } from './cluster/shared-tcp-ports.js';
 import { TAKEOVER_PATH } from './cluster/takeover-notice.js';
 import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { quoteForEcho } from './echo.js';
@@ -25,7 +26,7 @@ import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
 import { nodeAuthRefusal } from './refusals.js';
 import { SessionTable } from './session-table.js';
-import { TcpTunnels } from './tcp-tunnels.js';
+import { type TcpPortTable, TcpTunnels } from './tcp-tunnels.js';
 import { handleTunnelRequest, handleTunnelUpgrade } from './tunnel-ingress.js';
 
 function isWebSocketUpgrade(req: IncomingMessage): boolean {
@@ -74,7 +75,7 @@ export interface Edge {
   /** Requests currently being carried through tunnels. */
   readonly inFlight: number;
   /** The public TCP ports and their counters; undefined unless `tcpPorts` is set. */
-  readonly tcp: TcpTunnels | undefined;
+  readonly tcp: TcpPortTable | undefined;
   /** The window growth budget every agent session draws on (`edgeWindowBudget`); `used` is their total. */
   readonly windowBudget: WindowBudget;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
@@ -117,6 +118,31 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   const clients = new ClientOriginResolver(options.trustedProxies);
   let draining = false;
   let boundPort = options.port;
+  // In a cluster, ports are claimed in the shared registry and every node listens on the whole range.
+  const sharedTcp =
+    options.tcpPorts === undefined || cluster === undefined
+      ? undefined
+      : new SharedTcpPorts({
+          range: options.tcpPorts,
+          host: options.host,
+          maxPortsPerOwner: options.maxTcpPortsPerOwner,
+          reconnectGraceMs: options.reconnectGraceMs,
+          leaseTtlMs: options.leaseTtlMs,
+          registry,
+          cluster,
+          inFlight,
+          logger,
+        });
+  const tcp: TcpPortTable | undefined =
+    options.tcpPorts === undefined || sharedTcp !== undefined
+      ? sharedTcp
+      : new TcpTunnels({
+          range: options.tcpPorts,
+          host: options.host,
+          maxPortsPerOwner: options.maxTcpPortsPerOwner,
+          reconnectGraceMs: options.reconnectGraceMs,
+          logger,
+        });
   const linkServer =
     cluster?.links === undefined
       ? undefined
@@ -131,6 +157,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           logger,
           onForged: () => cluster.counters.forged++,
           isListening: () => app.server.listening,
+          tcp: sharedTcp,
         });
   const ingress = {
     sessions,
@@ -214,16 +241,6 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     clientErrorHandler: answerClientError,
   });
 
-  const tcp =
-    options.tcpPorts === undefined
-      ? undefined
-      : new TcpTunnels({
-          range: options.tcpPorts,
-          host: options.host,
-          maxPortsPerOwner: options.maxTcpPortsPerOwner,
-          reconnectGraceMs: options.reconnectGraceMs,
-          logger,
-        });
   const agentEndpoint = createAgentEndpoint({
     options,
     sessions,
@@ -304,10 +321,10 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         sendEdgeError(reply.raw, EdgeErrorCode.BAD_REQUEST, 'not a takeover notice for this node');
         return;
       }
-      const closed = sessions.supersede(notice.name, notice.epoch, {
-        nodeId: notice.fromNode,
-        owner: notice.owner,
-      });
+      const holder = { nodeId: notice.fromNode, owner: notice.owner };
+      const closed = notice.name.startsWith('tcp:')
+        ? (sharedTcp?.supersede(Number(notice.name.slice(4)), notice.epoch, holder) ?? false)
+        : sessions.supersede(notice.name, notice.epoch, holder);
       cluster.counters.takeovers[closed ? 'closed' : 'kept']++;
       const body = JSON.stringify({ closed });
       reply.raw.writeHead(200, {
@@ -349,6 +366,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     async listen() {
       await app.listen({ port: options.port, host: options.host });
       boundPort = (app.server.address() as AddressInfo).port;
+      await tcp?.start();
       await cluster?.start(edge.url);
       return { port: boundPort, url: edge.url };
     },

@@ -228,7 +228,7 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     countFrom(
       registry,
       'tunnel2_tcp_connections_total',
-      'Public connections to TCP tunnel ports by outcome: accepted (carried to the agent), forbidden (allow-list), no_agent (no session serves the port), refused (the session took no stream)',
+      'Public connections to TCP tunnel ports by outcome: accepted (carried to the agent), forbidden (allow-list), no_agent (no session serves the port), refused (the session took no stream), forwarded (cluster: carried to the node holding the port, which counts the outcome)',
       'outcome',
       () => tcp.counters.connections,
     );

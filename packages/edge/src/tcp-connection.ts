@@ -6,8 +6,11 @@ import type { TcpPort } from './tcp-tunnels.js';
 
 /** What the metrics read at scrape time; nothing is labelled per connection. */
 export interface TcpCounters {
-  /** accepted (carried to the agent), forbidden (allow-list), no_agent (no session), refused (no stream). */
-  connections: { accepted: number; forbidden: number; no_agent: number; refused: number };
+  /**
+   * accepted (carried to the agent), forbidden (allow-list), no_agent (no session), refused (no stream),
+   * forwarded (cluster: carried to the node holding the port, which counts its outcome).
+   */
+  connections: { accepted: number; forbidden: number; no_agent: number; refused: number; forwarded: number };
   /** in: from public clients to agents; out: from agents to public clients. */
   bytes: { in: number; out: number };
   open: number;

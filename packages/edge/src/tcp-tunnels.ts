@@ -37,13 +37,30 @@ export class TcpPort {
 export type TcpClaim = { ok: true; port: TcpPort } | { ok: false; code: EdgeErrorCode; message: string };
 
 /**
+ * Who holds which public TCP port, as the agent endpoint uses it: one node's own table (TcpTunnels), or a
+ * cluster's, claimed in the shared registry (cluster/shared-tcp-ports.ts).
+ */
+export interface TcpPortTable {
+  readonly counters: TcpCounters;
+  /** Ports held on this node. */
+  readonly size: number;
+  /** Called once the edge listens (a cluster node listens on the whole range then). */
+  start(): Promise<void>;
+  claim(owner: string, requested: number | undefined): Promise<TcpClaim>;
+  abandon(port: TcpPort): void;
+  attach(port: TcpPort, connection: TunnelEntry): void;
+  detach(port: TcpPort, connection: TunnelEntry): void;
+  close(): void;
+}
+
+/**
  * The edge's public TCP ports: which owner holds which port, one listener per held port, and the grace a
  * port keeps after its session ends so a reconnect gets it back (as a name does). Single node: a cluster
- * would claim ports in the shared registry instead (docs/scaling.md).
+ * claims ports in the shared registry instead (cluster/shared-tcp-ports.ts).
  */
-export class TcpTunnels {
+export class TcpTunnels implements TcpPortTable {
   readonly counters: TcpCounters = {
-    connections: { accepted: 0, forbidden: 0, no_agent: 0, refused: 0 },
+    connections: { accepted: 0, forbidden: 0, no_agent: 0, refused: 0, forwarded: 0 },
     bytes: { in: 0, out: 0 },
     open: 0,
   };
@@ -58,6 +75,9 @@ export class TcpTunnels {
   get size(): number {
     return this.#ports.size;
   }
+
+  /** One node listens on a port only while an owner holds it. */
+  async start(): Promise<void> {}
 
   /** Claims `requested` (or any free port of the range) for `owner`, listening on it before it answers. */
   async claim(owner: string, requested: number | undefined): Promise<TcpClaim> {

@@ -5,12 +5,12 @@ import { EdgeErrorCode } from './errors.js';
 import { compileProtection } from './public-protection.js';
 import { checkRequestedName, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
-import type { TcpPort, TcpTunnels } from './tcp-tunnels.js';
+import type { TcpPort, TcpPortTable } from './tcp-tunnels.js';
 import { ExtraTunnel } from './tunnel-entry.js';
 
 export interface TunnelClaimsOptions {
   sessions: SessionTable;
-  tcp: TcpTunnels | undefined;
+  tcp: TcpPortTable | undefined;
   logger: Logger;
   /** Names one owner may hold on this edge (every tunnel of a session counts). */
   maxNamesPerOwner: number;

@@ -33,6 +33,7 @@ function failingLookups(inner: SessionRegistry, name: string): SessionRegistry {
     announceNode: (a) => inner.announceNode(a),
     lookupNode: (id) => inner.lookupNode(id),
     withdrawNode: (id) => inner.withdrawNode(id),
+    listOwned: (owner, space) => inner.listOwned(owner, space),
     ping: () => inner.ping(),
     close: () => inner.close(),
   };

@@ -15,7 +15,10 @@ export {
   checkName,
   checkNodeAnnouncement,
   checkNodeId,
+  checkOwner,
+  checkSpace,
   checkTtl,
+  spaceOf,
 } from './registry-arguments.js';
 export type {
   ClaimInput,

@@ -8,6 +8,8 @@ import {
   checkName,
   checkNodeAnnouncement,
   checkNodeId,
+  checkOwner,
+  checkSpace,
   checkTtl,
 } from './registry-arguments.js';
 import type {
@@ -195,6 +197,19 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
       // The scan is a full pass anyway, so it sweeps as it goes.
       sweep(now);
       return [...records.values()].map(snapshot);
+    },
+
+    async listOwned(owner, space) {
+      assertOpen();
+      checkOwner(owner);
+      checkSpace(space);
+      const now = clock();
+      const prefix = `${space}:`;
+      const owned: SessionRecord[] = [];
+      for (const [name, record] of records)
+        if (record.owner === owner && name.startsWith(prefix) && record.expiresAt > now)
+          owned.push(snapshot(record));
+      return owned;
     },
 
     async announceNode(announcement) {

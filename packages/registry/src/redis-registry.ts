@@ -10,7 +10,10 @@ import {
   checkName,
   checkNodeAnnouncement,
   checkNodeId,
+  checkOwner,
+  checkSpace,
   checkTtl,
+  spaceOf,
 } from './registry-arguments.js';
 import type { ClaimResult, NodeRecord, SessionRecord, SessionRegistry } from './session-registry.js';
 
@@ -24,6 +27,8 @@ import type { ClaimResult, NodeRecord, SessionRecord, SessionRegistry } from './
  *   <prefix>{b<n>}:s:<name>   hash {name, nodeId, owner, epoch, expiresAt, connected} of a session
  *   <prefix>{b<n>}:epoch      the epoch counter of bucket n (n = FNV-1a(name) mod 1024)
  *   <prefix>{nodes}:node:<id> JSON {url, expiresAt} of an announced edge node
+ *   <prefix>{o<n>}:own:<space>:<owner>  set of the names `<space>:<key>` this owner claimed (n = FNV-1a(owner)
+ *                             mod 1024): the index `listOwned` reads, so a per-owner limit costs no scan
  * The `{b<n>}` hash tag puts a name's hash and its bucket's counter in one cluster slot, so each script
  * touches a single slot (Redis Cluster allows nothing else); 1024 buckets spread the names over 1024 slots,
  * hence over every master of a cluster. The node directory shares one tag, `{nodes}`: a handful of small
@@ -60,6 +65,11 @@ import type { ClaimResult, NodeRecord, SessionRecord, SessionRegistry } from './
  * `TUNNEL2_ERR_REGISTRY_UNAVAILABLE` carrying the client error as `cause`. A write whose answer was lost
  * (timeout) may or may not have happened: a claim may then hold a new epoch its caller never learnt; the
  * owner's next claim takes it over, or it expires with its lease.
+ *
+ * The owner index is written after a claim of a name in a key space (a second command: on a cluster the set
+ * lives in another slot than the record) and pruned by `listOwned`, which reads every member's record and
+ * drops those no longer live or no longer the owner's. It has no expiry (a renewal, which does not know the
+ * owner, could not extend one): what it holds is bounded by the names an owner held, cleaned on its next read.
  *
  * `list()` SCANs the prefix on every master (bounded COUNT per step, no KEYS) and reads the hashes in
  * pipelined batches: its work is proportional to the keyspace, it is for observability.
@@ -221,6 +231,8 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
   const tag = (name: string): string => `${keyPrefix}{b${epochBucket(name)}}`;
   const sessionKey = (name: string): string => `${tag(name)}:s:${name}`;
   const nodeKey = (nodeId: string): string => `${keyPrefix}{nodes}:node:${nodeId}`;
+  const ownedKey = (owner: string, space: string): string =>
+    `${keyPrefix}{o${epochBucket(owner)}}:own:${space}:${owner}`;
   /** How long Redis keeps a key that is logically live for `ms`: never less, at most a safe integer. */
   const gcTtl = (ms: number): string => String(Math.min(Math.ceil(ms) + gcMarginMs, 2 ** 50));
 
@@ -260,6 +272,8 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
         if (!Array.isArray(reply)) throw unavailable('unexpected reply from Redis');
         const [outcome, ...rest] = reply as unknown[];
         if (outcome === 'claimed') {
+          const space = spaceOf(input.name);
+          if (space !== undefined) await redis.sadd(ownedKey(input.owner, space), input.name);
           const record: SessionRecord = {
             name: input.name,
             nodeId: input.nodeId,
@@ -388,6 +402,31 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
           } while (cursor !== '0');
         }
         return records;
+      });
+    },
+
+    async listOwned(owner, space) {
+      checkOwner(owner);
+      checkSpace(space);
+      return call('listOwned', async () => {
+        const key = ownedKey(owner, space);
+        const names = await redis.smembers(key);
+        const owned: SessionRecord[] = [];
+        const stale: string[] = [];
+        for (const group of client.pipelineGroups(names, sessionKey)) {
+          const pipeline = redis.pipeline();
+          for (const name of group) pipeline.hmget(sessionKey(name), ...SESSION_FIELDS);
+          const replies = (await pipeline.exec()) ?? [];
+          const now = clock();
+          replies.forEach(([err, values], i) => {
+            if (err !== null) throw err;
+            const record = toRecord(values, now);
+            if (record !== undefined && record.owner === owner) owned.push(record);
+            else stale.push(group[i]!);
+          });
+        }
+        if (stale.length > 0) await redis.srem(key, ...stale);
+        return owned;
       });
     },
 

@@ -49,6 +49,23 @@ export function checkClaimInput(input: ClaimInput): void {
   checkTtl('ttlMs', input.ttlMs);
 }
 
+/** An owner key: a non-empty string. */
+export function checkOwner(owner: unknown): void {
+  checkKey('owner', owner);
+}
+
+/** A key space of names (`<space>:<key>`): a non-empty string without a colon. */
+export function checkSpace(space: unknown): void {
+  checkKey('space', space);
+  if ((space as string).includes(':')) throw invalid('space must not contain ":"');
+}
+
+/** The key space a name belongs to (the text before its first colon), or undefined for a plain name. */
+export function spaceOf(name: string): string | undefined {
+  const colon = name.indexOf(':');
+  return colon <= 0 ? undefined : name.slice(0, colon);
+}
+
 /** A node id: a non-empty string. */
 export function checkNodeId(nodeId: unknown): void {
   checkKey('nodeId', nodeId);

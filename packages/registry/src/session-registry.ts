@@ -99,6 +99,12 @@ export interface SessionRegistry {
   /** Every live or reserved record, in no particular order (observability). */
   list(): Promise<SessionRecord[]>;
   /**
+   * The live or reserved records of `owner` in the key space `space`: names `<space>:<key>` (an edge's TCP
+   * ports are claimed as `tcp:<port>`, beside the session names, which never contain a colon). For a limit
+   * per owner counted across nodes; not atomic with `claim` (count after claiming, release if over).
+   */
+  listOwned(owner: string, space: string): Promise<SessionRecord[]>;
+  /**
    * Announces this node and the URL other nodes reach it at, for `ttlMs` (a repeat renews or moves it).
    * A session record names its node by id; this is how another node finds where that is.
    */

@@ -334,6 +334,43 @@ export function registryContract(name: string, factory: RegistryFactory): void {
       });
     });
 
+    describe('listOwned', () => {
+      it("lists an owner's live and reserved names of one key space, not another owner's or space's", async () => {
+        const byPort = (records: SessionRecord[]) => records.map((r) => r.name).sort();
+        expect(await registry.listOwned('alice', 'tcp')).toEqual([]);
+        const a = won(await claim('tcp:20000', 'alice', 10_000, 'node-a'));
+        const b = won(await claim('tcp:20001', 'alice', 10_000, 'node-b'));
+        won(await claim('tcp:20002', 'alice', 1_000));
+        won(await claim('tcp:20003', 'bob'));
+        won(await claim('app', 'alice'));
+        won(await claim('udp:20000', 'alice'));
+        await registry.markDisconnected('tcp:20001', b.epoch, 10_000);
+        clock.advance(1_000);
+        const owned = await registry.listOwned('alice', 'tcp');
+        expect(byPort(owned)).toEqual(['tcp:20000', 'tcp:20001']);
+        expect(owned.find((r) => r.name === 'tcp:20000')).toEqual(a);
+        expect(owned.find((r) => r.name === 'tcp:20001')?.connected).toBe(false);
+        expect(byPort(await registry.listOwned('bob', 'tcp'))).toEqual(['tcp:20003']);
+      });
+
+      it('forgets a released name, and one another owner took after it expired', async () => {
+        won(await claim('tcp:20000', 'alice', 1_000));
+        won(await claim('tcp:20001', 'alice', 10_000));
+        const c = won(await claim('tcp:20002', 'alice', 10_000));
+        await registry.release('tcp:20002', c.epoch);
+        clock.advance(1_000);
+        won(await claim('tcp:20000', 'bob'));
+        expect((await registry.listOwned('alice', 'tcp')).map((r) => r.name)).toEqual(['tcp:20001']);
+        expect((await registry.listOwned('alice', 'tcp')).map((r) => r.name)).toEqual(['tcp:20001']);
+      });
+
+      it('rejects a space with a colon and an empty owner', async () => {
+        await expect(registry.listOwned('alice', 'tcp:1')).rejects.toMatchObject(INVALID);
+        await expect(registry.listOwned('', 'tcp')).rejects.toMatchObject(INVALID);
+        await expect(registry.listOwned('alice', '')).rejects.toMatchObject(INVALID);
+      });
+    });
+
     describe('arguments', () => {
       it('rejects malformed claims with INVALID_ARGUMENT and keeps nothing', async () => {
         const base = { name: 'app', owner: 'alice', nodeId: 'node-a', ttlMs: 1_000 };

@@ -1,12 +1,14 @@
 import type { Duplex } from 'node:stream';
 import {
   decodeRequestHead,
+  decodeTcpHead,
   ErrorCode,
   encodeResponseHead,
   isProtocolError,
   type MuxStream,
   type RequestHead,
   type StreamHandler,
+  type TcpHead,
 } from '@tunnel2/protocol';
 import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../admission.js';
 import { edgeAnswer } from '../error-response.js';
@@ -16,8 +18,15 @@ import type { SessionTable } from '../session-table.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
 import { StreamSplice } from './stream-splice.js';
 
+/** Where a link stream opened with a TCP head goes (the node's TCP ports, see shared-tcp-ports.ts). */
+export interface LinkTcpArrival {
+  arrive(link: MuxStream, head: TcpHead, started: (link: MuxStream) => void): void;
+}
+
 export interface LinkRequestContext {
   sessions: SessionTable;
+  /** This node's TCP ports, when it has any: a link stream with a TCP head is one of their connections. */
+  tcp: LinkTcpArrival | undefined;
   /** The link's connection: refusals made here are counted on it (this node's public listener took it). */
   socket: Duplex;
   maxRequestBodyBytes: number;
@@ -89,6 +98,11 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
     }
     this.#headSeen = true;
     if (endStream) this.#ended = true;
+    // A TCP head starts with a zero byte, where a request head's method length (never 0) is.
+    if (payload[0] === 0) {
+      this.#arriveTcp(payload, endStream);
+      return;
+    }
     let head: RequestHead;
     try {
       head = decodeRequestHead(payload);
@@ -120,6 +134,25 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
     const encoded = encodeTunnelHead(head, connection);
     if ('refusal' in encoded) this.refuse(encoded.refusal);
     else acquireStream(connection, meta.name, this, encoded.payload);
+  }
+
+  /** A TCP connection another node accepted: handed to this node's TCP ports, or reset if it has none. */
+  #arriveTcp(payload: Buffer, endStream: boolean): void {
+    let head: TcpHead;
+    try {
+      head = decodeTcpHead(payload);
+    } catch (err) {
+      if (!isProtocolError(err)) throw err;
+      this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+      return;
+    }
+    const tcp = this.#context.tcp;
+    // The ingress sends the client's bytes only after the head: a head with END_STREAM is malformed.
+    if (tcp === undefined || endStream) {
+      this.#stream.reset(tcp === undefined ? ErrorCode.REFUSED_STREAM : ErrorCode.PROTOCOL_ERROR);
+      return;
+    }
+    tcp.arrive(this.#stream, head, this.#context.started);
   }
 
   onData(chunk: Buffer): void {

@@ -1,6 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ErrorCode, MuxSession, type MuxStream, type ProtocolSettings } from '@tunnel2/protocol';
+import {
+  ErrorCode,
+  MuxSession,
+  type MuxStream,
+  type ProtocolSettings,
+  TCP_STREAM_KIND,
+} from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { rejectUpgrade } from '../error-response.js';
@@ -8,7 +14,7 @@ import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../in-flight.js';
 import { nodeAuthRefusal } from '../refusals.js';
 import type { SessionTable } from '../session-table.js';
-import { LinkRequest } from './link-request.js';
+import { LinkRequest, type LinkTcpArrival } from './link-request.js';
 import { linkSessionOptions } from './link-settings.js';
 import { NODE_AUTH_HEADER, type NodeAuth } from './node-auth.js';
 
@@ -25,6 +31,8 @@ export interface NodeLinkServerOptions {
   onForged: () => void;
   /** False once this node's public listener is closed: its links go too, as a stopped node's would. */
   isListening: () => boolean;
+  /** Serves TCP connections other nodes carry here (undefined: this node has no TCP ports). */
+  tcp?: LinkTcpArrival | undefined;
 }
 
 /**
@@ -78,6 +86,7 @@ export class NodeLinkServer {
       sessions: this.#options.sessions,
       socket,
       maxRequestBodyBytes: this.#options.maxRequestBodyBytes,
+      tcp: this.#options.tcp,
       started(link: MuxStream): void {
         spliced.add(link);
         inFlight.start();
@@ -117,8 +126,15 @@ export class NodeLinkServer {
     });
     ws.on('close', () => session.transportClosed());
     ws.on('error', (err) => session.transportClosed(err));
-    // The accepting side speaks first, as an agent does; the peer answers with its own HELLO.
-    session.sendHello({ node: this.#options.nodeId }, false);
+    // The accepting side speaks first, as an agent does; the peer answers with its own HELLO. Listing TCP
+    // streams is what lets a peer carry TCP connections here: an older node lists nothing and is not sent any.
+    session.sendHello(
+      {
+        node: this.#options.nodeId,
+        ...(this.#options.tcp === undefined ? {} : { streamKinds: [TCP_STREAM_KIND] }),
+      },
+      false,
+    );
   }
 
   /** No new links or streams; open streams run to completion (peers send new requests elsewhere). */

@@ -1,5 +1,12 @@
 import type { IncomingMessage } from 'node:http';
-import { ErrorCode, MuxSession, type MuxStream, type ProtocolSettings } from '@tunnel2/protocol';
+import {
+  ErrorCode,
+  type Hello,
+  MuxSession,
+  type MuxStream,
+  type ProtocolSettings,
+  TCP_STREAM_KIND,
+} from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { linkSessionOptions } from './link-settings.js';
@@ -8,7 +15,8 @@ import type { HopCounters } from './node-hop.js';
 
 /** What opening a stream to a peer came to. */
 export type LinkOpening =
-  | { stream: MuxStream; maxFrameSize: number }
+  /** `tcp`: the peer's HELLO listed TCP streams (a node from before cluster TCP would refuse one). */
+  | { stream: MuxStream; maxFrameSize: number; tcp: boolean }
   /** The peer does not serve links (an older node, or links disabled): use the HTTP hop. */
   | { failed: 'refused' }
   /** The peer cannot be reached (connect, upgrade or HELLO failed or timed out), or the link died. */
@@ -50,6 +58,8 @@ class NodeLink {
   readonly #onRefused: () => void;
   #session: MuxSession | undefined;
   #ready = false;
+  /** The peer of the live link takes TCP streams (its HELLO said so). */
+  #tcp = false;
   #waiters: ((opening: LinkOpening) => void)[] = [];
   #ws: WebSocket | undefined;
 
@@ -82,7 +92,11 @@ class NodeLink {
   #openOn(session: MuxSession): LinkOpening | 'replace' {
     const busy = session.streams.size >= session.peerSettings.maxConcurrentStreams;
     try {
-      return { stream: session.openStream(), maxFrameSize: session.peerSettings.maxFrameSize };
+      return {
+        stream: session.openStream(),
+        maxFrameSize: session.peerSettings.maxFrameSize,
+        tcp: this.#tcp,
+      };
     } catch {
       // Its most streams at once: this request is answered busy. Otherwise its stream ids ran out, or
       // it started draining in between: a new link serves it.
@@ -144,11 +158,13 @@ class NodeLink {
           close: (code, reason) => ws.close(code, reason),
         },
         handler: {
-          onHello: () => {
+          onHello: (hello: Hello) => {
             clearTimeout(timer);
             session.sendHello({ node: nodeId }, true);
             if (this.#session !== session) return;
             this.#ready = true;
+            const kinds = hello.meta.streamKinds;
+            this.#tcp = Array.isArray(kinds) && kinds.includes(TCP_STREAM_KIND);
             this.#settle((live) => {
               const opening = live === undefined ? 'replace' : this.#openOn(live);
               return opening === 'replace' ? { failed: 'full' } : opening;

@@ -53,7 +53,9 @@ export function parseTakeoverTarget(target: string): TakeoverNotice | undefined 
   const epochText = query.get('epoch') ?? '';
   const owner = query.get('owner') ?? '';
   const epoch = Number(epochText);
-  if (toNode === '' || owner === '' || !isValidSessionName(name)) return undefined;
+  // A session name, or a TCP port's key (`tcp:<port>`, see shared-tcp-ports.ts).
+  if (toNode === '' || owner === '' || !(isValidSessionName(name) || /^tcp:\d{1,5}$/.test(name)))
+    return undefined;
   if (!/^\d{1,16}$/.test(epochText) || !Number.isSafeInteger(epoch) || epoch < 1) return undefined;
   return { toNode, name, epoch, owner };
 }
