@@ -273,7 +273,8 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     ...optionalText((v) => parseTcpPortRange(v) !== undefined, 'a port range like 20000-20999'),
   },
   maxTcpPortsPerOwner: {
-    description: 'TCP tunnel ports one token (or anonymous agent) may hold on this node',
+    description:
+      'TCP tunnel ports one token (or anonymous agent) may hold (across the cluster with a shared registry)',
     default: 5,
     ...integer(1, 65535),
   },
