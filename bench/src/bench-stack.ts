@@ -81,7 +81,8 @@ export function targetOf(url: string): LoadTarget {
   return { origin: `${parsed.protocol}//${hostname}:${parsed.port}`, host: parsed.host };
 }
 
-const cliBin = (): string => join(packageDir('@tunnel2/cli'), 'bin', 'tunnel2.js');
+/** The `tunnel2` executable of the workspace's CLI package. */
+export const tunnel2Bin = (): string => join(packageDir('@tunnel2/cli'), 'bin', 'tunnel2.js');
 
 /** The test backend on a free loopback port; its ready value is its URL. */
 export function startBackendService(): Promise<ChildService> {
@@ -93,12 +94,13 @@ export function startBackendService(): Promise<ChildService> {
   });
 }
 
-/** `tunnel2 server` on a free loopback port; its ready value is its URL. */
-export function startEdgeService(extraArgs: string[] = []): Promise<ChildService> {
+/** `tunnel2 server` on a free loopback port; its ready value is its URL. `env` adds to the bench's own. */
+export function startEdgeService(extraArgs: string[] = [], env?: NodeJS.ProcessEnv): Promise<ChildService> {
   return startChildService({
+    ...(env === undefined ? {} : { env }),
     name: 'edge (tunnel2 server)',
     args: [
-      cliBin(),
+      tunnel2Bin(),
       'server',
       '--port',
       '0',
@@ -126,7 +128,7 @@ export function startAgentService(
   return startChildService({
     name: 'agent (tunnel2 http)',
     args: [
-      cliBin(),
+      tunnel2Bin(),
       'http',
       backendUrl,
       '--server',
