@@ -1,5 +1,7 @@
 import type { BulkTransfer, RssTrace } from './bulk-scenario.js';
 import { fixed } from './report-format.js';
+import { htmlTable } from './report-html.js';
+import type { Table } from './report-tables.js';
 import { gateLine, heading, type StandaloneReport } from './standalone-report-md.js';
 import { escapeXml } from './svg-charts.js';
 import type { TcpResult } from './tcp-scenario.js';
@@ -41,11 +43,6 @@ export function tcpGate(result: TcpResult, settings: TcpGateSettings): TcpGate {
     violations.push(`tunnel CPU ${fixed(cpu)} µs per request > ${settings.maxCpuUs}`);
   }
   return { passed: violations.length === 0, violations, settings };
-}
-
-interface Table {
-  header: string[];
-  rows: string[][];
 }
 
 function closedLoopTable(result: TcpResult): Table {
@@ -176,14 +173,6 @@ export function renderTcpMarkdown(report: StandaloneReport<TcpResult> & { gate: 
     (result.transfers.length > 0 ? `## Transfers\n\n${mdTable(transferTable(result.transfers))}` : '') +
     gateLine(report.gate)
   );
-}
-
-function htmlTable(table: Table): string {
-  const head = table.header.map((h) => `<th>${escapeXml(h)}</th>`).join('');
-  const body = table.rows
-    .map((r) => `<tr>${r.map((c) => `<td>${escapeXml(c)}</td>`).join('')}</tr>`)
-    .join('\n');
-  return `<table><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table>`;
 }
 
 export function renderTcpHtml(report: StandaloneReport<TcpResult> & { gate: TcpGate }): string {
