@@ -59,6 +59,7 @@ function closedLoopTable(result: TcpResult): Table {
       'agent',
       'edge + agent',
       'peak RSS edge / agent',
+      'load generator CPU',
     ],
     rows: result.closedLoop.map((s) => [
       s.side,
@@ -72,6 +73,7 @@ function closedLoopTable(result: TcpResult): Table {
       fixed(s.agentCpuPerRequestUs),
       fixed(s.tunnelCpuPerRequestUs),
       s.side === 'tunnel' ? `${fixed(s.edgePeakRssMb)} / ${fixed(s.agentPeakRssMb)} MB` : '–',
+      `${fixed(s.clientCpuPct)} %`,
     ]),
   };
 }
@@ -160,7 +162,8 @@ const INTRO =
   'A TCP tunnel (`tunnel2 tcp <backend port>` through `tunnel2 server --tcp-ports`) beside the backend reached ' +
   'directly, in one run. The tunnel carries the HTTP as opaque bytes; every load connection is one public TCP ' +
   'connection and one stream. Closed-loop stages (`GET` of a small answer) alternate direct and tunnel after a ' +
-  'discarded warm-up of each; CPU is user + system time of all threads from /proc per answered request. ' +
+  'discarded warm-up of each; CPU is user + system time of all threads from /proc per answered request. The ' +
+  "load generator's own CPU is shown: near 100 % of a core it set the pace, not the side it measured. " +
   'Transfers: one `GET /bytes/<n>` and one `POST /discard` per side, RSS sampled every 100 ms. MB/s = 10^6 bytes/s.';
 
 export function renderTcpMarkdown(report: StandaloneReport<TcpResult> & { gate: TcpGate }): string {

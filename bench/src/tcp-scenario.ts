@@ -10,7 +10,7 @@ import {
 import { type BulkTransfer, runBulkBench } from './bulk-scenario.js';
 import { type ChildService, startChildService } from './child-service.js';
 import { type LoadTick, runLoad } from './load-runner.js';
-import { meterProcess } from './process-stats.js';
+import { meterProcess, meterSelf } from './process-stats.js';
 import { fixed } from './report-format.js';
 import type { SideName } from './report-schema.js';
 import { perRequestUs } from './side-report.js';
@@ -58,6 +58,11 @@ export interface TcpLoadStage {
   tunnelCpuPerRequestUs: number | null;
   edgePeakRssMb: number | null;
   agentPeakRssMb: number | null;
+  /**
+   * The load generator's own CPU (this process, autocannon included), % of one core: near 100 it, not the
+   * side under test, set the pace, and the ratio understates what the faster side could do.
+   */
+  clientCpuPct: number | null;
 }
 
 export interface TcpSummary {
@@ -128,6 +133,7 @@ async function runStage(
   const meters = [stack.backend, tunnel ? stack.edge : undefined, tunnel ? stack.agent : undefined].map(
     (s) => (s === undefined ? undefined : meterProcess(s.pid)),
   );
+  const client = meterSelf();
   const load = await runLoad({
     target: side.target,
     path: settings.path,
@@ -137,6 +143,7 @@ async function runStage(
     timeoutSec: 10,
     onTick,
   });
+  const clientCpuPct = client.stop()?.cpuPct ?? null;
   const usages = meters.map((m) => m?.stop() ?? undefined);
   const { ok, finished } = load.outcomes;
   const [backend, edge, agent] = usages.map((u) => perRequestUs(u?.cpuMs, ok));
@@ -157,6 +164,7 @@ async function runStage(
     tunnelCpuPerRequestUs: edge != null && agent != null ? edge + agent : null,
     edgePeakRssMb: usages[1]?.peakRssMb ?? null,
     agentPeakRssMb: usages[2]?.peakRssMb ?? null,
+    clientCpuPct,
   };
 }
 
@@ -182,7 +190,8 @@ export function summarizeTcp(stages: TcpLoadStage[], transfers: BulkTransfer[]):
 function stageLine(stage: TcpLoadStage): string {
   return (
     `${stage.side} round ${stage.round}: ${fixed(stage.rps)} rps, ${stage.errors} errors, ` +
-    `p99 ${fixed(stage.p99Ms, 2)} ms, backend ${fixed(stage.backendCpuPerRequestUs)} µs/req` +
+    `p99 ${fixed(stage.p99Ms, 2)} ms, load generator ${fixed(stage.clientCpuPct)} % CPU, ` +
+    `backend ${fixed(stage.backendCpuPerRequestUs)} µs/req` +
     (stage.tunnelCpuPerRequestUs === null
       ? ''
       : `, tunnel ${fixed(stage.tunnelCpuPerRequestUs)} µs/req (edge ${fixed(stage.edgeCpuPerRequestUs)} + ` +

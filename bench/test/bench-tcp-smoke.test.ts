@@ -50,6 +50,7 @@ describe('pnpm bench tcp (smoke)', () => {
       if (stage.side === 'tunnel') {
         expect(stage.tunnelCpuPerRequestUs).toBe(stage.edgeCpuPerRequestUs! + stage.agentCpuPerRequestUs!);
       } else expect(stage.tunnelCpuPerRequestUs).toBeNull();
+      expect(stage.clientCpuPct).toBeGreaterThan(0);
     }
     expect(json.result.transfers.map((t) => [t.direction, t.side, t.bytes, t.error])).toEqual([
       ['download', 'direct', 8 * 2 ** 20, null],
