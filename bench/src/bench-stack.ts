@@ -81,8 +81,7 @@ export function targetOf(url: string): LoadTarget {
   return { origin: `${parsed.protocol}//${hostname}:${parsed.port}`, host: parsed.host };
 }
 
-/** The `tunnel2` executable of the workspace's CLI package. */
-export const tunnel2Bin = (): string => join(packageDir('@tunnel2/cli'), 'bin', 'tunnel2.js');
+const cliBin = (): string => join(packageDir('@tunnel2/cli'), 'bin', 'tunnel2.js');
 
 /** The test backend on a free loopback port; its ready value is its URL. */
 export function startBackendService(): Promise<ChildService> {
@@ -100,7 +99,7 @@ export function startEdgeService(extraArgs: string[] = [], env?: NodeJS.ProcessE
     ...(env === undefined ? {} : { env }),
     name: 'edge (tunnel2 server)',
     args: [
-      tunnel2Bin(),
+      cliBin(),
       'server',
       '--port',
       '0',
@@ -128,7 +127,7 @@ export function startAgentService(
   return startChildService({
     name: 'agent (tunnel2 http)',
     args: [
-      tunnel2Bin(),
+      cliBin(),
       'http',
       backendUrl,
       '--server',
@@ -203,4 +202,9 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
     if (err instanceof BenchError) throw err;
     throw new BenchError(BenchErrorCode.STACK, 'the stack under test did not start', { cause: err });
   }
+}
+
+/** The `tunnel2` executable the stack runs, for a scenario that starts its own agent (`tunnel2 tcp`). */
+export function tunnel2Bin(): string {
+  return cliBin();
 }
