@@ -90,9 +90,10 @@ export function startBackendService(): Promise<ChildService> {
   });
 }
 
-/** `tunnel2 server` on a free loopback port; its ready value is its URL. */
-export function startEdgeService(extraArgs: string[] = []): Promise<ChildService> {
+/** `tunnel2 server` on a free loopback port; its ready value is its URL. `env` adds to the bench's own. */
+export function startEdgeService(extraArgs: string[] = [], env?: NodeJS.ProcessEnv): Promise<ChildService> {
   return startChildService({
+    ...(env === undefined ? {} : { env }),
     name: 'edge (tunnel2 server)',
     args: [
       cliBin(),
@@ -198,4 +199,9 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
     if (err instanceof BenchError) throw err;
     throw new BenchError(BenchErrorCode.STACK, 'the stack under test did not start', { cause: err });
   }
+}
+
+/** The `tunnel2` executable the stack runs, for a scenario that starts its own agent (`tunnel2 tcp`). */
+export function tunnel2Bin(): string {
+  return cliBin();
 }

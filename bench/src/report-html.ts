@@ -24,7 +24,7 @@ const COLORS = {
   backend: '#38a169',
 };
 
-function htmlTable(table: Table): string {
+export function htmlTable(table: Table): string {
   const head = table.header.map((h) => `<th>${escapeXml(h)}</th>`).join('');
   const body = table.rows
     .map((row) => `<tr>${row.map((cell) => `<td>${escapeXml(cell)}</td>`).join('')}</tr>`)

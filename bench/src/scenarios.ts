@@ -110,9 +110,12 @@ export const STANDALONE_USAGE = `
              download, upload, 6 parallel downloads, direct (pnpm bench wan --help for more)
              vs tunnel, and small requests' time to first
              byte during a download
+  tcp        a TCP tunnel (tunnel2 tcp) vs direct: closed   --connections 100 --duration 15 --size 1024
+             loop RPS and CPU per request, 1 GiB each way   --min-ratio --max-cpu-us --min-mbps
+             with RSS                                       (pnpm bench tcp --help for more)
 `;
 
-const STANDALONE_NAMES = ['bulk', 'sessions', 'npx', 'floor', 'cluster', 'wan'] as const;
+const STANDALONE_NAMES = ['bulk', 'sessions', 'npx', 'floor', 'cluster', 'wan', 'tcp'] as const;
 export type StandaloneName = (typeof STANDALONE_NAMES)[number];
 
 export function isStandalone(name: string | undefined): name is StandaloneName {

@@ -21,6 +21,7 @@ import {
   renderSessionsMarkdown,
   type StandaloneReport,
 } from './standalone-report-md.js';
+import { runTcpCommand } from './tcp-command.js';
 import { renderWanMarkdown, wanGate } from './wan-report.js';
 import { runWanBench } from './wan-scenario.js';
 
@@ -167,6 +168,7 @@ export async function runStandalone(
   note: (line: string) => void,
 ): Promise<number> {
   if (name === 'npx') return runNpx(argv);
+  if (name === 'tcp') return runTcpCommand(argv, defaultOutDir, note);
   const flags = parse(argv, {
     out: { type: 'string' },
     only: { type: 'string' },
@@ -211,6 +213,7 @@ export async function runStandalone(
     floor: ['out', 'rate', 'connections', 'duration', 'warmup'],
     cluster: ['out', 'rate', 'rates', 'duration', 'warmup', 'fault-rate', 'settle'],
     wan: ['out', 'rtt', 'size', 'time-limit'],
+    tcp: [],
   };
   for (const flag of Object.keys(flags)) {
     if (!applies[name].includes(flag)) throw usageError(`--${flag} does not apply to the ${name} scenario`);

@@ -1,0 +1,200 @@
+import type { BulkTransfer, RssTrace } from './bulk-scenario.js';
+import { fixed } from './report-format.js';
+import { htmlTable } from './report-html.js';
+import type { Table } from './report-tables.js';
+import { gateLine, heading, type StandaloneReport } from './standalone-report-md.js';
+import { escapeXml } from './svg-charts.js';
+import type { TcpResult } from './tcp-scenario.js';
+
+/** `pnpm bench tcp`'s gates; null: not gated. Failed requests and failed transfers always fail the gate. */
+export interface TcpGateSettings {
+  /** Closed loop: tunnel RPS / direct RPS at least this (median over rounds). */
+  minRatio: number | null;
+  /** Edge + agent CPU per request in the tunnel's closed loop at most this, µs (median over rounds). */
+  maxCpuUs: number | null;
+  /** Each tunnel transfer (download, upload) at least this, MB/s. */
+  minMbps: number | null;
+}
+
+export interface TcpGate {
+  passed: boolean;
+  violations: string[];
+  settings: TcpGateSettings;
+}
+
+export function tcpGate(result: TcpResult, settings: TcpGateSettings): TcpGate {
+  const violations: string[] = [];
+  for (const s of result.closedLoop) {
+    if (s.errors > 0 || s.ok !== s.requests) {
+      violations.push(`${s.side} round ${s.round}: ${s.errors} of ${s.requests} requests failed`);
+    }
+  }
+  for (const t of result.transfers) {
+    if (t.error !== null) violations.push(`${t.direction} ${t.side}: ${t.error}`);
+    else if (settings.minMbps !== null && t.side === 'tunnel' && t.mbPerSec < settings.minMbps) {
+      violations.push(`${t.direction} tunnel: ${t.mbPerSec.toFixed(0)} MB/s < ${settings.minMbps}`);
+    }
+  }
+  const { tunnelOverDirectRps: ratio, tunnelCpuPerRequestUs: cpu } = result.summary;
+  if (settings.minRatio !== null && !(ratio !== null && ratio >= settings.minRatio)) {
+    violations.push(`closed loop tunnel / direct ${fixed(ratio, 2)} < ${settings.minRatio}`);
+  }
+  if (settings.maxCpuUs !== null && !(cpu !== null && cpu <= settings.maxCpuUs)) {
+    violations.push(`tunnel CPU ${fixed(cpu)} µs per request > ${settings.maxCpuUs}`);
+  }
+  return { passed: violations.length === 0, violations, settings };
+}
+
+function closedLoopTable(result: TcpResult): Table {
+  return {
+    header: [
+      'side',
+      'round',
+      'ok',
+      'RPS',
+      'p50 ms',
+      'p99 ms',
+      'backend CPU µs/req',
+      'edge',
+      'agent',
+      'edge + agent',
+      'peak RSS edge / agent',
+      'load generator CPU',
+    ],
+    rows: result.closedLoop.map((s) => [
+      s.side,
+      String(s.round),
+      `${s.ok}/${s.requests}`,
+      fixed(s.rps),
+      fixed(s.p50Ms, 2),
+      fixed(s.p99Ms, 2),
+      fixed(s.backendCpuPerRequestUs),
+      fixed(s.edgeCpuPerRequestUs),
+      fixed(s.agentCpuPerRequestUs),
+      fixed(s.tunnelCpuPerRequestUs),
+      s.side === 'tunnel' ? `${fixed(s.edgePeakRssMb)} / ${fixed(s.agentPeakRssMb)} MB` : '–',
+      `${fixed(s.clientCpuPct)} %`,
+    ]),
+  };
+}
+
+const rss = (t: RssTrace | null): string =>
+  t === null
+    ? '–'
+    : `${fixed(t.startMb)} → ${fixed(t.peakMb)} → ${fixed(t.endMb)} MB · ${fixed(t.cpuMs)} ms CPU`;
+
+function transferTable(transfers: BulkTransfer[]): Table {
+  return {
+    header: [
+      'direction',
+      'side',
+      'MiB',
+      'time',
+      'MB/s',
+      'warm-up (discarded)',
+      'edge RSS · CPU',
+      'agent RSS · CPU',
+      'client CPU',
+      'error',
+    ],
+    rows: transfers.map((t) => [
+      t.direction,
+      t.side,
+      fixed(t.bytes / 2 ** 20),
+      `${fixed(t.seconds, 2)} s`,
+      fixed(t.mbPerSec),
+      t.warmup === null ? '–' : (t.warmup.error ?? `${fixed(t.warmup.mbPerSec)} MB/s`),
+      rss(t.edge),
+      rss(t.agent),
+      `${fixed(t.clientCpuMs)} ms`,
+      t.error ?? '',
+    ]),
+  };
+}
+
+/** The targets of issue #16 beside what this run measured. */
+function targetTable(result: TcpResult): Table {
+  const s = result.summary;
+  const status = (met: boolean | null): string => (met === null ? 'not measured' : met ? 'met' : 'missed');
+  const tunnelTransfers = result.transfers.filter((t) => t.side === 'tunnel');
+  const flat = tunnelTransfers.map((t) =>
+    t.edge && t.agent
+      ? Math.max(t.edge.peakMb - t.edge.startMb, t.agent.peakMb - t.agent.startMb)
+      : Number.NaN,
+  );
+  const growth = flat.length === 0 ? null : Math.max(...flat);
+  const mbps = [s.downloadMbps.tunnel, s.uploadMbps.tunnel];
+  return {
+    header: ['target', 'measured', 'status'],
+    rows: [
+      [
+        `closed loop at ${result.settings.connections} connections ≥ 0.5 × direct`,
+        `${fixed(s.tunnelOverDirectRps, 2)}× (${fixed(s.tunnelRps)} / ${fixed(s.directRps)} RPS)`,
+        status(s.tunnelOverDirectRps === null ? null : s.tunnelOverDirectRps >= 0.5),
+      ],
+      [
+        'edge + agent CPU per request ≤ 60 µs at saturation',
+        `${fixed(s.tunnelCpuPerRequestUs)} µs`,
+        status(s.tunnelCpuPerRequestUs === null ? null : s.tunnelCpuPerRequestUs <= 60),
+      ],
+      [
+        `${fixed(result.settings.bytes / 2 ** 20)} MiB each way ≥ 800 MB/s`,
+        `download ${fixed(s.downloadMbps.tunnel)}, upload ${fixed(s.uploadMbps.tunnel)} MB/s`,
+        status(mbps.some((m) => m === null) ? null : mbps.every((m) => m !== null && m >= 800)),
+      ],
+      [
+        'flat RSS (edge and agent)',
+        growth === null ? '–' : `at most +${fixed(growth)} MB over a transfer`,
+        'see RSS',
+      ],
+    ],
+  };
+}
+
+function mdTable(table: Table): string {
+  return (
+    `| ${table.header.join(' | ')} |\n| ${table.header.map(() => '---').join(' | ')} |\n` +
+    `${table.rows.map((r) => `| ${r.join(' | ')} |`).join('\n')}\n`
+  );
+}
+
+const INTRO =
+  'A TCP tunnel (`tunnel2 tcp <backend port>` through `tunnel2 server --tcp-ports`) beside the backend reached ' +
+  'directly, in one run. The tunnel carries the HTTP as opaque bytes; every load connection is one public TCP ' +
+  'connection and one stream. Closed-loop stages (`GET` of a small answer) alternate direct and tunnel after a ' +
+  'discarded warm-up of each; CPU is user + system time of all threads from /proc per answered request. The ' +
+  "load generator's own CPU is shown: near 100 % of a core it set the pace, not the side it measured. " +
+  'Transfers: one `GET /bytes/<n>` and one `POST /discard` per side, RSS sampled every 100 ms. MB/s = 10^6 bytes/s.';
+
+export function renderTcpMarkdown(report: StandaloneReport<TcpResult> & { gate: TcpGate }): string {
+  const { result } = report;
+  return (
+    heading('TCP tunnel', report) +
+    `${INTRO}\n\n## Targets (issue #16)\n\n${mdTable(targetTable(result))}\n` +
+    `## Closed loop, ${result.settings.connections} connections, ${result.settings.durationSec} s per stage\n\n` +
+    `${mdTable(closedLoopTable(result))}\n` +
+    (result.transfers.length > 0 ? `## Transfers\n\n${mdTable(transferTable(result.transfers))}` : '') +
+    gateLine(report.gate)
+  );
+}
+
+export function renderTcpHtml(report: StandaloneReport<TcpResult> & { gate: TcpGate }): string {
+  const { result, gate } = report;
+  const gateHtml = gate.passed
+    ? '<p>Gate: passed.</p>'
+    : `<p>Gate: <strong>failed</strong></p><ul>${gate.violations.map((v) => `<li>${escapeXml(v)}</li>`).join('')}</ul>`;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>tunnel2 bench: TCP tunnel</title>
+<style>body{font:14px system-ui,sans-serif;margin:2em;max-width:75em}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}td:first-child,th:first-child{text-align:left}
+code{background:#f4f4f4}</style></head><body>
+<h1>tunnel2 bench: TCP tunnel</h1>
+<p><code>${escapeXml(report.command)}</code> · ${escapeXml(report.startedAt)} · Node ${escapeXml(report.environment.node)} · ${report.environment.cpus} × ${escapeXml(report.environment.cpuModel)}</p>
+<p>${escapeXml(INTRO)}</p>
+<h2>Targets (issue #16)</h2>${htmlTable(targetTable(result))}
+<h2>Closed loop, ${result.settings.connections} connections</h2>${htmlTable(closedLoopTable(result))}
+${result.transfers.length > 0 ? `<h2>Transfers</h2>${htmlTable(transferTable(result.transfers))}` : ''}
+${gateHtml}
+</body></html>
+`;
+}
