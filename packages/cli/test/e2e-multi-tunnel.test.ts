@@ -164,6 +164,24 @@ describe('tunnel2 start: a file or command line it cannot use exits 2 with one l
       ['--all'],
       /tunnels\.web\.remote_port: unknown key/,
     ],
+    [
+      'bad allow_ip',
+      'tunnels:\n  web: { target: 3000, allow_ip: [10.0.0.0/8, 10.0.0.300] }\n',
+      ['--all'],
+      /^tunnel2: bad\.yml: tunnels\.web\.allow_ip: "10\.0\.0\.300" is not an IP address or CIDR block$/,
+    ],
+    [
+      'bad allow_ip prefix on tcp',
+      'tunnels:\n  db: { proto: tcp, target: 5432, allow_ip: "::1/129" }\n',
+      ['--all'],
+      /^tunnel2: bad\.yml: tunnels\.db\.allow_ip: "::1\/129" is not an IP address or CIDR block$/,
+    ],
+    [
+      'bad basic_auth',
+      'tunnels:\n  web: { target: 3000, basic_auth: "nopassword" }\n',
+      ['--all'],
+      /^tunnel2: bad\.yml: tunnels\.web\.basic_auth: expected user:password \(both non-empty\)$/,
+    ],
     ['no tunnels', 'server: http://localhost:1\n', ['--all'], /bad\.yml: tunnels: missing/],
     ['not YAML', 'tunnels: [\n', ['--all'], /bad\.yml: not valid YAML/],
     [
