@@ -118,6 +118,23 @@ describe('tunnel2 start: several tunnels from one file over one session', () => 
     expect(edge.sessions.size).toBe(1); // only the other agent's
   });
 
+  it('says a configured subdomain is reserved by the edge, naming the tunnel (own or listed)', async () => {
+    const edge = await startEdge();
+    const web = await labelled('web');
+    for (const [lines, tunnel, name] of [
+      [[`  web: { target: ${web}, subdomain: www }`, `  api: { target: ${web} }`], 'web', 'www'],
+      [[`  web: { target: ${web} }`, `  api: { target: ${web}, subdomain: api }`], 'api', 'api'],
+    ] as const) {
+      const config = await file('reserved.yml', ['tunnels:', ...lines].join('\n'));
+      const result = await cli(['start', '--all', '--config', config, '--server', edge.url]);
+      expect(result.code).toBe(1);
+      const refusal = result.stderr.split('\n').find((line) => line.includes('reserved'));
+      expect(refusal).toContain(`tunnel ${tunnel}: `);
+      expect(refusal).toContain(`subdomain "${name}" is reserved by this edge`);
+    }
+    expect(edge.sessions.size).toBe(0);
+  });
+
   it('takes the server from flag over env over file', async () => {
     const edge = await startEdge();
     const web = await labelled('web');
