@@ -6,6 +6,7 @@ import { Pool } from 'undici';
 import {
   type ConnectedSession,
   connectSession,
+  type ExtraTunnelAnswer,
   type ExtraTunnelAsk,
   type HttpForwarding,
   type SessionInfo,
@@ -134,6 +135,33 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       ask: { name, tcp: this.#options.tcp && (port ?? 'any'), protect: this.#protect },
       forwarding: this.#forwarding(port),
     };
+  }
+
+  /**
+   * After the edge refused some listed tunnels: when each refusal is a TCP port this session had before
+   * and the user never named (taken while it was away), those tunnels forget it and will ask for any port,
+   * as the session's own tunnel does. False when any refusal is one retrying cannot fix.
+   */
+  #forgetTakenPorts(answers: readonly ExtraTunnelAnswer[]): boolean {
+    const refused = this.#extras.flatMap((extra, i) => {
+      const answer = answers[i];
+      return answer !== undefined && 'error' in answer ? [{ extra, code: answer.error.code }] : [];
+    });
+    const forgivable = refused.every(
+      ({ extra, code }) =>
+        code === TCP_PORT_UNAVAILABLE &&
+        extra.#granted.port !== undefined &&
+        extra.#options.tcp?.remotePort === undefined,
+    );
+    if (!forgivable) return false;
+    for (const { extra } of refused) {
+      this.#logger.warn(
+        { tunnel: extra.label, port: extra.#granted.port },
+        'the previous TCP port is taken; asking for another',
+      );
+      extra.#granted = { name: extra.#granted.name };
+    }
+    return true;
   }
 
   /** The inspector's page and API (`http://127.0.0.1:4040`), once started; undefined when it is off. */
@@ -296,6 +324,10 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         );
         if (refused !== undefined) {
           await session.close(0);
+          if (this.#forgetTakenPorts(session.extras)) {
+            this.emit('reconnecting', { attempt, delayMs: 0, reason: refused.message });
+            continue;
+          }
           throw refused;
         }
         this.#session = session;
