@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, connect as netConnect } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -154,7 +155,7 @@ describe('a TCP tunnel whose port was taken while it was away', () => {
   it('a listed tunnel of tunnel2 start (no remote_port): takes another port and announces it', async () => {
     const backend = await startHashServer();
     cleanups.push(backend.close);
-    const web = createServer((_req, res) => res.end('web'));
+    const web = createHttpServer((_req, res) => res.end('web'));
     web.listen(0, '127.0.0.1');
     await once(web, 'listening');
     cleanups.push(async () => void web.close());
