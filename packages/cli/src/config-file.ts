@@ -1,5 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
+// A static import: this module is itself loaded only by `tunnel2 start`, so `tunnel2 http` carries no YAML
+// parser. (A dynamic import('yaml') broke in the published bundle: esbuild's chunk for that CommonJS
+// package exports only a default, and `parse` came out undefined.)
+import { parse } from 'yaml';
 import { firstInvalidIp, isBasicAuth } from './connect-options.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import type { NamedTunnelOptions } from './tunnel-group.js';
@@ -45,11 +49,7 @@ export async function loadTunnelConfig(path: string): Promise<TunnelConfig> {
   let data: unknown;
   try {
     if (extname(path).toLowerCase() === '.json') data = JSON.parse(text);
-    else {
-      // Loaded only by `start`: `tunnel2 http` carries no YAML parser.
-      const { parse } = await import('yaml');
-      data = parse(text, { prettyErrors: false });
-    }
+    else data = parse(text, { prettyErrors: false });
   } catch (err) {
     const why = err instanceof Error ? err.message.split('\n')[0] : String(err);
     throw new AgentError(
