@@ -135,6 +135,67 @@ describe('tunnel2 start: several tunnels from one file over one session', () => 
     expect(edge.sessions.size).toBe(0);
   });
 
+  it('keeps every name and the TCP port across an edge restarted on the same port', async () => {
+    const range = portRange();
+    const startServer = async (port: string) => {
+      const server = spawnCli([
+        'server',
+        '--port',
+        port,
+        '--tcp-ports',
+        range,
+        '--json',
+        '--log-level',
+        'warn',
+      ]);
+      cleanups.push(async () => {
+        server.kill('SIGKILL');
+        await server.exited;
+      });
+      return { server, url: String((await server.waitFor('listening')).url) };
+    };
+    const first = await startServer('0');
+    const edgePort = new URL(first.url).port;
+    const web = await labelled('web');
+    const api = await labelled('api');
+    const hash = await startHashServer();
+    cleanups.push(hash.close);
+    const config = await file(
+      'restart.yml',
+      [
+        `server: ${first.url}`,
+        'tunnels:',
+        `  web: { target: ${web}, subdomain: restart-web }`,
+        `  api: { target: ${api} }`,
+        `  db: { proto: tcp, target: ${hash.port} }`,
+      ].join('\n'),
+    );
+    const agent = startCli(['start', '--all', '--config', config, '--json']);
+    const readies = async () => {
+      const seen = new Map<unknown, Record<string, unknown>>();
+      while (seen.size < 3) {
+        const event = await agent.waitFor('ready');
+        seen.set(event.tunnel, event);
+        agent.events.splice(agent.events.indexOf(event), 1);
+      }
+      return seen;
+    };
+    const before = await readies();
+    first.server.kill('SIGKILL');
+    await first.server.exited;
+    await agent.waitFor('reconnecting');
+    const second = await startServer(edgePort);
+    const after = await readies();
+    for (const tunnel of ['web', 'api', 'db']) {
+      expect(after.get(tunnel)?.url).toBe(before.get(tunnel)?.url);
+    }
+    const get = async (name: unknown) => (await fetch(`${second.url}/session/${String(name)}/x`)).text();
+    expect(await get('restart-web')).toBe('web /x');
+    expect(await get(after.get('api')?.name)).toBe('api /x');
+    const { sent, answer } = await sendAndHash(Number(new URL(String(after.get('db')?.url)).port), 4096);
+    expect(answer).toBe(sent);
+  });
+
   it('takes the server from flag over env over file', async () => {
     const edge = await startEdge();
     const web = await labelled('web');
