@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { freePort, type RedisServer, startRedisServer } from '@tunnel2/test-services';
+import { clusterNodeArgs, freePort, type RedisServer, startRedisServer } from '@tunnel2/test-services';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connectMany } from '../src/index.js';
 import { CLUSTER_SECRET } from './support/cluster-harness.js';
@@ -24,20 +24,9 @@ async function startNode(i: number) {
   const edge = spawnCli([
     'server',
     '--json',
-    '--host',
-    host,
-    '--port',
-    String(port),
+    ...clusterNodeArgs({ redisUrl: redis.url, id: `node-${i}`, port, secret: CLUSTER_SECRET, host }),
     '--admin-port',
     String(await freePort()),
-    '--registry',
-    redis.url,
-    '--node-id',
-    `node-${i}`,
-    '--node-url',
-    `http://${host}:${port}`,
-    '--cluster-secret',
-    CLUSTER_SECRET,
     '--tcp-ports',
     RANGE,
     '--token',
