@@ -36,7 +36,15 @@ const SERVER_ONLY = ['/node_modules/fastify/', 'packages/edge/', 'packages/regis
 /** Optional native add-ons of ws, loaded in a try/catch: left out, ws uses its JS fallbacks. */
 const OPTIONAL_NATIVE = ['bufferutil', 'utf-8-validate'];
 /** Files of the published package besides package.json, README.md and LICENSE. */
-const FILES = ['bin/tunnel2.js', 'bin/check-node.js', 'dist', 'static', 'THIRD-PARTY-NOTICES.md'];
+const FILES = [
+  'bin/tunnel2.js',
+  'bin/check-node.js',
+  'dist',
+  'static',
+  'THIRD-PARTY-NOTICES.md',
+  // The config file's JSON Schema, for editors (`# yaml-language-server: $schema=...`, docs/config-file.md).
+  'tunnel2.schema.json',
+];
 
 // CommonJS code bundled into ESM calls `require` for Node built-ins and optional packages: give every chunk
 // a real one.
@@ -262,6 +270,7 @@ function publishManifest(source: PackageJson): Record<string, unknown> {
     exports: {
       '.': { types: './dist/index.d.ts', default: './dist/index.js' },
       './package.json': './package.json',
+      './tunnel2.schema.json': './tunnel2.schema.json',
     },
     files: FILES,
     keywords: source.keywords,
@@ -277,7 +286,7 @@ export async function buildPublishDir(): Promise<{ source: PackageJson; bundled:
   const bundled = await writeNotices(metafile);
   await bundleTypes();
   await writeFile(join(publishDir, 'package.json'), `${JSON.stringify(publishManifest(source), null, 2)}\n`);
-  for (const file of ['bin/tunnel2.js', 'bin/check-node.js', 'README.md', 'LICENSE']) {
+  for (const file of ['bin/tunnel2.js', 'bin/check-node.js', 'README.md', 'LICENSE', 'tunnel2.schema.json']) {
     await copyFile(join(cliDir, file), join(publishDir, file));
   }
   // The inspector's page: its code finds it at `../static/` from the bundled chunk in dist/.

@@ -1,5 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
+// A static import: this module is itself loaded only by `tunnel2 start`, so `tunnel2 http` carries no YAML
+// parser. (A dynamic import('yaml') broke in the published bundle: esbuild's chunk for that CommonJS
+// package exports only a default, and `parse` came out undefined.)
+import { parse } from 'yaml';
+import { firstInvalidIp, isBasicAuth } from './connect-options.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import type { NamedTunnelOptions } from './tunnel-group.js';
 
@@ -44,11 +49,7 @@ export async function loadTunnelConfig(path: string): Promise<TunnelConfig> {
   let data: unknown;
   try {
     if (extname(path).toLowerCase() === '.json') data = JSON.parse(text);
-    else {
-      // Loaded only by `start`: `tunnel2 http` carries no YAML parser.
-      const { parse } = await import('yaml');
-      data = parse(text, { prettyErrors: false });
-    }
+    else data = parse(text, { prettyErrors: false });
   } catch (err) {
     const why = err instanceof Error ? err.message.split('\n')[0] : String(err);
     throw new AgentError(
@@ -126,8 +127,15 @@ function checkTunnel(
     );
   }
   const hostHeader = optionalString(file, `${path}.host_header`, fields.host_header);
+  if (hostHeader !== undefined && (hostHeader.trim() === '' || /[\r\n\0]/.test(hostHeader))) {
+    throw invalid(
+      file,
+      `${path}.host_header`,
+      `expected rewrite, preserve or a host value, got ${shown(hostHeader)}`,
+    );
+  }
   const basicAuth = optionalString(file, `${path}.basic_auth`, fields.basic_auth);
-  if (basicAuth !== undefined && !/^[^:]+:.+$/.test(basicAuth)) {
+  if (basicAuth !== undefined && !isBasicAuth(basicAuth)) {
     throw invalid(file, `${path}.basic_auth`, 'expected user:password (both non-empty)');
   }
   const inspect = fields.inspect ?? false;
@@ -176,5 +184,7 @@ function stringList(file: string, path: string, value: unknown): string[] {
   if (!list.every((item): item is string => typeof item === 'string' && item !== '')) {
     throw invalid(file, path, `expected a list of IP addresses or CIDR blocks, got ${shown(value)}`);
   }
+  const bad = firstInvalidIp(list);
+  if (bad !== undefined) throw invalid(file, path, `${shown(bad)} is not an IP address or CIDR block`);
   return list;
 }

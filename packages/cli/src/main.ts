@@ -97,6 +97,8 @@ program
   .option('-t, --token <token>', 'agent token (overrides env TUNNEL2_TOKEN and the file)')
   .option('--json', "one JSON event per line on stdout, each with its tunnel's name in `tunnel`")
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
+  .option('--no-tty', 'plain line log even when stdout is a terminal (no status header)')
+  .option('--no-color', 'no colours in the terminal view (as NO_COLOR=1 does)')
   .addHelpText('after', '\nExamples:\n  $ tunnel2 start --all\n  $ tunnel2 start web api --config dev.yml\n')
   .action(async (names: string[], options) => {
     const { runStartCommand } = await import('./commands/start-command.js');

@@ -2,7 +2,13 @@ import type { SessionStats } from './agent-session.js';
 import type { LineOutput } from './line-writer.js';
 import { RateWindow } from './rate-window.js';
 import { connectionLine, type Reporter, requestLine } from './reporter.js';
-import { renderStatus, type SessionState, styleStatus, type TunnelRow } from './status-view.js';
+import {
+  type ActivityUnit,
+  renderStatus,
+  type SessionState,
+  styleStatus,
+  type TunnelRow,
+} from './status-view.js';
 import type { Terminal } from './terminal.js';
 
 export interface StatusScreenOptions {
@@ -27,8 +33,16 @@ export interface StatsSource {
 
 export interface StatusScreen extends Reporter {
   /** The tunnel whose session figures the header shows; `tcp` counts connections instead of requests. */
-  watch(source: StatsSource, unit: 'requests' | 'connections'): void;
+  watch(source: StatsSource, unit: ActivityUnit): void;
+  /**
+   * A reporter for one tunnel of a session carrying several (`tunnel2 start`): its row leads with `label`,
+   * its lines are prefixed by it, and it counts in `unit` beside the others of the same kind.
+   */
+  tunnel(label: string, unit: ActivityUnit): Reporter;
 }
+
+/** The header lists requests before connections, whichever tunnel came up first. */
+const UNIT_ORDER: readonly ActivityUnit[] = ['requests', 'connections'];
 
 const ESC = '\x1b[';
 const HIDE_CURSOR = `${ESC}?25l`;
@@ -46,13 +60,21 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
   const { out, err, terminal, colour } = options;
   const refreshMs = options.refreshMs ?? 250;
   const idleRefreshMs = options.idleRefreshMs ?? 5_000;
-  const rate = new RateWindow(options.now);
+  const counters = new Map<ActivityUnit, { total: number; rate: RateWindow }>();
+  const counter = (unit: ActivityUnit) => {
+    let c = counters.get(unit);
+    if (c === undefined) {
+      c = { total: 0, rate: new RateWindow(options.now) };
+      counters.set(unit, c);
+    }
+    return c;
+  };
   const tunnels: TunnelRow[] = [];
   let state: SessionState = { kind: 'connecting' };
   let inspectorUrl: string | undefined;
   let source: StatsSource | undefined;
-  let unit: 'requests' | 'connections' = 'requests';
-  let total = 0;
+  /** The unit of the session's own tunnel (`watch`): what the screen's own request/connection count in. */
+  let unit: ActivityUnit = 'requests';
   /** Header rows as last laid out; 0 until the screen is set up. */
   let height = 0;
   let layoutRows = 0;
@@ -72,10 +94,11 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
         tunnels,
         state: shown,
         rttMs: stats?.rttMs ?? 0,
-        total,
-        perMinute: rate.perMinute(),
+        activity: UNIT_ORDER.flatMap((u) => {
+          const c = counters.get(u);
+          return c === undefined ? [] : [{ unit: u, total: c.total, perMinute: c.rate.perMinute() }];
+        }),
         open: stats?.openStreams ?? 0,
-        unit,
         inspectorUrl,
       },
       columns,
@@ -116,7 +139,9 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
   };
 
   const busy = (): boolean =>
-    state.kind !== 'online' || (source?.sessionStats?.openStreams ?? 0) > 0 || rate.perMinute() > 0;
+    state.kind !== 'online' ||
+    (source?.sessionStats?.openStreams ?? 0) > 0 ||
+    [...counters.values()].some((c) => c.rate.perMinute() > 0);
 
   const tick = (): void => {
     timer = undefined;
@@ -150,40 +175,62 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     schedule();
   };
 
-  return {
+  /** A tunnel came up (`key`: its row, by label or name); a reconnect says so in the log. */
+  const ready = (row: TunnelRow, key: string, prefix: string, inspector: string | undefined): void => {
+    const at = tunnels.findIndex((t) => (t.label ?? t.name) === key);
+    const before = tunnels[at];
+    if (before === undefined) tunnels.push(row);
+    else {
+      tunnels[at] = row;
+      out.write(
+        prefix +
+          (row.url === before.url
+            ? `reconnected: ${row.url}\n`
+            : `reconnected at a new address: ${row.url} (the previous one was taken)\n`),
+      );
+    }
+    inspectorUrl = inspector ?? inspectorUrl;
+    state = { kind: 'online' };
+    if (height === 0) start();
+    else schedule();
+  };
+
+  const count = (u: ActivityUnit, line: string): void => {
+    const c = counter(u);
+    c.total++;
+    c.rate.hit();
+    out.writeBatched(line);
+    schedule();
+  };
+
+  const requestText = (r: Parameters<Reporter['request']>[0]): string =>
+    requestLine(r, colour ? styleStatus : undefined);
+
+  const screen: StatusScreen = {
     watch(s, u) {
       source = s;
       unit = u;
+      counter(u);
+    },
+    tunnel(label, u) {
+      counter(u);
+      const prefix = `${label}  `;
+      return {
+        ...screen,
+        ready: (info, target, inspector) =>
+          ready({ name: info.name, label, url: info.url, urls: info.urls, target }, label, prefix, inspector),
+        request: (r) => count(u, prefix + requestText(r)),
+        connection: (c) => count(u, prefix + connectionLine(c)),
+      };
     },
     ready(info, target, inspector) {
-      const row: TunnelRow = { name: info.name, url: info.url, urls: info.urls, target };
-      const at = tunnels.findIndex((t) => t.name === info.name);
-      const before = tunnels[at];
-      if (before === undefined) tunnels.push(row);
-      else {
-        tunnels[at] = row;
-        out.write(
-          info.url === before.url
-            ? `reconnected: ${info.url}\n`
-            : `reconnected at a new address: ${info.url} (the previous one was taken)\n`,
-        );
-      }
-      inspectorUrl = inspector ?? inspectorUrl;
-      state = { kind: 'online' };
-      if (height === 0) start();
-      else schedule();
+      ready({ name: info.name, url: info.url, urls: info.urls, target }, info.name, '', inspector);
     },
     request(r) {
-      total++;
-      rate.hit();
-      out.writeBatched(requestLine(r, colour ? styleStatus : undefined));
-      schedule();
+      count(unit, requestText(r));
     },
     connection(c) {
-      total++;
-      rate.hit();
-      out.writeBatched(connectionLine(c));
-      schedule();
+      count(unit, connectionLine(c));
     },
     reconnecting(e) {
       state = { kind: 'reconnecting', attempt: e.attempt };
@@ -211,4 +258,5 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       err('tunnel2: closed\n');
     },
   };
+  return screen;
 }

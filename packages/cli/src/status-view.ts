@@ -9,10 +9,21 @@ export type SessionState =
 /** One tunnel of the session: a list, so that several tunnels over one session each get their line. */
 export interface TunnelRow {
   name: string;
+  /** Its name in a config file (`tunnel2 start`): then every row leads with its label. */
+  label?: string | undefined;
   url: string;
   /** Every address it answers at, `url` included. */
   urls: readonly string[];
   target: string;
+}
+
+export type ActivityUnit = 'requests' | 'connections';
+
+/** What one kind of tunnel did: HTTP tunnels count requests, TCP tunnels connections. */
+export interface Activity {
+  unit: ActivityUnit;
+  total: number;
+  perMinute: number;
 }
 
 /** Everything the header shows, read at one moment. */
@@ -21,12 +32,10 @@ export interface StatusSnapshot {
   state: SessionState;
   /** The latest round trip to the edge in ms; 0 when not measured (yet). */
   rttMs: number;
-  /** Requests (or TCP connections) since start. */
-  total: number;
-  perMinute: number;
+  /** Requests and TCP connections since start, one entry per kind of tunnel the session carries. */
+  activity: readonly Activity[];
   /** Requests or connections in progress. */
   open: number;
-  unit: 'requests' | 'connections';
   inspectorUrl?: string | undefined;
 }
 
@@ -69,15 +78,16 @@ export function renderStatus(status: StatusSnapshot, width: number, colour: bool
       ['  ', Style.Plain],
       [stateText(status.state), STATE_STYLE[status.state.kind]],
       [
-        `   rtt ${rtt}   ${status.unit} ${status.total} (${status.perMinute}/min)   open ${status.open}`,
+        `   rtt ${rtt}${status.activity.map((a) => `   ${a.unit} ${a.total} (${a.perMinute}/min)`).join('')}   open ${status.open}`,
         Style.Plain,
       ],
     ],
   ];
-  const named = status.tunnels.length > 1;
-  const nameWidth = named ? Math.max(...status.tunnels.map((t) => t.name.length)) + 2 : 0;
+  const named = status.tunnels.length > 1 || status.tunnels.some((t) => t.label !== undefined);
+  const shownName = (t: TunnelRow): string => t.label ?? t.name;
+  const nameWidth = named ? Math.max(...status.tunnels.map((t) => shownName(t).length)) + 2 : 0;
   for (const tunnel of status.tunnels) {
-    const lead = named ? `  ${tunnel.name.padEnd(nameWidth)}` : '  ';
+    const lead = named ? `  ${shownName(tunnel).padEnd(nameWidth)}` : '  ';
     lines.push([
       [lead, Style.Plain],
       [tunnel.url, Style.Cyan],

@@ -1,5 +1,6 @@
+import type { ConnectOptions } from './connect-options.js';
 import { AgentError, AgentErrorCode } from './errors.js';
-import { type ConnectOptions, Tunnel } from './tunnel.js';
+import { Tunnel } from './tunnel.js';
 
 /** One tunnel of connectMany(): its name (output prefix) and its own options. */
 export type NamedTunnelOptions = { name: string } & Pick<

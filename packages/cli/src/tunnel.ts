@@ -1,13 +1,12 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { isIP } from 'node:net';
 import type { Inspector } from '@tunnel2/inspector';
-import type { ProtocolSettings, VersionRange } from '@tunnel2/protocol';
 import { type Logger, pino } from 'pino';
 import { Pool } from 'undici';
 import {
   type ConnectedSession,
   connectSession,
+  type ExtraTunnelAnswer,
   type ExtraTunnelAsk,
   type HttpForwarding,
   type SessionInfo,
@@ -16,6 +15,12 @@ import {
 } from './agent-session.js';
 import { BackendQueue } from './backend-queue.js';
 import { backoffDelay } from './backoff.js';
+import {
+  type ConnectOptions,
+  checkTcpOptions,
+  resolveHostHeader,
+  resolveProtection,
+} from './connect-options.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import { forwardHeaders, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
 import { parseTarget, parseTcpTarget, type Target, type TcpTarget, tcpTargetLabel } from './target.js';
@@ -23,59 +28,6 @@ import { httpsOptions, poolTlsOptions, resolveTargetTls } from './target-tls.js'
 import type { TcpConnectionReport } from './tcp-forward.js';
 import { namedRefusal, refusedTunnels } from './tunnel-refusals.js';
 import { VERSION } from './version.js';
-
-export interface ConnectOptions {
-  /** The tunnel's name in a config file (`tunnels.<name>`): it prefixes its output and its errors. */
-  label?: string;
-  /** Local target: a port, `host:port` or URL. */
-  target: string | number;
-  /** Edge base URL. Default: `TUNNEL2_SERVER`, else `http://localhost:8080`. */
-  server?: string;
-  /** Requested subdomain; else the edge picks a random, unguessable one. */
-  subdomain?: string;
-  /** Agent token. Default: `TUNNEL2_TOKEN`. */
-  token?: string;
-  /** `rewrite` (default): the backend sees `Host: <target host:port>`; `preserve`: the public host; any other string: that value. */
-  hostHeader?: string;
-  logger?: Logger;
-  /** An https:// target: accept any certificate (self-signed, expired, another host's). Default false. */
-  insecure?: boolean;
-  /** An https:// target: PEM of a private CA to trust besides Node's bundled ones (the CLI's --ca <file>). */
-  ca?: string | Buffer;
-  /** Backend connections kept by the pool. */
-  connections?: number;
-  protocol?: Partial<ProtocolSettings>;
-  /** @internal Tests only: the protocol versions offered (to play an older or newer agent). */
-  protocolVersions?: VersionRange;
-  /** Reconnect backoff. */
-  reconnect?: { initialMs?: number; maxMs?: number };
-  agentPath?: string;
-  /** `user:password` the edge asks of every public request (HTTP Basic). */
-  basicAuth?: string;
-  /** Client addresses or CIDR blocks allowed to use the public URL. */
-  allowIps?: string[];
-  /**
-   * The request inspector (web page and API on loopback). Off when absent or false; `{}` starts it on
-   * 127.0.0.1, the first free port of 4040..4049 (else an ephemeral one).
-   */
-  inspect?: false | InspectOptions;
-  /**
-   * A TCP tunnel instead of an HTTP one (see connectTcp): the edge gives a public port and every
-   * connection to it is carried to `target`. `remotePort` asks for a specific port of the edge's range.
-   */
-  tcp?: { remotePort?: number; connectTimeoutMs?: number };
-}
-
-export interface InspectOptions {
-  /** Default 127.0.0.1. */
-  host?: string;
-  /** Default: the first free of 4040..4049, else an ephemeral port; 0: an ephemeral port. */
-  port?: number;
-  /** Bytes kept of each request and response body (default 1 MiB). */
-  bodyLimit?: number;
-  /** Bytes all captured entries together may hold (default 64 MiB). */
-  budget?: number;
-}
 
 export interface ReconnectingEvent {
   attempt: number;
@@ -96,49 +48,6 @@ export interface TunnelEvents {
 
 /** The edge's code for a TCP port it cannot give (taken, or outside its range). */
 const TCP_PORT_UNAVAILABLE = 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE';
-
-export function resolveHostHeader(value: string | undefined): HostHeaderMode {
-  if (value === undefined || value === 'rewrite') return 'rewrite';
-  if (value === 'preserve') return 'preserve';
-  if (value.trim() === '' || /[\r\n\0]/.test(value)) {
-    throw new AgentError(
-      AgentErrorCode.INVALID_OPTION,
-      `--host-header "${value}": expected rewrite, preserve or a host value`,
-    );
-  }
-  return { value };
-}
-
-/** What the agent asks the edge to enforce on its public URL (only a hash of the password is sent). */
-export function resolveProtection(
-  options: Pick<ConnectOptions, 'basicAuth' | 'allowIps'>,
-): Record<string, unknown> | undefined {
-  const protect: Record<string, unknown> = {};
-  if (options.basicAuth !== undefined) {
-    if (!/^[^:]+:.+$/.test(options.basicAuth)) {
-      throw new AgentError(
-        AgentErrorCode.INVALID_OPTION,
-        '--basic-auth must be user:password (both non-empty)',
-      );
-    }
-    protect.basicAuthSha256 = createHash('sha256').update(options.basicAuth).digest('hex');
-  }
-  if (options.allowIps !== undefined) {
-    for (const entry of options.allowIps) {
-      const [address, prefix] = entry.split('/');
-      const family = isIP(address ?? '');
-      const max = family === 6 ? 128 : 32;
-      if (family === 0 || (prefix !== undefined && !(/^\d+$/.test(prefix) && Number(prefix) <= max))) {
-        throw new AgentError(
-          AgentErrorCode.INVALID_OPTION,
-          `--allow-ip "${entry}" is not an IP address or CIDR block`,
-        );
-      }
-    }
-    protect.allowIps = options.allowIps;
-  }
-  return Object.keys(protect).length > 0 ? protect : undefined;
-}
 
 /** A drained session that lasted at least this long reconnects without the backoff's first pause. */
 const IMMEDIATE_RECONNECT_AFTER_MS = 1_000;
@@ -178,19 +87,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     this.#protect = resolveProtection(options);
     this.#logger = options.logger ?? pino({ level: 'silent' });
     if (options.tcp !== undefined) {
-      if (options.inspect !== undefined && options.inspect !== false) {
-        throw new AgentError(
-          AgentErrorCode.INVALID_OPTION,
-          'the inspector records HTTP requests: a TCP tunnel has none',
-        );
-      }
-      const timeout = options.tcp.connectTimeoutMs;
-      if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0)) {
-        throw new AgentError(
-          AgentErrorCode.INVALID_OPTION,
-          'tcp.connectTimeoutMs must be a positive integer',
-        );
-      }
+      checkTcpOptions(options);
       const tcp = parseTcpTarget(String(options.target));
       const label = tcpTargetLabel(tcp);
       this.target = { origin: `tcp://${label}`, host: label, basePath: '' };
@@ -238,6 +135,33 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       ask: { name, tcp: this.#options.tcp && (port ?? 'any'), protect: this.#protect },
       forwarding: this.#forwarding(port),
     };
+  }
+
+  /**
+   * After the edge refused some listed tunnels: when each refusal is a TCP port this session had before
+   * and the user never named (taken while it was away), those tunnels forget it and will ask for any port,
+   * as the session's own tunnel does. False when any refusal is one retrying cannot fix.
+   */
+  #forgetTakenPorts(answers: readonly ExtraTunnelAnswer[]): boolean {
+    const refused = this.#extras.flatMap((extra, i) => {
+      const answer = answers[i];
+      return answer !== undefined && 'error' in answer ? [{ extra, code: answer.error.code }] : [];
+    });
+    const forgivable = refused.every(
+      ({ extra, code }) =>
+        code === TCP_PORT_UNAVAILABLE &&
+        extra.#granted.port !== undefined &&
+        extra.#options.tcp?.remotePort === undefined,
+    );
+    if (!forgivable) return false;
+    for (const { extra } of refused) {
+      this.#logger.warn(
+        { tunnel: extra.label, port: extra.#granted.port },
+        'the previous TCP port is taken; asking for another',
+      );
+      extra.#granted = { name: extra.#granted.name };
+    }
+    return true;
   }
 
   /** The inspector's page and API (`http://127.0.0.1:4040`), once started; undefined when it is off. */
@@ -400,6 +324,10 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         );
         if (refused !== undefined) {
           await session.close(0);
+          if (this.#forgetTakenPorts(session.extras)) {
+            this.emit('reconnecting', { attempt, delayMs: 0, reason: refused.message });
+            continue;
+          }
           throw refused;
         }
         this.#session = session;

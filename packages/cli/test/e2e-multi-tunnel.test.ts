@@ -118,6 +118,84 @@ describe('tunnel2 start: several tunnels from one file over one session', () => 
     expect(edge.sessions.size).toBe(1); // only the other agent's
   });
 
+  it('says a configured subdomain is reserved by the edge, naming the tunnel (own or listed)', async () => {
+    const edge = await startEdge();
+    const web = await labelled('web');
+    for (const [lines, tunnel, name] of [
+      [[`  web: { target: ${web}, subdomain: www }`, `  api: { target: ${web} }`], 'web', 'www'],
+      [[`  web: { target: ${web} }`, `  api: { target: ${web}, subdomain: api }`], 'api', 'api'],
+    ] as const) {
+      const config = await file('reserved.yml', ['tunnels:', ...lines].join('\n'));
+      const result = await cli(['start', '--all', '--config', config, '--server', edge.url]);
+      expect(result.code).toBe(1);
+      const refusal = result.stderr.split('\n').find((line) => line.includes('reserved'));
+      expect(refusal).toContain(`tunnel ${tunnel}: `);
+      expect(refusal).toContain(`subdomain "${name}" is reserved by this edge`);
+    }
+    expect(edge.sessions.size).toBe(0);
+  });
+
+  it('keeps every name and the TCP port across an edge restarted on the same port', async () => {
+    const range = portRange();
+    const startServer = async (port: string) => {
+      const server = spawnCli([
+        'server',
+        '--port',
+        port,
+        '--tcp-ports',
+        range,
+        '--json',
+        '--log-level',
+        'warn',
+      ]);
+      cleanups.push(async () => {
+        server.kill('SIGKILL');
+        await server.exited;
+      });
+      return { server, url: String((await server.waitFor('listening')).url) };
+    };
+    const first = await startServer('0');
+    const edgePort = new URL(first.url).port;
+    const web = await labelled('web');
+    const api = await labelled('api');
+    const hash = await startHashServer();
+    cleanups.push(hash.close);
+    const config = await file(
+      'restart.yml',
+      [
+        `server: ${first.url}`,
+        'tunnels:',
+        `  web: { target: ${web}, subdomain: restart-web }`,
+        `  api: { target: ${api} }`,
+        `  db: { proto: tcp, target: ${hash.port} }`,
+      ].join('\n'),
+    );
+    const agent = startCli(['start', '--all', '--config', config, '--json']);
+    const readies = async () => {
+      const seen = new Map<unknown, Record<string, unknown>>();
+      while (seen.size < 3) {
+        const event = await agent.waitFor('ready');
+        seen.set(event.tunnel, event);
+        agent.events.splice(agent.events.indexOf(event), 1);
+      }
+      return seen;
+    };
+    const before = await readies();
+    first.server.kill('SIGKILL');
+    await first.server.exited;
+    await agent.waitFor('reconnecting');
+    const second = await startServer(edgePort);
+    const after = await readies();
+    for (const tunnel of ['web', 'api', 'db']) {
+      expect(after.get(tunnel)?.url).toBe(before.get(tunnel)?.url);
+    }
+    const get = async (name: unknown) => (await fetch(`${second.url}/session/${String(name)}/x`)).text();
+    expect(await get('restart-web')).toBe('web /x');
+    expect(await get(after.get('api')?.name)).toBe('api /x');
+    const { sent, answer } = await sendAndHash(Number(new URL(String(after.get('db')?.url)).port), 4096);
+    expect(answer).toBe(sent);
+  });
+
   it('takes the server from flag over env over file', async () => {
     const edge = await startEdge();
     const web = await labelled('web');
@@ -163,6 +241,24 @@ describe('tunnel2 start: a file or command line it cannot use exits 2 with one l
       'tunnels:\n  web: { target: 3000, remote_port: 1 }\n',
       ['--all'],
       /tunnels\.web\.remote_port: unknown key/,
+    ],
+    [
+      'bad allow_ip',
+      'tunnels:\n  web: { target: 3000, allow_ip: [10.0.0.0/8, 10.0.0.300] }\n',
+      ['--all'],
+      /^tunnel2: bad\.yml: tunnels\.web\.allow_ip: "10\.0\.0\.300" is not an IP address or CIDR block$/,
+    ],
+    [
+      'bad allow_ip prefix on tcp',
+      'tunnels:\n  db: { proto: tcp, target: 5432, allow_ip: "::1/129" }\n',
+      ['--all'],
+      /^tunnel2: bad\.yml: tunnels\.db\.allow_ip: "::1\/129" is not an IP address or CIDR block$/,
+    ],
+    [
+      'bad basic_auth',
+      'tunnels:\n  web: { target: 3000, basic_auth: "nopassword" }\n',
+      ['--all'],
+      /^tunnel2: bad\.yml: tunnels\.web\.basic_auth: expected user:password \(both non-empty\)$/,
     ],
     ['no tunnels', 'server: http://localhost:1\n', ['--all'], /bad\.yml: tunnels: missing/],
     ['not YAML', 'tunnels: [\n', ['--all'], /bad\.yml: not valid YAML/],

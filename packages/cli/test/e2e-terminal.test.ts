@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { buildEdge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -5,6 +8,7 @@ import { send } from './support/http-client.js';
 import { spawnCli, startEdgeProcess } from './support/processes.js';
 import { ptyCli } from './support/pty-cli.js';
 import { silent } from './support/stack.js';
+import { portRange, sendAndHash, startHashServer } from './support/tcp-stack.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -173,5 +177,96 @@ describe('the terminal view (a real pty)', () => {
     expect(back.some((line) => line.startsWith('tunnel2: connection lost'))).toBe(true);
     agent.signal('INT');
     expect(await agent.exited).toBe(0);
+  });
+
+  it('tunnel2 start: one header row per tunnel, lines prefixed by its name, requests and connections apart', async () => {
+    const backend = await createTestBackend();
+    cleanups.push(() => backend.close());
+    const hash = await startHashServer();
+    cleanups.push(hash.close);
+    const edge = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
+    const { port, url } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const dir = await mkdtemp(join(tmpdir(), 'tunnel2-tty-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const config = join(dir, 'tunnel2.yml');
+    await writeFile(
+      config,
+      [
+        `server: ${url}`,
+        'tunnels:',
+        `  web: { target: ${backend.port}, subdomain: ttyweb }`,
+        `  api: { target: ${backend.port}, subdomain: ttyapi }`,
+        `  db: { proto: tcp, target: ${hash.port} }`,
+      ].join('\n'),
+    );
+    const agent = ptyCli(['start', '--all', '--config', config]);
+    cleanups.push(() => agent.kill());
+    const first = await agent.waitForScreen(has('  db   tcp://'), 'the three rows');
+    expect(first[0]).toMatch(/requests 0 \(0\/min\) {3}connections 0 \(0\/min\) {3}open 0$/);
+    expect(first[1]).toBe(`  web  http://ttyweb.localhost:${port}/ -> http://localhost:${backend.port}`);
+    expect(first.some((line) => line.startsWith(`  api  http://ttyapi.localhost:${port}/ -> `))).toBe(true);
+    const db = first.find((line) => line.startsWith('  db   tcp://')) ?? '';
+    const tcpPort = Number(/:(\d+) ->/.exec(db)?.[1]);
+
+    expect((await ping(port, 'ttyweb')).status).toBe(200);
+    expect((await ping(port, 'ttyweb')).status).toBe(200);
+    expect((await ping(port, 'ttyapi')).status).toBe(200);
+    const { sent, answer } = await sendAndHash(tcpPort, 1000);
+    expect(answer).toBe(sent);
+    const after = await agent.waitForScreen(
+      (l) => (l[0] ?? '').includes('requests 3 (3/min)   connections 1 (1/min)'),
+      'the counts',
+    );
+    const log = after.filter((line) => /^\w+ {2}\d\d:\d\d:\d\d/.test(line));
+    expect(
+      log.filter((line) => line.startsWith('web  ') && line.includes('/loadtest/ping  200')),
+    ).toHaveLength(2);
+    expect(
+      log.filter((line) => line.startsWith('api  ') && line.includes('/loadtest/ping  200')),
+    ).toHaveLength(1);
+    expect(log.filter((line) => line.startsWith('db  ') && line.includes(' in 1000 B'))).toHaveLength(1);
+    expect(agent.terminal.sgrSeen).toBeGreaterThan(0);
+    agent.signal('INT');
+    expect(await agent.exited).toBe(0);
+    expect(
+      agent.terminal
+        .lines()
+        .filter((line) => line !== '')
+        .at(-1),
+    ).toBe('tunnel2: closed');
+
+    // --no-tty: the plain log, each line prefixed by its tunnel's name; --no-color: the header, no colour.
+    // (New names: the ones above stay reserved a while for the agent that just left.)
+    await writeFile(
+      config,
+      [
+        `server: ${url}`,
+        'tunnels:',
+        `  web: { target: ${backend.port}, subdomain: ttyplain }`,
+        `  api: { target: ${backend.port}, subdomain: ttygrey }`,
+      ].join('\n'),
+    );
+    const plain = ptyCli(['start', 'web', '--config', config, '--no-tty']);
+    cleanups.push(() => plain.kill());
+    await plain.waitForScreen(
+      has(`web  tunnel2: forwarding http://ttyplain.localhost:${port}/`),
+      'the plain log',
+    );
+    expect((await ping(port, 'ttyplain')).status).toBe(200);
+    await plain.waitForScreen(
+      (l) => l.some((line) => /^web {2}\d\d:\d\d:\d\d {2}GET {5}\/loadtest\/ping {2}200/.test(line)),
+      'the request line',
+    );
+    plain.signal('INT');
+    expect(await plain.exited).toBe(0);
+    expect(plain.raw()).not.toContain('\x1b');
+    const grey = ptyCli(['start', 'api', '--config', config, '--no-color']);
+    cleanups.push(() => grey.kill());
+    await grey.waitForScreen(has(`  api  http://ttygrey.localhost:${port}/`), 'the header row');
+    grey.signal('INT');
+    expect(await grey.exited).toBe(0);
+    expect(grey.raw()).not.toMatch(SGR);
+    expect(grey.raw()).toContain('\x1b[1;1H');
   });
 });

@@ -1,8 +1,9 @@
 import { once } from 'node:events';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, connect as netConnect } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AgentErrorCode, connect, connectTcp, Tunnel } from '../src/index.js';
+import { AgentErrorCode, connect, connectMany, connectTcp, Tunnel } from '../src/index.js';
 import { silent } from './support/stack.js';
 import { sendAndHash, startHashServer } from './support/tcp-stack.js';
 
@@ -147,6 +148,55 @@ describe('a TCP tunnel whose port was taken while it was away', () => {
     expect(now).not.toBe(had);
     expect(info.url).toBe(`tcp://localhost:${now}`);
     expect(tunnel.url).toBe(info.url);
+    const { sent, answer } = await sendAndHash(now, 1000);
+    expect(answer).toBe(sent);
+  });
+
+  it('a listed tunnel of tunnel2 start (no remote_port): takes another port and announces it', async () => {
+    const backend = await startHashServer();
+    cleanups.push(backend.close);
+    const web = createHttpServer((_req, res) => res.end('web'));
+    web.listen(0, '127.0.0.1');
+    await once(web, 'listening');
+    cleanups.push(async () => void web.close());
+    const first = await closedPort();
+    const range = `${first}-${first + 1}`;
+    let edge = buildEdge({ port: 0, logger: silent, tcpPorts: range });
+    await edge.listen();
+    const edgePort = Number(new URL(edge.url).port);
+    const group = await connectMany({
+      server: edge.url,
+      reconnect: { initialMs: 10, maxMs: 50 },
+      tunnels: [
+        { name: 'web', target: (web.address() as { port: number }).port, subdomain: 'lifecycle-web' },
+        { name: 'db', target: backend.port, tcp: {} },
+      ],
+    });
+    cleanups.push(() => group.close(0));
+    const db = group.tunnels[1];
+    const had = db?.info?.tcp?.port ?? 0;
+    const dbName = db?.info?.name;
+    await edge.close(0);
+    const squatter = createServer().listen({ port: had, host: '127.0.0.1', exclusive: true });
+    await once(squatter, 'listening');
+    cleanups.push(async () => void squatter.close());
+    const ready = once(db as Tunnel, 'ready');
+    const errors: unknown[] = [];
+    group.on('error', (error) => errors.push(error));
+    edge = buildEdge({ port: edgePort, logger: silent, tcpPorts: range });
+    await edge.listen();
+    const restarted = edge;
+    cleanups.push(() => restarted.close(0));
+    // A refusal that ends the group ends the wait too (then `errors` says why).
+    const ended = closeOf(group).then(() => [{ url: 'closed' }]);
+    const [info] = (await Promise.race([ready, ended])) as [{ url: string; tcp?: { port: number } }];
+    expect(errors).toEqual([]);
+    const now = info.tcp?.port ?? 0;
+    expect(now).not.toBe(had);
+    expect(db?.url).toBe(`tcp://localhost:${now}`);
+    expect(group.info?.name).toBe('lifecycle-web');
+    expect(db?.info?.name).toBe(dbName);
+    expect(errors).toEqual([]);
     const { sent, answer } = await sendAndHash(now, 1000);
     expect(answer).toBe(sent);
   });

@@ -56,9 +56,10 @@ afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 }, 60_000);
 
-/** `npx --yes <package> ...args` from a new empty folder, against the local registry. */
-async function npx(args: string[]): Promise<NpxProcess> {
+/** `npx --yes <package> ...args` from a new folder, empty but for `files`, against the local registry. */
+async function npx(args: string[], files: Record<string, string> = {}): Promise<NpxProcess> {
   const cwd = await mkdtemp(join(work, 'cwd-'));
+  for (const [name, text] of Object.entries(files)) await writeFile(join(cwd, name), text);
   const child = startNpx({ registry: registry.url, cache, userconfig, cwd, args: [packed.name, ...args] });
   running.push(child);
   return child;
@@ -73,11 +74,11 @@ describe('the published @tunnel2/cli', () => {
   it('holds the bundle, its declarations, README, LICENSE and notices, and has no dependencies', async () => {
     for (const file of packed.files) {
       expect(file).toMatch(
-        /^(package\.json|README\.md|LICENSE|THIRD-PARTY-NOTICES\.md|bin\/(tunnel2|check-node)\.js|dist\/[\w-]+\.(js|d\.ts)|static\/[\w.-]+)$/,
+        /^(package\.json|README\.md|LICENSE|THIRD-PARTY-NOTICES\.md|tunnel2\.schema\.json|bin\/(tunnel2|check-node)\.js|dist\/[\w-]+\.(js|d\.ts)|static\/[\w.-]+)$/,
       );
     }
     expect(packed.files).toEqual(
-      expect.arrayContaining(['dist/index.d.ts', 'dist/index.js', 'dist/main.js']),
+      expect.arrayContaining(['dist/index.d.ts', 'dist/index.js', 'dist/main.js', 'tunnel2.schema.json']),
     );
     const manifest = JSON.parse(await readFile(join(packed.dir, 'package.json'), 'utf8')) as Record<
       string,
@@ -91,6 +92,9 @@ describe('the published @tunnel2/cli', () => {
     });
     expect(manifest.dependencies).toBeUndefined();
     expect(packed.bundled.some((id) => id.startsWith('fastify@'))).toBe(true);
+    // `tunnel2 start` reads YAML with the bundled parser.
+    expect(packed.bundled.some((id) => id.startsWith('yaml@'))).toBe(true);
+    expect(manifest.exports).toMatchObject({ './tunnel2.schema.json': './tunnel2.schema.json' });
   });
 
   it('passes publint and @arethetypeswrong/cli', async () => {
@@ -114,6 +118,17 @@ describe('the published @tunnel2/cli', () => {
     const [hash] = await readdir(join(cache, '_npx'));
     const installed = await readdir(join(cache, '_npx', hash!, 'node_modules'));
     expect(installed.filter((name) => !name.startsWith('.'))).toEqual(['@tunnel2']);
+  }, 120_000);
+
+  it('runs tunnel2 start --all from a folder holding tunnel2.yml', async () => {
+    const agent = await npx(['start', '--all', '--json'], {
+      'tunnel2.yml': `server: ${edgeUrl}\ntunnels:\n  web: { target: ${backend.port}, subdomain: npxstart }\n`,
+    });
+    const ready = await agent.waitFor('ready', 90_000);
+    expect(ready).toMatchObject({ tunnel: 'web', name: 'npxstart' });
+    expect(await ping(edgeUrl, 'npxstart')).toEqual({ status: 200, body: 'pong' });
+    expect(await agent.waitFor('request', 10_000)).toMatchObject({ tunnel: 'web', status: 200 });
+    await agent.stop();
   }, 120_000);
 
   it('answers --version, --help and http --help (with examples)', async () => {

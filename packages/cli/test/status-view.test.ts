@@ -17,10 +17,8 @@ function snapshot(over: Partial<StatusSnapshot> = {}): StatusSnapshot {
     ],
     state: { kind: 'online' },
     rttMs: 1.234,
-    total: 12,
-    perMinute: 3,
+    activity: [{ unit: 'requests', total: 12, perMinute: 3 }],
     open: 1,
-    unit: 'requests',
     ...over,
   };
 }
@@ -44,7 +42,9 @@ describe('renderStatus', () => {
     for (const kind of ['connecting', 'draining', 'offline'] as const) {
       expect(first(snapshot({ state: { kind } }))).toContain(`  ${kind}  `);
     }
-    expect(first(snapshot({ rttMs: 42.7, unit: 'connections' }))).toContain('rtt 43 ms   connections 12');
+    expect(
+      first(snapshot({ rttMs: 42.7, activity: [{ unit: 'connections', total: 12, perMinute: 0 }] })),
+    ).toContain('rtt 43 ms   connections 12');
   });
 
   it('cuts every line to the width with an ellipsis, colours or not, and never wraps', () => {
@@ -77,6 +77,39 @@ describe('renderStatus', () => {
       '  web  http://web.l/ -> http://localhost:5173',
       '  api  http://api.l/ -> http://localhost:8000',
     ]);
+  });
+
+  it('leads with config-file labels (even a single tunnel) and counts requests and connections apart', () => {
+    const tunnels = [
+      {
+        name: 'x1',
+        label: 'web',
+        url: 'http://x1.l/',
+        urls: ['http://x1.l/'],
+        target: 'http://localhost:5173',
+      },
+      {
+        name: 'x2',
+        label: 'db',
+        url: 'tcp://l:20001',
+        urls: ['tcp://l:20001'],
+        target: 'tcp://localhost:5432',
+      },
+    ];
+    const activity = [
+      { unit: 'requests', total: 4, perMinute: 4 },
+      { unit: 'connections', total: 1, perMinute: 1 },
+    ] as const;
+    const lines = renderStatus(snapshot({ tunnels, activity }), 100, false);
+    expect(lines[0]).toBe(
+      'tunnel2  online   rtt 1.2 ms   requests 4 (4/min)   connections 1 (1/min)   open 1',
+    );
+    expect(lines.slice(1, 3)).toEqual([
+      '  web  http://x1.l/ -> http://localhost:5173',
+      '  db   tcp://l:20001 -> tcp://localhost:5432',
+    ]);
+    const single = renderStatus(snapshot({ tunnels: tunnels.slice(0, 1) }), 100, false);
+    expect(single[1]).toBe('  web  http://x1.l/ -> http://localhost:5173');
   });
 });
 

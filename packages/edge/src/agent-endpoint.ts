@@ -11,7 +11,7 @@ import { quoteForEcho } from './echo.js';
 import type { ResolvedEdgeOptions } from './edge-options.js';
 import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
-import { checkRequestedName, ownerKey, randomSessionName } from './session-name.js';
+import { checkRequestedName, ownerKey, randomSessionName, reservedNameMessage } from './session-name.js';
 import type { SessionTable } from './session-table.js';
 import type { TcpPort, TcpPortTable } from './tcp-tunnels.js';
 import { createTunnelClaims } from './tunnel-claims.js';
@@ -86,7 +86,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         const code = check.reason === 'reserved' ? EdgeErrorCode.RESERVED_NAME : EdgeErrorCode.INVALID_NAME;
         const why =
           check.reason === 'reserved'
-            ? `subdomain "${requested}" is reserved`
+            ? reservedNameMessage(requested)
             : `subdomain ${quoteForEcho(requested)} is not a valid DNS label (a-z, 0-9, inner hyphens, at most 63 characters)`;
         rejectUpgrade(socket, { code, message: why });
         return;

@@ -40,6 +40,11 @@ export function checkRequestedName(name: string): NameCheck {
   return { ok: true };
 }
 
+/** Why a reserved name is refused, the same for a session's own name and a listed tunnel's. */
+export function reservedNameMessage(name: string): string {
+  return `subdomain "${name}" is reserved by this edge (names its operator keeps for their own services): choose another`;
+}
+
 /** The registry stores an owner key, never a secret: a hash of what identifies the agent. */
 export function ownerKey(secret: string): string {
   return createHash('sha256').update(secret).digest('base64url');

@@ -3,7 +3,7 @@ import type { AgentConnection, ClaimedTunnels } from './agent-connection.js';
 import { quoteForEcho } from './echo.js';
 import { EdgeErrorCode } from './errors.js';
 import { compileProtection } from './public-protection.js';
-import { checkRequestedName, randomSessionName } from './session-name.js';
+import { checkRequestedName, randomSessionName, reservedNameMessage } from './session-name.js';
 import type { SessionTable } from './session-table.js';
 import type { TcpPort, TcpPortTable } from './tcp-tunnels.js';
 import { ExtraTunnel } from './tunnel-entry.js';
@@ -50,7 +50,7 @@ export function createTunnelClaims(options: TunnelClaimsOptions) {
       const check = checkRequestedName(requested);
       if (!check.ok) {
         return check.reason === 'reserved'
-          ? { code: EdgeErrorCode.RESERVED_NAME, message: `subdomain "${requested}" is reserved` }
+          ? { code: EdgeErrorCode.RESERVED_NAME, message: reservedNameMessage(requested) }
           : {
               code: EdgeErrorCode.INVALID_NAME,
               message: `subdomain ${quoteForEcho(requested)} is not a valid DNS label (a-z, 0-9, inner hyphens, at most 63 characters)`,

@@ -4,6 +4,8 @@ export interface ClusterNodeArgsOptions {
   id: string;
   port: number;
   secret: string;
+  /** A loopback address of its own (127.0.0.2, …), so that nodes can each listen on the same TCP range. */
+  host?: string;
 }
 
 /**
@@ -11,7 +13,9 @@ export interface ClusterNodeArgsOptions {
  * node comes back where the load balancer and the other nodes expect it) that is also its node URL.
  */
 export function clusterNodeArgs(options: ClusterNodeArgsOptions): string[] {
+  const host = options.host ?? '127.0.0.1';
   return [
+    ...(options.host === undefined ? [] : ['--host', options.host]),
     '--port',
     String(options.port),
     '--registry',
@@ -19,7 +23,7 @@ export function clusterNodeArgs(options: ClusterNodeArgsOptions): string[] {
     '--node-id',
     options.id,
     '--node-url',
-    `http://127.0.0.1:${options.port}`,
+    `http://${host}:${options.port}`,
     '--cluster-secret',
     options.secret,
   ];

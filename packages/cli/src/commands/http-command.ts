@@ -1,6 +1,7 @@
+import type { InspectOptions } from '../connect-options.js';
 import { AgentError, AgentErrorCode } from '../errors.js';
 import { readCaFile } from '../target-tls.js';
-import { type InspectOptions, Tunnel } from '../tunnel.js';
+import { Tunnel } from '../tunnel.js';
 import { allowIpList, runTunnelCommand } from './tunnel-command.js';
 
 export interface HttpCommandOptions {

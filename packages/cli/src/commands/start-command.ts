@@ -3,15 +3,13 @@ import { DEFAULT_CONFIG_FILE, loadTunnelConfig } from '../config-file.js';
 import { AgentError, AgentErrorCode } from '../errors.js';
 import { createHumanReporter, createJsonReporter } from '../reporter.js';
 import { createTunnels } from '../tunnel-group.js';
-import { runTunnelCommand } from './tunnel-command.js';
+import { type OutputOptions, runTunnelCommand } from './tunnel-command.js';
 
-export interface StartCommandOptions {
+export interface StartCommandOptions extends OutputOptions {
   config?: string;
   all?: boolean;
   server?: string;
   token?: string;
-  json?: boolean;
-  logLevel?: string;
 }
 
 /** Exit status of a config file or command line `start` cannot use (as for a usage error). */
@@ -59,9 +57,13 @@ export async function runStartCommand(names: string[], options: StartCommandOpti
     (group, _reporter, output) => {
       const writeErr = (line: string): void => void process.stderr.write(line);
       for (const tunnel of group.tunnels) {
-        const reporter = output.json
-          ? createJsonReporter(output.stdout, { tunnel: tunnel.label })
-          : createHumanReporter(output.stdout, writeErr, { tunnel: tunnel.label });
+        const label = tunnel.label ?? tunnel.target.host;
+        // On a terminal every tunnel is a row of the one header, its lines prefixed by its name.
+        const reporter = output.screen
+          ? output.screen.tunnel(label, tunnel.target.origin.startsWith('tcp:') ? 'connections' : 'requests')
+          : output.json
+            ? createJsonReporter(output.stdout, { tunnel: tunnel.label })
+            : createHumanReporter(output.stdout, writeErr, { tunnel: tunnel.label });
         const targetLabel = tunnel.target.origin + tunnel.target.basePath;
         tunnel.on('ready', (info) => reporter.ready(info, targetLabel, tunnel.inspectorUrl));
         tunnel.on('request', (report) => reporter.request(report));

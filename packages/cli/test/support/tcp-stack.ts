@@ -89,8 +89,13 @@ export async function startTcpStack(
 }
 
 /** Connects to the public port, sends `bytes` in chunks honouring backpressure, half-closes, and reads the answer. */
-export async function sendAndHash(port: number, bytes: number): Promise<{ sent: string; answer: string }> {
-  const socket = netConnect({ port, host: '127.0.0.1', allowHalfOpen: true });
+/** `host`: which address of the edge (a cluster test's nodes each have their own loopback address). */
+export async function sendAndHash(
+  port: number,
+  bytes: number,
+  host = '127.0.0.1',
+): Promise<{ sent: string; answer: string }> {
+  const socket = netConnect({ port, host, allowHalfOpen: true });
   await once(socket, 'connect');
   const hash = createHash('sha256');
   const answer: Buffer[] = [];

@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
+import type { ProtocolSettings, VersionRange } from '@tunnel2/protocol';
+import type { Logger } from 'pino';
+import { AgentError, AgentErrorCode } from './errors.js';
+import type { HostHeaderMode } from './forward-exchange.js';
+
+export interface ConnectOptions {
+  /** The tunnel's name in a config file (`tunnels.<name>`): it prefixes its output and its errors. */
+  label?: string;
+  /** Local target: a port, `host:port` or URL. */
+  target: string | number;
+  /** Edge base URL. Default: `TUNNEL2_SERVER`, else `http://localhost:8080`. */
+  server?: string;
+  /** Requested subdomain; else the edge picks a random, unguessable one. */
+  subdomain?: string;
+  /** Agent token. Default: `TUNNEL2_TOKEN`. */
+  token?: string;
+  /** `rewrite` (default): the backend sees `Host: <target host:port>`; `preserve`: the public host; any other string: that value. */
+  hostHeader?: string;
+  logger?: Logger;
+  /** An https:// target: accept any certificate (self-signed, expired, another host's). Default false. */
+  insecure?: boolean;
+  /** An https:// target: PEM of a private CA to trust besides Node's bundled ones (the CLI's --ca <file>). */
+  ca?: string | Buffer;
+  /** Backend connections kept by the pool. */
+  connections?: number;
+  protocol?: Partial<ProtocolSettings>;
+  /** @internal Tests only: the protocol versions offered (to play an older or newer agent). */
+  protocolVersions?: VersionRange;
+  /** Reconnect backoff. */
+  reconnect?: { initialMs?: number; maxMs?: number };
+  agentPath?: string;
+  /** `user:password` the edge asks of every public request (HTTP Basic). */
+  basicAuth?: string;
+  /** Client addresses or CIDR blocks allowed to use the public URL. */
+  allowIps?: string[];
+  /**
+   * The request inspector (web page and API on loopback). Off when absent or false; `{}` starts it on
+   * 127.0.0.1, the first free port of 4040..4049 (else an ephemeral one).
+   */
+  inspect?: false | InspectOptions;
+  /**
+   * A TCP tunnel instead of an HTTP one (see connectTcp): the edge gives a public port and every
+   * connection to it is carried to `target`. `remotePort` asks for a specific port of the edge's range.
+   */
+  tcp?: { remotePort?: number; connectTimeoutMs?: number };
+}
+
+export interface InspectOptions {
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default: the first free of 4040..4049, else an ephemeral port; 0: an ephemeral port. */
+  port?: number;
+  /** Bytes kept of each request and response body (default 1 MiB). */
+  bodyLimit?: number;
+  /** Bytes all captured entries together may hold (default 64 MiB). */
+  budget?: number;
+}
+
+/** `user:password`, both non-empty: what HTTP Basic can carry (the user part has no colon). */
+export function isBasicAuth(value: string): boolean {
+  return /^[^:]+:.+$/.test(value);
+}
+
+/** The first entry of `list` that is neither an IP address nor a CIDR block, else undefined. */
+export function firstInvalidIp(list: readonly string[]): string | undefined {
+  return list.find((entry) => {
+    const [address, prefix] = entry.split('/');
+    const family = isIP(address ?? '');
+    const max = family === 6 ? 128 : 32;
+    return family === 0 || (prefix !== undefined && !(/^\d+$/.test(prefix) && Number(prefix) <= max));
+  });
+}
+
+export function resolveHostHeader(value: string | undefined): HostHeaderMode {
+  if (value === undefined || value === 'rewrite') return 'rewrite';
+  if (value === 'preserve') return 'preserve';
+  if (value.trim() === '' || /[\r\n\0]/.test(value)) {
+    throw new AgentError(
+      AgentErrorCode.INVALID_OPTION,
+      `--host-header "${value}": expected rewrite, preserve or a host value`,
+    );
+  }
+  return { value };
+}
+
+/** What the agent asks the edge to enforce on its public URL (only a hash of the password is sent). */
+export function resolveProtection(
+  options: Pick<ConnectOptions, 'basicAuth' | 'allowIps'>,
+): Record<string, unknown> | undefined {
+  const protect: Record<string, unknown> = {};
+  if (options.basicAuth !== undefined) {
+    if (!isBasicAuth(options.basicAuth)) {
+      throw new AgentError(
+        AgentErrorCode.INVALID_OPTION,
+        '--basic-auth must be user:password (both non-empty)',
+      );
+    }
+    protect.basicAuthSha256 = createHash('sha256').update(options.basicAuth).digest('hex');
+  }
+  if (options.allowIps !== undefined) {
+    const bad = firstInvalidIp(options.allowIps);
+    if (bad !== undefined) {
+      throw new AgentError(
+        AgentErrorCode.INVALID_OPTION,
+        `--allow-ip "${bad}" is not an IP address or CIDR block`,
+      );
+    }
+    protect.allowIps = options.allowIps;
+  }
+  return Object.keys(protect).length > 0 ? protect : undefined;
+}
+
+/** A TCP tunnel's own options, checked: it has no inspector, and its connect timeout is a positive integer. */
+export function checkTcpOptions(options: ConnectOptions): void {
+  if (options.inspect !== undefined && options.inspect !== false) {
+    throw new AgentError(
+      AgentErrorCode.INVALID_OPTION,
+      'the inspector records HTTP requests: a TCP tunnel has none',
+    );
+  }
+  const timeout = options.tcp?.connectTimeoutMs;
+  if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0)) {
+    throw new AgentError(AgentErrorCode.INVALID_OPTION, 'tcp.connectTimeoutMs must be a positive integer');
+  }
+}
