@@ -1,11 +1,12 @@
 import { readFile } from 'node:fs/promises';
-import { basename, extname } from 'node:path';
+import { basename, dirname, extname, resolve } from 'node:path';
 // A static import: this module is itself loaded only by `tunnel2 start`, so `tunnel2 http` carries no YAML
 // parser. (A dynamic import('yaml') broke in the published bundle: esbuild's chunk for that CommonJS
 // package exports only a default, and `parse` came out undefined.)
 import { parse } from 'yaml';
 import { firstInvalidIp, isBasicAuth } from './connect-options.js';
 import { AgentError, AgentErrorCode } from './errors.js';
+import { readCaFile } from './target-tls.js';
 import type { NamedTunnelOptions } from './tunnel-group.js';
 
 /** The file `tunnel2 start` reads when no --config is given (docs/config-file.md). */
@@ -18,9 +19,20 @@ export interface TunnelConfig {
   tunnels: NamedTunnelOptions[];
 }
 
-const TOP_KEYS = ['server', 'token', 'tunnels'];
-const HTTP_KEYS = ['proto', 'target', 'subdomain', 'host_header', 'basic_auth', 'allow_ip', 'inspect'];
-const TCP_KEYS = ['proto', 'target', 'remote_port', 'allow_ip'];
+/** The keys each level takes (tunnel2.schema.json lists the same; a test keeps them in step). */
+export const TOP_KEYS = ['server', 'token', 'tunnels'];
+export const HTTP_KEYS = [
+  'proto',
+  'target',
+  'subdomain',
+  'host_header',
+  'basic_auth',
+  'allow_ip',
+  'inspect',
+  'insecure',
+  'ca',
+];
+export const TCP_KEYS = ['proto', 'target', 'remote_port', 'allow_ip'];
 /** A tunnel's name: it prefixes output lines, so it stays short and plain. */
 const NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/i;
 
@@ -61,11 +73,14 @@ export async function loadTunnelConfig(path: string): Promise<TunnelConfig> {
       },
     );
   }
-  return checkTunnelConfig(file, data);
+  return checkTunnelConfig(file, data, dirname(path));
 }
 
-/** Checks a parsed config file; every mistake is one AgentError naming `file` and the key. */
-export function checkTunnelConfig(file: string, data: unknown): TunnelConfig {
+/**
+ * Checks a parsed config file; every mistake is one AgentError naming `file` and the key. Paths in it (a
+ * tunnel's `ca`) are relative to `baseDir`, the file's directory.
+ */
+export function checkTunnelConfig(file: string, data: unknown, baseDir = process.cwd()): TunnelConfig {
   const top = object(file, '(top level)', data);
   unknownKeys(file, '', top, TOP_KEYS);
   const server = optionalString(file, 'server', top.server);
@@ -82,7 +97,7 @@ export function checkTunnelConfig(file: string, data: unknown): TunnelConfig {
     if (!NAME.test(name)) {
       throw invalid(file, path, 'a tunnel name is letters, digits, - and _ (at most 32 characters)');
     }
-    const tunnel = checkTunnel(file, path, name, object(file, path, value));
+    const tunnel = checkTunnel(file, baseDir, path, name, object(file, path, value));
     if (tunnel.subdomain !== undefined) {
       const other = subdomains.get(tunnel.subdomain.toLowerCase());
       if (other !== undefined)
@@ -96,6 +111,7 @@ export function checkTunnelConfig(file: string, data: unknown): TunnelConfig {
 
 function checkTunnel(
   file: string,
+  baseDir: string,
   path: string,
   name: string,
   fields: Record<string, unknown>,
@@ -141,7 +157,48 @@ function checkTunnel(
   const inspect = fields.inspect ?? false;
   if (typeof inspect !== 'boolean')
     throw invalid(file, `${path}.inspect`, `expected true or false, got ${shown(inspect)}`);
-  return { name, target, subdomain, hostHeader, basicAuth, allowIps, inspect: inspect ? {} : false };
+  const tls = checkTargetTls(file, baseDir, path, target, fields);
+  return { name, target, subdomain, hostHeader, basicAuth, allowIps, inspect: inspect ? {} : false, ...tls };
+}
+
+/**
+ * `insecure` and `ca` (a PEM file, relative to the config file) for an https:// target. The CA is read
+ * here, once, so a wrong path is reported with its key before anything connects.
+ */
+function checkTargetTls(
+  file: string,
+  baseDir: string,
+  path: string,
+  target: string,
+  fields: Record<string, unknown>,
+): { insecure?: boolean; ca?: string } {
+  const { insecure, ca } = fields;
+  if (insecure === undefined && ca === undefined) return {};
+  if (!/^https:\/\//i.test(target)) {
+    const key = insecure === undefined ? 'ca' : 'insecure';
+    throw invalid(
+      file,
+      `${path}.${key}`,
+      `applies to https:// targets only (the target is ${shown(target)})`,
+    );
+  }
+  if (insecure !== undefined && typeof insecure !== 'boolean')
+    throw invalid(file, `${path}.insecure`, `expected true or false, got ${shown(insecure)}`);
+  const caFile = optionalString(file, `${path}.ca`, ca);
+  let pem: string | undefined;
+  if (caFile !== undefined) {
+    try {
+      pem = readCaFile(resolve(baseDir, caFile));
+    } catch (err) {
+      // readCaFile words its error for the --ca flag: keep its reason, name the key instead.
+      const why = err instanceof AgentError ? err.message.replace(/^--ca [^:]*: /, '') : String(err);
+      throw invalid(file, `${path}.ca`, `${shown(caFile)}: ${why}`);
+    }
+  }
+  return {
+    ...(insecure === undefined ? {} : { insecure }),
+    ...(pem === undefined ? {} : { ca: pem }),
+  };
 }
 
 /** A port (3000 or "3000"), host:port, or (HTTP) a URL; the same forms `tunnel2 http`/`tcp` take. */

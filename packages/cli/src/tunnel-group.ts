@@ -5,7 +5,16 @@ import { Tunnel } from './tunnel.js';
 /** One tunnel of connectMany(): its name (output prefix) and its own options. */
 export type NamedTunnelOptions = { name: string } & Pick<
   ConnectOptions,
-  'target' | 'subdomain' | 'hostHeader' | 'basicAuth' | 'allowIps' | 'inspect' | 'tcp' | 'connections'
+  | 'target'
+  | 'subdomain'
+  | 'hostHeader'
+  | 'basicAuth'
+  | 'allowIps'
+  | 'inspect'
+  | 'tcp'
+  | 'connections'
+  | 'insecure'
+  | 'ca'
 >;
 
 /** What connectMany() takes: what the tunnels share (edge, token, logging) and the tunnels. */

@@ -7,6 +7,7 @@ import { buildEdge } from '@tunnel2/edge';
 import { freePort } from '@tunnel2/test-services';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '../src/index.js';
+import { makeCertificates, startHttpsBackend } from './support/https-backend.js';
 import { cli, spawnCli } from './support/processes.js';
 import { silent } from './support/stack.js';
 import { portRange, sendAndHash, startHashServer } from './support/tcp-stack.js';
@@ -196,6 +197,38 @@ describe('tunnel2 start: several tunnels from one file over one session', () => 
     expect(answer).toBe(sent);
   });
 
+  it('forwards to https:// targets with insecure (self-signed) and ca (a file relative to the config)', async () => {
+    const edge = await startEdge();
+    const certs = await makeCertificates();
+    cleanups.push(() => certs.dispose());
+    const selfSigned = await startHttpsBackend(certs.selfSigned);
+    cleanups.push(() => selfSigned.close());
+    const caSigned = await startHttpsBackend(certs.signed);
+    cleanups.push(() => caSigned.close());
+    // The CA is named relative to the config file's own folder, not to the working directory.
+    await writeFile(join(dir, 'rootCA.pem'), certs.ca.cert);
+    const config = await file(
+      'tls.yml',
+      [
+        `server: ${edge.url}`,
+        'tunnels:',
+        `  dev: { target: "https://localhost:${selfSigned.port}", subdomain: tls-dev, insecure: true }`,
+        `  priv: { target: "https://localhost:${caSigned.port}", subdomain: tls-priv, ca: rootCA.pem }`,
+      ].join('\n'),
+    );
+    const agent = startCli(['start', '--all', '--config', config, '--json']);
+    for (let ready = 0; ready < 2; ready++) {
+      const event = await agent.waitFor('ready');
+      agent.events.splice(agent.events.indexOf(event), 1);
+    }
+    const dev = await fetch(`${edge.url}/session/tls-dev/hello`);
+    expect(dev.status).toBe(200);
+    expect(selfSigned.seen.map((seen) => seen.url)).toEqual(['/hello']);
+    const priv = await fetch(`${edge.url}/session/tls-priv/there`);
+    expect(priv.status).toBe(200);
+    expect(caSigned.seen.map((seen) => seen.url)).toEqual(['/there']);
+  });
+
   it('takes the server from flag over env over file', async () => {
     const edge = await startEdge();
     const web = await labelled('web');
@@ -259,6 +292,24 @@ describe('tunnel2 start: a file or command line it cannot use exits 2 with one l
       'tunnels:\n  web: { target: 3000, basic_auth: "nopassword" }\n',
       ['--all'],
       /^tunnel2: bad\.yml: tunnels\.web\.basic_auth: expected user:password \(both non-empty\)$/,
+    ],
+    [
+      'insecure on an http target',
+      'tunnels:\n  web: { target: 3000, insecure: true }\n',
+      ['--all'],
+      /^tunnel2: bad\.yml: tunnels\.web\.insecure: applies to https:\/\/ targets only \(the target is "3000"\)$/,
+    ],
+    [
+      'ca file missing',
+      'tunnels:\n  web: { target: "https://localhost:8443", ca: no-such-ca.pem }\n',
+      ['--all'],
+      /^tunnel2: bad\.yml: tunnels\.web\.ca: "no-such-ca\.pem": cannot read it \(ENOENT\)$/,
+    ],
+    [
+      'ca file not PEM',
+      'tunnels:\n  web: { target: "https://localhost:8443", ca: bad.yml }\n',
+      ['--all'],
+      /^tunnel2: bad\.yml: tunnels\.web\.ca: "bad\.yml": no PEM certificate in it/,
     ],
     ['no tunnels', 'server: http://localhost:1\n', ['--all'], /bad\.yml: tunnels: missing/],
     ['not YAML', 'tunnels: [\n', ['--all'], /bad\.yml: not valid YAML/],
