@@ -48,6 +48,8 @@ export interface TunnelEvents {
 
 /** The edge's code for a TCP port it cannot give (taken, or outside its range). */
 const TCP_PORT_UNAVAILABLE = 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE';
+/** The edge's code for a name another owner holds. */
+const NAME_IN_USE = 'TUNNEL2_ERR_NAME_IN_USE';
 
 /** A drained session that lasted at least this long reconnects without the backoff's first pause. */
 const IMMEDIATE_RECONNECT_AFTER_MS = 1_000;
@@ -366,6 +368,15 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
             ? err
             : new AgentError(AgentErrorCode.EDGE_UNREACHABLE, String(err), { cause: err }),
         );
+        if (this.#options.subdomain === undefined && name !== undefined && error.edgeCode === NAME_IN_USE) {
+          // The random name it had was taken while it was away (its grace ran out, and whoever saw the
+          // public URL claimed it). The user asked for none, so a new random one will do: the next
+          // 'ready' announces the new address, as for a TCP port below.
+          this.#logger.warn({ name }, 'the previous name is taken; asking for a new one');
+          name = undefined;
+          this.emit('reconnecting', { attempt, delayMs: 0, reason: error.message });
+          continue;
+        }
         if (
           requestedPort === undefined &&
           grantedPort !== undefined &&

@@ -201,3 +201,88 @@ describe('a TCP tunnel whose port was taken while it was away', () => {
     expect(answer).toBe(sent);
   });
 });
+
+/**
+ * A TCP relay in front of the edge that a test can cut (its listener closed and its connections destroyed,
+ * so the agent's reconnects are refused) and restore on the same port.
+ */
+async function cuttableRelay(
+  to: number,
+): Promise<{ port: number; cut(): Promise<void>; restore(): Promise<void> }> {
+  const sockets = new Set<import('node:net').Socket>();
+  const make = () =>
+    createServer((client) => {
+      const upstream = netConnect({ host: '127.0.0.1', port: to });
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s));
+        s.on('error', () => {});
+      }
+      client.pipe(upstream).pipe(client);
+    });
+  let server = make().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  cleanups.push(async () => {
+    server.close();
+    for (const s of sockets) s.destroy();
+  });
+  return {
+    port,
+    async cut() {
+      server.close();
+      for (const s of sockets) s.destroy();
+      await once(server, 'close');
+    },
+    async restore() {
+      server = make().listen(port, '127.0.0.1');
+      await once(server, 'listening');
+    },
+  };
+}
+
+describe('an HTTP tunnel whose random name was taken while it was away', () => {
+  it('without --subdomain: takes a new random name and announces it', async () => {
+    const backend = createHttpServer((_req, res) => res.end('mine'));
+    backend.listen(0, '127.0.0.1');
+    await once(backend, 'listening');
+    cleanups.push(async () => void backend.close());
+    const edge = await startEdge({ auth: { tokens: ['tok-a', 'tok-b'] }, reconnectGraceMs: 100 });
+    const relay = await cuttableRelay(Number(new URL(edge.url).port));
+    const tunnel = await connect({
+      target: (backend.address() as { port: number }).port,
+      server: `http://localhost:${relay.port}`,
+      token: 'tok-a',
+      reconnect: { initialMs: 20, maxMs: 50 },
+    });
+    cleanups.push(() => tunnel.close(0));
+    const had = tunnel.info?.name ?? '';
+    const errors: unknown[] = [];
+    tunnel.on('error', (error) => errors.push(error));
+    // The agent is cut off past its grace; someone who saw the public URL claims the name meanwhile.
+    await relay.cut();
+    const squatter = await (async () => {
+      for (let i = 0; i < 200; i++) {
+        try {
+          return await connect({ target: 9, server: edge.url, token: 'tok-b', subdomain: had });
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+      }
+      throw new Error(`the name ${had} never became free`);
+    })();
+    cleanups.push(() => squatter.close(0));
+    const ready = once(tunnel, 'ready');
+    await relay.restore();
+    const [info] = (await Promise.race([ready, closeOf(tunnel).then(() => [{ name: 'closed' }])])) as [
+      { name: string; url: string },
+    ];
+    expect(info.name).not.toBe(had);
+    expect(info.name).toMatch(/^[a-z2-7]{26}$/);
+    expect(tunnel.url).toBe(info.url);
+    // The edge's 409 for the old name was a step on the way, not the end: the tunnel goes on.
+    expect(errors.every((e) => (e as { fatal?: boolean }).fatal !== true)).toBe(true);
+    const answer = await fetch(`${edge.url}/session/${info.name}/`);
+    expect(await answer.text()).toBe('mine');
+  });
+});
