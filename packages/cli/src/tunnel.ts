@@ -4,7 +4,7 @@ import { isIP } from 'node:net';
 import type { Inspector } from '@tunnel2/inspector';
 import type { ProtocolSettings } from '@tunnel2/protocol';
 import { type Logger, pino } from 'pino';
-import { Pool } from 'undici';
+import Pool from 'undici/lib/dispatcher/pool.js';
 import {
   type ConnectedSession,
   connectSession,
