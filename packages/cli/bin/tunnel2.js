@@ -38,15 +38,25 @@ if (pretenuring !== '0' && pretenuring !== '1') {
 if (pretenuring === '0') setFlagsFromString('--no-allocation-site-pretenuring');
 
 const main = new URL('../dist/main.js', import.meta.url);
+const youngSetting = process.env.TUNNEL2_YOUNG_GENERATION_MB || '';
 if (process.env.TUNNEL2_IN_PROCESS === '1') {
+  // V8's own young generation sizing (semi-spaces that grow to 16 MB and more under load).
+  import(main.href);
+} else if (youngSetting === '') {
+  // The tunnel runs on the main thread with a small young generation: buffers that a proxy churns through
+  // at line rate are then freed by frequent cheap scavenges instead of piling up until a full GC, which keeps
+  // RSS flat. The semi-space size cannot be set from inside a running process, but whether it grows can
+  // (V8 reads the growth factor at every scavenge): held at its initial 1 MB it is the young generation the
+  // worker below gets, without the worker's second isolate and event loop (9 MB of idle RSS, and a
+  // cross-thread message per stdout write). A semi-space size given to node itself is left alone.
+  const nodeFlags = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS || ''}`;
+  if (!nodeFlags.includes('semi-space')) setFlagsFromString('--semi-space-growth-factor=1');
   import(main.href);
 } else {
-  // The tunnel runs in a worker with a small young generation: buffers that a proxy churns through at
-  // line rate are then freed by frequent cheap scavenges instead of piling up until a full GC, which keeps
-  // RSS flat (about 40 MB lower at 400 MB/s) and is faster too. Node flags cannot be set from inside a
+  // TUNNEL2_YOUNG_GENERATION_MB runs the tunnel in a worker with a young generation of that size, to trade
+  // memory for CPU (a larger young generation scavenges less often): Node flags cannot be set from inside a
   // running process, and re-executing would orphan the child on SIGKILL; a worker has neither problem.
-  // TUNNEL2_YOUNG_GENERATION_MB trades memory for CPU (a larger young generation scavenges less often).
-  const youngMb = Number(process.env.TUNNEL2_YOUNG_GENERATION_MB || 3);
+  const youngMb = Number(youngSetting);
   if (!(youngMb >= 1 && youngMb <= 256)) {
     process.stderr.write('tunnel2: TUNNEL2_YOUNG_GENERATION_MB must be a number of MB in [1, 256]\n');
     process.exit(1);

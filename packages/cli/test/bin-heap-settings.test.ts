@@ -57,3 +57,30 @@ describe('TUNNEL2_V8_PRETENURING in both executables', () => {
     });
   }
 });
+
+describe('where the tunnel runs', () => {
+  // A preload runs once in every thread that loads modules: one line per thread the bin starts.
+  const threadProbe = `data:text/javascript,${encodeURIComponent(
+    "import { isMainThread } from 'node:worker_threads'; process.stderr.write(`thread ${isMainThread ? 'main' : 'worker'}\\n`);",
+  )}`;
+  const threadsOf = async (env: Record<string, string>): Promise<string[]> => {
+    const { stderr } = await run(process.execPath, ['--import', threadProbe, cliBin, '--version'], {
+      env: { ...process.env, TUNNEL2_YOUNG_GENERATION_MB: '', TUNNEL2_IN_PROCESS: '', ...env },
+    });
+    return stderr.split('\n').filter((line) => line.startsWith('thread '));
+  };
+
+  it('on the main thread by default (a worker cost ~10 MB of idle RSS, bench/README.md)', async () => {
+    expect(await threadsOf({})).toEqual(['thread main']);
+  });
+
+  it('in a worker with its own young generation when TUNNEL2_YOUNG_GENERATION_MB is set', async () => {
+    expect(await threadsOf({ TUNNEL2_YOUNG_GENERATION_MB: '8' })).toEqual(['thread main', 'thread worker']);
+  });
+
+  it('refuses a young generation outside [1, 256] MB with one line', async () => {
+    const result = await exitOf([cliBin, '--version'], { TUNNEL2_YOUNG_GENERATION_MB: '0.5' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('tunnel2: TUNNEL2_YOUNG_GENERATION_MB must be a number of MB in [1, 256]\n');
+  });
+});
