@@ -83,6 +83,15 @@ export function targetOf(url: string): LoadTarget {
 
 const cliBin = (): string => join(packageDir('@tunnel2/cli'), 'bin', 'tunnel2.js');
 
+/**
+ * Node flags for the edge and the agent only, from TUNNEL2_BENCH_NODE_OPTIONS (space-separated), placed
+ * before the script: `--cpu-prof --cpu-prof-dir=/tmp/prof`, `--trace-gc`, `--trace-opt --trace-deopt`.
+ * NODE_OPTIONS would also reach the backend and the bench itself, whose costs would then mix in.
+ */
+export function benchNodeFlags(): string[] {
+  return (process.env.TUNNEL2_BENCH_NODE_OPTIONS ?? '').split(/\s+/).filter((flag) => flag !== '');
+}
+
 /** The test backend on a free loopback port; its ready value is its URL. */
 export function startBackendService(): Promise<ChildService> {
   const backendBin = join(packageDir('@tunnel2/test-backend'), 'bin', 'test-backend.js');
@@ -98,6 +107,7 @@ export function startEdgeService(extraArgs: string[] = []): Promise<ChildService
   return startChildService({
     name: 'edge (tunnel2 server)',
     args: [
+      ...benchNodeFlags(),
       cliBin(),
       'server',
       '--port',
@@ -126,6 +136,7 @@ export function startAgentService(
   return startChildService({
     name: 'agent (tunnel2 http)',
     args: [
+      ...benchNodeFlags(),
       cliBin(),
       'http',
       backendUrl,
