@@ -2,6 +2,7 @@
 // A plain-JS entry so an unsupported Node fails with one clear line instead of a syntax or import error: this
 // file and check-node.js use only syntax that old Node versions parse (no top-level await, `||=`, `??`).
 // biome-ignore lint/style/useNodejsImportProtocol: Node before 14.13 cannot import 'node:' specifiers, and this file must still run there to say which version is needed.
+import * as nodeModule from 'module';
 import { setFlagsFromString } from 'v8';
 import { checkNodeVersion } from './check-node.js';
 
@@ -36,6 +37,11 @@ if (pretenuring !== '0' && pretenuring !== '1') {
   process.exit(1);
 }
 if (pretenuring === '0') setFlagsFromString('--no-allocation-site-pretenuring');
+
+// V8's compiled code for the CLI's modules is kept on disk (Node's compile cache, in the OS temp folder)
+// and reused by the next start instead of compiling every module again. NODE_DISABLE_COMPILE_CACHE=1 turns
+// it off; Node before 22.1 has no compile cache.
+if (typeof nodeModule.enableCompileCache === 'function') nodeModule.enableCompileCache();
 
 const main = new URL('../dist/main.js', import.meta.url);
 const youngSetting = process.env.TUNNEL2_YOUNG_GENERATION_MB || '';

@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -61,7 +64,7 @@ describe('TUNNEL2_V8_PRETENURING in both executables', () => {
 describe('where the tunnel runs', () => {
   // A preload runs once in every thread that loads modules: one line per thread the bin starts.
   const threadProbe = `data:text/javascript,${encodeURIComponent(
-    "import { isMainThread } from 'node:worker_threads'; process.stderr.write(`thread ${isMainThread ? 'main' : 'worker'}\\n`);",
+    "import { isMainThread } from 'node:worker_threads'; process.stderr.write('thread ' + (isMainThread ? 'main' : 'worker') + '\\n');",
   )}`;
   const threadsOf = async (env: Record<string, string>): Promise<string[]> => {
     const { stderr } = await run(process.execPath, ['--import', threadProbe, cliBin, '--version'], {
@@ -82,5 +85,32 @@ describe('where the tunnel runs', () => {
     const result = await exitOf([cliBin, '--version'], { TUNNEL2_YOUNG_GENERATION_MB: '0.5' });
     expect(result.code).toBe(1);
     expect(result.stderr).toBe('tunnel2: TUNNEL2_YOUNG_GENERATION_MB must be a number of MB in [1, 256]\n');
+  });
+});
+
+describe('compile cache', () => {
+  // The next start reuses V8's code for the CLI's modules instead of compiling each again (bench/README.md,
+  // optimization log); Node puts it in the OS temp folder unless NODE_COMPILE_CACHE says otherwise.
+  it('keeps compiled modules in the temp folder, unless NODE_DISABLE_COMPILE_CACHE=1', async () => {
+    for (const [disable, expected] of [
+      [undefined, ['node-compile-cache']],
+      ['1', []],
+    ] as const) {
+      const tmp = mkdtempSync(join(tmpdir(), 'tunnel2-compile-cache-'));
+      try {
+        // Node treats a compile-cache variable that is set at all, even empty, as set.
+        const { NODE_COMPILE_CACHE: _dir, NODE_DISABLE_COMPILE_CACHE: _off, ...env } = process.env;
+        await run(process.execPath, [cliBin, '--version'], {
+          env: {
+            ...env,
+            TMPDIR: tmp,
+            ...(disable === undefined ? {} : { NODE_DISABLE_COMPILE_CACHE: disable }),
+          },
+        });
+        expect(readdirSync(tmp)).toEqual(expected);
+      } finally {
+        rmSync(tmp, { recursive: true, force: true });
+      }
+    }
   });
 });
