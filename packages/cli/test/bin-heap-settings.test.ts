@@ -66,25 +66,43 @@ describe('where the tunnel runs', () => {
   const threadProbe = `data:text/javascript,${encodeURIComponent(
     "import { isMainThread } from 'node:worker_threads'; process.stderr.write('thread ' + (isMainThread ? 'main' : 'worker') + '\\n');",
   )}`;
-  const threadsOf = async (env: Record<string, string>): Promise<string[]> => {
-    const { stderr } = await run(process.execPath, ['--import', threadProbe, cliBin, '--version'], {
-      env: { ...process.env, TUNNEL2_YOUNG_GENERATION_MB: '', TUNNEL2_IN_PROCESS: '', ...env },
+  // execFile gives the child a pipe for stdout, as `tunnel2 http 3000 --json | jq` does.
+  const threadsOf = async (args: string[], env: Record<string, string>): Promise<string[]> => {
+    const { stderr } = await run(process.execPath, ['--import', threadProbe, cliBin, ...args], {
+      env: {
+        ...process.env,
+        TUNNEL2_WORKER: '',
+        TUNNEL2_YOUNG_GENERATION_MB: '',
+        TUNNEL2_IN_PROCESS: '',
+        ...env,
+      },
     });
     return stderr.split('\n').filter((line) => line.startsWith('thread '));
   };
 
-  it('on the main thread by default (a worker cost ~10 MB of idle RSS, bench/README.md)', async () => {
-    expect(await threadsOf({})).toEqual(['thread main']);
+  it('on the main thread, unless an agent writes to a pipe (a worker costs ~10 MB of idle RSS)', async () => {
+    expect(await threadsOf(['--version'], {})).toEqual(['thread main']);
+    expect(await threadsOf(['server', '--help'], {})).toEqual(['thread main']);
   });
 
-  it('in a worker with its own young generation when TUNNEL2_YOUNG_GENERATION_MB is set', async () => {
-    expect(await threadsOf({ TUNNEL2_YOUNG_GENERATION_MB: '8' })).toEqual(['thread main', 'thread worker']);
+  it('an agent whose stdout is a pipe runs in a worker: a slow reader blocks the main thread, not the tunnel', async () => {
+    expect(await threadsOf(['http', '--help'], {})).toEqual(['thread main', 'thread worker']);
+    expect(await threadsOf(['tcp', '--help'], {})).toEqual(['thread main', 'thread worker']);
   });
 
-  it('refuses a young generation outside [1, 256] MB with one line', async () => {
-    const result = await exitOf([cliBin, '--version'], { TUNNEL2_YOUNG_GENERATION_MB: '0.5' });
-    expect(result.code).toBe(1);
-    expect(result.stderr).toBe('tunnel2: TUNNEL2_YOUNG_GENERATION_MB must be a number of MB in [1, 256]\n');
+  it('TUNNEL2_WORKER=0 or 1 decides, whatever the command and stdout', async () => {
+    expect(await threadsOf(['http', '--help'], { TUNNEL2_WORKER: '0' })).toEqual(['thread main']);
+    expect(await threadsOf(['--version'], { TUNNEL2_WORKER: '1' })).toEqual(['thread main', 'thread worker']);
+  });
+
+  it('refuses a TUNNEL2_WORKER other than 0 or 1, and a young generation outside [1, 256] MB, with one line', async () => {
+    const worker = await exitOf([cliBin, '--version'], { TUNNEL2_WORKER: 'yes' });
+    expect(worker).toEqual({ code: 1, stderr: 'tunnel2: TUNNEL2_WORKER must be 0 or 1\n' });
+    const young = await exitOf([cliBin, '--version'], { TUNNEL2_YOUNG_GENERATION_MB: '0.5' });
+    expect(young).toEqual({
+      code: 1,
+      stderr: 'tunnel2: TUNNEL2_YOUNG_GENERATION_MB must be a number of MB in [1, 256]\n',
+    });
   });
 });
 
