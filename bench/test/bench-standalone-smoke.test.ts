@@ -63,13 +63,16 @@ describe('standalone bench scenarios (smoke)', () => {
   it('bulk --cold: each transfer through freshly started processes, with no warm-up', async () => {
     const out = join(work, 'bulk-cold');
     const profiles = join(work, 'bulk-cold-profiles');
-    // TUNNEL2_BENCH_NODE_OPTIONS reaches the edge and the agent (not the backend): one profile from each of
-    // the two pairs of fresh processes.
+    // TUNNEL2_BENCH_NODE_OPTIONS reaches the edge and the agent (not the backend): a profile per thread of each
+    // of the two pairs of fresh processes (the agent, its stdout a pipe, runs in a worker: two threads), written
+    // as each exits (one stopped by SIGKILL after its grace writes none).
     const run = await runBench(['bulk', '--cold', '--size', '8', '--only', 'tunnel', '--out', out], {
       TUNNEL2_BENCH_NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profiles}`,
     });
     expect(run.code, run.stderr).toBe(0);
-    expect(readdirSync(profiles).filter((file) => file.endsWith('.cpuprofile'))).toHaveLength(4);
+    const written = readdirSync(profiles).filter((file) => file.endsWith('.cpuprofile'));
+    expect(written.length).toBeGreaterThanOrEqual(2);
+    expect(written.length).toBeLessThanOrEqual(6);
     const { json, md } = report<BulkResult>(out);
     expect(json.result).toMatchObject({ cold: true, warmupBytes: 0 });
     expect(json.result.transfers.map((t) => [t.direction, t.warmup, t.error, t.bytes])).toEqual([
