@@ -80,6 +80,15 @@ export function targetOf(url: string): LoadTarget {
 
 const cliBin = (): string => runtime.cliBin();
 
+/**
+ * Node flags for the edge and the agent only, from TUNNEL2_BENCH_NODE_OPTIONS (space-separated), placed
+ * before the script: `--cpu-prof --cpu-prof-dir=/tmp/prof`, `--trace-gc`, `--trace-opt --trace-deopt`.
+ * NODE_OPTIONS would also reach the backend and the bench itself, whose costs would then mix in.
+ */
+export function benchNodeFlags(): string[] {
+  return (process.env.TUNNEL2_BENCH_NODE_OPTIONS ?? '').split(/\s+/).filter((flag) => flag !== '');
+}
+
 /** The test backend on a free loopback port; its ready value is its URL. */
 export function startBackendService(): Promise<ChildService> {
   const backendBin = runtime.testBackendBin();
@@ -96,6 +105,7 @@ export function startEdgeService(extraArgs: string[] = [], env?: NodeJS.ProcessE
     ...(env === undefined ? {} : { env }),
     name: 'edge (tunnel2 server)',
     args: [
+      ...benchNodeFlags(),
       cliBin(),
       'server',
       '--port',
@@ -124,6 +134,7 @@ export function startAgentService(
   return startChildService({
     name: 'agent (tunnel2 http)',
     args: [
+      ...benchNodeFlags(),
       cliBin(),
       'http',
       backendUrl,

@@ -18,6 +18,11 @@ export interface BulkSettings {
    * discarded: the first megabytes through fresh processes run unoptimized code. 0: none.
    */
   warmupBytes: number;
+  /**
+   * `--cold`: every transfer through freshly started processes (backend, edge, agent), with no warm-up: what
+   * a user's first large transfer after `tunnel2 http` gets, JIT compilation and heap growth included.
+   */
+  cold: boolean;
 }
 
 export interface RssTrace {
@@ -48,6 +53,8 @@ export interface BulkResult {
   scenario: 'bulk';
   bytes: number;
   warmupBytes: number;
+  /** Each transfer ran through freshly started processes (`--cold`). */
+  cold: boolean;
   transfers: BulkTransfer[];
 }
 
@@ -128,36 +135,66 @@ async function warmUp(
   return { bytes, mbPerSec, error };
 }
 
+/** Opens the processes a transfer runs through; `cold` opens a fresh set for every transfer. */
+export type OpenStack = () => Promise<BenchStack>;
+
 export async function runBulkBench(
-  stack: BenchStack,
+  openStack: OpenStack,
   settings: BulkSettings,
   note: (line: string) => void,
 ): Promise<BulkResult> {
   const transfers: BulkTransfer[] = [];
-  for (const direction of ['download', 'upload'] as const) {
-    for (const side of settings.sides) {
-      const warmup =
-        settings.warmupBytes > 0 ? await warmUp(stack, side, direction, settings.warmupBytes) : null;
-      if (warmup !== null) {
-        note(
-          `${direction} ${side}: warm-up ${(settings.warmupBytes / 2 ** 20).toFixed(0)} MiB (discarded): ` +
-            (warmup.error ?? `${warmup.mbPerSec.toFixed(0)} MB/s`),
-        );
+  let stack: BenchStack | undefined;
+  try {
+    for (const direction of ['download', 'upload'] as const) {
+      for (const side of settings.sides) {
+        if (settings.cold) {
+          await stack?.close();
+          stack = undefined;
+        }
+        stack ??= await openStack();
+        transfers.push(await transfer(stack, settings, direction, side, note));
       }
-      note(`${direction} ${side}: ${(settings.bytes / 2 ** 20).toFixed(0)} MiB`);
-      const result = { ...(await measure(stack, side, direction, settings.bytes)), warmup };
-      transfers.push(result);
-      const rss =
-        result.edge && result.agent
-          ? `, RSS edge ${result.edge.startMb.toFixed(0)}→${result.edge.peakMb.toFixed(0)} MB, agent ` +
-            `${result.agent.startMb.toFixed(0)}→${result.agent.peakMb.toFixed(0)} MB`
-          : '';
-      note(
-        `  ${result.mbPerSec.toFixed(0)} MB/s in ${result.seconds.toFixed(2)} s${rss}, ` +
-          `client CPU ${result.clientCpuMs.toFixed(0)} ms` +
-          (result.error ? ` — ERROR: ${result.error}` : ''),
-      );
     }
+  } finally {
+    await stack?.close();
   }
-  return { scenario: 'bulk', bytes: settings.bytes, warmupBytes: settings.warmupBytes, transfers };
+  return {
+    scenario: 'bulk',
+    bytes: settings.bytes,
+    warmupBytes: settings.warmupBytes,
+    cold: settings.cold,
+    transfers,
+  };
+}
+
+async function transfer(
+  stack: BenchStack,
+  settings: BulkSettings,
+  direction: BulkTransfer['direction'],
+  side: SideName,
+  note: (line: string) => void,
+): Promise<BulkTransfer> {
+  const warmup = settings.warmupBytes > 0 ? await warmUp(stack, side, direction, settings.warmupBytes) : null;
+  if (warmup !== null) {
+    note(
+      `${direction} ${side}: warm-up ${(settings.warmupBytes / 2 ** 20).toFixed(0)} MiB (discarded): ` +
+        (warmup.error ?? `${warmup.mbPerSec.toFixed(0)} MB/s`),
+    );
+  }
+  note(
+    `${direction} ${side}: ${(settings.bytes / 2 ** 20).toFixed(0)} MiB${settings.cold ? ', fresh processes' : ''}`,
+  );
+  const result = { ...(await measure(stack, side, direction, settings.bytes)), warmup };
+  const rss =
+    result.edge && result.agent
+      ? `, RSS edge ${result.edge.startMb.toFixed(0)}→${result.edge.peakMb.toFixed(0)} MB, agent ` +
+        `${result.agent.startMb.toFixed(0)}→${result.agent.peakMb.toFixed(0)} MB`
+      : '';
+  note(
+    `  ${result.mbPerSec.toFixed(0)} MB/s in ${result.seconds.toFixed(2)} s${rss}, ` +
+      `client CPU ${result.clientCpuMs.toFixed(0)} ms` +
+      (result.error ? ` — ERROR: ${result.error}` : ''),
+  );
+  return result;
 }

@@ -95,6 +95,8 @@ export function planStages(input: PlanInput): StagePlan[] {
 export const STANDALONE_USAGE = `
   bulk       1 GiB download and upload, direct and tunnel   --size 1024 (MiB) --warmup-mib 128 --only <side>
              (each after a discarded warm-up transfer)      --min-mbps <n>
+             --cold: each through fresh processes, no       --cold (--size defaults to 100)
+             warm-up
   sessions   10,000 idle sessions on one edge (KB each),    --sessions 10000 --streams 1000 --idle 15
              then 1,000 concurrent streams in one session   --max-kb-per-session <n>
              (--registry redis: a cluster node on a real    --registry memory|redis --lease-ttl 10 (s)

@@ -58,8 +58,11 @@ export function renderBulkMarkdown(report: StandaloneReport<BulkResult>): string
   return (
     heading('Bulk transfers', report) +
     'One download (`GET /bytes/<n>`) and one upload (`POST /discard`) per side, streamed with backpressure ' +
-    'at both ends. MB/s = 10^6 bytes per second. RSS is sampled every 100 ms during the transfer. Each ' +
-    'transfer follows a discarded warm-up transfer of the same kind, whose rate is shown beside it. The client ' +
+    'at both ends. MB/s = 10^6 bytes per second. RSS is sampled every 100 ms during the transfer. ' +
+    (result.cold
+      ? 'Cold (`--cold`): each transfer ran through freshly started processes, with no warm-up. '
+      : 'Each transfer follows a discarded warm-up transfer of the same kind, whose rate is shown beside it. ') +
+    'The client ' +
     'reads and writes a raw socket (bench/src/bulk-client.ts); its own CPU is shown too, as it shares the ' +
     'machine with the processes it measures.\n\n' +
     '| direction | side | bytes | time | MB/s | warm-up (discarded) | edge RSS · CPU | agent RSS · CPU | backend RSS · CPU | client CPU | error |\n' +

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
-import { type BenchStack, startBenchStack } from './bench-stack.js';
+import { startBenchStack } from './bench-stack.js';
 import { type BulkResult, runBulkBench } from './bulk-scenario.js';
 import { USAGE } from './cli-args.js';
 import { clusterGate, renderClusterMarkdown } from './cluster-report.js';
@@ -174,6 +174,7 @@ export async function runStandalone(
     only: { type: 'string' },
     size: { type: 'string' },
     'warmup-mib': { type: 'string' },
+    cold: { type: 'boolean' },
     'min-mbps': { type: 'string' },
     sessions: { type: 'string' },
     streams: { type: 'string' },
@@ -198,7 +199,7 @@ export async function runStandalone(
     return 0;
   }
   const applies: Record<StandaloneName, string[]> = {
-    bulk: ['out', 'only', 'size', 'warmup-mib', 'min-mbps'],
+    bulk: ['out', 'only', 'size', 'warmup-mib', 'min-mbps', 'cold'],
     sessions: [
       'out',
       'sessions',
@@ -254,27 +255,22 @@ export async function runStandalone(
   };
 
   if (name === 'bulk') {
-    const sizeMiB = positiveInt('size', str('size'), 1024);
-    const warmupMiB = wholeNumber('warmup-mib', str('warmup-mib'), 128);
+    const cold = flags.cold === true;
+    if (cold && str('warmup-mib') !== undefined) throw usageError('--warmup-mib does not apply with --cold');
+    const sizeMiB = positiveInt('size', str('size'), cold ? 100 : 1024);
+    const warmupMiB = cold ? 0 : wholeNumber('warmup-mib', str('warmup-mib'), 128);
     const minMbps = optionalNumber('min-mbps', str('min-mbps'));
     const sides = sidesOf(str('only'));
-    let stack: BenchStack | undefined;
-    try {
-      return await runAndReport(
-        async () => {
-          stack = await startBenchStack({ tunnel: sides.includes('tunnel') });
-          return runBulkBench(
-            stack,
-            { bytes: sizeMiB * 2 ** 20, sides, warmupBytes: warmupMiB * 2 ** 20 },
-            note,
-          );
-        },
-        (result) => bulkGate(result, minMbps),
-        renderBulkMarkdown,
-      );
-    } finally {
-      await stack?.close();
-    }
+    return runAndReport(
+      () =>
+        runBulkBench(
+          () => startBenchStack({ tunnel: sides.includes('tunnel') }),
+          { bytes: sizeMiB * 2 ** 20, sides, warmupBytes: warmupMiB * 2 ** 20, cold },
+          note,
+        ),
+      (result) => bulkGate(result, minMbps),
+      renderBulkMarkdown,
+    );
   }
 
   if (name === 'floor') {

@@ -283,8 +283,14 @@ export async function runTcpBench(settings: TcpSettings, note: (line: string) =>
       settings.bytes > 0
         ? (
             await runBulkBench(
-              stack,
-              { bytes: settings.bytes, sides: ['direct', 'tunnel'], warmupBytes: settings.warmupBytes },
+              // The transfers run through this scenario's stack, which it closes itself afterwards.
+              async () => ({ ...stack, close: async () => {} }),
+              {
+                bytes: settings.bytes,
+                sides: ['direct', 'tunnel'],
+                warmupBytes: settings.warmupBytes,
+                cold: false,
+              },
               note,
             )
           ).transfers

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -58,6 +58,32 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(md).toContain('| 4 MiB at ');
     expect(run.stderr).toContain('download tunnel: warm-up 4 MiB (discarded): ');
     expect(md).toContain('- download: tunnel / direct = ');
+  });
+
+  it('bulk --cold: each transfer through freshly started processes, with no warm-up', async () => {
+    const out = join(work, 'bulk-cold');
+    const profiles = join(work, 'bulk-cold-profiles');
+    // TUNNEL2_BENCH_NODE_OPTIONS reaches the edge and the agent (not the backend): a profile per thread of each
+    // of the two pairs of fresh processes (the agent, its stdout a pipe, runs in a worker: two threads), written
+    // as each exits (one stopped by SIGKILL after its grace writes none).
+    const run = await runBench(['bulk', '--cold', '--size', '8', '--only', 'tunnel', '--out', out], {
+      TUNNEL2_BENCH_NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profiles}`,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const written = readdirSync(profiles).filter((file) => file.endsWith('.cpuprofile'));
+    expect(written.length).toBeGreaterThanOrEqual(2);
+    expect(written.length).toBeLessThanOrEqual(6);
+    const { json, md } = report<BulkResult>(out);
+    expect(json.result).toMatchObject({ cold: true, warmupBytes: 0 });
+    expect(json.result.transfers.map((t) => [t.direction, t.warmup, t.error, t.bytes])).toEqual([
+      ['download', null, null, 8 * 2 ** 20],
+      ['upload', null, null, 8 * 2 ** 20],
+    ]);
+    expect(run.stderr.split('\n').filter((line) => line.endsWith('MiB, fresh processes'))).toHaveLength(2);
+    expect(md).toContain('Cold (`--cold`)');
+    const refused = await runBench(['bulk', '--cold', '--warmup-mib', '4']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--warmup-mib does not apply with --cold');
   });
 
   it('bulk: a --min-mbps gate no tunnel can meet exits 1 and names the transfer', async () => {

@@ -10,10 +10,13 @@ export interface BenchRun {
   stderr: string;
 }
 
-/** Runs `pnpm bench <args>` (the built entry, in its own process) to its end. */
-export function runBench(args: string[]): Promise<BenchRun> {
+/** Runs `pnpm bench <args>` (the built entry, in its own process) to its end, with `env` added to its own. */
+export function runBench(args: string[], env: NodeJS.ProcessEnv = {}): Promise<BenchRun> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [benchMain, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [benchMain, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => {

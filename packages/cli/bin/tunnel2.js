@@ -2,6 +2,10 @@
 // A plain-JS entry so an unsupported Node fails with one clear line instead of a syntax or import error: this
 // file and check-node.js use only syntax that old Node versions parse (no top-level await, `||=`, `??`).
 // biome-ignore lint/style/useNodejsImportProtocol: Node before 14.13 cannot import 'node:' specifiers, and this file must still run there to say which version is needed.
+import { fstatSync } from 'fs';
+// biome-ignore lint/style/useNodejsImportProtocol: as above, old Node must reach the version check.
+import * as nodeModule from 'module';
+// biome-ignore lint/style/useNodejsImportProtocol: as above, old Node must reach the version check.
 import { setFlagsFromString } from 'v8';
 import { checkNodeVersion } from './check-node.js';
 
@@ -37,20 +41,44 @@ if (pretenuring !== '0' && pretenuring !== '1') {
 }
 if (pretenuring === '0') setFlagsFromString('--no-allocation-site-pretenuring');
 
+// V8's compiled code for the CLI's modules is kept on disk (Node's compile cache, in the OS temp folder)
+// and reused by the next start instead of compiling every module again. NODE_DISABLE_COMPILE_CACHE=1 turns
+// it off; Node before 22.1 has no compile cache.
+if (typeof nodeModule.enableCompileCache === 'function') nodeModule.enableCompileCache();
+
 const main = new URL('../dist/main.js', import.meta.url);
+const workerSetting = process.env.TUNNEL2_WORKER || '';
+if (workerSetting !== '' && workerSetting !== '0' && workerSetting !== '1') {
+  process.stderr.write('tunnel2: TUNNEL2_WORKER must be 0 or 1\n');
+  process.exit(1);
+}
+// The worker's young generation (below); the main thread's is held at 1 MB semi-spaces, the same 3 MB.
+const youngMb = Number(process.env.TUNNEL2_YOUNG_GENERATION_MB || 3);
+if (!(youngMb >= 1 && youngMb <= 256)) {
+  process.stderr.write('tunnel2: TUNNEL2_YOUNG_GENERATION_MB must be a number of MB in [1, 256]\n');
+  process.exit(1);
+}
 if (process.env.TUNNEL2_IN_PROCESS === '1') {
+  // V8's own young generation sizing (semi-spaces that grow to 16 MB and more under load).
+  import(main.href);
+} else if (workerSetting === '0' || (workerSetting === '' && !agentWithPipedStdout())) {
+  // The tunnel runs on the main thread with a small young generation: buffers that a proxy churns through
+  // at line rate are then freed by frequent cheap scavenges instead of piling up until a full GC, which keeps
+  // RSS flat. The semi-space size cannot be set from inside a running process, but whether it grows can
+  // (V8 reads the growth factor at every scavenge): held at its initial 1 MB it is the young generation the
+  // worker below gets, without the worker's second isolate (about 10 MB of idle RSS). A semi-space size
+  // given to node itself is left alone.
+  const nodeFlags = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS || ''}`;
+  if (!nodeFlags.includes('semi-space')) setFlagsFromString('--semi-space-growth-factor=1');
   import(main.href);
 } else {
-  // The tunnel runs in a worker with a small young generation: buffers that a proxy churns through at
-  // line rate are then freed by frequent cheap scavenges instead of piling up until a full GC, which keeps
-  // RSS flat (about 40 MB lower at 400 MB/s) and is faster too. Node flags cannot be set from inside a
-  // running process, and re-executing would orphan the child on SIGKILL; a worker has neither problem.
-  // TUNNEL2_YOUNG_GENERATION_MB trades memory for CPU (a larger young generation scavenges less often).
-  const youngMb = Number(process.env.TUNNEL2_YOUNG_GENERATION_MB || 3);
-  if (!(youngMb >= 1 && youngMb <= 256)) {
-    process.stderr.write('tunnel2: TUNNEL2_YOUNG_GENERATION_MB must be a number of MB in [1, 256]\n');
-    process.exit(1);
-  }
+  // An agent whose stdout is a pipe runs in a worker: Node writes to a pipe synchronously, so a reader that
+  // falls behind (a busy `--json` consumer) would stop the tunnel's event loop on every batch of request
+  // lines; in a worker only the main thread waits, which relays the lines (closed-loop throughput through
+  // an agent read by a busy process: 2x with the worker, bench/README.md, optimization log). Node flags
+  // cannot be set from inside a running process, and re-executing would orphan the child on SIGKILL; a
+  // worker has neither problem. TUNNEL2_YOUNG_GENERATION_MB trades memory for CPU (a larger young
+  // generation scavenges less often).
   import('node:worker_threads').then(({ Worker }) => {
     // A worker's stdout is a pipe to this thread: whether it ends in a terminal, and the terminal's size and
     // resizes, are known only here (src/terminal.ts reads them).
@@ -77,4 +105,16 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
       if (!process.exitCode) process.exitCode = code;
     });
   });
+}
+
+/** `tunnel2 http|tcp` with stdout a pipe or socket (not a terminal, not a file). */
+function agentWithPipedStdout() {
+  const command = process.argv[2];
+  if (command !== 'http' && command !== 'tcp') return false;
+  try {
+    const stdout = fstatSync(1);
+    return stdout.isFIFO() || stdout.isSocket();
+  } catch (_err) {
+    return false;
+  }
 }

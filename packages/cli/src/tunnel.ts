@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Inspector } from '@tunnel2/inspector';
 import { type Logger, pino } from 'pino';
-import { Pool } from 'undici';
+import Pool from 'undici/lib/dispatcher/pool.js';
 import {
   type ConnectedSession,
   connectSession,

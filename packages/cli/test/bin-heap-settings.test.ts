@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -56,4 +59,76 @@ describe('TUNNEL2_V8_PRETENURING in both executables', () => {
       }
     });
   }
+});
+
+describe('where the tunnel runs', () => {
+  // A preload runs once in every thread that loads modules: one line per thread the bin starts.
+  const threadProbe = `data:text/javascript,${encodeURIComponent(
+    "import { isMainThread } from 'node:worker_threads'; process.stderr.write('thread ' + (isMainThread ? 'main' : 'worker') + '\\n');",
+  )}`;
+  // execFile gives the child a pipe for stdout, as `tunnel2 http 3000 --json | jq` does.
+  const threadsOf = async (args: string[], env: Record<string, string>): Promise<string[]> => {
+    const { stderr } = await run(process.execPath, ['--import', threadProbe, cliBin, ...args], {
+      env: {
+        ...process.env,
+        TUNNEL2_WORKER: '',
+        TUNNEL2_YOUNG_GENERATION_MB: '',
+        TUNNEL2_IN_PROCESS: '',
+        ...env,
+      },
+    });
+    return stderr.split('\n').filter((line) => line.startsWith('thread '));
+  };
+
+  it('on the main thread, unless an agent writes to a pipe (a worker costs ~10 MB of idle RSS)', async () => {
+    expect(await threadsOf(['--version'], {})).toEqual(['thread main']);
+    expect(await threadsOf(['server', '--help'], {})).toEqual(['thread main']);
+  });
+
+  it('an agent whose stdout is a pipe runs in a worker: a slow reader blocks the main thread, not the tunnel', async () => {
+    expect(await threadsOf(['http', '--help'], {})).toEqual(['thread main', 'thread worker']);
+    expect(await threadsOf(['tcp', '--help'], {})).toEqual(['thread main', 'thread worker']);
+  });
+
+  it('TUNNEL2_WORKER=0 or 1 decides, whatever the command and stdout', async () => {
+    expect(await threadsOf(['http', '--help'], { TUNNEL2_WORKER: '0' })).toEqual(['thread main']);
+    expect(await threadsOf(['--version'], { TUNNEL2_WORKER: '1' })).toEqual(['thread main', 'thread worker']);
+  });
+
+  it('refuses a TUNNEL2_WORKER other than 0 or 1, and a young generation outside [1, 256] MB, with one line', async () => {
+    const worker = await exitOf([cliBin, '--version'], { TUNNEL2_WORKER: 'yes' });
+    expect(worker).toEqual({ code: 1, stderr: 'tunnel2: TUNNEL2_WORKER must be 0 or 1\n' });
+    const young = await exitOf([cliBin, '--version'], { TUNNEL2_YOUNG_GENERATION_MB: '0.5' });
+    expect(young).toEqual({
+      code: 1,
+      stderr: 'tunnel2: TUNNEL2_YOUNG_GENERATION_MB must be a number of MB in [1, 256]\n',
+    });
+  });
+});
+
+describe('compile cache', () => {
+  // The next start reuses V8's code for the CLI's modules instead of compiling each again (bench/README.md,
+  // optimization log); Node puts it in the OS temp folder unless NODE_COMPILE_CACHE says otherwise.
+  it('keeps compiled modules in the temp folder, unless NODE_DISABLE_COMPILE_CACHE=1', async () => {
+    for (const [disable, expected] of [
+      [undefined, ['node-compile-cache']],
+      ['1', []],
+    ] as const) {
+      const tmp = mkdtempSync(join(tmpdir(), 'tunnel2-compile-cache-'));
+      try {
+        // Node treats a compile-cache variable that is set at all, even empty, as set.
+        const { NODE_COMPILE_CACHE: _dir, NODE_DISABLE_COMPILE_CACHE: _off, ...env } = process.env;
+        await run(process.execPath, [cliBin, '--version'], {
+          env: {
+            ...env,
+            TMPDIR: tmp,
+            ...(disable === undefined ? {} : { NODE_DISABLE_COMPILE_CACHE: disable }),
+          },
+        });
+        expect(readdirSync(tmp)).toEqual(expected);
+      } finally {
+        rmSync(tmp, { recursive: true, force: true });
+      }
+    }
+  });
 });
