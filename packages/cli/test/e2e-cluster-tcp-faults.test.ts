@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
+import { connect as netConnect, type Server, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import {
   freePort,
@@ -15,7 +15,7 @@ import { connectTcp, type Tunnel } from '../src/index.js';
 import { CLUSTER_SECRET } from './support/cluster-harness.js';
 import { type Spawned, spawnCli } from './support/processes.js';
 import { silent } from './support/stack.js';
-import { howItEnds, portRange } from './support/tcp-stack.js';
+import { howItEnds, portRange, startEchoServer } from './support/tcp-stack.js';
 
 // TCP tunnels in a cluster when nodes fail: a real redis-server, three real `tunnel2 server` processes
 // (each on its own loopback address, so each listens on the whole TCP range as on its own host), Debian's
@@ -119,16 +119,11 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-/** An echo server: every byte comes back, and its FIN is answered with a FIN. */
+/** An echo server (closed after the file). */
 async function startEcho(): Promise<number> {
-  const server = createServer({ allowHalfOpen: true }, (socket) => {
-    socket.on('error', () => {});
-    socket.pipe(socket);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  const { port, server } = await startEchoServer();
   servers.push(server);
-  return (server.address() as { port: number }).port;
+  return port;
 }
 
 /** A TCP tunnel through HAProxy; `ready` counts its sessions (the first, then one per reconnect). */
@@ -228,6 +223,15 @@ async function openEcho(via: Node, port: number) {
   };
 }
 
+/** An echo tunnel for `tokenName`, the node serving it, and another node that carries to it. */
+async function echoTunnel(tokenName: string) {
+  const tunnel = await tunnelVia(await startEcho(), tokenName);
+  const held = await holder();
+  const [via] = others(held);
+  if (via === undefined) throw new Error('no forwarding node');
+  return { ...tunnel, held, via };
+}
+
 /** Whether a fresh connection through `via` echoes 64 KiB byte-exact, at the first attempt. */
 async function worksThrough(via: Node, port: number): Promise<boolean> {
   const client = await openEcho(via, port);
@@ -238,10 +242,7 @@ async function worksThrough(via: Node, port: number): Promise<boolean> {
 
 describe('TCP tunnels in a cluster when a node fails', () => {
   it('kill -9 of the holder: a carried connection is reset, the agent moves and keeps its port', async () => {
-    const { port, readies } = await tunnelVia(await startEcho(), token(0));
-    const held = await holder();
-    const [via] = others(held);
-    if (via === undefined) throw new Error('no forwarding node');
+    const { port, readies, held, via } = await echoTunnel(token(0));
     const client = await openEcho(via, port);
     await client.step(256 * 1024);
     held.edge.kill('SIGKILL');
@@ -256,10 +257,7 @@ describe('TCP tunnels in a cluster when a node fails', () => {
   });
 
   it('SIGTERM of the forwarding node: the carried connection finishes byte-exact, then the node exits', async () => {
-    const { port } = await tunnelVia(await startEcho(), token(1));
-    const held = await holder();
-    const [via] = others(held);
-    if (via === undefined) throw new Error('no forwarding node');
+    const { port, via } = await echoTunnel(token(1));
     const client = await openEcho(via, port);
     await client.step(256 * 1024);
     let exited = false;
@@ -276,10 +274,7 @@ describe('TCP tunnels in a cluster when a node fails', () => {
   });
 
   it('SIGTERM of the holder: direct and carried connections finish byte-exact, the agent moves and keeps its port', async () => {
-    const { port, readies } = await tunnelVia(await startEcho(), token(2));
-    const held = await holder();
-    const [via] = others(held);
-    if (via === undefined) throw new Error('no forwarding node');
+    const { port, readies, held, via } = await echoTunnel(token(2));
     const direct = await openEcho(held, port);
     const carried = await openEcho(via, port);
     await direct.step(128 * 1024);
@@ -302,10 +297,7 @@ describe('TCP tunnels in a cluster when a node fails', () => {
 
 describe('TCP tunnels in a cluster when the registry restarts empty', () => {
   it('live connections go on, and the holder claims its port again', async () => {
-    const { port } = await tunnelVia(await startEcho(), token(3));
-    const held = await holder();
-    const [via] = others(held);
-    if (via === undefined) throw new Error('no forwarding node');
+    const { port, held, via } = await echoTunnel(token(3));
     const direct = await openEcho(held, port);
     const carried = await openEcho(via, port);
     await direct.step(64 * 1024);

@@ -1,9 +1,10 @@
 import { once } from 'node:events';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildEdge, type Edge } from '../src/build-edge.js';
 import { createEdgeMetrics } from '../src/metrics.js';
+import { freeRange } from './support/free-range.js';
 
 // The agent endpoint claims a name (and a TCP port) before it hands the socket to `ws` for the WebSocket
 // handshake. `ws` may then refuse the handshake (a bad Sec-WebSocket-Key or version) or find the socket
@@ -16,24 +17,9 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** A range of ports the host had free a moment ago (the edge skips any taken since). */
-async function freeRange(size: number): Promise<string> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const first = 20_000 + Math.floor(Math.random() * 10_000);
-    const servers = Array.from({ length: size }, () => createServer());
-    const results = await Promise.all(
-      servers.map(
-        (server, i) =>
-          new Promise<boolean>((resolve) => {
-            server.once('error', () => resolve(false));
-            server.listen({ port: first + i, host: '127.0.0.1', exclusive: true }, () => resolve(true));
-          }),
-      ),
-    );
-    await Promise.all(servers.map((s) => (s.listening ? new Promise((r) => s.close(r)) : undefined)));
-    if (results.every(Boolean)) return `${first}-${first + size - 1}`;
-  }
-  throw new Error('no free port range');
+async function freeRangeText(size: number): Promise<string> {
+  const { first, last } = await freeRange(size);
+  return `${first}-${last}`;
 }
 
 async function startEdge(mode: 'single' | 'cluster'): Promise<Edge> {
@@ -41,7 +27,7 @@ async function startEdge(mode: 'single' | 'cluster'): Promise<Edge> {
     port: 0,
     host: '127.0.0.1',
     logger: silent,
-    tcpPorts: await freeRange(2),
+    tcpPorts: await freeRangeText(2),
     ...(mode === 'cluster' ? { nodeId: 'node-a', cluster: { secret: 'x'.repeat(32) } } : {}),
   });
   await edge.listen();
