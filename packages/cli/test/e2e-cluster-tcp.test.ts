@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
+import { connect as netConnect, type Server, type Socket } from 'node:net';
 import { freePort, type RedisServer, startRedisServer } from '@tunnel2/test-services';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectTcp, type Tunnel } from '../src/index.js';
@@ -8,7 +8,13 @@ import { CLUSTER_SECRET } from './support/cluster-harness.js';
 import { send } from './support/http-client.js';
 import { type Spawned, spawnCli } from './support/processes.js';
 import { silent, until } from './support/stack.js';
-import { howItEnds, portRange, startHashServer, startHoldingServer } from './support/tcp-stack.js';
+import {
+  howItEnds,
+  portRange,
+  startEchoServer,
+  startHashServer,
+  startHoldingServer,
+} from './support/tcp-stack.js';
 
 // TCP tunnels in a cluster: three real `tunnel2 server` processes sharing a real redis-server, each on its
 // own loopback address so that every node can listen on the whole TCP range (as nodes on three hosts
@@ -110,16 +116,11 @@ async function tunnelTo(
   return { tunnel, port };
 }
 
-/** An echo server: every byte comes back, and its FIN is answered with a FIN. */
+/** An echo server (closed after the file). */
 async function startEcho(): Promise<number> {
-  const server = createServer({ allowHalfOpen: true }, (socket) => {
-    socket.on('error', () => {});
-    socket.pipe(socket);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  const { port, server } = await startEchoServer();
   servers.push(server);
-  return (server.address() as { port: number }).port;
+  return port;
 }
 
 function connectVia(via: Node, port: number, localAddress?: string): Socket {

@@ -165,12 +165,24 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       return;
     }
     const epoch = admitted.epoch;
-    if (socket.destroyed) {
+    const giveBack = (): void => {
       if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
-      await sessions.abandon(name, epoch);
+      sessions
+        .abandon(name, epoch)
+        .catch((err: unknown) => logger.warn({ err, session: name }, 'registry release failed'));
+    };
+    if (socket.destroyed) {
+      giveBack();
       return;
     }
+    // ws calls back only for a handshake it completes: one it refuses (a bad key or version) or a socket
+    // the client closed meanwhile is destroyed without a word, and the claims must not outlive it.
+    let upgraded = false;
+    socket.once('close', () => {
+      if (!upgraded) giveBack();
+    });
     wss.handleUpgrade(req, socket, head, (ws) => {
+      upgraded = true;
       const tcpUrl = tcpPort === undefined ? undefined : endpoint.tcpUrlFor(tcpPort.port);
       const urls = tcpUrl === undefined ? endpoint.urlsFor(name) : { url: tcpUrl, urls: [tcpUrl] };
       let activated = false;

@@ -141,6 +141,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           host: options.host,
           maxPortsPerOwner: options.maxTcpPortsPerOwner,
           reconnectGraceMs: options.reconnectGraceMs,
+          inFlight,
           logger,
         });
   const linkServer =

@@ -240,6 +240,14 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
       () => tcp.counters.bytes,
     );
     new Gauge({
+      name: 'tunnel2_tcp_ports_held',
+      help: 'Public TCP ports this node holds for an agent token (serving a session, or reserved for its reconnect)',
+      registers: [registry],
+      collect() {
+        this.set(tcp.size);
+      },
+    });
+    new Gauge({
       name: 'tunnel2_tcp_connections_open',
       help: 'Public connections to TCP tunnel ports being carried now',
       registers: [registry],

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { bridgeSocket, ErrorCode, encodeTcpHead, encodeTunnelTag, type MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { normalizeAddress } from './client-address.js';
+import type { InFlight } from './in-flight.js';
 import type { TcpPort } from './tcp-tunnels.js';
 
 /** What the metrics read at scrape time; nothing is labelled per connection. */
@@ -26,6 +27,8 @@ export function acceptTcpConnection(
   socket: Socket,
   counters: TcpCounters,
   logger: Logger,
+  /** Counted as in flight while open: a draining edge waits for the connection as for a request. */
+  inFlight?: InFlight,
 ): void {
   const clientAddress = normalizeAddress(socket.remoteAddress ?? '');
   const connection = port.connection;
@@ -60,10 +63,12 @@ export function acceptTcpConnection(
   }
   counters.connections.accepted++;
   counters.open++;
+  inFlight?.start();
   port.sockets.add(socket);
   bridgeSocket(stream, socket, {
     socketResetCode: () => ErrorCode.CANCEL,
     onClose: (result) => {
+      inFlight?.finish();
       port.sockets.delete(socket);
       counters.open--;
       counters.bytes.in += result.bytesFromSocket;

@@ -2,6 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { ErrorCode } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { EdgeErrorCode } from './errors.js';
+import type { InFlight } from './in-flight.js';
 import { acceptTcpConnection, type TcpCounters } from './tcp-connection.js';
 import type { TcpPortRange } from './tcp-port-range.js';
 import type { TunnelEntry } from './tunnel-entry.js';
@@ -14,6 +15,8 @@ export interface TcpTunnelsOptions {
   maxPortsPerOwner: number;
   /** How long a port whose session ended stays reserved for its owner. */
   reconnectGraceMs: number;
+  /** The edge's count of work in flight: a drain waits for open connections too. */
+  inFlight?: InFlight;
   logger: Logger;
 }
 
@@ -210,7 +213,7 @@ export class TcpTunnels implements TcpPortTable {
     // Held before listening, so a concurrent claim does not try the same port.
     this.#ports.set(number, port);
     server.on('connection', (socket) =>
-      acceptTcpConnection(port, socket, this.counters, this.#options.logger),
+      acceptTcpConnection(port, socket, this.counters, this.#options.logger, this.#options.inFlight),
     );
     return new Promise((resolve) => {
       const onError = (err: NodeJS.ErrnoException): void => {

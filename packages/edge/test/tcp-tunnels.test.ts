@@ -1,10 +1,11 @@
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { ErrorCode } from '@tunnel2/protocol';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AgentConnection } from '../src/agent-connection.js';
 import { EdgeErrorCode } from '../src/errors.js';
 import { type TcpPort, TcpTunnels } from '../src/tcp-tunnels.js';
+import { freeRange } from './support/free-range.js';
 
 const GRACE_MS = 60_000;
 const tunnels: TcpTunnels[] = [];
@@ -13,26 +14,6 @@ afterEach(() => {
   vi.useRealTimers();
   for (const t of tunnels.splice(0)) t.close();
 });
-
-/** Ports the host had free a moment ago, as one range (the allocator skips any it finds taken since). */
-async function freeRange(size: number): Promise<{ first: number; last: number }> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const first = 20_000 + Math.floor(Math.random() * 10_000);
-    const servers = Array.from({ length: size }, () => createServer());
-    const results = await Promise.all(
-      servers.map(
-        (server, i) =>
-          new Promise<boolean>((resolve) => {
-            server.once('error', () => resolve(false));
-            server.listen({ port: first + i, host: '127.0.0.1', exclusive: true }, () => resolve(true));
-          }),
-      ),
-    );
-    await Promise.all(servers.map((s) => (s.listening ? new Promise((r) => s.close(r)) : undefined)));
-    if (results.every(Boolean)) return { first, last: first + size - 1 };
-  }
-  throw new Error('no free port range');
-}
 
 async function createTunnels(size = 1): Promise<TcpTunnels> {
   const t = new TcpTunnels({

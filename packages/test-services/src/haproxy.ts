@@ -12,6 +12,8 @@ import { findBinary, type NativeProcess, spawnListening, stopProcess } from './n
 /** One node behind the load balancer. */
 export interface LbNode {
   port: number;
+  /** The node's listen address (its health check goes there too); default 127.0.0.1. */
+  host?: string;
   /** The node's operations port: with `checks.http`, HAProxy asks its /readyz. */
   adminPort?: number;
 }
@@ -40,7 +42,7 @@ export interface LbOptions {
 const HAPROXY_CANDIDATES = ['/usr/sbin/haproxy', '/usr/bin/haproxy', '/usr/local/sbin/haproxy'];
 
 function serverLine(node: LbNode, i: number, checks: LbChecks | undefined): string {
-  const server = `  server n${i} 127.0.0.1:${node.port}`;
+  const server = `  server n${i} ${node.host ?? '127.0.0.1'}:${node.port}`;
   if (checks === undefined) return server;
   const where = checks.http ? ` port ${node.adminPort ?? node.port}` : '';
   return `${server} check${where} inter ${checks.interMs} fall ${checks.fall} rise ${checks.rise}`;

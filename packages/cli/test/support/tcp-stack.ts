@@ -34,6 +34,17 @@ export async function startHashServer(): Promise<{ port: number; server: Server;
   };
 }
 
+/** An echo server: every byte comes back, and its FIN is answered with a FIN. */
+export async function startEchoServer(): Promise<{ port: number; server: Server }> {
+  const server = createServer({ allowHalfOpen: true }, (socket) => {
+    socket.on('error', () => {});
+    socket.pipe(socket);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { port: (server.address() as { port: number }).port, server };
+}
+
 /** A TCP server that only holds its connections: `latest` is the last one accepted. */
 export async function startHoldingServer(): Promise<{
   port: number;

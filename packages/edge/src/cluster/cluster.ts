@@ -186,6 +186,11 @@ export class Cluster {
     this.#timer.unref();
   }
 
+  /** Announces this node again now rather than at the next round (the registry came back empty). */
+  announceNow(): void {
+    if (this.#timer !== undefined) this.#renewAnnouncement();
+  }
+
   /**
    * Renews this node's announcement. After a failure (the registry unreachable, or back empty after an
    * outage) it retries every RETRY_MS instead of waiting a whole period: other nodes cannot reach this

@@ -348,6 +348,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         served.map((held) => ({ name: keyOf(held.port), epoch: held.epoch })),
         this.#options.leaseTtlMs,
       );
+      let lost = false;
       for (const [i, held] of served.entries()) {
         if (renewed[i] === true || this.#held.get(held.port) !== held) continue;
         const record = await registry.lookup(keyOf(held.port));
@@ -364,10 +365,18 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
           ttlMs: this.#options.leaseTtlMs,
         });
         if (claimed.ok) {
+          logger.info(
+            { port: held.port, epoch: claimed.record.epoch },
+            'TCP: port lease re-asserted after it expired',
+          );
           held.epoch = claimed.record.epoch;
           held.servedEpoch = claimed.record.epoch;
+          // A registry that lost the port (restarted empty) lost this node's announcement too: without it
+          // the other nodes cannot carry connections here until the next announcement round.
+          lost = true;
         } else this.#lose(held, claimed.record);
       }
+      if (lost) this.#options.cluster.announceNow();
     } catch (err) {
       logger.warn({ err }, 'TCP: port lease renewal failed; ports keep serving, retried next round');
     }
@@ -400,11 +409,20 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
   #onConnection(number: number, socket: Socket): void {
     const held = this.#held.get(number);
     if (held?.connection?.ready === true) {
-      acceptTcpConnection(held, socket, this.counters, this.#options.logger);
+      acceptTcpConnection(held, socket, this.counters, this.#options.logger, this.#options.inFlight);
       return;
     }
     // Asked of the owner cache (or the registry): the connection waits unread meanwhile.
     socket.on('error', () => {});
+    this.#carry(number, socket, true);
+  }
+
+  /**
+   * Carries a connection to the node holding its port. A holder that cannot be reached is asked of the
+   * registry once more (`again`): the cache may name a node that has just drained away while the agent
+   * is already on another one, and nothing was read from the client yet.
+   */
+  #carry(number: number, socket: Socket, again: boolean): void {
     const name = keyOf(number);
     this.#options.cluster.owner(name).then(
       (owner) => {
@@ -420,6 +438,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
           inFlight: this.#options.inFlight,
           sockets: this.#carried,
           logger: this.#options.logger,
+          ...(again ? { unreachable: () => this.#carry(number, socket, false) } : {}),
         });
       },
       (err: unknown) => {

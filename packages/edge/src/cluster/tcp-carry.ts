@@ -14,6 +14,11 @@ export interface TcpCarryContext {
   /** Carried sockets open now (reset when the edge closes). */
   sockets: Set<Socket>;
   logger: Logger;
+  /**
+   * Called instead of resetting the client when the holder could not be reached (nothing was read from
+   * the client yet): the caller asks who holds the port now and carries the connection there.
+   */
+  unreachable?: () => void;
 }
 
 /**
@@ -55,6 +60,10 @@ export function carryTcpConnection(
         if (opening.failed === 'unreachable') {
           context.logger.debug({ err: opening.err, port, holder: owner.nodeId }, 'TCP: holder unreachable');
           cluster.unreachable(owner);
+          if (context.unreachable !== undefined && !socket.destroyed) {
+            context.unreachable();
+            return;
+          }
         }
         refuse();
         return;
