@@ -76,8 +76,9 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
   );
   const events = new EventStream();
   // Summaries are built only for a page that listens: with none, a finished exchange costs no JSON.
-  store.on('entry', (entry) => {
-    if (events.size > 0) events.send('entry', toSummary(entry));
+  store.on('entry', (id) => {
+    const entry = events.size > 0 ? store.get(id) : undefined;
+    if (entry !== undefined) events.send('entry', toSummary(entry));
   });
   store.on('clear', () => events.send('clear', {}));
   store.on('status', (status) => events.send('status', status));
