@@ -45,8 +45,9 @@ export class ExchangeRecorder {
   #encodedResponse: Uint8Array | undefined;
   #bytesIn = 0;
   #bytesOut = 0;
-  #framesIn: WsFrameCounter | undefined;
-  #framesOut: WsFrameCounter | undefined;
+  /** Messages each way of an upgrade, read from its frame headers. */
+  readonly #framesIn: WsFrameCounter | undefined;
+  readonly #framesOut: WsFrameCounter | undefined;
   #done = false;
 
   constructor(store: EntryStore, start: RequestStart, bodyLimit: number) {
@@ -56,6 +57,10 @@ export class ExchangeRecorder {
     this.#requestHead = start.encodedHead === undefined ? undefined : Buffer.from(start.encodedHead);
     this.#request = new BodyCapture(bodyLimit, store);
     this.#response = new BodyCapture(bodyLimit, store);
+    if (start.kind === 'websocket') {
+      this.#framesIn = new WsFrameCounter();
+      this.#framesOut = new WsFrameCounter();
+    }
   }
 
   requestData(chunk: Uint8Array): void {
@@ -85,10 +90,10 @@ export class ExchangeRecorder {
   tunnelData(direction: 'in' | 'out', chunk: Uint8Array): void {
     if (direction === 'in') {
       this.#bytesIn += chunk.length;
-      (this.#framesIn ??= new WsFrameCounter()).add(chunk);
+      this.#framesIn?.add(chunk);
     } else {
       this.#bytesOut += chunk.length;
-      (this.#framesOut ??= new WsFrameCounter()).add(chunk);
+      this.#framesOut?.add(chunk);
     }
   }
 
