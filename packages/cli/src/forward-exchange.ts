@@ -163,6 +163,13 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   }
 
   onReset(error: StreamResetError): void {
+    // Reported first: aborting undici below calls onResponseError at once, which would report the abort's
+    // own error instead of why the stream ended.
+    const cancelled = error.protocolCode === ErrorCode.CANCEL;
+    this.#report(
+      cancelled ? 'client went away' : error.message,
+      cancelled ? 'client_went_away' : 'stream_reset',
+    );
     // A request still waiting for a backend connection leaves the line: nothing of it ever reaches the
     // backend. One undici has started is aborted through its controller (which also ends its connection:
     // an HTTP/1.1 request cannot be cancelled otherwise).
@@ -174,11 +181,6 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     // only closes; its buffered chunks are released.
     this.#body?.destroy();
     this.#owed = 0;
-    const cancelled = error.protocolCode === ErrorCode.CANCEL;
-    this.#report(
-      cancelled ? 'client went away' : error.message,
-      cancelled ? 'client_went_away' : 'stream_reset',
-    );
   }
 
   onDrain(): void {

@@ -53,9 +53,9 @@ export class BodyCapture {
     this.captured = need;
   }
 
-  /** The bytes kept so far (a view, valid until the next add). */
-  bytes(): Buffer | undefined {
-    return this.#buffer?.subarray(0, this.captured);
+  /** Copies the bytes kept into `target` at `offset` (no view made); returns how many. */
+  copyTo(target: Buffer, offset: number): number {
+    return this.#buffer === undefined ? 0 : this.#buffer.copy(target, offset, 0, this.captured);
   }
 
   /** The capture ended (its bytes were copied into the store): gives back what it held of the budget. */

@@ -1,9 +1,9 @@
 import { encodeRequestHead, encodeResponseHead } from '@tunnel2/protocol';
 import { BodyCapture } from './body-capture.js';
 import type { EntryExtras } from './captured-entry.js';
-import type { EntryError } from './entry.js';
-import type { EntryStore } from './entry-store.js';
-import { headerValue } from './stored-entry.js';
+import type { EntryError, InFlightExchange } from './entry.js';
+import type { EntryStore, FinishedExchange } from './entry-store.js';
+import { headerValue, splitTarget } from './stored-entry.js';
 import { WsFrameCounter } from './ws-frame-counter.js';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -29,16 +29,20 @@ export interface RequestStart {
 
 /**
  * One exchange being recorded. The agent calls it from its own exchange, once per head and per body chunk;
- * nothing here waits or allocates beyond the copies of the bytes kept. On finish the whole exchange goes
- * into the store as one place in its arena: what this object held dies young.
+ * nothing here waits, and it allocates little beyond the copies of the bytes kept: the agent runs with a
+ * small young generation, where every byte allocated per request brings the next scavenge closer. On finish
+ * the store copies the exchange into one place of its arena (reading it through FinishedExchange): what this
+ * object held dies young.
  */
-export class ExchangeRecorder {
+export class ExchangeRecorder implements FinishedExchange {
   readonly #store: EntryStore;
   readonly #start: RequestStart;
+  readonly #bodyLimit: number;
   readonly #requestHead: Buffer | undefined;
   readonly #started = performance.now();
-  readonly #request: BodyCapture;
-  readonly #response: BodyCapture;
+  /** Created with the first byte of each body (most requests have none). */
+  #request: BodyCapture | undefined;
+  #response: BodyCapture | undefined;
   #ttfb: number | null = null;
   #status = 0;
   #responseHeaders: readonly string[] | undefined;
@@ -48,23 +52,51 @@ export class ExchangeRecorder {
   /** Messages each way of an upgrade, read from its frame headers. */
   readonly #framesIn: WsFrameCounter | undefined;
   readonly #framesOut: WsFrameCounter | undefined;
+  #durationMs = 0;
+  #extras: EntryExtras | undefined;
   #done = false;
+  /** The store's list of exchanges in flight (links owned by the store). */
+  livePrev: ExchangeRecorder | undefined;
+  liveNext: ExchangeRecorder | undefined;
 
   constructor(store: EntryStore, start: RequestStart, bodyLimit: number) {
     this.#store = store;
     this.#start = start;
+    this.#bodyLimit = bodyLimit;
     // A copy, taken now: the frame's payload is a view into a received message that is not ours to keep.
     this.#requestHead = start.encodedHead === undefined ? undefined : Buffer.from(start.encodedHead);
-    this.#request = new BodyCapture(bodyLimit, store);
-    this.#response = new BodyCapture(bodyLimit, store);
     if (start.kind === 'websocket') {
       this.#framesIn = new WsFrameCounter();
       this.#framesOut = new WsFrameCounter();
     }
+    store.began(this);
+  }
+
+  /** The exchange so far, for the API's list of those still running (an SSE stream, a WebSocket). */
+  progress(): InFlightExchange {
+    const { path, query } = splitTarget(this.#start.target);
+    const websocket = this.#framesIn !== undefined;
+    return {
+      startedAt: new Date(performance.timeOrigin + this.#started).toISOString(),
+      durationMs: round(performance.now() - this.#started),
+      method: this.#start.method,
+      path,
+      query,
+      status: this.#status,
+      requestBytes: websocket ? this.#bytesIn : (this.#request?.size ?? 0),
+      responseBytes: websocket ? this.#bytesOut : (this.#response?.size ?? 0),
+      kind: this.kind,
+      ...(this.#start.replayOf === undefined ? {} : { replayOf: this.#start.replayOf }),
+    };
   }
 
   requestData(chunk: Uint8Array): void {
-    this.#request.add(chunk);
+    (this.#request ?? this.#newRequestBody()).add(chunk);
+  }
+
+  #newRequestBody(): BodyCapture {
+    this.#request = new BodyCapture(this.#bodyLimit, this.#store);
+    return this.#request;
   }
 
   /**
@@ -80,7 +112,12 @@ export class ExchangeRecorder {
   }
 
   responseData(chunk: Uint8Array): void {
-    this.#response.add(chunk);
+    (this.#response ?? this.#newResponseBody()).add(chunk);
+  }
+
+  #newResponseBody(): BodyCapture {
+    this.#response = new BodyCapture(this.#bodyLimit, this.#store);
+    return this.#response;
   }
 
   /**
@@ -101,6 +138,8 @@ export class ExchangeRecorder {
   finish(error?: EntryError): string | undefined {
     if (this.#done) return undefined;
     this.#done = true;
+    this.#store.ended(this);
+    this.#durationMs = round(performance.now() - this.#started);
     const start = this.#start;
     const responseHeaders = this.#responseHeaders;
     // The agent's and the edge's own answers are 4xx/5xx: only those are searched for their code.
@@ -108,36 +147,63 @@ export class ExchangeRecorder {
       const code = headerValue(responseHeaders, 'x-tunnel2-error');
       if (code !== undefined) error = { code, message: `answered with ${code}` };
     }
-    const kind = start.kind ?? 'http';
-    const now = performance.now();
-    let extras: EntryExtras | undefined;
     if (error !== undefined || start.replayOf !== undefined || start.clientAddress !== undefined) {
-      extras = { error, replayOf: start.replayOf, clientAddress: start.clientAddress };
+      this.#extras = { error, replayOf: start.replayOf, clientAddress: start.clientAddress };
     }
-    if (kind === 'websocket') {
-      extras ??= {};
-      extras.ws = {
+    if (this.#framesIn !== undefined && this.#framesOut !== undefined) {
+      this.#extras ??= {};
+      this.#extras.ws = {
         bytesIn: this.#bytesIn,
         bytesOut: this.#bytesOut,
-        messagesIn: this.#framesIn?.messages ?? 0,
-        messagesOut: this.#framesOut?.messages ?? 0,
+        messagesIn: this.#framesIn.messages,
+        messagesOut: this.#framesOut.messages,
       };
     }
-    return this.#store.add({
-      // One clock read per event: the wall-clock start is the monotonic one placed on the epoch.
-      startedAt: Math.round(performance.timeOrigin + this.#started),
-      durationMs: round(now - this.#started),
-      ttfbMs: this.#ttfb === null ? null : round(this.#ttfb),
-      status: this.#status,
-      kind,
-      requestHead: this.#requestHead ?? encodedRequest(start),
-      responseHead:
-        this.#encodedResponse ??
-        (responseHeaders === undefined ? undefined : encodedResponse(this.#status, responseHeaders)),
-      request: this.#request,
-      response: this.#response,
-      extras,
-    });
+    return this.#store.add(this);
+  }
+
+  // ---- FinishedExchange: read by the store when it stores the exchange ----
+
+  get startedAt(): number {
+    // One clock read per event: the wall-clock start is the monotonic one placed on the epoch.
+    return Math.round(performance.timeOrigin + this.#started);
+  }
+
+  get durationMs(): number {
+    return this.#durationMs;
+  }
+
+  get ttfbMs(): number | null {
+    return this.#ttfb === null ? null : round(this.#ttfb);
+  }
+
+  get status(): number {
+    return this.#status;
+  }
+
+  get kind(): 'http' | 'websocket' {
+    return this.#start.kind ?? 'http';
+  }
+
+  get requestHeadBytes(): Uint8Array {
+    return this.#requestHead ?? encodedRequest(this.#start);
+  }
+
+  get responseHeadBytes(): Uint8Array | undefined {
+    const headers = this.#responseHeaders;
+    return this.#encodedResponse ?? (headers === undefined ? undefined : encodedResponse(this.#status, headers));
+  }
+
+  get request(): BodyCapture | undefined {
+    return this.#request;
+  }
+
+  get response(): BodyCapture | undefined {
+    return this.#response;
+  }
+
+  get extras(): EntryExtras | undefined {
+    return this.#extras;
   }
 }
 

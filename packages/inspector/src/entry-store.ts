@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { BodyCapture, CaptureBudget } from './body-capture.js';
+import type { ExchangeRecorder } from './capture.js';
 import { CapturedEntry, type EntryExtras } from './captured-entry.js';
 import { EntryArena } from './entry-arena.js';
 import { InspectorError, InspectorErrorCode } from './errors.js';
@@ -14,6 +15,8 @@ export interface EntryStoreOptions {
 
 export const DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_ENTRIES = 1_000;
+/** Exchanges listed while they run; past this many (the agent's own limits come first) the rest are not. */
+export const MAX_IN_FLIGHT = 4_096;
 /** What a slot's numbers take (its share of the preallocated columns), charged with each entry. */
 const SLOT_COST = 96;
 
@@ -32,11 +35,12 @@ export interface FinishedExchange {
   status: number;
   kind: 'http' | 'websocket';
   /** A request-head payload as the protocol encodes it (method, target, headers). */
-  requestHead: Uint8Array;
+  requestHeadBytes: Uint8Array;
   /** A response-head payload as the protocol encodes it; none when no final head came. */
-  responseHead: Uint8Array | undefined;
-  request: BodyCapture;
-  response: BodyCapture;
+  responseHeadBytes: Uint8Array | undefined;
+  /** None when the body had no byte. */
+  request: BodyCapture | undefined;
+  response: BodyCapture | undefined;
   /** The fields most exchanges do not have (error, replay, client, WebSocket traffic). */
   extras: EntryExtras | undefined;
 }
@@ -98,6 +102,12 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   #reserved = 0;
   #nextId = 1;
   #paused = false;
+  /**
+   * Exchanges being recorded (an entry is stored only when its exchange ends), newest first: a list linked
+   * through the recorders themselves, so a request adds no object to it.
+   */
+  #live: ExchangeRecorder | undefined;
+  #liveCount = 0;
 
   constructor(options: EntryStoreOptions = {}) {
     super();
@@ -119,6 +129,38 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   /** Bytes held: the stored entries and what is reserved beside them. */
   get bytes(): number {
     return this.#bytes + this.#reserved;
+  }
+
+  /** A recorder started: listed as in flight until it ends (past MAX_IN_FLIGHT, it is not listed). */
+  began(recorder: ExchangeRecorder): void {
+    if (this.#liveCount >= MAX_IN_FLIGHT) return;
+    const head = this.#live;
+    recorder.liveNext = head;
+    if (head !== undefined) head.livePrev = recorder;
+    this.#live = recorder;
+    this.#liveCount++;
+  }
+
+  ended(recorder: ExchangeRecorder): void {
+    const { livePrev: prev, liveNext: next } = recorder;
+    if (prev === undefined && this.#live !== recorder) return; // never listed
+    if (prev === undefined) this.#live = next;
+    else prev.liveNext = next;
+    if (next !== undefined) next.livePrev = prev;
+    recorder.livePrev = undefined;
+    recorder.liveNext = undefined;
+    this.#liveCount--;
+  }
+
+  /** Exchanges still running (a long poll, an SSE stream, a WebSocket), newest first. */
+  inFlight(): ExchangeRecorder[] {
+    const out: ExchangeRecorder[] = [];
+    for (let r = this.#live; r !== undefined; r = r.liveNext) out.push(r);
+    return out;
+  }
+
+  get inFlightCount(): number {
+    return this.#liveCount;
   }
 
   setPaused(paused: boolean): void {
@@ -152,30 +194,30 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
    */
   add(done: FinishedExchange): string {
     const id = this.#nextId++;
-    const requestBytes = done.request.bytes();
-    const responseBytes = done.response.bytes();
-    const requestHead = done.requestHead.length;
-    const responseHead = done.responseHead?.length ?? 0;
-    const requestCaptured = requestBytes?.length ?? 0;
-    const responseCaptured = responseBytes?.length ?? 0;
+    const { request, response } = done;
+    const requestHeadBytes = done.requestHeadBytes;
+    const responseHeadBytes = done.responseHeadBytes;
+    const requestHead = requestHeadBytes.length;
+    const responseHead = responseHeadBytes?.length ?? 0;
+    const requestCaptured = request?.captured ?? 0;
+    const responseCaptured = response?.captured ?? 0;
     const size = requestHead + responseHead + requestCaptured + responseCaptured;
     if (size + SLOT_COST > this.budgetBytes) {
-      done.request.release();
-      done.response.release();
+      request?.release();
+      response?.release();
       return String(id);
     }
     const offset = this.#arena.alloc(size);
     const chunk = this.#arena.placed;
     let o = offset;
-    chunk.set(done.requestHead, o);
+    chunk.set(requestHeadBytes, o);
     o += requestHead;
-    if (done.responseHead !== undefined) chunk.set(done.responseHead, o);
+    if (responseHeadBytes !== undefined) chunk.set(responseHeadBytes, o);
     o += responseHead;
-    if (requestBytes !== undefined) chunk.set(requestBytes, o);
-    o += requestCaptured;
-    if (responseBytes !== undefined) chunk.set(responseBytes, o);
-    done.request.release();
-    done.response.release();
+    if (request !== undefined) o += request.copyTo(chunk, o);
+    if (response !== undefined) response.copyTo(chunk, o);
+    request?.release();
+    response?.release();
     if (this.#count === this.maxEntries) this.#evictOldest();
     const slot = (this.#first + this.#count) % this.maxEntries;
     this.#count++;
@@ -186,25 +228,26 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     f64[f + STARTED] = done.startedAt;
     f64[f + DURATION] = done.durationMs;
     f64[f + TTFB] = done.ttfbMs ?? Number.NaN;
-    f64[f + REQUEST_SIZE] = done.request.size;
-    f64[f + RESPONSE_SIZE] = done.response.size;
+    f64[f + REQUEST_SIZE] = request?.size ?? 0;
+    f64[f + RESPONSE_SIZE] = response?.size ?? 0;
     f64[f + COST] = cost;
     const u = slot * U32_COLUMNS;
     const u32 = this.#u32;
+    const extras = done.extras;
     u32[u + STATUS] = done.status;
     u32[u + OFFSET] = offset;
     u32[u + REQUEST_HEAD] = requestHead;
     u32[u + RESPONSE_HEAD] = responseHead;
     u32[u + REQUEST_CAPTURED] = requestCaptured;
     u32[u + RESPONSE_CAPTURED] = responseCaptured;
-    u32[u + FLAGS] =
-      (done.kind === 'websocket' ? WEBSOCKET : 0) | (done.extras === undefined ? 0 : HAS_EXTRAS);
-    if (done.extras !== undefined) this.#extras.set(id, done.extras);
+    u32[u + FLAGS] = (done.kind === 'websocket' ? WEBSOCKET : 0) | (extras === undefined ? 0 : HAS_EXTRAS);
+    if (extras !== undefined) this.#extras.set(id, extras);
     this.#chunks[slot] = chunk;
     this.#bytes += cost;
     while (this.#bytes + this.#reserved > this.budgetBytes && this.#count > 1 && this.#evictOldest()) {}
     const key = String(id);
-    this.emit('entry', key);
+    // Only a page listening is told (see createInspector): with none, storing costs no event.
+    if (this.listenerCount('entry') > 0) this.emit('entry', key);
     return key;
   }
 

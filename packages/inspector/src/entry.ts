@@ -36,6 +36,24 @@ export interface EntrySummary {
   ws?: WebSocketTraffic;
 }
 
+/** An exchange still running: no entry until it ends (its bodies are kept up to the limit meanwhile). */
+export interface InFlightExchange {
+  startedAt: string;
+  /** So far. */
+  durationMs: number;
+  method: string;
+  path: string;
+  query: string;
+  /** 0 while no response head came. */
+  status: number;
+  /** Body bytes so far (websocket: bytes from the client). */
+  requestBytes: number;
+  /** Body bytes so far (websocket: bytes from the backend). */
+  responseBytes: number;
+  kind: 'http' | 'websocket';
+  replayOf?: string;
+}
+
 export interface Body {
   /** The captured bytes (at most the body limit). */
   base64: string;
