@@ -191,7 +191,9 @@ export class ExchangeRecorder implements FinishedExchange {
 
   get responseHeadBytes(): Uint8Array | undefined {
     const headers = this.#responseHeaders;
-    return this.#encodedResponse ?? (headers === undefined ? undefined : encodedResponse(this.#status, headers));
+    return (
+      this.#encodedResponse ?? (headers === undefined ? undefined : encodedResponse(this.#status, headers))
+    );
   }
 
   get request(): BodyCapture | undefined {

@@ -36,23 +36,23 @@ export interface EntrySummary {
   ws?: WebSocketTraffic;
 }
 
-/** An exchange still running: no entry until it ends (its bodies are kept up to the limit meanwhile). */
-export interface InFlightExchange {
-  startedAt: string;
-  /** So far. */
-  durationMs: number;
-  method: string;
-  path: string;
-  query: string;
-  /** 0 while no response head came. */
-  status: number;
-  /** Body bytes so far (websocket: bytes from the client). */
-  requestBytes: number;
-  /** Body bytes so far (websocket: bytes from the backend). */
-  responseBytes: number;
-  kind: 'http' | 'websocket';
-  replayOf?: string;
-}
+/**
+ * An exchange still running: no entry until it ends (its bodies are kept up to the limit meanwhile). Its
+ * duration and byte counts are so far; status 0 while no response head came.
+ */
+export type InFlightExchange = Pick<
+  EntrySummary,
+  | 'startedAt'
+  | 'durationMs'
+  | 'method'
+  | 'path'
+  | 'query'
+  | 'status'
+  | 'requestBytes'
+  | 'responseBytes'
+  | 'kind'
+  | 'replayOf'
+>;
 
 export interface Body {
   /** The captured bytes (at most the body limit). */
