@@ -1,6 +1,6 @@
 import { encodeRequestHead, encodeResponseHead } from '@tunnel2/protocol';
 import { BodyCapture } from './body-capture.js';
-import type { EntryExtras } from './captured-entry.js';
+import { type EntryExtras, requestLine } from './captured-entry.js';
 import type { EntryError, InFlightExchange } from './entry.js';
 import type { EntryStore, FinishedExchange } from './entry-store.js';
 import { headerValue, splitTarget } from './stored-entry.js';
@@ -36,17 +36,21 @@ export interface RequestStart {
  */
 export class ExchangeRecorder implements FinishedExchange {
   readonly #store: EntryStore;
-  readonly #start: RequestStart;
   readonly #bodyLimit: number;
-  readonly #requestHead: Buffer | undefined;
+  /** The head as bytes: nothing of the request's own objects (its header list, strings) is held. */
+  readonly #requestHead: Buffer;
+  readonly #kind: 'http' | 'websocket';
+  readonly #replayOf: string | undefined;
+  readonly #clientAddress: string | undefined;
   readonly #started = performance.now();
   /** Created with the first byte of each body (most requests have none). */
   #request: BodyCapture | undefined;
   #response: BodyCapture | undefined;
   #ttfb: number | null = null;
   #status = 0;
-  #responseHeaders: readonly string[] | undefined;
-  #encodedResponse: Uint8Array | undefined;
+  #responseHead: Uint8Array | undefined;
+  /** The x-tunnel2-error of a 4xx/5xx head, read when it came (the list itself is not kept). */
+  #errorCode: string | undefined;
   #bytesIn = 0;
   #bytesOut = 0;
   /** Messages each way of an upgrade, read from its frame headers. */
@@ -61,10 +65,13 @@ export class ExchangeRecorder implements FinishedExchange {
 
   constructor(store: EntryStore, start: RequestStart, bodyLimit: number) {
     this.#store = store;
-    this.#start = start;
     this.#bodyLimit = bodyLimit;
+    this.#kind = start.kind ?? 'http';
+    this.#replayOf = start.replayOf;
+    this.#clientAddress = start.clientAddress;
     // A copy, taken now: the frame's payload is a view into a received message that is not ours to keep.
-    this.#requestHead = start.encodedHead === undefined ? undefined : Buffer.from(start.encodedHead);
+    this.#requestHead =
+      start.encodedHead === undefined ? encodedRequest(start) : Buffer.from(start.encodedHead);
     if (start.kind === 'websocket') {
       this.#framesIn = new WsFrameCounter();
       this.#framesOut = new WsFrameCounter();
@@ -74,19 +81,20 @@ export class ExchangeRecorder implements FinishedExchange {
 
   /** The exchange so far, for the API's list of those still running (an SSE stream, a WebSocket). */
   progress(): InFlightExchange {
-    const { path, query } = splitTarget(this.#start.target);
+    const { method, target } = requestLine(this.#requestHead);
+    const { path, query } = splitTarget(target);
     const websocket = this.#framesIn !== undefined;
     return {
       startedAt: new Date(performance.timeOrigin + this.#started).toISOString(),
       durationMs: round(performance.now() - this.#started),
-      method: this.#start.method,
+      method,
       path,
       query,
       status: this.#status,
       requestBytes: websocket ? this.#bytesIn : (this.#request?.size ?? 0),
       responseBytes: websocket ? this.#bytesOut : (this.#response?.size ?? 0),
       kind: this.kind,
-      ...(this.#start.replayOf === undefined ? {} : { replayOf: this.#start.replayOf }),
+      ...(this.#replayOf === undefined ? {} : { replayOf: this.#replayOf }),
     };
   }
 
@@ -102,13 +110,14 @@ export class ExchangeRecorder implements FinishedExchange {
   /**
    * The final response head (interim 1xx heads are not recorded; a 101 is final for an upgrade). `encoded`:
    * the same head as the protocol encoded it for the wire, kept by reference (the caller never writes to it
-   * again) until the exchange ends.
+   * again) until the exchange ends; without it the list is encoded now. The list itself is not kept.
    */
   responseHead(status: number, headers: readonly string[], encoded?: Uint8Array): void {
     if (this.#ttfb === null) this.#ttfb = performance.now() - this.#started;
     this.#status = status;
-    this.#responseHeaders = headers;
-    this.#encodedResponse = encoded;
+    this.#responseHead = encoded ?? encodedResponse(status, headers);
+    // The agent's and the edge's own answers are 4xx/5xx: only those are searched for their code.
+    this.#errorCode = status >= 400 ? headerValue(headers, 'x-tunnel2-error') : undefined;
   }
 
   responseData(chunk: Uint8Array): void {
@@ -140,15 +149,10 @@ export class ExchangeRecorder implements FinishedExchange {
     this.#done = true;
     this.#store.ended(this);
     this.#durationMs = round(performance.now() - this.#started);
-    const start = this.#start;
-    const responseHeaders = this.#responseHeaders;
-    // The agent's and the edge's own answers are 4xx/5xx: only those are searched for their code.
-    if (error === undefined && this.#status >= 400 && responseHeaders !== undefined) {
-      const code = headerValue(responseHeaders, 'x-tunnel2-error');
-      if (code !== undefined) error = { code, message: `answered with ${code}` };
-    }
-    if (error !== undefined || start.replayOf !== undefined || start.clientAddress !== undefined) {
-      this.#extras = { error, replayOf: start.replayOf, clientAddress: start.clientAddress };
+    const code = this.#errorCode;
+    if (error === undefined && code !== undefined) error = { code, message: `answered with ${code}` };
+    if (error !== undefined || this.#replayOf !== undefined || this.#clientAddress !== undefined) {
+      this.#extras = { error, replayOf: this.#replayOf, clientAddress: this.#clientAddress };
     }
     if (this.#framesIn !== undefined && this.#framesOut !== undefined) {
       this.#extras ??= {};
@@ -182,18 +186,15 @@ export class ExchangeRecorder implements FinishedExchange {
   }
 
   get kind(): 'http' | 'websocket' {
-    return this.#start.kind ?? 'http';
+    return this.#kind;
   }
 
   get requestHeadBytes(): Uint8Array {
-    return this.#requestHead ?? encodedRequest(this.#start);
+    return this.#requestHead;
   }
 
   get responseHeadBytes(): Uint8Array | undefined {
-    const headers = this.#responseHeaders;
-    return (
-      this.#encodedResponse ?? (headers === undefined ? undefined : encodedResponse(this.#status, headers))
-    );
+    return this.#responseHead;
   }
 
   get request(): BodyCapture | undefined {

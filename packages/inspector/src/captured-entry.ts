@@ -41,6 +41,16 @@ export interface SlotFields {
 
 const NO_HEADERS: readonly string[] = [];
 
+/** Method (u8 length) and target (u16 length) lead a request head: read without decoding the rest. */
+export function requestLine(head: Buffer): { method: string; target: string } {
+  const methodEnd = 1 + head[0]!;
+  const targetEnd = methodEnd + 2 + head.readUInt16BE(methodEnd);
+  return {
+    method: head.toString('latin1', 1, methodEnd),
+    target: head.toString('latin1', methodEnd + 2, targetEnd),
+  };
+}
+
 /** A body of a stored entry: a view of its bytes in the arena, decoded (and cached) when asked. */
 class ArenaBody implements StoredBody {
   readonly size: number;
@@ -129,12 +139,7 @@ export class CapturedEntry implements StoredEntry {
       f.id,
       1,
     );
-    // Method (u8 length) and target (u16 length) lead the request head: read without decoding the rest.
-    const head = this.#requestHead;
-    const methodEnd = 1 + head[0]!;
-    const targetEnd = methodEnd + 2 + head.readUInt16BE(methodEnd);
-    this.method = head.toString('latin1', 1, methodEnd);
-    this.target = head.toString('latin1', methodEnd + 2, targetEnd);
+    ({ method: this.method, target: this.target } = requestLine(this.#requestHead));
   }
 
   get requestHeaders(): readonly string[] {
