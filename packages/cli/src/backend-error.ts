@@ -113,12 +113,10 @@ export function sendBackendErrorAnswer(
     'x-tunnel2-error',
     answer.code,
   ];
-  recorder?.responseHead(answer.status, headers);
+  const head = encodeResponseHead({ status: answer.status, statusMessage: '', headers }, maxHeadSize);
+  recorder?.responseHead(answer.status, headers, head);
   recorder?.responseData(body);
-  stream.sendHeaders(
-    encodeResponseHead({ status: answer.status, statusMessage: '', headers }, maxHeadSize),
-    false,
-  );
+  stream.sendHeaders(head, false);
   stream.write(body);
   stream.end();
 }

@@ -2,7 +2,6 @@ import { Readable } from 'node:stream';
 import type { ExchangeRecorder, InspectorCapture } from '@tunnel2/inspector';
 import {
   decodeRequestHead,
-  decodeResponseHead,
   ErrorCode,
   encodeResponseHead,
   type MuxStream,
@@ -120,7 +119,6 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       target: head.target,
       headers: head.headers,
       encodedHead: payload,
-      decodeHead: requestHeadersOf,
     });
     if (!endStream) {
       this.#body = new Readable({
@@ -165,6 +163,13 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   }
 
   onReset(error: StreamResetError): void {
+    // Reported first: aborting undici below calls onResponseError at once, which would report the abort's
+    // own error instead of why the stream ended.
+    const cancelled = error.protocolCode === ErrorCode.CANCEL;
+    this.#report(
+      cancelled ? 'client went away' : error.message,
+      cancelled ? 'client_went_away' : 'stream_reset',
+    );
     // A request still waiting for a backend connection leaves the line: nothing of it ever reaches the
     // backend. One undici has started is aborted through its controller (which also ends its connection:
     // an HTTP/1.1 request cannot be cancelled otherwise).
@@ -176,11 +181,6 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     // only closes; its buffered chunks are released.
     this.#body?.destroy();
     this.#owed = 0;
-    const cancelled = error.protocolCode === ErrorCode.CANCEL;
-    this.#report(
-      cancelled ? 'client went away' : error.message,
-      cancelled ? 'client_went_away' : 'stream_reset',
-    );
   }
 
   onDrain(): void {
@@ -219,7 +219,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       { status: statusCode, statusMessage: statusMessage ?? '', headers },
       this.#options.maxHeadSize,
     );
-    if (statusCode >= 200) this.#recorder?.responseHead(statusCode, headers, head, responseHeadersOf);
+    if (statusCode >= 200) this.#recorder?.responseHead(statusCode, headers, head);
     this.#stream.sendHeaders(head, false);
   }
 
@@ -292,14 +292,6 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     if (error !== undefined) report.error = error;
     this.#options.onReport(report);
   }
-}
-
-// The inspector's entries keep heads encoded and read them back with these (shared, not one per request).
-const requestHeadersOf = (payload: Uint8Array): RawHeaders => decodeRequestHead(asBuffer(payload)).headers;
-const responseHeadersOf = (payload: Uint8Array): RawHeaders => decodeResponseHead(asBuffer(payload)).headers;
-
-function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 function rawHeaderStrings(raw: Buffer[] | string[] | Record<string, unknown> | null | undefined): RawHeaders {

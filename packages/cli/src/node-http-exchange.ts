@@ -113,7 +113,7 @@ export class NodeHttpExchange implements StreamHandler {
       else this.#owed += chunk.length;
       return;
     }
-    this.#recorder?.tunnelBytes('in', chunk.length);
+    this.#recorder?.tunnelData('in', chunk);
     const socket = this.#socket;
     if (socket === undefined || socket.destroyed) {
       this.#stream.consume(chunk.length);
@@ -161,11 +161,11 @@ export class NodeHttpExchange implements StreamHandler {
     this.#recorder?.responseHead(101, res.rawHeaders);
     this.#sendHead(101, res.statusMessage ?? 'Switching Protocols', res.rawHeaders);
     if (rest.length > 0) {
-      this.#recorder?.tunnelBytes('out', rest.length);
+      this.#recorder?.tunnelData('out', rest);
       this.#stream.write(rest);
     }
     socket.on('data', (chunk: Buffer) => {
-      this.#recorder?.tunnelBytes('out', chunk.length);
+      this.#recorder?.tunnelData('out', chunk);
       if (!this.#stream.write(chunk)) socket.pause();
     });
     socket.on('drain', () => this.#creditRequestBody());

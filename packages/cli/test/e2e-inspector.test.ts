@@ -309,8 +309,8 @@ describe('inspector: a replay reaches the target with the head the agent would s
   });
 });
 
-describe('inspector: a WebSocket upgrade is one entry with its bytes each way', () => {
-  it('records kind websocket, status 101, duration and bytes in and out', async () => {
+describe('inspector: a WebSocket upgrade is one entry with its bytes and messages each way', () => {
+  it('records kind websocket, status 101, duration, bytes and messages in and out', async () => {
     const backend = await startWsBackend();
     const edge = buildEdge({ port: 0, logger: silent });
     const { port } = await edge.listen();
@@ -326,15 +326,29 @@ describe('inspector: a WebSocket upgrade is one entry with its bytes each way', 
         perMessageDeflate: false,
       });
       await once(ws, 'open');
+      const echoes = new Promise<void>((resolve) => {
+        let seen = 0;
+        ws.on('message', () => {
+          if (++seen === 3) resolve();
+        });
+      });
+      const pong = once(ws, 'pong');
+      // Three messages: a text, one sent in two fragments (one message), one with a 64-bit length; and a
+      // ping, which is no message. The backend echoes each message as one.
       ws.send('hello through the tunnel');
-      await once(ws, 'message');
+      ws.send('frag', { fin: false });
+      ws.send('mented', { fin: true });
+      ws.ping();
+      ws.send(Buffer.alloc(70_000, 1));
+      await Promise.all([echoes, pong]);
       const sse = sseEvents(`${tunnel.inspectorUrl}/api/events`, 'entry', 1);
       await sse.ready;
       ws.close();
       const [entry] = (await sse.events) as EntrySummary[];
       expect(entry).toMatchObject({ kind: 'websocket', status: 101, path: '/echo' });
-      expect(entry!.ws!.bytesIn).toBeGreaterThan(24);
-      expect(entry!.ws!.bytesOut).toBeGreaterThan(24);
+      expect(entry!.ws!.bytesIn).toBeGreaterThan(70_000);
+      expect(entry!.ws!.bytesOut).toBeGreaterThan(70_000);
+      expect(entry!.ws).toMatchObject({ messagesIn: 3, messagesOut: 3 });
       expect(entry!.durationMs).toBeGreaterThan(0);
     } finally {
       await tunnel.close(0);

@@ -1,10 +1,5 @@
 import { createCapture, EntryStore, toEntry, toHar } from '@tunnel2/inspector';
-import {
-  decodeRequestHead,
-  decodeResponseHead,
-  encodeRequestHead,
-  encodeResponseHead,
-} from '@tunnel2/protocol';
+import { encodeRequestHead, encodeResponseHead } from '@tunnel2/protocol';
 import { describe, expect, it } from 'vitest';
 
 // The agent hands the inspector its heads as the encoded frame payloads (decoded only when read), a test or a
@@ -34,20 +29,18 @@ function record(encoded: boolean) {
     method: 'POST',
     target: '/hook?x=1',
     headers: requestHeaders,
-    ...(encoded
-      ? { encodedHead: payload, decodeHead: (p: Uint8Array) => decodeRequestHead(Buffer.from(p)).headers }
-      : {}),
+    ...(encoded ? { encodedHead: payload } : {}),
   })!;
   message.fill(0);
   recorder.requestData(Buffer.from('{"a":1}'));
   const head = encodeResponseHead({ status: 502, statusMessage: '', headers: responseHeaders }, 1 << 16);
   if (encoded) {
-    recorder.responseHead(502, responseHeaders, head, (p) => decodeResponseHead(Buffer.from(p)).headers);
+    recorder.responseHead(502, responseHeaders, head);
   } else {
     recorder.responseHead(502, responseHeaders);
   }
   recorder.responseData(Buffer.from('bad gateway\n'));
-  return recorder.finish()!;
+  return store.get(recorder.finish()!)!;
 }
 
 describe('inspector entries from encoded heads', () => {

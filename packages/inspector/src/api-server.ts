@@ -94,10 +94,16 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
       bytes: store.bytes,
       budgetBytes: store.budgetBytes,
       maxEntries: store.maxEntries,
+      inFlight: store.inFlightCount,
       bodyLimit: ctx.bodyLimit,
       publicUrl: ctx.publicUrl(),
       target: ctx.target.origin + ctx.target.basePath,
     });
+    return;
+  }
+  if (path === '/api/inflight') {
+    if (method !== 'GET') throw methodNotAllowed(method, path);
+    sendJson(res, 200, { exchanges: store.inFlight().map((recorder) => recorder.progress()) });
     return;
   }
   if (path === '/api/entries') {

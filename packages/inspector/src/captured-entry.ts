@@ -1,21 +1,96 @@
-import type { BodyCapture } from './body-capture.js';
+import { decodeRequestHead, decodeResponseHead } from '@tunnel2/protocol';
+import { decodeBody } from './body-decoding.js';
 import type { EntryError, WebSocketTraffic } from './entry.js';
-import type { StoredEntry } from './stored-entry.js';
+import type { StoredBody, StoredEntry } from './stored-entry.js';
 
-/** Turns a head the agent already encoded for the wire back into its flat header list (name, value, ...). */
-export type HeadDecoder = (payload: Uint8Array) => readonly string[];
+/** The fields most exchanges do not have, kept beside an entry's slot only when it has one. */
+export interface EntryExtras {
+  error?: EntryError;
+  replayOf?: string;
+  /** Given by the recorder's caller (a replay); else read from X-Forwarded-For when shown. */
+  clientAddress?: string;
+  ws?: WebSocketTraffic;
+}
 
-/** A head as an entry keeps it: the flat list, or the encoded bytes (read with the entry's decoder). */
-export type KeptHead = readonly string[] | Uint8Array;
+/** Where a snapshot's body decodings are cached (the store, within its budget, while the entry is kept). */
+export interface DecodingCache {
+  readonly decodeLimit: number;
+  cachedDecoding(id: number, side: 0 | 1): Buffer | null | undefined;
+  cacheDecoding(id: number, side: 0 | 1, decoded: Buffer | null): void;
+}
 
-/** Every entry shares this empty list (a 1xx-less exchange that failed before a head has none). */
+/** A slot's numbers and the place of its bytes: [request head][response head][request body][response body]. */
+export interface SlotFields {
+  id: number;
+  startedAt: number;
+  durationMs: number;
+  ttfbMs: number | null;
+  status: number;
+  kind: 'http' | 'websocket';
+  chunk: Buffer;
+  offset: number;
+  requestHead: number;
+  responseHead: number;
+  requestCaptured: number;
+  responseCaptured: number;
+  requestSize: number;
+  responseSize: number;
+  cost: number;
+  extras: EntryExtras | undefined;
+}
+
 const NO_HEADERS: readonly string[] = [];
 
+/** Method (u8 length) and target (u16 length) lead a request head: read without decoding the rest. */
+export function requestLine(head: Buffer): { method: string; target: string } {
+  const methodEnd = 1 + head[0]!;
+  const targetEnd = methodEnd + 2 + head.readUInt16BE(methodEnd);
+  return {
+    method: head.toString('latin1', 1, methodEnd),
+    target: head.toString('latin1', methodEnd + 2, targetEnd),
+  };
+}
+
+/** A body of a stored entry: a view of its bytes in the arena, decoded (and cached) when asked. */
+class ArenaBody implements StoredBody {
+  readonly size: number;
+  readonly captured: number;
+  readonly #bytes: Buffer;
+  readonly #cache: DecodingCache;
+  readonly #id: number;
+  readonly #side: 0 | 1;
+
+  constructor(bytes: Buffer, size: number, cache: DecodingCache, id: number, side: 0 | 1) {
+    this.#bytes = bytes;
+    this.size = size;
+    this.captured = bytes.length;
+    this.#cache = cache;
+    this.#id = id;
+    this.#side = side;
+  }
+
+  get truncated(): boolean {
+    return this.size > this.captured;
+  }
+
+  bytes(): Buffer {
+    return this.#bytes;
+  }
+
+  decoded(encoding: string | undefined): Buffer | undefined {
+    if (encoding === undefined || this.truncated || this.captured === 0) return undefined;
+    const cached = this.#cache.cachedDecoding(this.#id, this.#side);
+    if (cached !== undefined) return cached ?? undefined;
+    const decoded = decodeBody(this.#bytes, encoding, Math.max(1, this.#cache.decodeLimit));
+    this.#cache.cacheDecoding(this.#id, this.#side, decoded ?? null);
+    return decoded;
+  }
+}
+
 /**
- * A finished exchange as the store keeps it. A ring of up to 1,000 entries outlives the young generation at
- * any real rate, so every object an entry holds is promoted and later freed by a full collection: a flat
- * header list is ~20 strings per head. An entry therefore holds a head as the bytes the exchange encoded for
- * the wire (one buffer) and decodes it only when the API reads it.
+ * A stored entry as read: built from its slot when the API asks (the store keeps no object per entry), its
+ * heads decoded from the protocol's encoding when first read. The bytes it views are never overwritten, so
+ * a snapshot stays whole after its entry is evicted.
  */
 export class CapturedEntry implements StoredEntry {
   readonly id: string;
@@ -26,82 +101,55 @@ export class CapturedEntry implements StoredEntry {
   readonly method: string;
   readonly target: string;
   readonly status: number;
-  readonly request: BodyCapture;
-  readonly response: BodyCapture;
+  readonly request: StoredBody;
+  readonly response: StoredBody;
   readonly kind: 'http' | 'websocket';
   readonly error: EntryError | undefined;
   readonly replayOf: string | undefined;
   readonly ws: WebSocketTraffic | undefined;
   readonly cost: number;
-  readonly #requestHead: KeptHead;
-  readonly #responseHead: KeptHead | undefined;
-  readonly #decodeRequest: HeadDecoder | undefined;
-  readonly #decodeResponse: HeadDecoder | undefined;
+  readonly #requestHead: Buffer;
+  readonly #responseHead: Buffer | undefined;
+  #requestHeaders: readonly string[] | undefined;
+  #responseHeaders: readonly string[] | undefined;
 
-  constructor(fields: CapturedFields) {
-    this.id = fields.id;
-    this.startedAt = fields.startedAt;
-    this.durationMs = fields.durationMs;
-    this.ttfbMs = fields.ttfbMs;
-    this.clientAddress = fields.clientAddress;
-    this.method = fields.method;
-    this.target = fields.target;
-    this.status = fields.status;
-    this.request = fields.request;
-    this.response = fields.response;
-    this.kind = fields.kind;
-    this.error = fields.error;
-    this.replayOf = fields.replayOf;
-    this.ws = fields.ws;
-    this.#requestHead = fields.requestHead;
-    this.#responseHead = fields.responseHead;
-    this.#decodeRequest = fields.decodeRequest;
-    this.#decodeResponse = fields.decodeResponse;
-    this.cost =
-      FIXED_COST +
-      this.request.captured +
-      this.response.captured +
-      this.target.length * 2 +
-      keptCost(fields.requestHead) +
-      (fields.responseHead === undefined ? 0 : keptCost(fields.responseHead));
+  constructor(cache: DecodingCache, f: SlotFields) {
+    this.id = String(f.id);
+    this.startedAt = f.startedAt;
+    this.durationMs = f.durationMs;
+    this.ttfbMs = f.ttfbMs;
+    this.status = f.status;
+    this.kind = f.kind;
+    this.cost = f.cost;
+    this.clientAddress = f.extras?.clientAddress ?? null;
+    this.error = f.extras?.error;
+    this.replayOf = f.extras?.replayOf;
+    this.ws = f.extras?.ws;
+    let o = f.offset;
+    this.#requestHead = f.chunk.subarray(o, o + f.requestHead);
+    o += f.requestHead;
+    this.#responseHead = f.responseHead === 0 ? undefined : f.chunk.subarray(o, o + f.responseHead);
+    o += f.responseHead;
+    this.request = new ArenaBody(f.chunk.subarray(o, o + f.requestCaptured), f.requestSize, cache, f.id, 0);
+    o += f.requestCaptured;
+    this.response = new ArenaBody(
+      f.chunk.subarray(o, o + f.responseCaptured),
+      f.responseSize,
+      cache,
+      f.id,
+      1,
+    );
+    ({ method: this.method, target: this.target } = requestLine(this.#requestHead));
   }
 
   get requestHeaders(): readonly string[] {
-    return headersOf(this.#requestHead, this.#decodeRequest);
+    this.#requestHeaders ??= decodeRequestHead(this.#requestHead).headers;
+    return this.#requestHeaders;
   }
 
   get responseHeaders(): readonly string[] {
-    return this.#responseHead === undefined
-      ? NO_HEADERS
-      : headersOf(this.#responseHead, this.#decodeResponse);
+    if (this.#responseHead === undefined) return NO_HEADERS;
+    this.#responseHeaders ??= decodeResponseHead(this.#responseHead).headers;
+    return this.#responseHeaders;
   }
-}
-
-/** The entry's fields, with its heads as kept (optional ones present, maybe undefined: one shape for all). */
-export interface CapturedFields
-  extends Omit<StoredEntry, 'cost' | 'requestHeaders' | 'responseHeaders' | 'error' | 'replayOf' | 'ws'> {
-  error: EntryError | undefined;
-  replayOf: string | undefined;
-  ws: WebSocketTraffic | undefined;
-  requestHead: KeptHead;
-  responseHead: KeptHead | undefined;
-  /** Given with an encoded request head. */
-  decodeRequest: HeadDecoder | undefined;
-  /** Given with an encoded response head. */
-  decodeResponse: HeadDecoder | undefined;
-}
-
-function headersOf(kept: KeptHead, decode: HeadDecoder | undefined): readonly string[] {
-  if (!(kept instanceof Uint8Array)) return kept;
-  return decode === undefined ? NO_HEADERS : decode(kept);
-}
-
-const FIXED_COST = 512;
-
-/** What a head costs the budget: a list's strings at two bytes a code unit plus a little each; bytes as is. */
-function keptCost(kept: KeptHead): number {
-  if (kept instanceof Uint8Array) return kept.length + 16;
-  let cost = 0;
-  for (const h of kept) cost += h.length * 2 + 16;
-  return cost;
 }

@@ -1,6 +1,5 @@
-import type { BodyCapture } from './body-capture.js';
 import type { Body, Entry, EntrySummary } from './entry.js';
-import { clientOf, headerValue, type StoredEntry, splitTarget } from './stored-entry.js';
+import { clientOf, headerValue, type StoredBody, type StoredEntry, splitTarget } from './stored-entry.js';
 
 export function toSummary(entry: StoredEntry): EntrySummary {
   const { path, query } = splitTarget(entry.target);
@@ -30,17 +29,17 @@ export function pairs(flat: readonly string[]): [string, string][] {
   return out;
 }
 
-/** A body's decoded bytes when it has a Content-Encoding that decodes (see BodyCapture.decoded). */
-export function decodedOf(body: BodyCapture, headers: readonly string[]): Buffer | undefined {
+/** A body's decoded bytes when it has a Content-Encoding that decodes (see StoredBody.decoded). */
+export function decodedOf(body: StoredBody, headers: readonly string[]): Buffer | undefined {
   return body.decoded(headerValue(headers, 'content-encoding'));
 }
 
 /** The bytes body search looks into: decoded when it decodes, else as captured. */
-export function searchedBytes(body: BodyCapture, headers: readonly string[]): Buffer {
+export function searchedBytes(body: StoredBody, headers: readonly string[]): Buffer {
   return decodedOf(body, headers) ?? body.bytes();
 }
 
-function toBody(body: BodyCapture, headers: readonly string[]): Body {
+function toBody(body: StoredBody, headers: readonly string[]): Body {
   const raw = body.bytes();
   const out: Body = {
     base64: raw.toString('base64'),

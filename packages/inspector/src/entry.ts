@@ -36,6 +36,24 @@ export interface EntrySummary {
   ws?: WebSocketTraffic;
 }
 
+/**
+ * An exchange still running: no entry until it ends (its bodies are kept up to the limit meanwhile). Its
+ * duration and byte counts are so far; status 0 while no response head came.
+ */
+export type InFlightExchange = Pick<
+  EntrySummary,
+  | 'startedAt'
+  | 'durationMs'
+  | 'method'
+  | 'path'
+  | 'query'
+  | 'status'
+  | 'requestBytes'
+  | 'responseBytes'
+  | 'kind'
+  | 'replayOf'
+>;
+
 export interface Body {
   /** The captured bytes (at most the body limit). */
   base64: string;

@@ -1,15 +1,24 @@
 import type { ServerResponse } from 'node:http';
 
 /** A reader whose socket holds more than this unsent is too slow: it is dropped, not buffered for. */
-const MAX_PENDING_BYTES = 1024 * 1024;
+export const MAX_PENDING_BYTES = 1024 * 1024;
+/** Readers at once (pages, scripts); a new one beyond it replaces the oldest (a page reloaded many times). */
+export const MAX_READERS = 16;
 export const PING_INTERVAL_MS = 15_000;
 
-/** The SSE readers of `GET /api/events`: each event is written to all; a reader that falls behind is dropped. */
+/**
+ * The SSE readers of `GET /api/events`: each event is serialized once and written to all; a reader that falls
+ * behind is dropped, so what the stream holds is bounded by MAX_READERS × MAX_PENDING_BYTES (plus one event)
+ * whatever the pages do.
+ */
 export class EventStream {
   readonly #clients = new Set<ServerResponse>();
   readonly #ping: NodeJS.Timeout;
+  readonly #onReaders: (readers: number) => void;
 
-  constructor(pingMs = PING_INTERVAL_MS) {
+  /** `onReaders`: told the count whenever a reader comes or goes (the inspector listens only while any do). */
+  constructor(pingMs = PING_INTERVAL_MS, onReaders: (readers: number) => void = () => {}) {
+    this.#onReaders = onReaders;
     this.#ping = setInterval(() => this.#write(': ping\n\n'), pingMs);
     this.#ping.unref();
   }
@@ -26,8 +35,21 @@ export class EventStream {
       connection: 'keep-alive',
     });
     res.write(': connected\n\n');
+    if (this.#clients.size >= MAX_READERS) {
+      for (const oldest of this.#clients) {
+        this.#drop(oldest);
+        break;
+      }
+    }
     this.#clients.add(res);
-    res.on('close', () => this.#clients.delete(res));
+    res.on('close', () => this.#drop(res));
+    this.#onReaders(this.#clients.size);
+  }
+
+  #drop(res: ServerResponse): void {
+    if (!this.#clients.delete(res)) return;
+    res.destroy();
+    this.#onReaders(this.#clients.size);
   }
 
   send(event: string, data: unknown): void {
@@ -38,8 +60,7 @@ export class EventStream {
   #write(text: string): void {
     for (const res of this.#clients) {
       if (res.writableLength > MAX_PENDING_BYTES) {
-        this.#clients.delete(res);
-        res.destroy();
+        this.#drop(res);
         continue;
       }
       res.write(text);

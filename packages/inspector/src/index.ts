@@ -2,7 +2,14 @@
 
 export type { ExchangeRecorder } from './capture.js';
 export { createCapture, type InspectorCapture, type RequestStart } from './capture.js';
-export type { Body, Entry, EntryError, EntrySummary, WebSocketTraffic } from './entry.js';
+export type {
+  Body,
+  Entry,
+  EntryError,
+  EntrySummary,
+  InFlightExchange,
+  WebSocketTraffic,
+} from './entry.js';
 export { EntryStore } from './entry-store.js';
 export { toEntry } from './entry-view.js';
 export { InspectorError, InspectorErrorCode } from './errors.js';

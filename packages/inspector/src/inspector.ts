@@ -4,7 +4,7 @@ import { createCapture, DEFAULT_BODY_LIMIT, type InspectorCapture } from './capt
 import { EntryStore } from './entry-store.js';
 import { toSummary } from './entry-view.js';
 import { InspectorError, InspectorErrorCode } from './errors.js';
-import { EventStream } from './event-stream.js';
+import { EventStream, PING_INTERVAL_MS } from './event-stream.js';
 import { createHostGuard } from './host-guard.js';
 import type { ReplayTarget } from './replay.js';
 import { defaultStaticDir } from './static-files.js';
@@ -74,10 +74,14 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
     validLimit('inspect body limit', options.bodyLimit, DEFAULT_BODY_LIMIT),
     Math.floor(store.budgetBytes / 2),
   );
-  const events = new EventStream();
-  // Summaries are built only for a page that listens: with none, a finished exchange costs no JSON.
-  store.on('entry', (entry) => {
-    if (events.size > 0) events.send('entry', toSummary(entry));
+  const onEntry = (id: string): void => {
+    const entry = store.get(id);
+    if (entry !== undefined) events.send('entry', toSummary(entry));
+  };
+  // The store tells of new entries only while a page listens: with none, storing one costs no event at all.
+  const events = new EventStream(PING_INTERVAL_MS, (readers) => {
+    if (readers === 0) store.off('entry', onEntry);
+    else if (!store.listeners('entry').includes(onEntry)) store.on('entry', onEntry);
   });
   store.on('clear', () => events.send('clear', {}));
   store.on('status', (status) => events.send('status', status));

@@ -146,7 +146,7 @@ export function replay(
     bodyLimit,
   );
   if (body.length > 0) recorder.requestData(body);
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     /** Why it ended early, when it did: set before the request is destroyed. */
     let failure: EntryError | undefined;
     let done = false;
@@ -154,7 +154,12 @@ export function replay(
       if (done) return;
       done = true;
       signal.removeEventListener('abort', onAbort);
-      resolve(recorder.finish(error)!);
+      const entry = store.get(recorder.finish(error) ?? '');
+      if (entry !== undefined) resolve(entry);
+      else
+        reject(
+          new InspectorError(InspectorErrorCode.REPLAY_FAILED, 'the replay exceeded the budget: not kept'),
+        );
     };
     const stop = (error: EntryError): void => {
       failure ??= error;

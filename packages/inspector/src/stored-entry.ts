@@ -1,5 +1,19 @@
-import type { BodyCapture } from './body-capture.js';
 import type { EntryError, WebSocketTraffic } from './entry.js';
+
+/** A stored body: its first bytes up to the body limit, and how many it had. */
+export interface StoredBody {
+  /** Total bytes the body had. */
+  readonly size: number;
+  /** Bytes kept (at most the body limit). */
+  readonly captured: number;
+  readonly truncated: boolean;
+  bytes(): Buffer;
+  /**
+   * The body decoded from its Content-Encoding (gzip, br, deflate), or undefined: no encoding, another one,
+   * a truncated capture (it would not decode), or more than the body limit once decoded.
+   */
+  decoded(encoding: string | undefined): Buffer | undefined;
+}
 
 /** An entry as the store keeps it: headers flat (name, value, ...) as received, bodies as captured. */
 export interface StoredEntry {
@@ -16,8 +30,8 @@ export interface StoredEntry {
   status: number;
   requestHeaders: readonly string[];
   responseHeaders: readonly string[];
-  request: BodyCapture;
-  response: BodyCapture;
+  request: StoredBody;
+  response: StoredBody;
   kind: 'http' | 'websocket';
   error?: EntryError;
   replayOf?: string;

@@ -27,8 +27,11 @@ function filtering() {
 }
 
 function sizeText(e) {
-  if (e.kind === 'websocket' && e.ws !== undefined)
-    return `↑${formatBytes(e.ws.bytesIn)} ↓${formatBytes(e.ws.bytesOut)}`;
+  if (e.kind === 'websocket' && e.ws !== undefined) {
+    const way = (bytes, messages) =>
+      messages === undefined ? formatBytes(bytes) : `${messages} msg ${formatBytes(bytes)}`;
+    return `↑${way(e.ws.bytesIn, e.ws.messagesIn)} ↓${way(e.ws.bytesOut, e.ws.messagesOut)}`;
+  }
   return formatBytes(e.responseBytes);
 }
 

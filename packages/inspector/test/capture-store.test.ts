@@ -10,7 +10,8 @@ function record(store: EntryStore, bodyLimit: number, body: Buffer, headers: str
   recorder?.requestData(body);
   recorder?.responseHead(200, ['content-type', 'text/plain']);
   recorder?.responseData(Buffer.from('ok'));
-  return recorder?.finish();
+  const id = recorder?.finish();
+  return id === undefined ? undefined : store.get(id);
 }
 
 describe('capture limits', () => {
@@ -20,7 +21,7 @@ describe('capture limits', () => {
     recorder.requestData(Buffer.from('0123456'));
     recorder.requestData(Buffer.from('789abcdef'));
     recorder.requestData(Buffer.from('more'));
-    const entry = recorder.finish()!;
+    const entry = store.get(recorder.finish()!)!;
     const body = toEntry(entry).requestBody;
     expect(body).toMatchObject({ size: 20, captured: 10, truncated: true });
     expect(Buffer.from(body.base64, 'base64').toString()).toBe('0123456789');
@@ -60,7 +61,7 @@ describe('capture limits', () => {
       headers: ['X-Forwarded-For', '203.0.113.9, 10.0.0.1'],
     })!;
     r.responseHead(502, ['x-tunnel2-error', 'TUNNEL2_ERR_BACKEND_UNREACHABLE']);
-    const entry = r.finish()!;
+    const entry = store.get(r.finish()!)!;
     expect(entry.error?.code).toBe('TUNNEL2_ERR_BACKEND_UNREACHABLE');
     expect(toSummary(entry).clientAddress).toBe('203.0.113.9');
   });
@@ -84,7 +85,7 @@ describe('entry store', () => {
     // A body larger than the whole budget is counted, not copied (it never held the budget), and nothing
     // is evicted for it: its entry is kept, marked truncated at 0 bytes.
     const big = record(store, 100_000, Buffer.alloc(60_000))!;
-    expect(store.get('21')).toBe(big);
+    expect(big.id).toBe('21');
     expect(toEntry(big).requestBody).toMatchObject({ size: 60_000, captured: 0, truncated: true });
     expect(store.get('17')).toBeDefined();
     expect(store.count).toBe(5);
@@ -104,7 +105,7 @@ describe('entry store', () => {
         expect(store.bytes).toBeLessThanOrEqual(100_000);
       }
     }
-    const entries = open.map((recorder) => recorder.finish()!);
+    const entries = open.map((recorder) => store.get(recorder.finish()!)!);
     const kept = entries.reduce((sum, e) => sum + e.request.captured, 0);
     expect(kept).toBeLessThanOrEqual(100_000);
     expect(entries.every((e) => e.request.size === 30_000)).toBe(true);

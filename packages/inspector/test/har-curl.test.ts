@@ -14,11 +14,12 @@ const require = createRequire(import.meta.url);
 const run = promisify(execFile);
 
 function entry(method: string, target: string, headers: string[], body: Buffer): StoredEntry {
-  const r = createCapture(new EntryStore(), 1 << 20).begin({ method, target, headers })!;
+  const store = new EntryStore();
+  const r = createCapture(store, 1 << 20).begin({ method, target, headers })!;
   if (body.length > 0) r.requestData(body);
   r.responseHead(200, ['Content-Type', 'application/json', 'Set-Cookie', 'sid=1']);
   r.responseData(Buffer.from('{"ok":true}'));
-  return r.finish()!;
+  return store.get(r.finish()!)!;
 }
 
 describe('HAR export', () => {
