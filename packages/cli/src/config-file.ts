@@ -4,7 +4,7 @@ import { basename, dirname, extname, resolve } from 'node:path';
 // parser. (A dynamic import('yaml') broke in the published bundle: esbuild's chunk for that CommonJS
 // package exports only a default, and `parse` came out undefined.)
 import { parse } from 'yaml';
-import { firstInvalidIp, isBasicAuth } from './connect-options.js';
+import { firstInvalidIp, isBasicAuth, isServerUrl, SERVER_URL_EXPECTED } from './connect-options.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import { readCaFile } from './target-tls.js';
 import type { NamedTunnelOptions } from './tunnel-group.js';
@@ -84,8 +84,8 @@ export function checkTunnelConfig(file: string, data: unknown, baseDir = process
   const top = object(file, '(top level)', data);
   unknownKeys(file, '', top, TOP_KEYS);
   const server = optionalString(file, 'server', top.server);
-  if (server !== undefined && !/^(https?|wss?):\/\/[^\s]+$/i.test(server)) {
-    throw invalid(file, 'server', `expected an http(s):// URL, got ${shown(server)}`);
+  if (server !== undefined && !isServerUrl(server)) {
+    throw invalid(file, 'server', `${SERVER_URL_EXPECTED}, got ${shown(server)}`);
   }
   const token = optionalString(file, 'token', top.token);
   if (top.tunnels === undefined) throw invalid(file, 'tunnels', 'missing: list at least one tunnel');

@@ -8,8 +8,11 @@ function hostHeaderArg(value: string): string {
 
 /** The edge an agent command connects to (`http`, `tcp`). */
 function serverOption(): Option {
-  return new Option('-s, --server <url>', 'edge server URL (env TUNNEL2_SERVER)').default(
-    process.env.TUNNEL2_SERVER ?? 'http://localhost:8080',
+  // No commander default: the agent resolves flag > env > default itself (resolveServer), so an address that
+  // is not a URL is named by where it came from.
+  return new Option(
+    '-s, --server <url>',
+    'edge server URL (env TUNNEL2_SERVER, default http://localhost:8080)',
   );
 }
 

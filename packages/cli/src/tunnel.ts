@@ -20,6 +20,7 @@ import {
   checkTcpOptions,
   resolveHostHeader,
   resolveProtection,
+  resolveServer,
 } from './connect-options.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import { forwardHeaders, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
@@ -61,6 +62,8 @@ const IMMEDIATE_RECONNECT_AFTER_MS = 1_000;
 export class Tunnel extends EventEmitter<TunnelEvents> {
   /** Where requests go; for a TCP tunnel, origin `tcp://host:port` and no base path. */
   readonly target: Target;
+  /** The edge this tunnel connects to, as resolved once (option, else TUNNEL2_SERVER, else the default). */
+  readonly server: string;
   info: SessionInfo | undefined;
   readonly #options: ConnectOptions;
   /** An HTTP tunnel's backend pool and queue; a TCP tunnel's target (it has neither). */
@@ -85,6 +88,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     super();
     this.#options = options;
     this.#extras = extras;
+    this.server = resolveServer(options.server);
     this.#hostHeader = resolveHostHeader(options.hostHeader);
     this.#protect = resolveProtection(options);
     this.#logger = options.logger ?? pino({ level: 'silent' });
@@ -302,7 +306,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       let immediate = false;
       try {
         const session = await connectSession({
-          server: this.#options.server ?? process.env.TUNNEL2_SERVER ?? 'http://localhost:8080',
+          server: this.server,
           agentPath: this.#options.agentPath ?? '/_tunnel2/connect',
           name,
           token: this.#options.token ?? process.env.TUNNEL2_TOKEN,

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE, loadTunnelConfig } from '../config-file.js';
+import { resolveServer } from '../connect-options.js';
 import { AgentError, AgentErrorCode } from '../errors.js';
 import { createHumanReporter, createJsonReporter } from '../reporter.js';
 import { createTunnels } from '../tunnel-group.js';
@@ -49,7 +50,8 @@ export async function runStartCommand(names: string[], options: StartCommandOpti
     options,
     (logger) =>
       createTunnels({
-        server: options.server ?? process.env.TUNNEL2_SERVER ?? config.server ?? 'http://localhost:8080',
+        // Flag > env > file > default, checked once (the file's was checked with its key path).
+        server: resolveServer(options.server, config.server),
         token: options.token ?? process.env.TUNNEL2_TOKEN ?? config.token,
         logger,
         tunnels: config.tunnels,

@@ -62,7 +62,7 @@ export function allowIpList(value: string | undefined): string[] | undefined {
  * cannot fix (exit 1). `onStartFailure` hears what start() rejected with.
  */
 export async function runTunnelCommand(
-  options: OutputOptions & { server?: string },
+  options: OutputOptions,
   create: (logger: Logger) => Tunnel,
   /** `output`: for a command that reports several tunnels, each with its own reporter. */
   subscribe: (tunnel: Tunnel, reporter: Reporter, output: CommandOutput) => void,
@@ -103,7 +103,7 @@ export async function runTunnelCommand(
       // A refusal retrying cannot fix (bad token, name taken over): stop with a failure status.
       if (error.fatal) stop(1);
     });
-    hintWhenNoEdge(tunnel, options.server ?? process.env.TUNNEL2_SERVER ?? 'http://localhost:8080', reporter);
+    hintWhenNoEdge(tunnel, reporter);
     // What start() rejects with: refusals were already reported through 'error'.
     tunnel.start().catch((err: unknown) => {
       onStartFailure?.(err, reporter);
