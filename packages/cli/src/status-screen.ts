@@ -41,6 +41,9 @@ export interface StatusScreen extends Reporter {
   tunnel(label: string, unit: ActivityUnit): Reporter;
 }
 
+/** The row key of the session's own tunnel (`http`, `tcp`): no config-file label can equal it. */
+const OWN_TUNNEL = Symbol('own tunnel');
+
 /** The header lists requests before connections, whichever tunnel came up first. */
 const UNIT_ORDER: readonly ActivityUnit[] = ['requests', 'connections'];
 
@@ -69,9 +72,12 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     }
     return c;
   };
-  const tunnels: TunnelRow[] = [];
+  /**
+   * The rows in the order their tunnels came up, keyed by config-file label, or OWN_TUNNEL for the session's
+   * own tunnel: not by name, which changes when a random name taken while away is replaced.
+   */
+  const tunnels = new Map<string | typeof OWN_TUNNEL, TunnelRow>();
   let state: SessionState = { kind: 'connecting' };
-  let inspectorUrl: string | undefined;
   let source: StatsSource | undefined;
   /** The unit of the session's own tunnel (`watch`): what the screen's own request/connection count in. */
   let unit: ActivityUnit = 'requests';
@@ -91,7 +97,7 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     const { columns, rows } = terminal.size();
     const all = renderStatus(
       {
-        tunnels,
+        tunnels: [...tunnels.values()],
         state: shown,
         rttMs: stats?.rttMs ?? 0,
         activity: UNIT_ORDER.flatMap((u) => {
@@ -99,7 +105,6 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
           return c === undefined ? [] : [{ unit: u, total: c.total, perMinute: c.rate.perMinute() }];
         }),
         open: stats?.openStreams ?? 0,
-        inspectorUrl,
       },
       columns,
       colour,
@@ -175,13 +180,11 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     schedule();
   };
 
-  /** A tunnel came up (`key`: its row, by label or name); a reconnect says so in the log. */
-  const ready = (row: TunnelRow, key: string, prefix: string, inspector: string | undefined): void => {
-    const at = tunnels.findIndex((t) => (t.label ?? t.name) === key);
-    const before = tunnels[at];
-    if (before === undefined) tunnels.push(row);
-    else {
-      tunnels[at] = row;
+  /** A tunnel came up (`key`: its row); a reconnect says so in the log. */
+  const ready = (row: TunnelRow, key: string | typeof OWN_TUNNEL, prefix: string): void => {
+    const before = tunnels.get(key);
+    tunnels.set(key, row);
+    if (before !== undefined) {
       out.write(
         prefix +
           (row.url === before.url
@@ -189,7 +192,6 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
             : `reconnected at a new address: ${row.url} (the previous one was taken)\n`),
       );
     }
-    inspectorUrl = inspector ?? inspectorUrl;
     state = { kind: 'online' };
     if (height === 0) start();
     else schedule();
@@ -217,14 +219,18 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       const prefix = `${label}  `;
       return {
         ...screen,
-        ready: (info, target, inspector) =>
-          ready({ name: info.name, label, url: info.url, urls: info.urls, target }, label, prefix, inspector),
+        ready: (info, target, inspectorUrl) =>
+          ready(
+            { name: info.name, label, url: info.url, urls: info.urls, target, inspectorUrl },
+            label,
+            prefix,
+          ),
         request: (r) => count(u, prefix + requestText(r)),
         connection: (c) => count(u, prefix + connectionLine(c)),
       };
     },
-    ready(info, target, inspector) {
-      ready({ name: info.name, url: info.url, urls: info.urls, target }, info.name, '', inspector);
+    ready(info, target, inspectorUrl) {
+      ready({ name: info.name, url: info.url, urls: info.urls, target, inspectorUrl }, OWN_TUNNEL, '');
     },
     request(r) {
       count(unit, requestText(r));

@@ -79,7 +79,8 @@ describe('the edge address', () => {
     expect(hint.message).toContain(`no tunnel2 edge answers at ${server}.`);
   });
 
-  const notUrl = 'tunnel2: --server "localhost:8080": expected an http(s):// URL, e.g. http://localhost:8080\n';
+  const notUrl =
+    'tunnel2: --server "localhost:8080": expected an http(s):// URL, e.g. http://localhost:8080\n';
   for (const args of [
     ['http', '3000', '--no-inspect'],
     ['tcp', '5432'],

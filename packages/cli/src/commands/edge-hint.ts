@@ -26,6 +26,7 @@ export function hintWhenNoEdge(tunnel: Tunnel, reporter: Reporter): void {
   tunnel.on('error', (error: AgentError) => {
     if (decided) return;
     decided = true;
-    if (error.code === AgentErrorCode.EDGE_UNREACHABLE) reporter.hint(NO_EDGE_HINT, noEdgeHint(tunnel.server));
+    if (error.code === AgentErrorCode.EDGE_UNREACHABLE)
+      reporter.hint(NO_EDGE_HINT, noEdgeHint(tunnel.server));
   });
 }
