@@ -146,7 +146,9 @@ describe('the status screen', () => {
       'http://127.0.0.1:4041',
     );
     vi.advanceTimersByTime(250);
-    const rows = (frames().at(-1) ?? '').split(/\x1b\[\d+;1H\x1b\[2K/).slice(2, 6);
+    // Each header row is drawn after a cursor move and an erase (ESC [ row;1H ESC [2K).
+    const rowStart = new RegExp(`${String.fromCharCode(27)}\\[\\d+;1H${String.fromCharCode(27)}\\[2K`);
+    const rows = (frames().at(-1) ?? '').split(rowStart).slice(2, 6);
     expect(rows).toEqual([
       '  web  http://app.localhost:8080/ -> http://localhost:3000',
       '       inspector http://127.0.0.1:4040',
