@@ -8,6 +8,8 @@ import type { HostHeaderMode } from './forward-exchange.js';
 export interface ConnectOptions {
   /** The tunnel's name in a config file (`tunnels.<name>`): it prefixes its output and its errors. */
   label?: string;
+  /** The config file the tunnel comes from, as the user named it: a refusal says which of its keys to change. */
+  configFile?: string;
   /** Local target: a port, `host:port` or URL. */
   target: string | number;
   /** Edge base URL (http(s)://, or ws(s)://). Default: `TUNNEL2_SERVER`, else `http://localhost:8080`. */

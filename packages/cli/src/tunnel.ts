@@ -24,10 +24,11 @@ import {
 } from './connect-options.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import { forwardHeaders, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
+import type { RefusalContext } from './refusal-message.js';
 import { parseTarget, parseTcpTarget, type Target, type TcpTarget, tcpTargetLabel } from './target.js';
 import { httpsOptions, poolTlsOptions, resolveTargetTls } from './target-tls.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
-import { namedRefusal, refusedTunnels } from './tunnel-refusals.js';
+import { refusedTunnels } from './tunnel-refusals.js';
 import { VERSION } from './version.js';
 
 export interface ReconnectingEvent {
@@ -125,6 +126,11 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   /** The tunnel's name in its config file, when it has one. */
   get label(): string | undefined {
     return this.#options.label;
+  }
+
+  /** Where this tunnel was asked for (its config file's name and key), for what its refusals advise. */
+  #refusalContext(): RefusalContext {
+    return { label: this.#options.label, configFile: this.#options.configFile };
   }
 
   /** Every tunnel of this session: this one first, then those connectMany put beside it. */
@@ -317,6 +323,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           protect: this.#protect,
           handshakeTimeoutMs: 10_000,
           versions: this.#options.protocolVersions,
+          refusal: this.#refusalContext(),
           ...this.#forwarding(grantedPort ?? requestedPort),
           ...(this.#extras.length > 0 ? { extras: this.#extras.map((extra) => extra.#extraAsk()) } : {}),
         });
@@ -326,7 +333,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         }
         const refused = refusedTunnels(
           session.extras,
-          this.#extras.map((t) => t.label),
+          this.#extras.map((t) => t.#refusalContext()),
         );
         if (refused !== undefined) {
           await session.close(0);
@@ -366,12 +373,10 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           error.code === AgentErrorCode.EDGE_GOING_AWAY &&
           performance.now() - upSince >= IMMEDIATE_RECONNECT_AFTER_MS;
       } catch (err) {
-        const error = namedRefusal(
-          this.#extras.length > 0 ? this.label : undefined,
+        const error =
           err instanceof AgentError
             ? err
-            : new AgentError(AgentErrorCode.EDGE_UNREACHABLE, String(err), { cause: err }),
-        );
+            : new AgentError(AgentErrorCode.EDGE_UNREACHABLE, String(err), { cause: err });
         if (this.#options.subdomain === undefined && name !== undefined && error.edgeCode === NAME_IN_USE) {
           // The random name it had was taken while it was away (its grace ran out, and whoever saw the
           // public URL claimed it). The user asked for none, so a new random one will do: the next

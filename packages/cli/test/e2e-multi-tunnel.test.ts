@@ -53,6 +53,11 @@ function startCli(args: string[], env: NodeJS.ProcessEnv = {}) {
   return agent;
 }
 
+/** What a taken name in a config file gets as advice. */
+function advice(tunnel: string, config: string): string {
+  return `Choose another tunnels.${tunnel}.subdomain in ${config}, or run with the token that holds it (--token, TUNNEL2_TOKEN or token: in the file)`;
+}
+
 describe('tunnel2 start: several tunnels from one file over one session', () => {
   it('serves two HTTP tunnels and a TCP tunnel over one WebSocket, each to its own target', async () => {
     const edge = await startEdge();
@@ -115,8 +120,29 @@ describe('tunnel2 start: several tunnels from one file over one session', () => 
       .find((event) => event.event === 'error');
     expect(error?.code).toBe('TUNNEL2_ERR_TUNNEL_REFUSED');
     expect(error?.edgeCode).toBe('TUNNEL2_ERR_NAME_IN_USE');
-    expect(String(error?.message)).toContain('tunnel api: subdomain "taken-name" is in use');
+    expect(String(error?.message)).toBe(
+      `tunnel api: subdomain "taken-name" is in use by another agent (TUNNEL2_ERR_NAME_IN_USE). ${advice('api', config)}`,
+    );
+    expect(error?.fatal).toBe(true);
     expect(edge.sessions.size).toBe(1); // only the other agent's
+  });
+
+  it("says what to do, in the file, when the first tunnel's name is taken", async () => {
+    const edge = await startEdge();
+    const web = await labelled('web');
+    const other = await connect({ target: web, server: edge.url, subdomain: 'first-taken', inspect: false });
+    cleanups.push(() => other.close(0));
+    const config = await file(
+      'taken-first.yml',
+      ['tunnels:', `  web: { target: ${web}, subdomain: first-taken }`, `  api: { target: ${web} }`].join(
+        '\n',
+      ),
+    );
+    const result = await cli(['start', '--all', '--config', config, '--server', edge.url]);
+    expect(result.code).toBe(1);
+    expect(result.stderr.split('\n')[0]).toBe(
+      `tunnel2: tunnel web: edge refused the tunnel (409): subdomain "first-taken" is taken by another agent. ${advice('web', config)}`,
+    );
   });
 
   it('says a configured subdomain is reserved by the edge, naming the tunnel (own or listed)', async () => {

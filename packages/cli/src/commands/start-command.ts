@@ -54,6 +54,7 @@ export async function runStartCommand(names: string[], options: StartCommandOpti
         server: resolveServer(options.server, config.server),
         token: options.token ?? process.env.TUNNEL2_TOKEN ?? config.token,
         logger,
+        configFile: file,
         tunnels: config.tunnels,
       }),
     (group, _reporter, output) => {
