@@ -66,7 +66,8 @@ describe('tunnel2 CLI', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(events).toEqual([
-      expect.objectContaining({ event: 'error', code: 'TUNNEL2_ERR_INVALID_TARGET', fatal: false }),
+      // A usage error is fatal: the command exits 2 at once.
+      expect.objectContaining({ event: 'error', code: 'TUNNEL2_ERR_INVALID_TARGET', fatal: true }),
     ]);
   });
 

@@ -363,6 +363,32 @@ describe('tunnel2 start: a file or command line it cannot use exits 2 with one l
     });
   }
 
+  it('--json: the same error as an event on stdout, fatal', async () => {
+    const config = await file('bad.yml', 'tunnels:\n  api: { target: abc }\n');
+    const result = await cli(['start', '--all', '--config', config, '--json']);
+    expect(result.code).toBe(2);
+    const events = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events).toEqual([
+      expect.objectContaining({
+        event: 'error',
+        code: 'TUNNEL2_ERR_INVALID_CONFIG',
+        message: 'bad.yml: tunnels.api.target: expected a port, host:port or URL, got "abc"',
+        fatal: true,
+      }),
+    ]);
+  });
+
+  it('a missing file is named by the path given', async () => {
+    const result = await cli(['start', '--all', '--config', 'no-such-dir/tunnel2.yml']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      'tunnel2: no-such-dir/tunnel2.yml: not found (create it, or pass --config <file>)\n',
+    );
+  });
+
   it('reads JSON when the file ends in .json', async () => {
     const config = await file('bad.json', JSON.stringify({ tunnels: { web: { target: 'abc' } } }));
     const result = await cli(['start', '--all', '--config', config]);

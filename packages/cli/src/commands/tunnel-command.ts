@@ -1,5 +1,5 @@
 import { type Logger, pino } from 'pino';
-import { AgentError, AgentErrorCode } from '../errors.js';
+import { AgentError, USAGE_ERRORS } from '../errors.js';
 import { createLineWriter, type LineOutput } from '../line-writer.js';
 import { createHumanReporter, createJsonReporter, type Reporter } from '../reporter.js';
 import { onShutdownSignal } from '../shutdown-signal.js';
@@ -76,7 +76,7 @@ export async function runTunnelCommand(
     if (err instanceof AgentError) {
       output.reporter.error(err);
       // A usage error (a target or flag as typed) exits 2, as a shell's own usage errors do.
-      return err.code === AgentErrorCode.INVALID_TARGET || err.code === AgentErrorCode.INVALID_OPTION ? 2 : 1;
+      return USAGE_ERRORS.has(err.code) ? 2 : 1;
     }
     throw err;
   }
