@@ -1,7 +1,7 @@
 import type { SessionStats } from './agent-session.js';
 import type { LineOutput } from './line-writer.js';
 import { RateWindow } from './rate-window.js';
-import { connectionLine, type Reporter, requestLine } from './reporter.js';
+import { connectionLine, createHumanReporter, type Reporter, requestLine } from './reporter.js';
 import {
   type ActivityUnit,
   renderStatus,
@@ -61,6 +61,8 @@ const RESTORE_CURSOR = '\x1b8';
  */
 export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
   const { out, err, terminal, colour } = options;
+  // The stderr lines (reconnects, errors, hints, the closing line) are the plain log's own.
+  const plain = createHumanReporter(out, err);
   const refreshMs = options.refreshMs ?? 250;
   const idleRefreshMs = options.idleRefreshMs ?? 5_000;
   const counters = new Map<ActivityUnit, { total: number; rate: RateWindow }>();
@@ -242,14 +244,10 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       state = { kind: 'reconnecting', attempt: e.attempt };
       start();
       schedule();
-      err(`tunnel2: connection lost (${e.reason}); reconnecting in ${(e.delayMs / 1000).toFixed(1)} s\n`);
+      plain.reconnecting(e);
     },
-    error(e) {
-      err(`tunnel2: ${e.message}\n`);
-    },
-    hint(_code, message) {
-      err(`tunnel2: ${message}\n`);
-    },
+    error: (e) => plain.error(e),
+    hint: (code, message) => plain.hint(code, message),
     closed() {
       state = { kind: 'offline' };
       if (timer !== undefined) clearTimeout(timer);
@@ -261,7 +259,7 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
         out.flush();
       }
       finished = true;
-      err('tunnel2: closed\n');
+      plain.closed();
     },
   };
   return screen;
