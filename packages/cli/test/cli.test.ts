@@ -30,6 +30,12 @@ describe('tunnel2 CLI', () => {
     expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
   });
 
+  it('start --help points at what the npm package ships: the JSON Schema', async () => {
+    const { code, stdout } = await cli(['start', '--help']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('node_modules/@tunnel2/cli/tunnel2.schema.json');
+  });
+
   it('http --help shows the flags and examples', async () => {
     const { code, stdout } = await cli(['http', '--help']);
     expect(code).toBe(0);
