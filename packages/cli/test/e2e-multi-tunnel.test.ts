@@ -53,6 +53,15 @@ function startCli(args: string[], env: NodeJS.ProcessEnv = {}) {
   return agent;
 }
 
+/** An edge and a backend, and another agent holding `name` on that edge. */
+async function nameHeldElsewhere(name: string) {
+  const edge = await startEdge();
+  const web = await labelled('web');
+  const other = await connect({ target: web, server: edge.url, subdomain: name, inspect: false });
+  cleanups.push(() => other.close(0));
+  return { edge, web };
+}
+
 /** What a taken name in a config file gets as advice. */
 function advice(tunnel: string, config: string): string {
   return `Choose another tunnels.${tunnel}.subdomain in ${config}, or run with the token that holds it (--token, TUNNEL2_TOKEN or token: in the file)`;
@@ -101,10 +110,7 @@ describe('tunnel2 start: several tunnels from one file over one session', () => 
   });
 
   it('fails the start naming the tunnel whose name is taken, and why', async () => {
-    const edge = await startEdge();
-    const web = await labelled('web');
-    const other = await connect({ target: web, server: edge.url, subdomain: 'taken-name', inspect: false });
-    cleanups.push(() => other.close(0));
+    const { edge, web } = await nameHeldElsewhere('taken-name');
     const config = await file(
       'taken.yml',
       ['tunnels:', `  web: { target: ${web} }`, `  api: { target: ${web}, subdomain: taken-name }`].join(
@@ -128,10 +134,7 @@ describe('tunnel2 start: several tunnels from one file over one session', () => 
   });
 
   it("says what to do, in the file, when the first tunnel's name is taken", async () => {
-    const edge = await startEdge();
-    const web = await labelled('web');
-    const other = await connect({ target: web, server: edge.url, subdomain: 'first-taken', inspect: false });
-    cleanups.push(() => other.close(0));
+    const { edge, web } = await nameHeldElsewhere('first-taken');
     const config = await file(
       'taken-first.yml',
       ['tunnels:', `  web: { target: ${web}, subdomain: first-taken }`, `  api: { target: ${web} }`].join(
