@@ -107,10 +107,10 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
   });
 }
 
-/** `tunnel2 http|tcp` with stdout a pipe or socket (not a terminal, not a file). */
+/** `tunnel2 http|tcp|start` (the commands that run an agent) with stdout a pipe or socket (not a terminal, not a file). */
 function agentWithPipedStdout() {
   const command = process.argv[2];
-  if (command !== 'http' && command !== 'tcp') return false;
+  if (command !== 'http' && command !== 'tcp' && command !== 'start') return false;
   try {
     const stdout = fstatSync(1);
     return stdout.isFIFO() || stdout.isSocket();

@@ -15,7 +15,7 @@ import WebSocket from 'ws';
 import type { BackendQueue } from './backend-queue.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
-import { refusalMessage } from './refusal-message.js';
+import { type RefusalContext, refusalMessage } from './refusal-message.js';
 import { dispatchStream, type Forwarding, forwardStream } from './stream-dispatch.js';
 import type { Target, TcpTarget } from './target.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
@@ -66,6 +66,8 @@ interface SessionOptions {
   /** Public URL protection for the edge to enforce (sent in HELLO). */
   protect: Record<string, unknown> | undefined;
   handshakeTimeoutMs: number;
+  /** Where the session's own tunnel was asked for: its refusal says what to change there. */
+  refusal?: RefusalContext | undefined;
   /** The protocol versions offered; only tests change it (to play an older or newer agent). */
   versions?: VersionRange | undefined;
   /**
@@ -339,7 +341,10 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
         fail(
           new AgentError(
             AgentErrorCode.EDGE_REFUSED,
-            refusalMessage(status, edgeCode, text || (res.statusMessage ?? ''), options.name),
+            refusalMessage(
+              { status, edgeCode, text: text || (res.statusMessage ?? ''), name: options.name },
+              options.refusal,
+            ),
             {
               status,
               edgeCode,

@@ -3,9 +3,16 @@ import { basename, dirname, extname, resolve } from 'node:path';
 // A static import: this module is itself loaded only by `tunnel2 start`, so `tunnel2 http` carries no YAML
 // parser. (A dynamic import('yaml') broke in the published bundle: esbuild's chunk for that CommonJS
 // package exports only a default, and `parse` came out undefined.)
-import { parse } from 'yaml';
-import { firstInvalidIp, isBasicAuth } from './connect-options.js';
+import { LineCounter, parse, YAMLParseError } from 'yaml';
+import {
+  firstInvalidIp,
+  isBasicAuth,
+  isServerUrl,
+  resolveHostHeader,
+  SERVER_URL_EXPECTED,
+} from './connect-options.js';
 import { AgentError, AgentErrorCode } from './errors.js';
+import { parseTarget, parseTcpTarget } from './target.js';
 import { readCaFile } from './target-tls.js';
 import type { NamedTunnelOptions } from './tunnel-group.js';
 
@@ -46,34 +53,55 @@ function shown(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
-/** Reads and checks `path` (`.json` as JSON, anything else as YAML). */
+/** `tunnels.<name>`, quoted when the name would read as a deeper key path (`tunnels["my.app"]`). */
+function tunnelPath(name: string): string {
+  return /^[\w-]+$/.test(name) ? `tunnels.${name}` : `tunnels[${JSON.stringify(name)}]`;
+}
+
+/** Why a file does not parse, with where (YAML: line and column; Node's JSON errors say where themselves). */
+function syntaxProblem(err: unknown, lines: LineCounter): string {
+  const why = err instanceof Error ? (err.message.split('\n')[0] ?? '') : String(err);
+  if (!(err instanceof YAMLParseError)) return `: ${why}`;
+  const { line, col } = lines.linePos(err.pos[0]);
+  return ` at line ${line}, column ${col}: ${why}`;
+}
+
+/**
+ * Reads and checks `path` (`.json` as JSON, anything else as YAML), relative to the working directory.
+ * Messages name the file as given (a missing one) or by its base name (a mistake in it).
+ */
 export async function loadTunnelConfig(path: string): Promise<TunnelConfig> {
   const file = basename(path);
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await readFile(resolve(path), 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const why =
       code === 'ENOENT' ? 'not found (create it, or pass --config <file>)' : `cannot be read (${code})`;
     throw new AgentError(AgentErrorCode.INVALID_CONFIG, `${path}: ${why}`, { cause: err, fatal: true });
   }
+  const json = extname(path).toLowerCase() === '.json';
   let data: unknown;
+  const lines = new LineCounter();
   try {
-    if (extname(path).toLowerCase() === '.json') data = JSON.parse(text);
-    else data = parse(text, { prettyErrors: false });
+    data = json ? JSON.parse(text) : parse(text, { prettyErrors: false, lineCounter: lines });
   } catch (err) {
-    const why = err instanceof Error ? err.message.split('\n')[0] : String(err);
     throw new AgentError(
       AgentErrorCode.INVALID_CONFIG,
-      `${file}: not valid ${extname(path) === '.json' ? 'JSON' : 'YAML'}: ${why}`,
-      {
-        cause: err,
-        fatal: true,
-      },
+      `${file}: not valid ${json ? 'JSON' : 'YAML'}${syntaxProblem(err, lines)}`,
+      { cause: err, fatal: true },
     );
   }
-  return checkTunnelConfig(file, data, dirname(path));
+  // A YAML file of nothing but comments and blank lines parses to null.
+  if (data === null || data === undefined) {
+    throw new AgentError(
+      AgentErrorCode.INVALID_CONFIG,
+      `${file}: the file is empty: list tunnels under \`tunnels:\``,
+      { fatal: true },
+    );
+  }
+  return checkTunnelConfig(file, data, dirname(resolve(path)));
 }
 
 /**
@@ -84,8 +112,8 @@ export function checkTunnelConfig(file: string, data: unknown, baseDir = process
   const top = object(file, '(top level)', data);
   unknownKeys(file, '', top, TOP_KEYS);
   const server = optionalString(file, 'server', top.server);
-  if (server !== undefined && !/^(https?|wss?):\/\/[^\s]+$/i.test(server)) {
-    throw invalid(file, 'server', `expected an http(s):// URL, got ${shown(server)}`);
+  if (server !== undefined && !isServerUrl(server)) {
+    throw invalid(file, 'server', `${SERVER_URL_EXPECTED}, got ${shown(server)}`);
   }
   const token = optionalString(file, 'token', top.token);
   if (top.tunnels === undefined) throw invalid(file, 'tunnels', 'missing: list at least one tunnel');
@@ -93,7 +121,7 @@ export function checkTunnelConfig(file: string, data: unknown, baseDir = process
   if (entries.length === 0) throw invalid(file, 'tunnels', 'empty: list at least one tunnel');
   const subdomains = new Map<string, string>();
   const tunnels = entries.map(([name, value]) => {
-    const path = `tunnels.${name}`;
+    const path = tunnelPath(name);
     if (!NAME.test(name)) {
       throw invalid(file, path, 'a tunnel name is letters, digits, - and _ (at most 32 characters)');
     }
@@ -101,7 +129,7 @@ export function checkTunnelConfig(file: string, data: unknown, baseDir = process
     if (tunnel.subdomain !== undefined) {
       const other = subdomains.get(tunnel.subdomain.toLowerCase());
       if (other !== undefined)
-        throw invalid(file, `${path}.subdomain`, `"${tunnel.subdomain}" is also tunnels.${other}'s`);
+        throw invalid(file, `${path}.subdomain`, `"${tunnel.subdomain}" is also ${tunnelPath(other)}'s`);
       subdomains.set(tunnel.subdomain.toLowerCase(), name);
     }
     return tunnel;
@@ -143,11 +171,12 @@ function checkTunnel(
     );
   }
   const hostHeader = optionalString(file, `${path}.host_header`, fields.host_header);
-  if (hostHeader !== undefined && (hostHeader.trim() === '' || /[\r\n\0]/.test(hostHeader))) {
-    throw invalid(
+  if (hostHeader !== undefined) {
+    reworded(
       file,
       `${path}.host_header`,
       `expected rewrite, preserve or a host value, got ${shown(hostHeader)}`,
+      () => resolveHostHeader(hostHeader),
     );
   }
   const basicAuth = optionalString(file, `${path}.basic_auth`, fields.basic_auth);
@@ -201,17 +230,26 @@ function checkTargetTls(
   };
 }
 
-/** A port (3000 or "3000"), host:port, or (HTTP) a URL; the same forms `tunnel2 http`/`tcp` take. */
+/**
+ * Runs the command line's own check of a value (it throws an AgentError worded for a flag) and words a
+ * refusal for the file instead: its key path and `message`.
+ */
+function reworded<T>(file: string, path: string, message: string, check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    if (!(err instanceof AgentError)) throw err;
+    throw invalid(file, path, message);
+  }
+}
+
+/** A port (3000 or "3000"), host:port, or (HTTP) a URL: what `tunnel2 http`/`tcp` take, by their parsers. */
 function checkTarget(file: string, path: string, value: unknown, proto: 'http' | 'tcp'): string {
   const forms = proto === 'tcp' ? 'a port or host:port' : 'a port, host:port or URL';
-  const text = typeof value === 'number' ? String(value) : value;
-  const port = (p: string): boolean => /^\d{1,5}$/.test(p) && Number(p) >= 1 && Number(p) <= 65535;
-  const ok =
-    typeof text === 'string' &&
-    (port(text) ||
-      (/^(\[[0-9a-f:.]+\]|[^\s:/[\]]+):(\d+)$/i.test(text) && port(text.slice(text.lastIndexOf(':') + 1))) ||
-      (proto === 'http' && /^https?:\/\/[^\s/]+/i.test(text) && URL.canParse(text)));
-  if (!ok) throw invalid(file, path, `expected ${forms}, got ${shown(value)}`);
+  const message = `expected ${forms}, got ${shown(value)}`;
+  if (typeof value !== 'string' && typeof value !== 'number') throw invalid(file, path, message);
+  const text = String(value);
+  reworded(file, path, message, () => (proto === 'tcp' ? parseTcpTarget(text) : parseTarget(text)));
   return text;
 }
 

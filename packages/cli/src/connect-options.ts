@@ -8,9 +8,11 @@ import type { HostHeaderMode } from './forward-exchange.js';
 export interface ConnectOptions {
   /** The tunnel's name in a config file (`tunnels.<name>`): it prefixes its output and its errors. */
   label?: string;
+  /** The config file the tunnel comes from, as the user named it: a refusal says which of its keys to change. */
+  configFile?: string;
   /** Local target: a port, `host:port` or URL. */
   target: string | number;
-  /** Edge base URL. Default: `TUNNEL2_SERVER`, else `http://localhost:8080`. */
+  /** Edge base URL (http(s)://, or ws(s)://). Default: `TUNNEL2_SERVER`, else `http://localhost:8080`. */
   server?: string;
   /** Requested subdomain; else the edge picks a random, unguessable one. */
   subdomain?: string;
@@ -56,6 +58,38 @@ export interface InspectOptions {
   bodyLimit?: number;
   /** Bytes all captured entries together may hold (default 64 MiB). */
   budget?: number;
+}
+
+/** The edge an agent connects to when neither an option, TUNNEL2_SERVER nor a config file names one. */
+export const DEFAULT_SERVER = 'http://localhost:8080';
+
+/** An edge address the agent can connect to: an http(s):// URL (ws:// and wss:// too, as the socket takes them). */
+export function isServerUrl(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const url = new URL(value);
+  return ['http:', 'https:', 'ws:', 'wss:'].includes(url.protocol) && url.hostname !== '';
+}
+
+/** What a server address that is not a URL gets told (`localhost:8080` parses as a URL of scheme `localhost:`). */
+export const SERVER_URL_EXPECTED = 'expected an http(s):// URL, e.g. http://localhost:8080';
+
+/**
+ * The edge to connect to, checked once: `server` (the --server option, or what a caller resolved), else
+ * TUNNEL2_SERVER, else `fallback`. An address that is not a URL is a usage error naming where it came from:
+ * retrying it could never work.
+ */
+export function resolveServer(server: string | undefined, fallback = DEFAULT_SERVER): string {
+  const env = process.env.TUNNEL2_SERVER;
+  const [source, value] =
+    server !== undefined
+      ? ['--server', server]
+      : env !== undefined && env !== ''
+        ? ['TUNNEL2_SERVER', env]
+        : ['server', fallback];
+  if (!isServerUrl(value)) {
+    throw new AgentError(AgentErrorCode.INVALID_OPTION, `${source} "${value}": ${SERVER_URL_EXPECTED}`);
+  }
+  return value;
 }
 
 /** `user:password`, both non-empty: what HTTP Basic can carry (the user part has no colon). */

@@ -24,6 +24,13 @@ export const AgentErrorCode = {
 } as const;
 export type AgentErrorCode = (typeof AgentErrorCode)[keyof typeof AgentErrorCode];
 
+/** The codes of errors in what the user typed: each is fatal, and the CLI exits 2 for it. */
+export const USAGE_ERRORS: ReadonlySet<AgentErrorCode> = new Set([
+  AgentErrorCode.INVALID_TARGET,
+  AgentErrorCode.INVALID_OPTION,
+  AgentErrorCode.INVALID_CONFIG,
+]);
+
 export class AgentError extends Error {
   readonly code: AgentErrorCode;
   /** HTTP status of the edge's refusal, when there was one. */
@@ -41,7 +48,8 @@ export class AgentError extends Error {
     this.code = code;
     this.status = options.status;
     this.edgeCode = options.edgeCode;
-    this.fatal = options.fatal ?? false;
+    // A usage error (a target, flag or config file as typed) can never succeed by retrying.
+    this.fatal = options.fatal ?? USAGE_ERRORS.has(code);
     this.name = 'AgentError';
   }
 }

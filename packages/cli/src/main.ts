@@ -8,8 +8,11 @@ function hostHeaderArg(value: string): string {
 
 /** The edge an agent command connects to (`http`, `tcp`). */
 function serverOption(): Option {
-  return new Option('-s, --server <url>', 'edge server URL (env TUNNEL2_SERVER)').default(
-    process.env.TUNNEL2_SERVER ?? 'http://localhost:8080',
+  // No commander default: the agent resolves flag > env > default itself (resolveServer), so an address that
+  // is not a URL is named by where it came from.
+  return new Option(
+    '-s, --server <url>',
+    'edge server URL (env TUNNEL2_SERVER, default http://localhost:8080)',
   );
 }
 
@@ -89,7 +92,7 @@ program
 
 program
   .command('start')
-  .description('start tunnels from tunnel2.yml over one session (every key: docs/config-file.md)')
+  .description('start tunnels from tunnel2.yml over one session')
   .argument('[names...]', 'the tunnels of the file to start')
   .option('--all', 'start every tunnel of the file')
   .option('-c, --config <file>', 'config file (.yml/.yaml or .json)', 'tunnel2.yml')
@@ -99,7 +102,14 @@ program
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
   .option('--no-tty', 'plain line log even when stdout is a terminal (no status header)')
   .option('--no-color', 'no colours in the terminal view (as NO_COLOR=1 does)')
-  .addHelpText('after', '\nExamples:\n  $ tunnel2 start --all\n  $ tunnel2 start web api --config dev.yml\n')
+  .addHelpText(
+    'after',
+    '\nExamples:\n  $ tunnel2 start --all\n  $ tunnel2 start web api --config dev.yml\n' +
+      // The npm package ships the schema, not docs/: point at what an installed copy has.
+      '\nEvery key of the file: the JSON Schema shipped with this package (tunnel2.schema.json; editors\n' +
+      'read it from a first line "# yaml-language-server: $schema=./node_modules/@tunnel2/cli/tunnel2.schema.json"),\n' +
+      'and docs/config-file.md in the tunnel2 repository.\n',
+  )
   .action(async (names: string[], options) => {
     const { runStartCommand } = await import('./commands/start-command.js');
     process.exitCode = await runStartCommand(names, options);

@@ -1,7 +1,7 @@
 import type { SessionStats } from './agent-session.js';
 import type { LineOutput } from './line-writer.js';
 import { RateWindow } from './rate-window.js';
-import { connectionLine, type Reporter, requestLine } from './reporter.js';
+import { connectionLine, createHumanReporter, type Reporter, requestLine } from './reporter.js';
 import {
   type ActivityUnit,
   renderStatus,
@@ -41,6 +41,9 @@ export interface StatusScreen extends Reporter {
   tunnel(label: string, unit: ActivityUnit): Reporter;
 }
 
+/** The row key of the session's own tunnel (`http`, `tcp`): no config-file label can equal it. */
+const OWN_TUNNEL = Symbol('own tunnel');
+
 /** The header lists requests before connections, whichever tunnel came up first. */
 const UNIT_ORDER: readonly ActivityUnit[] = ['requests', 'connections'];
 
@@ -58,6 +61,8 @@ const RESTORE_CURSOR = '\x1b8';
  */
 export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
   const { out, err, terminal, colour } = options;
+  // The stderr lines (reconnects, errors, hints, the closing line) are the plain log's own.
+  const plain = createHumanReporter(out, err);
   const refreshMs = options.refreshMs ?? 250;
   const idleRefreshMs = options.idleRefreshMs ?? 5_000;
   const counters = new Map<ActivityUnit, { total: number; rate: RateWindow }>();
@@ -69,9 +74,12 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     }
     return c;
   };
-  const tunnels: TunnelRow[] = [];
+  /**
+   * The rows in the order their tunnels came up, keyed by config-file label, or OWN_TUNNEL for the session's
+   * own tunnel: not by name, which changes when a random name taken while away is replaced.
+   */
+  const tunnels = new Map<string | typeof OWN_TUNNEL, TunnelRow>();
   let state: SessionState = { kind: 'connecting' };
-  let inspectorUrl: string | undefined;
   let source: StatsSource | undefined;
   /** The unit of the session's own tunnel (`watch`): what the screen's own request/connection count in. */
   let unit: ActivityUnit = 'requests';
@@ -91,7 +99,7 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     const { columns, rows } = terminal.size();
     const all = renderStatus(
       {
-        tunnels,
+        tunnels: [...tunnels.values()],
         state: shown,
         rttMs: stats?.rttMs ?? 0,
         activity: UNIT_ORDER.flatMap((u) => {
@@ -99,7 +107,6 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
           return c === undefined ? [] : [{ unit: u, total: c.total, perMinute: c.rate.perMinute() }];
         }),
         open: stats?.openStreams ?? 0,
-        inspectorUrl,
       },
       columns,
       colour,
@@ -175,13 +182,11 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     schedule();
   };
 
-  /** A tunnel came up (`key`: its row, by label or name); a reconnect says so in the log. */
-  const ready = (row: TunnelRow, key: string, prefix: string, inspector: string | undefined): void => {
-    const at = tunnels.findIndex((t) => (t.label ?? t.name) === key);
-    const before = tunnels[at];
-    if (before === undefined) tunnels.push(row);
-    else {
-      tunnels[at] = row;
+  /** A tunnel came up (`key`: its row); a reconnect says so in the log. */
+  const ready = (row: TunnelRow, key: string | typeof OWN_TUNNEL, prefix: string): void => {
+    const before = tunnels.get(key);
+    tunnels.set(key, row);
+    if (before !== undefined) {
       out.write(
         prefix +
           (row.url === before.url
@@ -189,7 +194,6 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
             : `reconnected at a new address: ${row.url} (the previous one was taken)\n`),
       );
     }
-    inspectorUrl = inspector ?? inspectorUrl;
     state = { kind: 'online' };
     if (height === 0) start();
     else schedule();
@@ -217,14 +221,18 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       const prefix = `${label}  `;
       return {
         ...screen,
-        ready: (info, target, inspector) =>
-          ready({ name: info.name, label, url: info.url, urls: info.urls, target }, label, prefix, inspector),
+        ready: (info, target, inspectorUrl) =>
+          ready(
+            { name: info.name, label, url: info.url, urls: info.urls, target, inspectorUrl },
+            label,
+            prefix,
+          ),
         request: (r) => count(u, prefix + requestText(r)),
         connection: (c) => count(u, prefix + connectionLine(c)),
       };
     },
-    ready(info, target, inspector) {
-      ready({ name: info.name, url: info.url, urls: info.urls, target }, info.name, '', inspector);
+    ready(info, target, inspectorUrl) {
+      ready({ name: info.name, url: info.url, urls: info.urls, target, inspectorUrl }, OWN_TUNNEL, '');
     },
     request(r) {
       count(unit, requestText(r));
@@ -236,14 +244,10 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       state = { kind: 'reconnecting', attempt: e.attempt };
       start();
       schedule();
-      err(`tunnel2: connection lost (${e.reason}); reconnecting in ${(e.delayMs / 1000).toFixed(1)} s\n`);
+      plain.reconnecting(e);
     },
-    error(e) {
-      err(`tunnel2: ${e.message}\n`);
-    },
-    hint(_code, message) {
-      err(`tunnel2: ${message}\n`);
-    },
+    error: (e) => plain.error(e),
+    hint: (code, message) => plain.hint(code, message),
     closed() {
       state = { kind: 'offline' };
       if (timer !== undefined) clearTimeout(timer);
@@ -255,7 +259,7 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
         out.flush();
       }
       finished = true;
-      err('tunnel2: closed\n');
+      plain.closed();
     },
   };
   return screen;

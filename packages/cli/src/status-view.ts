@@ -15,6 +15,8 @@ export interface TunnelRow {
   /** Every address it answers at, `url` included. */
   urls: readonly string[];
   target: string;
+  /** This tunnel's request inspector, when it has one (each tunnel of a file may start its own). */
+  inspectorUrl?: string | undefined;
 }
 
 export type ActivityUnit = 'requests' | 'connections';
@@ -36,7 +38,6 @@ export interface StatusSnapshot {
   activity: readonly Activity[];
   /** Requests or connections in progress. */
   open: number;
-  inspectorUrl?: string | undefined;
 }
 
 /** SGR parameters: the header's only styling. */
@@ -99,12 +100,12 @@ export function renderStatus(status: StatusSnapshot, width: number, colour: bool
         [other, Style.Plain],
       ]);
     }
-  }
-  if (status.inspectorUrl !== undefined) {
-    lines.push([
-      ['  inspector ', Style.Dim],
-      [status.inspectorUrl, Style.Plain],
-    ]);
+    if (tunnel.inspectorUrl !== undefined) {
+      lines.push([
+        [`${' '.repeat(lead.length)}inspector `, Style.Dim],
+        [tunnel.inspectorUrl, Style.Plain],
+      ]);
+    }
   }
   lines.push([['─'.repeat(Math.max(width, 1)), Style.Dim]]);
   return lines.map((segments) => fit(segments, width, colour));

@@ -19,7 +19,10 @@ export type NamedTunnelOptions = { name: string } & Pick<
 
 /** What connectMany() takes: what the tunnels share (edge, token, logging) and the tunnels. */
 export interface ConnectManyOptions
-  extends Pick<ConnectOptions, 'server' | 'token' | 'logger' | 'protocol' | 'reconnect' | 'agentPath'> {
+  extends Pick<
+    ConnectOptions,
+    'server' | 'token' | 'logger' | 'protocol' | 'reconnect' | 'agentPath' | 'configFile'
+  > {
   tunnels: NamedTunnelOptions[];
 }
 

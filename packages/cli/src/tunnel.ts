@@ -20,13 +20,15 @@ import {
   checkTcpOptions,
   resolveHostHeader,
   resolveProtection,
+  resolveServer,
 } from './connect-options.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import { forwardHeaders, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
+import type { RefusalContext } from './refusal-message.js';
 import { parseTarget, parseTcpTarget, type Target, type TcpTarget, tcpTargetLabel } from './target.js';
 import { httpsOptions, poolTlsOptions, resolveTargetTls } from './target-tls.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
-import { namedRefusal, refusedTunnels } from './tunnel-refusals.js';
+import { refusedTunnels } from './tunnel-refusals.js';
 import { VERSION } from './version.js';
 
 export interface ReconnectingEvent {
@@ -61,6 +63,8 @@ const IMMEDIATE_RECONNECT_AFTER_MS = 1_000;
 export class Tunnel extends EventEmitter<TunnelEvents> {
   /** Where requests go; for a TCP tunnel, origin `tcp://host:port` and no base path. */
   readonly target: Target;
+  /** The edge this tunnel connects to, as resolved once (option, else TUNNEL2_SERVER, else the default). */
+  readonly server: string;
   info: SessionInfo | undefined;
   readonly #options: ConnectOptions;
   /** An HTTP tunnel's backend pool and queue; a TCP tunnel's target (it has neither). */
@@ -85,6 +89,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     super();
     this.#options = options;
     this.#extras = extras;
+    this.server = resolveServer(options.server);
     this.#hostHeader = resolveHostHeader(options.hostHeader);
     this.#protect = resolveProtection(options);
     this.#logger = options.logger ?? pino({ level: 'silent' });
@@ -121,6 +126,11 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   /** The tunnel's name in its config file, when it has one. */
   get label(): string | undefined {
     return this.#options.label;
+  }
+
+  /** Where this tunnel was asked for (its config file's name and key), for what its refusals advise. */
+  #refusalContext(): RefusalContext {
+    return { label: this.#options.label, configFile: this.#options.configFile };
   }
 
   /** Every tunnel of this session: this one first, then those connectMany put beside it. */
@@ -302,7 +312,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       let immediate = false;
       try {
         const session = await connectSession({
-          server: this.#options.server ?? process.env.TUNNEL2_SERVER ?? 'http://localhost:8080',
+          server: this.server,
           agentPath: this.#options.agentPath ?? '/_tunnel2/connect',
           name,
           token: this.#options.token ?? process.env.TUNNEL2_TOKEN,
@@ -313,6 +323,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           protect: this.#protect,
           handshakeTimeoutMs: 10_000,
           versions: this.#options.protocolVersions,
+          refusal: this.#refusalContext(),
           ...this.#forwarding(grantedPort ?? requestedPort),
           ...(this.#extras.length > 0 ? { extras: this.#extras.map((extra) => extra.#extraAsk()) } : {}),
         });
@@ -322,7 +333,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         }
         const refused = refusedTunnels(
           session.extras,
-          this.#extras.map((t) => t.label),
+          this.#extras.map((t) => t.#refusalContext()),
         );
         if (refused !== undefined) {
           await session.close(0);
@@ -362,12 +373,10 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           error.code === AgentErrorCode.EDGE_GOING_AWAY &&
           performance.now() - upSince >= IMMEDIATE_RECONNECT_AFTER_MS;
       } catch (err) {
-        const error = namedRefusal(
-          this.#extras.length > 0 ? this.label : undefined,
+        const error =
           err instanceof AgentError
             ? err
-            : new AgentError(AgentErrorCode.EDGE_UNREACHABLE, String(err), { cause: err }),
-        );
+            : new AgentError(AgentErrorCode.EDGE_UNREACHABLE, String(err), { cause: err });
         if (this.#options.subdomain === undefined && name !== undefined && error.edgeCode === NAME_IN_USE) {
           // The random name it had was taken while it was away (its grace ran out, and whoever saw the
           // public URL claimed it). The user asked for none, so a new random one will do: the next

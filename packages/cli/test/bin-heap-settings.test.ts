@@ -88,6 +88,7 @@ describe('where the tunnel runs', () => {
   it('an agent whose stdout is a pipe runs in a worker: a slow reader blocks the main thread, not the tunnel', async () => {
     expect(await threadsOf(['http', '--help'], {})).toEqual(['thread main', 'thread worker']);
     expect(await threadsOf(['tcp', '--help'], {})).toEqual(['thread main', 'thread worker']);
+    expect(await threadsOf(['start', '--help'], {})).toEqual(['thread main', 'thread worker']);
   });
 
   it('TUNNEL2_WORKER=0 or 1 decides, whatever the command and stdout', async () => {

@@ -30,6 +30,12 @@ describe('tunnel2 CLI', () => {
     expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
   });
 
+  it('start --help points at what the npm package ships: the JSON Schema', async () => {
+    const { code, stdout } = await cli(['start', '--help']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('node_modules/@tunnel2/cli/tunnel2.schema.json');
+  });
+
   it('http --help shows the flags and examples', async () => {
     const { code, stdout } = await cli(['http', '--help']);
     expect(code).toBe(0);
@@ -66,7 +72,8 @@ describe('tunnel2 CLI', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(events).toEqual([
-      expect.objectContaining({ event: 'error', code: 'TUNNEL2_ERR_INVALID_TARGET', fatal: false }),
+      // A usage error is fatal: the command exits 2 at once.
+      expect.objectContaining({ event: 'error', code: 'TUNNEL2_ERR_INVALID_TARGET', fatal: true }),
     ]);
   });
 

@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { freePort } from '@tunnel2/test-services';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -60,6 +63,55 @@ describe('no edge at the address', () => {
     await own.close(0);
     await until(() => agent.events.filter((e) => e.event === 'reconnecting').length >= 2);
     expect(agent.events.some((e) => e.event === 'hint')).toBe(false);
+  });
+});
+
+describe('the edge address', () => {
+  it('start: the no-edge hint names the server the file gave', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tunnel2-hint-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const server = `http://127.0.0.1:${await freePort()}`;
+    const config = join(dir, 'tunnel2.yml');
+    await writeFile(config, `server: ${server}\ntunnels:\n  web: { target: 3000 }\n`);
+    const agent = spawnCli(['start', '--all', '--config', config, '--json']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    const hint = await agent.waitFor('hint');
+    expect(hint.message).toContain(`no tunnel2 edge answers at ${server}.`);
+  });
+
+  const notUrl =
+    'tunnel2: --server "localhost:8080": expected an http(s):// URL, e.g. http://localhost:8080\n';
+  for (const args of [
+    ['http', '3000', '--no-inspect'],
+    ['tcp', '5432'],
+  ]) {
+    it(`${args[0]} --server without a scheme: one line, exit 2, no retries`, async () => {
+      const { code, stderr } = await cli([...args, '--server', 'localhost:8080']);
+      expect(stderr).toBe(notUrl);
+      expect(code).toBe(2);
+    });
+  }
+
+  it('TUNNEL2_SERVER without a scheme is named as such (http and start)', async () => {
+    const env = { TUNNEL2_SERVER: 'localhost:8080' };
+    const expected =
+      'tunnel2: TUNNEL2_SERVER "localhost:8080": expected an http(s):// URL, e.g. http://localhost:8080\n';
+    const http = await cli(['http', '3000', '--no-inspect'], env);
+    expect([http.code, http.stderr]).toEqual([2, expected]);
+    const dir = await mkdtemp(join(tmpdir(), 'tunnel2-server-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const config = join(dir, 'tunnel2.yml');
+    await writeFile(config, 'tunnels:\n  web: { target: 3000 }\n');
+    const start = await cli(['start', '--all', '--config', config], env);
+    expect([start.code, start.stderr]).toEqual([2, expected]);
+    const flag = await cli(['start', '--all', '--config', config, '--server', 'localhost:8080']);
+    expect([flag.code, flag.stderr]).toEqual([2, notUrl]);
+  });
+
+  it('accepts ws:// and wss:// as the edge address, as connecting does', async () => {
+    const tunnel = await connect({ target: 1, server: url.replace(/^http/, 'ws'), inspect: false });
+    cleanups.push(() => tunnel.close(0));
+    expect(tunnel.server).toBe(url.replace(/^http/, 'ws'));
   });
 });
 

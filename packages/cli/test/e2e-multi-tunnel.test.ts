@@ -53,6 +53,20 @@ function startCli(args: string[], env: NodeJS.ProcessEnv = {}) {
   return agent;
 }
 
+/** An edge and a backend, and another agent holding `name` on that edge. */
+async function nameHeldElsewhere(name: string) {
+  const edge = await startEdge();
+  const web = await labelled('web');
+  const other = await connect({ target: web, server: edge.url, subdomain: name, inspect: false });
+  cleanups.push(() => other.close(0));
+  return { edge, web };
+}
+
+/** What a taken name in a config file gets as advice. */
+function advice(tunnel: string, config: string): string {
+  return `Choose another tunnels.${tunnel}.subdomain in ${config}, or run with the token that holds it (--token, TUNNEL2_TOKEN or token: in the file)`;
+}
+
 describe('tunnel2 start: several tunnels from one file over one session', () => {
   it('serves two HTTP tunnels and a TCP tunnel over one WebSocket, each to its own target', async () => {
     const edge = await startEdge();
@@ -96,10 +110,7 @@ describe('tunnel2 start: several tunnels from one file over one session', () => 
   });
 
   it('fails the start naming the tunnel whose name is taken, and why', async () => {
-    const edge = await startEdge();
-    const web = await labelled('web');
-    const other = await connect({ target: web, server: edge.url, subdomain: 'taken-name', inspect: false });
-    cleanups.push(() => other.close(0));
+    const { edge, web } = await nameHeldElsewhere('taken-name');
     const config = await file(
       'taken.yml',
       ['tunnels:', `  web: { target: ${web} }`, `  api: { target: ${web}, subdomain: taken-name }`].join(
@@ -115,8 +126,26 @@ describe('tunnel2 start: several tunnels from one file over one session', () => 
       .find((event) => event.event === 'error');
     expect(error?.code).toBe('TUNNEL2_ERR_TUNNEL_REFUSED');
     expect(error?.edgeCode).toBe('TUNNEL2_ERR_NAME_IN_USE');
-    expect(String(error?.message)).toContain('tunnel api: subdomain "taken-name" is in use');
+    expect(String(error?.message)).toBe(
+      `tunnel api: subdomain "taken-name" is in use by another agent (TUNNEL2_ERR_NAME_IN_USE). ${advice('api', config)}`,
+    );
+    expect(error?.fatal).toBe(true);
     expect(edge.sessions.size).toBe(1); // only the other agent's
+  });
+
+  it("says what to do, in the file, when the first tunnel's name is taken", async () => {
+    const { edge, web } = await nameHeldElsewhere('first-taken');
+    const config = await file(
+      'taken-first.yml',
+      ['tunnels:', `  web: { target: ${web}, subdomain: first-taken }`, `  api: { target: ${web} }`].join(
+        '\n',
+      ),
+    );
+    const result = await cli(['start', '--all', '--config', config, '--server', edge.url]);
+    expect(result.code).toBe(1);
+    expect(result.stderr.split('\n')[0]).toBe(
+      `tunnel2: tunnel web: edge refused the tunnel (409): subdomain "first-taken" is taken by another agent. ${advice('web', config)}`,
+    );
   });
 
   it('says a configured subdomain is reserved by the edge, naming the tunnel (own or listed)', async () => {
@@ -336,6 +365,32 @@ describe('tunnel2 start: a file or command line it cannot use exits 2 with one l
       expect(lines[0]).toMatch(expected);
     });
   }
+
+  it('--json: the same error as an event on stdout, fatal', async () => {
+    const config = await file('bad.yml', 'tunnels:\n  api: { target: abc }\n');
+    const result = await cli(['start', '--all', '--config', config, '--json']);
+    expect(result.code).toBe(2);
+    const events = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events).toEqual([
+      expect.objectContaining({
+        event: 'error',
+        code: 'TUNNEL2_ERR_INVALID_CONFIG',
+        message: 'bad.yml: tunnels.api.target: expected a port, host:port or URL, got "abc"',
+        fatal: true,
+      }),
+    ]);
+  });
+
+  it('a missing file is named by the path given', async () => {
+    const result = await cli(['start', '--all', '--config', 'no-such-dir/tunnel2.yml']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      'tunnel2: no-such-dir/tunnel2.yml: not found (create it, or pass --config <file>)\n',
+    );
+  });
 
   it('reads JSON when the file ends in .json', async () => {
     const config = await file('bad.json', JSON.stringify({ tunnels: { web: { target: 'abc' } } }));

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { send } from './support/http-client.js';
 import { spawnCli, startEdgeProcess } from './support/processes.js';
 import { ptyCli } from './support/pty-cli.js';
-import { silent } from './support/stack.js';
+import { silent, until } from './support/stack.js';
 import { portRange, sendAndHash, startHashServer } from './support/tcp-stack.js';
 
 const cleanups: (() => unknown)[] = [];
@@ -111,14 +111,13 @@ describe('the terminal view (a real pty)', () => {
     const piped = spawnCli(args('plainlog2'));
     cleanups.push(() => piped.kill('SIGKILL'));
     await piped.waitFor('text');
-    await new Promise<void>((resolve) => {
-      const check = () => (piped.events.length >= 4 ? resolve() : setTimeout(check, 10));
-      check();
-    });
+    // The header's lines (forwarding, also at, inspector, a blank one) before any request.
+    await until(() => piped.events.length >= 4, { what: 'the plain header', timeoutMs: 20_000 });
     expect((await ping(port, 'plainlog2')).status).toBe(200);
-    while (!piped.events.some((e) => String(e.line).includes('/loadtest/ping'))) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    await until(() => piped.events.some((e) => String(e.line).includes('/loadtest/ping')), {
+      what: 'the request line',
+      timeoutMs: 20_000,
+    });
     piped.kill('SIGINT');
     expect(await piped.exited).toBe(0);
 

@@ -120,6 +120,43 @@ describe('the status screen', () => {
     expect(writes).toHaveLength(count);
   });
 
+  it('a random name replaced after a reconnect: one row, the new address, and a line saying so', () => {
+    const { view, frames, writes } = screen();
+    view.ready(info, 'http://localhost:3000');
+    view.reconnecting({ attempt: 1, delayMs: 0, reason: 'gone' });
+    const renamed = { name: 'new', url: 'http://new.localhost:8080/', urls: ['http://new.localhost:8080/'] };
+    view.ready(renamed, 'http://localhost:3000');
+    vi.advanceTimersByTime(250);
+    const frame = frames().at(-1) ?? '';
+    expect(frame).toContain('http://new.localhost:8080/');
+    expect(frame).not.toContain('http://app.localhost:8080/');
+    expect(writes).toContain(
+      'reconnected at a new address: http://new.localhost:8080/ (the previous one was taken)\n',
+    );
+  });
+
+  it('shows each tunnel its own inspector, under its row', () => {
+    const { view, frames } = screen();
+    const web = view.tunnel('web', 'requests');
+    const api = view.tunnel('api', 'requests');
+    web.ready(info, 'http://localhost:3000', 'http://127.0.0.1:4040');
+    api.ready(
+      { ...info, name: 'b', url: 'http://b.l/', urls: ['http://b.l/'] },
+      'x',
+      'http://127.0.0.1:4041',
+    );
+    vi.advanceTimersByTime(250);
+    // Each header row is drawn after a cursor move and an erase (ESC [ row;1H ESC [2K).
+    const rowStart = new RegExp(`${String.fromCharCode(27)}\\[\\d+;1H${String.fromCharCode(27)}\\[2K`);
+    const rows = (frames().at(-1) ?? '').split(rowStart).slice(2, 6);
+    expect(rows).toEqual([
+      '  web  http://app.localhost:8080/ -> http://localhost:3000',
+      '       inspector http://127.0.0.1:4040',
+      '  api  http://b.l/ -> x',
+      '       inspector http://127.0.0.1:4041',
+    ]);
+  });
+
   it('a refusal before any session stays a plain line, with no screen set up', () => {
     const { view, writes, errs } = screen();
     view.closed();

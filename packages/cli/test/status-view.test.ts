@@ -23,9 +23,13 @@ function snapshot(over: Partial<StatusSnapshot> = {}): StatusSnapshot {
   };
 }
 
+const inspected = snapshot({
+  tunnels: snapshot().tunnels.map((row) => ({ ...row, inspectorUrl: 'http://127.0.0.1:4040' })),
+});
+
 describe('renderStatus', () => {
   it('lays out state, round trip, counts, URLs, target and inspector', () => {
-    expect(renderStatus(snapshot({ inspectorUrl: 'http://127.0.0.1:4040' }), 100, false)).toEqual([
+    expect(renderStatus(inspected, 100, false)).toEqual([
       'tunnel2  online   rtt 1.2 ms   requests 12 (3/min)   open 1',
       '  http://app.localhost:8080/ -> http://localhost:3000',
       '  also http://localhost:8080/session/app/',
@@ -50,7 +54,7 @@ describe('renderStatus', () => {
   it('cuts every line to the width with an ellipsis, colours or not, and never wraps', () => {
     for (const width of [1, 5, 20, 33, 60]) {
       for (const colour of [false, true]) {
-        const lines = renderStatus(snapshot({ inspectorUrl: 'http://127.0.0.1:4040' }), width, colour);
+        const lines = renderStatus(inspected, width, colour);
         for (const line of lines) expect([...line.replace(SGR, '')].length).toBeLessThanOrEqual(width);
       }
     }

@@ -7,11 +7,10 @@ import { WebSocketServer } from 'ws';
 import { createAgentAuthenticator } from './agent-auth.js';
 import { AgentConnection } from './agent-connection.js';
 import type { ClientOriginResolver } from './client-address.js';
-import { quoteForEcho } from './echo.js';
 import type { ResolvedEdgeOptions } from './edge-options.js';
 import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
-import { checkRequestedName, ownerKey, randomSessionName, reservedNameMessage } from './session-name.js';
+import { nameRefusal, ownerKey, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
 import type { TcpPort, TcpPortTable } from './tcp-tunnels.js';
 import { createTunnelClaims } from './tunnel-claims.js';
@@ -80,17 +79,10 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     }
     const url = new URL(req.url ?? '/', 'http://edge.invalid');
     const requested = url.searchParams.get('name')?.toLowerCase() || undefined;
-    if (requested !== undefined) {
-      const check = checkRequestedName(requested);
-      if (!check.ok) {
-        const code = check.reason === 'reserved' ? EdgeErrorCode.RESERVED_NAME : EdgeErrorCode.INVALID_NAME;
-        const why =
-          check.reason === 'reserved'
-            ? reservedNameMessage(requested)
-            : `subdomain ${quoteForEcho(requested)} is not a valid DNS label (a-z, 0-9, inner hyphens, at most 63 characters)`;
-        rejectUpgrade(socket, { code, message: why });
-        return;
-      }
+    const refusal = requested === undefined ? undefined : nameRefusal(requested);
+    if (refusal !== undefined) {
+      rejectUpgrade(socket, refusal);
+      return;
     }
     const auth = authenticator.check(bearerToken(req), headerValue(req, AGENT_KEY_HEADER) ?? randomUUID());
     if (!auth.ok) {
@@ -216,7 +208,10 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         onClose: (connection) => {
           if (tcpPort !== undefined) endpoint.tcp?.detach(tcpPort, connection);
           if (activated) void sessions.deactivate(connection);
-          else void sessions.abandon(name, epoch);
+          else
+            sessions
+              .abandon(name, epoch)
+              .catch((err: unknown) => logger.warn({ err, session: name }, 'registry release failed'));
           void claims.release(connection.extras, activated);
         },
       });

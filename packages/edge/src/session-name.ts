@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { quoteForEcho } from './echo.js';
+import { EdgeErrorCode } from './errors.js';
 import { isValidSessionName } from './ingress-route.js';
 
 /** Names an operator's own services are likely to use; agents cannot claim them. */
@@ -40,9 +42,22 @@ export function checkRequestedName(name: string): NameCheck {
   return { ok: true };
 }
 
-/** Why a reserved name is refused, the same for a session's own name and a listed tunnel's. */
-export function reservedNameMessage(name: string): string {
-  return `subdomain "${name}" is reserved by this edge (names its operator keeps for their own services): choose another`;
+/**
+ * Why a requested name cannot be had (invalid, or reserved), worded once for a session's own name and a
+ * listed tunnel's; undefined when it may be asked for.
+ */
+export function nameRefusal(name: string): { code: EdgeErrorCode; message: string } | undefined {
+  const check = checkRequestedName(name);
+  if (check.ok) return undefined;
+  return check.reason === 'reserved'
+    ? {
+        code: EdgeErrorCode.RESERVED_NAME,
+        message: `subdomain "${name}" is reserved by this edge (names its operator keeps for their own services): choose another`,
+      }
+    : {
+        code: EdgeErrorCode.INVALID_NAME,
+        message: `subdomain ${quoteForEcho(name)} is not a valid DNS label (a-z, 0-9, inner hyphens, at most 63 characters)`,
+      };
 }
 
 /** The registry stores an owner key, never a secret: a hash of what identifies the agent. */

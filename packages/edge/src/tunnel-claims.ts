@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
 import type { AgentConnection, ClaimedTunnels } from './agent-connection.js';
-import { quoteForEcho } from './echo.js';
 import { EdgeErrorCode } from './errors.js';
 import { compileProtection } from './public-protection.js';
-import { checkRequestedName, randomSessionName, reservedNameMessage } from './session-name.js';
+import { nameRefusal, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
 import type { TcpPort, TcpPortTable } from './tcp-tunnels.js';
 import { ExtraTunnel } from './tunnel-entry.js';
@@ -47,15 +46,8 @@ export function createTunnelClaims(options: TunnelClaimsOptions) {
     }
     const requested = asked?.toLowerCase();
     if (requested !== undefined) {
-      const check = checkRequestedName(requested);
-      if (!check.ok) {
-        return check.reason === 'reserved'
-          ? { code: EdgeErrorCode.RESERVED_NAME, message: reservedNameMessage(requested) }
-          : {
-              code: EdgeErrorCode.INVALID_NAME,
-              message: `subdomain ${quoteForEcho(requested)} is not a valid DNS label (a-z, 0-9, inner hyphens, at most 63 characters)`,
-            };
-      }
+      const refusal = nameRefusal(requested);
+      if (refusal !== undefined) return refusal;
       if (taken.has(requested)) {
         return { code: EdgeErrorCode.NAME_IN_USE, message: `subdomain "${requested}" is asked for twice` };
       }
@@ -116,15 +108,23 @@ export function createTunnelClaims(options: TunnelClaimsOptions) {
     }
   }
 
-  /** Gives back what a session's listed tunnels hold (it closed before, or after, they went live). */
+  /**
+   * Gives back what a session's listed tunnels hold (it closed before, or after, they went live). Never
+   * rejects: it runs unawaited from a session's close, and a registry that is down (its lease then runs out
+   * by itself) must neither crash the edge nor keep the later entries from being given back.
+   */
   async function release(entries: readonly ExtraTunnel[], activated: boolean): Promise<void> {
     for (const entry of entries) {
-      if (entry.port !== undefined) {
-        if (activated) tcp?.detach(entry.port, entry);
-        else tcp?.abandon(entry.port);
+      try {
+        if (entry.port !== undefined) {
+          if (activated) tcp?.detach(entry.port, entry);
+          else tcp?.abandon(entry.port);
+        }
+        if (activated) await sessions.deactivate(entry);
+        else await sessions.abandon(entry.name, entry.epoch);
+      } catch (err) {
+        options.logger.warn({ err, session: entry.name }, 'registry release failed');
       }
-      if (activated) await sessions.deactivate(entry);
-      else await sessions.abandon(entry.name, entry.epoch);
     }
   }
 

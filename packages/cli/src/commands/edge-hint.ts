@@ -15,10 +15,10 @@ export function noEdgeHint(server: string): string {
 
 /**
  * After the first connect of a run fails because nothing answers at the edge's address, one line says how
- * to get an edge; the usual reconnect lines follow and it is not repeated. A run that was connected once
+ * to get an edge (the one the tunnel resolved, wherever it came from); the usual reconnect lines follow and it is not repeated. A run that was connected once
  * knows its edge exists: a later outage gets no advice.
  */
-export function hintWhenNoEdge(tunnel: Tunnel, server: string, reporter: Reporter): void {
+export function hintWhenNoEdge(tunnel: Tunnel, reporter: Reporter): void {
   let decided = false;
   tunnel.once('ready', () => {
     decided = true;
@@ -26,6 +26,7 @@ export function hintWhenNoEdge(tunnel: Tunnel, server: string, reporter: Reporte
   tunnel.on('error', (error: AgentError) => {
     if (decided) return;
     decided = true;
-    if (error.code === AgentErrorCode.EDGE_UNREACHABLE) reporter.hint(NO_EDGE_HINT, noEdgeHint(server));
+    if (error.code === AgentErrorCode.EDGE_UNREACHABLE)
+      reporter.hint(NO_EDGE_HINT, noEdgeHint(tunnel.server));
   });
 }

@@ -1,6 +1,7 @@
-import { resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE, loadTunnelConfig } from '../config-file.js';
+import { resolveServer } from '../connect-options.js';
 import { AgentError, AgentErrorCode } from '../errors.js';
+import { createLineWriter } from '../line-writer.js';
 import { createHumanReporter, createJsonReporter } from '../reporter.js';
 import { createTunnels } from '../tunnel-group.js';
 import { type OutputOptions, runTunnelCommand } from './tunnel-command.js';
@@ -24,7 +25,7 @@ export async function runStartCommand(names: string[], options: StartCommandOpti
   const file = options.config ?? DEFAULT_CONFIG_FILE;
   let tunnels: Awaited<ReturnType<typeof loadTunnelConfig>>;
   try {
-    tunnels = await loadTunnelConfig(resolve(file));
+    tunnels = await loadTunnelConfig(file);
     const defined = tunnels.tunnels.map((tunnel) => tunnel.name);
     if (options.all === true && names.length > 0) {
       throw usage(`name tunnels or use --all, not both (${file} defines ${defined.join(', ')})`);
@@ -42,6 +43,12 @@ export async function runStartCommand(names: string[], options: StartCommandOpti
   } catch (err) {
     if (!(err instanceof AgentError)) throw err;
     process.stderr.write(`tunnel2: ${err.message}\n`);
+    if (options.json === true) {
+      // As `http --json` reports a bad target: the error event a script reads on stdout.
+      const stdout = createLineWriter(process.stdout);
+      createJsonReporter(stdout).error(err);
+      stdout.flush();
+    }
     return INVALID_CONFIG_EXIT;
   }
   const config = tunnels;
@@ -49,9 +56,11 @@ export async function runStartCommand(names: string[], options: StartCommandOpti
     options,
     (logger) =>
       createTunnels({
-        server: options.server ?? process.env.TUNNEL2_SERVER ?? config.server ?? 'http://localhost:8080',
+        // Flag > env > file > default, checked once (the file's was checked with its key path).
+        server: resolveServer(options.server, config.server),
         token: options.token ?? process.env.TUNNEL2_TOKEN ?? config.token,
         logger,
+        configFile: file,
         tunnels: config.tunnels,
       }),
     (group, _reporter, output) => {

@@ -1,5 +1,5 @@
 import { type Logger, pino } from 'pino';
-import { AgentError, AgentErrorCode } from '../errors.js';
+import { AgentError, USAGE_ERRORS } from '../errors.js';
 import { createLineWriter, type LineOutput } from '../line-writer.js';
 import { createHumanReporter, createJsonReporter, type Reporter } from '../reporter.js';
 import { onShutdownSignal } from '../shutdown-signal.js';
@@ -62,7 +62,7 @@ export function allowIpList(value: string | undefined): string[] | undefined {
  * cannot fix (exit 1). `onStartFailure` hears what start() rejected with.
  */
 export async function runTunnelCommand(
-  options: OutputOptions & { server?: string },
+  options: OutputOptions,
   create: (logger: Logger) => Tunnel,
   /** `output`: for a command that reports several tunnels, each with its own reporter. */
   subscribe: (tunnel: Tunnel, reporter: Reporter, output: CommandOutput) => void,
@@ -76,7 +76,7 @@ export async function runTunnelCommand(
     if (err instanceof AgentError) {
       output.reporter.error(err);
       // A usage error (a target or flag as typed) exits 2, as a shell's own usage errors do.
-      return err.code === AgentErrorCode.INVALID_TARGET || err.code === AgentErrorCode.INVALID_OPTION ? 2 : 1;
+      return USAGE_ERRORS.has(err.code) ? 2 : 1;
     }
     throw err;
   }
@@ -103,7 +103,7 @@ export async function runTunnelCommand(
       // A refusal retrying cannot fix (bad token, name taken over): stop with a failure status.
       if (error.fatal) stop(1);
     });
-    hintWhenNoEdge(tunnel, options.server ?? process.env.TUNNEL2_SERVER ?? 'http://localhost:8080', reporter);
+    hintWhenNoEdge(tunnel, reporter);
     // What start() rejects with: refusals were already reported through 'error'.
     tunnel.start().catch((err: unknown) => {
       onStartFailure?.(err, reporter);

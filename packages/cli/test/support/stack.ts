@@ -48,7 +48,17 @@ export async function startStack(
   };
 }
 
-/** Resolves when `predicate` holds, checking on every event-loop turn (bounded by the test timeout). */
-export async function until(predicate: () => boolean): Promise<void> {
-  while (!predicate()) await new Promise((resolve) => setTimeout(resolve, 5));
+/**
+ * Resolves when `predicate` holds, checking every few ms; bounded by the test timeout, or sooner by
+ * `bound.timeoutMs`, then rejects naming `bound.what`.
+ */
+export async function until(
+  predicate: () => boolean,
+  bound: { what: string; timeoutMs: number } | undefined = undefined,
+): Promise<void> {
+  const deadline = bound === undefined ? Number.POSITIVE_INFINITY : performance.now() + bound.timeoutMs;
+  while (!predicate()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${bound?.what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }

@@ -1,0 +1,72 @@
+import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AgentConnection } from '../src/agent-connection.js';
+import { SessionTable } from '../src/session-table.js';
+import { createTunnelClaims } from '../src/tunnel-claims.js';
+import { ExtraTunnel } from '../src/tunnel-entry.js';
+
+const tables: SessionTable[] = [];
+afterEach(() => {
+  for (const table of tables.splice(0)) table.close();
+});
+
+/** The memory registry, except that releasing `failing` rejects (as Redis down does). */
+function registryFailingFor(failing: string): SessionRegistry {
+  const inner = createMemoryRegistry();
+  return {
+    ...inner,
+    release: (name, epoch) =>
+      name === failing ? Promise.reject(new Error('connect ECONNREFUSED')) : inner.release(name, epoch),
+  };
+}
+
+describe('releasing the tunnels a session listed', () => {
+  it('a registry that rejects one release: a warning, no rejection, the other entries released', async () => {
+    const registry = registryFailingFor('b');
+    const warnings: Record<string, unknown>[] = [];
+    const logger = pino(
+      { level: 'warn' },
+      { write: (line: string) => void warnings.push(JSON.parse(line) as Record<string, unknown>) },
+    );
+    const sessions = new SessionTable({
+      registry,
+      nodeId: 'node-a',
+      leaseTtlMs: 60_000,
+      reconnectGraceMs: 1_000,
+      maxArrivalWaiters: 8,
+      logger,
+    });
+    tables.push(sessions);
+    const connection = { owner: 'owner-1' } as unknown as AgentConnection;
+    const entries = [];
+    for (const [tag, name] of ['a', 'b', 'c'].entries()) {
+      const admitted = await sessions.admit(name, 'owner-1');
+      if (!admitted.ok) throw new Error('claim refused');
+      entries.push(
+        new ExtraTunnel({
+          name,
+          epoch: admitted.epoch,
+          port: undefined,
+          protection: undefined,
+          tag,
+          connection,
+        }),
+      );
+    }
+    const claims = createTunnelClaims({
+      sessions,
+      tcp: undefined,
+      logger,
+      maxNamesPerOwner: 10,
+      namesHeld: () => 0,
+      urlsFor: (name) => ({ url: name, urls: [name] }),
+      tcpUrlFor: (port) => String(port),
+    });
+    await expect(claims.release(entries, false)).resolves.toBeUndefined();
+    expect(await registry.lookup('a')).toBeUndefined();
+    expect(await registry.lookup('c')).toBeUndefined();
+    expect(await registry.lookup('b')).toBeDefined();
+    expect(warnings).toMatchObject([{ session: 'b', msg: 'registry release failed' }]);
+  });
+});
