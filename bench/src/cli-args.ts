@@ -65,7 +65,8 @@ flags:
   --tunnel-url <url>     an existing tunnel's public URL as the tunnel side (no edge or agent started);
                          without --target only the tunnel side runs
   --method <m>           request method (default GET)
-  --path <path,...>      request path; several (repeat or comma list): each connection cycles through them
+  --path <path,...>      request path; several (repeat, or a comma list: a comma before / separates):
+                         each connection cycles through them
   --header 'k: v'        a request header (repeatable); values of auth/cookie/token/key headers are
                          redacted in the reports
   --body-file <file>     request body (at most 8 MiB; set content-type with --header)
