@@ -186,6 +186,32 @@ describe('bench against your own service', () => {
   });
 });
 
+describe('a target that dies after the preflight', () => {
+  it('stops the run at the first stage with no answer at all, says why, and still writes the reports', async () => {
+    // Answers the preflight's one request, then goes away: every later connection is refused.
+    const dying = createServer((_req, res) => {
+      res.end('ok', () => {
+        dying.close();
+        dying.closeAllConnections();
+      });
+    });
+    await new Promise<void>((resolve) => dying.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(dying.address() as AddressInfo).port}/`;
+    const out = join(work, 'dying');
+    const run = await runBench(
+      ['ramp', '--target', url, '--only', 'direct', '--stages', '20,40'].concat(HALF_SECOND, ['--out', out]),
+    );
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(
+      /bench: the run stopped early: no request got an answer \(refused \d+\): is the service still running\? \(during stage 1, direct side\)/,
+    );
+    const { json, md } = readReport(out);
+    expect(json.stages).toHaveLength(1);
+    expect(json.stages[0]!.direct!.errors.refused).toBeGreaterThan(0);
+    expect(md).toContain('**The run stopped early:** no request got an answer');
+  });
+});
+
 describe('the preflight: a clear message before any load', () => {
   const short = ['--stages', '20', '--duration', '1', '--warmup', '0'];
 

@@ -179,7 +179,7 @@ describe('error kinds', () => {
     expect(result.outcomes.ok).toBe(result.outcomes.finished - 1);
   });
 
-  it('counts a refused connection as other', async () => {
+  it('counts a refused connection as refused', async () => {
     const target = await serve((_req, res) => ok(res));
     const closed = servers.pop()!;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
@@ -192,7 +192,8 @@ describe('error kinds', () => {
       timeoutSec: 1,
     });
     expect(result.outcomes.ok).toBe(0);
-    expect(result.outcomes.errors.other).toBeGreaterThan(0);
+    expect(result.outcomes.errors.refused).toBeGreaterThan(0);
+    expect(result.outcomes.errors.other).toBeUndefined();
   });
 });
 
