@@ -71,6 +71,18 @@ describe('the published @tunnel2/bench', () => {
     });
     expect(manifest.private).toBeUndefined();
     expect(packed.bundled.some((id) => id.startsWith('autocannon@'))).toBe(true);
+    // The repository-only scenarios (Redis, HAProxy, ...) are not bundled, nor offered by --help.
+    expect(packed.bundled.filter((id) => id.startsWith('ioredis@'))).toEqual([]);
+    const { stdout: help } = await run(process.execPath, [join(packed.dir, 'dist', 'main.js'), '--help']);
+    expect(help).toContain('ramp       fixed-rate stages');
+    expect(help).not.toMatch(/^ {2}(bulk|sessions|cluster|wan|tcp|floor|npx) /m);
+    // The README is for users: no repository runs, figures or optimization log.
+    const readme = await readFile(join(packed.dir, 'README.md'), 'utf8');
+    expect(readme).toContain('## Load-test your own service');
+    expect(readme).toContain('## Reading the reports');
+    expect(readme).not.toContain('## Optimization log');
+    expect(readme).not.toContain('pnpm bench');
+    expect(readme).not.toMatch(/\]\((\.\.\/|src\/|test\/)/);
   });
 
   it('runs `npx @tunnel2/bench ramp --target <url>` from an empty folder, both sides, reports written', async () => {
