@@ -37,6 +37,19 @@ export const benchDir = join(repoRoot, 'bench');
 /** Where the publishable package is written (gitignored). */
 export const benchPublishDir = join(benchDir, 'publish');
 const BIN = 'bin/tunnel2-bench.js';
+/** The CLI's Node.js version check, plain JS that old Node parses: one clear line instead of a syntax error. */
+const CHECK_NODE = 'bin/check-node.js';
+const BIN_SOURCE = `#!/usr/bin/env node
+// Plain JS without top-level await, so that an unsupported Node reaches the version check (bin/check-node.js).
+import { checkNodeVersion } from './check-node.js';
+
+const problem = checkNodeVersion(process.versions.node);
+if (problem !== undefined) {
+  process.stderr.write(problem.replace(/^tunnel2 /, '@tunnel2/bench ') + '\\n');
+  process.exit(1);
+}
+import('../dist/main.js');
+`;
 
 /** The packed package: as pack-cli's, with @tunnel2/cli as its one dependency. */
 export type PackedBench = PackedCli;
@@ -140,14 +153,13 @@ export async function buildBenchPublishDir(): Promise<{
   const manifest = {
     ...{ name, version, description, license, type: 'module', engines },
     bin: { 'tunnel2-bench': `./${BIN}` },
-    files: [BIN, 'dist', 'THIRD-PARTY-NOTICES.md'],
+    files: [BIN, CHECK_NODE, 'dist', 'THIRD-PARTY-NOTICES.md'],
     dependencies: { '@tunnel2/cli': cli },
     keywords: ['load-testing', 'benchmark', 'hdr-histogram', 'tunnel', 'autocannon'],
   };
   await writeFile(join(benchPublishDir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  await writeFile(join(benchPublishDir, BIN), "#!/usr/bin/env node\nawait import('../dist/main.js');\n", {
-    mode: 0o755,
-  });
+  await writeFile(join(benchPublishDir, BIN), BIN_SOURCE, { mode: 0o755 });
+  await copyFile(join(repoRoot, 'packages', 'cli', CHECK_NODE), join(benchPublishDir, CHECK_NODE));
   const readme = await readFile(join(benchDir, 'README.md'), 'utf8');
   await writeFile(join(benchPublishDir, 'README.md'), usersReadme(readme));
   await copyFile(join(repoRoot, 'packages', 'cli', 'LICENSE'), join(benchPublishDir, 'LICENSE'));
