@@ -77,8 +77,9 @@ flags:
   --inspect <mode>       the agent's request inspector: on (default; BENCH_INSPECT=off makes it off), off,
                          or both: each stage also runs through a second agent with it off, side by side
   --out <dir>            where the reports go (default bench/results/<scenario>-<time>)
-  --fail-under <pct>     exit 1 if a tunnel stage's success rate is below pct
-  --max-p99 <ms>         exit 1 if a tunnel stage's corrected p99 is above ms
+  --fail-under <pct>     exit 1 if a gated stage's success rate is below pct (gated: the tunnel side's
+                         stages, or the only side's with --only)
+  --max-p99 <ms>         exit 1 if a gated stage's corrected p99 is above ms
   -h, --help             this text
 
 exit codes: 0 done (and the gate passed), 1 the gate failed, 2 bad flags, 3 the run itself failed.

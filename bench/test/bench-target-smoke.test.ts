@@ -166,6 +166,8 @@ describe('bench against your own service', () => {
     expect(tunnel.agent).toBeNull();
     expect(json.gate.passed).toBe(true);
     expect(md).toContain(`tunnel: ${agent.readyValue}a (--tunnel-url)`);
+    expect(md).toContain("The tunnel side is the --tunnel-url given: its edge and agent are not the kit's");
+    expect(md).not.toContain('The direct side');
   });
 
   it('--expect-status: an endpoint whose right answer is 404 is measured as a success', async () => {
@@ -180,9 +182,13 @@ describe('bench against your own service', () => {
       ]),
     );
     expect(run.code, run.stderr).toBe(0);
-    const direct = readReport(out).json.stages[0]!.direct!;
+    const { json, md } = readReport(out);
+    const direct = json.stages[0]!.direct!;
     expect(direct.ok).toBe(direct.requests);
     expect(direct.errors).toEqual({});
+    // Only the direct side ran, and no stage fell short: the notes say nothing of a tunnel or of ⚠.
+    expect(md).toContain('The direct side hits your --target itself.');
+    expect(md).not.toMatch(/tunnel side|Tunnel CPU|⚠ =/);
   });
 });
 
