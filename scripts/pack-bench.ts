@@ -15,7 +15,7 @@
 // ./bench-results under the folder the user runs in, not into npx's cache.
 
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +37,19 @@ export const benchDir = join(repoRoot, 'bench');
 /** Where the publishable package is written (gitignored). */
 export const benchPublishDir = join(benchDir, 'publish');
 const BIN = 'bin/tunnel2-bench.js';
+/** The CLI's Node.js version check, plain JS that old Node parses: one clear line instead of a syntax error. */
+const CHECK_NODE = 'bin/check-node.js';
+const BIN_SOURCE = `#!/usr/bin/env node
+// Plain JS without top-level await, so that an unsupported Node reaches the version check (bin/check-node.js).
+import { checkNodeVersion } from './check-node.js';
+
+const problem = checkNodeVersion(process.versions.node);
+if (problem !== undefined) {
+  process.stderr.write(problem.replace(/^tunnel2 /, '@tunnel2/bench ') + '\\n');
+  process.exit(1);
+}
+import('../dist/main.js');
+`;
 
 /** The packed package: as pack-cli's, with @tunnel2/cli as its one dependency. */
 export type PackedBench = PackedCli;
@@ -65,6 +78,49 @@ function swapRuntime(contents: string): Plugin {
   };
 }
 
+/**
+ * The repository-only scenarios (bulk, sessions, cluster, ...: Redis, HAProxy, ioredis) stay out of the
+ * bundle: main.js imports them only when runtime.standalone, which the published runtime turns off.
+ */
+const STANDALONE_STUB = `export async function runStandalone(name) {
+  throw new Error(\`\${name} runs from the tunnel2 repository (pnpm bench \${name})\`);
+}
+`;
+
+function stubStandalone(): Plugin {
+  return {
+    name: 'no-standalone-scenarios',
+    setup(b) {
+      b.onLoad({ filter: /[\\/]bench[\\/]dist[\\/]standalone-scenarios\.js$/ }, () => ({
+        contents: STANDALONE_STUB,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+/**
+ * The package's README: bench/README.md for users (what the kit is, load-testing your own service,
+ * reading the reports), without the repository's own runs, figures and optimization log.
+ */
+export function usersReadme(markdown: string): string {
+  const end = markdown.indexOf('\n## Running it in this repository');
+  if (end < 0) throw new Error('bench/README.md: no "## Running it in this repository" section to cut at');
+  return `${markdown
+    .slice(0, end)
+    // The package holds none of the repository files the README links to: name them instead.
+    .replace(/\[([^\]]+)\]\(\.\.\/([^)]+)\)/g, (_m, text: string, path: string) =>
+      text === `\`${path}\`` || text === path
+        ? `${text} (in the tunnel2 repository)`
+        : `${text} (\`${path}\` in the tunnel2 repository)`,
+    )
+    .replace(
+      /\[([^\]]+)\]\(((?:src|test)\/[^)]+)\)/g,
+      (_m, text: string, path: string) => `${text} (\`bench/${path}\`)`,
+    )
+    .trimEnd()}\n`;
+}
+
 /** Builds bench/publish/ from the workspace build (run `tsc -b` first). */
 export async function buildBenchPublishDir(): Promise<{
   source: PackageJson;
@@ -88,7 +144,7 @@ export async function buildBenchPublishDir(): Promise<{
     ...BUNDLE_OPTIONS,
     // The CLI is started as a program from its own package; optional native add-ons of ws stay out.
     external: ['@tunnel2/cli', 'bufferutil', 'utf-8-validate'],
-    plugins: [swapRuntime(publishedRuntime({ autocannon })), builtinsAsRequire],
+    plugins: [swapRuntime(publishedRuntime({ autocannon })), stubStandalone(), builtinsAsRequire],
   });
   if (metafile === undefined) throw new Error('esbuild wrote no metafile');
   const bundled = await writeNotices(metafile, benchPublishDir);
@@ -97,15 +153,15 @@ export async function buildBenchPublishDir(): Promise<{
   const manifest = {
     ...{ name, version, description, license, type: 'module', engines },
     bin: { 'tunnel2-bench': `./${BIN}` },
-    files: [BIN, 'dist', 'THIRD-PARTY-NOTICES.md'],
+    files: [BIN, CHECK_NODE, 'dist', 'THIRD-PARTY-NOTICES.md'],
     dependencies: { '@tunnel2/cli': cli },
     keywords: ['load-testing', 'benchmark', 'hdr-histogram', 'tunnel', 'autocannon'],
   };
   await writeFile(join(benchPublishDir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  await writeFile(join(benchPublishDir, BIN), "#!/usr/bin/env node\nawait import('../dist/main.js');\n", {
-    mode: 0o755,
-  });
-  await copyFile(join(benchDir, 'README.md'), join(benchPublishDir, 'README.md'));
+  await writeFile(join(benchPublishDir, BIN), BIN_SOURCE, { mode: 0o755 });
+  await copyFile(join(repoRoot, 'packages', 'cli', CHECK_NODE), join(benchPublishDir, CHECK_NODE));
+  const readme = await readFile(join(benchDir, 'README.md'), 'utf8');
+  await writeFile(join(benchPublishDir, 'README.md'), usersReadme(readme));
   await copyFile(join(repoRoot, 'packages', 'cli', 'LICENSE'), join(benchPublishDir, 'LICENSE'));
   return { source, bundled, cli };
 }

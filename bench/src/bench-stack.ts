@@ -130,6 +130,8 @@ export function startAgentService(
   edgeUrl: string,
   subdomain: string,
   inspect: boolean = defaultInspectMode() === 'on',
+  /** An https:// backend's certificate is not checked (tunnel2 http --insecure). */
+  insecure = false,
 ): Promise<ChildService> {
   return startChildService({
     name: 'agent (tunnel2 http)',
@@ -147,6 +149,7 @@ export function startAgentService(
       'warn',
       // The agent's request inspector is on by default, as for a user; BENCH_INSPECT=off measures without it.
       ...(inspect ? ['--inspect', '127.0.0.1:0'] : ['--no-inspect']),
+      ...(insecure ? ['--insecure'] : []),
     ],
     ready: (line) => {
       const url = jsonEvent(line, 'ready')?.url;

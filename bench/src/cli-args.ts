@@ -50,7 +50,7 @@ scenarios:
   spike      2-minute runs at fixed rates             --rates 600,800,900,1000 --duration 120
   constant   N minutes at one fixed rate              --rate 300 --minutes 5
   max        closed loop: as fast as answers come     --connections 50,100 --duration 30
-${STANDALONE_USAGE.slice(1)}
+${runtime.standalone ? STANDALONE_USAGE.slice(1) : ''}
 flags:
   --stages <rps,...>     ramp: target rate of each stage
   --rates <rps,...>      spike: target rate of each run
@@ -65,7 +65,8 @@ flags:
   --tunnel-url <url>     an existing tunnel's public URL as the tunnel side (no edge or agent started);
                          without --target only the tunnel side runs
   --method <m>           request method (default GET)
-  --path <path,...>      request path; several (repeat or comma list): each connection cycles through them
+  --path <path,...>      request path; several (repeat, or a comma list: a comma before / separates):
+                         each connection cycles through them
   --header 'k: v'        a request header (repeatable); values of auth/cookie/token/key headers are
                          redacted in the reports
   --body-file <file>     request body (at most 8 MiB; set content-type with --header)
@@ -76,8 +77,9 @@ flags:
   --inspect <mode>       the agent's request inspector: on (default; BENCH_INSPECT=off makes it off), off,
                          or both: each stage also runs through a second agent with it off, side by side
   --out <dir>            where the reports go (default bench/results/<scenario>-<time>)
-  --fail-under <pct>     exit 1 if a tunnel stage's success rate is below pct
-  --max-p99 <ms>         exit 1 if a tunnel stage's corrected p99 is above ms
+  --fail-under <pct>     exit 1 if a gated stage's success rate is below pct (gated: the tunnel side's
+                         stages, or the only side's with --only)
+  --max-p99 <ms>         exit 1 if a gated stage's corrected p99 is above ms
   -h, --help             this text
 
 exit codes: 0 done (and the gate passed), 1 the gate failed, 2 bad flags, 3 the run itself failed.

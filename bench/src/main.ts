@@ -10,7 +10,6 @@ import { renderMarkdown } from './report-md.js';
 import { runScenario } from './run-scenario.js';
 import { runtime } from './runtime-paths.js';
 import { isStandalone, planStages } from './scenarios.js';
-import { runStandalone } from './standalone-scenarios.js';
 import { type ScenarioStack, stackSides, startScenarioStack, targetSide } from './target-stack.js';
 
 /** Exit codes: the contract CI scripts rely on. */
@@ -59,6 +58,8 @@ if (isStandalone(standalone) && targetFlag !== undefined) {
   const defaultOut = join(runtime.resultsRoot(), `${standalone}-${stamp}`);
   const note = (line: string): void => writeErr(`[${standalone}] ${line}\n`);
   try {
+    // Loaded here only: they need the repository (Redis, HAProxy, ...), and the published bundle stubs them.
+    const { runStandalone } = await import('./standalone-scenarios.js');
     process.exitCode = await runStandalone(standalone, argv.slice(1), defaultOut, note);
   } catch (err) {
     if (!(err instanceof BenchError && err.code === BenchErrorCode.USAGE)) throw err;

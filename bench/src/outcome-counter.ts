@@ -4,17 +4,21 @@
  * - `timeout`: no complete answer within the request timeout;
  * - `reset`: the connection was reset or closed before the answer was complete (ECONNRESET, EPIPE, or the
  *   peer closing mid-response: "response ended prematurely");
- * - `other`: any other transport error (ECONNREFUSED, ...).
+ * - `refused`: the connection was refused (ECONNREFUSED): nothing listens there, e.g. the service died;
+ * - `other`: any other transport error.
  */
-export type ErrorKind = `http_${number}` | 'timeout' | 'reset' | 'other';
+export type ErrorKind = `http_${number}` | TransportErrorKind;
+export type TransportErrorKind = 'timeout' | 'reset' | 'refused' | 'other';
 
 const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET']);
 
 /** Maps a transport error to its kind by its stable `code` (never by its message). */
-export function transportErrorKind(err: unknown): 'reset' | 'other' {
+export function transportErrorKind(err: unknown): 'reset' | 'refused' | 'other' {
   const code =
     typeof err === 'object' && err !== null && 'code' in err ? (err as { code: unknown }).code : undefined;
-  return typeof code === 'string' && RESET_CODES.has(code) ? 'reset' : 'other';
+  if (typeof code !== 'string') return 'other';
+  if (code === 'ECONNREFUSED') return 'refused';
+  return RESET_CODES.has(code) ? 'reset' : 'other';
 }
 
 /** Counts what became of every request of one side of one stage. */
@@ -43,7 +47,7 @@ export class OutcomeCounter {
   }
 
   /** `count` requests failed without an answer. */
-  failed(kind: 'timeout' | 'reset' | 'other', count = 1): void {
+  failed(kind: TransportErrorKind, count = 1): void {
     this.finished += count;
     this.fail(kind, count);
   }

@@ -122,6 +122,9 @@ export function instrumentClient(
   let nextSlot = schedule.startAt + (1000 * index) / schedule.ratePerSec;
   let timer: NodeJS.Timeout | undefined;
   internals._doRequest = function sendPaced(): void {
+    // autocannon calls this on every reconnect too, and reconnects at once on ECONNREFUSED: with a send
+    // already planned, planning another would advance the schedule (and leave a live timer) per refusal.
+    if (timer !== undefined || internals.destroyed) return;
     const now = performance.now();
     let slot = nextSlot;
     const behind = Math.floor((now - slot) / intervalMs);
@@ -142,5 +145,6 @@ export function instrumentClient(
   };
   internals.on('done', () => {
     if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
   });
 }

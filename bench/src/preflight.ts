@@ -11,7 +11,18 @@ export interface PreflightSide {
   target: LoadTarget;
   /** The URL the user knows this side by (their --target, --tunnel-url, or the kit's tunnel). */
   url: string;
+  /** The --target the kit's own agent forwards this side to, when the kit started that agent. */
+  agentTarget?: string;
 }
+
+/** One preflight answer: its status, and tunnel2's own error code and text when tunnel2 answered itself. */
+interface Answer {
+  status: number;
+  tunnelError: { code: string; text: string } | undefined;
+}
+
+/** tunnel2's own error answers are one short line; more than this is not read. */
+const MAX_ERROR_TEXT = 512;
 
 function fail(message: string, cause?: unknown): BenchError {
   return new BenchError(BenchErrorCode.PREFLIGHT, message, { cause });
@@ -24,7 +35,7 @@ function errorCode(err: unknown): string {
 }
 
 /** Sends one request of the run's shape and resolves with its status; the body is read and dropped. */
-function once(target: LoadTarget, shape: RequestShape, path: string, timeoutMs: number): Promise<number> {
+function once(target: LoadTarget, shape: RequestShape, path: string, timeoutMs: number): Promise<Answer> {
   const url = new URL(path, target.origin);
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
@@ -39,8 +50,22 @@ function once(target: LoadTarget, shape: RequestShape, path: string, timeoutMs: 
     req.once('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
     req.once('error', reject);
     req.once('response', (res: IncomingMessage) => {
-      res.resume();
-      res.once('end', () => resolve(res.statusCode ?? 0));
+      const status = res.statusCode ?? 0;
+      const code = res.headers['x-tunnel2-error'];
+      if (typeof code !== 'string') {
+        res.resume();
+        res.once('end', () => resolve({ status, tunnelError: undefined }));
+        res.once('error', reject);
+        return;
+      }
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (text.length < MAX_ERROR_TEXT) text += chunk.slice(0, MAX_ERROR_TEXT - text.length);
+      });
+      res.once('end', () =>
+        resolve({ status, tunnelError: { code, text: text.trim().split('\n')[0] ?? '' } }),
+      );
       res.once('error', reject);
     });
     req.end(shape.body ?? undefined);
@@ -55,9 +80,9 @@ export async function preflight(side: PreflightSide, shape: RequestShape, timeou
   const expected = statusMatcher(shape.expectStatus);
   for (const path of shape.paths) {
     const shown = new URL(path, side.url).href;
-    let status: number;
+    let answer: Answer;
     try {
-      status = await once(side.target, shape, path, timeoutSec * 1000);
+      answer = await once(side.target, shape, path, timeoutSec * 1000);
     } catch (err) {
       const code = errorCode(err);
       if (code === 'ETIMEDOUT') {
@@ -72,11 +97,20 @@ export async function preflight(side: PreflightSide, shape: RequestShape, timeou
         err,
       );
     }
-    if (!expected(status)) {
+    const { status, tunnelError } = answer;
+    if (expected(status)) continue;
+    const what = `${shape.method} ${shown} answered ${status} on the ${side.side} side, expected ${shape.expectStatus.join(', ')}`;
+    if (tunnelError === undefined) {
       throw fail(
-        `${shape.method} ${shown} answered ${status} on the ${side.side} side, expected ${shape.expectStatus.join(', ')}; ` +
-          `if ${status} is the right answer for this endpoint, pass --expect-status ${status}`,
+        `${what}; if ${status} is the right answer for this endpoint, pass --expect-status ${status}`,
       );
     }
+    // tunnel2 answered, not the service: its code says why, and expecting that status would measure nothing.
+    const why = `(${tunnelError.code}${tunnelError.text === '' ? '' : `: ${tunnelError.text}`})`;
+    throw fail(
+      side.agentTarget === undefined
+        ? `${what}: tunnel2 answered itself, not the service ${why}`
+        : `${what}: the kit's agent could not reach --target ${new URL(path, side.agentTarget).href} ${why}`,
+    );
   }
 }

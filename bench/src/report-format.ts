@@ -80,7 +80,11 @@ export function sidesLine(settings: Settings): string {
       ? null
       : settings.tunnelGiven === true
         ? `tunnel: ${settings.tunnelUrl} (--tunnel-url)`
-        : `tunnel: ${settings.tunnelUrl} (an edge and an agent started by the kit on loopback)`;
+        : `tunnel: ${settings.tunnelUrl} (an edge and an agent started by the kit on loopback${
+            settings.targetUrl?.startsWith('https:') === true
+              ? "; the kit's agent runs with --insecure: the target's certificate is not checked, as on the direct side"
+              : ''
+          })`;
   return [
     settings.sides.includes('direct') ? direct : null,
     settings.sides.includes('tunnel') ? tunnel : null,

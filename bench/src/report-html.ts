@@ -2,7 +2,7 @@ import { requestLine, sidesLine, stageLabel } from './report-format.js';
 import type { BenchReport, SideReport, StageReport } from './report-schema.js';
 import {
   costTable,
-  HOW_TO_READ,
+  howToRead,
   inspectorTable,
   processTable,
   shortfalls,
@@ -193,10 +193,11 @@ export function renderHtml(report: BenchReport): string {
   parts.push('</div>');
   parts.push('<h2>Totals</h2>', htmlTable(totalsTable(report)));
   parts.push('<h2>Per stage</h2><div class="scroll">', htmlTable(stageTable(report)), '</div>');
-  parts.push('<p class="meta">⚠ = a fixed-rate stage that achieved less than 95 % of its target.</p>');
   const short = shortfalls(report);
-  if (short.length > 0)
+  if (short.length > 0) {
+    parts.push('<p class="meta">⚠ = a fixed-rate stage that achieved less than 95 % of its target.</p>');
     parts.push(`<ul>${short.map((s) => `<li class="warn">${escapeXml(s)}</li>`).join('')}</ul>`);
+  }
   const cost = costTable(report);
   if (cost.rows.length > 0) parts.push('<h2>Tunnel cost (tunnel − direct)</h2>', htmlTable(cost));
   const inspector = inspectorTable(report);
@@ -205,7 +206,7 @@ export function renderHtml(report: BenchReport): string {
   }
   parts.push('<h2>Processes</h2><div class="charts">', cpuChart(report, labels), '</div>');
   parts.push('<div class="scroll">', htmlTable(processTable(report)), '</div>');
-  parts.push(`<p class="meta">${escapeXml(HOW_TO_READ)}</p>`);
+  parts.push(`<p class="meta">${escapeXml(howToRead(report.settings))}</p>`);
   return (
     '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width, initial-scale=1">' +

@@ -2,7 +2,7 @@ import { requestLine, sidesLine } from './report-format.js';
 import type { BenchReport } from './report-schema.js';
 import {
   costTable,
-  HOW_TO_READ,
+  howToRead,
   inspectorTable,
   processTable,
   shortfalls,
@@ -44,9 +44,11 @@ export function renderMarkdown(report: BenchReport): string {
   }
   out.push('## Totals', '', markdownTable(totalsTable(report)), '');
   out.push('## Per stage', '', markdownTable(stageTable(report)), '');
-  out.push('⚠ = a fixed-rate stage that achieved less than 95 % of its target.', '');
   const short = shortfalls(report);
-  if (short.length > 0) out.push(...short.map((s) => `- ⚠ ${s}`), '');
+  if (short.length > 0) {
+    out.push('⚠ = a fixed-rate stage that achieved less than 95 % of its target.', '');
+    out.push(...short.map((s) => `- ⚠ ${s}`), '');
+  }
   const cost = costTable(report);
   if (cost.rows.length > 0) out.push('## Tunnel cost (tunnel − direct)', '', markdownTable(cost), '');
   const inspector = inspectorTable(report);
@@ -54,6 +56,6 @@ export function renderMarkdown(report: BenchReport): string {
     out.push("## The agent's request inspector (off → on)", '', markdownTable(inspector), '');
   }
   out.push('## Processes', '', markdownTable(processTable(report)), '');
-  out.push(HOW_TO_READ, '');
+  out.push(howToRead(report.settings), '');
   return out.join('\n');
 }

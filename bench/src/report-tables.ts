@@ -10,7 +10,7 @@ import {
   stageLabel,
   usageText,
 } from './report-format.js';
-import type { BenchReport } from './report-schema.js';
+import type { BenchReport, Settings } from './report-schema.js';
 
 /** A table as text cells: report.md renders it with pipes, report.html as <table>. */
 export interface Table {
@@ -187,11 +187,32 @@ export function processTable(report: BenchReport): Table {
   };
 }
 
-export const HOW_TO_READ =
-  'Achieved RPS counts finished requests per second. Latencies are in ms from the moment a request is written. ' +
-  'p99 corrected adds back the requests a stalled connection did not send (HDR, expected interval = ' +
-  'connections / target rate), so a stall cannot hide in it; in closed-loop stages it equals p99. The tunnel ' +
-  'side goes through the edge and the agent, each its own process; the direct side hits the same backend ' +
-  'process. Process cells: CPU time during the stage (% of one core) · CPU per request · peak RSS during the ' +
-  "stage. Tunnel CPU per request is the edge's and the agent's CPU time over the requests the stage finished. All " +
-  'processes share this machine with the load generator.';
+/** How to read the tables, saying what each side of this run was (the kit's stack, --target, --tunnel-url). */
+export function howToRead(settings: Settings): string {
+  const kitTunnel = settings.sides.includes('tunnel') && settings.tunnelGiven !== true;
+  const sides = [
+    kitTunnel
+      ? `The tunnel side goes through the edge and the agent the kit started, each its own process, to ${
+          settings.targetUrl == null ? 'the test backend' : 'your --target'
+        }.`
+      : settings.sides.includes('tunnel')
+        ? "The tunnel side is the --tunnel-url given: its edge and agent are not the kit's and are not metered."
+        : '',
+    settings.sides.includes('direct')
+      ? `The direct side hits ${settings.targetUrl == null ? 'the same backend process' : 'your --target itself'}.`
+      : '',
+  ];
+  return [
+    'Achieved RPS counts finished requests per second. Latencies are in ms from the moment a request is written.',
+    'p99 corrected adds back the requests a stalled connection did not send (HDR, expected interval =',
+    'connections / target rate), so a stall cannot hide in it; in closed-loop stages it equals p99.',
+    ...sides.filter((text) => text !== ''),
+    'Process cells: CPU time during the stage (% of one core) · CPU per request · peak RSS during the stage.',
+    kitTunnel
+      ? "Tunnel CPU per request is the edge's and the agent's CPU time over the requests the stage finished."
+      : '',
+    'All processes share this machine with the load generator.',
+  ]
+    .filter((text) => text !== '')
+    .join(' ');
+}

@@ -112,7 +112,8 @@ function readBody(file: string): Buffer {
 
 function paths(values: TargetFlagValues, target: URL | undefined, tunnel: URL | undefined): string[] {
   if (values.path !== undefined && values.path.length > 0) {
-    const list = values.path.flatMap((p) => p.split(',')).map((p) => p.trim());
+    // A comma is legal in a path and common in a query (?ids=1,2): only one followed by / separates paths.
+    const list = values.path.flatMap((p) => p.split(/,(?=\s*\/)/)).map((p) => p.trim());
     for (const p of list) {
       if (!p.startsWith('/')) throw usageError(`--path ${JSON.stringify(p)} must start with /`);
     }

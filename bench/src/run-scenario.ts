@@ -53,6 +53,21 @@ function deadProcess(stack: ScenarioStack): string | null {
 }
 
 /**
+ * A side that got no answer at all in a stage (every request refused, reset or timed out): the service
+ * behind it is gone, and later stages would only count the same errors. Any HTTP answer, even a 500, is a
+ * measurement and does not stop the run.
+ */
+function unanswered(report: SideReport): string | null {
+  const answered =
+    report.ok + Object.entries(report.errors).filter(([kind]) => kind.startsWith('http_')).length;
+  if (report.requests === 0 || answered > 0) return null;
+  const errors = Object.entries(report.errors)
+    .map(([kind, n]) => `${kind} ${n}`)
+    .join(', ');
+  return `no request got an answer (${errors}): is the service still running?`;
+}
+
+/**
  * Runs every stage against each side, one side after the other within a stage (same parameters), so both
  * sides see the machine in the same state. Each side gets a discarded warm-up right before its first stage.
  */
@@ -118,7 +133,7 @@ export async function runScenario(
       });
       sides[name] = report;
       progress.stageDone(stage, plan.length, label, report);
-      const dead = deadProcess(stack);
+      const dead = deadProcess(stack) ?? unanswered(report);
       if (dead !== null) {
         stages.push(toStageReport(stage, sides, stack));
         return { stages, aborted: `${dead} (during stage ${stage.index}, ${label} side)` };

@@ -42,12 +42,21 @@ export async function startScenarioStack(options: BenchOptions): Promise<Scenari
   try {
     if (tunnelSide && options.tunnelUrl === null && options.targetUrl !== null) {
       const backend = originOf(options.targetUrl);
+      // The load generator and the direct side never check the target's certificate (a dev server's
+      // self-signed one is the usual case): the kit's agent does not either, or only the tunnel side fails.
+      const insecure = agentSkipsCertificateCheck(options);
       edge = await startEdgeService();
       started.push(edge);
-      agent = await startAgentService(backend, edge.readyValue, 'bench', options.inspect !== 'off');
+      agent = await startAgentService(backend, edge.readyValue, 'bench', options.inspect !== 'off', insecure);
       started.push(agent);
       if (options.inspect === 'both') {
-        agentInspectorOff = await startAgentService(backend, edge.readyValue, 'bench-noinspect', false);
+        agentInspectorOff = await startAgentService(
+          backend,
+          edge.readyValue,
+          'bench-noinspect',
+          false,
+          insecure,
+        );
         started.push(agentInspectorOff);
       }
     }
@@ -80,6 +89,14 @@ export async function startScenarioStack(options: BenchOptions): Promise<Scenari
   };
 }
 
+/** Whether the kit starts its own agent in front of an https:// --target (it then runs with --insecure). */
+function agentSkipsCertificateCheck(options: {
+  targetUrl: string | null;
+  tunnelUrl: string | null;
+}): boolean {
+  return options.targetUrl?.startsWith('https:') === true && options.tunnelUrl === null;
+}
+
 /** --target's direct side, checked before anything starts: a service that is down fails in a second. */
 export function targetSide(options: BenchOptions): PreflightSide | undefined {
   if (options.targetUrl === null || !options.sides.includes('direct')) return undefined;
@@ -94,7 +111,13 @@ export function stackSides(options: BenchOptions, stack: ScenarioStack): Preflig
     sides.push({ side: 'direct', target: stack.direct, url: described.backendUrl });
   }
   if (options.sides.includes('tunnel') && stack.tunnel !== undefined && described.tunnelUrl !== null) {
-    sides.push({ side: 'tunnel', target: stack.tunnel, url: described.tunnelUrl });
+    sides.push({
+      side: 'tunnel',
+      target: stack.tunnel,
+      url: described.tunnelUrl,
+      // The kit's own agent: a tunnel2 error answer from it means it could not reach the target.
+      ...(options.tunnelUrl === null && options.targetUrl !== null ? { agentTarget: options.targetUrl } : {}),
+    });
   }
   return sides;
 }

@@ -21,7 +21,7 @@ flags:
   --rounds <n>        direct and tunnel stages alternated n times; the summary takes medians (default 1)
   --path <path>       GET path on the test backend (default /loadtest/get, ~400 B of JSON)
   --size <MiB>        each transfer (default 1024; 0: no transfers)
-  --warmup-mib <n>    discarded transfer of the same kind before each (default 128)
+  --warmup-mib <n>    discarded transfer of the same kind before each (default 128, or --size if smaller)
   --cpu-prof <dir>    the edge and the agent write V8 CPU profiles there (node --cpu-prof) when they stop
   --out <dir>         report directory (default bench/results/tcp-<time>)
 gates (exit 1 when missed; failed requests or transfers always fail it):
@@ -95,14 +95,16 @@ export async function runTcpCommand(
   const path = str('path') ?? '/loadtest/get';
   if (!path.startsWith('/')) throw usageError(`--path ${path}: expected a path starting with /`);
   const cpuProf = str('cpu-prof');
+  const sizeMib = number('size', str('size'), 1024, 0, true);
   const settings: TcpSettings = {
     connections: number('connections', str('connections'), 100, 1, true),
     durationSec: number('duration', str('duration'), 15, 1, true),
     warmupSec: number('warmup', str('warmup'), 5, 0, true),
     rounds: number('rounds', str('rounds'), 1, 1, true),
     path,
-    bytes: number('size', str('size'), 1024, 0, true) * 2 ** 20,
-    warmupBytes: number('warmup-mib', str('warmup-mib'), 128, 0, true) * 2 ** 20,
+    bytes: sizeMib * 2 ** 20,
+    // A warm-up larger than the transfer it warms up would be most of a short run.
+    warmupBytes: number('warmup-mib', str('warmup-mib'), Math.min(128, sizeMib), 0, true) * 2 ** 20,
     cpuProfDir: cpuProf === undefined ? null : resolve(cwd, cpuProf),
   };
   const gateSettings = {

@@ -2,11 +2,12 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
+import { planActionlint } from './support/actionlint.js';
 import { benchMain } from './support/run-bench.js';
 
 // The reusable action (.github/actions/bench): its entry point run as the runner runs it, with fake
@@ -45,9 +46,14 @@ interface ActionRun {
 }
 
 /** Runs the action's entry point with these inputs, as action.yml does, in a fresh fake workspace. */
-function runAction(name: string, inputs: Record<string, string>): Promise<ActionRun> {
+function runAction(
+  name: string,
+  inputs: Record<string, string>,
+  prepare?: (workspace: string) => void,
+): Promise<ActionRun> {
   const workspace = join(work, name);
   mkdirSync(workspace);
+  prepare?.(workspace);
   const summaryFile = join(workspace, 'summary.md');
   const outputFile = join(workspace, 'output.txt');
   writeFileSync(summaryFile, '');
@@ -93,6 +99,9 @@ describe('the bench action entry point', () => {
       ARGS: `--warmup 0 --only direct --header 'x-api-key: two words'`,
     });
     expect(result.code, result.stderr).toBe(0);
+    // The command line the action echoes to the log hides header values as the report does.
+    expect(result.stderr).toContain('x-api-key: <redacted>');
+    expect(result.stderr).not.toContain('two words');
     expect(result.summary).toContain('# tunnel2 bench: Ramp');
     expect(result.summary).toContain('| # | load | side | achieved RPS |');
     expect(result.summary).toContain('**Gate: passed**');
@@ -117,33 +126,70 @@ describe('the bench action entry point', () => {
     expect(result.outputs).toMatchObject({ passed: 'false', 'exit-code': '1' });
   });
 
-  it('a failed preflight: exit 3, no report, the summary says to read the log', async () => {
+  it('a failed preflight: exit 3, no report, the summary says why', async () => {
     const result = await runAction('preflight', { ...load, TARGET: `${target}/missing` });
     expect(result.code).toBe(3);
     expect(result.stderr).toContain('answered 404 on the direct side');
-    expect(result.summary).toBe("The bench wrote no report (exit code 3): see the step's log.\n");
+    expect(result.summary).toMatch(
+      /^The bench wrote no report \(exit code 3\): see the step's log\.\n\n> bench: .*answered 404 on the direct side/,
+    );
     expect(result.outputs).toEqual({ passed: 'false', 'exit-code': '3' });
+  });
+
+  it('a reused out folder: a failed run does not show the previous report as its own', async () => {
+    const result = await runAction('stale', { ...load, TARGET: `${target}/missing` }, (workspace) => {
+      const old = join(workspace, 'bench-results');
+      mkdirSync(old);
+      writeFileSync(join(old, 'report.md'), '# an old report\n');
+      writeFileSync(join(old, 'report.json'), JSON.stringify({ gate: { passed: true } }));
+      writeFileSync(join(old, 'report.html'), '<p>old</p>');
+    });
+    expect(result.code).toBe(3);
+    expect(result.summary).not.toContain('an old report');
+    expect(result.summary).toContain('The bench wrote no report (exit code 3)');
+    expect(result.outputs).toEqual({ passed: 'false', 'exit-code': '3' });
+    expect(existsSync(join(work, 'stale', 'bench-results', 'report.html'))).toBe(false);
+  });
+
+  it('an unclosed quote in args: exit 2 with one line saying so, outputs written, no stack trace', async () => {
+    const result = await runAction('quote', {
+      ...load,
+      TARGET: `${target}/health`,
+      ARGS: "--header 'x-api-key: secret",
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe("bench action: args: unclosed '\n");
+    expect(result.summary).toContain("bench action: args: unclosed '");
+    expect(result.outputs).toEqual({ passed: 'false', 'exit-code': '2' });
   });
 });
 
-/** actionlint: ACTIONLINT, then PATH, then Go's bin folder (`go install github.com/rhysd/actionlint/cmd/actionlint@latest`). */
-function findActionlint(): string | undefined {
-  const candidates = [
-    process.env.ACTIONLINT,
-    ...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'actionlint')),
-    join(process.env.GOPATH ?? join(homedir(), 'go'), 'bin', 'actionlint'),
-  ];
-  return candidates.find((file): file is string => file !== undefined && file !== '' && existsSync(file));
-}
+describe('finding actionlint', () => {
+  const env = { HOME: '/home/u', PATH: '/usr/bin' };
+  it('looks in the cache .ci/run builds it into', () => {
+    const cached = '/home/u/.cache/tunnel2-ci/actionlint-v1.7.12/actionlint';
+    expect(planActionlint(env, (file) => file === cached)).toEqual({ lint: cached });
+  });
+  it('fails when CI is set and it is missing, skips with the install command elsewhere', () => {
+    const none = (): boolean => false;
+    expect(planActionlint({ ...env, CI: 'true' }, none)).toMatchObject({
+      fail: expect.stringContaining('go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12'),
+    });
+    expect(planActionlint(env, none)).toMatchObject({ skip: expect.stringContaining('go install') });
+    expect(planActionlint({ ...env, CI: 'true', ACTIONLINT: 'none' }, none)).toMatchObject({
+      skip: expect.stringContaining('.ci/run'),
+    });
+  });
+});
 
 describe('actionlint', () => {
-  const actionlint = findActionlint();
-  const lint = async (args: string[]): Promise<string> => {
-    if (actionlint === undefined) {
-      throw new Error('actionlint not found: go install github.com/rhysd/actionlint/cmd/actionlint@latest');
-    }
+  const plan = planActionlint(process.env);
+  if ('skip' in plan) process.stderr.write(`bench-action.test: actionlint tests skipped: ${plan.skip}\n`);
+  const lint = async (ctx: TestContext, args: string[]): Promise<string> => {
+    if ('skip' in plan) ctx.skip(plan.skip);
+    if ('fail' in plan) throw new Error(plan.fail);
     try {
-      await run(actionlint, ['-no-color', ...args], { cwd: repoRoot });
+      await run(plan.lint, ['-no-color', ...args], { cwd: repoRoot });
       return '';
     } catch (err) {
       const e = err as { stdout?: string; stderr?: string };
@@ -151,11 +197,11 @@ describe('actionlint', () => {
     }
   };
 
-  it('passes on .github/ (the workflows, and the local action they use)', async () => {
-    expect(await lint([])).toBe('');
+  it('passes on .github/ (the workflows, and the local action they use)', async (ctx) => {
+    expect(await lint(ctx, [])).toBe('');
   });
 
-  it('passes on the example workflow of docs/bench-action.md', async () => {
+  it('passes on the example workflow of docs/bench-action.md', async (ctx) => {
     const doc = readFileSync(join(repoRoot, 'docs', 'bench-action.md'), 'utf8');
     const blocks = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!);
     expect(blocks.length).toBeGreaterThan(0);
@@ -166,6 +212,6 @@ describe('actionlint', () => {
       writeFileSync(file, block);
       return file;
     });
-    expect(await lint(files)).toBe('');
+    expect(await lint(ctx, files)).toBe('');
   });
 });

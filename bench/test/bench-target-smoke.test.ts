@@ -166,6 +166,8 @@ describe('bench against your own service', () => {
     expect(tunnel.agent).toBeNull();
     expect(json.gate.passed).toBe(true);
     expect(md).toContain(`tunnel: ${agent.readyValue}a (--tunnel-url)`);
+    expect(md).toContain("The tunnel side is the --tunnel-url given: its edge and agent are not the kit's");
+    expect(md).not.toContain('The direct side');
   });
 
   it('--expect-status: an endpoint whose right answer is 404 is measured as a success', async () => {
@@ -180,9 +182,39 @@ describe('bench against your own service', () => {
       ]),
     );
     expect(run.code, run.stderr).toBe(0);
-    const direct = readReport(out).json.stages[0]!.direct!;
+    const { json, md } = readReport(out);
+    const direct = json.stages[0]!.direct!;
     expect(direct.ok).toBe(direct.requests);
     expect(direct.errors).toEqual({});
+    // Only the direct side ran, and no stage fell short: the notes say nothing of a tunnel or of ⚠.
+    expect(md).toContain('The direct side hits your --target itself.');
+    expect(md).not.toMatch(/tunnel side|Tunnel CPU|⚠ =/);
+  });
+});
+
+describe('a target that dies after the preflight', () => {
+  it('stops the run at the first stage with no answer at all, says why, and still writes the reports', async () => {
+    // Answers the preflight's one request, then goes away: every later connection is refused.
+    const dying = createServer((_req, res) => {
+      res.end('ok', () => {
+        dying.close();
+        dying.closeAllConnections();
+      });
+    });
+    await new Promise<void>((resolve) => dying.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(dying.address() as AddressInfo).port}/`;
+    const out = join(work, 'dying');
+    const run = await runBench(
+      ['ramp', '--target', url, '--only', 'direct', '--stages', '20,40'].concat(HALF_SECOND, ['--out', out]),
+    );
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(
+      /bench: the run stopped early: no request got an answer \(refused \d+\): is the service still running\? \(during stage 1, direct side\)/,
+    );
+    const { json, md } = readReport(out);
+    expect(json.stages).toHaveLength(1);
+    expect(json.stages[0]!.direct!.errors.refused).toBeGreaterThan(0);
+    expect(md).toContain('**The run stopped early:** no request got an answer');
   });
 });
 

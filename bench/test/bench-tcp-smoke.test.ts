@@ -70,6 +70,10 @@ describe('pnpm bench tcp (smoke)', () => {
     const md = read(out, 'report.md');
     expect(md).toContain('## Targets (issue #16)');
     expect(md).toContain('| closed loop at 8 connections ≥ 0.5 × direct |');
+    // The flat-RSS target gives a verdict against its stated tolerance.
+    expect(md).toMatch(
+      /\| flat RSS \(edge and agent\): at most \+32 MB over a transfer \| at most \+[\d.]+ MB over a transfer \| (met|missed) \|/,
+    );
     expect(read(out, 'report.html')).toContain('<h2>Transfers</h2>');
     expect(run.stderr).toContain('[tcp] tunnel round 2: ');
     expect(run.stderr).toContain('[tcp] download tunnel: 8 MiB');
@@ -78,13 +82,15 @@ describe('pnpm bench tcp (smoke)', () => {
   it('gates: targets no tunnel can meet exit 1 and name each miss', async () => {
     const out = join(work, 'tcp-gate');
     const run = await runBench(
-      'tcp --connections 4 --duration 1 --warmup 0 --size 2 --warmup-mib 0 --min-ratio 1000 --max-cpu-us 0.001 --min-mbps 1000000 --out'
+      'tcp --connections 4 --duration 1 --warmup 0 --size 2 --min-ratio 1000 --max-cpu-us 0.001 --min-mbps 1000000 --out'
         .split(' ')
         .concat(out),
     );
     expect(run.code, run.stderr).toBe(1);
     const json = JSON.parse(read(out, 'report.json')) as TcpReport;
     expect(json.gate.passed).toBe(false);
+    // Without --warmup-mib the warm-up is no larger than the transfer (128 MiB before a 2 MiB one, before).
+    expect(json.result.settings.warmupBytes).toBe(2 * 2 ** 20);
     const violations = json.gate.violations.join('\n');
     expect(violations).toMatch(/closed loop tunnel \/ direct [\d.]+ < 1000/);
     expect(violations).toMatch(/tunnel CPU [\d–]+ µs per request > 0.001/);

@@ -219,6 +219,15 @@ describe('your own service: --target, --tunnel-url and the request shape', () =>
     });
   });
 
+  it('--path: a comma inside a path or its query is part of it; only a comma before / starts the next path', () => {
+    const paths = (...list: string[]): string[] =>
+      parse('ramp', '--target', 'http://localhost:3000', ...list.flatMap((p) => ['--path', p])).request.paths;
+    expect(paths('/echo?ids=1,2')).toEqual(['/echo?ids=1,2']);
+    expect(paths('/a,b/c', '/d')).toEqual(['/a,b/c', '/d']);
+    expect(paths('/a?x=1,2,/b')).toEqual(['/a?x=1,2', '/b']);
+    expect(paths('/a, /b')).toEqual(['/a', '/b']);
+  });
+
   it('matches statuses by code and by class', () => {
     const ok = statusMatcher(['201', '3xx']);
     expect([200, 201, 302, 399, 404].map(ok)).toEqual([false, true, true, true, false]);

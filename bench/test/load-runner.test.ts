@@ -179,7 +179,7 @@ describe('error kinds', () => {
     expect(result.outcomes.ok).toBe(result.outcomes.finished - 1);
   });
 
-  it('counts a refused connection as other', async () => {
+  it('counts a refused connection as refused', async () => {
     const target = await serve((_req, res) => ok(res));
     const closed = servers.pop()!;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
@@ -192,9 +192,46 @@ describe('error kinds', () => {
       timeoutSec: 1,
     });
     expect(result.outcomes.ok).toBe(0);
-    expect(result.outcomes.errors.other).toBeGreaterThan(0);
+    expect(result.outcomes.errors.refused).toBeGreaterThan(0);
+    expect(result.outcomes.errors.other).toBeUndefined();
   });
 });
+
+describe('a target that dies mid-run', () => {
+  it('finishes the stage and leaves no timer behind although every reconnect is refused at once', async () => {
+    const target = await serve((_req, res) => ok(res));
+    const server = servers.pop()!;
+    let answered = 0;
+    server.on('request', () => {
+      answered += 1;
+      // Well into the stage the target goes away: autocannon reconnects at once on every ECONNREFUSED.
+      if (answered === 20) {
+        server.close();
+        server.closeAllConnections();
+      }
+    });
+    const timersBefore = activeTimeouts();
+    const result = await runLoad({
+      target,
+      path: '/',
+      connections: 4,
+      durationSec: 1.5,
+      ratePerSec: 50,
+      timeoutSec: 1,
+    });
+    expect(result.outcomes.ok).toBeGreaterThanOrEqual(15);
+    expect(result.outcomes.errorCount()).toBeGreaterThan(0);
+    // Each refused reconnect used to plan one more paced send (each further ahead): thousands of live
+    // timers that kept the process alive long after the reports were written.
+    expect(activeTimeouts()).toBeLessThanOrEqual(timersBefore + 2);
+    // Paced sends stay paced while the target is gone: about rate x duration, not one per reconnect.
+    expect(result.outcomes.sent).toBeLessThan(150);
+  });
+});
+
+function activeTimeouts(): number {
+  return process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+}
 
 describe('closed loop', () => {
   it('sends as fast as answers come and counts every request', async () => {

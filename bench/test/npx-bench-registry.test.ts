@@ -57,6 +57,7 @@ describe('the published @tunnel2/bench', () => {
       'LICENSE',
       'README.md',
       'THIRD-PARTY-NOTICES.md',
+      'bin/check-node.js',
       'bin/tunnel2-bench.js',
       'dist/main.js',
       'dist/test-backend.js',
@@ -71,6 +72,32 @@ describe('the published @tunnel2/bench', () => {
     });
     expect(manifest.private).toBeUndefined();
     expect(packed.bundled.some((id) => id.startsWith('autocannon@'))).toBe(true);
+    // An unsupported Node gets one line, not a syntax or import error (the version faked before the bin runs).
+    const oldNode = `data:text/javascript,Object.defineProperty(process,'versions',{value:{...process.versions,node:'20.11.0'}})`;
+    const tooOld = await run(process.execPath, [
+      '--import',
+      oldNode,
+      join(packed.dir, 'bin', 'tunnel2-bench.js'),
+    ]).then(
+      () => undefined,
+      (err: { code?: number; stderr?: string }) => err,
+    );
+    expect(tooOld).toMatchObject({
+      code: 1,
+      stderr: '@tunnel2/bench requires Node.js >= 22.19 (this is v20.11.0)\n',
+    });
+    // The repository-only scenarios (Redis, HAProxy, ...) are not bundled, nor offered by --help.
+    expect(packed.bundled.filter((id) => id.startsWith('ioredis@'))).toEqual([]);
+    const { stdout: help } = await run(process.execPath, [join(packed.dir, 'dist', 'main.js'), '--help']);
+    expect(help).toContain('ramp       fixed-rate stages');
+    expect(help).not.toMatch(/^ {2}(bulk|sessions|cluster|wan|tcp|floor|npx) /m);
+    // The README is for users: no repository runs, figures or optimization log.
+    const readme = await readFile(join(packed.dir, 'README.md'), 'utf8');
+    expect(readme).toContain('## Load-test your own service');
+    expect(readme).toContain('## Reading the reports');
+    expect(readme).not.toContain('## Optimization log');
+    expect(readme).not.toContain('pnpm bench');
+    expect(readme).not.toMatch(/\]\((\.\.\/|src\/|test\/)/);
   });
 
   it('runs `npx @tunnel2/bench ramp --target <url>` from an empty folder, both sides, reports written', async () => {

@@ -4,7 +4,7 @@
 // no dependency: the test suite runs it as it is, with fake summary and output files.
 
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 const input = (name) => (process.env[`INPUT_${name}`] ?? '').trim();
@@ -60,23 +60,67 @@ function summary(text) {
   if (process.env.GITHUB_STEP_SUMMARY) appendFileSync(process.env.GITHUB_STEP_SUMMARY, `${text}\n`);
 }
 
+/** The kit's own SECRET_HEADER (bench/src/request-shape.ts): header values the log must not show. */
+const SECRET_HEADER = /auth|cookie|token|secret|key|session|password|signature/i;
+
+/** The command line as the log may show it: secret --header values replaced, as the kit's reports do. */
+function redactArgs(words) {
+  return words.map((word, i) => {
+    const inline = word.startsWith('--header=');
+    const text = inline ? word.slice('--header='.length) : words[i - 1] === '--header' ? word : undefined;
+    const colon = text?.indexOf(':') ?? -1;
+    if (colon < 0 || !SECRET_HEADER.test(text.slice(0, colon))) return word;
+    return `${inline ? '--header=' : ''}${text.slice(0, colon)}: <redacted>`;
+  });
+}
+
+/** The reason a failed run gives: the last `bench: ...` line of its stderr, kept while passing it through. */
+function lastReasonOf(stream) {
+  const MAX_LINE = 4096;
+  let partial = '';
+  let reason = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk) => {
+    process.stderr.write(chunk);
+    const lines = (partial + chunk).split('\n');
+    partial = (lines.pop() ?? '').slice(0, MAX_LINE);
+    for (const line of lines) if (line.startsWith('bench: ')) reason = line.slice(0, MAX_LINE);
+  });
+  return () => (partial.startsWith('bench: ') ? partial : reason);
+}
+
 const workspace = process.env.GITHUB_WORKSPACE || process.cwd();
 const outDir = resolve(workspace, input('OUT') || 'bench-results');
 const bench = input('BENCH') || '@tunnel2/bench';
-const args = benchArgs(outDir);
+let args;
+try {
+  args = benchArgs(outDir);
+} catch (err) {
+  // A bad input is the user's flag error (exit 2, as the kit's own), not a failed gate.
+  const line = `bench action: ${err.message}`;
+  process.stderr.write(`${line}\n`);
+  summary(line);
+  output('passed', 'false');
+  output('exit-code', '2');
+  process.exit(2);
+}
+// A reused out folder keeps the previous run's reports: a run that writes none must not show them as its own.
+for (const name of ['report.json', 'report.md', 'report.html'])
+  rmSync(resolve(outDir, name), { force: true });
 // A built main.js runs as it is (this repository's own bench); anything else is an npm spec for npx.
 const [command, commandArgs] = bench.endsWith('.js')
   ? [process.execPath, [resolve(workspace, bench), ...args]]
   : ['npx', ['--yes', bench, ...args]];
-process.stderr.write(`bench action: ${[command, ...commandArgs].join(' ')}\n`);
+process.stderr.write(`bench action: ${[command, ...redactArgs(commandArgs)].join(' ')}\n`);
 
-const child = spawn(command, commandArgs, { stdio: ['ignore', 'inherit', 'inherit'], cwd: workspace });
+const child = spawn(command, commandArgs, { stdio: ['ignore', 'inherit', 'pipe'], cwd: workspace });
+const reason = lastReasonOf(child.stderr);
 const code = await new Promise((done) => {
   child.once('error', (err) => {
     process.stderr.write(`bench action: could not start ${command}: ${err.message}\n`);
     done(3);
   });
-  child.once('exit', (exitCode, signal) => done(exitCode ?? (signal ? 128 : 3)));
+  child.once('close', (exitCode, signal) => done(exitCode ?? (signal ? 128 : 3)));
 });
 
 const reportMd = resolve(outDir, 'report.md');
@@ -84,11 +128,17 @@ const reportJson = resolve(outDir, 'report.json');
 let passed = false;
 if (existsSync(reportMd)) {
   summary(readFileSync(reportMd, 'utf8'));
-  passed = code === 0 && JSON.parse(readFileSync(reportJson, 'utf8')).gate?.passed === true;
+  try {
+    passed = code === 0 && JSON.parse(readFileSync(reportJson, 'utf8')).gate?.passed === true;
+  } catch {
+    process.stderr.write(`bench action: ${reportJson} is missing or not JSON: passed=false\n`);
+  }
   output('report-dir', outDir);
 } else {
   summary(`The bench wrote no report (exit code ${code}): see the step's log.`);
 }
+// A run that failed (exit 3) says why in the summary, not only in the log.
+if (code === 3 && reason() !== '') summary(`\n> ${reason()}`);
 output('passed', String(passed));
 output('exit-code', String(code));
 process.exitCode = code;
