@@ -359,10 +359,11 @@ export class MuxSession implements StreamHost {
     this.#helloReceived = true;
     this.peerSettings = hello.settings;
     this.sessionSendWindow = hello.settings.initialSessionWindow;
+    const sentBefore = this.#helloSent; // one sent from inside onHello began the session in sendHello
     this.#handler.onHello(hello, (frame.flags & FrameFlags.ACK) !== 0);
-    if (this.#helloSent) this.#begin();
+    if (sentBefore) this.#begin();
   }
-  // Both HELLOs out: nothing precedes ours (the edge may answer after onHello: listed tunnels are claimed).
+  // Both HELLOs out, once: nothing precedes ours (the edge may answer after onHello: tunnels are claimed).
   #begin(): void {
     this.#heartbeat = agreedHeartbeat(
       this.localSettings.heartbeatIntervalMs,

@@ -163,6 +163,27 @@ describe('heartbeat', () => {
     peer.session.transportClosed();
   });
 
+  it('an edge that answers inside onHello starts one heartbeat, and lives while the agent pings', async () => {
+    // The usual single-tunnel edge answers synchronously from onHello: sendHello and then onHello's own
+    // tail both saw both HELLOs out. A second heartbeat that nobody fed closed every session after two
+    // intervals (regression).
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const peer = createRawPeer('edge', { heartbeatIntervalMs: interval });
+    peer.events.afterHello = (_hello, ack) => {
+      if (!ack) peer.session.sendHello({}, true);
+    };
+    peer.feed(peerHello({ heartbeatIntervalMs: interval }, false));
+    await peer.events.hello.promise;
+    expect(vi.getTimerCount()).toBe(1);
+    for (let i = 0; i < 10; i++) {
+      vi.advanceTimersByTime(interval);
+      peer.feed(ping(0, i));
+    }
+    expect(peer.session.closed).toBe(false);
+    peer.session.transportClosed();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('sends nothing before its own HELLO when the answer comes after onHello (claims take a while)', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     const peer = createRawPeer('edge', { heartbeatIntervalMs: interval });
