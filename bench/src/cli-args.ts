@@ -76,7 +76,8 @@ flags:
   --only <side>          direct | tunnel: measure one side only
   --inspect <mode>       the agent's request inspector: on (default; BENCH_INSPECT=off makes it off), off,
                          or both: each stage also runs through a second agent with it off, side by side
-  --out <dir>            where the reports go (default bench/results/<scenario>-<time>)
+  --out <dir>            where the reports go (default <scenario>-<time> under bench/results in the
+                         repository, under ./bench-results from npx @tunnel2/bench)
   --fail-under <pct>     exit 1 if a gated stage's success rate is below pct (gated: the tunnel side's
                          stages, or the only side's with --only)
   --max-p99 <ms>         exit 1 if a gated stage's corrected p99 is above ms
