@@ -226,6 +226,13 @@ export class Cluster {
    * The other node that holds `name` live, or undefined (not held, held here, disconnected, or its node
    * is not announced). Registry errors propagate: the caller answers "registry unreachable".
    */
+  /** The owner cache's entry for `name`, if it has one (no registry read). */
+  cachedOwner(name: string): OwnerEntry | undefined {
+    const cached = this.#cache.get(name);
+    if (cached !== undefined) this.counters.lookups.hit++;
+    return cached;
+  }
+
   async owner(name: string): Promise<OwnerEntry | undefined> {
     const cached = this.#cache.get(name);
     if (cached !== undefined) {

@@ -11,7 +11,7 @@ import type { TunnelEntry } from '../tunnel-entry.js';
 import type { Cluster } from './cluster.js';
 import type { LinkTcpArrival } from './link-request.js';
 import { StreamSplice } from './stream-splice.js';
-import { carryTcpConnection } from './tcp-carry.js';
+import { carryTcpConnection, TCP_ACCEPTED } from './tcp-carry.js';
 
 export interface SharedTcpPortsOptions {
   range: TcpPortRange;
@@ -261,6 +261,9 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     }
     counters.connections.accepted++;
     started(link);
+    // "Taken here": until this empty head, the ingress reads nothing from its client, so a refusal before
+    // it (the port moved, its cached owner was stale) loses no byte and the ingress may ask again.
+    link.sendHeaders(TCP_ACCEPTED, false);
     new StreamSplice(link, agent);
   }
 
@@ -422,33 +425,48 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
    * registry once more (`again`): the cache may name a node that has just drained away while the agent
    * is already on another one, and nothing was read from the client yet.
    */
-  #carry(number: number, socket: Socket, again: boolean): void {
+  #carry(number: number, socket: Socket, again: boolean, waits = 0): void {
     const name = keyOf(number);
-    this.#options.cluster.owner(name).then(
-      (owner) => {
+    const { cluster, logger } = this.#options;
+    const cached = cluster.cachedOwner(name);
+    (cached !== undefined
+      ? Promise.resolve({ state: 'remote' as const, entry: cached })
+      : cluster.find(name)
+    ).then(
+      (finding) => {
         if (socket.destroyed) return;
-        if (owner === undefined || this.#closed) {
+        if (finding.state !== 'remote' || this.#closed) {
+          // A record that is not live yet (its session is being set up, or its agent is reconnecting)
+          // is waited for a little, as a request waits for its agent; nobody's port is reset at once.
+          if (finding.state !== 'none' && !this.#closed && waits < PENDING_WAITS) {
+            setTimeout(() => this.#carry(number, socket, again, waits + 1), PENDING_WAIT_MS).unref();
+            return;
+          }
           this.counters.connections.no_agent++;
           socket.resetAndDestroy();
           return;
         }
-        carryTcpConnection(socket, number, owner, {
-          cluster: this.#options.cluster,
+        carryTcpConnection(socket, number, finding.entry, {
+          cluster,
           counters: this.counters,
           inFlight: this.#options.inFlight,
           sockets: this.#carried,
-          logger: this.#options.logger,
-          ...(again ? { unreachable: () => this.#carry(number, socket, false) } : {}),
+          logger,
+          ...(again ? { unreachable: () => this.#carry(number, socket, false, waits) } : {}),
         });
       },
       (err: unknown) => {
-        this.#options.logger.warn({ err, port: number }, 'TCP: owner lookup failed');
+        logger.warn({ err, port: number }, 'TCP: owner lookup failed');
         this.counters.connections.no_agent++;
         socket.resetAndDestroy();
       },
     );
   }
 }
+
+/** How often, and how long apart, a connection to a port whose record is not live yet asks again (2 s). */
+const PENDING_WAITS = 20;
+const PENDING_WAIT_MS = 100;
 
 function refuse(code: EdgeErrorCode, message: string): TcpClaim {
   return { ok: false, code, message };

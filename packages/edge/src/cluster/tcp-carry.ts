@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { bridgeSocket, ErrorCode, encodeTcpHead } from '@tunnel2/protocol';
+import { bridgeSocket, ErrorCode, encodeTcpHead, type MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { normalizeAddress } from '../client-address.js';
 import type { InFlight } from '../in-flight.js';
@@ -15,11 +15,15 @@ export interface TcpCarryContext {
   sockets: Set<Socket>;
   logger: Logger;
   /**
-   * Called instead of resetting the client when the holder could not be reached (nothing was read from
-   * the client yet): the caller asks who holds the port now and carries the connection there.
+   * Called instead of resetting the client when the holder could not be reached or answered "not here"
+   * before taking the connection (nothing was read from the client yet): the caller asks who holds the
+   * port now and carries the connection there.
    */
   unreachable?: () => void;
 }
+
+/** The holder's answer on a carried connection's link stream once its agent's stream is open: an empty head. */
+export const TCP_ACCEPTED: Buffer = Buffer.alloc(0);
 
 /**
  * A public client's connection to a port another node holds: carried over the link to that node as one
@@ -75,23 +79,51 @@ export function carryTcpConnection(
         return;
       }
       stream.sendHeaders(encodeTcpHead({ port, clientAddress, clientPort }), false);
-      counters.connections.forwarded++;
-      counters.open++;
       bridged = true;
-      bridgeSocket(stream, socket, {
-        socketResetCode: () => ErrorCode.CANCEL,
-        onClose: (result) => {
-          counters.open--;
-          counters.bytes.in += result.bytesFromSocket;
-          counters.bytes.out += result.bytesToSocket;
-          // "Not here": the port moved or its session ended; the next connection asks the registry.
-          if (result.resetCode === ErrorCode.REFUSED_STREAM && result.resetBy === 'stream')
+      // Nothing is read from the client until the holder has taken the connection (its empty head): a
+      // "not here" before that (the owner cache named a node the port has just left) is asked again.
+      stream.handler = {
+        onHeaders: () => bridge(stream),
+        onData: () => {},
+        onEnd: () => {},
+        onReset: (error) => {
+          if (error.protocolCode === ErrorCode.REFUSED_STREAM) {
             cluster.notHere(`tcp:${port}`, owner);
+            if (context.unreachable !== undefined && !socket.destroyed) {
+              done();
+              context.unreachable();
+              return;
+            }
+          }
+          if (!socket.destroyed) refuse();
           done();
         },
-      });
+        onDrain: () => {},
+      };
     } finally {
       if (!bridged) done();
     }
   });
+
+  function bridge(stream: MuxStream): void {
+    if (socket.destroyed) {
+      stream.reset(ErrorCode.CANCEL);
+      done();
+      return;
+    }
+    counters.connections.forwarded++;
+    counters.open++;
+    bridgeSocket(stream, socket, {
+      socketResetCode: () => ErrorCode.CANCEL,
+      onClose: (result) => {
+        counters.open--;
+        counters.bytes.in += result.bytesFromSocket;
+        counters.bytes.out += result.bytesToSocket;
+        // "Not here": the port moved or its session ended; the next connection asks the registry.
+        if (result.resetCode === ErrorCode.REFUSED_STREAM && result.resetBy === 'stream')
+          cluster.notHere(`tcp:${port}`, owner);
+        done();
+      },
+    });
+  }
 }
