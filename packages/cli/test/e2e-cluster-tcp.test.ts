@@ -227,11 +227,7 @@ describe('TCP tunnels in a cluster', () => {
     for (const via of nodes) expect(await howItEnds(connectVia(via, free))).toBe('ECONNRESET');
   });
 
-  // OPEN BUG (issue #16, closing note of stop 24): in some runs, right after the port moved from node 0 to
-  // node 1, connections through one node keep being reset for a while (three tries in a row). The same
-  // move after kill -9 or a drain is covered, and passes, in e2e-cluster-tcp-faults.test.ts. Skipped
-  // until found, so that the rest of the suite can land.
-  it.skip('keeps the port for its token when the agent comes back through another node; another token cannot take it', async () => {
+  it('keeps the port for its token when the agent comes back through another node; another token cannot take it', async () => {
     const echo = await startEcho();
     const first = await tunnelTo(echo, node(0), { token: token(1) });
     await first.tunnel.close(0);
@@ -251,15 +247,7 @@ describe('TCP tunnels in a cluster', () => {
     ).rejects.toMatchObject({ edgeCode: 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE' });
     const again = await tunnelTo(echo, node(1), { token: token(1), remotePort: first.port });
     expect(again.port).toBe(first.port);
-    // Known intermittent (cause not found yet): right after the port moved, the first connection
-    // through the node that held it before is sometimes reset. It must work within three tries.
-    const echoesSoon = async (via: Node): Promise<boolean> => {
-      for (let attempt = 0; attempt < 3; attempt++) {
-        if (await echoes(via, first.port, 64 * 1024).catch(() => false)) return true;
-      }
-      return false;
-    };
-    for (const via of nodes) expect(await echoesSoon(via)).toBe(true);
+    for (const via of nodes) expect(await echoes(via, first.port, 64 * 1024)).toBe(true);
   });
 
   it('counts a token’s ports across nodes', async () => {
@@ -271,11 +259,7 @@ describe('TCP tunnels in a cluster', () => {
     ).rejects.toMatchObject({ edgeCode: 'TUNNEL2_ERR_TOO_MANY_TCP_PORTS' });
   });
 
-  // OPEN BUG (issue #16, closing note of stop 24): in about one run in five, the allowed client's
-  // connection through a third node is reset every time it is tried (not a transient), after the refused
-  // one went through another node. Skipped until found, so that the rest of the suite can land; the
-  // single-node allow-list is covered by e2e-tcp.test.ts.
-  it.skip('checks the allow-list on the holder with the real client address carried across the link', async () => {
+  it('checks the allow-list on the holder with the real client address carried across the link', async () => {
     const { port } = await tunnelTo(await startEcho(), node(0), {
       token: token(6),
       allowIps: ['127.0.0.9/32'],

@@ -437,8 +437,11 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         if (socket.destroyed) return;
         if (finding.state !== 'remote' || this.#closed) {
           // A record that is not live yet (its session is being set up, or its agent is reconnecting)
-          // is waited for a little, as a request waits for its agent; nobody's port is reset at once.
-          if (finding.state !== 'none' && !this.#closed && waits < PENDING_WAITS) {
+          // is waited for a little, as a request waits for its agent. "None" is asked once more after the
+          // registry answer's sharing period: it may be another connection's answer from just before the
+          // port was claimed.
+          const retry = finding.state !== 'none' ? waits < PENDING_WAITS : waits === 0;
+          if (retry && !this.#closed) {
             setTimeout(() => this.#carry(number, socket, again, waits + 1), PENDING_WAIT_MS).unref();
             return;
           }
@@ -465,8 +468,9 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
 }
 
 /** How often, and how long apart, a connection to a port whose record is not live yet asks again (2 s). */
-const PENDING_WAITS = 20;
-const PENDING_WAIT_MS = 100;
+const PENDING_WAITS = 16;
+/** Longer than the cluster's registry-answer sharing period (100 ms), so each try reads afresh. */
+const PENDING_WAIT_MS = 125;
 
 function refuse(code: EdgeErrorCode, message: string): TcpClaim {
   return { ok: false, code, message };
