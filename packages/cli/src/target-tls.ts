@@ -7,7 +7,7 @@ import { AgentError, AgentErrorCode } from './errors.js';
 
 /** How the agent checks an `https://` target's certificate. */
 export interface TargetTls {
-  /** False with `--insecure`: any certificate is accepted (a local dev server's self-signed one). */
+  /** False with `--insecure`: every certificate is accepted (a local dev server's self-signed one). */
   rejectUnauthorized: boolean;
   /** PEM of CAs trusted besides Node's bundled ones (`--ca <file>`). */
   ca: string | undefined;

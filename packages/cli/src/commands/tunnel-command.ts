@@ -32,7 +32,7 @@ function commandOutput(options: OutputOptions): CommandOutput {
   const stdout = createLineWriter(process.stdout);
   const writeErr = (line: string): void => void process.stderr.write(line);
   const terminal = options.json || options.tty === false ? undefined : stdoutTerminal();
-  // no-color.org: any non-empty NO_COLOR turns colours off.
+  // no-color.org: a non-empty NO_COLOR turns colours off.
   const colour = options.color !== false && !process.env.NO_COLOR;
   const screen =
     terminal === undefined ? undefined : createStatusScreen({ out: stdout, err: writeErr, terminal, colour });

@@ -25,7 +25,7 @@ export interface LinkTcpArrival {
 
 export interface LinkRequestContext {
   sessions: SessionTable;
-  /** This node's TCP ports, when it has any: a link stream with a TCP head is one of their connections. */
+  /** This node's TCP ports, if it serves TCP tunnels: a link stream with a TCP head is one of their connections. */
   tcp: LinkTcpArrival | undefined;
   /** The link's connection: refusals made here are counted on it (this node's public listener took it). */
   socket: Duplex;
