@@ -47,6 +47,27 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/**
+ * Two adjacent ports the host has free a moment ago, as an edge's whole TCP range: both are checked (the
+ * port after a free one may well be another test's).
+ */
+async function freePortPair(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const first = await closedPort();
+    const second = createServer().listen({ port: first + 1, host: '127.0.0.1', exclusive: true });
+    const free = await new Promise<boolean>((resolve) => {
+      second.once('listening', () => resolve(true));
+      second.once('error', () => resolve(false));
+    });
+    if (free) {
+      second.close();
+      await once(second, 'close');
+      return first;
+    }
+  }
+  throw new Error('no two adjacent free ports in 50 tries');
+}
+
 describe('a tunnel stopped by a refusal releases what it holds', () => {
   it('a name taken on the first connect: start() rejects and the inspector stops listening', async () => {
     const edge = await startEdge();
@@ -120,8 +141,7 @@ describe('a TCP tunnel whose port was taken while it was away', () => {
   it('without --remote-port: takes another port and announces it', async () => {
     const backend = await startHashServer();
     cleanups.push(backend.close);
-    // Two ports the host had free a moment ago, as the edge's whole range.
-    const first = await closedPort();
+    const first = await freePortPair();
     const range = `${first}-${first + 1}`;
     let edge = buildEdge({ port: 0, logger: silent, tcpPorts: range });
     await edge.listen();
@@ -159,7 +179,7 @@ describe('a TCP tunnel whose port was taken while it was away', () => {
     web.listen(0, '127.0.0.1');
     await once(web, 'listening');
     cleanups.push(async () => void web.close());
-    const first = await closedPort();
+    const first = await freePortPair();
     const range = `${first}-${first + 1}`;
     let edge = buildEdge({ port: 0, logger: silent, tcpPorts: range });
     await edge.listen();
