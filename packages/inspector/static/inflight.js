@@ -78,7 +78,7 @@ function row(e, selected) {
         el('span', { class: 'badge replay', title: `replay of #${e.replayOf}` }, `↻ #${e.replayOf}`),
       target(e),
     ),
-    el('td', { class: 'num live-time' }, `${formatMs(e.durationMs)}…`),
+    el('td', { class: 'num live-time', title: 'running for' }, formatMs(e.durationMs)),
     el('td', { class: 'num' }, bytesText(e)),
   );
 }
