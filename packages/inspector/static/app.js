@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { showDetail } from './detail.js';
-import { el, formatBytes, formatMs, statusClass } from './dom.js';
+import { el, formatBytes, formatMs, pathCell, statusClass } from './dom.js';
 import { createInFlight, inFlightView, isLive } from './inflight.js';
 
 const $ = (id) => document.getElementById(id);
@@ -46,14 +46,7 @@ function row(e) {
     el('td', { class: 'muted' }, time),
     el('td', { class: 'method' }, e.method),
     el('td', { class: `status ${statusClass(e.status)}` }, status),
-    el(
-      'td',
-      { class: 'path' },
-      e.kind === 'websocket' && el('span', { class: 'badge' }, 'WS'),
-      e.replayOf !== undefined &&
-        el('span', { class: 'badge replay', title: `replay of #${e.replayOf}` }, `↻ #${e.replayOf}`),
-      e.query === '' ? e.path : `${e.path}?${e.query}`,
-    ),
+    pathCell(e),
     el('td', { class: 'num' }, formatMs(e.durationMs)),
     el('td', { class: 'num' }, sizeText(e)),
   );

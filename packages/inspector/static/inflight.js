@@ -3,7 +3,7 @@
 // arrives over the event stream. Capture keeps no listener for this: it costs nothing while no page looks.
 
 import { api } from './api.js';
-import { el, formatBytes, formatMs, pairTable, statusClass } from './dom.js';
+import { el, formatBytes, formatMs, pairTable, pathCell, statusClass } from './dom.js';
 
 const POLL_MS = 1000;
 /** Starts of the entries seen lately: a poll answered before an entry came must not bring its row back. */
@@ -57,6 +57,16 @@ function bytesText(e) {
   return `↑${formatBytes(e.requestBytes)} ↓${formatBytes(e.responseBytes)}`;
 }
 
+/** The pulsing dot, then the status once the response head came (`before` until then). */
+function liveStatus(tag, e, before) {
+  return el(
+    tag,
+    { class: `status ${e.status === 0 ? '' : statusClass(e.status)}` },
+    el('span', { class: 'live-dot', 'aria-hidden': 'true' }),
+    e.status === 0 ? before : String(e.status),
+  );
+}
+
 function row(e, selected) {
   const id = liveId(e.key);
   return el(
@@ -64,20 +74,8 @@ function row(e, selected) {
     { 'data-id': id, class: `inflight${id === selected ? ' selected' : ''}`, title: 'still running' },
     el('td', { class: 'muted' }, new Date(e.startedAt).toLocaleTimeString([], { hour12: false })),
     el('td', { class: 'method' }, e.method),
-    el(
-      'td',
-      { class: `status ${e.status === 0 ? '' : statusClass(e.status)}` },
-      el('span', { class: 'live-dot', 'aria-hidden': 'true' }),
-      e.status === 0 ? '…' : String(e.status),
-    ),
-    el(
-      'td',
-      { class: 'path' },
-      e.kind === 'websocket' && el('span', { class: 'badge' }, 'WS'),
-      e.replayOf !== undefined &&
-        el('span', { class: 'badge replay', title: `replay of #${e.replayOf}` }, `↻ #${e.replayOf}`),
-      target(e),
-    ),
+    liveStatus('td', e, '…'),
+    pathCell(e),
     el('td', { class: 'num live-time', title: 'running for' }, formatMs(e.durationMs)),
     el('td', { class: 'num' }, bytesText(e)),
   );
@@ -92,12 +90,7 @@ export function inFlightView(e, close) {
       'div',
       { class: 'title' },
       el('span', { class: 'method' }, e.method),
-      el(
-        'span',
-        { class: `status ${e.status === 0 ? '' : statusClass(e.status)}` },
-        el('span', { class: 'live-dot', 'aria-hidden': 'true' }),
-        e.status === 0 ? 'waiting' : String(e.status),
-      ),
+      liveStatus('span', e, 'waiting'),
       el('span', { class: 'target' }, target(e)),
     ),
     el(
