@@ -1,5 +1,6 @@
 // Screenshots of the request inspector for docs/: a real edge, agent (inspector on) and backend on loopback,
-// a few typical webhook/API requests through the tunnel, then headless Chromium at 1280×800.
+// a few typical webhook/API requests through the tunnel (a replay among them, an SSE stream still running),
+// then headless Chromium at 1280×800.
 //   pnpm exec tsc -b && node scripts/inspector-screenshots.ts [--dark]
 // Writes docs/inspector-list.png and docs/inspector-detail.png (with --dark: docs/inspector-*-dark.png).
 
@@ -21,6 +22,7 @@ interface Shooter {
     first(): { waitFor(): Promise<void> };
     nth(i: number): { waitFor(): Promise<void> };
   };
+  waitForTimeout(ms: number): Promise<void>;
   keyboard: { press(key: string): Promise<void> };
   screenshot(options: { path: string }): Promise<unknown>;
 }
@@ -29,6 +31,7 @@ interface Chromium {
     newPage(options: {
       viewport: { width: number; height: number };
       colorScheme: 'dark' | 'light';
+      reducedMotion: 'reduce' | 'no-preference';
     }): Promise<Shooter>;
     close(): Promise<void>;
   }>;
@@ -69,9 +72,19 @@ function gradientPng(): Buffer {
 }
 const PNG = gradientPng();
 
+/** The SSE stream shown in flight: it ends when the screenshots are taken. */
+const streams: ServerResponse[] = [];
+
 function answer(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
   const url = req.url ?? '/';
-  if (url.startsWith('/webhooks/stripe')) {
+  if (url.startsWith('/events')) {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.write(`event: order.created\ndata: ${JSON.stringify({ id: 'ord_1042', total: 4900 })}\n\n`);
+    streams.push(res);
+  } else if (url.startsWith('/webhooks/shopify')) {
+    // The handler crashed the connection: the agent answers 502 with its x-tunnel2-error code.
+    res.socket?.destroy();
+  } else if (url.startsWith('/webhooks/stripe')) {
     res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
     res.end(gzipSync(JSON.stringify({ received: true, id: 'evt_1PqX9c2eZvKYlo2C', handled_in_ms: 12 })));
   } else if (url.startsWith('/webhooks/github')) {
@@ -121,6 +134,17 @@ const tunnel = await connect({
 });
 
 function send(method: string, path: string, headers: Record<string, string>, body = ''): Promise<void> {
+  return sendTo(method, path, headers, body, false);
+}
+
+/** `headOnly`: resolves once the response head came (a stream left running). */
+function sendTo(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+  headOnly: boolean,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const req = request({
       host: '127.0.0.1',
@@ -132,7 +156,8 @@ function send(method: string, path: string, headers: Record<string, string>, bod
     req.on('error', reject);
     req.on('response', (res) => {
       res.resume();
-      res.on('end', resolve);
+      if (headOnly) resolve();
+      else res.on('end', resolve);
     });
     req.end(body);
   });
@@ -145,6 +170,8 @@ const event = {
   created: 1732521600,
   data: { object: { id: 'in_1PqX9a', amount_paid: 2900, currency: 'usd', customer: 'cus_R2d2', paid: true } },
 };
+// Started first: an SSE stream the page shows in flight while the rest arrive.
+await sendTo('GET', '/events/orders', { accept: 'text/event-stream' }, '', true);
 await send('GET', '/api/users?page=2&sort=name', { accept: 'application/json' });
 await send('GET', '/logo.png', { accept: 'image/*' });
 await send(
@@ -170,6 +197,19 @@ await send(
   },
   JSON.stringify(event),
 );
+await send(
+  'POST',
+  '/webhooks/shopify',
+  { 'content-type': 'application/json', 'x-shopify-topic': 'orders/create' },
+  '{"id":820982911946154500,"total_price":"49.00"}',
+);
+// The Stripe webhook replayed from the inspector (as its Replay button does): a new entry linked to it.
+const { entries } = (await (
+  await fetch(`${tunnel.inspectorUrl}/api/entries?path=/webhooks/stripe`)
+).json()) as {
+  entries: { id: string }[];
+};
+await fetch(`${tunnel.inspectorUrl}/api/entries/${entries[0]!.id}/replay`, { method: 'POST' });
 
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
@@ -179,11 +219,17 @@ try {
   const page = await browser.newPage({
     viewport: { width: 1280, height: 800 },
     colorScheme: dark ? 'dark' : 'light',
+    // The in-flight dot is drawn still (it pulses otherwise): a picture must not catch it faded.
+    reducedMotion: 'reduce',
   });
   await page.goto(tunnel.inspectorUrl!);
-  await page.locator('#list tbody tr').nth(6).waitFor();
+  await page.locator('#entries tr').nth(8).waitFor();
+  await page.locator('#inflight tr').first().waitFor();
+  // A second poll of the stream: its duration has ticked past zero.
+  await page.waitForTimeout(1500);
   const suffix = dark ? '-dark' : '';
-  await page.keyboard.press('j');
+  // The stream in flight, the replay, the Shopify failure, then the original Stripe webhook: selected, opened.
+  for (let i = 0; i < 4; i++) await page.keyboard.press('j');
   await page.screenshot({ path: `${docs}inspector-list${suffix}.png` });
   await page.keyboard.press('Enter');
   await page.locator('#detail .j-key').first().waitFor();
@@ -191,6 +237,7 @@ try {
   console.log(`wrote ${docs}inspector-list${suffix}.png and inspector-detail${suffix}.png`);
 } finally {
   await browser.close();
+  for (const stream of streams) stream.end();
   await tunnel.close(0);
   await edge.close(0);
   backend.close();

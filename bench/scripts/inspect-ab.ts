@@ -1,11 +1,16 @@
 // The inspector's cost on the tunnel, measured alternately so both settings see the same noisy machine:
-//   node bench/scripts/inspect-ab.ts [pairs=3] [duration=15] [connections=50]
+//   node bench/scripts/inspect-ab.ts [pairs=3] [duration=15] [connections=50] [thread=worker|main|both]
 // Runs `bench max --only tunnel` with BENCH_INSPECT=off, then on, `pairs` times, and prints each run and the
 // medians of the agent's CPU per request, the tunnel's (edge + agent) and the achieved RPS. Build first.
+// Where the agent's tunnel runs: the bench reads the agent's --json lines through a pipe, so by default it
+// runs in a worker thread (as under any --json consumer); a user at a terminal gets it on the main thread.
+// `thread` picks one or both (interleaved too); CPU is the whole process's (/proc, all threads) either way.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+
+type Thread = 'worker' | 'main';
 
 interface Sample {
   agentUs: number;
@@ -17,17 +22,32 @@ interface StageJson {
   tunnel: { achievedRps: number; agent: { cpuPerRequestUs: number }; tunnelCpuPerRequestUs: number };
 }
 
-const [pairs = 3, duration = 15, connections = 50] = process.argv.slice(2).map(Number);
+const [pairs = 3, duration = 15, connections = 50] = process.argv.slice(2, 5).map(Number);
+const threadArg = process.argv[5] ?? 'worker';
+if (threadArg !== 'worker' && threadArg !== 'main' && threadArg !== 'both') {
+  throw new Error(`thread: worker, main or both, not "${threadArg}"`);
+}
+const threads: Thread[] = threadArg === 'both' ? ['worker', 'main'] : [threadArg];
 const main = resolve(import.meta.dirname, '../dist/main.js');
 const scratch = mkdtempSync(join(tmpdir(), 'inspect-ab-'));
-const samples: Record<'off' | 'on', Sample[]> = { off: [], on: [] };
+const samples = new Map<string, Sample[]>();
 
-function run(mode: 'off' | 'on', index: number): Sample {
-  const out = join(scratch, `${mode}-${index}`);
+/**
+ * TUNNEL2_WORKER applies to every tunnel2 process, the edge too: the worker case leaves it unset (the agent's
+ * piped stdout puts it in a worker, the edge stays on its main thread) and the main case sets 0 (the edge's
+ * default anyway).
+ */
+function threadEnv(thread: Thread): NodeJS.ProcessEnv {
+  const { TUNNEL2_WORKER: _given, ...env } = process.env;
+  return thread === 'main' ? { ...env, TUNNEL2_WORKER: '0' } : env;
+}
+
+function run(mode: 'off' | 'on', thread: Thread, index: number): Sample {
+  const out = join(scratch, `${mode}-${thread}-${index}`);
   const args = ['max', '--only', 'tunnel', '--connections', String(connections)];
   args.push('--duration', String(duration), '--warmup', '5', '--out', out);
   execFileSync(process.execPath, [main, ...args], {
-    env: { ...process.env, BENCH_INSPECT: mode },
+    env: { ...threadEnv(thread), BENCH_INSPECT: mode },
     stdio: ['ignore', 'ignore', 'ignore'],
   });
   const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as { stages: StageJson[] };
@@ -46,29 +66,37 @@ function median(values: number[]): number {
 }
 
 function line(label: string, s: Sample): string {
-  return `${label.padEnd(8)} agent ${s.agentUs.toFixed(1)} µs/req  tunnel ${s.tunnelUs.toFixed(1)} µs/req  ${s.rps.toFixed(0)} rps`;
+  return `${label.padEnd(18)} agent ${s.agentUs.toFixed(1)} µs/req  tunnel ${s.tunnelUs.toFixed(1)} µs/req  ${s.rps.toFixed(0)} rps`;
 }
 
 try {
   for (let i = 0; i < pairs; i++) {
-    for (const mode of ['off', 'on'] as const) {
-      const sample = run(mode, i);
-      samples[mode].push(sample);
-      process.stdout.write(`${line(`${mode} ${i + 1}`, sample)}\n`);
+    for (const thread of threads) {
+      for (const mode of ['off', 'on'] as const) {
+        const sample = run(mode, thread, i);
+        const key = `${mode} ${thread}`;
+        samples.set(key, [...(samples.get(key) ?? []), sample]);
+        process.stdout.write(`${line(`${key} ${i + 1}`, sample)}\n`);
+      }
     }
   }
-  const med = (mode: 'off' | 'on'): Sample => ({
-    agentUs: median(samples[mode].map((s) => s.agentUs)),
-    tunnelUs: median(samples[mode].map((s) => s.tunnelUs)),
-    rps: median(samples[mode].map((s) => s.rps)),
-  });
-  const off = med('off');
-  const on = med('on');
+  const med = (key: string): Sample => {
+    const all = samples.get(key) ?? [];
+    return {
+      agentUs: median(all.map((s) => s.agentUs)),
+      tunnelUs: median(all.map((s) => s.tunnelUs)),
+      rps: median(all.map((s) => s.rps)),
+    };
+  };
   const pct = (a: number, b: number): string => `${(((b - a) / a) * 100).toFixed(1)} %`;
-  process.stdout.write(`${line('median off', off)}\n${line('median on', on)}\n`);
-  process.stdout.write(
-    `on vs off: agent ${pct(off.agentUs, on.agentUs)}, tunnel ${pct(off.tunnelUs, on.tunnelUs)}, rps ${pct(off.rps, on.rps)}\n`,
-  );
+  for (const thread of threads) {
+    const off = med(`off ${thread}`);
+    const on = med(`on ${thread}`);
+    process.stdout.write(`${line(`median off ${thread}`, off)}\n${line(`median on ${thread}`, on)}\n`);
+    process.stdout.write(
+      `on vs off (${thread}): agent ${pct(off.agentUs, on.agentUs)}, tunnel ${pct(off.tunnelUs, on.tunnelUs)}, rps ${pct(off.rps, on.rps)}\n`,
+    );
+  }
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

@@ -6,6 +6,7 @@ import { toEntry, toSummary } from './entry-view.js';
 import { InspectorError, InspectorErrorCode, inspectorErrorStatus } from './errors.js';
 import type { EventStream } from './event-stream.js';
 import { toHar } from './har.js';
+import { createInFlightView } from './inflight-view.js';
 import { parseEdits, type ReplayTarget, replay } from './replay.js';
 import { serveStatic } from './static-files.js';
 import type { StoredEntry } from './stored-entry.js';
@@ -82,7 +83,13 @@ function curlBase(ctx: ApiContext, local: boolean): { baseUrl: string; keepForwa
   return { baseUrl: publicUrl, keepForwarded: false };
 }
 
-async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+async function routeApi(
+  ctx: ApiContext,
+  inFlight: ReturnType<typeof createInFlightView>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+): Promise<void> {
   const { store } = ctx;
   const path = url.pathname;
   const method = req.method ?? 'GET';
@@ -103,7 +110,7 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
   }
   if (path === '/api/inflight') {
     if (method !== 'GET') throw methodNotAllowed(method, path);
-    sendJson(res, 200, { exchanges: store.inFlight().map((recorder) => recorder.progress()) });
+    sendJson(res, 200, { exchanges: inFlight(store.inFlight()) });
     return;
   }
   if (path === '/api/entries') {
@@ -207,6 +214,7 @@ function asInspectorError(err: unknown): InspectorError {
 
 /** The inspector's request handler: the API under /api, the page's files elsewhere. */
 export function createApiHandler(ctx: ApiContext): RequestListener {
+  const inFlight = createInFlightView();
   return (req, res) => {
     if (!ctx.hostAllowed(req.headers.host)) {
       sendError(
@@ -233,7 +241,7 @@ export function createApiHandler(ctx: ApiContext): RequestListener {
     const url = new URL(req.url ?? '/', 'http://inspector');
     const handle = async (): Promise<void> => {
       if (url.pathname === '/api' || url.pathname.startsWith('/api/')) {
-        await routeApi(ctx, req, res, url);
+        await routeApi(ctx, inFlight, req, res, url);
         return;
       }
       if (

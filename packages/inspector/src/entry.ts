@@ -54,6 +54,16 @@ export type InFlightExchange = Pick<
   | 'replayOf'
 >;
 
+/**
+ * What `GET /api/inflight` lists: the exchange so far, with a key that stays the same while it runs (the page
+ * keeps its row and selection across polls) and the request head as received. `startedAt` is the one its
+ * entry will have, so a client can tell which in-flight exchange an arriving entry ends.
+ */
+export interface InFlightSummary extends InFlightExchange {
+  key: string;
+  requestHeaders: [string, string][];
+}
+
 export interface Body {
   /** The captured bytes (at most the body limit). */
   base64: string;

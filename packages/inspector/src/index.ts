@@ -8,6 +8,7 @@ export type {
   EntryError,
   EntrySummary,
   InFlightExchange,
+  InFlightSummary,
   WebSocketTraffic,
 } from './entry.js';
 export { EntryStore } from './entry-store.js';

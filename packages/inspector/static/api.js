@@ -35,6 +35,8 @@ export const api = {
     params.set('limit', String(limit));
     return call(`/api/entries?${params}`);
   },
+  /** Exchanges still running, newest first (`{ exchanges }`). */
+  inflight: () => call('/api/inflight'),
   entry: (id) => call(`/api/entries/${encodeURIComponent(id)}`),
   replay: (id, edits) => postJson(`/api/entries/${encodeURIComponent(id)}/replay`, edits),
   curl: (id) => call(`/api/entries/${encodeURIComponent(id)}/curl`),

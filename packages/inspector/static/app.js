@@ -1,11 +1,13 @@
-// The inspector page: the live list (SSE), the filters (server-side), keyboard navigation and the header actions.
+// The inspector page: the live list (SSE) under the exchanges still running, the filters (server-side),
+// keyboard navigation and the header actions.
 
 import { api } from './api.js';
 import { showDetail } from './detail.js';
-import { el, formatBytes, formatMs, statusClass } from './dom.js';
+import { el, formatBytes, formatMs, pathCell, statusClass } from './dom.js';
+import { createInFlight, inFlightView, isLive } from './inflight.js';
 
 const $ = (id) => document.getElementById(id);
-const rows = $('list').tBodies[0];
+const rows = $('entries');
 const detailPane = $('detail');
 const FILTERS = {
   method: $('f-method'),
@@ -44,14 +46,7 @@ function row(e) {
     el('td', { class: 'muted' }, time),
     el('td', { class: 'method' }, e.method),
     el('td', { class: `status ${statusClass(e.status)}` }, status),
-    el(
-      'td',
-      { class: 'path' },
-      e.kind === 'websocket' && el('span', { class: 'badge' }, 'WS'),
-      e.replayOf !== undefined &&
-        el('span', { class: 'badge replay', title: `replay of #${e.replayOf}` }, `↻ #${e.replayOf}`),
-      e.query === '' ? e.path : `${e.path}?${e.query}`,
-    ),
+    pathCell(e),
     el('td', { class: 'num' }, formatMs(e.durationMs)),
     el('td', { class: 'num' }, sizeText(e)),
   );
@@ -59,7 +54,7 @@ function row(e) {
 
 function renderEmpty() {
   const empty = $('list-empty');
-  if (rows.children.length > 0) {
+  if (rows.children.length > 0 || inFlight.shown() > 0) {
     empty.replaceChildren();
     return;
   }
@@ -70,13 +65,14 @@ function renderEmpty() {
   const url = state.publicUrl ?? 'your public URL';
   empty.replaceChildren(
     el('p', {}, state.paused ? 'Capture is paused: resume it to record requests.' : 'No requests yet.'),
-    el('p', {}, 'Send a request to ', el('code', {}, url), ' and it shows up here as it completes.'),
+    el('p', {}, 'Send a request to ', el('code', {}, url), ' and it shows up here while it runs.'),
     el('pre', { class: 'code' }, `curl ${url}/hello`),
   );
 }
 
 function renderCount() {
-  $('count').textContent = `${rows.children.length} shown`;
+  const live = inFlight.shown();
+  $('count').textContent = `${rows.children.length} shown${live > 0 ? ` · ${live} in flight` : ''}`;
 }
 
 function renderPaused() {
@@ -118,11 +114,11 @@ function reloadLive() {
 }
 
 function rowOf(id) {
-  return rows.querySelector(`tr[data-id="${CSS.escape(id)}"]`);
+  return $('list').querySelector(`tbody tr[data-id="${CSS.escape(id)}"]`);
 }
 
 function select(id, scroll = true) {
-  rows.querySelector('tr.selected')?.classList.remove('selected');
+  $('list').querySelector('tbody tr.selected')?.classList.remove('selected');
   state.selected = id;
   const tr = id === undefined ? null : rowOf(id);
   tr?.classList.add('selected');
@@ -133,11 +129,27 @@ async function open(id) {
   select(id);
   state.open = id;
   document.body.classList.add('has-detail');
+  if (isLive(id)) {
+    showLive();
+    return;
+  }
   try {
     await showDetail(ctx, id);
   } catch (err) {
     detailPane.replaceChildren(el('p', { class: 'empty' }, `#${id}: ${err.message}`));
   }
+}
+
+/** The open in-flight exchange as last polled; once gone without its entry (cleared, evicted), a note. */
+function showLive() {
+  const exchange = inFlight.get(state.open);
+  if (exchange !== undefined) {
+    detailPane.replaceChildren(...inFlightView(exchange, close));
+    return;
+  }
+  const note = detailPane.querySelector('.live-note');
+  if (note !== null)
+    note.textContent = 'This exchange has ended: its entry is in the list (unless capture dropped it).';
 }
 
 function close() {
@@ -172,7 +184,7 @@ function toast(text, bad = false) {
 const ctx = { pane: detailPane, open, close, toast, redact: () => $('redact').checked };
 
 function move(step) {
-  const all = [...rows.children];
+  const all = [...$('list').querySelectorAll('tbody tr[data-id]')];
   if (all.length === 0) return;
   const at = all.findIndex((tr) => tr.dataset.id === state.selected);
   const next = all[Math.max(0, Math.min(all.length - 1, at < 0 ? 0 : at + step))];
@@ -195,12 +207,17 @@ document.addEventListener('keydown', (e) => {
   e.preventDefault();
 });
 
-rows.addEventListener('click', (e) => {
+$('list').addEventListener('click', (e) => {
   const tr = e.target instanceof Element ? e.target.closest('tr[data-id]') : null;
   if (tr !== null) void open(tr.dataset.id);
 });
 
-for (const input of Object.values(FILTERS)) input.addEventListener('input', () => reloadSoon());
+for (const input of Object.values(FILTERS)) {
+  input.addEventListener('input', () => {
+    inFlight.render();
+    reloadSoon();
+  });
+}
 $('filters').addEventListener('submit', (e) => e.preventDefault());
 
 $('pause').addEventListener('click', async () => {
@@ -220,9 +237,24 @@ function updateHarLink() {
 }
 $('redact').addEventListener('change', updateHarLink);
 
+const inFlight = createInFlight({
+  body: $('inflight'),
+  filter,
+  selected: () => state.selected,
+  onChange() {
+    renderEmpty();
+    renderCount();
+    if (isLive(state.open)) showLive();
+  },
+});
+
 const events = new EventSource('/api/events');
 events.addEventListener('entry', (m) => {
   const entry = JSON.parse(m.data);
+  // The exchange it ends leaves the in-flight group; a selection or open detail follows it to its entry.
+  const liveRow = inFlight.ended(entry);
+  if (liveRow !== undefined && state.open === liveRow) void open(entry.id);
+  else if (liveRow !== undefined && state.selected === liveRow) state.selected = entry.id;
   // Server-side filters (body text, headers) cannot be checked here: ask the server again.
   if (filtering()) {
     reloadLive();
@@ -261,6 +293,7 @@ async function start() {
   updateHarLink();
   renderDetailEmpty();
   await load();
+  inFlight.start();
 }
 
 void start();

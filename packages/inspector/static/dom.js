@@ -32,6 +32,18 @@ export function statusClass(status) {
   return status >= 100 && status < 600 ? `s${Math.floor(status / 100)}` : 's0';
 }
 
+/** The list's path cell: badges (WebSocket, replay of #n), then path and query. */
+export function pathCell(e) {
+  return el(
+    'td',
+    { class: 'path' },
+    e.kind === 'websocket' && el('span', { class: 'badge' }, 'WS'),
+    e.replayOf !== undefined &&
+      el('span', { class: 'badge replay', title: `replay of #${e.replayOf}` }, `↻ #${e.replayOf}`),
+    e.query === '' ? e.path : `${e.path}?${e.query}`,
+  );
+}
+
 /** A name/value table (headers in their order with repeats, query parameters, form fields). */
 export function pairTable(pairs, className = 'pairs') {
   return el(

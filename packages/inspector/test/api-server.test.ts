@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { EntrySummary } from '../src/entry.js';
+import type { EntrySummary, InFlightSummary } from '../src/entry.js';
 import { createInspector, type Inspector } from '../src/inspector.js';
 import type { StoredEntry } from '../src/stored-entry.js';
 
@@ -160,4 +160,46 @@ describe('replay', () => {
       expect(replayed.error?.code).toBe('replay_cancelled');
     });
   }
+});
+
+describe('GET /api/inflight', () => {
+  it('lists a running exchange with a stable key, its request headers, and the startedAt its entry will have', async () => {
+    const inspector = await inspectorFor('http://127.0.0.1:9');
+    const running = inspector.capture.begin({
+      method: 'POST',
+      target: '/hold?x=1',
+      headers: ['Content-Type', 'application/json', 'X-Hook', 'a', 'X-Hook', 'b'],
+    })!;
+    running.requestData(Buffer.from('{"a":'));
+    const list = async () =>
+      ((await (await fetch(`${inspector.url}/api/inflight`)).json()) as { exchanges: InFlightSummary[] })
+        .exchanges;
+    const [first] = await list();
+    expect(first).toMatchObject({
+      method: 'POST',
+      path: '/hold',
+      query: 'x=1',
+      status: 0,
+      requestBytes: 5,
+      requestHeaders: [
+        ['Content-Type', 'application/json'],
+        ['X-Hook', 'a'],
+        ['X-Hook', 'b'],
+      ],
+    });
+    expect(first!.key).toMatch(/^\S+$/);
+    // The same exchange keeps its key from one answer to the next; another gets another.
+    const other = inspector.capture.begin({ method: 'GET', target: '/sse', headers: [] })!;
+    const both = await list();
+    expect(both.map((e) => e.path)).toEqual(['/sse', '/hold']);
+    expect(both[1]!.key).toBe(first!.key);
+    expect(both[0]!.key).not.toBe(first!.key);
+    running.responseHead(200, []);
+    const id = running.finish()!;
+    other.finish();
+    const entry = (await (await fetch(`${inspector.url}/api/entries/${id}`)).json()) as EntrySummary;
+    // The page matches the entry to the row it replaces by these.
+    expect(entry.startedAt).toBe(first!.startedAt);
+    expect(await list()).toEqual([]);
+  });
 });
