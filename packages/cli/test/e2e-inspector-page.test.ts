@@ -119,6 +119,9 @@ describe('the inspector page in headless Chromium (real edge, agent, backend)', 
     expect(shown).toBeGreaterThan(0);
     await page.fill('#f-path', '');
     await expect.poll(() => rows().count()).toBeGreaterThan(shown);
+    // The unfiltered list is back (a throttled reload of the filtered one may land first): the older
+    // entries show again.
+    await row('/other').waitFor();
   });
 
   it('moves the selection with j/k and arrows, opens with Enter, closes with Esc, / focuses the search', async () => {
@@ -126,6 +129,10 @@ describe('the inspector page in headless Chromium (real edge, agent, backend)', 
     await page.keyboard.press('Escape');
     await page.locator('#detail .empty').waitFor();
     const selectedPath = () => page.locator('#list tbody tr.selected td.path').textContent();
+    // Keys move through the rows on the page: wait until it shows the whole list, the stripe entry still
+    // selected, and nothing in flight above it (the in-flight group is polled once a second).
+    await page.locator('#list tbody tr.selected td.path', { hasText: '/hooks/stripe' }).waitFor();
+    await expect.poll(() => page.locator('#inflight tr').count()).toBe(0);
     await page.keyboard.press('j'); // the stripe entry, still selected, is the last row: j stays there
     await page.keyboard.press('k');
     expect(await selectedPath()).toBe('/other');
