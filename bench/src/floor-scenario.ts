@@ -73,8 +73,9 @@ export interface FloorSummary {
   tunnelOverRelayClosedCpu: number | null;
   tunnelOverHttpRelayClosedCpu: number | null;
   httpRelayOverRelayClosedCpu: number | null;
-  /** Closed-loop throughput: the HTTP floor over direct, and the tunnel over each floor. */
+  /** Closed-loop throughput: the HTTP floor over direct and over the byte floor, and the tunnel over each floor. */
   httpRelayOverDirectRps: number | null;
+  httpRelayOverRelayRps: number | null;
   tunnelOverRelayRps: number | null;
   tunnelOverHttpRelayRps: number | null;
 }
@@ -190,6 +191,7 @@ function summarize(stages: FloorStage[]): FloorSummary {
     tunnelOverHttpRelayClosedCpu: ratio(tunnelClosed, httpRelayClosed),
     httpRelayOverRelayClosedCpu: ratio(httpRelayClosed, relayClosed),
     httpRelayOverDirectRps: ratio(rps('http-relay'), rps('direct')),
+    httpRelayOverRelayRps: ratio(rps('http-relay'), rps('relay')),
     tunnelOverRelayRps: ratio(rps('tunnel'), rps('relay')),
     tunnelOverHttpRelayRps: ratio(rps('tunnel'), rps('http-relay')),
   };
@@ -211,7 +213,8 @@ export function summaryLines(summary: FloorSummary, settings: FloorSettings): st
       `floor = ${x(s.tunnelOverHttpRelayClosedCpu)}, HTTP floor / byte floor = ${x(s.httpRelayOverRelayClosedCpu)}`,
     `closed-loop throughput: relay / direct = ${x(s.relayOverDirectRps)}, http-relay / direct = ` +
       `${x(s.httpRelayOverDirectRps)}, tunnel / direct = ${x(s.tunnelOverDirectRps)}; tunnel / floor = ` +
-      `${x(s.tunnelOverRelayRps)}, tunnel / HTTP floor = ${x(s.tunnelOverHttpRelayRps)}`,
+      `${x(s.tunnelOverRelayRps)}, tunnel / HTTP floor = ${x(s.tunnelOverHttpRelayRps)}, HTTP floor / byte ` +
+      `floor = ${x(s.httpRelayOverRelayRps)}`,
   ];
 }
 

@@ -231,6 +231,7 @@ describe('standalone bench scenarios (smoke)', () => {
     );
     expect(summary.tunnelOverRelayRps).toBe(cpu('tunnel', 'closed').rps / cpu('relay', 'closed').rps);
     expect(summary.httpRelayOverDirectRps).toBeGreaterThan(0);
+    expect(summary.httpRelayOverRelayRps).toBe(cpu('http-relay', 'closed').rps / cpu('relay', 'closed').rps);
     for (const key of [
       'tunnelOverRelayClosedCpu',
       'tunnelOverHttpRelayClosedCpu',
