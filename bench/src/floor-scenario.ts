@@ -10,16 +10,19 @@ import { perRequestUs } from './side-report.js';
 
 /*
  * `pnpm bench floor`: what the tunnel costs next to the least any Node.js tunnel of its shape can cost on the
- * same machine, in one run. Three sides answer the same requests from the same backend process:
+ * same machine, in one run. Four sides answer the same requests from the same backend process:
  * - direct: the backend alone;
  * - relay: two Node.js processes that multiplex the client connections over one TCP connection and copy
- *   bytes, with no HTTP, no flow control, no limits (relay-floor-process.ts): the floor;
+ *   bytes, with no HTTP, no flow control, no limits (relay-floor-process.ts): the byte floor;
+ * - http-relay: the same two processes' shape, HTTP-aware: a node:http server on one side, an undici Pool on
+ *   the other, heads and body chunks framed between them and nothing else (http-relay-floor-process.ts):
+ *   the HTTP floor, what any tunnel that parses requests and calls its backend over HTTP pays at least;
  * - tunnel: tunnel2's edge and agent, from their real command lines.
  * Each side runs a fixed-rate stage (CPU per request where every request wakes every process) and a
  * closed-loop stage (throughput when requests share wake-ups).
  */
 
-export type FloorSideName = 'direct' | 'relay' | 'tunnel';
+export type FloorSideName = 'direct' | 'relay' | 'http-relay' | 'tunnel';
 
 export interface FloorSettings {
   ratePerSec: number;
@@ -59,6 +62,22 @@ export interface FloorSummary {
   /** Closed loop: each side's throughput over direct's. */
   relayOverDirectRps: number | null;
   tunnelOverDirectRps: number | null;
+  /** The HTTP floor at the fixed rate: edge + agent CPU per request, and the ratios it makes. */
+  httpRelayCpuPerRequestUs: number | null;
+  tunnelOverHttpRelayCpu: number | null;
+  httpRelayOverRelayCpu: number | null;
+  /** Closed loop: edge + agent CPU per request of each side, and the same ratios. */
+  relayClosedCpuPerRequestUs: number | null;
+  httpRelayClosedCpuPerRequestUs: number | null;
+  tunnelClosedCpuPerRequestUs: number | null;
+  tunnelOverRelayClosedCpu: number | null;
+  tunnelOverHttpRelayClosedCpu: number | null;
+  httpRelayOverRelayClosedCpu: number | null;
+  /** Closed-loop throughput: the HTTP floor over direct and over the byte floor, and the tunnel over each floor. */
+  httpRelayOverDirectRps: number | null;
+  httpRelayOverRelayRps: number | null;
+  tunnelOverRelayRps: number | null;
+  tunnelOverHttpRelayRps: number | null;
 }
 
 export interface FloorResult {
@@ -75,26 +94,29 @@ interface Side {
   agent: ChildService | undefined;
 }
 
-const relayBin = (): string => join(fileURLToPath(new URL('.', import.meta.url)), 'relay-floor-process.js');
+const binOf = (file: string): string => join(fileURLToPath(new URL('.', import.meta.url)), file);
 
 function listeningUrl(line: string): string | undefined {
   const url = jsonEvent(line, 'listening')?.url;
   return typeof url === 'string' ? url : undefined;
 }
 
+/** Starts a relay pair (`file` takes `--role agent --backend` and `--role edge --upstream`). */
 async function startRelay(
+  name: string,
+  file: string,
   backendUrl: string,
   started: ChildService[],
 ): Promise<{ edge: ChildService; agent: ChildService }> {
   const agent = await startChildService({
-    name: 'relay agent (floor)',
-    args: [relayBin(), '--role', 'agent', '--backend', backendUrl],
+    name: `${name} agent (floor)`,
+    args: [binOf(file), '--role', 'agent', '--backend', backendUrl],
     ready: listeningUrl,
   });
   started.push(agent);
   const edge = await startChildService({
-    name: 'relay edge (floor)',
-    args: [relayBin(), '--role', 'edge', '--upstream', agent.readyValue],
+    name: `${name} edge (floor)`,
+    args: [binOf(file), '--role', 'edge', '--upstream', agent.readyValue],
     ready: listeningUrl,
   });
   started.push(edge);
@@ -144,16 +166,56 @@ function summarize(stages: FloorStage[]): FloorSummary {
     stages.find((s) => s.side === side && s.mode === mode);
   const ratio = (a: number | null | undefined, b: number | null | undefined): number | null =>
     a != null && b != null && b > 0 ? a / b : null;
-  const relayCpu = find('relay', 'rate')?.betweenCpuPerRequestUs ?? null;
-  const tunnelCpu = find('tunnel', 'rate')?.betweenCpuPerRequestUs ?? null;
-  const directRps = find('direct', 'closed')?.rps;
+  const cpu = (side: FloorSideName, mode: FloorStage['mode']) =>
+    find(side, mode)?.betweenCpuPerRequestUs ?? null;
+  const rps = (side: FloorSideName) => find(side, 'closed')?.rps;
+  const [relayCpu, httpRelayCpu, tunnelCpu] = (['relay', 'http-relay', 'tunnel'] as const).map((side) =>
+    cpu(side, 'rate'),
+  );
+  const [relayClosed, httpRelayClosed, tunnelClosed] = (['relay', 'http-relay', 'tunnel'] as const).map(
+    (side) => cpu(side, 'closed'),
+  );
   return {
-    relayCpuPerRequestUs: relayCpu,
-    tunnelCpuPerRequestUs: tunnelCpu,
+    relayCpuPerRequestUs: relayCpu ?? null,
+    tunnelCpuPerRequestUs: tunnelCpu ?? null,
     tunnelOverRelayCpu: ratio(tunnelCpu, relayCpu),
-    relayOverDirectRps: ratio(find('relay', 'closed')?.rps, directRps),
-    tunnelOverDirectRps: ratio(find('tunnel', 'closed')?.rps, directRps),
+    relayOverDirectRps: ratio(rps('relay'), rps('direct')),
+    tunnelOverDirectRps: ratio(rps('tunnel'), rps('direct')),
+    httpRelayCpuPerRequestUs: httpRelayCpu ?? null,
+    tunnelOverHttpRelayCpu: ratio(tunnelCpu, httpRelayCpu),
+    httpRelayOverRelayCpu: ratio(httpRelayCpu, relayCpu),
+    relayClosedCpuPerRequestUs: relayClosed ?? null,
+    httpRelayClosedCpuPerRequestUs: httpRelayClosed ?? null,
+    tunnelClosedCpuPerRequestUs: tunnelClosed ?? null,
+    tunnelOverRelayClosedCpu: ratio(tunnelClosed, relayClosed),
+    tunnelOverHttpRelayClosedCpu: ratio(tunnelClosed, httpRelayClosed),
+    httpRelayOverRelayClosedCpu: ratio(httpRelayClosed, relayClosed),
+    httpRelayOverDirectRps: ratio(rps('http-relay'), rps('direct')),
+    httpRelayOverRelayRps: ratio(rps('http-relay'), rps('relay')),
+    tunnelOverRelayRps: ratio(rps('tunnel'), rps('relay')),
+    tunnelOverHttpRelayRps: ratio(rps('tunnel'), rps('http-relay')),
   };
+}
+
+/** The three floors side by side, as the report's summary and the run's last lines on stderr say them. */
+export function summaryLines(summary: FloorSummary, settings: FloorSettings): string[] {
+  const us = (n: number | null): string => (n === null ? '–' : `${fixed(n)} µs`);
+  const x = (n: number | null): string => (n === null ? '–' : `${fixed(n, 2)}×`);
+  const s = summary;
+  return [
+    `at ${settings.ratePerSec} RPS, edge + agent CPU per request: byte floor ${us(s.relayCpuPerRequestUs)}, ` +
+      `HTTP floor ${us(s.httpRelayCpuPerRequestUs)}, tunnel ${us(s.tunnelCpuPerRequestUs)}; ` +
+      `tunnel / floor = ${x(s.tunnelOverRelayCpu)}, tunnel / HTTP floor = ${x(s.tunnelOverHttpRelayCpu)}, ` +
+      `HTTP floor / byte floor = ${x(s.httpRelayOverRelayCpu)}`,
+    `closed loop, ${settings.connections} connections, edge + agent CPU per request: byte floor ` +
+      `${us(s.relayClosedCpuPerRequestUs)}, HTTP floor ${us(s.httpRelayClosedCpuPerRequestUs)}, tunnel ` +
+      `${us(s.tunnelClosedCpuPerRequestUs)}; tunnel / floor = ${x(s.tunnelOverRelayClosedCpu)}, tunnel / HTTP ` +
+      `floor = ${x(s.tunnelOverHttpRelayClosedCpu)}, HTTP floor / byte floor = ${x(s.httpRelayOverRelayClosedCpu)}`,
+    `closed-loop throughput: relay / direct = ${x(s.relayOverDirectRps)}, http-relay / direct = ` +
+      `${x(s.httpRelayOverDirectRps)}, tunnel / direct = ${x(s.tunnelOverDirectRps)}; tunnel / floor = ` +
+      `${x(s.tunnelOverRelayRps)}, tunnel / HTTP floor = ${x(s.tunnelOverHttpRelayRps)}, HTTP floor / byte ` +
+      `floor = ${x(s.httpRelayOverRelayRps)}`,
+  ];
 }
 
 export async function runFloorBench(
@@ -164,7 +226,13 @@ export async function runFloorBench(
   let stack: BenchStack | undefined;
   try {
     stack = await startBenchStack({ tunnel: true, subdomain: 'floor' });
-    const relay = await startRelay(stack.backend.readyValue, started);
+    const relay = await startRelay('relay', 'relay-floor-process.js', stack.backend.readyValue, started);
+    const httpRelay = await startRelay(
+      'http relay',
+      'http-relay-floor-process.js',
+      stack.backend.readyValue,
+      started,
+    );
     if (stack.tunnel === undefined) throw new Error('the tunnel side did not start');
     const sides: Side[] = [
       { name: 'direct', target: stack.direct, edge: undefined, agent: undefined },
@@ -174,6 +242,13 @@ export async function runFloorBench(
         target: { ...targetOf(relay.edge.readyValue), host: stack.direct.host },
         edge: relay.edge,
         agent: relay.agent,
+      },
+      // The HTTP floor passes the client's Host through too (tunnel2 rewrites it to the backend's).
+      {
+        name: 'http-relay',
+        target: { ...targetOf(httpRelay.edge.readyValue), host: stack.direct.host },
+        edge: httpRelay.edge,
+        agent: httpRelay.agent,
       },
       { name: 'tunnel', target: stack.tunnel, edge: stack.edge, agent: stack.agent },
     ];
@@ -196,7 +271,9 @@ export async function runFloorBench(
         );
       }
     }
-    return { scenario: 'floor', settings, stages, summary: summarize(stages) };
+    const summary = summarize(stages);
+    for (const line of summaryLines(summary, settings)) note(line);
+    return { scenario: 'floor', settings, stages, summary };
   } finally {
     for (const service of started.reverse()) await service.stop();
     await stack?.close();

@@ -104,7 +104,8 @@ export const STANDALONE_USAGE = `
              memory and CPU per session)
   npx        cold and warm \`npx @tunnel2/cli\` start time    --runs 5
   floor      direct, a bare Node.js relay pair (the floor)  --rate 1000 --connections 100 --duration 20
-             and the tunnel: CPU per request and throughput --warmup 5
+             a bare HTTP relay pair (the HTTP floor) and    --warmup 5
+             the tunnel: CPU per request and throughput
   cluster    3 nodes + Redis + HAProxy: same- vs cross-node --rates 500 --duration 20 --warmup 5
              p50/p99 and CPU per request, then a rolling    --fault-rate 200 --settle 3
              restart and a kill -9 under load (failures)

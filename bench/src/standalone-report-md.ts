@@ -1,5 +1,5 @@
 import type { BulkResult, BulkTransfer, RssTrace } from './bulk-scenario.js';
-import type { FloorResult } from './floor-scenario.js';
+import { type FloorResult, summaryLines } from './floor-scenario.js';
 import { fixed } from './report-format.js';
 import type { BenchReport } from './report-schema.js';
 import type { SessionsRedisResult } from './sessions-redis.js';
@@ -133,22 +133,21 @@ export function renderFloorMarkdown(report: StandaloneReport<FloorResult>): stri
       `${fixed(s.agentCpuPerRequestUs)} | ` +
       `**${fixed(s.betweenCpuPerRequestUs)}** |`,
   );
-  const ratio = (n: number | null): string => (n === null ? '–' : `${fixed(n, 2)}×`);
-  const us = (n: number | null): string => (n === null ? '–' : `${fixed(n)} µs`);
   return (
-    heading('Floor: the tunnel beside a bare Node.js relay', report) +
-    'Three sides answer `GET /loadtest/get` from the same backend process: **direct**; **relay**, two Node.js ' +
+    heading('Floor: the tunnel beside a bare Node.js relay and a bare HTTP relay', report) +
+    'Four sides answer `GET /loadtest/get` from the same backend process: **direct**; **relay**, two Node.js ' +
     'processes that multiplex the client connections over one TCP connection and only copy bytes (no HTTP, no ' +
-    "flow control, no limits: the least a Node.js tunnel of this shape can cost); and **tunnel**, tunnel2's " +
+    'flow control, no limits: the least a Node.js tunnel of this shape can cost, the byte floor); ' +
+    '**http-relay**, the same shape HTTP-aware (a node:http server, each request head and body framed over one ' +
+    "TCP connection, an undici Pool to the backend, nothing else: the HTTP floor); and **tunnel**, tunnel2's " +
     'edge and agent. Each side runs a fixed-rate stage and a closed-loop stage after a discarded ' +
     `${settings.warmupSec} s warm-up. CPU is user + system time per answered request, in µs.\n\n` +
     '| side | stage | connections | ok | RPS | p50 ms | p99 ms | backend CPU | edge CPU | agent CPU | edge + agent CPU |\n' +
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
     `${rows.join('\n')}\n\n` +
-    `- at ${settings.ratePerSec} RPS, edge + agent CPU per request: relay (the floor) ${us(summary.relayCpuPerRequestUs)}, ` +
-    `tunnel ${us(summary.tunnelCpuPerRequestUs)}; tunnel / floor = ${ratio(summary.tunnelOverRelayCpu)}\n` +
-    `- closed loop, ${settings.connections} connections: relay / direct = ${ratio(summary.relayOverDirectRps)}, ` +
-    `tunnel / direct = ${ratio(summary.tunnelOverDirectRps)}\n` +
+    summaryLines(summary, settings)
+      .map((line) => `- ${line}\n`)
+      .join('') +
     gateLine(report.gate)
   );
 }

@@ -173,7 +173,7 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(memory.stderr).toContain('--lease-ttl applies only with --registry redis');
   });
 
-  it('floor: direct, the bare relay pair and the tunnel answer every request, each with its CPU per request', async () => {
+  it('floor: direct, the byte relay, the HTTP relay and the tunnel answer every request, each with its CPU per request', async () => {
     const out = join(work, 'floor');
     const run = await runBench([
       'floor',
@@ -196,6 +196,8 @@ describe('standalone bench scenarios (smoke)', () => {
       ['direct', 'closed'],
       ['relay', 'rate'],
       ['relay', 'closed'],
+      ['http-relay', 'rate'],
+      ['http-relay', 'closed'],
       ['tunnel', 'rate'],
       ['tunnel', 'closed'],
     ]);
@@ -214,9 +216,37 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(summary.tunnelOverRelayCpu).toBe(summary.tunnelCpuPerRequestUs! / summary.relayCpuPerRequestUs!);
     expect(summary.relayOverDirectRps).toBeGreaterThan(0);
     expect(summary.tunnelOverDirectRps).toBeGreaterThan(0);
+    // The HTTP floor: a node:http edge and an undici agent carried real requests; its ratios are the stages'.
+    const cpu = (side: string, mode: string) => stages.find((s) => s.side === side && s.mode === mode)!;
+    expect(summary.httpRelayCpuPerRequestUs).toBe(cpu('http-relay', 'rate').betweenCpuPerRequestUs);
+    expect(summary.httpRelayClosedCpuPerRequestUs).toBe(cpu('http-relay', 'closed').betweenCpuPerRequestUs);
+    expect(summary.tunnelOverHttpRelayCpu).toBe(
+      summary.tunnelCpuPerRequestUs! / summary.httpRelayCpuPerRequestUs!,
+    );
+    expect(summary.httpRelayOverRelayCpu).toBe(
+      summary.httpRelayCpuPerRequestUs! / summary.relayCpuPerRequestUs!,
+    );
+    expect(summary.tunnelOverHttpRelayRps).toBe(
+      cpu('tunnel', 'closed').rps / cpu('http-relay', 'closed').rps,
+    );
+    expect(summary.tunnelOverRelayRps).toBe(cpu('tunnel', 'closed').rps / cpu('relay', 'closed').rps);
+    expect(summary.httpRelayOverDirectRps).toBeGreaterThan(0);
+    expect(summary.httpRelayOverRelayRps).toBe(cpu('http-relay', 'closed').rps / cpu('relay', 'closed').rps);
+    for (const key of [
+      'tunnelOverRelayClosedCpu',
+      'tunnelOverHttpRelayClosedCpu',
+      'httpRelayOverRelayClosedCpu',
+    ] as const) {
+      expect(summary[key]).toBeGreaterThan(0);
+    }
     expect(md).toContain('| side | stage | connections | ok | RPS |');
+    expect(md).toContain('| http-relay | 100 RPS |');
     expect(md).toContain('tunnel / floor = ');
+    expect(md).toContain('tunnel / HTTP floor = ');
+    expect(md).toContain('HTTP floor / byte floor = ');
     expect(run.stderr).toContain('[floor] relay 100 RPS: ');
+    expect(run.stderr).toContain('[floor] http-relay 100 RPS: ');
+    expect(run.stderr).toContain('tunnel / HTTP floor = ');
   });
 
   it('wan: every transfer through a delayed link arrives intact, with targets reported met or missed', async () => {
