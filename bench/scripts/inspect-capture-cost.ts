@@ -3,7 +3,9 @@
 //   node bench/scripts/inspect-capture-cost.ts [requests=100000] [rounds=7]
 // Runs in a worker with the agent's heap settings (a 3 MB young generation, bin/tunnel2.js), keeps 50
 // requests' worth of objects alive and drops ~16 KB of per-request garbage, as the agent's own work does,
-// and records each request as the agent does (encoded heads, one response chunk). Build first.
+// and records each request as the agent does (encoded heads, one response chunk), each open while the 50
+// requests after it start (as 50 exchanges in flight: what a recorder keeps then outlives scavenges). Build
+// first.
 // INSPECTOR_MODULE=<path of an index.js or index.ts> measures another copy of the package (an A/B of two).
 import { setFlagsFromString } from 'node:v8';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
@@ -30,6 +32,8 @@ async function measure(mode: 'off' | 'on', count: number): Promise<Result> {
   const responseHeaders = ['content-type', 'text/plain', 'content-length', '13', 'keep-alive', 'timeout=5'];
   // The agent's own live set and garbage: 50 requests in flight, each with its objects and buffers.
   const inFlight: unknown[] = new Array(50).fill(null);
+  type Recorder = NonNullable<ReturnType<NonNullable<typeof capture>['begin']>>;
+  const open: (Recorder | undefined)[] = new Array(50).fill(undefined);
   const started = process.cpuUsage();
   for (let i = 0; i < count; i++) {
     const garbage = Array.from({ length: 40 }, (_, k) => ({ k, s: `field-${k}-${i}`, b: Buffer.alloc(64) }));
@@ -41,8 +45,10 @@ async function measure(mode: 'off' | 'on', count: number): Promise<Result> {
     const head = encodeResponseHead({ status: 200, statusMessage: 'OK', headers: responseHeaders }, 1 << 16);
     recorder?.responseHead(200, responseHeaders, head);
     recorder?.responseData(Buffer.from('hello, world!'));
-    recorder?.finish();
+    open[i % 50]?.finish();
+    open[i % 50] = recorder;
   }
+  for (const recorder of open) recorder?.finish();
   const cpu = process.cpuUsage(started);
   return { mode, nsPerRequest: ((cpu.user + cpu.system) * 1000) / count };
 }

@@ -10,16 +10,25 @@ export interface CaptureBudget {
   release(bytes: number): void;
 }
 
+/** A body buffer larger than this is not kept for the next exchange of the slot. */
+const KEPT_BUFFER_BYTES = 4 * 1024;
+/** The smallest buffer made: bodies of a few bytes to a few hundred then reuse one. */
+const MIN_BUFFER_BYTES = 512;
+
 /**
- * One body while its exchange runs: a copy of its first `limit` bytes, appended into one buffer that grows
- * by doubling (no array of slices, no object per chunk), and the count of all of them. The caller's chunks
- * belong to the stream and may be reused, so they are copied; the buffer's whole capacity holds the budget.
- * Beyond the limit, or once the budget refused to grow, chunks are only counted: what is kept stays a prefix.
+ * One body while its exchange runs: a copy of its first `limit` bytes, appended into one buffer (no array of
+ * slices, no object per chunk), and the count of all of them. The caller's chunks belong to the stream and
+ * may be reused, so they are copied. The budget holds the body's capacity as it would grow by doubling from
+ * its first chunk's size; the buffer itself belongs to the capture's slot and is reused by its next exchange
+ * when small (see ExchangeSlot), so a small body allocates nothing. Beyond the limit, or once the budget
+ * refused to grow, chunks are only counted: what is kept stays a prefix.
  */
 export class BodyCapture {
-  readonly #limit: number;
+  #limit: number;
   readonly #budget: CaptureBudget;
   #buffer: Buffer | undefined;
+  /** What the budget holds for this body (its buffer may be larger, kept from an earlier exchange). */
+  #capacity = 0;
   /** The budget refused room: the rest is counted only. */
   #full = false;
   captured = 0;
@@ -30,26 +39,37 @@ export class BodyCapture {
     this.#budget = budget;
   }
 
+  /** Ready for the next exchange's body (after release). */
+  reset(limit: number): void {
+    this.#limit = limit;
+    this.#full = false;
+    this.captured = 0;
+    this.size = 0;
+  }
+
   add(chunk: Uint8Array): void {
     this.size += chunk.length;
     const take = Math.min(this.#limit - this.captured, chunk.length);
     if (take <= 0 || this.#full) return;
     const need = this.captured + take;
-    let buffer = this.#buffer;
-    if (buffer === undefined || need > buffer.length) {
+    if (need > this.#capacity) {
       // The first chunk is taken at its size (most bodies are one chunk); later ones double the room.
-      const capacity = buffer === undefined ? need : Math.min(this.#limit, Math.max(need, buffer.length * 2));
-      const grown = capacity - (buffer?.length ?? 0);
-      if (!this.#budget.reserve(grown)) {
+      const capacity =
+        this.#capacity === 0 ? need : Math.min(this.#limit, Math.max(need, this.#capacity * 2));
+      if (!this.#budget.reserve(capacity - this.#capacity)) {
         this.#full = true;
         return;
       }
-      const next = Buffer.allocUnsafe(capacity);
-      if (buffer !== undefined) buffer.copy(next, 0, 0, this.captured);
-      buffer = next;
-      this.#buffer = buffer;
+      this.#capacity = capacity;
+      const buffer = this.#buffer;
+      if (buffer === undefined || capacity > buffer.length) {
+        // Not from Buffer's shared pool: a slab kept by a reused slot would keep everything else in it.
+        const next = Buffer.allocUnsafeSlow(Math.max(capacity, MIN_BUFFER_BYTES));
+        if (buffer !== undefined) buffer.copy(next, 0, 0, this.captured);
+        this.#buffer = next;
+      }
     }
-    buffer.set(take === chunk.length ? chunk : chunk.subarray(0, take), this.captured);
+    this.#buffer!.set(take === chunk.length ? chunk : chunk.subarray(0, take), this.captured);
     this.captured = need;
   }
 
@@ -60,7 +80,9 @@ export class BodyCapture {
 
   /** The capture ended (its bytes were copied into the store): gives back what it held of the budget. */
   release(): void {
-    this.#budget.release(this.#buffer?.length ?? 0);
-    this.#buffer = undefined;
+    this.#budget.release(this.#capacity);
+    this.#capacity = 0;
+    this.#full = true;
+    if (this.#buffer !== undefined && this.#buffer.length > KEPT_BUFFER_BYTES) this.#buffer = undefined;
   }
 }

@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
-import type { BodyCapture, CaptureBudget } from './body-capture.js';
-import type { ExchangeRecorder } from './capture.js';
+import type { CaptureBudget } from './body-capture.js';
 import { CapturedEntry, type EntryExtras } from './captured-entry.js';
 import { EntryArena } from './entry-arena.js';
 import { InspectorError, InspectorErrorCode } from './errors.js';
+import { ExchangeSlot } from './exchange-slot.js';
 import type { StoredEntry } from './stored-entry.js';
 
 export interface EntryStoreOptions {
@@ -19,30 +19,17 @@ export const DEFAULT_MAX_ENTRIES = 1_000;
 export const MAX_IN_FLIGHT = 4_096;
 /** What a slot's numbers take (its share of the preallocated columns), charged with each entry. */
 const SLOT_COST = 96;
+/**
+ * Free exchange slots kept for reuse (each with its buffers of at most a few KiB): enough for the agent's
+ * usual concurrency; past it, a finished exchange's slot is left to the collector.
+ */
+const MAX_POOLED_SLOTS = 128;
 
 export interface EntryStoreEvents {
   /** A finished exchange was stored (its id: read it with get only when needed). */
   entry: [string];
   clear: [];
   status: [{ paused: boolean }];
-}
-
-/** A finished exchange as the recorder hands it over: heads in the protocol's encoding, bodies as captured. */
-export interface FinishedExchange {
-  startedAt: number;
-  durationMs: number;
-  ttfbMs: number | null;
-  status: number;
-  kind: 'http' | 'websocket';
-  /** A request-head payload as the protocol encodes it (method, target, headers). */
-  requestHeadBytes: Uint8Array;
-  /** A response-head payload as the protocol encodes it; none when no final head came. */
-  responseHeadBytes: Uint8Array | undefined;
-  /** None when the body had no byte. */
-  request: BodyCapture | undefined;
-  response: BodyCapture | undefined;
-  /** The fields most exchanges do not have (error, replay, client, WebSocket traffic). */
-  extras: EntryExtras | undefined;
 }
 
 function positiveInteger(name: string, value: number | undefined, fallback: number): number {
@@ -104,10 +91,13 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   #paused = false;
   /**
    * Exchanges being recorded (an entry is stored only when its exchange ends), newest first: a list linked
-   * through the recorders themselves, so a request adds no object to it.
+   * through their slots, so a request adds no object to it.
    */
-  #live: ExchangeRecorder | undefined;
+  #live: ExchangeSlot | undefined;
   #liveCount = 0;
+  /** Slots free for the next exchanges, linked through liveNext. */
+  #pool: ExchangeSlot | undefined;
+  #pooled = 0;
 
   constructor(options: EntryStoreOptions = {}) {
     super();
@@ -131,30 +121,51 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     return this.#bytes + this.#reserved;
   }
 
-  /** A recorder started: listed as in flight until it ends (past MAX_IN_FLIGHT, it is not listed). */
-  began(recorder: ExchangeRecorder): void {
-    if (this.#liveCount >= MAX_IN_FLIGHT) return;
+  /**
+   * A slot for an exchange that starts now, from the pool when one is free: listed as in flight until it
+   * ends (past MAX_IN_FLIGHT, it is not listed).
+   */
+  openSlot(bodyLimit: number, kind: 'http' | 'websocket'): ExchangeSlot {
+    let slot = this.#pool;
+    if (slot === undefined) slot = new ExchangeSlot(this);
+    else {
+      this.#pool = slot.liveNext;
+      slot.liveNext = undefined;
+      this.#pooled--;
+    }
+    slot.open(bodyLimit, kind);
+    if (this.#liveCount >= MAX_IN_FLIGHT) return slot;
     const head = this.#live;
-    recorder.liveNext = head;
-    if (head !== undefined) head.livePrev = recorder;
-    this.#live = recorder;
+    slot.liveNext = head;
+    if (head !== undefined) head.livePrev = slot;
+    this.#live = slot;
     this.#liveCount++;
+    return slot;
   }
 
-  ended(recorder: ExchangeRecorder): void {
-    const { livePrev: prev, liveNext: next } = recorder;
-    if (prev === undefined && this.#live !== recorder) return; // never listed
+  #ended(slot: ExchangeSlot): void {
+    const { livePrev: prev, liveNext: next } = slot;
+    if (prev === undefined && this.#live !== slot) return; // never listed
     if (prev === undefined) this.#live = next;
     else prev.liveNext = next;
     if (next !== undefined) next.livePrev = prev;
-    recorder.livePrev = undefined;
-    recorder.liveNext = undefined;
+    slot.livePrev = undefined;
+    slot.liveNext = undefined;
     this.#liveCount--;
   }
 
+  /** The slot's exchange is stored: the slot is emptied and kept for the next one. */
+  #recycle(slot: ExchangeSlot): void {
+    slot.close();
+    if (this.#pooled >= MAX_POOLED_SLOTS) return;
+    slot.liveNext = this.#pool;
+    this.#pool = slot;
+    this.#pooled++;
+  }
+
   /** Exchanges still running (a long poll, an SSE stream, a WebSocket), newest first. */
-  inFlight(): ExchangeRecorder[] {
-    const out: ExchangeRecorder[] = [];
+  inFlight(): ExchangeSlot[] {
+    const out: ExchangeSlot[] = [];
     for (let r = this.#live; r !== undefined; r = r.liveNext) out.push(r);
     return out;
   }
@@ -188,36 +199,29 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   }
 
   /**
-   * Stores a finished exchange, numbering it now, and returns its id. One larger than the whole budget is
-   * numbered but not kept (its bodies were reserved as they grew, so only its heads can make it so). Its
-   * bodies' captures are released: their bytes are copied into the arena, one place for the whole entry.
+   * Stores a finished exchange, numbering it now, and returns its id; its slot goes back to the pool. One
+   * larger than the whole budget is numbered but not kept (its bodies were reserved as they grew, so only
+   * its heads can make it so). Its bytes (heads, then bodies) are copied into the arena, one place for the
+   * whole entry, and what the bodies held of the budget is released.
    */
-  add(done: FinishedExchange): string {
+  add(done: ExchangeSlot): string {
+    this.#ended(done);
     const id = this.#nextId++;
     const { request, response } = done;
-    const requestHeadBytes = done.requestHeadBytes;
-    const responseHeadBytes = done.responseHeadBytes;
-    const requestHead = requestHeadBytes.length;
-    const responseHead = responseHeadBytes?.length ?? 0;
-    const requestCaptured = request?.captured ?? 0;
-    const responseCaptured = response?.captured ?? 0;
+    const requestHead = done.requestHeadLength;
+    const responseHead = done.responseHeadLength;
+    const requestCaptured = request.captured;
+    const responseCaptured = response.captured;
     const size = requestHead + responseHead + requestCaptured + responseCaptured;
     if (size + SLOT_COST > this.budgetBytes) {
-      request?.release();
-      response?.release();
+      this.#recycle(done);
       return String(id);
     }
     const offset = this.#arena.alloc(size);
     const chunk = this.#arena.placed;
-    let o = offset;
-    chunk.set(requestHeadBytes, o);
-    o += requestHead;
-    if (responseHeadBytes !== undefined) chunk.set(responseHeadBytes, o);
-    o += responseHead;
-    if (request !== undefined) o += request.copyTo(chunk, o);
-    if (response !== undefined) response.copyTo(chunk, o);
-    request?.release();
-    response?.release();
+    let o = offset + done.heads.copy(chunk, offset, 0, requestHead + responseHead);
+    o += request.copyTo(chunk, o);
+    response.copyTo(chunk, o);
     if (this.#count === this.maxEntries) this.#evictOldest();
     const slot = (this.#first + this.#count) % this.maxEntries;
     this.#count++;
@@ -225,11 +229,12 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     const f = slot * F64_COLUMNS;
     const f64 = this.#f64;
     f64[f + ID] = id;
-    f64[f + STARTED] = done.startedAt;
+    // One clock read per event: the wall-clock start is the monotonic one placed on the epoch.
+    f64[f + STARTED] = Math.round(performance.timeOrigin + done.started);
     f64[f + DURATION] = done.durationMs;
-    f64[f + TTFB] = done.ttfbMs ?? Number.NaN;
-    f64[f + REQUEST_SIZE] = request?.size ?? 0;
-    f64[f + RESPONSE_SIZE] = response?.size ?? 0;
+    f64[f + TTFB] = Number.isNaN(done.ttfb) ? Number.NaN : Math.round(done.ttfb * 100) / 100;
+    f64[f + REQUEST_SIZE] = request.size;
+    f64[f + RESPONSE_SIZE] = response.size;
     f64[f + COST] = cost;
     const u = slot * U32_COLUMNS;
     const u32 = this.#u32;
@@ -243,6 +248,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     u32[u + FLAGS] = (done.kind === 'websocket' ? WEBSOCKET : 0) | (extras === undefined ? 0 : HAS_EXTRAS);
     if (extras !== undefined) this.#extras.set(id, extras);
     this.#chunks[slot] = chunk;
+    this.#recycle(done);
     this.#bytes += cost;
     while (this.#bytes + this.#reserved > this.budgetBytes && this.#count > 1 && this.#evictOldest()) {}
     const key = String(id);

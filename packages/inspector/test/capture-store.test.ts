@@ -145,6 +145,52 @@ describe('entry store', () => {
   });
 });
 
+describe('reused exchange slots', () => {
+  it('an exchange recorded in a reused slot keeps nothing of the one before', () => {
+    const store = new EntryStore();
+    const capture = createCapture(store, 100_000);
+    const first = capture.begin({ method: 'POST', target: '/first', headers: ['x-long', 'a'.repeat(3000)] })!;
+    first.requestData(Buffer.alloc(10_000, 'a'));
+    first.responseHead(500, ['x-tunnel2-error', 'TUNNEL2_ERR_X', 'x-more', 'b'.repeat(2000)]);
+    first.responseData(Buffer.from('first response'));
+    const firstId = first.finish()!;
+    const second = capture.begin({ method: 'GET', target: '/second', headers: ['accept', '*/*'] })!;
+    second.responseData(Buffer.from('hi'));
+    const entry = toEntry(store.get(second.finish()!)!);
+    expect(entry).toMatchObject({ method: 'GET', path: '/second', status: 0, responseHeaders: [] });
+    expect(entry.requestHeaders).toEqual([['accept', '*/*']]);
+    expect(entry.requestBody).toMatchObject({ size: 0, captured: 0 });
+    expect(Buffer.from(entry.responseBody.base64, 'base64').toString()).toBe('hi');
+    expect(entry.error).toBeUndefined();
+    expect(entry.ttfbMs).toBeNull();
+    // The first is intact in the arena.
+    const kept = toEntry(store.get(firstId)!);
+    expect(kept.requestBody).toMatchObject({ size: 10_000, captured: 10_000 });
+    expect(kept.error?.code).toBe('TUNNEL2_ERR_X');
+    // Only the stored entries hold the budget: nothing is left reserved by the exchanges.
+    store.clear();
+    expect(store.bytes).toBe(0);
+  });
+
+  it('a recorder used after its finish changes nothing (its slot may hold another exchange by then)', () => {
+    const store = new EntryStore();
+    const capture = createCapture(store, 100);
+    const done = capture.begin({ method: 'POST', target: '/done', headers: [] })!;
+    const doneId = done.finish()!;
+    const running = capture.begin({ method: 'POST', target: '/running', headers: [] })!;
+    done.requestData(Buffer.from('stale'));
+    done.responseHead(418, []);
+    done.tunnelData('in', Buffer.from('stale'));
+    expect(done.finish()).toBeUndefined();
+    running.requestData(Buffer.from('fresh'));
+    const entry = toEntry(store.get(running.finish()!)!);
+    expect(entry).toMatchObject({ path: '/running', status: 0 });
+    expect(Buffer.from(entry.requestBody.base64, 'base64').toString()).toBe('fresh');
+    expect(store.count).toBe(2);
+    expect(store.get(doneId)).toBeDefined();
+  });
+});
+
 describe('filters', () => {
   it('finds text inside a gzip-encoded body, case-insensitively', () => {
     const store = new EntryStore();
