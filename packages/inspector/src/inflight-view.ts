@@ -1,31 +1,31 @@
 import { decodeRequestHead } from '@tunnel2/protocol';
-import type { ExchangeRecorder } from './capture.js';
 import type { InFlightSummary } from './entry.js';
 import { pairs } from './entry-view.js';
+import type { ExchangeSlot } from './exchange-slot.js';
 
 /**
  * The API's view of the exchanges still running. Everything here happens when a client asks (the page polls
- * while it is visible), never per request: a recorder gets its key the first time it is listed, in a WeakMap
- * that lets it go with the exchange.
+ * while it is visible), never per request: an exchange gets its key the first time it is listed. Slots are
+ * reused from one exchange to the next, so the key is remembered with the slot's generation: a slot listed
+ * again for a later exchange gets a new key.
  */
-export function createInFlightView(): (recorders: readonly ExchangeRecorder[]) => InFlightSummary[] {
-  const keys = new WeakMap<ExchangeRecorder, string>();
+export function createInFlightView(): (slots: readonly ExchangeSlot[]) => InFlightSummary[] {
+  const keys = new WeakMap<ExchangeSlot, { generation: number; key: string }>();
   let next = 0;
-  const keyOf = (recorder: ExchangeRecorder): string => {
-    let key = keys.get(recorder);
-    if (key === undefined) {
-      key = `f${++next}`;
-      keys.set(recorder, key);
-    }
+  const keyOf = (slot: ExchangeSlot): string => {
+    const known = keys.get(slot);
+    if (known !== undefined && known.generation === slot.generation) return known.key;
+    const key = `f${++next}`;
+    keys.set(slot, { generation: slot.generation, key });
     return key;
   };
-  return (recorders) =>
-    recorders.map((recorder) => ({
-      ...recorder.progress(),
+  return (slots) =>
+    slots.map((slot) => ({
+      ...slot.progress(),
       // The rounded start the entry is stored with (progress() truncates it): the page matches the two.
-      startedAt: new Date(recorder.startedAt).toISOString(),
-      key: keyOf(recorder),
-      requestHeaders: requestHeaders(recorder.requestHeadBytes),
+      startedAt: new Date(Math.round(performance.timeOrigin + slot.started)).toISOString(),
+      key: keyOf(slot),
+      requestHeaders: requestHeaders(slot.heads.subarray(0, slot.requestHeadLength)),
     }));
 }
 
