@@ -201,5 +201,11 @@ describe('GET /api/inflight', () => {
     // The page matches the entry to the row it replaces by these.
     expect(entry.startedAt).toBe(first!.startedAt);
     expect(await list()).toEqual([]);
+    // The next exchanges run in the slots those two ran in: they are new exchanges, with new keys.
+    inspector.capture.begin({ method: 'GET', target: '/next', headers: [] });
+    inspector.capture.begin({ method: 'GET', target: '/after', headers: [] });
+    const reused = await list();
+    expect(reused.map((e) => e.path)).toEqual(['/after', '/next']);
+    for (const exchange of reused) expect([first!.key, both[0]!.key]).not.toContain(exchange.key);
   });
 });
