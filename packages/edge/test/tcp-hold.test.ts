@@ -3,10 +3,11 @@ import { type AddressInfo, connect, createServer, type Server, type Socket } fro
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Cluster } from '../src/cluster/cluster.js';
+import type { Cluster } from '../src/cluster/cluster.js';
 import { TcpHolds, type TcpHoldsOptions } from '../src/cluster/tcp-hold.js';
 import { InFlight } from '../src/in-flight.js';
 import type { TcpCounters } from '../src/tcp-connection.js';
+import { loneCluster } from './support/lone-cluster.js';
 
 // Connections held while their port's agent is away (cluster/tcp-hold.ts), against a real Cluster on the
 // memory registry and real loopback sockets: what is bounded (per port, per node, in time) and what a
@@ -30,24 +31,7 @@ function counters(): TcpCounters {
 }
 
 function cluster(registry: SessionRegistry): Cluster {
-  const created = new Cluster({
-    registry,
-    nodeId: 'node-a',
-    options: {
-      nodeUrl: undefined,
-      secret: 'x'.repeat(32),
-      announceTtlMs: 10_000,
-      ownerCacheTtlMs: 1_000,
-      ownerCacheSize: 100,
-      connectTimeoutMs: 1_000,
-      connectionsPerNode: 1,
-      nodeLink: false,
-    },
-    logger: silent,
-    responseTimeoutMs: 1_000,
-    protocol: {},
-    maxMessageSize: 1 << 20,
-  });
+  const created = loneCluster(registry);
   cleanups.push(() => created.close());
   return created;
 }
