@@ -70,7 +70,7 @@ function nodeArgs(node: Omit<Node, 'edge'>): string[] {
     // Short leases: a re-asserted port is back in the registry within a second.
     '--lease-ttl-ms',
     '1500',
-    ...Array.from({ length: 6 }, (_, i) => ['--token', token(i)]).flat(),
+    ...Array.from({ length: 8 }, (_, i) => ['--token', token(i)]).flat(),
   ];
 }
 
@@ -292,6 +292,73 @@ describe('TCP tunnels in a cluster when a node fails', () => {
     expect(await holder()).not.toBe(held);
     expect(tunnels[0]?.info?.tcp?.port).toBe(port);
     for (const node of others(held)) expect(await worksThrough(node, port)).toBe(true);
+  });
+});
+
+describe('TCP tunnels in a cluster: connections that arrive while the holder drains', () => {
+  it('are held on the other nodes and carried to the agent’s new node, none reset', async () => {
+    const { port, readies, held, via } = await echoTunnel(token(5));
+    const [third] = others(held, via);
+    if (third === undefined) throw new Error('no third node');
+    // A connection open through the holder keeps its session (and the drain) going while new ones arrive.
+    const long = await openEcho(via, port);
+    await long.step(64 * 1024);
+    held.edge.kill('SIGTERM');
+    await held.edge.waitFor('draining');
+    // Arrive while the holder drains and the agent cannot move yet: each must be held, not reset.
+    const arrivals = await Promise.all([via, third, via, third].map((node) => openEcho(node, port)));
+    const answered = arrivals.map(async (client) => {
+      await client.step(16 * 1024 + 1);
+      return client.finish();
+    });
+    expect(await long.finish()).toEqual({ how: 'end', exact: true });
+    // And a steady stream of new connections across the move, until a while after the agent came back.
+    let after = 0;
+    for (let i = 0; i < 200 && after < 5; i++) {
+      if (readies() >= 1) after++;
+      const client = await openEcho(i % 2 === 0 ? via : third, port);
+      await client.step(4 * 1024 + i);
+      expect(await client.finish()).toEqual({ how: 'end', exact: true });
+    }
+    expect(after).toBe(5);
+    for (const result of await Promise.all(answered)) expect(result).toEqual({ how: 'end', exact: true });
+    expect(await held.edge.exited).toBe(0);
+    expect(await holder()).not.toBe(held);
+  });
+
+  it('are held on the draining holder itself and carried from it to the agent’s new node', async () => {
+    const { port, readies, held, via } = await echoTunnel(token(6));
+    const long = await openEcho(held, port);
+    await long.step(64 * 1024);
+    let exited = false;
+    void held.edge.exited.then(() => {
+      exited = true;
+    });
+    held.edge.kill('SIGTERM');
+    await held.edge.waitFor('draining');
+    // The draining node still listens on its ports: a new client there waits, unread, for the agent.
+    const late = await openEcho(held, port);
+    const answered = late.step(32 * 1024 + 3).then(() => late.finish());
+    expect(await long.finish()).toEqual({ how: 'end', exact: true });
+    expect(await answered).toEqual({ how: 'end', exact: true });
+    expect(readies()).toBeGreaterThanOrEqual(1);
+    expect(exited).toBe(false);
+    expect(await held.edge.exited).toBe(0);
+    expect(await worksThrough(via, port)).toBe(true);
+  });
+
+  it('are reset once the wait for the agent runs out when it is gone for good', async () => {
+    const { tunnel, port, held, via } = await echoTunnel(token(7));
+    await tunnel.close(0);
+    tunnels.splice(tunnels.indexOf(tunnel), 1);
+    expect(await until(async () => (await metric(held, 'tunnel2_sessions_connected ')) === 0)).toBe(true);
+    // The port stays reserved for its token (the grace): connections wait for a reconnect that never comes.
+    const ends = [
+      howItEnds(netConnect({ host: via.host, port })),
+      howItEnds(netConnect({ host: held.host, port })),
+    ];
+    expect(await Promise.all(ends)).toEqual(['ECONNRESET', 'ECONNRESET']);
+    expect(await metric(held, 'tunnel2_tcp_connections_held ')).toBe(0);
   });
 });
 

@@ -131,6 +131,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           registry,
           cluster,
           inFlight,
+          reconnectWaitMs: options.reconnectWaitMs,
+          maxHeldPerPort: options.maxWaitingPerSession,
           logger,
         });
   const tcp: TcpPortTable | undefined =

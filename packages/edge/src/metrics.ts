@@ -255,6 +255,14 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
         this.set(tcp.counters.open);
       },
     });
+    new Gauge({
+      name: 'tunnel2_tcp_connections_held',
+      help: 'Cluster: public connections to TCP tunnel ports waiting, unread, for their agent to be served again (its node drains, or it reconnects)',
+      registers: [registry],
+      collect() {
+        this.set(tcp.counters.held);
+      },
+    });
   }
 
   // Cluster mode: read from the node's own counters at scrape time, nothing per request here.

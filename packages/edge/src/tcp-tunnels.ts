@@ -66,6 +66,7 @@ export class TcpTunnels implements TcpPortTable {
     connections: { accepted: 0, forbidden: 0, no_agent: 0, refused: 0, forwarded: 0 },
     bytes: { in: 0, out: 0 },
     open: 0,
+    held: 0,
   };
   readonly #ports = new Map<number, TcpPort>();
   readonly #options: TcpTunnelsOptions;

@@ -4,7 +4,7 @@ import type { MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { acquireStream, admit, encodeTunnelHead } from './admission.js';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
-import type { Cluster, OwnerFinding } from './cluster/cluster.js';
+import { CLUSTER_MAX_ROUNDS, CLUSTER_POLL_MS, type Cluster, type OwnerFinding } from './cluster/cluster.js';
 import { forwardRequest, forwardUpgrade } from './cluster/forward-arrival.js';
 import { forwardOverLink } from './cluster/link-arrival.js';
 import type { OwnerEntry } from './cluster/owner-cache.js';
@@ -61,11 +61,6 @@ interface Arrival {
    */
   forward(owner: OwnerEntry, cluster: Cluster, lost?: (owner: OwnerEntry) => void): void;
 }
-
-/** How often a request waiting for its agent in cluster mode asks the registry where the agent is now. */
-const CLUSTER_POLL_MS = 200;
-/** Bound on the rounds of one such wait, whatever the clock does (reconnectWaitMs is at most 60 s). */
-const CLUSTER_MAX_ROUNDS = 400;
 
 /**
  * Routes an arrival to its session: checks what the agent asked the edge to enforce and the session's

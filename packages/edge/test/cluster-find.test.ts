@@ -1,7 +1,7 @@
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Cluster } from '../src/cluster/cluster.js';
+import type { Cluster } from '../src/cluster/cluster.js';
+import { loneCluster } from './support/lone-cluster.js';
 
 /** The memory registry, counting the reads a cluster makes to find a name's owner. */
 function countingRegistry() {
@@ -24,24 +24,7 @@ function countingRegistry() {
 const clusters: Cluster[] = [];
 
 function cluster(registry: SessionRegistry): Cluster {
-  const created = new Cluster({
-    registry,
-    nodeId: 'node-a',
-    options: {
-      nodeUrl: undefined,
-      secret: 'x'.repeat(32),
-      announceTtlMs: 10_000,
-      ownerCacheTtlMs: 1_000,
-      ownerCacheSize: 100,
-      connectTimeoutMs: 1_000,
-      connectionsPerNode: 1,
-      nodeLink: false,
-    },
-    logger: pino({ level: 'silent' }),
-    responseTimeoutMs: 1_000,
-    protocol: {},
-    maxMessageSize: 1 << 20,
-  });
+  const created = loneCluster(registry);
   clusters.push(created);
   return created;
 }

@@ -93,6 +93,14 @@ export type OwnerFinding =
 const ANNOUNCE_RETRY_MS = 500;
 
 /**
+ * How often a request or a TCP connection waiting for its agent asks the registry where the agent is now
+ * (tunnel-ingress.ts, tcp-hold.ts).
+ */
+export const CLUSTER_POLL_MS = 200;
+/** Bound on the rounds of one such wait, whatever the clock does (reconnectWaitMs is at most 60 s). */
+export const CLUSTER_MAX_ROUNDS = 400;
+
+/**
  * How long the registry's answer about a name is shared with every later asker. Requests waiting for one
  * name each ask every 200 ms; sharing the answer in flight and for half that period makes the registry's
  * load one read pair per name per 100 ms, however many requests wait.

@@ -11,7 +11,8 @@ import type { TunnelEntry } from '../tunnel-entry.js';
 import type { Cluster } from './cluster.js';
 import type { LinkTcpArrival } from './link-request.js';
 import { StreamSplice } from './stream-splice.js';
-import { carryTcpConnection, TCP_ACCEPTED } from './tcp-carry.js';
+import { TCP_ACCEPTED } from './tcp-carry.js';
+import { MAX_HELD_TCP_CONNECTIONS, TcpHolds } from './tcp-hold.js';
 
 export interface SharedTcpPortsOptions {
   range: TcpPortRange;
@@ -22,6 +23,12 @@ export interface SharedTcpPortsOptions {
   registry: SessionRegistry;
   cluster: Cluster;
   inFlight: InFlight;
+  /** How long a connection waits for its port's agent to be served again (tcp-hold.ts). */
+  reconnectWaitMs: number;
+  /** Connections one port may hold waiting for its agent at once. */
+  maxHeldPerPort: number;
+  /** Connections this node may hold waiting at once, every port together. */
+  maxHeldPerNode?: number;
   logger: Logger;
 }
 
@@ -52,8 +59,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     connections: { accepted: 0, forbidden: 0, no_agent: 0, refused: 0, forwarded: 0 },
     bytes: { in: 0, out: 0 },
     open: 0,
+    held: 0,
   };
   readonly #options: SharedTcpPortsOptions;
+  readonly #holds: TcpHolds;
   readonly #listeners = new Map<number, Server>();
   readonly #held = new Map<number, HeldPort>();
   /** Connections carried to other nodes, reset when this node closes. */
@@ -64,6 +73,17 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
 
   constructor(options: SharedTcpPortsOptions) {
     this.#options = options;
+    this.#holds = new TcpHolds({
+      cluster: options.cluster,
+      counters: this.counters,
+      inFlight: options.inFlight,
+      carried: this.#carried,
+      reconnectWaitMs: options.reconnectWaitMs,
+      maxPerPort: options.maxHeldPerPort,
+      maxPerNode: options.maxHeldPerNode ?? MAX_HELD_TCP_CONNECTIONS,
+      servedHere: (port) => this.#servedHere(port),
+      logger: options.logger,
+    });
   }
 
   get size(): number {
@@ -193,6 +213,8 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     held.connection = connection;
     if (previous !== undefined && previous !== connection)
       previous.close(ErrorCode.SESSION_REPLACED, 'another agent with the same token took over this TCP port');
+    // The agent came back to this node: connections held for it go to it now.
+    this.#holds.wake(held.port);
   }
 
   detach(port: TcpPort, connection: TunnelEntry): void {
@@ -211,6 +233,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     clearInterval(this.#renewTimer);
     for (const server of this.#listeners.values()) server.close();
     this.#listeners.clear();
+    this.#holds.close();
     for (const held of [...this.#held.values()]) this.#forget(held);
     for (const socket of this.#carried) socket.resetAndDestroy();
   }
@@ -231,7 +254,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     const { counters } = this;
     const connection = this.#held.get(head.port)?.connection;
     if (connection === undefined || !connection.ready || connection.session.draining) {
-      // "Not here": the ingress forgets this node for the port.
+      // "Not here": the ingress passes this node over and holds the connection until a newer claim.
       counters.connections.no_agent++;
       link.reset(ErrorCode.REFUSED_STREAM);
       return;
@@ -410,67 +433,21 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
   }
 
   #onConnection(number: number, socket: Socket): void {
-    const held = this.#held.get(number);
-    if (held?.connection?.ready === true) {
+    const held = this.#servedHere(number);
+    if (held !== undefined) {
       acceptTcpConnection(held, socket, this.counters, this.#options.logger, this.#options.inFlight);
       return;
     }
-    // Asked of the owner cache (or the registry): the connection waits unread meanwhile.
-    socket.on('error', () => {});
-    this.#carry(number, socket, true);
+    this.#holds.route(number, socket);
   }
 
-  /**
-   * Carries a connection to the node holding its port. A holder that cannot be reached is asked of the
-   * registry once more (`again`): the cache may name a node that has just drained away while the agent
-   * is already on another one, and nothing was read from the client yet.
-   */
-  #carry(number: number, socket: Socket, again: boolean, waits = 0): void {
-    const name = keyOf(number);
-    const { cluster, logger } = this.#options;
-    const cached = cluster.cachedOwner(name);
-    (cached !== undefined
-      ? Promise.resolve({ state: 'remote' as const, entry: cached })
-      : cluster.find(name)
-    ).then(
-      (finding) => {
-        if (socket.destroyed) return;
-        if (finding.state !== 'remote' || this.#closed) {
-          // A record that is not live yet (its session is being set up, or its agent is reconnecting)
-          // is waited for a little, as a request waits for its agent. "None" is asked once more after the
-          // registry answer's sharing period: it may be another connection's answer from just before the
-          // port was claimed.
-          const retry = finding.state !== 'none' ? waits < PENDING_WAITS : waits === 0;
-          if (retry && !this.#closed) {
-            setTimeout(() => this.#carry(number, socket, again, waits + 1), PENDING_WAIT_MS).unref();
-            return;
-          }
-          this.counters.connections.no_agent++;
-          socket.resetAndDestroy();
-          return;
-        }
-        carryTcpConnection(socket, number, finding.entry, {
-          cluster,
-          counters: this.counters,
-          inFlight: this.#options.inFlight,
-          sockets: this.#carried,
-          logger,
-          ...(again ? { unreachable: () => this.#carry(number, socket, false, waits) } : {}),
-        });
-      },
-      (err: unknown) => {
-        logger.warn({ err, port: number }, 'TCP: owner lookup failed');
-        this.counters.connections.no_agent++;
-        socket.resetAndDestroy();
-      },
-    );
+  /** The port as held here when its session can take a connection now: ready, and not handing over. */
+  #servedHere(number: number): HeldPort | undefined {
+    const held = this.#held.get(number);
+    const connection = held?.connection;
+    return connection?.ready === true && !connection.session.draining ? held : undefined;
   }
 }
-
-/** How often, and how long apart, a connection to a port whose record is not live yet asks again (2 s). */
-const PENDING_WAITS = 16;
-/** Longer than the cluster's registry-answer sharing period (100 ms), so each try reads afresh. */
-const PENDING_WAIT_MS = 125;
 
 function refuse(code: EdgeErrorCode, message: string): TcpClaim {
   return { ok: false, code, message };

@@ -90,8 +90,9 @@ export function carryTcpConnection(
           if (error.protocolCode === ErrorCode.REFUSED_STREAM) {
             cluster.notHere(`tcp:${port}`, owner);
             if (context.unreachable !== undefined && !socket.destroyed) {
-              done();
+              // Asked again first: the caller counts it in flight again before this carry stops counting.
               context.unreachable();
+              done();
               return;
             }
           }
