@@ -226,7 +226,8 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     ...optionalInteger(1, 10_000_000),
   },
   reconnectWaitMs: {
-    description: "how long a request waits for a reconnecting tunnel's agent before 502 (0: no wait)",
+    description:
+      "how long a request waits for a reconnecting tunnel's agent before 502 (0: no wait); in a cluster, how long a TCP connection is held unread for it before it is reset",
     default: 5_000,
     ...integer(0, MINUTE),
   },
