@@ -82,19 +82,24 @@ function listeningUrl(line: string): string | undefined {
   return typeof url === 'string' ? url : undefined;
 }
 
-async function startRelay(
+/**
+ * The relay pair in front of `backendUrl`, pushed on `started` as each is up (so the caller stops them);
+ * `leverArgs` (relay-floor-process.ts's lever flags) go to both halves.
+ */
+export async function startRelay(
   backendUrl: string,
   started: ChildService[],
+  leverArgs: string[] = [],
 ): Promise<{ edge: ChildService; agent: ChildService }> {
   const agent = await startChildService({
     name: 'relay agent (floor)',
-    args: [relayBin(), '--role', 'agent', '--backend', backendUrl],
+    args: [relayBin(), '--role', 'agent', '--backend', backendUrl, ...leverArgs],
     ready: listeningUrl,
   });
   started.push(agent);
   const edge = await startChildService({
     name: 'relay edge (floor)',
-    args: [relayBin(), '--role', 'edge', '--upstream', agent.readyValue],
+    args: [relayBin(), '--role', 'edge', '--upstream', agent.readyValue, ...leverArgs],
     ready: listeningUrl,
   });
   started.push(edge);
