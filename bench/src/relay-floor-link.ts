@@ -103,7 +103,11 @@ export class RelayLink {
   /** End sockets whose write answered false and that have not drained: the link reads again at 0. */
   readonly #waiting = new Set<Socket>();
   #linkBlocked = false;
-  #pending: Buffer | null = null;
+  /** The first bytes of a header split across reads. */
+  #head: Buffer | null = null;
+  /** The frame whose payload is arriving, and how many of its bytes are still to come. */
+  #frameId = 0;
+  #frameLeft = 0;
   /** Opens and attaches the end socket of a stream the other side started (the agent; the edge drops them). */
   readonly #open: (id: number) => void;
 
@@ -119,23 +123,43 @@ export class RelayLink {
     });
   }
 
-  /** The link's bytes: every read, whether through 'data' or `onread` (see readOptions). */
+  /**
+   * The link's bytes: every read, whether through 'data' or `onread` (see readOptions). A payload is passed on
+   * in the pieces it arrives in, as views: reassembling a 64 KiB frame that spans two reads would copy nearly
+   * every byte of a bulk transfer once more, work no relay needs.
+   */
   readonly onLinkData = (chunk: Buffer): void => {
-    const buffer = this.#pending === null ? chunk : Buffer.concat([this.#pending, chunk]);
     let offset = 0;
-    while (buffer.length - offset >= HEADER_BYTES) {
-      const id = buffer.readUInt32BE(offset);
-      const length = buffer.readUInt32BE(offset + 4);
-      if (length === CLOSE) {
-        this.#closeEnd(id);
-        offset += HEADER_BYTES;
+    while (offset < chunk.length) {
+      if (this.#frameLeft > 0) {
+        const piece = chunk.subarray(offset, offset + this.#frameLeft);
+        offset += piece.length;
+        this.#frameLeft -= piece.length;
+        this.#deliver(this.#frameId, piece);
         continue;
       }
-      if (buffer.length - offset - HEADER_BYTES < length) break;
-      this.#deliver(id, buffer.subarray(offset + HEADER_BYTES, offset + HEADER_BYTES + length));
-      offset += HEADER_BYTES + length;
+      let head: Buffer;
+      if (this.#head === null && chunk.length - offset >= HEADER_BYTES) {
+        head = chunk.subarray(offset, offset + HEADER_BYTES);
+      } else {
+        // A header split across reads: the only bytes ever joined, at most 8.
+        const have = this.#head ?? Buffer.alloc(0);
+        const part = chunk.subarray(offset, offset + HEADER_BYTES - have.length);
+        this.#head = Buffer.concat([have, part]);
+        if (this.#head.length < HEADER_BYTES) return;
+        head = this.#head;
+        this.#head = null;
+        offset -= have.length;
+      }
+      offset += HEADER_BYTES;
+      const id = head.readUInt32BE(0);
+      const length = head.readUInt32BE(4);
+      if (length === CLOSE) this.#closeEnd(id);
+      else {
+        this.#frameId = id;
+        this.#frameLeft = length;
+      }
     }
-    this.#pending = offset < buffer.length ? buffer.subarray(offset) : null;
   };
 
   /** Carries an end socket's bytes as stream `id`; its 'data' (or onread) must call the answered function. */

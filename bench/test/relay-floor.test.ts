@@ -1,7 +1,9 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jsonEvent, startBackendService } from '../src/bench-stack.js';
+import { jsonEvent, type LoadTarget, startBackendService, targetOf } from '../src/bench-stack.js';
+import { chunkedUpload, download } from '../src/bulk-client.js';
 import { type ChildService, startChildService } from '../src/child-service.js';
 import { readStatusKb } from '../src/process-stats.js';
 
@@ -12,6 +14,7 @@ import { readStatusKb } from '../src/process-stats.js';
 const relayBin = fileURLToPath(new URL('../dist/relay-floor-process.js', import.meta.url));
 const DOWNLOAD = 512 * 2 ** 20;
 const started: ChildService[] = [];
+let backend: ChildService;
 let edge: ChildService;
 let agent: ChildService;
 
@@ -21,7 +24,7 @@ const listening = (line: string): string | undefined => {
 };
 
 beforeAll(async () => {
-  const backend = await startBackendService();
+  backend = await startBackendService();
   started.push(backend);
   agent = await startChildService({
     name: 'relay agent',
@@ -73,5 +76,53 @@ describe('floor relay', () => {
     // The answer's head and every body byte.
     expect(received).toBeGreaterThan(DOWNLOAD);
     expect(received).toBeLessThan(DOWNLOAD + 1024);
+  }, 60_000);
+
+  it('carries 8 concurrent downloads and uploads byte for byte (payloads split across reads, streams interleaved)', async () => {
+    const relay: LoadTarget = { ...targetOf(edge.readyValue), host: 'bench' };
+    const direct: LoadTarget = { ...targetOf(backend.readyValue), host: 'bench' };
+    const bodyHash = async (target: LoadTarget, bytes: number): Promise<string> => {
+      const hash = createHash('sha256');
+      await download(target, `/bytes/${bytes}`, { onBody: (chunk) => hash.update(chunk) });
+      return hash.digest('hex');
+    };
+    // Odd sizes, so frame edges fall anywhere in the link's reads.
+    const sizes = [1, 4093, 65_537, 1_000_003, 3 * 2 ** 20 + 5, 8 * 2 ** 20 - 3, 12_345_678, 2 ** 20];
+    const [viaRelay, viaDirect] = await Promise.all([
+      Promise.all(sizes.map((n) => bodyHash(relay, n))),
+      Promise.all(sizes.map((n) => bodyHash(direct, n))),
+    ]);
+    expect(viaRelay).toEqual(viaDirect);
+    const uploads = sizes.map((n) => randomBytes(Math.min(n, 4 * 2 ** 20) + 7));
+    const answers = await Promise.all(uploads.map((body) => chunkedUpload(relay, '/upload', [body])));
+    expect(answers.map((a) => JSON.parse(a.text) as unknown)).toEqual(
+      uploads.map((body) => ({
+        bytes: body.length,
+        sha256: createHash('sha256').update(body).digest('hex'),
+      })),
+    );
+  }, 60_000);
+
+  it('reassembles headers split across reads (7-byte reads at the edge) and stays byte-exact', async () => {
+    const tiny = await startChildService({
+      name: 'relay agent (tiny reads)',
+      args: [relayBin, '--role', 'agent', '--backend', backend.readyValue],
+      ready: listening,
+    });
+    started.push(tiny);
+    const tinyEdge = await startChildService({
+      name: 'relay edge (tiny reads)',
+      args: [relayBin, '--role', 'edge', '--upstream', tiny.readyValue, '--read-bytes', '7'],
+      ready: listening,
+    });
+    started.push(tinyEdge);
+    const target: LoadTarget = { ...targetOf(tinyEdge.readyValue), host: 'bench' };
+    const direct: LoadTarget = { ...targetOf(backend.readyValue), host: 'bench' };
+    const body = async (t: LoadTarget): Promise<string> => {
+      const hash = createHash('sha256');
+      await download(t, '/bytes/200003', { onBody: (chunk) => hash.update(chunk) });
+      return hash.digest('hex');
+    };
+    expect(await Promise.all([body(target), body(target)])).toEqual([await body(direct), await body(direct)]);
   }, 60_000);
 });
