@@ -191,6 +191,18 @@ function floorTable(result: TcpResult): Table | null {
     times(r.tunnelOverFloor),
   ];
   const cpu = (x: number | null | undefined): string => (x == null ? '–' : `${fixed(x)} µs/req`);
+  // CPU per GiB moved holds on a shared machine, where MB/s follows whatever else is running.
+  const perGiB = (direction: TcpTransfer['direction'], side: 'floor' | 'tunnel'): number | null => {
+    const t = result.transfers.find((x) => x.direction === direction && x.side === side);
+    if (t === undefined || t.error !== null || t.edge === null || t.agent === null || t.bytes === 0)
+      return null;
+    return ((t.edge.cpuMs + t.agent.cpuMs) / 1000) * (2 ** 30 / t.bytes);
+  };
+  const cpuRow = (direction: TcpTransfer['direction']): string[] => {
+    const [f, t] = [perGiB(direction, 'floor'), perGiB(direction, 'tunnel')];
+    const s = (x: number | null): string => (x === null ? '–' : `${fixed(x, 2)} s`);
+    return [`${direction}: edge + agent CPU per GiB`, '–', s(f), s(t), '–', '–', times(ratio(t, f))];
+  };
   return {
     header: ['measure', 'direct', 'floor', 'tunnel', 'tunnel ÷ direct', 'floor ÷ direct', 'tunnel ÷ floor'],
     rows: [
@@ -212,6 +224,8 @@ function floorTable(result: TcpResult): Table | null {
         s.ratios.download,
       ),
       row('upload MB/s', s.uploadMbps.direct, s.uploadMbps.floor, s.uploadMbps.tunnel, s.ratios.upload),
+      cpuRow('download'),
+      cpuRow('upload'),
       ['RSS growth over a transfer (edge or agent)', '–', peakRss('floor'), peakRss('tunnel'), '–', '–', '–'],
     ],
   };

@@ -90,6 +90,7 @@ describe('pnpm bench tcp (smoke)', () => {
       /\| flat RSS \(edge and agent\): at most \+32 MB over a transfer \| at most \+[\d.]+ MB over a transfer \| (met|missed) \|/,
     );
     expect(md).toContain('## The floor');
+    expect(md).toMatch(/\| download: edge \+ agent CPU per GiB \| – \| [\d.]+ s \| [\d.]+ s \|/);
     expect(md).toMatch(/\| closed loop RPS \(median\) \|( [\d,.]+ \|){3}( [\d.]+× \|){3}/);
     expect(read(out, 'report.html')).toContain('<h2>Transfers</h2>');
     expect(read(out, 'report.html')).toContain('<h2>The floor</h2>');
