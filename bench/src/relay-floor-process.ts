@@ -33,20 +33,34 @@ function listen(server: ReturnType<typeof createServer>): void {
   });
 }
 
+/**
+ * Connects to `url`; its bytes go to the handler `handler()` answers when they arrive (the socket must exist
+ * before the relay can attach it), through net's `onread` when the read-size lever is set.
+ */
+function connectTo(
+  url: URL,
+  levers: RelayLevers,
+  sockets: SocketOptions,
+  handler: () => (chunk: Buffer) => void,
+): Socket {
+  const socket = connect({
+    port: Number(url.port),
+    host: url.hostname,
+    ...sockets,
+    ...readOptions(levers.readBytes, handler),
+  });
+  if (levers.readBytes <= 0) socket.on('data', (chunk: Buffer) => handler()(chunk));
+  return socket;
+}
+
 /** Agent-like: one backend connection per stream, opened on the stream's first bytes. */
 function runAgent(backend: URL, levers: RelayLevers, sockets: SocketOptions): void {
   listen(
     createServer(sockets, (link) => {
       const relay: RelayLink = new RelayLink(link, levers, (id) => {
         let onData: (chunk: Buffer) => void = () => {};
-        const upstream = connect({
-          port: Number(backend.port),
-          host: backend.hostname,
-          ...sockets,
-          ...readOptions(levers.readBytes, () => onData),
-        });
+        const upstream = connectTo(backend, levers, sockets, () => onData);
         onData = relay.attach(id, upstream);
-        if (levers.readBytes <= 0) upstream.on('data', onData);
       });
       link.on('data', relay.onLinkData);
       link.on('error', () => link.destroy());
@@ -57,16 +71,10 @@ function runAgent(backend: URL, levers: RelayLevers, sockets: SocketOptions): vo
 /** Edge-like: every client connection becomes a stream on the one connection to the agent-like half. */
 function runEdge(upstream: URL, levers: RelayLevers, sockets: SocketOptions): void {
   let onLinkData: (chunk: Buffer) => void = () => {};
-  const link = connect({
-    port: Number(upstream.port),
-    host: upstream.hostname,
-    ...sockets,
-    ...readOptions(levers.readBytes, () => onLinkData),
-  });
+  const link = connectTo(upstream, levers, sockets, () => onLinkData);
   // The edge opens no stream on the agent's word: a frame for an unknown stream is one already closed here.
   const relay = new RelayLink(link, levers, () => {});
   onLinkData = relay.onLinkData;
-  if (levers.readBytes <= 0) link.on('data', onLinkData);
   let nextId = 1;
   link.on('error', (err) => {
     process.stderr.write(`relay edge: the link to ${upstream.href} failed: ${err.message}\n`);
