@@ -168,22 +168,27 @@ export async function runBulkBench(
   };
 }
 
-async function transfer(
+/**
+ * One measured transfer (after its warm-up) through `stack`'s side; `label` names it in the notes (another
+ * scenario may measure its own pair of processes as the 'tunnel' side of a stack view).
+ */
+export async function transfer(
   stack: BenchStack,
-  settings: BulkSettings,
+  settings: Pick<BulkSettings, 'bytes' | 'warmupBytes' | 'cold'>,
   direction: BulkTransfer['direction'],
   side: SideName,
   note: (line: string) => void,
+  label: string = side,
 ): Promise<BulkTransfer> {
   const warmup = settings.warmupBytes > 0 ? await warmUp(stack, side, direction, settings.warmupBytes) : null;
   if (warmup !== null) {
     note(
-      `${direction} ${side}: warm-up ${(settings.warmupBytes / 2 ** 20).toFixed(0)} MiB (discarded): ` +
+      `${direction} ${label}: warm-up ${(settings.warmupBytes / 2 ** 20).toFixed(0)} MiB (discarded): ` +
         (warmup.error ?? `${warmup.mbPerSec.toFixed(0)} MB/s`),
     );
   }
   note(
-    `${direction} ${side}: ${(settings.bytes / 2 ** 20).toFixed(0)} MiB${settings.cold ? ', fresh processes' : ''}`,
+    `${direction} ${label}: ${(settings.bytes / 2 ** 20).toFixed(0)} MiB${settings.cold ? ', fresh processes' : ''}`,
   );
   const result = { ...(await measure(stack, side, direction, settings.bytes)), warmup };
   const rss =

@@ -101,22 +101,26 @@ function listeningUrl(line: string): string | undefined {
   return typeof url === 'string' ? url : undefined;
 }
 
-/** Starts a relay pair (`file` takes `--role agent --backend` and `--role edge --upstream`). */
-async function startRelay(
-  name: string,
-  file: string,
+/**
+ * The relay pair in front of `backendUrl`, pushed on `started` as each is up (so the caller stops them);
+ * `leverArgs` (relay-floor-process.ts's lever flags) go to both halves.
+ */
+export async function startRelay(
   backendUrl: string,
   started: ChildService[],
+  leverArgs: string[] = [],
+  name = 'relay',
+  file = 'relay-floor-process.js',
 ): Promise<{ edge: ChildService; agent: ChildService }> {
   const agent = await startChildService({
     name: `${name} agent (floor)`,
-    args: [binOf(file), '--role', 'agent', '--backend', backendUrl],
+    args: [binOf(file), '--role', 'agent', '--backend', backendUrl, ...leverArgs],
     ready: listeningUrl,
   });
   started.push(agent);
   const edge = await startChildService({
     name: `${name} edge (floor)`,
-    args: [binOf(file), '--role', 'edge', '--upstream', agent.readyValue],
+    args: [binOf(file), '--role', 'edge', '--upstream', agent.readyValue, ...leverArgs],
     ready: listeningUrl,
   });
   started.push(edge);
@@ -226,12 +230,13 @@ export async function runFloorBench(
   let stack: BenchStack | undefined;
   try {
     stack = await startBenchStack({ tunnel: true, subdomain: 'floor' });
-    const relay = await startRelay('relay', 'relay-floor-process.js', stack.backend.readyValue, started);
+    const relay = await startRelay(stack.backend.readyValue, started);
     const httpRelay = await startRelay(
-      'http relay',
-      'http-relay-floor-process.js',
       stack.backend.readyValue,
       started,
+      [],
+      'http relay',
+      'http-relay-floor-process.js',
     );
     if (stack.tunnel === undefined) throw new Error('the tunnel side did not start');
     const sides: Side[] = [

@@ -1,58 +1,25 @@
 import { connect, createServer, type Socket } from 'node:net';
 import { parseArgs } from 'node:util';
+import { DEFAULT_LEVERS, type RelayLevers, RelayLink, readOptions } from './relay-floor-link.js';
 
 /*
- * One half of the floor relay of `pnpm bench floor`: the least two Node.js processes can do to carry HTTP
- * between a client and a backend the way tunnel2 does (many client connections multiplexed over one TCP
- * connection between an edge-like and an agent-like process), with nothing else. No HTTP parsing, no flow
- * control, no limits, no errors answered: bytes in, an 8-byte header, bytes out. What this costs per
- * request is what any Node.js tunnel of this shape pays on the machine before it does any work of its own.
+ * One half of the floor relay of `pnpm bench floor` and `pnpm bench tcp`: the least two Node.js processes can
+ * do to carry a client's bytes to a backend the way tunnel2 does (many client connections multiplexed over one
+ * TCP connection between an edge-like and an agent-like process), with nothing else. No HTTP parsing, no
+ * per-stream flow control, no limits, no errors answered: bytes in, an 8-byte header, bytes out, and the
+ * simplest bounded backpressure (relay-floor-link.ts) so a GiB moved does not become a GiB held. What this
+ * costs is what any Node.js tunnel of this shape pays on the machine before it does any work of its own.
  *
  *   node relay-floor-process.js --role agent --backend <url>   (listens for the one edge connection)
  *   node relay-floor-process.js --role edge --upstream <url>   (listens for clients)
  *
- * Frames: stream id (u32) and length (u32), then the bytes; a length of 0xffffffff closes the stream.
+ * Levers (bench/README.md, "TCP floor levers"; the defaults are what `pnpm bench floor` measures):
+ *   --no-delay on|off, --coalesce <bytes>, --read-bytes <bytes>, --high-water-mark <bytes>.
  * Each prints `{"event":"listening","url":...}` once ready.
  */
 
-const HEADER_BYTES = 8;
-const CLOSE = 0xffffffff;
-
-function header(id: number, length: number): Buffer {
-  const head = Buffer.allocUnsafe(HEADER_BYTES);
-  head.writeUInt32BE(id, 0);
-  head.writeUInt32BE(length, 4);
-  return head;
-}
-
-/** Sends one frame on the shared connection: one writev for header and payload. */
-function sendFrame(link: Socket, id: number, payload: Buffer | null): void {
-  link.cork();
-  link.write(header(id, payload === null ? CLOSE : payload.length));
-  if (payload !== null) link.write(payload);
-  link.uncork();
-}
-
-/** Splits the shared connection's bytes into frames; keeps a partial frame until the rest arrives. */
-function onFrames(link: Socket, handle: (id: number, payload: Buffer | null) => void): void {
-  let pending: Buffer | null = null;
-  link.on('data', (chunk: Buffer) => {
-    const buffer = pending === null ? chunk : Buffer.concat([pending, chunk]);
-    let offset = 0;
-    while (buffer.length - offset >= HEADER_BYTES) {
-      const id = buffer.readUInt32BE(offset);
-      const length = buffer.readUInt32BE(offset + 4);
-      if (length === CLOSE) {
-        handle(id, null);
-        offset += HEADER_BYTES;
-        continue;
-      }
-      if (buffer.length - offset - HEADER_BYTES < length) break;
-      handle(id, buffer.subarray(offset + HEADER_BYTES, offset + HEADER_BYTES + length));
-      offset += HEADER_BYTES + length;
-    }
-    pending = offset < buffer.length ? buffer.subarray(offset) : null;
-  });
+interface SocketOptions {
+  highWaterMark?: number;
 }
 
 function announce(port: number): void {
@@ -66,84 +33,95 @@ function listen(server: ReturnType<typeof createServer>): void {
   });
 }
 
+/**
+ * Connects to `url`; its bytes go to the handler `handler()` answers when they arrive (the socket must exist
+ * before the relay can attach it), through net's `onread` when the read-size lever is set.
+ */
+function connectTo(
+  url: URL,
+  levers: RelayLevers,
+  sockets: SocketOptions,
+  handler: () => (chunk: Buffer) => void,
+): Socket {
+  const socket = connect({
+    port: Number(url.port),
+    host: url.hostname,
+    ...sockets,
+    ...readOptions(levers.readBytes, handler),
+  });
+  if (levers.readBytes <= 0) socket.on('data', (chunk: Buffer) => handler()(chunk));
+  return socket;
+}
+
 /** Agent-like: one backend connection per stream, opened on the stream's first bytes. */
-function runAgent(backend: URL): void {
+function runAgent(backend: URL, levers: RelayLevers, sockets: SocketOptions): void {
   listen(
-    createServer((link) => {
-      link.setNoDelay(true);
-      const streams = new Map<number, Socket>();
-      onFrames(link, (id, payload) => {
-        let upstream = streams.get(id);
-        if (payload === null) {
-          upstream?.end();
-          streams.delete(id);
-          return;
-        }
-        if (upstream === undefined) {
-          const opened = connect(Number(backend.port), backend.hostname);
-          opened.setNoDelay(true);
-          opened.on('data', (chunk: Buffer) => sendFrame(link, id, chunk));
-          opened.on('close', () => {
-            if (streams.delete(id)) sendFrame(link, id, null);
-          });
-          opened.on('error', () => opened.destroy());
-          streams.set(id, opened);
-          upstream = opened;
-        }
-        upstream.write(payload);
+    createServer(sockets, (link) => {
+      const relay: RelayLink = new RelayLink(link, levers, (id) => {
+        let onData: (chunk: Buffer) => void = () => {};
+        const upstream = connectTo(backend, levers, sockets, () => onData);
+        onData = relay.attach(id, upstream);
       });
+      link.on('data', relay.onLinkData);
       link.on('error', () => link.destroy());
-      link.on('close', () => {
-        for (const upstream of streams.values()) upstream.destroy();
-        streams.clear();
-      });
     }),
   );
 }
 
 /** Edge-like: every client connection becomes a stream on the one connection to the agent-like half. */
-function runEdge(upstream: URL): void {
-  const link = connect(Number(upstream.port), upstream.hostname);
-  link.setNoDelay(true);
-  const clients = new Map<number, Socket>();
+function runEdge(upstream: URL, levers: RelayLevers, sockets: SocketOptions): void {
+  let onLinkData: (chunk: Buffer) => void = () => {};
+  const link = connectTo(upstream, levers, sockets, () => onLinkData);
+  // The edge opens no stream on the agent's word: a frame for an unknown stream is one already closed here.
+  const relay = new RelayLink(link, levers, () => {});
+  onLinkData = relay.onLinkData;
   let nextId = 1;
-  onFrames(link, (id, payload) => {
-    const client = clients.get(id);
-    if (payload === null) {
-      clients.delete(id);
-      client?.end();
-    } else client?.write(payload);
-  });
   link.on('error', (err) => {
     process.stderr.write(`relay edge: the link to ${upstream.href} failed: ${err.message}\n`);
     process.exit(1);
   });
   link.once('connect', () =>
     listen(
-      createServer((client) => {
-        client.setNoDelay(true);
-        const id = nextId++;
-        clients.set(id, client);
-        client.on('data', (chunk: Buffer) => sendFrame(link, id, chunk));
-        client.on('close', () => {
-          if (clients.delete(id)) sendFrame(link, id, null);
-        });
-        client.on('error', () => client.destroy());
+      createServer(sockets, (client: Socket) => {
+        client.on('data', relay.attach(nextId++, client));
       }),
     ),
   );
 }
 
+function byteCount(flag: string, text: string | undefined): number {
+  if (text === undefined) return 0;
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${flag} ${text}: expected bytes ≥ 0`);
+  return value;
+}
+
 const { values } = parseArgs({
-  options: { role: { type: 'string' }, backend: { type: 'string' }, upstream: { type: 'string' } },
+  options: {
+    role: { type: 'string' },
+    backend: { type: 'string' },
+    upstream: { type: 'string' },
+    'no-delay': { type: 'string' },
+    coalesce: { type: 'string' },
+    'read-bytes': { type: 'string' },
+    'high-water-mark': { type: 'string' },
+  },
 });
+const levers: RelayLevers = {
+  noDelay: values['no-delay'] === undefined ? DEFAULT_LEVERS.noDelay : values['no-delay'] === 'on',
+  coalesceBytes: byteCount('coalesce', values.coalesce),
+  readBytes: byteCount('read-bytes', values['read-bytes']),
+};
+const highWaterMark = byteCount('high-water-mark', values['high-water-mark']);
+const sockets: SocketOptions = highWaterMark > 0 ? { highWaterMark } : {};
 if (values.role === 'agent' && values.backend !== undefined && URL.canParse(values.backend)) {
-  runAgent(new URL(values.backend));
+  runAgent(new URL(values.backend), levers, sockets);
 } else if (values.role === 'edge' && values.upstream !== undefined && URL.canParse(values.upstream)) {
-  runEdge(new URL(values.upstream));
+  runEdge(new URL(values.upstream), levers, sockets);
 } else {
   process.stderr.write(
-    'usage: relay-floor-process --role agent --backend <url> | --role edge --upstream <url>\n',
+    'usage: relay-floor-process --role agent --backend <url> | --role edge --upstream <url> ' +
+      '[--no-delay on|off] [--coalesce <bytes>] [--read-bytes <bytes>] [--high-water-mark <bytes>]\n',
   );
   process.exit(2);
 }

@@ -1,10 +1,10 @@
-import type { BulkTransfer, RssTrace } from './bulk-scenario.js';
+import type { RssTrace } from './bulk-scenario.js';
 import { fixed } from './report-format.js';
 import { htmlTable } from './report-html.js';
 import type { Table } from './report-tables.js';
 import { gateLine, heading, type StandaloneReport } from './standalone-report-md.js';
 import { escapeXml } from './svg-charts.js';
-import type { TcpResult } from './tcp-scenario.js';
+import type { TcpRatios, TcpResult, TcpTransfer } from './tcp-scenario.js';
 
 /** `pnpm bench tcp`'s gates; null: not gated. Failed requests and failed transfers always fail the gate. */
 export interface TcpGateSettings {
@@ -72,7 +72,7 @@ function closedLoopTable(result: TcpResult): Table {
       fixed(s.edgeCpuPerRequestUs),
       fixed(s.agentCpuPerRequestUs),
       fixed(s.tunnelCpuPerRequestUs),
-      s.side === 'tunnel' ? `${fixed(s.edgePeakRssMb)} / ${fixed(s.agentPeakRssMb)} MB` : '–',
+      s.side === 'direct' ? '–' : `${fixed(s.edgePeakRssMb)} / ${fixed(s.agentPeakRssMb)} MB`,
       `${fixed(s.clientCpuPct)} %`,
     ]),
   };
@@ -83,7 +83,7 @@ const rss = (t: RssTrace | null): string =>
     ? '–'
     : `${fixed(t.startMb)} → ${fixed(t.peakMb)} → ${fixed(t.endMb)} MB · ${fixed(t.cpuMs)} ms CPU`;
 
-function transferTable(transfers: BulkTransfer[]): Table {
+function transferTable(transfers: TcpTransfer[]): Table {
   return {
     header: [
       'direction',
@@ -158,6 +158,88 @@ function targetTable(result: TcpResult): Table {
   };
 }
 
+const times = (x: number | null | undefined): string => (x == null ? '–' : `${fixed(x, 2)}×`);
+
+/**
+ * The floor beside direct and the tunnel: whether a target is out of reach of any Node.js tunnel of this
+ * shape here (the floor misses it too) or of tunnel2 only (the floor meets it).
+ */
+function floorTable(result: TcpResult): Table | null {
+  const s = result.summary;
+  if (result.settings.floor === false || s.ratios === undefined) return null;
+  const peakRss = (side: 'floor' | 'tunnel'): string => {
+    const traces = result.transfers
+      .filter((t) => t.side === side)
+      .flatMap((t) => [t.edge, t.agent])
+      .filter((t): t is RssTrace => t !== null);
+    if (traces.length === 0) return '–';
+    return `+${fixed(Math.max(...traces.map((t) => t.peakMb - t.startMb)))} MB (peak ${fixed(Math.max(...traces.map((t) => t.peakMb)))})`;
+  };
+  const row = (
+    what: string,
+    d: number | null | undefined,
+    f: number | null | undefined,
+    t: number | null | undefined,
+    r: TcpRatios,
+  ): string[] => [
+    what,
+    fixed(d),
+    fixed(f),
+    fixed(t),
+    times(r.tunnelOverDirect),
+    times(r.floorOverDirect),
+    times(r.tunnelOverFloor),
+  ];
+  const cpu = (x: number | null | undefined): string => (x == null ? '–' : `${fixed(x)} µs/req`);
+  // CPU per GiB moved holds on a shared machine, where MB/s follows whatever else is running.
+  const perGiB = (direction: TcpTransfer['direction'], side: 'floor' | 'tunnel'): number | null => {
+    const t = result.transfers.find((x) => x.direction === direction && x.side === side);
+    if (t === undefined || t.error !== null || t.edge === null || t.agent === null || t.bytes === 0)
+      return null;
+    return ((t.edge.cpuMs + t.agent.cpuMs) / 1000) * (2 ** 30 / t.bytes);
+  };
+  const cpuRow = (direction: TcpTransfer['direction']): string[] => {
+    const [f, t] = [perGiB(direction, 'floor'), perGiB(direction, 'tunnel')];
+    const s = (x: number | null): string => (x === null ? '–' : `${fixed(x, 2)} s`);
+    return [`${direction}: edge + agent CPU per GiB`, '–', s(f), s(t), '–', '–', times(ratio(t, f))];
+  };
+  return {
+    header: ['measure', 'direct', 'floor', 'tunnel', 'tunnel ÷ direct', 'floor ÷ direct', 'tunnel ÷ floor'],
+    rows: [
+      row('closed loop RPS (median)', s.directRps, s.floorRps, s.tunnelRps, s.ratios.rps),
+      [
+        'edge + agent CPU per request (median)',
+        '–',
+        cpu(s.floorCpuPerRequestUs),
+        cpu(s.tunnelCpuPerRequestUs),
+        '–',
+        '–',
+        times(ratio(s.tunnelCpuPerRequestUs, s.floorCpuPerRequestUs)),
+      ],
+      row(
+        'download MB/s',
+        s.downloadMbps.direct,
+        s.downloadMbps.floor,
+        s.downloadMbps.tunnel,
+        s.ratios.download,
+      ),
+      row('upload MB/s', s.uploadMbps.direct, s.uploadMbps.floor, s.uploadMbps.tunnel, s.ratios.upload),
+      cpuRow('download'),
+      cpuRow('upload'),
+      ['RSS growth over a transfer (edge or agent)', '–', peakRss('floor'), peakRss('tunnel'), '–', '–', '–'],
+    ],
+  };
+}
+
+const ratio = (a: number | null | undefined, b: number | null | undefined): number | null =>
+  a != null && b != null && b > 0 ? a / b : null;
+
+const FLOOR_INTRO =
+  'The floor: two bare Node.js processes (`relay-floor-process.ts`) that multiplex the client connections over ' +
+  'one TCP connection with an 8-byte header and the simplest bounded backpressure, nothing else, measured ' +
+  'alternately with direct and the tunnel. A target the floor misses is out of reach of any Node.js tunnel of ' +
+  "this shape on this machine; one it meets and the tunnel misses is tunnel2's own cost.";
+
 function mdTable(table: Table): string {
   return (
     `| ${table.header.join(' | ')} |\n| ${table.header.map(() => '---').join(' | ')} |\n` +
@@ -168,18 +250,21 @@ function mdTable(table: Table): string {
 const INTRO =
   'A TCP tunnel (`tunnel2 tcp <backend port>` through `tunnel2 server --tcp-ports`) beside the backend reached ' +
   'directly, in one run. The tunnel carries the HTTP as opaque bytes; every load connection is one public TCP ' +
-  'connection and one stream. Closed-loop stages (`GET` of a small answer) alternate direct and tunnel after a ' +
+  'connection and one stream. Closed-loop stages (`GET` of a small answer) alternate direct, the floor (below) ' +
+  'and the tunnel after a ' +
   'discarded warm-up of each; CPU is user + system time of all threads from /proc per answered request. The ' +
   "load generator's own CPU is shown: near 100 % of a core it set the pace, not the side it measured. " +
   'Transfers: one `GET /bytes/<n>` and one `POST /discard` per side, RSS sampled every 100 ms. MB/s = 10^6 bytes/s.';
 
 export function renderTcpMarkdown(report: StandaloneReport<TcpResult> & { gate: TcpGate }): string {
   const { result } = report;
+  const floor = floorTable(result);
   return (
     heading('TCP tunnel', report) +
     `${INTRO}\n\n## Targets (issue #16)\n\n${mdTable(targetTable(result))}\n` +
     `## Closed loop, ${result.settings.connections} connections, ${result.settings.durationSec} s per stage\n\n` +
     `${mdTable(closedLoopTable(result))}\n` +
+    (floor === null ? '' : `## The floor\n\n${FLOOR_INTRO}\n\n${mdTable(floor)}\n`) +
     (result.transfers.length > 0 ? `## Transfers\n\n${mdTable(transferTable(result.transfers))}` : '') +
     gateLine(report.gate)
   );
@@ -187,6 +272,7 @@ export function renderTcpMarkdown(report: StandaloneReport<TcpResult> & { gate: 
 
 export function renderTcpHtml(report: StandaloneReport<TcpResult> & { gate: TcpGate }): string {
   const { result, gate } = report;
+  const floor = floorTable(result);
   const gateHtml = gate.passed
     ? '<p>Gate: passed.</p>'
     : `<p>Gate: <strong>failed</strong></p><ul>${gate.violations.map((v) => `<li>${escapeXml(v)}</li>`).join('')}</ul>`;
@@ -200,6 +286,7 @@ code{background:#f4f4f4}</style></head><body>
 <p>${escapeXml(INTRO)}</p>
 <h2>Targets (issue #16)</h2>${htmlTable(targetTable(result))}
 <h2>Closed loop, ${result.settings.connections} connections</h2>${htmlTable(closedLoopTable(result))}
+${floor === null ? '' : `<h2>The floor</h2><p>${escapeXml(FLOOR_INTRO)}</p>${htmlTable(floor)}`}
 ${result.transfers.length > 0 ? `<h2>Transfers</h2>${htmlTable(transferTable(result.transfers))}` : ''}
 ${gateHtml}
 </body></html>

@@ -7,8 +7,9 @@ import {
   startEdgeService,
   tunnel2Bin,
 } from './bench-stack.js';
-import { type BulkTransfer, runBulkBench } from './bulk-scenario.js';
+import { type BulkTransfer, transfer } from './bulk-scenario.js';
 import { type ChildService, startChildService } from './child-service.js';
+import { startRelay } from './floor-scenario.js';
 import { type LoadTick, runLoad } from './load-runner.js';
 import { meterProcess, meterSelf } from './process-stats.js';
 import { fixed } from './report-format.js';
@@ -22,8 +23,15 @@ import { perRequestUs } from './side-report.js';
  * - closed loop at --connections (each autocannon connection is one public TCP connection, one stream):
  *   requests/s each side, their ratio, and the edge's + agent's CPU per request from /proc;
  * - one large download and one large upload each way (bulk-scenario.ts) with the edge's and the agent's RSS.
- * Direct and tunnel closed-loop stages alternate `rounds` times; the summary takes their medians.
+ * - the floor (unless `floor` is off): the bare relay pair of `pnpm bench floor` (relay-floor-process.ts, two
+ *   Node.js processes multiplexing the client connections over one TCP connection, with bounded backpressure)
+ *   measured the same way: what any Node.js tunnel of this shape reaches on this machine, in the same run.
+ * Direct, floor and tunnel closed-loop stages alternate `rounds` times; the summary takes their medians. The
+ * transfers alternate the sides too, direction by direction.
  */
+
+/** direct, tunnel, and the floor relay. */
+export type TcpSideName = SideName | 'floor';
 
 export interface TcpSettings {
   connections: number;
@@ -37,10 +45,14 @@ export interface TcpSettings {
   warmupBytes: number;
   /** Where the edge and the agent write V8 CPU profiles (`node --cpu-prof`), or null. */
   cpuProfDir: string | null;
+  /** Measure the floor relay beside direct and the tunnel (`--no-floor`: false). Absent in older reports. */
+  floor?: boolean;
+  /** relay-floor-process.ts lever flags given to both halves of the floor (`--floor-flags`); [] by default. */
+  floorFlags?: string[];
 }
 
 export interface TcpLoadStage {
-  side: SideName;
+  side: TcpSideName;
   round: number;
   connections: number;
   durationSec: number;
@@ -54,7 +66,7 @@ export interface TcpLoadStage {
   backendCpuPerRequestUs: number | null;
   edgeCpuPerRequestUs: number | null;
   agentCpuPerRequestUs: number | null;
-  /** edge + agent: what the tunnel adds. null on the direct side. */
+  /** edge + agent: what the tunnel (or, on the floor side, the relay pair) adds. null on the direct side. */
   tunnelCpuPerRequestUs: number | null;
   edgePeakRssMb: number | null;
   agentPeakRssMb: number | null;
@@ -71,16 +83,31 @@ export interface TcpSummary {
   tunnelRps: number | null;
   tunnelOverDirectRps: number | null;
   tunnelCpuPerRequestUs: number | null;
-  downloadMbps: { direct: number | null; tunnel: number | null };
-  uploadMbps: { direct: number | null; tunnel: number | null };
+  downloadMbps: { direct: number | null; tunnel: number | null; floor?: number | null };
+  uploadMbps: { direct: number | null; tunnel: number | null; floor?: number | null };
+  /** The floor side (absent in older reports; null when `--no-floor`): medians as the tunnel's. */
+  floorRps?: number | null;
+  floorCpuPerRequestUs?: number | null;
+  /** tunnel ÷ direct, floor ÷ direct and tunnel ÷ floor, for the closed loop and each transfer. */
+  ratios?: { rps: TcpRatios; download: TcpRatios; upload: TcpRatios };
 }
+
+export interface TcpRatios {
+  tunnelOverDirect: number | null;
+  floorOverDirect: number | null;
+  tunnelOverFloor: number | null;
+}
+
+/** A transfer of `bulk`'s shape whose side may also be the floor. */
+export type TcpTransfer = Omit<BulkTransfer, 'side'> & { side: TcpSideName };
 
 export interface TcpResult {
   scenario: 'tcp';
   settings: TcpSettings;
-  stack: { backendUrl: string; edgeUrl: string; tcpUrl: string; tcpPortRange: string };
+  /** floorUrl: the floor relay's client-facing listener (absent without the floor). */
+  stack: { backendUrl: string; edgeUrl: string; tcpUrl: string; tcpPortRange: string; floorUrl?: string };
   closedLoop: TcpLoadStage[];
-  transfers: BulkTransfer[];
+  transfers: TcpTransfer[];
   summary: TcpSummary;
 }
 
@@ -117,8 +144,11 @@ const median = (values: number[]): number | null => {
 };
 
 interface Side {
-  name: SideName;
+  name: TcpSideName;
   target: LoadTarget;
+  /** The processes between the client and the backend, metered per stage (none on the direct side). */
+  edge: ChildService | undefined;
+  agent: ChildService | undefined;
 }
 
 async function runStage(
@@ -129,9 +159,8 @@ async function runStage(
   durationSec: number,
   onTick: (tick: LoadTick) => void,
 ): Promise<TcpLoadStage> {
-  const tunnel = side.name === 'tunnel';
-  const meters = [stack.backend, tunnel ? stack.edge : undefined, tunnel ? stack.agent : undefined].map(
-    (s) => (s === undefined ? undefined : meterProcess(s.pid)),
+  const meters = [stack.backend, side.edge, side.agent].map((s) =>
+    s === undefined ? undefined : meterProcess(s.pid),
   );
   const client = meterSelf();
   const load = await runLoad({
@@ -168,22 +197,47 @@ async function runStage(
   };
 }
 
-export function summarizeTcp(stages: TcpLoadStage[], transfers: BulkTransfer[]): TcpSummary {
-  const of = (side: SideName) => stages.filter((s) => s.side === side);
+const ratio = (a: number | null | undefined, b: number | null | undefined): number | null =>
+  a != null && b != null && b > 0 ? a / b : null;
+
+function ratios(values: { direct: number | null; tunnel: number | null; floor?: number | null }): TcpRatios {
+  return {
+    tunnelOverDirect: ratio(values.tunnel, values.direct),
+    floorOverDirect: ratio(values.floor, values.direct),
+    tunnelOverFloor: ratio(values.tunnel, values.floor),
+  };
+}
+
+export function summarizeTcp(stages: TcpLoadStage[], transfers: TcpTransfer[]): TcpSummary {
+  const of = (side: TcpSideName) => stages.filter((s) => s.side === side);
   const directRps = median(of('direct').map((s) => s.rps));
   const tunnelRps = median(of('tunnel').map((s) => s.rps));
-  const mbps = (direction: BulkTransfer['direction'], side: SideName): number | null => {
+  const floorRps = median(of('floor').map((s) => s.rps));
+  const mbps = (direction: TcpTransfer['direction'], side: TcpSideName): number | null => {
     const t = transfers.find((x) => x.direction === direction && x.side === side);
     return t === undefined || t.error !== null ? null : t.mbPerSec;
   };
+  const of3 = (direction: TcpTransfer['direction']) => ({
+    direct: mbps(direction, 'direct'),
+    tunnel: mbps(direction, 'tunnel'),
+    floor: mbps(direction, 'floor'),
+  });
+  const downloadMbps = of3('download');
+  const uploadMbps = of3('upload');
   return {
     directRps,
     tunnelRps,
-    tunnelOverDirectRps:
-      directRps !== null && tunnelRps !== null && directRps > 0 ? tunnelRps / directRps : null,
+    tunnelOverDirectRps: ratio(tunnelRps, directRps),
     tunnelCpuPerRequestUs: median(of('tunnel').flatMap((s) => s.tunnelCpuPerRequestUs ?? [])),
-    downloadMbps: { direct: mbps('download', 'direct'), tunnel: mbps('download', 'tunnel') },
-    uploadMbps: { direct: mbps('upload', 'direct'), tunnel: mbps('upload', 'tunnel') },
+    downloadMbps,
+    uploadMbps,
+    floorRps,
+    floorCpuPerRequestUs: median(of('floor').flatMap((s) => s.tunnelCpuPerRequestUs ?? [])),
+    ratios: {
+      rps: ratios({ direct: directRps, tunnel: tunnelRps, floor: floorRps }),
+      download: ratios(downloadMbps),
+      upload: ratios(uploadMbps),
+    },
   };
 }
 
@@ -194,7 +248,7 @@ function stageLine(stage: TcpLoadStage): string {
     `backend ${fixed(stage.backendCpuPerRequestUs)} µs/req` +
     (stage.tunnelCpuPerRequestUs === null
       ? ''
-      : `, tunnel ${fixed(stage.tunnelCpuPerRequestUs)} µs/req (edge ${fixed(stage.edgeCpuPerRequestUs)} + ` +
+      : `, ${stage.side} ${fixed(stage.tunnelCpuPerRequestUs)} µs/req (edge ${fixed(stage.edgeCpuPerRequestUs)} + ` +
         `agent ${fixed(stage.agentCpuPerRequestUs)})`)
   );
 }
@@ -210,6 +264,10 @@ export async function runTcpBench(settings: TcpSettings, note: (line: string) =>
     const backendPort = Number(new URL(backend.readyValue).port);
     const agent = await startTcpAgent(backendPort, edge.readyValue, profEnv(settings.cpuProfDir, 'agent'));
     started.push(agent);
+    const floor =
+      settings.floor === false
+        ? undefined
+        : await startRelay(backend.readyValue, started, settings.floorFlags);
     const direct: LoadTarget = { origin: backend.readyValue, host: new URL(backend.readyValue).host };
     // The public host is the edge's name; the port is on the edge's loopback listener. The backend sees the
     // direct side's Host either way: the tunnel does not parse HTTP.
@@ -218,7 +276,8 @@ export async function runTcpBench(settings: TcpSettings, note: (line: string) =>
       host: direct.host,
     };
     note(
-      `backend ${backend.readyValue}, edge ${edge.readyValue} (--tcp-ports ${range}), tunnel ${agent.readyValue}`,
+      `backend ${backend.readyValue}, edge ${edge.readyValue} (--tcp-ports ${range}), tunnel ${agent.readyValue}` +
+        (floor === undefined ? '' : `, floor relay ${floor.edge.readyValue}`),
     );
     const stack: BenchStack = {
       backend,
@@ -235,8 +294,19 @@ export async function runTcpBench(settings: TcpSettings, note: (line: string) =>
       kill: () => {},
     };
     const sides: Side[] = [
-      { name: 'direct', target: direct },
-      { name: 'tunnel', target: tunnel },
+      { name: 'direct', target: direct, edge: undefined, agent: undefined },
+      ...(floor === undefined
+        ? []
+        : [
+            {
+              name: 'floor' as const,
+              // The relay passes bytes untouched; the backend sees the direct side's Host.
+              target: { origin: floor.edge.readyValue, host: direct.host },
+              edge: floor.edge,
+              agent: floor.agent,
+            },
+          ]),
+      { name: 'tunnel', target: tunnel, edge, agent },
     ];
     const closedLoop: TcpLoadStage[] = [];
     let lastTick = -Infinity;
@@ -279,22 +349,25 @@ export async function runTcpBench(settings: TcpSettings, note: (line: string) =>
         note(stageLine(stage));
       }
     }
-    const transfers =
-      settings.bytes > 0
-        ? (
-            await runBulkBench(
-              // The transfers run through this scenario's stack, which it closes itself afterwards.
-              async () => ({ ...stack, close: async () => {} }),
-              {
-                bytes: settings.bytes,
-                sides: ['direct', 'tunnel'],
-                warmupBytes: settings.warmupBytes,
-                cold: false,
-              },
-              note,
-            )
-          ).transfers
-        : [];
+    const transfers: TcpTransfer[] = [];
+    for (const direction of settings.bytes > 0 ? (['download', 'upload'] as const) : []) {
+      for (const side of sides) {
+        // The floor is measured as the 'tunnel' of a view of the stack whose edge and agent are the relay's.
+        const view: BenchStack =
+          side.name === 'floor'
+            ? { ...stack, edge: side.edge, agent: side.agent, tunnel: side.target }
+            : stack;
+        const measured = await transfer(
+          view,
+          { bytes: settings.bytes, warmupBytes: settings.warmupBytes, cold: false },
+          direction,
+          side.name === 'direct' ? 'direct' : 'tunnel',
+          note,
+          side.name,
+        );
+        transfers.push({ ...measured, side: side.name });
+      }
+    }
     return {
       scenario: 'tcp',
       settings,
@@ -303,6 +376,7 @@ export async function runTcpBench(settings: TcpSettings, note: (line: string) =>
         edgeUrl: edge.readyValue,
         tcpUrl: agent.readyValue,
         tcpPortRange: range,
+        ...(floor === undefined ? {} : { floorUrl: floor.edge.readyValue }),
       },
       closedLoop,
       transfers,
