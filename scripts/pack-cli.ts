@@ -18,7 +18,7 @@ import { execFile } from 'node:child_process';
 import { copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
@@ -123,6 +123,39 @@ export const builtinsAsRequire: Plugin = {
   },
 };
 
+/**
+ * ws requires node:https and node:tls (for wss:// only) and node:zlib (for permessage-deflate, which the agent
+ * turns off) when it loads; in the bundle each becomes a proxy that requires the module on first use, so
+ * an agent on ws:// never loads them (bench/README.md, optimization log: issue #19 target 4). A ws release
+ * that no longer has these lines fails the pack instead of silently bundling the eager requires.
+ */
+export const lazyWsBuiltins: Plugin = {
+  name: 'lazy-ws-builtins',
+  setup(b) {
+    const lazy = (id: string): string => `new Proxy({}, { get: (_t, key) => require('${id}')[key] })`;
+    const rewrites: Record<string, [string, string][]> = {
+      'websocket.js': [
+        ["const https = require('https');", `const https = ${lazy('https')};`],
+        ["const tls = require('tls');", `const tls = ${lazy('tls')};`],
+      ],
+      'permessage-deflate.js': [["const zlib = require('zlib');", `const zlib = ${lazy('zlib')};`]],
+    };
+    b.onLoad(
+      { filter: /[\\/]node_modules[\\/](\.pnpm[\\/].*[\\/])?ws[\\/]lib[\\/][a-z-]+\.js$/ },
+      async (args) => {
+        const replacements = rewrites[basename(args.path)];
+        if (replacements === undefined) return undefined;
+        let contents = await readFile(args.path, 'utf8');
+        for (const [eager, deferred] of replacements) {
+          if (!contents.includes(eager)) throw new Error(`${args.path}: expected \`${eager}\` (ws changed?)`);
+          contents = contents.replace(eager, deferred);
+        }
+        return { contents, loader: 'js' };
+      },
+    );
+  },
+};
+
 /** How every published bundle is built: ESM for Node 22, a real `require` in each chunk, a metafile. */
 export const BUNDLE_OPTIONS = {
   bundle: true,
@@ -176,7 +209,7 @@ async function bundleJs(): Promise<Metafile> {
     ...BUNDLE_OPTIONS,
     splitting: true,
     external: OPTIONAL_NATIVE,
-    plugins: [builtinsAsRequire],
+    plugins: [builtinsAsRequire, lazyWsBuiltins],
   });
   if (metafile === undefined) throw new Error('esbuild wrote no metafile');
   // The agent path must not load the edge: main.js (the CLI) and index.js (connect()) statically reach

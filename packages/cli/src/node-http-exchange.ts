@@ -1,5 +1,4 @@
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { ExchangeRecorder } from '@tunnel2/inspector';
 import {
@@ -71,7 +70,10 @@ export class NodeHttpExchange implements StreamHandler {
     });
     const origin = new URL(this.#options.target.origin);
     const tls = this.#options.target.tls;
-    const request = (origin.protocol === 'https:' ? httpsRequest : httpRequest)({
+    // node:https (and with it node:tls) is loaded for an https:// target only: an http:// agent never needs it.
+    const request = (
+      origin.protocol === 'https:' ? process.getBuiltinModule('node:https').request : httpRequest
+    )({
       ...(tls === undefined ? {} : httpsOptions(tls, headers)),
       protocol: origin.protocol,
       hostname: origin.hostname.replace(/^\[|\]$/g, ''),

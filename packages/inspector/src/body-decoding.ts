@@ -1,4 +1,5 @@
-import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
+// node:zlib is loaded on the first compressed body, not with the agent: an idle agent never needs it.
+const zlib = (): typeof import('node:zlib') => process.getBuiltinModule('node:zlib');
 
 /**
  * The decoded bytes of a body sent with a Content-Encoding of gzip, br or deflate, or undefined when it has
@@ -11,15 +12,15 @@ export function decodeBody(bytes: Buffer, encoding: string, maxBytes: number): B
     switch (encoding.trim().toLowerCase()) {
       case 'gzip':
       case 'x-gzip':
-        return gunzipSync(bytes, options);
+        return zlib().gunzipSync(bytes, options);
       case 'br':
-        return brotliDecompressSync(bytes, options);
+        return zlib().brotliDecompressSync(bytes, options);
       case 'deflate':
         // "deflate" is meant to be zlib-wrapped; some servers send it raw.
         try {
-          return inflateSync(bytes, options);
+          return zlib().inflateSync(bytes, options);
         } catch {
-          return inflateRawSync(bytes, options);
+          return zlib().inflateRawSync(bytes, options);
         }
       default:
         return undefined;

@@ -1,5 +1,4 @@
 import { type ClientRequest, request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import type { ConnectionOptions } from 'node:tls';
 import { withoutHopByHop } from '@tunnel2/protocol';
 import { ExchangeRecorder } from './capture.js';
@@ -168,7 +167,10 @@ export function replay(
     const onAbort = (): void => stop({ code: 'replay_cancelled', message: 'replay cancelled' });
     let req: ClientRequest;
     try {
-      req = (origin.protocol === 'https:' ? httpsRequest : httpRequest)({
+      // node:https (and with it node:tls) is loaded by the first replay to an https:// target only.
+      const request =
+        origin.protocol === 'https:' ? process.getBuiltinModule('node:https').request : httpRequest;
+      req = request({
         ...(origin.protocol === 'https:' ? target.tlsOptions?.(headers) : undefined),
         hostname: origin.hostname.replace(/^\[|\]$/g, ''),
         port: origin.port,

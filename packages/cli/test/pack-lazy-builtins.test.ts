@@ -1,0 +1,71 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLE_OPTIONS, builtinsAsRequire, cliDir, lazyWsBuiltins } from '../../../scripts/pack-cli.js';
+
+const run = promisify(execFile);
+
+// The published agent must not load node:tls, node:https or node:zlib at start (idle RSS, issue #19): ws
+// requires them when it loads, and the pack turns those requires into on-first-use proxies.
+describe('pack-cli: ws without its eager built-ins', () => {
+  let dir: string;
+  let bundle: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tunnel2-lazy-ws-'));
+    bundle = join(dir, 'ws-bundle.mjs');
+    await build({
+      ...BUNDLE_OPTIONS,
+      absWorkingDir: cliDir,
+      stdin: {
+        contents: "export { WebSocket, WebSocketServer } from 'ws';",
+        resolveDir: cliDir,
+        loader: 'js',
+      },
+      outfile: bundle,
+      plugins: [builtinsAsRequire, lazyWsBuiltins],
+    });
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** The built-ins among node:tls, node:https, node:zlib that `script` (run after importing the bundle) loaded. */
+  async function loadedAfter(script: string): Promise<string[]> {
+    const code =
+      `const { WebSocket, WebSocketServer } = await import(${JSON.stringify(bundle)});\n${script}\n` +
+      'console.log(JSON.stringify(process.moduleLoadList.filter((m) => /^NativeModule (tls|https|zlib)$/.test(m))));';
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', code]);
+    return JSON.parse(stdout.trim().split('\n').pop() ?? '[]') as string[];
+  }
+
+  it('loads none of them with ws, nor for a ws:// connection', async () => {
+    const loaded = await loadedAfter(
+      [
+        "const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });",
+        "await new Promise((resolve) => server.once('listening', resolve));",
+        "const ws = new WebSocket('ws://127.0.0.1:' + server.address().port, { perMessageDeflate: false });",
+        "await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });",
+        'ws.close(); server.close();',
+      ].join('\n'),
+    );
+    expect(loaded).toEqual([]);
+  });
+
+  it('loads node:tls and node:https through the proxies for a wss:// connection', async () => {
+    // Nothing listens on port 1: the connection fails, after ws has called https.request and tls.connect.
+    const loaded = await loadedAfter(
+      [
+        "const ws = new WebSocket('wss://127.0.0.1:1');",
+        "const event = await new Promise((resolve) => ws.once('error', (err) => resolve(err.code)));",
+        "if (event !== 'ECONNREFUSED') throw new Error('unexpected ' + event);",
+      ].join('\n'),
+    );
+    expect(loaded).toEqual(expect.arrayContaining(['NativeModule tls', 'NativeModule https']));
+  });
+});
