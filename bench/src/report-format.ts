@@ -92,3 +92,11 @@ export function sidesLine(settings: Settings): string {
     .filter((part) => part !== null)
     .join(' · ');
 }
+
+/** The median of the finite values, or null when there is none. */
+export function median(values: readonly number[]): number | null {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (sorted.length === 0) return null;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}

@@ -1,6 +1,7 @@
 import {
   count,
   errorsText,
+  median,
   microseconds,
   ms,
   pct,
@@ -143,6 +144,24 @@ export function inspectorTable(report: BenchReport): Table {
       orNone(cost.agentCpuRatio),
       `${microseconds(off.tunnelCpuPerRequestUs)} → ${microseconds(on.tunnelCpuPerRequestUs)}`,
       orNone(cost.tunnelCpuRatio),
+    ]);
+  }
+  const costs = report.stages.flatMap((stage) => (stage.inspectorCost == null ? [] : [stage.inspectorCost]));
+  if (costs.length > 1) {
+    // Several stages at one load (`--connections 50,50,50,50`) are repeats: their median is the figure.
+    const medianOf = (pick: (cost: (typeof costs)[number]) => number | null): string => {
+      const middle = median(costs.map(pick).filter((value): value is number => value !== null));
+      return middle === null ? '–' : ratio(middle);
+    };
+    rows.push([
+      'median',
+      `${costs.length} stages`,
+      '',
+      medianOf((cost) => cost.throughputRatio),
+      '',
+      medianOf((cost) => cost.agentCpuRatio),
+      '',
+      medianOf((cost) => cost.tunnelCpuRatio),
     ]);
   }
   return {

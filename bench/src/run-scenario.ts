@@ -26,17 +26,23 @@ interface Leg {
   agent: ChildService | undefined;
 }
 
-/** The legs of every stage, in the order they run: direct, then the inspector off before it on. */
-function legsOf(options: BenchOptions, stack: ScenarioStack): Leg[] {
+/**
+ * The legs of a stage, in the order they run: direct, then the tunnel with the inspector off before it on;
+ * from the second stage on the two tunnel legs take turns going first, so the machine's drift during a run
+ * (the later leg of a pair met a busier or a calmer machine) falls on each alike over a run of even length
+ * (`max --connections 50,50,50,50 --inspect both`: four pairs, two in each order).
+ */
+function legsOf(options: BenchOptions, stack: ScenarioStack, stageIndex: number): Leg[] {
   const legs: Leg[] = [];
   for (const side of options.sides) {
     const target = side === 'direct' ? stack.direct : stack.tunnel;
     if (target === undefined) throw new BenchError(BenchErrorCode.STACK, `the ${side} side was not started`);
+    const leg: Leg = { name: side, side, target, agent: side === 'tunnel' ? stack.agent : undefined };
     if (side === 'tunnel' && stack.tunnelInspectorOff !== undefined) {
       const agent = stack.agentInspectorOff;
-      legs.push({ name: 'tunnelInspectorOff', side, target: stack.tunnelInspectorOff, agent });
-    }
-    legs.push({ name: side, side, target, agent: side === 'tunnel' ? stack.agent : undefined });
+      const off: Leg = { name: 'tunnelInspectorOff', side, target: stack.tunnelInspectorOff, agent };
+      legs.push(...(stageIndex % 2 === 1 ? [off, leg] : [leg, off]));
+    } else legs.push(leg);
   }
   return legs;
 }
@@ -78,8 +84,8 @@ export async function runScenario(
   progress: Progress,
 ): Promise<ScenarioRun> {
   const stages: StageReport[] = [];
-  const legs = legsOf(options, stack);
   for (const stage of plan) {
+    const legs = legsOf(options, stack, stage.index);
     const sides: Record<LegName, SideReport | null> = {
       direct: null,
       tunnel: null,

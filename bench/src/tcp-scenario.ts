@@ -12,7 +12,7 @@ import { type ChildService, startChildService } from './child-service.js';
 import { startRelay } from './floor-scenario.js';
 import { type LoadTick, runLoad } from './load-runner.js';
 import { meterProcess, meterSelf } from './process-stats.js';
-import { fixed } from './report-format.js';
+import { fixed, median } from './report-format.js';
 import type { SideName } from './report-schema.js';
 import { perRequestUs } from './side-report.js';
 
@@ -135,13 +135,6 @@ function startTcpAgent(backendPort: number, edgeUrl: string, env: NodeJS.Process
     ...(env === undefined ? {} : { env }),
   });
 }
-
-const median = (values: number[]): number | null => {
-  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (sorted.length === 0) return null;
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 interface Side {
   name: TcpSideName;

@@ -202,7 +202,7 @@ describe('bench scenarios (smoke)', () => {
     const run = await runBench([
       'max',
       '--connections',
-      '2',
+      '2,2',
       '--duration',
       '1',
       '--warmup',
@@ -235,6 +235,13 @@ describe('bench scenarios (smoke)', () => {
     expect(cost.tunnelCpuRatio).toBeGreaterThan(0);
     expect(md).toContain("## The agent's request inspector (off → on)");
     expect(md).toContain('| agent CPU/req off → on |');
+    // Repeats of one load: the two tunnel legs take turns going first, and the table ends with the median.
+    const order = [...run.stderr.matchAll(/stage (\d)\/2 (tunnel(?: \(inspector off\))?) done/g)].map(
+      (m) => `${m[1]} ${m[2]}`,
+    );
+    expect(order).toEqual(['1 tunnel (inspector off)', '1 tunnel', '2 tunnel', '2 tunnel (inspector off)']);
+    expect(json.stages[1]!.inspectorCost).not.toBeNull();
+    expect(md).toMatch(/\| median +\| 2 stages /);
     expect(html).toContain("The agent's request inspector (off → on)");
   });
 
