@@ -65,8 +65,9 @@ const HAS_EXTRAS = 2;
  * until both hold. An entry is a slot of a ring (its numbers in typed arrays) and a place in the arena (its
  * heads and bodies); its rare fields live in a side map. Entries are read as CapturedEntry snapshots built
  * when asked for. The budget also covers the bodies of exchanges still being captured (reserved as they
- * grow: see BodyCapture) and the decoded bodies cached for reads. Entries are numbered when stored, so ids
- * follow the list's order.
+ * grow: see BodyCapture) and the decoded bodies cached for reads; a capture growing drops cached decodings,
+ * then evicts the oldest entries, and is refused only when the captures running would alone exceed the
+ * budget. Entries are numbered when stored, so ids follow the list's order.
  */
 export class EntryStore extends EventEmitter<EntryStoreEvents> implements CaptureBudget {
   readonly budgetBytes: number;
@@ -85,8 +86,9 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   #count = 0;
   /** What the stored entries cost. */
   #bytes = 0;
-  /** Bytes held outside them: bodies being captured, decoded bodies cached for the stored ones. */
-  #reserved = 0;
+  /** Bytes held outside them: bodies being captured, and decoded bodies cached for the stored ones. */
+  #capturing = 0;
+  #decodedBytes = 0;
   #nextId = 1;
   #paused = false;
   /**
@@ -118,7 +120,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
 
   /** Bytes held: the stored entries and what is reserved beside them. */
   get bytes(): number {
-    return this.#bytes + this.#reserved;
+    return this.#bytes + this.#capturing + this.#decodedBytes;
   }
 
   /**
@@ -181,21 +183,31 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   }
 
   reserve(bytes: number): boolean {
-    // Entries are evicted only when that makes room: what is being captured is never evicted for.
-    if (this.#reserved + bytes > this.budgetBytes) return false;
-    while (this.#bytes + this.#reserved + bytes > this.budgetBytes && this.#evictOldest()) {}
-    this.#reserved += bytes;
-    return true;
-  }
-
-  reserveSpare(bytes: number): boolean {
-    if (this.#bytes + this.#reserved + bytes > this.budgetBytes) return false;
-    this.#reserved += bytes;
+    // Only the captures running are never evicted for: entries and cached decodings give way to them.
+    if (this.#capturing + bytes > this.budgetBytes) return false;
+    this.#makeRoom(bytes, 0);
+    this.#capturing += bytes;
     return true;
   }
 
   release(bytes: number): void {
-    this.#reserved -= bytes;
+    this.#capturing -= bytes;
+  }
+
+  /**
+   * Until `extra` more bytes fit: drops cached decodings (a cache: they are decoded again when read), oldest
+   * first, then evicts the oldest entries while more than `keep` are stored.
+   */
+  #makeRoom(extra: number, keep: number): void {
+    const room = this.budgetBytes - extra;
+    if (this.bytes <= room) return;
+    for (const [key, decoded] of this.#decoded) {
+      if (this.bytes <= room) return;
+      if (decoded === null) continue;
+      this.#decodedBytes -= decoded.length;
+      this.#decoded.delete(key);
+    }
+    while (this.bytes > room && this.#count > keep && this.#evictOldest()) {}
   }
 
   /**
@@ -250,7 +262,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     this.#chunks[slot] = chunk;
     this.#recycle(done);
     this.#bytes += cost;
-    while (this.#bytes + this.#reserved > this.budgetBytes && this.#count > 1 && this.#evictOldest()) {}
+    this.#makeRoom(0, 1);
     const key = String(id);
     // Only a page listening is told (see createInspector): with none, storing costs no event.
     if (this.listenerCount('entry') > 0) this.emit('entry', key);
@@ -276,7 +288,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   #forgetDecoded(key: number): void {
     const decoded = this.#decoded.get(key);
     if (decoded === undefined) return;
-    if (decoded !== null) this.#reserved -= decoded.length;
+    if (decoded !== null) this.#decodedBytes -= decoded.length;
     this.#decoded.delete(key);
   }
 
@@ -334,7 +346,10 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   /** Remembers a decoding while its entry is stored and the budget has spare room for its bytes. */
   cacheDecoding(id: number, side: 0 | 1, decoded: Buffer | null): void {
     if (this.#slotOf(id) < 0) return;
-    if (decoded !== null && !this.reserveSpare(decoded.length)) return;
+    if (decoded !== null) {
+      if (this.bytes + decoded.length > this.budgetBytes) return;
+      this.#decodedBytes += decoded.length;
+    }
     this.#decoded.set(id * 2 + side, decoded);
   }
 
