@@ -15,8 +15,6 @@ export interface EntryStoreOptions {
 
 export const DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_ENTRIES = 1_000;
-/** Exchanges listed while they run; past this many (the agent's own limits come first) the rest are not. */
-export const MAX_IN_FLIGHT = 4_096;
 /** What a slot's numbers take (its share of the preallocated columns), charged with each entry. */
 const SLOT_COST = 96;
 /**
@@ -48,7 +46,8 @@ const TTFB = 3; // NaN: no response head
 const REQUEST_SIZE = 4;
 const RESPONSE_SIZE = 5;
 const COST = 6;
-const F64_COLUMNS = 7;
+const FLIGHT = 7; // the slot's sequence number when the exchange opened: its in-flight key
+const F64_COLUMNS = 8;
 const STATUS = 0;
 const OFFSET = 1;
 const REQUEST_HEAD = 2;
@@ -90,6 +89,8 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   #capturing = 0;
   #decodedBytes = 0;
   #nextId = 1;
+  /** Exchanges opened so far: each gets the next number, the key it is listed in flight by. */
+  #opened = 0;
   #paused = false;
   /**
    * Exchanges being recorded (an entry is stored only when its exchange ends), newest first: a list linked
@@ -124,8 +125,8 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   }
 
   /**
-   * A slot for an exchange that starts now, from the pool when one is free: listed as in flight until it
-   * ends (past MAX_IN_FLIGHT, it is not listed).
+   * A slot for an exchange that starts now, from the pool when one is free, numbered, and listed as in
+   * flight until it ends (all of them: the list is linked through the slots, so it costs nothing to grow).
    */
   openSlot(bodyLimit: number, kind: 'http' | 'websocket'): ExchangeSlot {
     let slot = this.#pool;
@@ -135,8 +136,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
       slot.liveNext = undefined;
       this.#pooled--;
     }
-    slot.open(bodyLimit, kind);
-    if (this.#liveCount >= MAX_IN_FLIGHT) return slot;
+    slot.open(bodyLimit, kind, ++this.#opened);
     const head = this.#live;
     slot.liveNext = head;
     if (head !== undefined) head.livePrev = slot;
@@ -147,7 +147,6 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
 
   #ended(slot: ExchangeSlot): void {
     const { livePrev: prev, liveNext: next } = slot;
-    if (prev === undefined && this.#live !== slot) return; // never listed
     if (prev === undefined) this.#live = next;
     else prev.liveNext = next;
     if (next !== undefined) next.livePrev = prev;
@@ -165,10 +164,10 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     this.#pooled++;
   }
 
-  /** Exchanges still running (a long poll, an SSE stream, a WebSocket), newest first. */
-  inFlight(): ExchangeSlot[] {
+  /** The newest `limit` exchanges still running (a long poll, an SSE stream, a WebSocket), newest first. */
+  inFlight(limit: number): ExchangeSlot[] {
     const out: ExchangeSlot[] = [];
-    for (let r = this.#live; r !== undefined; r = r.liveNext) out.push(r);
+    for (let r = this.#live; r !== undefined && out.length < limit; r = r.liveNext) out.push(r);
     return out;
   }
 
@@ -248,6 +247,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     f64[f + REQUEST_SIZE] = request.size;
     f64[f + RESPONSE_SIZE] = response.size;
     f64[f + COST] = cost;
+    f64[f + FLIGHT] = done.seq;
     const u = slot * U32_COLUMNS;
     const u32 = this.#u32;
     const extras = done.extras;
@@ -331,6 +331,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
       requestSize: f64[f + REQUEST_SIZE]!,
       responseSize: f64[f + RESPONSE_SIZE]!,
       cost: f64[f + COST]!,
+      flightSeq: f64[f + FLIGHT]!,
       extras: (flags & HAS_EXTRAS) !== 0 ? this.#extras.get(id) : undefined,
     });
   }
