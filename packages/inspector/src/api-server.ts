@@ -6,7 +6,7 @@ import { toEntry, toSummary } from './entry-view.js';
 import { InspectorError, InspectorErrorCode, inspectorErrorStatus } from './errors.js';
 import type { EventStream } from './event-stream.js';
 import { toHar } from './har.js';
-import { createInFlightView } from './inflight-view.js';
+import { toInFlightSummary } from './inflight-view.js';
 import { parseEdits, type ReplayTarget, replay } from './replay.js';
 import { serveStatic } from './static-files.js';
 import type { StoredEntry } from './stored-entry.js';
@@ -26,6 +26,17 @@ export interface ApiContext {
 }
 
 const MAX_LIST = 1_000;
+const DEFAULT_LIST = 100;
+
+/** `?limit=`: an integer from 1 to MAX_LIST, DEFAULT_LIST when absent. */
+function limitOf(url: URL): number {
+  const param = url.searchParams.get('limit');
+  const limit = param === null ? DEFAULT_LIST : Number(param);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST) {
+    throw new InspectorError(InspectorErrorCode.BAD_REQUEST, `limit: an integer from 1 to ${MAX_LIST}`);
+  }
+  return limit;
+}
 const NO_STORE = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
 
 function sendJson(res: ServerResponse, status: number, value: unknown): void {
@@ -83,13 +94,7 @@ function curlBase(ctx: ApiContext, local: boolean): { baseUrl: string; keepForwa
   return { baseUrl: publicUrl, keepForwarded: false };
 }
 
-async function routeApi(
-  ctx: ApiContext,
-  inFlight: ReturnType<typeof createInFlightView>,
-  req: IncomingMessage,
-  res: ServerResponse,
-  url: URL,
-): Promise<void> {
+async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
   const { store } = ctx;
   const path = url.pathname;
   const method = req.method ?? 'GET';
@@ -110,7 +115,9 @@ async function routeApi(
   }
   if (path === '/api/inflight') {
     if (method !== 'GET') throw methodNotAllowed(method, path);
-    sendJson(res, 200, { exchanges: inFlight(store.inFlight()) });
+    // Summaries are built for the listed ones only: thousands may be running, each a head to decode.
+    const exchanges = store.inFlight(limitOf(url)).map(toInFlightSummary);
+    sendJson(res, 200, { exchanges, total: store.inFlightCount });
     return;
   }
   if (path === '/api/entries') {
@@ -121,11 +128,7 @@ async function routeApi(
     }
     if (method !== 'GET') throw methodNotAllowed(method, path);
     const filter = parseFilter(url.searchParams);
-    const limitParam = url.searchParams.get('limit');
-    const limit = limitParam === null ? 100 : Number(limitParam);
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST) {
-      throw new InspectorError(InspectorErrorCode.BAD_REQUEST, `limit: an integer from 1 to ${MAX_LIST}`);
-    }
+    const limit = limitOf(url);
     const before = url.searchParams.get('before');
     const beforeId = before === null ? Number.POSITIVE_INFINITY : Number(before);
     const entries = [];
@@ -214,7 +217,6 @@ function asInspectorError(err: unknown): InspectorError {
 
 /** The inspector's request handler: the API under /api, the page's files elsewhere. */
 export function createApiHandler(ctx: ApiContext): RequestListener {
-  const inFlight = createInFlightView();
   return (req, res) => {
     if (!ctx.hostAllowed(req.headers.host)) {
       sendError(
@@ -241,7 +243,7 @@ export function createApiHandler(ctx: ApiContext): RequestListener {
     const url = new URL(req.url ?? '/', 'http://inspector');
     const handle = async (): Promise<void> => {
       if (url.pathname === '/api' || url.pathname.startsWith('/api/')) {
-        await routeApi(ctx, inFlight, req, res, url);
+        await routeApi(ctx, req, res, url);
         return;
       }
       if (

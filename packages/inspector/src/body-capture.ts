@@ -3,10 +3,11 @@
  * kept and the bodies still being captured).
  */
 export interface CaptureBudget {
-  /** Room for `bytes` more, evicting the oldest entries if needed; false when even that is not enough. */
+  /**
+   * Room for `bytes` more, dropping cached decodings and evicting the oldest entries if needed; false when
+   * the bodies being captured would alone exceed the budget.
+   */
   reserve(bytes: number): boolean;
-  /** Room for `bytes` more only if it is free now (nothing is evicted for it). */
-  reserveSpare(bytes: number): boolean;
   release(bytes: number): void;
 }
 

@@ -36,6 +36,7 @@ export interface SlotFields {
   requestSize: number;
   responseSize: number;
   cost: number;
+  flightSeq: number;
   extras: EntryExtras | undefined;
 }
 
@@ -108,6 +109,7 @@ export class CapturedEntry implements StoredEntry {
   readonly replayOf: string | undefined;
   readonly ws: WebSocketTraffic | undefined;
   readonly cost: number;
+  readonly flightSeq: number;
   readonly #requestHead: Buffer;
   readonly #responseHead: Buffer | undefined;
   #requestHeaders: readonly string[] | undefined;
@@ -121,6 +123,7 @@ export class CapturedEntry implements StoredEntry {
     this.status = f.status;
     this.kind = f.kind;
     this.cost = f.cost;
+    this.flightSeq = f.flightSeq;
     this.clientAddress = f.extras?.clientAddress ?? null;
     this.error = f.extras?.error;
     this.replayOf = f.extras?.replayOf;

@@ -15,8 +15,6 @@ export interface EntryStoreOptions {
 
 export const DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_ENTRIES = 1_000;
-/** Exchanges listed while they run; past this many (the agent's own limits come first) the rest are not. */
-export const MAX_IN_FLIGHT = 4_096;
 /** What a slot's numbers take (its share of the preallocated columns), charged with each entry. */
 const SLOT_COST = 96;
 /**
@@ -48,7 +46,8 @@ const TTFB = 3; // NaN: no response head
 const REQUEST_SIZE = 4;
 const RESPONSE_SIZE = 5;
 const COST = 6;
-const F64_COLUMNS = 7;
+const FLIGHT = 7; // the slot's sequence number when the exchange opened: its in-flight key
+const F64_COLUMNS = 8;
 const STATUS = 0;
 const OFFSET = 1;
 const REQUEST_HEAD = 2;
@@ -65,8 +64,9 @@ const HAS_EXTRAS = 2;
  * until both hold. An entry is a slot of a ring (its numbers in typed arrays) and a place in the arena (its
  * heads and bodies); its rare fields live in a side map. Entries are read as CapturedEntry snapshots built
  * when asked for. The budget also covers the bodies of exchanges still being captured (reserved as they
- * grow: see BodyCapture) and the decoded bodies cached for reads. Entries are numbered when stored, so ids
- * follow the list's order.
+ * grow: see BodyCapture) and the decoded bodies cached for reads; a capture growing drops cached decodings,
+ * then evicts the oldest entries, and is refused only when the captures running would alone exceed the
+ * budget. Entries are numbered when stored, so ids follow the list's order.
  */
 export class EntryStore extends EventEmitter<EntryStoreEvents> implements CaptureBudget {
   readonly budgetBytes: number;
@@ -85,9 +85,12 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   #count = 0;
   /** What the stored entries cost. */
   #bytes = 0;
-  /** Bytes held outside them: bodies being captured, decoded bodies cached for the stored ones. */
-  #reserved = 0;
+  /** Bytes held outside them: bodies being captured, and decoded bodies cached for the stored ones. */
+  #capturing = 0;
+  #decodedBytes = 0;
   #nextId = 1;
+  /** Exchanges opened so far: each gets the next number, the key it is listed in flight by. */
+  #opened = 0;
   #paused = false;
   /**
    * Exchanges being recorded (an entry is stored only when its exchange ends), newest first: a list linked
@@ -118,12 +121,12 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
 
   /** Bytes held: the stored entries and what is reserved beside them. */
   get bytes(): number {
-    return this.#bytes + this.#reserved;
+    return this.#bytes + this.#capturing + this.#decodedBytes;
   }
 
   /**
-   * A slot for an exchange that starts now, from the pool when one is free: listed as in flight until it
-   * ends (past MAX_IN_FLIGHT, it is not listed).
+   * A slot for an exchange that starts now, from the pool when one is free, numbered, and listed as in
+   * flight until it ends (all of them: the list is linked through the slots, so it costs nothing to grow).
    */
   openSlot(bodyLimit: number, kind: 'http' | 'websocket'): ExchangeSlot {
     let slot = this.#pool;
@@ -133,8 +136,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
       slot.liveNext = undefined;
       this.#pooled--;
     }
-    slot.open(bodyLimit, kind);
-    if (this.#liveCount >= MAX_IN_FLIGHT) return slot;
+    slot.open(bodyLimit, kind, ++this.#opened);
     const head = this.#live;
     slot.liveNext = head;
     if (head !== undefined) head.livePrev = slot;
@@ -145,7 +147,6 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
 
   #ended(slot: ExchangeSlot): void {
     const { livePrev: prev, liveNext: next } = slot;
-    if (prev === undefined && this.#live !== slot) return; // never listed
     if (prev === undefined) this.#live = next;
     else prev.liveNext = next;
     if (next !== undefined) next.livePrev = prev;
@@ -163,10 +164,10 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     this.#pooled++;
   }
 
-  /** Exchanges still running (a long poll, an SSE stream, a WebSocket), newest first. */
-  inFlight(): ExchangeSlot[] {
+  /** The newest `limit` exchanges still running (a long poll, an SSE stream, a WebSocket), newest first. */
+  inFlight(limit: number): ExchangeSlot[] {
     const out: ExchangeSlot[] = [];
-    for (let r = this.#live; r !== undefined; r = r.liveNext) out.push(r);
+    for (let r = this.#live; r !== undefined && out.length < limit; r = r.liveNext) out.push(r);
     return out;
   }
 
@@ -181,21 +182,31 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   }
 
   reserve(bytes: number): boolean {
-    // Entries are evicted only when that makes room: what is being captured is never evicted for.
-    if (this.#reserved + bytes > this.budgetBytes) return false;
-    while (this.#bytes + this.#reserved + bytes > this.budgetBytes && this.#evictOldest()) {}
-    this.#reserved += bytes;
-    return true;
-  }
-
-  reserveSpare(bytes: number): boolean {
-    if (this.#bytes + this.#reserved + bytes > this.budgetBytes) return false;
-    this.#reserved += bytes;
+    // Only the captures running are never evicted for: entries and cached decodings give way to them.
+    if (this.#capturing + bytes > this.budgetBytes) return false;
+    this.#makeRoom(bytes, 0);
+    this.#capturing += bytes;
     return true;
   }
 
   release(bytes: number): void {
-    this.#reserved -= bytes;
+    this.#capturing -= bytes;
+  }
+
+  /**
+   * Until `extra` more bytes fit: drops cached decodings (a cache: they are decoded again when read), oldest
+   * first, then evicts the oldest entries while more than `keep` are stored.
+   */
+  #makeRoom(extra: number, keep: number): void {
+    const room = this.budgetBytes - extra;
+    if (this.bytes <= room) return;
+    for (const [key, decoded] of this.#decoded) {
+      if (this.bytes <= room) return;
+      if (decoded === null) continue;
+      this.#decodedBytes -= decoded.length;
+      this.#decoded.delete(key);
+    }
+    while (this.bytes > room && this.#count > keep && this.#evictOldest()) {}
   }
 
   /**
@@ -236,6 +247,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     f64[f + REQUEST_SIZE] = request.size;
     f64[f + RESPONSE_SIZE] = response.size;
     f64[f + COST] = cost;
+    f64[f + FLIGHT] = done.seq;
     const u = slot * U32_COLUMNS;
     const u32 = this.#u32;
     const extras = done.extras;
@@ -250,7 +262,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     this.#chunks[slot] = chunk;
     this.#recycle(done);
     this.#bytes += cost;
-    while (this.#bytes + this.#reserved > this.budgetBytes && this.#count > 1 && this.#evictOldest()) {}
+    this.#makeRoom(0, 1);
     const key = String(id);
     // Only a page listening is told (see createInspector): with none, storing costs no event.
     if (this.listenerCount('entry') > 0) this.emit('entry', key);
@@ -276,7 +288,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   #forgetDecoded(key: number): void {
     const decoded = this.#decoded.get(key);
     if (decoded === undefined) return;
-    if (decoded !== null) this.#reserved -= decoded.length;
+    if (decoded !== null) this.#decodedBytes -= decoded.length;
     this.#decoded.delete(key);
   }
 
@@ -319,6 +331,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
       requestSize: f64[f + REQUEST_SIZE]!,
       responseSize: f64[f + RESPONSE_SIZE]!,
       cost: f64[f + COST]!,
+      flightSeq: f64[f + FLIGHT]!,
       extras: (flags & HAS_EXTRAS) !== 0 ? this.#extras.get(id) : undefined,
     });
   }
@@ -334,7 +347,10 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   /** Remembers a decoding while its entry is stored and the budget has spare room for its bytes. */
   cacheDecoding(id: number, side: 0 | 1, decoded: Buffer | null): void {
     if (this.#slotOf(id) < 0) return;
-    if (decoded !== null && !this.reserveSpare(decoded.length)) return;
+    if (decoded !== null) {
+      if (this.bytes + decoded.length > this.budgetBytes) return;
+      this.#decodedBytes += decoded.length;
+    }
     this.#decoded.set(id * 2 + side, decoded);
   }
 

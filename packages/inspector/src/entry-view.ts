@@ -1,5 +1,12 @@
 import type { Body, Entry, EntrySummary } from './entry.js';
-import { clientOf, headerValue, type StoredBody, type StoredEntry, splitTarget } from './stored-entry.js';
+import {
+  clientOf,
+  flightKeyOf,
+  headerValue,
+  type StoredBody,
+  type StoredEntry,
+  splitTarget,
+} from './stored-entry.js';
 
 export function toSummary(entry: StoredEntry): EntrySummary {
   const { path, query } = splitTarget(entry.target);
@@ -16,6 +23,7 @@ export function toSummary(entry: StoredEntry): EntrySummary {
     requestBytes: entry.request.size,
     responseBytes: entry.kind === 'websocket' ? (entry.ws?.bytesOut ?? 0) : entry.response.size,
     kind: entry.kind,
+    flightKey: flightKeyOf(entry.flightSeq),
   };
   if (entry.error !== undefined) summary.error = entry.error;
   if (entry.replayOf !== undefined) summary.replayOf = entry.replayOf;

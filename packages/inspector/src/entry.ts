@@ -31,6 +31,8 @@ export interface EntrySummary {
   requestBytes: number;
   responseBytes: number;
   kind: 'http' | 'websocket';
+  /** The `key` its exchange had in `GET /api/inflight` while it ran: the in-flight row this entry ends. */
+  flightKey: string;
   error?: EntryError;
   replayOf?: string;
   ws?: WebSocketTraffic;
@@ -56,8 +58,8 @@ export type InFlightExchange = Pick<
 
 /**
  * What `GET /api/inflight` lists: the exchange so far, with a key that stays the same while it runs (the page
- * keeps its row and selection across polls) and the request head as received. `startedAt` is the one its
- * entry will have, so a client can tell which in-flight exchange an arriving entry ends.
+ * keeps its row and selection across polls), is never given to another exchange, and is its entry's
+ * `flightKey` once it ends; and the request head as received.
  */
 export interface InFlightSummary extends InFlightExchange {
   key: string;

@@ -20,6 +20,8 @@ const INITIAL_HEADS_BYTES = 1024;
  */
 export class ExchangeSlot {
   generation = 0;
+  /** The store's number for the exchange now in the slot (see EntryStore.openSlot): its in-flight key. */
+  seq = 0;
   readonly store: EntryStore;
   bodyLimit = 0;
   /** Both heads in the protocol's encoding: the request's at 0, the response's right after it. */
@@ -58,8 +60,9 @@ export class ExchangeSlot {
   }
 
   /** Starts the next exchange in this slot. */
-  open(bodyLimit: number, kind: 'http' | 'websocket'): void {
+  open(bodyLimit: number, kind: 'http' | 'websocket', seq: number): void {
     this.generation++;
+    this.seq = seq;
     this.done = false;
     this.bodyLimit = bodyLimit;
     this.request.reset(bodyLimit);

@@ -38,6 +38,13 @@ export interface StoredEntry {
   ws?: WebSocketTraffic;
   /** What the entry costs the memory budget (bytes kept plus an estimate of its headers and fields). */
   cost: number;
+  /** The number its exchange was listed in flight by while it ran (see flightKeyOf). */
+  flightSeq: number;
+}
+
+/** The key `GET /api/inflight` lists an exchange by, from its slot's sequence number. */
+export function flightKeyOf(seq: number): string {
+  return `f${seq}`;
 }
 
 /** The first value of a header (case-insensitive name), or undefined. */

@@ -35,7 +35,7 @@ export const api = {
     params.set('limit', String(limit));
     return call(`/api/entries?${params}`);
   },
-  /** Exchanges still running, newest first (`{ exchanges }`). */
+  /** The newest 100 exchanges still running, newest first (`{ exchanges, total }`). */
   inflight: () => call('/api/inflight'),
   entry: (id) => call(`/api/entries/${encodeURIComponent(id)}`),
   replay: (id, edits) => postJson(`/api/entries/${encodeURIComponent(id)}/replay`, edits),

@@ -6,16 +6,15 @@ import { api } from './api.js';
 import { el, formatBytes, formatMs, pairTable, pathCell, statusClass } from './dom.js';
 
 const POLL_MS = 1000;
-/** Starts of the entries seen lately: a poll answered before an entry came must not bring its row back. */
+/**
+ * Keys (`flightKey`) of the entries seen lately: a poll answered before an entry came must not bring its row
+ * back. A key is never given to another exchange, so none of them hides a running one.
+ */
 const ENDED_KEPT = 500;
 
 /** The row id of an in-flight exchange (entries' ids are numbers, so the two never meet). */
 export const liveId = (key) => `live:${key}`;
 export const isLive = (id) => id?.startsWith('live:') === true;
-
-function signature(e) {
-  return `${e.startedAt} ${e.method} ${e.path}?${e.query}`;
-}
 
 function target(e) {
   return e.query === '' ? e.path : `${e.path}?${e.query}`;
@@ -149,7 +148,7 @@ export function createInFlight({ body, filter, selected, onChange }) {
     asking = true;
     try {
       const answer = await api.inflight();
-      exchanges = answer.exchanges.filter((e) => !ended.has(signature(e)));
+      exchanges = answer.exchanges.filter((e) => !ended.has(e.key));
       render();
     } catch {
       // The agent may be restarting: the next poll tries again.
@@ -171,10 +170,10 @@ export function createInFlight({ body, filter, selected, onChange }) {
     get: (id) => exchanges.find((e) => liveId(e.key) === id),
     /** An entry came: the exchange it ends leaves the group; answers that row's id, if it was listed. */
     ended(entry) {
-      const sig = signature(entry);
-      ended.add(sig);
+      const key = entry.flightKey;
+      ended.add(key);
       if (ended.size > ENDED_KEPT) ended.delete(ended.values().next().value);
-      const gone = exchanges.find((e) => signature(e) === sig);
+      const gone = exchanges.find((e) => e.key === key);
       if (gone === undefined) return undefined;
       exchanges = exchanges.filter((e) => e !== gone);
       render();

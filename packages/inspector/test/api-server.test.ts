@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, request, type Server, type ServerRe
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EntrySummary, InFlightSummary } from '../src/entry.js';
+import { toSummary } from '../src/entry-view.js';
 import { createInspector, type Inspector } from '../src/inspector.js';
 import type { StoredEntry } from '../src/stored-entry.js';
 
@@ -198,7 +199,8 @@ describe('GET /api/inflight', () => {
     const id = running.finish()!;
     other.finish();
     const entry = (await (await fetch(`${inspector.url}/api/entries/${id}`)).json()) as EntrySummary;
-    // The page matches the entry to the row it replaces by these.
+    // The entry names the row it replaces; its start is the one listed.
+    expect(entry.flightKey).toBe(first!.key);
     expect(entry.startedAt).toBe(first!.startedAt);
     expect(await list()).toEqual([]);
     // The next exchanges run in the slots those two ran in: they are new exchanges, with new keys.
@@ -207,5 +209,66 @@ describe('GET /api/inflight', () => {
     const reused = await list();
     expect(reused.map((e) => e.path)).toEqual(['/after', '/next']);
     for (const exchange of reused) expect([first!.key, both[0]!.key]).not.toContain(exchange.key);
+  });
+
+  it('keys each exchange by its slot sequence: two alike begun in one tick stay apart, and the entry carries the key', async () => {
+    const inspector = await inspectorFor('http://127.0.0.1:9');
+    const entries: EntrySummary[] = [];
+    inspector.store.on('entry', (id) => entries.push(toSummary(inspector.store.get(id)!)));
+    // As two requests decoded from one mux message: same tick, same method and path, same millisecond.
+    const start = { method: 'POST', target: '/hook', headers: [] };
+    const a = inspector.capture.begin(start)!;
+    const b = inspector.capture.begin(start)!;
+    const list = async () =>
+      (await (await fetch(`${inspector.url}/api/inflight`)).json()) as {
+        exchanges: InFlightSummary[];
+        total: number;
+      };
+    const before = await list();
+    expect(before.total).toBe(2);
+    const [keyB, keyA] = before.exchanges.map((e) => e.key);
+    expect(keyA).not.toBe(keyB);
+    a.responseHead(200, []);
+    const id = a.finish()!;
+    const after = await list();
+    expect(after).toEqual({ exchanges: [expect.objectContaining({ key: keyB, path: '/hook' })], total: 1 });
+    expect(entries.map((e) => e.flightKey)).toEqual([keyA]);
+    const stored = (await (await fetch(`${inspector.url}/api/entries/${id}`)).json()) as EntrySummary;
+    expect(stored.flightKey).toBe(keyA);
+    const listed = (await (await fetch(`${inspector.url}/api/entries`)).json()) as {
+      entries: EntrySummary[];
+    };
+    expect(listed.entries.map((e) => e.flightKey)).toEqual([keyA]);
+    b.finish();
+    expect(entries.map((e) => e.flightKey)).toEqual([keyA, keyB]);
+  });
+
+  it('counts every exchange running; ?limit= caps only what is listed (default 100, at most 1000)', async () => {
+    const inspector = await inspectorFor('http://127.0.0.1:9');
+    const running = Array.from(
+      { length: 4_200 },
+      (_, i) => inspector.capture.begin({ method: 'GET', target: `/${i}`, headers: [] })!,
+    );
+    const get = async (query: string) => {
+      const res = await fetch(`${inspector.url}/api/inflight${query}`);
+      return {
+        status: res.status,
+        body: (await res.json()) as { exchanges: InFlightSummary[]; total: number },
+      };
+    };
+    const first = await get('');
+    expect(first.body.total).toBe(4_200);
+    expect(first.body.exchanges.map((e) => e.path)).toEqual(
+      Array.from({ length: 100 }, (_, i) => `/${4_199 - i}`),
+    );
+    expect((await get('?limit=1000')).body.exchanges).toHaveLength(1000);
+    expect((await get('?limit=3')).body.exchanges.map((e) => e.path)).toEqual(['/4199', '/4198', '/4197']);
+    for (const bad of ['0', '1001', 'x', '2.5']) expect((await get(`?limit=${bad}`)).status).toBe(400);
+    const status = (await (await fetch(`${inspector.url}/api/status`)).json()) as { inFlight: number };
+    expect(status.inFlight).toBe(4_200);
+    // The oldest, opened past the old cap of 4,096, leave the list when they end like the others.
+    for (const r of running) r.finish();
+    expect(inspector.store.inFlightCount).toBe(0);
+    expect(await get('')).toEqual({ status: 200, body: { exchanges: [], total: 0 } });
   });
 });

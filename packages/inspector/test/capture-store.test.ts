@@ -119,6 +119,42 @@ describe('entry store', () => {
     expect(store.bytes).toBe(0);
   });
 
+  it('cached decodings give way to a new capture: it evicts and drops them before it is refused', () => {
+    const store = new EntryStore({ budgetBytes: 1_000_000 });
+    const capture = createCapture(store, 400_000);
+    const stored = [];
+    for (let i = 0; i < 4; i++) {
+      const r = capture.begin({ method: 'GET', target: `/${i}`, headers: [] })!;
+      r.responseHead(200, ['content-encoding', 'gzip']);
+      r.responseData(gzipSync(Buffer.alloc(200_000, 97 + i)));
+      stored.push(r.finish()!);
+    }
+    // Read as the page or a body search would: the four decodings (800 kB) are cached.
+    for (const id of stored) expect(toEntry(store.get(id)!).responseBody.decodedBase64).toBeDefined();
+    expect(store.bytes).toBeGreaterThan(800_000);
+    const post = record(store, 400_000, Buffer.alloc(300_000, 'p'))!;
+    expect(post.request).toMatchObject({ size: 300_000, captured: 300_000 });
+    expect(store.bytes).toBeLessThanOrEqual(1_000_000);
+    // Only a cache was dropped: the entries are all still there, and decode again when read.
+    for (const id of stored) expect(toEntry(store.get(id)!).responseBody.decodedBase64).toBeDefined();
+    expect(store.bytes).toBeLessThanOrEqual(1_000_000);
+  });
+
+  it('refuses a capture only when the captures running alone would exceed the budget', () => {
+    const store = new EntryStore({ budgetBytes: 100_000 });
+    const capture = createCapture(store, 100_000);
+    for (let i = 0; i < 5; i++) record(store, 100_000, Buffer.alloc(15_000, i));
+    const a = capture.begin({ method: 'POST', target: '/a', headers: [] })!;
+    const b = capture.begin({ method: 'POST', target: '/b', headers: [] })!;
+    a.requestData(Buffer.alloc(60_000, 'a'));
+    b.requestData(Buffer.alloc(60_000, 'b'));
+    // The oldest entries were evicted for a's 60 kB; b's would exceed the budget with a's alone: refused.
+    expect(store.count).toBe(2);
+    expect(store.get(a.finish()!)!.request.captured).toBe(60_000);
+    expect(store.get(b.finish()!)!.request.captured).toBe(0);
+    expect(store.bytes).toBeLessThanOrEqual(100_000);
+  });
+
   it('numbers entries when they are stored: ids follow the list order when exchanges finish out of order', () => {
     const store = new EntryStore();
     const capture = createCapture(store, 100);
