@@ -158,10 +158,12 @@ function running(node: Node): boolean {
   return node.edge.child.exitCode === null && node.edge.child.signalCode === null;
 }
 
+/** The value of the metric line starting with `line`; a node that does not export it fails the test. */
 async function metric(node: Node, line: string): Promise<number> {
   const res = await fetch(`http://${node.host}:${node.adminPort}/metrics`);
   const found = (await res.text()).split('\n').find((l) => l.startsWith(line));
-  return found === undefined ? 0 : Number(found.split(' ')[1]);
+  if (found === undefined) throw new Error(`no metric line "${line}" on ${node.host}`);
+  return Number(found.split(' ')[1]);
 }
 
 /** The node serving the agent's session now (each test has one agent connected at a time). */
@@ -357,8 +359,13 @@ describe('TCP tunnels in a cluster: connections that arrive while the holder dra
       howItEnds(netConnect({ host: via.host, port })),
       howItEnds(netConnect({ host: held.host, port })),
     ];
+    // Each is held on the node it reached while it waits (not reset at once)...
+    const heldOn = (node: Node) => metric(node, 'tunnel2_tcp_connections_held ');
+    expect(await until(async () => (await heldOn(via)) > 0 && (await heldOn(held)) > 0)).toBe(true);
+    // ...then reset when the wait runs out, and no longer counted.
     expect(await Promise.all(ends)).toEqual(['ECONNRESET', 'ECONNRESET']);
-    expect(await metric(held, 'tunnel2_tcp_connections_held ')).toBe(0);
+    expect(await heldOn(held)).toBe(0);
+    expect(await heldOn(via)).toBe(0);
   });
 });
 

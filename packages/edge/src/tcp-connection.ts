@@ -15,7 +15,7 @@ export interface TcpCounters {
   /** in: from public clients to agents; out: from agents to public clients. */
   bytes: { in: number; out: number };
   open: number;
-  /** Cluster: connections waiting, unread, for their port's agent to be served again (tcp-hold.ts). */
+  /** Cluster: connections waiting, nothing sent on yet, for their port's agent to be served again (tcp-hold.ts). */
   held: number;
 }
 

@@ -1,9 +1,12 @@
 import { once } from 'node:events';
 import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
+import { ErrorCode, type MuxStream, StreamResetError } from '@tunnel2/protocol';
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Cluster } from '../src/cluster/cluster.js';
+import type { Cluster, OwnerFinding } from '../src/cluster/cluster.js';
+import type { LinkOpening } from '../src/cluster/node-link.js';
+import type { OwnerEntry } from '../src/cluster/owner-cache.js';
 import { TcpHolds, type TcpHoldsOptions } from '../src/cluster/tcp-hold.js';
 import { InFlight } from '../src/in-flight.js';
 import type { TcpCounters } from '../src/tcp-connection.js';
@@ -11,8 +14,9 @@ import { loneCluster } from './support/lone-cluster.js';
 
 // Connections held while their port's agent is away (cluster/tcp-hold.ts), against a real Cluster on the
 // memory registry and real loopback sockets: what is bounded (per port, per node, in time) and what a
-// draining node counts as in flight. The carry across nodes is tested with real processes
-// (packages/cli/test/e2e-cluster-tcp-faults.test.ts).
+// draining node counts as in flight. Then against a stand-in for the cluster's registry answers and node
+// links (real client sockets still): what a holder's answers do to a held connection. The carry across
+// nodes is tested with real processes (packages/cli/test/e2e-cluster-tcp-faults.test.ts).
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -66,6 +70,21 @@ async function holding(options: Partial<TcpHoldsOptions>) {
     ...options,
   });
   cleanups.push(() => holds.close());
+  const { client } = await listening(holds);
+  /** Waits (bounded) until the holds have taken `count` connections. */
+  const held = async (count: number): Promise<void> => {
+    await until(() => tcp.held >= count);
+  };
+  return { holds, inFlight, tcp, client, held };
+}
+
+/** Waits, bounded in count and time, until `done` holds (the holds work on timers and socket events). */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+/** A listener handing what it accepts to `holds` as the port the client named. */
+async function listening(holds: TcpHolds) {
   let nextPort = 1;
   const server: Server = createServer({ allowHalfOpen: true }, (socket) => holds.route(nextPort, socket));
   server.listen(0, '127.0.0.1');
@@ -88,11 +107,7 @@ async function holding(options: Partial<TcpHoldsOptions>) {
     await Promise.race([once(socket, 'connect').catch(() => undefined), ends]);
     return { socket, ends };
   };
-  /** Waits (bounded) until the holds have taken `count` connections. */
-  const held = async (count: number): Promise<void> => {
-    for (let i = 0; i < 500 && tcp.held < count; i++) await new Promise((resolve) => setTimeout(resolve, 5));
-  };
-  return { holds, inFlight, tcp, client, held };
+  return { client };
 }
 
 function howItEnds(socket: Socket): Promise<string> {
@@ -157,5 +172,174 @@ describe('TCP connections held for an agent that is away', () => {
     socket.resetAndDestroy();
     expect(await idle).toBe(true);
     expect(tcp.held).toBe(0);
+  });
+});
+
+/** What a stand-in holder does with a connection carried to it. */
+type HolderAnswer = 'accept' | 'refuse' | 'unreachable';
+
+/** A link stream to a stand-in holder: what the carry sent on it. */
+interface CarriedStream {
+  readonly stream: MuxStream;
+  readonly received: Buffer[];
+}
+
+/**
+ * Holds backed by a stand-in for the cluster: `find` answers the registry read, `cached` the owner cache,
+ * and each link stream opened to the holder gets the next of `answers` (the last one repeats).
+ */
+async function carrying(input: {
+  cached?: (port: number) => OwnerEntry | undefined;
+  find: (port: number) => Promise<OwnerFinding>;
+  answers: HolderAnswer[];
+  /** The holder answers nothing before this settles. */
+  answering?: Promise<void>;
+  options?: Partial<TcpHoldsOptions>;
+}) {
+  const tcp = counters();
+  const inFlight = new InFlight();
+  const carried: CarriedStream[] = [];
+  let opens = 0;
+  const stream = (): CarriedStream => {
+    const received: Buffer[] = [];
+    const fake = {
+      handler: undefined,
+      closed: false,
+      localEnded: false,
+      remoteEnded: false,
+      sendHeaders: () => {},
+      write: (chunk: Buffer) => received.push(chunk) > 0,
+      end: () => {},
+      reset: () => {},
+      consume: () => {},
+    };
+    return { stream: fake as unknown as MuxStream, received };
+  };
+  const open = (_url: string, done: (opening: LinkOpening) => void): void => {
+    const answer = input.answers[Math.min(opens++, input.answers.length - 1)];
+    void (input.answering ?? Promise.resolve()).then(() => {
+      if (answer === 'unreachable') {
+        done({ failed: 'unreachable', err: new Error('holder down') });
+        return;
+      }
+      const link = stream();
+      carried.push(link);
+      done({ stream: link.stream, maxFrameSize: 16_384, tcp: true });
+      setImmediate(() => {
+        if (answer === 'accept') link.stream.handler?.onHeaders(Buffer.alloc(0), false);
+        else link.stream.handler?.onReset(new StreamResetError(ErrorCode.REFUSED_STREAM));
+      });
+    });
+  };
+  const cluster = {
+    links: { open, forget: () => {} },
+    cachedOwner: (name: string) => input.cached?.(Number(name.slice('tcp:'.length))),
+    find: (name: string) => input.find(Number(name.slice('tcp:'.length))),
+    notHere: () => {},
+    unreachable: () => {},
+  } as unknown as Cluster;
+  const holds = new TcpHolds({
+    cluster,
+    counters: tcp,
+    inFlight,
+    carried: new Set(),
+    reconnectWaitMs: 10_000,
+    maxPerPort: 100,
+    maxPerNode: 100,
+    servedHere: () => undefined,
+    logger: silent,
+    ...input.options,
+  });
+  cleanups.push(() => holds.close());
+  const { client } = await listening(holds);
+  return { tcp, inFlight, carried, client, opens: () => opens };
+}
+
+const holderC: OwnerEntry = { nodeId: 'node-c', url: 'http://127.0.0.1:1', epoch: 1 };
+const live = (): Promise<OwnerFinding> => Promise.resolve({ state: 'remote', entry: holderC });
+const away = (): Promise<OwnerFinding> => Promise.resolve({ state: 'pending' });
+
+describe('TCP connections carried to a holder that refuses or cannot be reached', () => {
+  it('tries a holder that said "not here" again (its session was starting): the connection gets through, bytes sent while held first', async () => {
+    const { tcp, carried, client, opens } = await carrying({ find: live, answers: ['refuse', 'accept'] });
+    const { socket } = await client(1);
+    // Sent while the connection waits: Node buffers it in the socket, the carry sends it once accepted.
+    socket.write('sent while held');
+    await until(() => tcp.connections.forwarded === 1 && carried[1]?.received.length === 1);
+    expect(opens()).toBe(2);
+    expect(Buffer.concat(carried[1]?.received ?? []).toString()).toBe('sent while held');
+    expect(tcp.connections.no_agent).toBe(0);
+    expect(tcp.held).toBe(0);
+  });
+
+  it('carries to a live owner however full the holds are: the bounds apply to connections that wait', async () => {
+    // Port 1's agent is away (its connections wait), port 2's is live, cached or read from the registry.
+    const { tcp, client } = await carrying({
+      cached: (port) => (port === 2 ? holderC : undefined),
+      find: (port) => (port === 3 ? live() : away()),
+      answers: ['accept'],
+      options: { maxPerPort: 2, maxPerNode: 2 },
+    });
+    await client(1);
+    await client(1);
+    await until(() => tcp.held === 2);
+    await client(2);
+    await client(3);
+    await until(() => tcp.connections.forwarded === 2);
+    expect(tcp.connections.forwarded).toBe(2);
+    expect(tcp.connections.no_agent).toBe(0);
+    expect(tcp.held).toBe(2);
+  });
+
+  it('carries to a live owner with maxPerPort 0 (no connection may wait)', async () => {
+    const { tcp, client } = await carrying({
+      cached: (port) => (port === 2 ? holderC : undefined),
+      find: live,
+      answers: ['accept'],
+      options: { maxPerPort: 0 },
+    });
+    await client(1);
+    await client(2);
+    await until(() => tcp.connections.forwarded === 2);
+    expect(tcp.connections.forwarded).toBe(2);
+    expect(tcp.connections.no_agent).toBe(0);
+  });
+
+  it('bounds connections back from an unreachable holder: 10 in, limits 2 and 2, at most 2 held', async () => {
+    let answer: () => void = () => {};
+    const answering = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    const { tcp, inFlight, client, opens } = await carrying({
+      cached: () => holderC,
+      find: away,
+      answers: ['unreachable'],
+      answering,
+      options: { maxPerPort: 2, maxPerNode: 2 },
+    });
+    // All ten are on their way to the holder (none waits, none is bounded) before it fails them all.
+    for (let i = 0; i < 10; i++) await client(1);
+    await until(() => opens() === 10);
+    expect(tcp.held).toBe(0);
+    answer();
+    await until(() => tcp.connections.no_agent === 8);
+    expect(tcp.connections.no_agent).toBe(8);
+    expect(tcp.held).toBe(2);
+    expect(inFlight.count).toBe(2);
+  });
+
+  it('stops counting a connection whose client resets while the registry is read', async () => {
+    let answer: (finding: OwnerFinding) => void = () => {};
+    const pending = new Promise<OwnerFinding>((resolve) => {
+      answer = resolve;
+    });
+    const { tcp, inFlight, client } = await carrying({ find: () => pending, answers: ['accept'] });
+    const { socket } = await client(1);
+    await until(() => tcp.held === 1);
+    const idle = inFlight.idle(30_000);
+    socket.resetAndDestroy();
+    expect(await idle).toBe(true);
+    expect(tcp.held).toBe(0);
+    answer({ state: 'pending' });
   });
 });

@@ -16,8 +16,8 @@ export interface TcpCarryContext {
   logger: Logger;
   /**
    * Called instead of resetting the client when the holder could not be reached or answered "not here"
-   * before taking the connection (nothing was read from the client yet): the caller asks who holds the
-   * port now and carries the connection there.
+   * before taking the connection (nothing was sent on yet: what Node read stays in the socket's buffer):
+   * the caller asks who holds the port now and carries the connection there.
    */
   unreachable?: () => void;
 }
@@ -29,9 +29,11 @@ export const TCP_ACCEPTED: Buffer = Buffer.alloc(0);
  * A public client's connection to a port another node holds: carried over the link to that node as one
  * stream opened with the TCP head (the port, and the client's real address for the holder's allow-list),
  * then bytes both ways under the link's flow control, FIN as END_STREAM and RST as RESET, exactly as
- * between an edge and its agent (the same bridge). Nothing is read from the client before the link stream
- * is open. A peer that does not list TCP streams in its link HELLO (an older node), a link that cannot be
- * opened, or a holder that refuses: the client is reset, as a port without an agent is on one node.
+ * between an edge and its agent (the same bridge). Nothing is sent on before the holder has taken the
+ * connection: Node reads up to the socket's high-water mark (64 KiB) into its buffer meanwhile, and the
+ * bridge sends that first, so no byte is lost. A peer that does not list TCP streams in its link HELLO (an
+ * older node), a link that cannot be opened, or a holder that refuses: the client is reset, as a port
+ * without an agent is on one node.
  */
 export function carryTcpConnection(
   socket: Socket,
@@ -80,8 +82,8 @@ export function carryTcpConnection(
       }
       stream.sendHeaders(encodeTcpHead({ port, clientAddress, clientPort }), false);
       bridged = true;
-      // Nothing is read from the client until the holder has taken the connection (its empty head): a
-      // "not here" before that (the owner cache named a node the port has just left) is asked again.
+      // Nothing is sent on until the holder has taken the connection (its empty head): a "not here"
+      // before that (the owner cache named a node the port has just left) is asked again.
       stream.handler = {
         onHeaders: () => bridge(stream),
         onData: () => {},

@@ -15,9 +15,9 @@ export interface TcpHoldsOptions {
   carried: Set<Socket>;
   /** How long a connection waits for its port's agent to be served again (the same wait as HTTP's). */
   reconnectWaitMs: number;
-  /** Connections one port may hold waiting at once; beyond, reset at once. */
+  /** Connections one port may hold waiting at once; one more that has to wait is reset instead. */
   maxPerPort: number;
-  /** Connections this node may hold waiting at once, every port together; beyond, reset at once. */
+  /** Connections this node may hold waiting at once, every port together; beyond, reset instead. */
   maxPerNode: number;
   /** The port as held here when its session can take a connection now (ready, not draining). */
   servedHere(port: number): TcpPort | undefined;
@@ -27,17 +27,26 @@ export interface TcpHoldsOptions {
 /** Connections this node holds waiting at once by default, every port together (one descriptor each). */
 export const MAX_HELD_TCP_CONNECTIONS = 4096;
 
-/** One connection waiting, unread, for its port's agent to be served somewhere it can be carried. */
+/**
+ * How long a holder that did not answer or said "not here" is passed over (one poll): a node whose
+ * session is still starting (claim recorded, agent not attached yet) refuses the same epoch it will
+ * accept a moment later, so the same claim is tried again after this, a newer one at once.
+ */
+const PASSED_FOR_MS = CLUSTER_POLL_MS;
+
+/** One connection waiting for its port's agent to be served somewhere it can be carried. */
 interface Hold {
   readonly port: number;
   readonly socket: Socket;
   readonly deadline: number;
-  /** Holders that did not answer or said "not here" (node#epoch): only a newer claim is tried again. */
-  readonly passed: Set<string>;
+  /** Holders that did not answer or said "not here" (node#epoch), and until when they are passed over. */
+  readonly passed: Map<string, number>;
   rounds: number;
   nones: number;
-  /** Set while sleeping until the next round: wakes it early (the agent arrived here). */
-  wake: (() => void) | undefined;
+  /** Whether it was counted against the per-port and per-node bounds (it has had to wait). */
+  admitted: boolean;
+  /** Set while sleeping until the next round: cleared when it ends, or fired early (the agent arrived here). */
+  timer: NodeJS.Timeout | undefined;
 }
 
 const ownerKey = (owner: OwnerEntry): string => `${owner.nodeId}#${owner.epoch}`;
@@ -45,11 +54,14 @@ const ownerKey = (owner: OwnerEntry): string => `${owner.nodeId}#${owner.epoch}`
 /**
  * A cluster node's connections to ports it does not serve now: carried to the node holding the port, or,
  * while no node can take them (the holder drains, the agent is reconnecting, the record is being set up),
- * held unread and bounded — up to reconnectWaitMs, asking the registry every CLUSTER_POLL_MS as a waiting
+ * held and bounded — up to reconnectWaitMs, asking the registry every CLUSTER_POLL_MS as a waiting
  * HTTP request does, at most `maxPerPort` per port and `maxPerNode` in all — then carried to the node of
- * the newer claim, or opened here when the agent came back to this node. Nothing is read from the client
- * while it waits, so nothing is lost by carrying it later. A port nobody holds, or a wait that runs out:
- * reset, as on one node. A held connection counts as in flight: a draining node waits for it (its grace).
+ * the newer claim, or opened here when the agent came back to this node. The bounds apply only to a
+ * connection that has to wait (a live owner takes it at once however many others wait). Nothing is sent on
+ * while it waits: Node reads up to the socket's high-water mark (64 KiB) into the socket's own buffer, and
+ * that buffer goes first once the connection is carried or opened here, so no byte is lost (at most
+ * `maxPerNode` × 64 KiB held in all). A port nobody holds, or a wait that runs out: reset, as on one node.
+ * A held connection counts as in flight: a draining node waits for it (its grace).
  */
 export class TcpHolds {
   readonly #options: TcpHoldsOptions;
@@ -64,12 +76,7 @@ export class TcpHolds {
   /** A connection to `port` that this node cannot give to an agent of its own now. */
   route(port: number, socket: Socket): void {
     socket.on('error', () => {});
-    const ports = this.#byPort.get(port);
-    if (
-      this.#closed ||
-      this.#count >= this.#options.maxPerNode ||
-      (ports?.size ?? 0) >= this.#options.maxPerPort
-    ) {
+    if (this.#closed) {
       this.#options.counters.connections.no_agent++;
       socket.resetAndDestroy();
       return;
@@ -78,17 +85,23 @@ export class TcpHolds {
       port,
       socket,
       deadline: Date.now() + this.#options.reconnectWaitMs,
-      passed: new Set(),
+      passed: new Map(),
       rounds: 0,
       nones: 0,
-      wake: undefined,
+      admitted: false,
+      timer: undefined,
     };
-    this.#enter(hold);
-    socket.once('close', () => this.#wakeUp(hold));
-    // The first try needs no registry read when the owner is cached (the common case: a live holder).
+    // A client gone while the registry is read or while it sleeps stops counting now (#end is idempotent).
+    socket.once('close', () => this.#end(hold, 'reset'));
+    // The first try needs no registry read when the owner is cached (the common case: a live holder),
+    // and is not bounded: only a connection that has to wait counts against the bounds.
     const cached = this.#options.cluster.cachedOwner(`tcp:${port}`);
-    if (cached !== undefined) this.#carry(hold, cached);
-    else this.#round(hold);
+    if (cached !== undefined) {
+      this.#carry(hold, cached);
+      return;
+    }
+    this.#enter(hold);
+    this.#round(hold);
   }
 
   /** A session for `port` became ready here: its held connections go to it now. */
@@ -114,12 +127,29 @@ export class TcpHolds {
     this.#options.inFlight.start();
   }
 
-  /** Leaves the held set; `reset` also resets the client (no agent came in time). */
+  /**
+   * Counts a connection that has to wait against the bounds (it is in the held set already): false, and
+   * reset as `no_agent`, when its port or this node holds as many as they may.
+   */
+  #admit(hold: Hold): boolean {
+    if (hold.admitted) return true;
+    const others = (this.#byPort.get(hold.port)?.size ?? 1) - 1;
+    if (this.#count - 1 >= this.#options.maxPerNode || others >= this.#options.maxPerPort) {
+      this.#end(hold, 'reset');
+      return false;
+    }
+    hold.admitted = true;
+    return true;
+  }
+
+  /** Leaves the held set; `reset` also resets the client (no agent came in time). Idempotent. */
   #end(hold: Hold, how: 'reset' | 'handed'): void {
     const holds = this.#byPort.get(hold.port);
     if (holds === undefined || !holds.delete(hold)) return;
     if (holds.size === 0) this.#byPort.delete(hold.port);
-    hold.wake = undefined;
+    clearTimeout(hold.timer);
+    hold.timer = undefined;
+    hold.admitted = false;
     this.#count--;
     this.#options.counters.held--;
     if (how === 'reset' && !hold.socket.destroyed) {
@@ -133,10 +163,12 @@ export class TcpHolds {
     return this.#byPort.get(hold.port)?.has(hold) === true;
   }
 
+  /** Ends a sleep early; nothing when it is not sleeping (its registry read is still pending). */
   #wakeUp(hold: Hold): void {
-    const wake = hold.wake;
-    hold.wake = undefined;
-    wake?.();
+    if (hold.timer === undefined) return;
+    clearTimeout(hold.timer);
+    hold.timer = undefined;
+    this.#round(hold);
   }
 
   /** One round: the agent here, or where the registry says it is now. */
@@ -169,7 +201,7 @@ export class TcpHolds {
       this.#end(hold, 'reset');
       return;
     }
-    if (finding.state === 'remote' && !hold.passed.has(ownerKey(finding.entry))) {
+    if (finding.state === 'remote' && (hold.passed.get(ownerKey(finding.entry)) ?? 0) <= Date.now()) {
       this.#carry(hold, finding.entry);
       return;
     }
@@ -188,24 +220,21 @@ export class TcpHolds {
       this.#end(hold, 'reset');
       return;
     }
-    const timer = setTimeout(
+    if (!this.#admit(hold)) return;
+    hold.timer = setTimeout(
       () => {
-        hold.wake = undefined;
+        hold.timer = undefined;
         this.#round(hold);
       },
       once ? CLUSTER_POLL_MS : Math.min(CLUSTER_POLL_MS, remaining),
     );
-    timer.unref();
-    hold.wake = () => {
-      clearTimeout(timer);
-      this.#round(hold);
-    };
+    hold.timer.unref();
   }
 
   /**
    * Carries the connection to `owner`. It leaves the held set meanwhile (the carry counts itself in
-   * flight); a holder that does not answer or says "not here" before taking it puts it back, that holder
-   * passed over, and the registry is asked again at once.
+   * flight); a holder that does not answer or says "not here" before taking it puts it back, bounded as
+   * one that has to wait, that holder passed over for a poll, and the registry is asked again at once.
    */
   #carry(hold: Hold, owner: OwnerEntry): void {
     const { cluster, counters, inFlight, carried, logger } = this.#options;
@@ -220,14 +249,14 @@ export class TcpHolds {
       sockets: carried,
       logger,
       unreachable: () => {
-        hold.passed.add(ownerKey(owner));
+        hold.passed.set(ownerKey(owner), Date.now() + PASSED_FOR_MS);
         if (this.#closed) {
           counters.connections.no_agent++;
           hold.socket.resetAndDestroy();
           return;
         }
         this.#enter(hold);
-        this.#round(hold);
+        if (this.#admit(hold)) this.#round(hold);
       },
     });
     inFlight.finish();
