@@ -227,7 +227,7 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   reconnectWaitMs: {
     description:
-      "how long a request waits for a reconnecting tunnel's agent before 502 (0: no wait); in a cluster, how long a TCP connection is held unread for it before it is reset",
+      "how long a request waits for a reconnecting tunnel's agent before 502 (0: no wait); in a cluster, how long a TCP connection is held (nothing sent on) for it before it is reset",
     default: 5_000,
     ...integer(0, MINUTE),
   },

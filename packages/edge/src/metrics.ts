@@ -257,7 +257,7 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     });
     new Gauge({
       name: 'tunnel2_tcp_connections_held',
-      help: 'Cluster: public connections to TCP tunnel ports waiting, unread, for their agent to be served again (its node drains, or it reconnects)',
+      help: 'Cluster: public connections to TCP tunnel ports held (nothing sent on) until their agent is served again (its node drains, or it reconnects)',
       registers: [registry],
       collect() {
         this.set(tcp.counters.held);
