@@ -154,4 +154,17 @@ describe('the inspector page shows exchanges in flight (headless Chromium, real 
     await expect.poll(() => live().count()).toBe(0);
     await page.locator('#detail .title .status', { hasText: '200' }).waitFor();
   });
+
+  it('with more running than the API lists (100), the count says how many more there are', async () => {
+    const answers = Array.from({ length: 103 }, (_, i) => request(`/hold/many?n=${i}`));
+    await expect.poll(() => backend.held(), { timeout: 20_000 }).toBe(103);
+    await expect
+      .poll(() => page.locator('#count').textContent(), { timeout: 10_000 })
+      .toContain('100 in flight (3 more running, not listed)');
+    expect(await live().count()).toBe(100);
+    backend.release();
+    for (const answer of await Promise.all(answers)) expect(answer.status).toBe(200);
+    await expect.poll(() => live().count(), { timeout: 10_000 }).toBe(0);
+    await expect.poll(() => page.locator('#count').textContent()).not.toContain('in flight');
+  });
 });

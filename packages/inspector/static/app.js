@@ -72,7 +72,14 @@ function renderEmpty() {
 
 function renderCount() {
   const live = inFlight.shown();
-  $('count').textContent = `${rows.children.length} shown${live > 0 ? ` · ${live} in flight` : ''}`;
+  const more = inFlight.unlisted();
+  const flight =
+    more > 0
+      ? ` · ${live} in flight (${more} more running, not listed)`
+      : live > 0
+        ? ` · ${live} in flight`
+        : '';
+  $('count').textContent = `${rows.children.length} shown${flight}`;
 }
 
 function renderPaused() {

@@ -142,6 +142,7 @@ export function createInFlight({ body, filter, selected, onChange }) {
     onChange();
   }
 
+  let unlisted = 0;
   async function poll() {
     timer = undefined;
     if (document.hidden || asking) return;
@@ -149,6 +150,8 @@ export function createInFlight({ body, filter, selected, onChange }) {
     try {
       const answer = await api.inflight();
       exchanges = answer.exchanges.filter((e) => !ended.has(e.key));
+      // The API lists the newest 100: the rest are counted, so the page can say they are there.
+      unlisted = Math.max(0, answer.total - answer.exchanges.length);
       render();
     } catch {
       // The agent may be restarting: the next poll tries again.
@@ -167,6 +170,8 @@ export function createInFlight({ body, filter, selected, onChange }) {
     render,
     /** How many in-flight rows the filters leave. */
     shown: () => body.children.length,
+    /** Exchanges running beyond those the API listed. */
+    unlisted: () => unlisted,
     get: (id) => exchanges.find((e) => liveId(e.key) === id),
     /** An entry came: the exchange it ends leaves the group; answers that row's id, if it was listed. */
     ended(entry) {
@@ -174,7 +179,14 @@ export function createInFlight({ body, filter, selected, onChange }) {
       ended.add(key);
       if (ended.size > ENDED_KEPT) ended.delete(ended.values().next().value);
       const gone = exchanges.find((e) => e.key === key);
-      if (gone === undefined) return undefined;
+      if (gone === undefined) {
+        // One of those running beyond the listed ones ended (the next poll says for sure).
+        if (unlisted > 0) {
+          unlisted--;
+          onChange();
+        }
+        return undefined;
+      }
       exchanges = exchanges.filter((e) => e !== gone);
       render();
       return liveId(gone.key);
