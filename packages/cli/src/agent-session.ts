@@ -6,6 +6,7 @@ import {
   negotiateVersion,
   ownVersionRange,
   type ProtocolSettings,
+  sendInFragments,
   TCP_STREAM_KIND,
   TUNNEL_STREAM_KIND,
   type VersionRange,
@@ -139,6 +140,8 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       handshakeTimeout: options.handshakeTimeoutMs,
       maxPayload: 8 * 1024 * 1024,
     });
+    // Fragments, not joined messages: the session decodes them in place (no copy of a message spanning reads).
+    socket.binaryType = 'fragments';
     let settled = false;
     const versions = options.versions ?? ownVersionRange;
     let resolveClosed: (error: Error | undefined) => void = () => {};
@@ -160,7 +163,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       role: 'agent',
       settings: options.protocol,
       transport: {
-        send: (message, done) => socket.send(message, { binary: true, compress: false }, done),
+        send: (message, done) => sendInFragments(socket, message, done),
         close: (code, reason) => socket.close(code, reason),
       },
       handler: {
@@ -303,7 +306,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       ),
     );
     socket.on('message', (data, isBinary) => {
-      if (isBinary) session.receive(data as Buffer);
+      if (isBinary) session.receive(data as Buffer[]);
     });
     socket.on('close', (code, reason) => {
       session.transportClosed(
