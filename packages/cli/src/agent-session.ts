@@ -139,6 +139,8 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       handshakeTimeout: options.handshakeTimeoutMs,
       maxPayload: 8 * 1024 * 1024,
     });
+    // Fragments, not joined messages: the session decodes them in place (no copy of a message spanning reads).
+    socket.binaryType = 'fragments';
     let settled = false;
     const versions = options.versions ?? ownVersionRange;
     let resolveClosed: (error: Error | undefined) => void = () => {};
@@ -160,6 +162,8 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       role: 'agent',
       settings: options.protocol,
       transport: {
+        // Whole messages: measured, sixteen fragment sends cost this side about as much CPU as they spare the
+        // edge's receive (the edge does send fragments: that halves what the agent spends receiving).
         send: (message, done) => socket.send(message, { binary: true, compress: false }, done),
         close: (code, reason) => socket.close(code, reason),
       },
@@ -303,7 +307,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       ),
     );
     socket.on('message', (data, isBinary) => {
-      if (isBinary) session.receive(data as Buffer);
+      if (isBinary) session.receive(data as Buffer[]);
     });
     socket.on('close', (code, reason) => {
       session.transportClosed(

@@ -7,6 +7,7 @@ import {
   negotiateVersion,
   ProtocolErrorCode,
   type ProtocolSettings,
+  sendInFragments,
   TCP_STREAM_KIND,
   TUNNEL_STREAM_KIND,
   Tunnel2Error,
@@ -96,7 +97,7 @@ export class AgentConnection implements TunnelEntry {
       sessionWindowBudget: options.sessionWindowBudget,
       sharedWindowBudget: options.edgeWindowBudget,
       transport: {
-        send: (message, done) => socket.send(message, { binary: true, compress: false }, done),
+        send: (message, done) => sendInFragments(socket, message, done),
         close: (code, reason) => socket.close(code, reason),
       },
       handler: {
@@ -127,12 +128,14 @@ export class AgentConnection implements TunnelEntry {
     this.slots = new StreamSlots(this.session, options.slots);
     this.rate =
       options.requestRate > 0 ? new TokenBucket(options.requestRate, options.requestBurst) : undefined;
+    // Fragments, not joined messages: the session decodes them in place (no copy of a message spanning reads).
+    socket.binaryType = 'fragments';
     socket.on('message', (data, isBinary) => {
       if (!isBinary) {
         this.session.close(ErrorCode.PROTOCOL_ERROR, 'text messages are not part of the protocol');
         return;
       }
-      this.session.receive(data as Buffer);
+      this.session.receive(data as Buffer[]);
     });
     socket.on('close', () => this.session.transportClosed());
     socket.on('error', (err) => {

@@ -1,4 +1,4 @@
-import { ErrorCode, FRAME_HEADER_SIZE, FrameType, MAX_FRAME_LENGTH_FIELD } from './constants.js';
+import { ErrorCode, FRAME_HEADER_SIZE, FrameFlags, FrameType, MAX_FRAME_LENGTH_FIELD } from './constants.js';
 import { frameError, ProtocolError, ProtocolErrorCode } from './errors.js';
 
 /** One decoded frame. `payload` is a view into the received bytes, not a copy. */
@@ -84,6 +84,11 @@ export interface FrameDecoderOptions {
   /** Largest payload accepted; checked from the header, before any byte of the payload is kept. */
   maxFrameSize: number;
   onFrame: (frame: Frame) => void;
+  /**
+   * Hands a DATA payload that straddles chunks on in pieces (views of each chunk) instead of joining it:
+   * each piece is a DATA frame of its own, END_STREAM only on the last. Off by default (whole frames).
+   */
+  splitData?: boolean;
 }
 
 /**
@@ -94,6 +99,9 @@ export interface FrameDecoderOptions {
 export class FrameDecoder {
   readonly #maxFrameSize: number;
   readonly #onFrame: (frame: Frame) => void;
+  readonly #splitData: boolean;
+  /** DATA payload bytes still to come of a frame passed on in pieces (splitData only). */
+  #dataLeft = 0;
   /** Partial frame header bytes (fewer than FRAME_HEADER_SIZE). */
   #headerBuf = Buffer.alloc(FRAME_HEADER_SIZE);
   #headerFill = 0;
@@ -108,6 +116,7 @@ export class FrameDecoder {
   constructor(options: FrameDecoderOptions) {
     this.#maxFrameSize = options.maxFrameSize;
     this.#onFrame = options.onFrame;
+    this.#splitData = options.splitData ?? false;
   }
 
   /** Feeds bytes; calls onFrame for each complete frame. After an error the decoder stays failed. */
@@ -126,12 +135,16 @@ export class FrameDecoder {
 
   /** True when no partial frame is buffered: the stream of bytes ended on a frame boundary. */
   get idle(): boolean {
-    return this.#headerFill === 0 && this.#pending === undefined;
+    return this.#headerFill === 0 && this.#pending === undefined && this.#dataLeft === 0;
   }
 
   #consume(chunk: Buffer): void {
     let offset = 0;
     const end = chunk.length;
+    if (this.#dataLeft > 0) {
+      offset = this.#continueData(chunk);
+      if (this.#dataLeft > 0) return;
+    }
     if (this.#pending !== undefined) {
       offset = this.#fillPending(chunk, 0);
       if (this.#pending !== undefined) return;
@@ -144,7 +157,7 @@ export class FrameDecoder {
       if (this.#headerFill < FRAME_HEADER_SIZE) return;
       this.#headerFill = 0;
       offset = this.#startFrame(this.#headerBuf, 0, chunk, offset);
-      if (this.#pending !== undefined) return;
+      if (this.#pending !== undefined || this.#dataLeft > 0) return;
     }
     while (offset < end) {
       if (end - offset < FRAME_HEADER_SIZE) {
@@ -153,7 +166,7 @@ export class FrameDecoder {
         return;
       }
       offset = this.#startFrame(chunk, offset, chunk, offset + FRAME_HEADER_SIZE);
-      if (this.#pending !== undefined) return;
+      if (this.#pending !== undefined || this.#dataLeft > 0) return;
     }
   }
 
@@ -178,10 +191,15 @@ export class FrameDecoder {
       this.#emit(type, flags, streamId, chunk.subarray(offset, offset + length));
       return offset + length;
     }
-    this.#pending = Buffer.allocUnsafe(length);
-    this.#pendingType = type;
     this.#pendingFlags = flags;
     this.#pendingStream = streamId;
+    if (this.#splitData && type === FrameType.DATA) {
+      this.#dataLeft = length - available;
+      if (available > 0) this.#emitPiece(chunk.subarray(offset), false);
+      return chunk.length;
+    }
+    this.#pending = Buffer.allocUnsafe(length);
+    this.#pendingType = type;
     chunk.copy(this.#pending, 0, offset);
     this.#pendingFill = available;
     return chunk.length;
@@ -197,6 +215,20 @@ export class FrameDecoder {
     this.#pendingFill = 0;
     this.#emit(this.#pendingType, this.#pendingFlags, this.#pendingStream, pending);
     return offset + take;
+  }
+
+  /** The next piece of a DATA frame passed on in pieces; returns the offset after it. */
+  #continueData(chunk: Buffer): number {
+    const take = Math.min(this.#dataLeft, chunk.length);
+    if (take === 0) return 0;
+    this.#dataLeft -= take;
+    this.#emitPiece(chunk.subarray(0, take), this.#dataLeft === 0);
+    return take;
+  }
+
+  #emitPiece(payload: Buffer, last: boolean): void {
+    const flags = last ? this.#pendingFlags : this.#pendingFlags & ~FrameFlags.END_STREAM;
+    this.#onFrame({ type: FrameType.DATA, flags, streamId: this.#pendingStream, payload });
   }
 
   #emit(type: number, flags: number, streamId: number, payload: Buffer): void {

@@ -14,3 +14,4 @@ export { type BridgedSocket, type BridgeOptions, type BridgeResult, bridgeSocket
 export * from './tcp-head.js';
 export * from './tunnel-tag.js';
 export { WindowBudget } from './window-budget.js';
+export { type FragmentSocket, sendInFragments, WS_FRAGMENT_SIZE } from './ws-fragments.js';

@@ -98,6 +98,7 @@ export class MuxSession implements StreamHost {
     this.#decoder = new FrameDecoder({
       maxFrameSize: this.localSettings.maxFrameSize,
       onFrame: (frame) => this.#onFrame(frame),
+      splitData: true,
     });
   }
 
@@ -174,12 +175,12 @@ export class MuxSession implements StreamHost {
     return stream;
   }
 
-  /** Feeds one received message. Protocol violations end the session with GOAWAY; nothing is thrown. */
-  receive(message: Buffer): void {
+  /** Feeds one message, whole or its fragments in order; a violation ends the session with GOAWAY, never throws. */
+  receive(message: Buffer | readonly Buffer[]): void {
     if (this.#closed) return;
     this.#heartbeat?.heard();
     try {
-      this.#decoder.push(message);
+      for (const piece of Buffer.isBuffer(message) ? [message] : message) this.#decoder.push(piece);
     } catch (error) {
       this.#fail(error);
     }

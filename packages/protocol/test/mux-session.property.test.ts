@@ -13,6 +13,8 @@ interface Scenario {
   edgeFrameSize: number;
   agentFrameSize: number;
   highWaterMark: number;
+  /** Messages arrive in pieces of this size (0: whole), as ws hands over fragments. */
+  pieceSize: number;
   streams: { size: number; chunk: number; mode: ConsumeMode }[];
 }
 
@@ -31,6 +33,7 @@ function scenarioWithin(b: Bounds): fc.Arbitrary<Scenario> {
     edgeFrameSize: fc.integer({ min: MIN_FRAME_SIZE, max: 64 * 1024 }),
     agentFrameSize: fc.integer({ min: MIN_FRAME_SIZE, max: 64 * 1024 }),
     highWaterMark: fc.integer({ min: 512, max: 1024 * 1024 }),
+    pieceSize: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 20_000 })),
     streams: fc.array(
       fc.record({
         size: fc.integer({ min: 0, max: b.maxBody }),
@@ -102,6 +105,7 @@ describe('session properties', () => {
             edgeSettings: { maxFrameSize: s.edgeFrameSize },
             agentSettings: { maxFrameSize: s.agentFrameSize },
             highWaterMark: s.highWaterMark,
+            pieceSize: s.pieceSize,
           });
           try {
             const atAgent: StreamRecorder[] = [];

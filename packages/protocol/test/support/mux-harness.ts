@@ -60,11 +60,14 @@ export class MemoryTransport implements FrameTransport {
   closedWith: { code: number; reason: string } | undefined;
   /** One-way delay of the pipe in ms (0: the next turn). Messages keep their order either way. */
   latencyMs = 0;
+  /** When > 0, each message arrives as pieces of this size, as ws hands over a fragmented message. */
+  pieceSize = 0;
 
   send(message: Buffer, done: (error?: Error) => void): void {
     // A copy, as the wire would make: the session reuses the message's memory once done() runs.
-    const onTheWire = Buffer.from(message);
-    this.sent.add(onTheWire);
+    const copy = Buffer.from(message);
+    this.sent.add(copy);
+    const onTheWire = this.pieceSize > 0 ? inPieces(copy, this.pieceSize) : copy;
     if (this.latencyMs > 0) {
       // Like a socket on a long link: the bytes leave at once and arrive later.
       setImmediate(done);
@@ -81,6 +84,12 @@ export class MemoryTransport implements FrameTransport {
     this.closedWith = { code, reason };
     setImmediate(() => this.peer?.transportClosed());
   }
+}
+
+function inPieces(message: Buffer, size: number): Buffer[] {
+  const pieces: Buffer[] = [];
+  for (let at = 0; at < message.length; at += size) pieces.push(message.subarray(at, at + size));
+  return pieces;
 }
 
 /** The session-level events of one side, as promises and lists. */
@@ -147,11 +156,14 @@ export interface PairOptions {
   oldSide?: SessionRole;
   /** One-way delay of both directions of the pipe, in ms. */
   latencyMs?: number;
+  /** Messages arrive as pieces of this many bytes (ws binaryType 'fragments'); 0: whole. */
+  pieceSize?: number;
 }
 
 function createSide(role: SessionRole, settings: Partial<ProtocolSettings>, options: PairOptions): Side {
   const transport = new MemoryTransport();
   transport.latencyMs = options.latencyMs ?? 0;
+  transport.pieceSize = options.pieceSize ?? 0;
   const events = new SessionEvents();
   const session = new MuxSession({
     role,

@@ -1,0 +1,58 @@
+import type { AddressInfo } from 'node:net';
+import { sendInFragments, WS_FRAGMENT_SIZE } from '@tunnel2/protocol';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type RawData, WebSocket, WebSocketServer } from 'ws';
+
+const servers: WebSocketServer[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    for (const client of server.clients) client.terminate();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+/** Sends `message` in fragments from a client to a server reading with `binaryType`; returns what it got. */
+async function roundTrip(message: Buffer, binaryType: 'nodebuffer' | 'fragments'): Promise<RawData> {
+  const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  servers.push(server);
+  await new Promise((resolve) => server.once('listening', resolve));
+  const received = new Promise<RawData>((resolve) => {
+    server.once('connection', (socket) => {
+      socket.binaryType = binaryType;
+      socket.once('message', (data) => resolve(data));
+    });
+  });
+  const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  await new Promise((resolve) => client.once('open', resolve));
+  const sent = new Promise<Error | null | undefined>((resolve) => sendInFragments(client, message, resolve));
+  expect(await sent).toBeFalsy();
+  const data = await received;
+  client.close();
+  return data;
+}
+
+describe('sendInFragments', () => {
+  const message = Buffer.from(Array.from({ length: 3 * WS_FRAGMENT_SIZE + 123 }, (_, i) => i % 251));
+
+  it('an unmodified receiver (binaryType nodebuffer) gets the same single message', async () => {
+    const data = await roundTrip(message, 'nodebuffer');
+    expect(Buffer.isBuffer(data)).toBe(true);
+    expect((data as Buffer).equals(message)).toBe(true);
+  });
+
+  it('a receiver taking fragments gets them in order, none above the fragment size', async () => {
+    const data = await roundTrip(message, 'fragments');
+    expect(Array.isArray(data)).toBe(true);
+    const pieces = data as Buffer[];
+    expect(pieces).toHaveLength(4);
+    for (const piece of pieces) expect(piece.length).toBeLessThanOrEqual(WS_FRAGMENT_SIZE);
+    expect(Buffer.concat(pieces).equals(message)).toBe(true);
+  });
+
+  it('a message no bigger than one fragment goes as one frame', async () => {
+    const small = message.subarray(0, 100);
+    const data = await roundTrip(small, 'fragments');
+    expect(Buffer.concat(data as Buffer[]).equals(small)).toBe(true);
+    expect(data as Buffer[]).toHaveLength(1);
+  });
+});

@@ -1,0 +1,36 @@
+/** WebSocket fragments at most this big fit mostly inside one 64 KiB socket read of the receiver. */
+export const WS_FRAGMENT_SIZE = 16 * 1024;
+
+interface FragmentOptions {
+  binary: true;
+  compress: false;
+  fin: boolean;
+}
+
+/** The sending half of a ws WebSocket, kept structural: the protocol package imports no network library. */
+export interface FragmentSocket {
+  send(data: Buffer, options: FragmentOptions, cb?: (error?: Error) => void): void;
+}
+
+/**
+ * Sends one binary message as WebSocket fragments of at most `fragmentSize` bytes. A receiver that reads
+ * whole messages sees no difference (ws joins them, as it joins one frame spanning reads); one that takes
+ * fragments (binaryType 'fragments', MuxSession.receive) gets most of them as views of its socket reads
+ * instead of a fresh copy of the whole message. `done` runs after the last fragment, which ws writes last.
+ */
+export function sendInFragments(
+  socket: FragmentSocket,
+  message: Buffer,
+  done: (error?: Error | null) => void,
+  fragmentSize = WS_FRAGMENT_SIZE,
+): void {
+  let offset = 0;
+  while (message.length - offset > fragmentSize) {
+    socket.send(message.subarray(offset, offset + fragmentSize), MORE);
+    offset += fragmentSize;
+  }
+  socket.send(offset === 0 ? message : message.subarray(offset), LAST, done);
+}
+
+const MORE: FragmentOptions = { binary: true, compress: false, fin: false };
+const LAST: FragmentOptions = { binary: true, compress: false, fin: true };
