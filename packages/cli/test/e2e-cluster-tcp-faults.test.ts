@@ -37,6 +37,17 @@ interface Node {
   edge: Spawned;
 }
 
+/** SIGTERMs a node and waits until it drains; answers whether it has exited since. */
+async function startDrain(node: Node): Promise<() => boolean> {
+  let exited = false;
+  void node.edge.exited.then(() => {
+    exited = true;
+  });
+  node.edge.kill('SIGTERM');
+  await node.edge.waitFor('draining');
+  return () => exited;
+}
+
 let redis: RedisServer;
 let lb: Haproxy;
 const nodes: Node[] = [];
@@ -262,14 +273,9 @@ describe('TCP tunnels in a cluster when a node fails', () => {
     const { port, via } = await echoTunnel(token(1));
     const client = await openEcho(via, port);
     await client.step(256 * 1024);
-    let exited = false;
-    void via.edge.exited.then(() => {
-      exited = true;
-    });
-    via.edge.kill('SIGTERM');
-    await via.edge.waitFor('draining');
+    const exited = await startDrain(via);
     await client.step(1024 * 1024 + 3);
-    expect(exited).toBe(false);
+    expect(exited()).toBe(false);
     expect(await client.finish()).toEqual({ how: 'end', exact: true });
     expect(await via.edge.exited).toBe(0);
     for (const node of others(via)) expect(await worksThrough(node, port)).toBe(true);
@@ -332,19 +338,14 @@ describe('TCP tunnels in a cluster: connections that arrive while the holder dra
     const { port, readies, held, via } = await echoTunnel(token(6));
     const long = await openEcho(held, port);
     await long.step(64 * 1024);
-    let exited = false;
-    void held.edge.exited.then(() => {
-      exited = true;
-    });
-    held.edge.kill('SIGTERM');
-    await held.edge.waitFor('draining');
+    const exited = await startDrain(held);
     // The draining node still listens on its ports: a new client there waits, unread, for the agent.
     const late = await openEcho(held, port);
     const answered = late.step(32 * 1024 + 3).then(() => late.finish());
     expect(await long.finish()).toEqual({ how: 'end', exact: true });
     expect(await answered).toEqual({ how: 'end', exact: true });
     expect(readies()).toBeGreaterThanOrEqual(1);
-    expect(exited).toBe(false);
+    expect(exited()).toBe(false);
     expect(await held.edge.exited).toBe(0);
     expect(await worksThrough(via, port)).toBe(true);
   });

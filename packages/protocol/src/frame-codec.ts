@@ -119,14 +119,15 @@ export class FrameDecoder {
     this.#splitData = options.splitData ?? false;
   }
 
-  /** Feeds bytes; calls onFrame for each complete frame. After an error the decoder stays failed. */
-  push(input: Uint8Array): void {
+  /**
+   * Feeds bytes, or the pieces of one message in order (WebSocket fragments); calls onFrame for each complete
+   * frame. After an error the decoder stays failed.
+   */
+  push(input: Uint8Array | readonly Uint8Array[]): void {
     if (this.#failed) throw this.#failed;
-    const chunk = Buffer.isBuffer(input)
-      ? input
-      : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
     try {
-      this.#consume(chunk);
+      if (input instanceof Uint8Array) this.#consume(asBuffer(input));
+      else for (const piece of input) this.#consume(asBuffer(piece));
     } catch (err) {
       if (err instanceof ProtocolError) this.#failed = err;
       throw err;
@@ -244,4 +245,8 @@ export function decodeFrames(bytes: Uint8Array, maxFrameSize = MAX_FRAME_LENGTH_
   decoder.push(bytes);
   if (!decoder.idle) throw frameError('input ends inside a frame');
   return frames;
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

@@ -180,7 +180,7 @@ export class MuxSession implements StreamHost {
     if (this.#closed) return;
     this.#heartbeat?.heard();
     try {
-      for (const piece of Buffer.isBuffer(message) ? [message] : message) this.#decoder.push(piece);
+      this.#decoder.push(message);
     } catch (error) {
       this.#fail(error);
     }
