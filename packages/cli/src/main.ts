@@ -127,7 +127,9 @@ program
   .action(async (options: { config?: string }, command: Command) => {
     const { runServerCommand } = await import('./commands/server-command.js');
     const args = options.config === undefined ? command.args : ['--config', options.config, ...command.args];
-    process.exitCode = await runServerCommand(args);
+    // Exits explicitly, as the container's `tunnel2-edge` does: once drained (or after a second signal), a
+    // handle some library left open must not keep a stopping server running.
+    process.exit(await runServerCommand(args));
   });
 
 program

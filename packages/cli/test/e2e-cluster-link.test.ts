@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type ClientRequest, type IncomingMessage, request } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { createTestBackend, deterministicSha256 } from '@tunnel2/test-backend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -177,12 +178,23 @@ describe('node-to-node link', () => {
 
   it('a link that dies mid-response gives the client an aborted response, never a short one', async () => {
     const size = 50 * 1024 * 1024;
+    // B's end of the link, seen as it is accepted: the idle link from earlier tests goes first, so the
+    // download opens a new one here. Destroying that socket is the link dying (a peer gone, a cut network).
+    const linkSockets: Duplex[] = [];
+    const onUpgrade = (req: IncomingMessage, socket: Duplex): void => {
+      if (req.url === '/_tunnel2/node-link') linkSockets.push(socket);
+    };
+    b.app.server.on('upgrade', onUpgrade);
+    a.cluster?.links?.forget(b.url);
     const outcome = await new Promise<{ received: number; aborted: boolean }>((resolve) => {
       let received = 0;
       const req = download(portOf(a), size);
       req.on('error', () => resolve({ received, aborted: true }));
       req.on('response', (answer) => {
-        answer.once('data', () => a.cluster?.links?.close());
+        answer.once('data', () => {
+          expect(linkSockets).toHaveLength(1);
+          for (const socket of linkSockets) socket.destroy();
+        });
         answer.on('data', (chunk: Buffer) => (received += chunk.length));
         answer.on('aborted', () => resolve({ received, aborted: true }));
         answer.on('error', () => resolve({ received, aborted: true }));
@@ -190,6 +202,7 @@ describe('node-to-node link', () => {
       });
       req.end();
     });
+    b.app.server.off('upgrade', onUpgrade);
     expect(outcome.aborted).toBe(true);
     expect(outcome.received).toBeLessThan(size);
     // The next request opens a new link.

@@ -374,6 +374,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       return { port: boundPort, url: edge.url };
     },
     async close(graceMs = 10_000) {
+      const deadline = Date.now() + graceMs;
       draining = true;
       linkServer?.drain();
       for (const connection of [...sessions.connections()]) {
@@ -381,6 +382,12 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         else connection.handOver('edge draining: reconnect to another node');
       }
       await inFlight.idle(graceMs);
+      // No new public connection from here: one taken later could no longer be carried (sessions, links and
+      // the hop close below, and a link opened after them would keep the process alive), whereas a refused
+      // one a load balancer sends elsewhere. Requests already taken are served within what is left of the
+      // grace. Fastify's own close later finds the server stopped, which it allows.
+      if (app.server.listening) app.server.close();
+      await inFlight.idle(Math.max(0, deadline - Date.now()));
       for (const connection of [...sessions.connections()])
         connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
       sessions.close();

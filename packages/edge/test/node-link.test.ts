@@ -40,4 +40,36 @@ describe('NodeLinks', () => {
       peer.close();
     }
   });
+
+  it('opens no new link once closed: a request then is told the node stops, and no socket is made', async () => {
+    const accepted: Socket[] = [];
+    const peer = createServer((socket) => accepted.push(socket));
+    peer.listen(0, '127.0.0.1');
+    await once(peer, 'listening');
+    const { port } = peer.address() as { port: number };
+    const links = new NodeLinks({
+      nodeId: 'node-a',
+      auth: new NodeAuth(SECRET),
+      protocol: {},
+      maxMessageSize: 4 * 1024 * 1024,
+      connectTimeoutMs: 60_000,
+      counters: { bytesIn: 0, bytesOut: 0 },
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      links.close();
+      const opening = await new Promise<LinkOpening>((resolve) =>
+        links.open(`http://127.0.0.1:${port}/`, resolve),
+      );
+      expect(opening).toMatchObject({ failed: 'unreachable' });
+      expect(String((opening as { err?: unknown }).err)).toContain('this node is stopping');
+      // Long enough for a connect on loopback to have been accepted.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(accepted).toHaveLength(0);
+      expect(links.size).toBe(0);
+    } finally {
+      for (const socket of accepted) socket.destroy();
+      peer.close();
+    }
+  });
 });

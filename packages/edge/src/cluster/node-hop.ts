@@ -211,6 +211,8 @@ export class NodeHop {
   readonly #pools = new Map<string, Pool>();
   readonly #options: NodeHopOptions;
   readonly counters: HopCounters = { bytesOut: 0, bytesIn: 0 };
+  /** After close, no new pool: its keep-alive sockets would hold a stopped node's process open. */
+  #closed = false;
 
   constructor(options: NodeHopOptions) {
     this.#options = options;
@@ -222,6 +224,7 @@ export class NodeHop {
     if (pool !== undefined) return pool;
     undici ??= import('undici');
     return undici.then(({ Pool }) => {
+      if (this.#closed) throw new Error('this node is stopping');
       let created = this.#pools.get(url);
       if (created === undefined) {
         created = new Pool(url, {
@@ -458,6 +461,7 @@ export class NodeHop {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     const pools = [...this.#pools.values()];
     this.#pools.clear();
     await Promise.all(pools.map((pool) => pool.destroy().catch(() => {})));

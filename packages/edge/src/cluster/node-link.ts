@@ -248,6 +248,8 @@ export class NodeLinks {
   readonly #links = new Map<string, NodeLink>();
   /** Peer URL → until when it is reached by the HTTP hop (it refused the link). */
   readonly #fallback = new Map<string, number>();
+  /** After close, no new link: its open WebSocket would hold a stopped node's process open. */
+  #closed = false;
 
   constructor(options: NodeLinkOptions) {
     this.#options = options;
@@ -271,6 +273,10 @@ export class NodeLinks {
 
   /** Opens a stream to the peer at `url`: at once on a live link, or once the link is up. */
   open(url: string, done: (opening: LinkOpening) => void): void {
+    if (this.#closed) {
+      done({ failed: 'unreachable', err: new Error('this node is stopping') });
+      return;
+    }
     let link = this.#links.get(url);
     if (link === undefined) {
       link = new NodeLink(url, this.#options, () => {
@@ -291,6 +297,7 @@ export class NodeLinks {
   }
 
   close(): void {
+    this.#closed = true;
     for (const link of this.#links.values()) link.close(true);
     this.#links.clear();
   }
