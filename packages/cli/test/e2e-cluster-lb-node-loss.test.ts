@@ -13,6 +13,8 @@ const DEADLINE_MS = 20_000;
 /** The path every load request asks: a short delay, so some requests are always in flight. */
 const DELAY_MS = 20;
 const EXPECTED_BODY = JSON.stringify({ delayedMs: DELAY_MS });
+/** A request with no whole answer by then counts as lost (HAProxy itself would wait 60 s). */
+const ANSWER_TIMEOUT_MS = 15_000;
 
 type Backend = Awaited<ReturnType<typeof createTestBackend>>;
 
@@ -67,6 +69,7 @@ async function request(name: string): Promise<Outcome> {
       port: cluster.lbPort,
       path: `/loadtest/delay/${DELAY_MS}`,
       headers: ['Host', `${name}.localhost`],
+      timeoutMs: ANSWER_TIMEOUT_MS,
     });
     const body = res.body.toString();
     const kind = res.status !== 200 ? 'refused' : body === EXPECTED_BODY ? 'ok' : 'short';
@@ -124,6 +127,7 @@ async function holder(name: string): Promise<ClusterNode> {
     port: cluster.lbPort,
     path: '/loadtest/ping',
     headers: ['Host', `${name}.localhost`],
+    timeoutMs: ANSWER_TIMEOUT_MS,
   });
   expect(outcome.status).toBe(200);
   const node = cluster.nodes.find((n) => n.id === outcome.headers['x-tunnel2-node']);
@@ -139,6 +143,7 @@ async function backInRotation(node: ClusterNode, name: string): Promise<void> {
       port: cluster.lbPort,
       path: '/loadtest/ping',
       headers: ['Host', `${name}.localhost`],
+      timeoutMs: ANSWER_TIMEOUT_MS,
     });
     return res.headers['x-lb-server'] === lbName;
   });
@@ -188,10 +193,16 @@ describe('rolling restart of all three nodes (SIGTERM, drain, start again)', () 
     const name = sessionName();
     const load = steadyLoad(name, 5, 200);
     const movedTo: string[] = [];
+    // Each step is logged as it ends, so a step that hangs is named even when the test times out.
+    const began = Date.now();
+    const step = async (what: string, action: () => Promise<unknown>) => {
+      await action();
+      console.info(`rolling restart: ${what} at ${Date.now() - began} ms`);
+    };
     for (const node of cluster.nodes) {
-      await node.terminate();
-      await node.start();
-      await backInRotation(node, name);
+      await step(`${node.id} drained and exited`, () => node.terminate());
+      await step(`${node.id} listening`, () => node.start());
+      await step(`${node.id} in rotation`, () => backInRotation(node, name));
       movedTo.push((await holder(name)).id);
     }
     const outcomes = await load.stop();

@@ -14,6 +14,9 @@ import { type Spawned, spawnCli } from './processes.js';
  * (127.0.0.1) for X-Forwarded-For, as a real deployment would.
  */
 
+/** How long `terminate` waits for a node to drain and exit before it calls the node hung. */
+const TERMINATE_WITHIN_MS = 20_000;
+
 export const CLUSTER_SECRET = 'cluster-secret-0123456789abcdef0123456789';
 
 export interface ClusterNode {
@@ -104,8 +107,16 @@ async function startNode(redisUrl: string, id: string, extra: string[]): Promise
       await edge.exited;
     },
     async terminate() {
-      edge.kill('SIGTERM');
-      await edge.exited;
+      const stopping = edge;
+      stopping.kill('SIGTERM');
+      // Beyond the drain's grace (10 s) and teardown: a node still running then is hung, named as such.
+      const timer = setTimeout(() => stopping.kill('SIGKILL'), TERMINATE_WITHIN_MS);
+      await stopping.exited.finally(() => clearTimeout(timer));
+      if (stopping.child.signalCode === 'SIGKILL') {
+        throw new Error(
+          `${id} did not exit within ${TERMINATE_WITHIN_MS} ms of SIGTERM (killed); stderr: ${stopping.stderr().slice(-2_000)}`,
+        );
+      }
     },
     async start() {
       if (edge.child.exitCode === null && edge.child.signalCode === null) throw new Error(`${id} still runs`);

@@ -12,6 +12,8 @@ export interface ClientRequest {
   /** Keep the body (default); false only hashes it. */
   keepBody?: boolean;
   agent?: false;
+  /** Gives up (rejects, destroying the request) when the whole answer has not come within this time. */
+  timeoutMs?: number;
 }
 
 export interface ClientResponse {
@@ -37,6 +39,13 @@ export function send(options: ClientRequest): Promise<ClientResponse> {
       setHost: !(options.headers ?? []).some((h, i) => i % 2 === 0 && h.toLowerCase() === 'host'),
     });
     req.on('error', reject);
+    if (options.timeoutMs !== undefined) {
+      const timer = setTimeout(
+        () => req.destroy(new Error(`no complete answer within ${options.timeoutMs} ms`)),
+        options.timeoutMs,
+      );
+      req.on('close', () => clearTimeout(timer));
+    }
     req.on('response', (res) => {
       const hash = createHash('sha256');
       const chunks: Buffer[] = [];
