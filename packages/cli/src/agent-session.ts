@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { InspectorCapture } from '@tunnel2/inspector';
 import {
   ErrorCode,
@@ -6,6 +7,7 @@ import {
   negotiateVersion,
   ownVersionRange,
   type ProtocolSettings,
+  sendCorkedInFragments,
   TCP_STREAM_KIND,
   TUNNEL_STREAM_KIND,
   type VersionRange,
@@ -141,6 +143,11 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
     });
     // Fragments, not joined messages: the session decodes them in place (no copy of a message spanning reads).
     socket.binaryType = 'fragments';
+    // The connection beneath the WebSocket, once upgraded: ws takes over the response's socket.
+    let beneath: Socket | undefined;
+    socket.once('upgrade', (response) => {
+      beneath = response.socket;
+    });
     let settled = false;
     const versions = options.versions ?? ownVersionRange;
     let resolveClosed: (error: Error | undefined) => void = () => {};
@@ -162,9 +169,9 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       role: 'agent',
       settings: options.protocol,
       transport: {
-        // Whole messages: measured, sixteen fragment sends cost this side about as much CPU as they spare the
-        // edge's receive (the edge does send fragments: that halves what the agent spends receiving).
-        send: (message, done) => socket.send(message, { binary: true, compress: false }, done),
+        // Fragments, as the edge sends them, so the edge's receive gets most of them as views of its reads;
+        // corked, a message's fragments cost one write, not one each.
+        send: (message, done) => sendCorkedInFragments(socket, beneath, message, done),
         close: (code, reason) => socket.close(code, reason),
       },
       handler: {

@@ -1,4 +1,5 @@
 import {
+  type CorkableStream,
   ErrorCode,
   type Hello,
   MAX_SESSION_TUNNELS,
@@ -7,7 +8,7 @@ import {
   negotiateVersion,
   ProtocolErrorCode,
   type ProtocolSettings,
-  sendInFragments,
+  sendCorkedInFragments,
   TCP_STREAM_KIND,
   TUNNEL_STREAM_KIND,
   Tunnel2Error,
@@ -31,6 +32,8 @@ export interface AgentConnectionOptions {
   epoch: number;
   owner: string;
   socket: WebSocket;
+  /** The stream beneath `socket`: corked while a message's fragments are written, so they leave in one write. */
+  beneath?: CorkableStream;
   logger: Logger;
   protocol: Partial<ProtocolSettings>;
   /** Auto-tuning limit for response streams (MuxSessionOptions.maxStreamWindow). */
@@ -97,7 +100,7 @@ export class AgentConnection implements TunnelEntry {
       sessionWindowBudget: options.sessionWindowBudget,
       sharedWindowBudget: options.edgeWindowBudget,
       transport: {
-        send: (message, done) => sendInFragments(socket, message, done),
+        send: (message, done) => sendCorkedInFragments(socket, options.beneath, message, done),
         close: (code, reason) => socket.close(code, reason),
       },
       handler: {

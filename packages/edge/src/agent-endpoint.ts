@@ -183,6 +183,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         epoch,
         owner,
         socket: ws,
+        beneath: socket,
         logger,
         protocol: options.protocol,
         maxStreamWindow: options.maxStreamWindow,

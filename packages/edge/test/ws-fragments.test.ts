@@ -1,5 +1,5 @@
-import type { AddressInfo } from 'node:net';
-import { sendInFragments, WS_FRAGMENT_SIZE } from '@tunnel2/protocol';
+import type { AddressInfo, Socket } from 'node:net';
+import { sendCorkedInFragments, sendInFragments, WS_FRAGMENT_SIZE } from '@tunnel2/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
 
@@ -54,5 +54,62 @@ describe('sendInFragments', () => {
     const data = await roundTrip(small, 'fragments');
     expect(Buffer.concat(data as Buffer[]).equals(small)).toBe(true);
     expect(data as Buffer[]).toHaveLength(1);
+  });
+});
+
+describe('sendCorkedInFragments', () => {
+  const message = Buffer.from(Array.from({ length: 3 * WS_FRAGMENT_SIZE + 123 }, (_, i) => i % 251));
+
+  /** Sends `message` from a client, counting the writes that reach its TCP socket; returns what arrived. */
+  async function countedSend(corked: boolean): Promise<{ writes: number; data: Buffer[] }> {
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    servers.push(server);
+    await new Promise((resolve) => server.once('listening', resolve));
+    const received = new Promise<Buffer[]>((resolve) => {
+      server.once('connection', (socket) => {
+        socket.binaryType = 'fragments';
+        socket.once('message', (data) => resolve(data as Buffer[]));
+      });
+    });
+    const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    let beneath: Socket | undefined;
+    client.once('upgrade', (response) => {
+      beneath = response.socket;
+    });
+    await new Promise((resolve) => client.once('open', resolve));
+    const stream = beneath as Socket & { _writev: Socket['_writev']; _write: Socket['_write'] };
+    let writes = 0;
+    const writev = stream._writev?.bind(stream);
+    const write = stream._write.bind(stream);
+    stream._writev = (chunks, cb) => {
+      writes++;
+      writev?.(chunks, cb);
+    };
+    stream._write = (chunk, encoding, cb) => {
+      writes++;
+      write(chunk, encoding, cb);
+    };
+    const sent = new Promise<Error | null | undefined>((resolve) =>
+      sendCorkedInFragments(client, corked ? stream : undefined, message, resolve),
+    );
+    expect(await sent).toBeFalsy();
+    const data = await received;
+    const counted = writes;
+    client.close();
+    return { writes: counted, data };
+  }
+
+  it('writes all of a message’s fragments at once when the stream beneath is known', async () => {
+    const { writes, data } = await countedSend(true);
+    expect(writes).toBe(1);
+    expect(data).toHaveLength(4);
+    expect(Buffer.concat(data).equals(message)).toBe(true);
+  });
+
+  it('without it, each fragment is a write of its own (the same fragments arrive)', async () => {
+    const { writes, data } = await countedSend(false);
+    expect(writes).toBe(4);
+    expect(data).toHaveLength(4);
+    expect(Buffer.concat(data).equals(message)).toBe(true);
   });
 });

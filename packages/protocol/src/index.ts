@@ -14,4 +14,10 @@ export { type BridgedSocket, type BridgeOptions, type BridgeResult, bridgeSocket
 export * from './tcp-head.js';
 export * from './tunnel-tag.js';
 export { WindowBudget } from './window-budget.js';
-export { type FragmentSocket, sendInFragments, WS_FRAGMENT_SIZE } from './ws-fragments.js';
+export {
+  type CorkableStream,
+  type FragmentSocket,
+  sendCorkedInFragments,
+  sendInFragments,
+  WS_FRAGMENT_SIZE,
+} from './ws-fragments.js';

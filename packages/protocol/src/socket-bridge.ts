@@ -43,10 +43,23 @@ export function bridgeSocket(stream: MuxStream, socket: BridgedSocket, options: 
   };
   // Bytes written to the socket after its buffer filled: their credit waits for the socket's 'drain'.
   let uncredited = 0;
+  // One received message carries a DATA payload in several pieces (views of the WebSocket fragments) and
+  // often several payloads: corked until the message is handled, they reach the socket in one write
+  // instead of one system call each. The socket's high-water mark still bounds what it holds.
+  let corked = false;
+  const uncork = (): void => {
+    corked = false;
+    socket.uncork();
+  };
   stream.handler = {
     onHeaders: () => {},
     onData: (chunk) => {
       result.bytesToSocket += chunk.length;
+      if (!corked) {
+        corked = true;
+        socket.cork();
+        process.nextTick(uncork);
+      }
       // Once the socket's buffer is full, every later chunk waits for the same 'drain'.
       if (socket.write(chunk) && uncredited === 0) stream.consume(chunk.length);
       else uncredited += chunk.length;

@@ -32,5 +32,34 @@ export function sendInFragments(
   socket.send(offset === 0 ? message : message.subarray(offset), LAST, done);
 }
 
+/** The byte stream beneath a WebSocket (its net.Socket or TLSSocket), kept structural as above. */
+export interface CorkableStream {
+  cork(): void;
+  uncork(): void;
+}
+
+/**
+ * `sendInFragments` with the stream beneath corked for the whole message: ws writes each fragment as a frame
+ * of its own, and uncorked each one would be a write system call; corked, one message's fragments leave in
+ * one write. Without the stream (not known yet), fragments go out one by one.
+ */
+export function sendCorkedInFragments(
+  socket: FragmentSocket,
+  beneath: CorkableStream | undefined,
+  message: Buffer,
+  done: (error?: Error | null) => void,
+): void {
+  if (beneath === undefined || message.length <= WS_FRAGMENT_SIZE) {
+    sendInFragments(socket, message, done);
+    return;
+  }
+  beneath.cork();
+  try {
+    sendInFragments(socket, message, done);
+  } finally {
+    beneath.uncork();
+  }
+}
+
 const MORE: FragmentOptions = { binary: true, compress: false, fin: false };
 const LAST: FragmentOptions = { binary: true, compress: false, fin: true };
