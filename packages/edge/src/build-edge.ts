@@ -183,6 +183,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
 
   const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
     const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
+      // Draining: no connection is kept for a next request, which the teardown would no longer carry.
+      if (draining) res.shouldKeepAlive = false;
       const problem = headProblem(req);
       if (problem !== undefined) {
         sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
@@ -388,6 +390,10 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // grace. Fastify's own close later finds the server stopped, which it allows.
       if (app.server.listening) app.server.close();
       await inFlight.idle(Math.max(0, deadline - Date.now()));
+      // A kept-alive connection could still bring a request once what carries requests has closed: those
+      // idle now go. Every answer since the drain began closed its connection (onRequest). Requests still
+      // running when the grace ran out are answered by the sessions' close, and cut only after it.
+      app.server.closeIdleConnections();
       for (const connection of [...sessions.connections()])
         connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
       sessions.close();

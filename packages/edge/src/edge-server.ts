@@ -216,8 +216,7 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
       if (signals > 1) {
         logger.warn({ signal }, 'second signal: stopping without waiting for in-flight requests');
         stop();
-        logger.flush();
-        resolve(1);
+        void flushed(logger).then(() => resolve(1));
         return;
       }
       logger.info({ signal }, 'shutdown signal received');
@@ -229,12 +228,13 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
           `${JSON.stringify({ event: 'draining', signal, inFlight: server.edge.inFlight, graceMs: settings.drainTimeoutMs })}\n`,
         );
       }
-      void drained.then(() => {
-        if (command.json) io.stdout(`${JSON.stringify({ event: 'stopped' })}\n`);
-        stop();
-        logger.flush();
-        resolve(0);
-      });
+      void drained
+        .then(() => {
+          if (command.json) io.stdout(`${JSON.stringify({ event: 'stopped' })}\n`);
+          stop();
+          return flushed(logger);
+        })
+        .then(() => resolve(0));
     });
   });
 }
@@ -245,4 +245,19 @@ function toEdgeOptionsChecked(settings: EdgeSettings): void {
   const placeholder = settings.tokenFile === undefined ? [] : ['<from tokenFile>'];
   const resolved = resolveEdgeOptions(toEdgeOptions(settings, [...settings.tokens, ...placeholder]));
   void resolved.registry.close();
+}
+
+/**
+ * The log's last lines written out: the caller exits the process next, and an asynchronous destination (a
+ * worker's stderr goes through the main thread) would lose them. Bounded: a stuck destination does not hold
+ * the exit.
+ */
+function flushed(logger: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 1_000);
+    logger.flush(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }

@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
 import {
   ErrorCode,
   type MuxStream,
@@ -135,14 +134,6 @@ export class TunnelExchange implements StreamHandler {
       if (fit > 0) this.#res.write(chunk.subarray(0, fit));
       this.#abort();
       return;
-    }
-    // A received message hands its DATA over in pieces: the connection stays corked until the message is
-    // handled, so they leave in one write. The socket, not the response: res.cork() holds chunked pieces
-    // back, and a response that ends in the same tick has them written after its last chunk (Node 24).
-    const socket = this.#res.socket;
-    if (socket !== null && socket.writableCorked === 0) {
-      socket.cork();
-      process.nextTick(uncorkSocket, socket);
     }
     if (this.#res.write(chunk)) this.#stream.consume(chunk.length);
     else this.#owed += chunk.length;
@@ -290,11 +281,6 @@ export class TunnelExchange implements StreamHandler {
       this.#timer = undefined;
     }
   }
-}
-
-/** A static callback with an argument: no closure per message. */
-function uncorkSocket(socket: Duplex): void {
-  socket.uncork();
 }
 
 function describeReset(code: number, name: string): [EdgeErrorCode, string] {

@@ -127,28 +127,35 @@ async function awaitAgent(
   // The one cluster branch: the owner is another node. A request another node forwarded is answered here.
   const cluster = options.cluster;
   if (cluster !== undefined && arrival.via === undefined && isValidSessionName(route.name)) {
-    let owner: OwnerEntry | undefined;
+    // In flight from here: a draining node must not tear down under a request whose owner is being looked
+    // up (a registry round trip). The forward and the wait below count themselves before this finishes.
+    options.inFlight.start();
     try {
-      owner = await cluster.owner(route.name);
-    } catch {
-      owner = undefined; // missingSession below asks again and says the registry is unreachable
+      let owner: OwnerEntry | undefined;
+      try {
+        owner = await cluster.owner(route.name);
+      } catch {
+        owner = undefined; // missingSession below asks again and says the registry is unreachable
+      }
+      if (arrival.gone) return;
+      const deadline = Date.now() + options.reconnectWaitMs;
+      const passed = new Set<string>();
+      // A waiting request counts as in flight: a draining node must not stop under it.
+      const wait = (): void => {
+        options.inFlight.start();
+        void awaitAcrossNodes(arrival, route, options, cluster, deadline, passed, lost).finally(() =>
+          options.inFlight.finish(),
+        );
+      };
+      const lost = (gone: OwnerEntry): void => {
+        passed.add(ownerKey(gone));
+        wait();
+      };
+      if (owner !== undefined) arrival.forward(owner, cluster, lost);
+      else wait();
+    } finally {
+      options.inFlight.finish();
     }
-    if (arrival.gone) return;
-    const deadline = Date.now() + options.reconnectWaitMs;
-    const passed = new Set<string>();
-    // A waiting request counts as in flight: a draining node must not stop under it.
-    const wait = (): void => {
-      options.inFlight.start();
-      void awaitAcrossNodes(arrival, route, options, cluster, deadline, passed, lost).finally(() =>
-        options.inFlight.finish(),
-      );
-    };
-    const lost = (gone: OwnerEntry): void => {
-      passed.add(ownerKey(gone));
-      wait();
-    };
-    if (owner !== undefined) arrival.forward(owner, cluster, lost);
-    else wait();
     return;
   }
   const refusal = await missingSession(route.name, options.sessions);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type IncomingMessage, request } from 'node:http';
+import { type Agent, type IncomingMessage, request } from 'node:http';
 import type { Readable } from 'node:stream';
 
 export interface ClientRequest {
@@ -11,7 +11,8 @@ export interface ClientRequest {
   body?: Buffer | Readable;
   /** Keep the body (default); false only hashes it. */
   keepBody?: boolean;
-  agent?: false;
+  /** No agent (a connection per request, the default), or one that keeps connections alive. */
+  agent?: false | Agent;
   /** Gives up (rejects, destroying the request) when the whole answer has not come within this time. */
   timeoutMs?: number;
 }

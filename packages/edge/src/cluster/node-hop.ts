@@ -211,8 +211,10 @@ export class NodeHop {
   readonly #pools = new Map<string, Pool>();
   readonly #options: NodeHopOptions;
   readonly counters: HopCounters = { bytesOut: 0, bytesIn: 0 };
-  /** After close, no new pool: its keep-alive sockets would hold a stopped node's process open. */
+  /** After close, no new pool or socket: either would hold a stopped node's process open. */
   #closed = false;
+  /** Relayed upgrades' sockets to their peers: close() cuts them, as the server cuts its own connections. */
+  readonly #upgrades = new Set<Socket>();
 
   constructor(options: NodeHopOptions) {
     this.#options = options;
@@ -265,6 +267,10 @@ export class NodeHop {
     done: (outcome: HopOutcome, detail: { err?: unknown; edgeError?: string }) => void,
     reroutable = false,
   ): void {
+    if (this.#closed) {
+      done('unreachable', { err: new Error('this node is stopping') });
+      return;
+    }
     if (hasBody && req.headers.expect?.toLowerCase() === '100-continue') {
       this.#forwardExpecting(owner, req, res, headers, done);
       return;
@@ -395,10 +401,16 @@ export class NodeHop {
     headers: string[],
     ends: { failed: (err: unknown) => void; abandoned: () => void; finished: () => void },
   ): void {
+    if (this.#closed) {
+      ends.failed(new Error('this node is stopping'));
+      return;
+    }
     const { secure, host, port } = peerAddress(owner.url);
     const upstream: Socket = secure
       ? tlsConnect({ host, port, ...(isIP(host) === 0 ? { servername: host } : {}) })
       : netConnect({ host, port });
+    this.#upgrades.add(upstream);
+    upstream.once('close', () => this.#upgrades.delete(upstream));
     const counters = this.counters;
     let connected = false;
     let gaveUp = false;
@@ -462,6 +474,8 @@ export class NodeHop {
 
   async close(): Promise<void> {
     this.#closed = true;
+    for (const upstream of this.#upgrades) upstream.destroy();
+    this.#upgrades.clear();
     const pools = [...this.#pools.values()];
     this.#pools.clear();
     await Promise.all(pools.map((pool) => pool.destroy().catch(() => {})));
