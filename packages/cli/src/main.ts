@@ -127,9 +127,12 @@ program
   .action(async (options: { config?: string }, command: Command) => {
     const { runServerCommand } = await import('./commands/server-command.js');
     const args = options.config === undefined ? command.args : ['--config', options.config, ...command.args];
-    // Exits explicitly, as the container's `tunnel2-edge` does: once drained (or after a second signal), a
-    // handle some library left open must not keep a stopping server running.
-    process.exit(await runServerCommand(args));
+    // Once drained (or after a second signal) the process ends by itself when nothing is left open, with
+    // its last output written (in a worker that output is still on its way to the main thread). A handle
+    // some library left open must not keep a stopping server running: a second later, it exits anyway.
+    const code = await runServerCommand(args);
+    process.exitCode = code;
+    setTimeout(() => process.exit(code), 1_000).unref();
   });
 
 program
