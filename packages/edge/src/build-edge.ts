@@ -117,6 +117,13 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   const inFlight = new InFlight();
   const clients = new ClientOriginResolver(options.trustedProxies);
   let draining = false;
+  /**
+   * Set once the drain's waits are over and what carries requests starts to close. A request still arriving
+   * then (on a kept-alive connection that was not idle when idle ones were closed) gets its connection
+   * closed unanswered, which a client may retry on a reused connection (RFC 9112 §9.3.1), rather than an
+   * error answer from links already closed.
+   */
+  let stopping = false;
   let boundPort = options.port;
   // In a cluster, ports are claimed in the shared registry and every node listens on the whole range.
   const sharedTcp =
@@ -183,6 +190,10 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
 
   const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
     const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
+      if (stopping) {
+        req.socket.destroy();
+        return;
+      }
       // Draining: no connection is kept for a next request, which the teardown would no longer carry.
       if (draining) res.shouldKeepAlive = false;
       const problem = headProblem(req);
@@ -258,6 +269,10 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   });
 
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (stopping) {
+      socket.destroy();
+      return;
+    }
     const problem = headProblem(req);
     if (problem !== undefined) {
       rejectUpgrade(socket, problem);
@@ -393,6 +408,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // A kept-alive connection could still bring a request once what carries requests has closed: those
       // idle now go. Every answer since the drain began closed its connection (onRequest). Requests still
       // running when the grace ran out are answered by the sessions' close, and cut only after it.
+      stopping = true;
       app.server.closeIdleConnections();
       for (const connection of [...sessions.connections()])
         connection.close(ErrorCode.GOING_AWAY, 'edge stopped');

@@ -36,6 +36,13 @@ export const restarting = (name: string): Refusal => ({
   retryAfterS: 1,
 });
 
+/** This node stops while the request waited for its way to the node holding the tunnel. */
+export const nodeStopping = (name: string): Refusal => ({
+  code: EdgeErrorCode.DRAINING,
+  message: `tunnel ${name}: this edge node is shutting down: retry`,
+  retryAfterS: 1,
+});
+
 export const offline = (name: string): Refusal => ({
   code: EdgeErrorCode.TUNNEL_OFFLINE,
   message: `tunnel ${name} is offline: its agent is not connected`,

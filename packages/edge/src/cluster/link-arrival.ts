@@ -10,6 +10,7 @@ import {
   agentDisconnected,
   bodyTooLarge,
   busy,
+  nodeStopping,
   offline,
   type Refusal,
   unreachableOwner,
@@ -81,6 +82,7 @@ export function forwardOverLink(
       if ('failed' in opening) {
         if (opening.failed === 'refused') forwardRequest(req, res, name, owner, cluster, options, lost);
         else if (opening.failed === 'full') refuse(busy(name));
+        else if (opening.failed === 'stopping') refuse(nodeStopping(name));
         else linkFailed(opening.err, false);
         return;
       }

@@ -22,7 +22,9 @@ export type LinkOpening =
   /** The peer cannot be reached (connect, upgrade or HELLO failed or timed out), or the link died. */
   | { failed: 'unreachable'; err: unknown }
   /** Too many requests already wait for this link to open, or it carries its most streams. */
-  | { failed: 'full' };
+  | { failed: 'full' }
+  /** This node stops (its links are closed): nothing new leaves it, and the peer is not at fault. */
+  | { failed: 'stopping' };
 
 export interface NodeLinkOptions {
   nodeId: string;
@@ -274,7 +276,7 @@ export class NodeLinks {
   /** Opens a stream to the peer at `url`: at once on a live link, or once the link is up. */
   open(url: string, done: (opening: LinkOpening) => void): void {
     if (this.#closed) {
-      done({ failed: 'unreachable', err: new Error('this node is stopping') });
+      done({ failed: 'stopping' });
       return;
     }
     let link = this.#links.get(url);
