@@ -7,6 +7,19 @@ import { type LinkOpening, NodeLinks } from '../src/cluster/node-link.js';
 
 const SECRET = 'a-cluster-secret-of-at-least-32-characters';
 
+/** Node A's links, with a connect timeout far beyond the tests: only close() ends a wait. */
+function nodeLinks(): NodeLinks {
+  return new NodeLinks({
+    nodeId: 'node-a',
+    auth: new NodeAuth(SECRET),
+    protocol: {},
+    maxMessageSize: 4 * 1024 * 1024,
+    connectTimeoutMs: 60_000,
+    counters: { bytesIn: 0, bytesOut: 0 },
+    logger: pino({ level: 'silent' }),
+  });
+}
+
 describe('NodeLinks', () => {
   it('cuts a link still opening when closed, and answers the requests waiting for it', async () => {
     // A peer that accepts the connection and never answers the upgrade: the link stays "opening".
@@ -18,16 +31,7 @@ describe('NodeLinks', () => {
     peer.listen(0, '127.0.0.1');
     await once(peer, 'listening');
     const { port } = peer.address() as { port: number };
-    const links = new NodeLinks({
-      nodeId: 'node-a',
-      auth: new NodeAuth(SECRET),
-      protocol: {},
-      maxMessageSize: 4 * 1024 * 1024,
-      // Far beyond the test: only close() can end the wait.
-      connectTimeoutMs: 60_000,
-      counters: { bytesIn: 0, bytesOut: 0 },
-      logger: pino({ level: 'silent' }),
-    });
+    const links = nodeLinks();
     try {
       const opening = new Promise<LinkOpening>((resolve) => links.open(`http://127.0.0.1:${port}/`, resolve));
       const [socket] = (await once(peer, 'connection')) as [Socket];
@@ -47,15 +51,7 @@ describe('NodeLinks', () => {
     peer.listen(0, '127.0.0.1');
     await once(peer, 'listening');
     const { port } = peer.address() as { port: number };
-    const links = new NodeLinks({
-      nodeId: 'node-a',
-      auth: new NodeAuth(SECRET),
-      protocol: {},
-      maxMessageSize: 4 * 1024 * 1024,
-      connectTimeoutMs: 60_000,
-      counters: { bytesIn: 0, bytesOut: 0 },
-      logger: pino({ level: 'silent' }),
-    });
+    const links = nodeLinks();
     try {
       links.close();
       const opening = await new Promise<LinkOpening>((resolve) =>
