@@ -4,6 +4,7 @@ import {
   ErrorCode,
   type Hello,
   MuxSession,
+  maskingNeeded,
   negotiateVersion,
   ownVersionRange,
   type ProtocolSettings,
@@ -11,6 +12,7 @@ import {
   TCP_STREAM_KIND,
   TUNNEL_STREAM_KIND,
   type VersionRange,
+  zeroMask,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
@@ -136,7 +138,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       perMessageDeflate: false,
       // Masking exists to stop browser scripts from confusing plain-text proxies (RFC 6455 §10.3). Under TLS
       // or on loopback no such proxy can read the bytes, so a zero mask saves a copy of every message.
-      ...(skipMasking(url) ? { generateMask: zeroMask } : {}),
+      ...(maskingNeeded(url) ? {} : { generateMask: zeroMask }),
       headers,
       handshakeTimeout: options.handshakeTimeoutMs,
       maxPayload: 8 * 1024 * 1024,
@@ -367,17 +369,6 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       });
     });
   });
-}
-
-function zeroMask(mask: Buffer): void {
-  mask.fill(0);
-}
-
-function skipMasking(url: string): boolean {
-  const { protocol, hostname } = new URL(url);
-  return (
-    protocol === 'wss:' || hostname === 'localhost' || hostname === '[::1]' || hostname.startsWith('127.')
-  );
 }
 
 function readSessionInfo(meta: Record<string, unknown>): SessionInfo | undefined {

@@ -21,3 +21,4 @@ export {
   sendInFragments,
   WS_FRAGMENT_SIZE,
 } from './ws-fragments.js';
+export { maskingNeeded, zeroMask } from './ws-masking.js';

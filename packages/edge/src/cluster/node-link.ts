@@ -1,11 +1,15 @@
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import {
   ErrorCode,
   type Hello,
   MuxSession,
   type MuxStream,
+  maskingNeeded,
   type ProtocolSettings,
+  sendCorkedInFragments,
   TCP_STREAM_KIND,
+  zeroMask,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
@@ -118,10 +122,19 @@ class NodeLink {
     const ws = new WebSocket(url, {
       headers: { host: url.host, [NODE_AUTH_HEADER]: auth.signLink(nodeId, url.host) },
       perMessageDeflate: false,
+      // A peer over TLS or on loopback: a zero mask spares a copy of every byte sent (see maskingNeeded).
+      ...(maskingNeeded(url.href) ? {} : { generateMask: zeroMask }),
       maxPayload: this.#options.maxMessageSize,
       handshakeTimeout: this.#options.connectTimeoutMs,
     });
     this.#ws = ws;
+    // Fragments, not joined messages: the session decodes them in place (no copy of a message spanning reads).
+    ws.binaryType = 'fragments';
+    // The connection beneath the WebSocket, once upgraded: ws takes over the response's socket.
+    let beneath: Socket | undefined;
+    ws.once('upgrade', (response: IncomingMessage) => {
+      beneath = response.socket;
+    });
     let opened: MuxSession | undefined;
     // Only while this socket is still the link's: a replaced or closed one has no say over the waiters.
     const fail = (opening: LinkOpening): void => {
@@ -155,7 +168,8 @@ class NodeLink {
         transport: {
           send: (message, sent) => {
             counters.bytesOut += message.length;
-            ws.send(message, { binary: true, compress: false }, sent);
+            // Fragments, all of a message in one write: the peer's receive takes them as views.
+            sendCorkedInFragments(ws, beneath, message, sent);
           },
           close: (code, reason) => ws.close(code, reason),
         },
@@ -194,8 +208,9 @@ class NodeLink {
       opened = session;
       this.#session = session;
       ws.on('message', (data, isBinary) => {
-        counters.bytesIn += (data as Buffer).length;
-        if (isBinary) session.receive(data as Buffer);
+        const fragments = data as Buffer[];
+        for (const fragment of fragments) counters.bytesIn += fragment.length;
+        if (isBinary) session.receive(fragments);
         else session.close(ErrorCode.PROTOCOL_ERROR, 'text messages are not part of the protocol');
       });
       ws.on('close', () => session.transportClosed());
