@@ -2,20 +2,22 @@ import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
 import { NodeAuth } from '../src/cluster/node-auth.js';
+import type { HopCounters } from '../src/cluster/node-hop.js';
 import { type LinkOpening, NodeLinks } from '../src/cluster/node-link.js';
 
 const SECRET = 'a-cluster-secret-of-at-least-32-characters';
 
 /** Node A's links, with a connect timeout far beyond the tests: only close() ends a wait. */
-function nodeLinks(): NodeLinks {
+function nodeLinks(counters: HopCounters = { bytesIn: 0, bytesOut: 0 }): NodeLinks {
   return new NodeLinks({
     nodeId: 'node-a',
     auth: new NodeAuth(SECRET),
     protocol: {},
     maxMessageSize: 4 * 1024 * 1024,
     connectTimeoutMs: 60_000,
-    counters: { bytesIn: 0, bytesOut: 0 },
+    counters,
     logger: pino({ level: 'silent' }),
   });
 }
@@ -65,6 +67,27 @@ describe('NodeLinks', () => {
       expect(links.size).toBe(0);
     } finally {
       for (const socket of accepted) socket.destroy();
+      peer.close();
+    }
+  });
+
+  it('refuses a text message from the peer and keeps its byte count a number', async () => {
+    // A node URL that reaches some other WebSocket service: it upgrades, then speaks text.
+    const peer = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await once(peer, 'listening');
+    peer.on('connection', (ws) => ws.send('hello, I am not a tunnel2 node'));
+    const { port } = peer.address() as { port: number };
+    const counters: HopCounters = { bytesIn: 0, bytesOut: 0 };
+    const links = nodeLinks(counters);
+    try {
+      const opening = await new Promise<LinkOpening>((resolve) =>
+        links.open(`http://127.0.0.1:${port}/`, resolve),
+      );
+      expect(opening).toMatchObject({ failed: 'unreachable' });
+      expect(counters.bytesIn).toBe(0);
+    } finally {
+      links.close();
+      for (const client of peer.clients) client.terminate();
       peer.close();
     }
   });

@@ -10,6 +10,12 @@ describe('maskingNeeded', () => {
       'http://127.0.0.1:8080/_tunnel2/node-link',
       'ws://127.3.4.5/',
       'http://[::1]:9000/',
+      // The URL parser normalises these before the rule sees them.
+      'HTTPS://NODE.EXAMPLE/',
+      'http://LOCALHOST/',
+      'http://[0:0:0:0:0:0:0:1]/',
+      'http://127.1/',
+      'http://0x7f.1/',
     ])
       expect(maskingNeeded(url), url).toBe(false);
   });
@@ -21,6 +27,9 @@ describe('maskingNeeded', () => {
       'http://localhost.evil.example/',
       'http://128.0.0.1/',
       'http://127.example.com/',
+      'http://u:p@10.0.0.1/',
+      // IPv4-mapped loopback is not recognised: masked, the conservative side.
+      'http://[::ffff:127.0.0.1]/',
     ])
       expect(maskingNeeded(url), url).toBe(true);
   });

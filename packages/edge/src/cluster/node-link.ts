@@ -208,10 +208,14 @@ class NodeLink {
       opened = session;
       this.#session = session;
       ws.on('message', (data, isBinary) => {
+        // A text message comes joined (one Buffer), not as fragments: refused before anything counts it.
+        if (!isBinary) {
+          session.close(ErrorCode.PROTOCOL_ERROR, 'text messages are not part of the protocol');
+          return;
+        }
         const fragments = data as Buffer[];
         for (const fragment of fragments) counters.bytesIn += fragment.length;
-        if (isBinary) session.receive(fragments);
-        else session.close(ErrorCode.PROTOCOL_ERROR, 'text messages are not part of the protocol');
+        session.receive(fragments);
       });
       ws.on('close', () => session.transportClosed());
     });
