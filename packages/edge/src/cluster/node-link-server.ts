@@ -96,7 +96,7 @@ export class NodeLinkServer {
     const session: MuxSession = new MuxSession({
       ...linkSessionOptions('agent', this.#options.protocol),
       transport: {
-        // Fragments, all of a message in one write: the peer's receive takes them as views (see below).
+        // Fragments, all of a message in one write: the ingress takes them as views of its reads.
         send: (message, done) => sendCorkedInFragments(ws, socket, message, done),
         close: (code, reason) => ws.close(code, reason),
       },
