@@ -1,5 +1,5 @@
 import type { AddressInfo, Socket } from 'node:net';
-import { sendCorkedInFragments, sendInFragments, WS_FRAGMENT_SIZE } from '@tunnel2/protocol';
+import { sendCorkedInFragments, WS_FRAGMENT_SIZE } from '@tunnel2/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
 
@@ -11,8 +11,15 @@ afterEach(async () => {
   }
 });
 
-/** Sends `message` in fragments from a client to a server reading with `binaryType`; returns what it got. */
-async function roundTrip(message: Buffer, binaryType: 'nodebuffer' | 'fragments'): Promise<RawData> {
+/**
+ * Sends `message` with sendCorkedInFragments from a client (the stream beneath given when `corked`) to a
+ * server reading with `binaryType`; returns what arrived and how many writes reached the client's socket.
+ */
+async function roundTrip(
+  message: Buffer,
+  binaryType: 'nodebuffer' | 'fragments',
+  corked = false,
+): Promise<{ data: RawData; writes: number }> {
   const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   servers.push(server);
   await new Promise((resolve) => server.once('listening', resolve));
@@ -23,25 +30,44 @@ async function roundTrip(message: Buffer, binaryType: 'nodebuffer' | 'fragments'
     });
   });
   const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  let beneath: Socket | undefined;
+  client.once('upgrade', (response) => {
+    beneath = response.socket;
+  });
   await new Promise((resolve) => client.once('open', resolve));
-  const sent = new Promise<Error | null | undefined>((resolve) => sendInFragments(client, message, resolve));
+  const stream = beneath as Socket & { _writev: Socket['_writev']; _write: Socket['_write'] };
+  let writes = 0;
+  const writev = stream._writev?.bind(stream);
+  const write = stream._write.bind(stream);
+  stream._writev = (chunks, cb) => {
+    writes++;
+    writev?.(chunks, cb);
+  };
+  stream._write = (chunk, encoding, cb) => {
+    writes++;
+    write(chunk, encoding, cb);
+  };
+  const sent = new Promise<Error | null | undefined>((resolve) =>
+    sendCorkedInFragments(client, corked ? stream : undefined, message, resolve),
+  );
   expect(await sent).toBeFalsy();
   const data = await received;
+  const counted = writes;
   client.close();
-  return data;
+  return { data, writes: counted };
 }
 
-describe('sendInFragments', () => {
+describe('sendCorkedInFragments', () => {
   const message = Buffer.from(Array.from({ length: 3 * WS_FRAGMENT_SIZE + 123 }, (_, i) => i % 251));
 
   it('an unmodified receiver (binaryType nodebuffer) gets the same single message', async () => {
-    const data = await roundTrip(message, 'nodebuffer');
+    const { data } = await roundTrip(message, 'nodebuffer');
     expect(Buffer.isBuffer(data)).toBe(true);
     expect((data as Buffer).equals(message)).toBe(true);
   });
 
   it('a receiver taking fragments gets them in order, none above the fragment size', async () => {
-    const data = await roundTrip(message, 'fragments');
+    const { data } = await roundTrip(message, 'fragments');
     expect(Array.isArray(data)).toBe(true);
     const pieces = data as Buffer[];
     expect(pieces).toHaveLength(4);
@@ -51,65 +77,22 @@ describe('sendInFragments', () => {
 
   it('a message no bigger than one fragment goes as one frame', async () => {
     const small = message.subarray(0, 100);
-    const data = await roundTrip(small, 'fragments');
+    const { data } = await roundTrip(small, 'fragments');
     expect(Buffer.concat(data as Buffer[]).equals(small)).toBe(true);
     expect(data as Buffer[]).toHaveLength(1);
   });
-});
-
-describe('sendCorkedInFragments', () => {
-  const message = Buffer.from(Array.from({ length: 3 * WS_FRAGMENT_SIZE + 123 }, (_, i) => i % 251));
-
-  /** Sends `message` from a client, counting the writes that reach its TCP socket; returns what arrived. */
-  async function countedSend(corked: boolean): Promise<{ writes: number; data: Buffer[] }> {
-    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-    servers.push(server);
-    await new Promise((resolve) => server.once('listening', resolve));
-    const received = new Promise<Buffer[]>((resolve) => {
-      server.once('connection', (socket) => {
-        socket.binaryType = 'fragments';
-        socket.once('message', (data) => resolve(data as Buffer[]));
-      });
-    });
-    const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`);
-    let beneath: Socket | undefined;
-    client.once('upgrade', (response) => {
-      beneath = response.socket;
-    });
-    await new Promise((resolve) => client.once('open', resolve));
-    const stream = beneath as Socket & { _writev: Socket['_writev']; _write: Socket['_write'] };
-    let writes = 0;
-    const writev = stream._writev?.bind(stream);
-    const write = stream._write.bind(stream);
-    stream._writev = (chunks, cb) => {
-      writes++;
-      writev?.(chunks, cb);
-    };
-    stream._write = (chunk, encoding, cb) => {
-      writes++;
-      write(chunk, encoding, cb);
-    };
-    const sent = new Promise<Error | null | undefined>((resolve) =>
-      sendCorkedInFragments(client, corked ? stream : undefined, message, resolve),
-    );
-    expect(await sent).toBeFalsy();
-    const data = await received;
-    const counted = writes;
-    client.close();
-    return { writes: counted, data };
-  }
 
   it('writes all of a message’s fragments at once when the stream beneath is known', async () => {
-    const { writes, data } = await countedSend(true);
+    const { writes, data } = await roundTrip(message, 'fragments', true);
     expect(writes).toBe(1);
     expect(data).toHaveLength(4);
-    expect(Buffer.concat(data).equals(message)).toBe(true);
+    expect(Buffer.concat(data as Buffer[]).equals(message)).toBe(true);
   });
 
   it('without it, each fragment is a write of its own (the same fragments arrive)', async () => {
-    const { writes, data } = await countedSend(false);
+    const { writes, data } = await roundTrip(message, 'fragments');
     expect(writes).toBe(4);
     expect(data).toHaveLength(4);
-    expect(Buffer.concat(data).equals(message)).toBe(true);
+    expect(Buffer.concat(data as Buffer[]).equals(message)).toBe(true);
   });
 });

@@ -18,7 +18,6 @@ export {
   type CorkableStream,
   type FragmentSocket,
   sendCorkedInFragments,
-  sendInFragments,
   WS_FRAGMENT_SIZE,
 } from './ws-fragments.js';
 export { maskingNeeded, zeroMask } from './ws-masking.js';

@@ -13,21 +13,20 @@ export interface FragmentSocket {
 }
 
 /**
- * Sends one binary message as WebSocket fragments of at most `fragmentSize` bytes. A receiver that reads
+ * Sends one binary message as WebSocket fragments of at most WS_FRAGMENT_SIZE bytes. A receiver that reads
  * whole messages sees no difference (ws joins them, as it joins one frame spanning reads); one that takes
  * fragments (binaryType 'fragments', MuxSession.receive) gets most of them as views of its socket reads
  * instead of a fresh copy of the whole message. `done` runs after the last fragment, which ws writes last.
  */
-export function sendInFragments(
+function sendInFragments(
   socket: FragmentSocket,
   message: Buffer,
   done: (error?: Error | null) => void,
-  fragmentSize = WS_FRAGMENT_SIZE,
 ): void {
   let offset = 0;
-  while (message.length - offset > fragmentSize) {
-    socket.send(message.subarray(offset, offset + fragmentSize), MORE);
-    offset += fragmentSize;
+  while (message.length - offset > WS_FRAGMENT_SIZE) {
+    socket.send(message.subarray(offset, offset + WS_FRAGMENT_SIZE), MORE);
+    offset += WS_FRAGMENT_SIZE;
   }
   socket.send(offset === 0 ? message : message.subarray(offset), LAST, done);
 }
