@@ -19,3 +19,57 @@ describe('ReceiveWindow clock reads', () => {
     expect(clock).toHaveBeenCalledTimes(2);
   });
 });
+
+describe('ReceiveWindow on a path faster than the event loops (loopback)', () => {
+  const KiB = 1024;
+  const initial = 64 * KiB;
+  function loopbackHost(rttMs: number) {
+    return { rttMs, maxStreamWindow: 1024 * KiB, windowBudget: new WindowBudget(4096 * KiB) };
+  }
+  /** Consumes one whole window's worth as one read, `ms` after the previous one (a clock of our own). */
+  function consumeWindow(window: ReceiveWindow, host: ReturnType<typeof loopbackHost>, at: number): void {
+    window.consumed(window.size, host, at);
+  }
+
+  it('a window consumed within two 2 ms turnarounds doubles, though the measured round trip is 0.2 ms', () => {
+    const host = loopbackHost(0.2);
+    const window = new ReceiveWindow(initial);
+    window.consumed(1, host, 1000); // starts the epoch
+    consumeWindow(window, host, 1003.5); // the rest of the window 3.5 ms later: < 2 × 2 ms
+    expect(window.size).toBe(2 * initial);
+    expect(host.windowBudget.available).toBe(4096 * KiB - initial);
+    // The growth rides on the next credit returned.
+    expect(window.credit(initial, host.windowBudget)).toBe(2 * initial);
+  });
+
+  it('a window that takes between two and eight turnarounds neither grows nor shrinks', () => {
+    const host = loopbackHost(0.2);
+    const window = new ReceiveWindow(initial);
+    window.consumed(1, host, 1000);
+    consumeWindow(window, host, 1005); // 5 ms: more than 2 × 2 ms, though 25 × the measured 0.2 ms
+    expect(window.size).toBe(initial);
+    expect(host.windowBudget.available).toBe(4096 * KiB);
+  });
+
+  it('a grown window whose consumer slows past eight turnarounds halves and gives the budget back', () => {
+    const host = loopbackHost(0.2);
+    const window = new ReceiveWindow(initial);
+    window.consumed(1, host, 1000);
+    consumeWindow(window, host, 1001); // grows to 2 × initial
+    expect(window.size).toBe(2 * initial);
+    window.credit(initial, host.windowBudget);
+    consumeWindow(window, host, 1030); // 29 ms for the grown window: > 8 × 2 ms
+    expect(window.size).toBe(initial);
+    // The withheld credit comes back short by the shrink, and with it the budget.
+    expect(window.credit(2 * initial, host.windowBudget)).toBe(initial);
+    expect(host.windowBudget.available).toBe(4096 * KiB);
+  });
+
+  it('does not tune before a round trip was measured', () => {
+    const host = loopbackHost(0);
+    const window = new ReceiveWindow(initial);
+    window.consumed(1, host, 1000);
+    consumeWindow(window, host, 1000.5);
+    expect(window.size).toBe(initial);
+  });
+});
