@@ -4,10 +4,10 @@ import type { WindowBudget } from './window-budget.js';
  * The least round trip a window is sized for. The measured one is the idle path's (0.1–0.3 ms on loopback),
  * but credit comes back only after the receiver's event loop has passed the bytes on and the sender's has
  * taken the WINDOW_UPDATE: under load, on cores shared with the client and the backend, that turnaround is
- * a millisecond or two whatever the path. Windows held at the initial 256 KiB on loopback capped a 1 GiB
- * transfer at 480–580 MB/s with both processes partly idle; sized for 2 ms they carried 720–840 MB/s
- * (bench/README.md, optimization log). A slow reader is unaffected: only a window consumed within two of
- * these grows.
+ * a millisecond or two whatever the path. Windows held at the initial 256 KiB on loopback capped 1 GiB
+ * transfers at 460–590 MB/s with both processes partly idle; sized for 2 ms they carried 690–770 MB/s
+ * (bench/README.md, "Receive windows on loopback"). A slow reader is unaffected: only a window consumed
+ * within two of these (4 ms) grows.
  */
 const TURNAROUND_FLOOR_MS = 2;
 /** A window consumed in less than this many round trips limits its stream: it doubles. */
