@@ -5,7 +5,7 @@ import {
   MuxSession,
   type MuxStream,
   type ProtocolSettings,
-  sendCorkedInFragments,
+  sendCorkedPieces,
   TCP_STREAM_KIND,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
@@ -97,7 +97,7 @@ export class NodeLinkServer {
       ...linkSessionOptions('agent', this.#options.protocol),
       transport: {
         // Fragments, all of a message in one write: the ingress takes them as views of its reads.
-        send: (message, done) => sendCorkedInFragments(ws, socket, message, done),
+        sendPieces: (pieces, _size, done) => sendCorkedPieces(ws, socket, pieces, done),
         close: (code, reason) => ws.close(code, reason),
       },
       handler: {

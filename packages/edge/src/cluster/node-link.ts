@@ -7,7 +7,7 @@ import {
   type MuxStream,
   maskingNeeded,
   type ProtocolSettings,
-  sendCorkedInFragments,
+  sendCorkedPieces,
   TCP_STREAM_KIND,
   zeroMask,
 } from '@tunnel2/protocol';
@@ -166,10 +166,10 @@ class NodeLink {
       const session: MuxSession = new MuxSession({
         ...linkSessionOptions('edge', this.#options.protocol),
         transport: {
-          send: (message, sent) => {
-            counters.bytesOut += message.length;
+          sendPieces: (pieces, size, sent) => {
+            counters.bytesOut += size;
             // Fragments, all of a message in one write: the peer's receive takes them as views.
-            sendCorkedInFragments(ws, beneath, message, sent);
+            sendCorkedPieces(ws, beneath, pieces, sent);
           },
           close: (code, reason) => ws.close(code, reason),
         },
