@@ -6,10 +6,17 @@ import type { WindowBudget } from './window-budget.js';
  * taken the WINDOW_UPDATE: under load, on cores shared with the client and the backend, that turnaround is
  * a millisecond or two whatever the path. Windows held at the initial 256 KiB on loopback capped 1 GiB
  * transfers at 460–590 MB/s with both processes partly idle; sized for 2 ms they carried 690–770 MB/s
- * (bench/README.md, "Receive windows on loopback"). A slow reader is unaffected: only a window consumed
- * within two of these (4 ms) grows.
+ * (bench/README.md, "Receive windows on loopback"). A window grows only when consumed within two of these
+ * (4 ms), so a steadily slow reader keeps the initial window.
  */
 const TURNAROUND_FLOOR_MS = 2;
+/**
+ * On such a path (measured under the floor) a window grows to at most this: 4 MiB in two turnarounds is
+ * 2 GB/s, more than a loopback transfer reaches here (windows settled at 1–4 MiB). A reader that was fast
+ * and then stops reading holds its grown window until it reads again or the stream ends; this keeps that to
+ * 4 MiB instead of `maxStreamWindow` (16 MiB), which only long paths need.
+ */
+const FAST_PATH_MAX_WINDOW = 4 * 1024 * 1024;
 /** A window consumed in less than this many round trips limits its stream: it doubles. */
 const GROW_BELOW_RTTS = 2;
 /** A window that took more than this many round trips (a slow or idle consumer, a slow sender) halves. */
@@ -83,7 +90,11 @@ export class ReceiveWindow {
   }
 
   #grow(host: TuningHost): void {
-    const want = Math.min(this.size * 2, host.maxStreamWindow) - this.size;
+    const max =
+      host.rttMs < TURNAROUND_FLOOR_MS
+        ? Math.min(host.maxStreamWindow, FAST_PATH_MAX_WINDOW)
+        : host.maxStreamWindow;
+    const want = Math.min(this.size * 2, max) - this.size;
     if (want <= 0) return;
     // Growth that cancels a pending shrink needs no new budget: that credit is still held.
     const debt = Math.max(0, -this.#extra);

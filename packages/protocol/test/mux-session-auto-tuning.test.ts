@@ -79,7 +79,6 @@ describe('receive-window auto-tuning', () => {
     const max = 1024 * KiB;
     const pair = await pairFor({ settings, maxStreamWindow: max });
     await rttSampled(pair);
-    expect(pair.agent.session.rttMs).toBeLessThan(2);
     const { edge, agent } = await openRecorded(pair, 'sync');
     const credit = trackCredit(agent);
     const body = randomBytes(2048 * KiB);

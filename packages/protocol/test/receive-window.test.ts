@@ -26,7 +26,7 @@ describe('ReceiveWindow on a path faster than the event loops (loopback)', () =>
   function loopbackHost(rttMs: number) {
     return { rttMs, maxStreamWindow: 1024 * KiB, windowBudget: new WindowBudget(4096 * KiB) };
   }
-  /** Consumes one whole window's worth as one read, `ms` after the previous one (a clock of our own). */
+  /** Consumes the rest of the window as one read at time `at` (our own clock, in ms). */
   function consumeWindow(window: ReceiveWindow, host: ReturnType<typeof loopbackHost>, at: number): void {
     window.consumed(window.size, host, at);
   }
@@ -63,6 +63,46 @@ describe('ReceiveWindow on a path faster than the event loops (loopback)', () =>
     // The withheld credit comes back short by the shrink, and with it the budget.
     expect(window.credit(2 * initial, host.windowBudget)).toBe(initial);
     expect(host.windowBudget.available).toBe(4096 * KiB);
+  });
+
+  it('grows to at most 4 MiB on such a path, and a reader that then stops keeps that budget until release', () => {
+    const host = {
+      rttMs: 0.2,
+      maxStreamWindow: 16 * 1024 * KiB,
+      windowBudget: new WindowBudget(64 * 1024 * KiB),
+    };
+    const window = new ReceiveWindow(initial);
+    let at = 1000;
+    window.consumed(1, host, at);
+    for (let i = 0; i < 12; i++) {
+      at += 1;
+      consumeWindow(window, host, at);
+      window.credit(window.size, host.windowBudget);
+    }
+    expect(window.size).toBe(4096 * KiB);
+    expect(host.windowBudget.used).toBe(4096 * KiB - initial);
+    // The reader stops: nothing completes an epoch, so nothing shrinks; the stream's end gives it all back.
+    window.consumed(1, host, at + 60_000);
+    expect(host.windowBudget.used).toBe(4096 * KiB - initial);
+    window.release(host.windowBudget);
+    expect(host.windowBudget.used).toBe(0);
+  });
+
+  it('on a measured path of 2 ms or more, windows still grow to maxStreamWindow', () => {
+    const host = {
+      rttMs: 20,
+      maxStreamWindow: 16 * 1024 * KiB,
+      windowBudget: new WindowBudget(64 * 1024 * KiB),
+    };
+    const window = new ReceiveWindow(initial);
+    let at = 1000;
+    window.consumed(1, host, at);
+    for (let i = 0; i < 12; i++) {
+      at += 1;
+      consumeWindow(window, host, at);
+      window.credit(window.size, host.windowBudget);
+    }
+    expect(window.size).toBe(16 * 1024 * KiB);
   });
 
   it('does not tune before a round trip was measured', () => {

@@ -7,6 +7,7 @@ import {
   type ProtocolSettings,
   sendCorkedPieces,
   TCP_STREAM_KIND,
+  type WindowBudget,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
@@ -27,6 +28,8 @@ export interface NodeLinkServerOptions {
   maxRequestBodyBytes: number;
   maxMessageSize: number;
   protocol: Partial<ProtocolSettings>;
+  /** The edge's window growth budget (`edgeWindowBudget`), which link streams draw on too. */
+  windowBudget: WindowBudget;
   logger: Logger;
   /** Called for an upgrade whose signature does not verify (counted as a forged node request). */
   onForged: () => void;
@@ -94,7 +97,7 @@ export class NodeLinkServer {
       },
     };
     const session: MuxSession = new MuxSession({
-      ...linkSessionOptions('agent', this.#options.protocol),
+      ...linkSessionOptions('agent', this.#options.protocol, this.#options.windowBudget),
       transport: {
         // Fragments, all of a message in one write: the ingress takes them as views of its reads.
         sendPieces: (pieces, _size, done) => sendCorkedPieces(ws, socket, pieces, done),

@@ -9,6 +9,7 @@ import {
   type ProtocolSettings,
   sendCorkedPieces,
   TCP_STREAM_KIND,
+  type WindowBudget,
   zeroMask,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
@@ -35,6 +36,8 @@ export interface NodeLinkOptions {
   auth: NodeAuth;
   protocol: Partial<ProtocolSettings>;
   maxMessageSize: number;
+  /** The edge's window growth budget (`edgeWindowBudget`), which link streams draw on too. */
+  windowBudget: WindowBudget;
   /** Connect, upgrade and the peer's HELLO must all come within this. */
   connectTimeoutMs: number;
   counters: HopCounters;
@@ -164,7 +167,7 @@ class NodeLink {
     });
     ws.once('open', () => {
       const session: MuxSession = new MuxSession({
-        ...linkSessionOptions('edge', this.#options.protocol),
+        ...linkSessionOptions('edge', this.#options.protocol, this.#options.windowBudget),
         transport: {
           sendPieces: (pieces, size, sent) => {
             counters.bytesOut += size;
