@@ -121,4 +121,9 @@ describe('sendCorkedPieces', () => {
     expect(Buffer.concat(data as Buffer[]).equals(joined)).toBe(true);
     expect(writes).toBe(1);
   });
+
+  it('no pieces at all still send one (empty) message and call back', async () => {
+    const { data } = await roundTrip([], 'nodebuffer');
+    expect((data as Buffer).length).toBe(0);
+  });
 });

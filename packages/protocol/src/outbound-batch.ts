@@ -4,8 +4,9 @@ import type { FrameTransport } from './mux-session-options.js';
 
 /**
  * Frames queued during one event-loop turn, written out together as few WebSocket messages.
- * Frames are kept as (header fields, payload view) until the flush, which copies each payload
- * exactly once into the outgoing message.
+ * Frames are kept as (header fields, payload view) until the flush, which either copies each payload
+ * exactly once into the outgoing message (`take`) or copies only headers and small payloads and hands the
+ * large ones over as they are (`takePieces`): a producer must not change a chunk once it has written it.
  */
 export class OutboundBatch {
   #types: number[] = [];

@@ -34,6 +34,10 @@ export function sendCorkedPieces(
   pieces: readonly Buffer[],
   done: (error?: Error | null) => void,
 ): void {
+  if (pieces.length === 0) {
+    socket.send(EMPTY, LAST, done);
+    return;
+  }
   const corked = beneath !== undefined && (pieces.length > 1 || (pieces[0]?.length ?? 0) > WS_FRAGMENT_SIZE);
   if (corked) beneath.cork();
   try {
@@ -54,5 +58,6 @@ export function sendCorkedPieces(
   }
 }
 
+const EMPTY = Buffer.alloc(0);
 const MORE: FragmentOptions = { binary: true, compress: false, fin: false };
 const LAST: FragmentOptions = { binary: true, compress: false, fin: true };

@@ -101,9 +101,9 @@ export class PieceMemoryTransport extends MemoryTransport implements PieceTransp
       return;
     }
     this.sent.add(joined);
-    const fragments = pieces.map((piece) => Buffer.from(piece));
+    // Read late, as a socket does: a producer that changed its chunk after the flush corrupts what arrives.
     setImmediate(() => {
-      this.peer?.receive(fragments);
+      this.peer?.receive(pieces.map((piece) => Buffer.from(piece)));
       done();
     });
   }
