@@ -26,6 +26,17 @@ describe('ReceiveWindow on a path faster than the event loops (loopback)', () =>
   function loopbackHost(rttMs: number) {
     return { rttMs, maxStreamWindow: 1024 * KiB, windowBudget: new WindowBudget(4096 * KiB) };
   }
+  /** A reader taking `rounds` whole windows 1 ms apart, returning credit as it goes; answers the last time. */
+  function consumeFast(window: ReceiveWindow, host: ReturnType<typeof loopbackHost>, rounds: number): number {
+    let at = 1000;
+    window.consumed(1, host, at);
+    for (let i = 0; i < rounds; i++) {
+      at += 1;
+      consumeWindow(window, host, at);
+      window.credit(window.size, host.windowBudget);
+    }
+    return at;
+  }
   /** Consumes the rest of the window as one read at time `at` (our own clock, in ms). */
   function consumeWindow(window: ReceiveWindow, host: ReturnType<typeof loopbackHost>, at: number): void {
     window.consumed(window.size, host, at);
@@ -72,13 +83,7 @@ describe('ReceiveWindow on a path faster than the event loops (loopback)', () =>
       windowBudget: new WindowBudget(64 * 1024 * KiB),
     };
     const window = new ReceiveWindow(initial);
-    let at = 1000;
-    window.consumed(1, host, at);
-    for (let i = 0; i < 12; i++) {
-      at += 1;
-      consumeWindow(window, host, at);
-      window.credit(window.size, host.windowBudget);
-    }
+    const at = consumeFast(window, host, 12);
     expect(window.size).toBe(4096 * KiB);
     expect(host.windowBudget.used).toBe(4096 * KiB - initial);
     // The reader stops: nothing completes an epoch, so nothing shrinks; the stream's end gives it all back.
@@ -95,13 +100,7 @@ describe('ReceiveWindow on a path faster than the event loops (loopback)', () =>
       windowBudget: new WindowBudget(64 * 1024 * KiB),
     };
     const window = new ReceiveWindow(initial);
-    let at = 1000;
-    window.consumed(1, host, at);
-    for (let i = 0; i < 12; i++) {
-      at += 1;
-      consumeWindow(window, host, at);
-      window.credit(window.size, host.windowBudget);
-    }
+    consumeFast(window, host, 12);
     expect(window.size).toBe(16 * 1024 * KiB);
   });
 
