@@ -8,7 +8,7 @@ import {
   negotiateVersion,
   ownVersionRange,
   type ProtocolSettings,
-  sendCorkedInFragments,
+  sendCorkedPieces,
   TCP_STREAM_KIND,
   TUNNEL_STREAM_KIND,
   type VersionRange,
@@ -173,7 +173,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       transport: {
         // Fragments, as the edge sends them, so the edge's receive gets most of them as views of its reads;
         // corked, a message's fragments cost one write, not one each.
-        send: (message, done) => sendCorkedInFragments(socket, beneath, message, done),
+        sendPieces: (pieces, _size, done) => sendCorkedPieces(socket, beneath, pieces, done),
         close: (code, reason) => socket.close(code, reason),
       },
       handler: {

@@ -8,7 +8,7 @@ import {
   negotiateVersion,
   ProtocolErrorCode,
   type ProtocolSettings,
-  sendCorkedInFragments,
+  sendCorkedPieces,
   TCP_STREAM_KIND,
   TUNNEL_STREAM_KIND,
   Tunnel2Error,
@@ -100,7 +100,7 @@ export class AgentConnection implements TunnelEntry {
       sessionWindowBudget: options.sessionWindowBudget,
       sharedWindowBudget: options.edgeWindowBudget,
       transport: {
-        send: (message, done) => sendCorkedInFragments(socket, options.beneath, message, done),
+        sendPieces: (pieces, _size, done) => sendCorkedPieces(socket, options.beneath, pieces, done),
         close: (code, reason) => socket.close(code, reason),
       },
       handler: {

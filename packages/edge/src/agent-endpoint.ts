@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WindowBudget } from '@tunnel2/protocol';
+import type { WindowBudget } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { createAgentAuthenticator } from './agent-auth.js';
@@ -19,6 +19,8 @@ export interface AgentEndpointOptions {
   options: ResolvedEdgeOptions;
   sessions: SessionTable;
   logger: Logger;
+  /** One for the whole edge (`edgeWindowBudget`): every agent session's and node link's growth draws on it. */
+  windowBudget: WindowBudget;
   /** Public URLs for a session name. */
   urlsFor: (name: string) => { url: string; urls: string[] };
   isDraining: () => boolean;
@@ -40,8 +42,7 @@ export const AGENT_KEY_HEADER = 'x-tunnel2-agent-key';
 export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
   const { options, sessions, logger } = endpoint;
   const authenticator = createAgentAuthenticator(options.auth);
-  // One for the whole edge: every agent session's window growth draws on it (see edgeWindowBudget).
-  const edgeWindowBudget = new WindowBudget(options.edgeWindowBudget);
+  const edgeWindowBudget = endpoint.windowBudget;
   // The client address of each live anonymous session. Anonymous agents pick their own agent key, so a
   // new key per connection would escape a limit counted by key: they are counted by address instead.
   const anonymousAddress = new WeakMap<AgentConnection, string>();

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { ErrorCode, type WindowBudget } from '@tunnel2/protocol';
+import { ErrorCode, WindowBudget } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { createAgentEndpoint } from './agent-endpoint.js';
@@ -92,6 +92,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   const registryTimings = new RegistryTimings();
   // The edge's own calls are timed; options.registry stays the unwrapped one (closed as given).
   const registry = timedRegistry(options.registry, registryTimings);
+  // One for the whole edge: the window growth of every agent session and node link draws on it.
+  const windowBudget = new WindowBudget(options.edgeWindowBudget);
   const cluster =
     options.cluster === undefined
       ? undefined
@@ -103,6 +105,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           responseTimeoutMs: options.responseTimeoutMs,
           protocol: options.protocol,
           maxMessageSize: options.maxMessageSize,
+          windowBudget,
         });
   const sessions = new SessionTable({
     registry,
@@ -164,6 +167,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           maxRequestBodyBytes: options.maxRequestBodyBytes,
           maxMessageSize: options.maxMessageSize,
           protocol: options.protocol,
+          windowBudget,
           logger,
           onForged: () => cluster.counters.forged++,
           isListening: () => app.server.listening,
@@ -261,6 +265,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     options,
     sessions,
     logger,
+    windowBudget,
     urlsFor,
     isDraining: () => draining,
     clients,

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
+import { WindowBudget } from '@tunnel2/protocol';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
@@ -16,6 +17,7 @@ function nodeLinks(counters: HopCounters = { bytesIn: 0, bytesOut: 0 }): NodeLin
     auth: new NodeAuth(SECRET),
     protocol: {},
     maxMessageSize: 4 * 1024 * 1024,
+    windowBudget: new WindowBudget(1024 * 1024),
     connectTimeoutMs: 60_000,
     counters,
     logger: pino({ level: 'silent' }),

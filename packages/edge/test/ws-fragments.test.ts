@@ -1,5 +1,5 @@
 import type { AddressInfo, Socket } from 'node:net';
-import { sendCorkedInFragments, WS_FRAGMENT_SIZE } from '@tunnel2/protocol';
+import { sendCorkedPieces, WS_FRAGMENT_SIZE } from '@tunnel2/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
 
@@ -12,11 +12,12 @@ afterEach(async () => {
 });
 
 /**
- * Sends `message` with sendCorkedInFragments from a client (the stream beneath given when `corked`) to a
- * server reading with `binaryType`; returns what arrived and how many writes reached the client's socket.
+ * Sends `message` (one buffer, or pieces) with sendCorkedPieces from a client (the stream beneath given when
+ * `corked`) to a server reading with `binaryType`; returns what arrived and how many writes reached the
+ * client's socket.
  */
 async function roundTrip(
-  message: Buffer,
+  message: Buffer | readonly Buffer[],
   binaryType: 'nodebuffer' | 'fragments',
   corked = false,
 ): Promise<{ data: RawData; writes: number }> {
@@ -48,7 +49,12 @@ async function roundTrip(
     write(chunk, encoding, cb);
   };
   const sent = new Promise<Error | null | undefined>((resolve) =>
-    sendCorkedInFragments(client, corked ? stream : undefined, message, resolve),
+    sendCorkedPieces(
+      client,
+      corked ? stream : undefined,
+      Buffer.isBuffer(message) ? [message] : message,
+      resolve,
+    ),
   );
   expect(await sent).toBeFalsy();
   const data = await received;
@@ -57,7 +63,7 @@ async function roundTrip(
   return { data, writes: counted };
 }
 
-describe('sendCorkedInFragments', () => {
+describe('sendCorkedPieces', () => {
   const message = Buffer.from(Array.from({ length: 3 * WS_FRAGMENT_SIZE + 123 }, (_, i) => i % 251));
 
   it('an unmodified receiver (binaryType nodebuffer) gets the same single message', async () => {
@@ -94,5 +100,30 @@ describe('sendCorkedInFragments', () => {
     expect(writes).toBe(4);
     expect(data).toHaveLength(4);
     expect(Buffer.concat(data as Buffer[]).equals(message)).toBe(true);
+  });
+
+  it('pieces become fragments in order, a long one cut into views of itself, and arrive as one message', async () => {
+    const head = Buffer.from('frame header');
+    const payload = message.subarray(0, 2 * WS_FRAGMENT_SIZE + 7);
+    const tail = Buffer.from('tail');
+    const pieces = [head, payload, tail];
+    const joined = Buffer.concat(pieces);
+    const whole = await roundTrip(pieces, 'nodebuffer');
+    expect((whole.data as Buffer).equals(joined)).toBe(true);
+    const { data, writes } = await roundTrip(pieces, 'fragments', true);
+    expect((data as Buffer[]).map((piece) => piece.length)).toEqual([
+      head.length,
+      WS_FRAGMENT_SIZE,
+      WS_FRAGMENT_SIZE,
+      7,
+      tail.length,
+    ]);
+    expect(Buffer.concat(data as Buffer[]).equals(joined)).toBe(true);
+    expect(writes).toBe(1);
+  });
+
+  it('no pieces at all still send one (empty) message and call back', async () => {
+    const { data } = await roundTrip([], 'nodebuffer');
+    expect((data as Buffer).length).toBe(0);
   });
 });

@@ -17,7 +17,7 @@ export { WindowBudget } from './window-budget.js';
 export {
   type CorkableStream,
   type FragmentSocket,
-  sendCorkedInFragments,
+  sendCorkedPieces,
   WS_FRAGMENT_SIZE,
 } from './ws-fragments.js';
 export { maskingNeeded, zeroMask } from './ws-masking.js';

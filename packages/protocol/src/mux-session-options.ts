@@ -7,16 +7,32 @@ import type { WindowBudget } from './window-budget.js';
 // What a MuxSession is given (its transport, its handler, its options): the contract between the protocol
 // package and the edge or agent that owns a session.
 
-/** The byte pipe under a session (a WebSocket in practice). The protocol package knows nothing more of it. */
-export interface FrameTransport {
+interface TransportClose {
+  /** Closes the pipe; the owner reports back with `session.transportClosed()`. */
+  close(code: number, reason: string): void;
+}
+
+/** A pipe that takes each message as one buffer. */
+export interface MessageTransport extends TransportClose {
   /**
    * Sends one binary message; `done` runs once the bytes have left this process or the send failed.
    * The session reuses the message's memory after `done`, so the transport must not keep it.
    */
   send(message: Buffer, done: (error?: Error | null) => void): void;
-  /** Closes the pipe; the owner reports back with `session.transportClosed()`. */
-  close(code: number, reason: string): void;
 }
+
+/** A pipe that takes each message as pieces, so that large payloads need no copy (a WebSocket: fragments). */
+export interface PieceTransport extends TransportClose {
+  /**
+   * Sends one binary message: `pieces` joined in order, `size` bytes in all. Frame headers and small
+   * payloads come copied; each payload of 8 KiB or more is the chunk its producer wrote (a view, never
+   * copied). `done` as for `send`; the transport must not keep the pieces after it.
+   */
+  sendPieces(pieces: readonly Buffer[], size: number, done: (error?: Error | null) => void): void;
+}
+
+/** The byte pipe under a session (a WebSocket in practice). The protocol package knows nothing more of it. */
+export type FrameTransport = MessageTransport | PieceTransport;
 
 export interface SessionHandler {
   /** The peer's HELLO (its settings are already applied). `ack` is true on the answer to ours. */

@@ -280,14 +280,13 @@ export class MuxSession implements StreamHost {
   #write(): void {
     if (this.#batch.empty) return;
     const answers = this.#flood.takeBatch();
-    this.#batch.take((message, release, last) => {
-      this.#outstanding += message.length;
-      const answered = last ? answers : 0;
-      this.#transport.send(message, (error) => {
-        release();
-        this.#onSent(message.length, answered, error);
-      });
-    });
+    this.#batch.drainTo(
+      this.#transport,
+      (bytes) => {
+        this.#outstanding += bytes;
+      },
+      (bytes, last, error) => this.#onSent(bytes, last ? answers : 0, error),
+    );
   }
 
   #onSent(bytes: number, answers: number, error: Error | null | undefined): void {

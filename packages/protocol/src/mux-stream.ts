@@ -107,7 +107,11 @@ export class MuxStream {
     if (endStream) this.#maybeClose();
   }
 
-  /** Queues body bytes. Returns false when the caller should pause its source until `onDrain`. */
+  /**
+   * Queues body bytes. Returns false when the caller should pause its source until `onDrain`. The chunk is
+   * sent as it is, without a copy, possibly after this returns: the caller must not change it afterwards
+   * (Node's stream chunks, socket reads and undici's body chunks are fresh each time).
+   */
   write(chunk: Buffer): boolean {
     if (this.#closed || this.#localEnded || this.#endPending) return false;
     if (chunk.length === 0) return this.#pending.length === 0 && !this.#host.congested;

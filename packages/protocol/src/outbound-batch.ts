@@ -1,10 +1,12 @@
 import { FRAME_HEADER_SIZE } from './constants.js';
 import { writeFrameHeader } from './frame-codec.js';
+import type { FrameTransport } from './mux-session-options.js';
 
 /**
  * Frames queued during one event-loop turn, written out together as few WebSocket messages.
- * Frames are kept as (header fields, payload view) until the flush, which copies each payload
- * exactly once into the outgoing message.
+ * Frames are kept as (header fields, payload view) until the flush, which either copies each payload
+ * exactly once into the outgoing message (`take`) or copies only headers and small payloads and hands the
+ * large ones over as they are (`takePieces`): a producer must not change a chunk once it has written it.
  */
 export class OutboundBatch {
   #types: number[] = [];
@@ -36,6 +38,76 @@ export class OutboundBatch {
   }
 
   /**
+   * Drains the batch into `transport`, as pieces when it takes them (no copy of large payloads), else as
+   * whole messages. `queued` runs before each message is handed over (its send may complete at once),
+   * `sent` when it completed; `last` marks the batch's last message.
+   */
+  drainTo(
+    transport: FrameTransport,
+    queued: (bytes: number) => void,
+    sent: (bytes: number, last: boolean, error: Error | null | undefined) => void,
+  ): void {
+    if ('sendPieces' in transport) {
+      this.takePieces((pieces, size, last) => {
+        queued(size);
+        transport.sendPieces(pieces, size, (error) => sent(size, last, error));
+      });
+      return;
+    }
+    this.take((message, release, last) => {
+      queued(message.length);
+      transport.send(message, (error) => {
+        release();
+        sent(message.length, last, error);
+      });
+    });
+  }
+
+  /**
+   * Drains the batch like `take`, without copying large payloads: each message is a list of pieces, where
+   * frame headers and payloads under INLINE_BELOW bytes are copied into small buffers and every larger
+   * payload is the producer's own chunk (a view). The pieces joined are exactly `take`'s message, so a
+   * transport that sends them as fragments of one WebSocket message changes nothing on the wire. `send`
+   * gets the message's size; the pieces must not be kept after the send completes.
+   */
+  takePieces(send: (pieces: Buffer[], size: number, last: boolean) => void): void {
+    const count = this.#types.length;
+    let start = 0;
+    while (start < count) {
+      const end = this.#messageEnd(start);
+      let inline = 0;
+      let size = 0;
+      for (let i = start; i < end; i++) {
+        const length = this.#payloads[i]?.length ?? 0;
+        size += FRAME_HEADER_SIZE + length;
+        inline += FRAME_HEADER_SIZE + (length < INLINE_BELOW ? length : 0);
+      }
+      const scratch = Buffer.allocUnsafe(inline);
+      const pieces: Buffer[] = [];
+      let offset = 0;
+      let runStart = 0;
+      for (let i = start; i < end; i++) {
+        const payload = this.#payloads[i];
+        const length = payload?.length ?? 0;
+        writeFrameHeader(scratch, offset, this.#types[i]!, this.#flags[i]!, this.#streams[i]!, length);
+        offset += FRAME_HEADER_SIZE;
+        if (payload === undefined || length === 0) continue;
+        if (length < INLINE_BELOW) {
+          payload.copy(scratch, offset);
+          offset += length;
+          continue;
+        }
+        pieces.push(scratch.subarray(runStart, offset), payload);
+        runStart = offset;
+      }
+      if (offset > runStart) pieces.push(scratch.subarray(runStart, offset));
+      send(pieces, size, end === count);
+      start = end;
+    }
+    this.#clear();
+  }
+
+  /**
    * Drains the batch into messages of at most maxMessageSize bytes (a bigger single frame gets its own).
    * `send` must call `release` once the transport no longer needs the message bytes; `last` marks the
    * batch's last message (once it is written, every frame of the batch is).
@@ -44,14 +116,9 @@ export class OutboundBatch {
     const count = this.#types.length;
     let start = 0;
     while (start < count) {
+      const end = this.#messageEnd(start);
       let size = 0;
-      let end = start;
-      while (end < count) {
-        const frameSize = FRAME_HEADER_SIZE + (this.#payloads[end]?.length ?? 0);
-        if (end > start && size + frameSize > this.#maxMessageSize) break;
-        size += frameSize;
-        end++;
-      }
+      for (let i = start; i < end; i++) size += FRAME_HEADER_SIZE + (this.#payloads[i]?.length ?? 0);
       // Only a large message borrows a whole message-sized buffer: a peer that does not read would
       // otherwise pin 256 KiB per 17-byte PING ACK until its socket drains.
       const pooled =
@@ -73,6 +140,24 @@ export class OutboundBatch {
       send(message, pooled === undefined ? noop : () => this.#release(pooled), end === count);
       start = end;
     }
+    this.#clear();
+  }
+
+  /** Where the message that starts at frame `start` ends: at most maxMessageSize bytes, or one bigger frame. */
+  #messageEnd(start: number): number {
+    const count = this.#types.length;
+    let size = 0;
+    let end = start;
+    while (end < count) {
+      const frameSize = FRAME_HEADER_SIZE + (this.#payloads[end]?.length ?? 0);
+      if (end > start && size + frameSize > this.#maxMessageSize) break;
+      size += frameSize;
+      end++;
+    }
+    return end;
+  }
+
+  #clear(): void {
     this.#types.length = 0;
     this.#flags.length = 0;
     this.#streams.length = 0;
@@ -86,4 +171,10 @@ export class OutboundBatch {
 }
 
 const MAX_FREE_BUFFERS = 8;
+/**
+ * Payloads shorter than this are copied next to their frame header rather than sent as a piece of their own:
+ * each piece becomes a WebSocket fragment with its own header and write entry, which costs more than
+ * copying a few KiB.
+ */
+const INLINE_BELOW = 8 * 1024;
 const noop = (): void => {};

@@ -1,11 +1,22 @@
 import type { WindowBudget } from './window-budget.js';
 
 /**
- * Windows grow on paths with at least this round trip; below it the initial window carries ≥ 50 MB/s per
- * stream. Not lower: on a busy machine even loopback's round trip, as PINGs time it through two event
- * loops, can read a few ms, and a window grown there is memory a slow local reader then holds for nothing.
+ * The least round trip a window is sized for. The measured one is the idle path's (0.1–0.3 ms on loopback),
+ * but credit comes back only after the receiver's event loop has passed the bytes on and the sender's has
+ * taken the WINDOW_UPDATE: under load, on cores shared with the client and the backend, that turnaround is
+ * a millisecond or two whatever the path. Windows held at the initial 256 KiB on loopback capped 1 GiB
+ * transfers at 460–590 MB/s with both processes partly idle; sized for 2 ms they carried 690–770 MB/s
+ * (bench/README.md, "Receive windows on loopback"). A window grows only when consumed within two of these
+ * (4 ms), so a steadily slow reader keeps the initial window.
  */
-const MIN_TUNED_RTT_MS = 5;
+const TURNAROUND_FLOOR_MS = 2;
+/**
+ * On such a path (measured under the floor) a window grows to at most this: 4 MiB in two turnarounds is
+ * 2 GB/s, more than a loopback transfer reaches here (windows settled at 1–4 MiB). A reader that was fast
+ * and then stops reading holds its grown window until it reads again or the stream ends; this keeps that to
+ * 4 MiB instead of `maxStreamWindow` (16 MiB), which only long paths need.
+ */
+const FAST_PATH_MAX_WINDOW = 4 * 1024 * 1024;
 /** A window consumed in less than this many round trips limits its stream: it doubles. */
 const GROW_BELOW_RTTS = 2;
 /** A window that took more than this many round trips (a slow or idle consumer, a slow sender) halves. */
@@ -50,8 +61,8 @@ export class ReceiveWindow {
    * `at` is the time in ms (performance.now() when left out; tests pass their own clock).
    */
   consumed(bytes: number, host: TuningHost, at?: number): void {
-    const rtt = host.rttMs;
-    if (rtt < MIN_TUNED_RTT_MS || host.maxStreamWindow <= this.#initial) return;
+    if (host.rttMs === 0 || host.maxStreamWindow <= this.#initial) return;
+    const rtt = Math.max(host.rttMs, TURNAROUND_FLOOR_MS);
     // The clock is read only where an epoch starts or completes: consume() runs for every chunk read.
     if (this.#epochStart === 0) this.#epochStart = at ?? performance.now();
     this.#epochBytes += bytes;
@@ -79,7 +90,11 @@ export class ReceiveWindow {
   }
 
   #grow(host: TuningHost): void {
-    const want = Math.min(this.size * 2, host.maxStreamWindow) - this.size;
+    const max =
+      host.rttMs < TURNAROUND_FLOOR_MS
+        ? Math.min(host.maxStreamWindow, FAST_PATH_MAX_WINDOW)
+        : host.maxStreamWindow;
+    const want = Math.min(this.size * 2, max) - this.size;
     if (want <= 0) return;
     // Growth that cancels a pending shrink needs no new budget: that credit is still held.
     const debt = Math.max(0, -this.#extra);

@@ -5,7 +5,8 @@ const STARTUP_SAMPLES = 3;
  * The PINGs a session sends, and the round trip they measure: one PING is timed at a time (from the
  * enqueue: the batch leaves within the turn, and the wait in our own event loop belongs in a round trip as
  * the streams see it), and `rttMs` is the shortest seen, the path's own delay without the queueing a loaded
- * moment adds, which is what a flow-control window has to cover.
+ * moment adds, which is what a flow-control window has to cover (with a floor for the event loops'
+ * turnaround: receive-window.ts).
  */
 export class RoundTripMeter {
   /** Shortest round trip in ms; 0 until the startup samples came back. */

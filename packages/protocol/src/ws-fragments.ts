@@ -12,25 +12,6 @@ export interface FragmentSocket {
   send(data: Buffer, options: FragmentOptions, cb?: (error?: Error) => void): void;
 }
 
-/**
- * Sends one binary message as WebSocket fragments of at most WS_FRAGMENT_SIZE bytes. A receiver that reads
- * whole messages sees no difference (ws joins them, as it joins one frame spanning reads); one that takes
- * fragments (binaryType 'fragments', MuxSession.receive) gets most of them as views of its socket reads
- * instead of a fresh copy of the whole message. `done` runs after the last fragment, which ws writes last.
- */
-function sendInFragments(
-  socket: FragmentSocket,
-  message: Buffer,
-  done: (error?: Error | null) => void,
-): void {
-  let offset = 0;
-  while (message.length - offset > WS_FRAGMENT_SIZE) {
-    socket.send(message.subarray(offset, offset + WS_FRAGMENT_SIZE), MORE);
-    offset += WS_FRAGMENT_SIZE;
-  }
-  socket.send(offset === 0 ? message : message.subarray(offset), LAST, done);
-}
-
 /** The byte stream beneath a WebSocket (its net.Socket or TLSSocket), kept structural as above. */
 export interface CorkableStream {
   cork(): void;
@@ -38,27 +19,45 @@ export interface CorkableStream {
 }
 
 /**
- * `sendInFragments` with the stream beneath corked for the whole message: ws writes each fragment as a frame
- * of its own, and uncorked each one would be a write system call; corked, one message's fragments leave in
- * one write. Without the stream (not known yet), fragments go out one by one.
+ * Sends one binary message, given as pieces (a PieceTransport's), as WebSocket fragments of at most
+ * WS_FRAGMENT_SIZE bytes: each piece is one fragment or, when longer, several views of it; nothing is
+ * copied. A receiver that reads whole messages sees no difference (ws joins them, as it joins one frame
+ * spanning reads); one that takes fragments (binaryType 'fragments', MuxSession.receive) gets most of them as
+ * views of its socket reads instead of a fresh copy of the whole message. The stream beneath is corked for
+ * the whole message: ws writes each fragment as a frame of its own, and uncorked each one would be a write
+ * system call; corked, one message's fragments leave in one write (without the stream, not known yet, they
+ * go out one by one). `done` runs after the last fragment, which ws writes last.
  */
-export function sendCorkedInFragments(
+export function sendCorkedPieces(
   socket: FragmentSocket,
   beneath: CorkableStream | undefined,
-  message: Buffer,
+  pieces: readonly Buffer[],
   done: (error?: Error | null) => void,
 ): void {
-  if (beneath === undefined || message.length <= WS_FRAGMENT_SIZE) {
-    sendInFragments(socket, message, done);
+  if (pieces.length === 0) {
+    socket.send(EMPTY, LAST, done);
     return;
   }
-  beneath.cork();
+  const corked = beneath !== undefined && (pieces.length > 1 || (pieces[0]?.length ?? 0) > WS_FRAGMENT_SIZE);
+  if (corked) beneath.cork();
   try {
-    sendInFragments(socket, message, done);
+    const last = pieces.length - 1;
+    for (let p = 0; p <= last; p++) {
+      const piece = pieces[p]!;
+      let offset = 0;
+      while (piece.length - offset > WS_FRAGMENT_SIZE) {
+        socket.send(piece.subarray(offset, offset + WS_FRAGMENT_SIZE), MORE);
+        offset += WS_FRAGMENT_SIZE;
+      }
+      const rest = offset === 0 ? piece : piece.subarray(offset);
+      if (p === last) socket.send(rest, LAST, done);
+      else socket.send(rest, MORE);
+    }
   } finally {
-    beneath.uncork();
+    if (corked) beneath.uncork();
   }
 }
 
+const EMPTY = Buffer.alloc(0);
 const MORE: FragmentOptions = { binary: true, compress: false, fin: false };
 const LAST: FragmentOptions = { binary: true, compress: false, fin: true };

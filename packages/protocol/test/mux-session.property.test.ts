@@ -15,6 +15,8 @@ interface Scenario {
   highWaterMark: number;
   /** Messages arrive in pieces of this size (0: whole), as ws hands over fragments. */
   pieceSize: number;
+  /** The sender hands messages over as pieces, large payloads uncopied (the WebSocket transports' way). */
+  pieceTransport: boolean;
   streams: { size: number; chunk: number; mode: ConsumeMode }[];
 }
 
@@ -34,6 +36,7 @@ function scenarioWithin(b: Bounds): fc.Arbitrary<Scenario> {
     agentFrameSize: fc.integer({ min: MIN_FRAME_SIZE, max: 64 * 1024 }),
     highWaterMark: fc.integer({ min: 512, max: 1024 * 1024 }),
     pieceSize: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 20_000 })),
+    pieceTransport: fc.boolean(),
     streams: fc.array(
       fc.record({
         size: fc.integer({ min: 0, max: b.maxBody }),
@@ -106,6 +109,7 @@ describe('session properties', () => {
             agentSettings: { maxFrameSize: s.agentFrameSize },
             highWaterMark: s.highWaterMark,
             pieceSize: s.pieceSize,
+            pieceTransport: s.pieceTransport,
           });
           try {
             const atAgent: StreamRecorder[] = [];

@@ -118,10 +118,7 @@ describe('ReceiveWindow', () => {
     expect(budget.used).toBe(0);
   });
 
-  it('keeps the initial window below a 5 ms round trip and when the budget is exhausted', () => {
-    const loopback = new Receiver(64 * KiB, new WindowBudget(4096 * KiB), 1024 * KiB, 4);
-    for (let i = 0; i < 6; i++) loopback.roundOfWindow(0.01);
-    expect(loopback.window.size).toBe(64 * KiB);
+  it('keeps the initial window when the budget is exhausted', () => {
     const exhausted = new WindowBudget(1024 * KiB);
     exhausted.take(1024 * KiB);
     const late = new Receiver(64 * KiB, exhausted, 1024 * KiB);

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { type ProtocolSettings, withoutHopByHop } from '@tunnel2/protocol';
+import { type ProtocolSettings, type WindowBudget, withoutHopByHop } from '@tunnel2/protocol';
 import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../client-address.js';
@@ -152,6 +152,7 @@ export class Cluster {
     responseTimeoutMs: number;
     protocol: Partial<ProtocolSettings>;
     maxMessageSize: number;
+    windowBudget: WindowBudget;
   }) {
     this.nodeId = input.nodeId;
     this.options = input.options;
@@ -175,6 +176,7 @@ export class Cluster {
           auth: this.auth,
           protocol: input.protocol,
           maxMessageSize: input.maxMessageSize,
+          windowBudget: input.windowBudget,
           connectTimeoutMs: input.options.connectTimeoutMs,
           // Link bytes are counted with the hop's: one metric of what crosses between nodes.
           counters: this.hop.counters,

@@ -1,4 +1,4 @@
-import type { ProtocolSettings, SessionRole } from '@tunnel2/protocol';
+import type { ProtocolSettings, SessionRole, WindowBudget } from '@tunnel2/protocol';
 
 /** Streams one link carries at once: every request in flight between two nodes, for every tunnel. */
 export const LINK_MAX_STREAMS = 4096;
@@ -10,13 +10,19 @@ export const LINK_MAX_STREAMS = 4096;
  */
 export const LINK_SESSION_WINDOW = 64 * 1024 * 1024;
 
-/** A link's session options: the edge's protocol settings, with the link's stream count and window. */
+/**
+ * A link's session options: the edge's protocol settings, with the link's stream count and window. Its
+ * streams' window growth draws on the edge's budget (`edgeWindowBudget`), as agent sessions' does: a link's
+ * stream at the ingress is read by a public client, who must not hold more than through an agent session.
+ */
 export function linkSessionOptions(
   role: SessionRole,
   protocol: Partial<ProtocolSettings>,
-): { role: SessionRole; settings: Partial<ProtocolSettings> } {
+  edgeWindowBudget: WindowBudget,
+): { role: SessionRole; settings: Partial<ProtocolSettings>; sharedWindowBudget: WindowBudget } {
   return {
     role,
+    sharedWindowBudget: edgeWindowBudget,
     settings: {
       ...protocol,
       maxConcurrentStreams: LINK_MAX_STREAMS,

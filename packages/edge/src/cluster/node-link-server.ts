@@ -5,8 +5,9 @@ import {
   MuxSession,
   type MuxStream,
   type ProtocolSettings,
-  sendCorkedInFragments,
+  sendCorkedPieces,
   TCP_STREAM_KIND,
+  type WindowBudget,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
@@ -27,6 +28,8 @@ export interface NodeLinkServerOptions {
   maxRequestBodyBytes: number;
   maxMessageSize: number;
   protocol: Partial<ProtocolSettings>;
+  /** The edge's window growth budget (`edgeWindowBudget`), which link streams draw on too. */
+  windowBudget: WindowBudget;
   logger: Logger;
   /** Called for an upgrade whose signature does not verify (counted as a forged node request). */
   onForged: () => void;
@@ -94,10 +97,10 @@ export class NodeLinkServer {
       },
     };
     const session: MuxSession = new MuxSession({
-      ...linkSessionOptions('agent', this.#options.protocol),
+      ...linkSessionOptions('agent', this.#options.protocol, this.#options.windowBudget),
       transport: {
         // Fragments, all of a message in one write: the ingress takes them as views of its reads.
-        send: (message, done) => sendCorkedInFragments(ws, socket, message, done),
+        sendPieces: (pieces, _size, done) => sendCorkedPieces(ws, socket, pieces, done),
         close: (code, reason) => ws.close(code, reason),
       },
       handler: {

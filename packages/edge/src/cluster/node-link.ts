@@ -7,8 +7,9 @@ import {
   type MuxStream,
   maskingNeeded,
   type ProtocolSettings,
-  sendCorkedInFragments,
+  sendCorkedPieces,
   TCP_STREAM_KIND,
+  type WindowBudget,
   zeroMask,
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
@@ -35,6 +36,8 @@ export interface NodeLinkOptions {
   auth: NodeAuth;
   protocol: Partial<ProtocolSettings>;
   maxMessageSize: number;
+  /** The edge's window growth budget (`edgeWindowBudget`), which link streams draw on too. */
+  windowBudget: WindowBudget;
   /** Connect, upgrade and the peer's HELLO must all come within this. */
   connectTimeoutMs: number;
   counters: HopCounters;
@@ -164,12 +167,12 @@ class NodeLink {
     });
     ws.once('open', () => {
       const session: MuxSession = new MuxSession({
-        ...linkSessionOptions('edge', this.#options.protocol),
+        ...linkSessionOptions('edge', this.#options.protocol, this.#options.windowBudget),
         transport: {
-          send: (message, sent) => {
-            counters.bytesOut += message.length;
+          sendPieces: (pieces, size, sent) => {
+            counters.bytesOut += size;
             // Fragments, all of a message in one write: the peer's receive takes them as views.
-            sendCorkedInFragments(ws, beneath, message, sent);
+            sendCorkedPieces(ws, beneath, pieces, sent);
           },
           close: (code, reason) => ws.close(code, reason),
         },

@@ -1,3 +1,4 @@
+import { WindowBudget } from '@tunnel2/protocol';
 import type { SessionRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { Cluster } from '../../src/cluster/cluster.js';
@@ -23,6 +24,7 @@ export function loneCluster(registry: SessionRegistry): Cluster {
     logger: pino({ level: 'silent' }),
     responseTimeoutMs: 1_000,
     protocol: {},
+    windowBudget: new WindowBudget(0),
     maxMessageSize: 1 << 20,
   });
 }

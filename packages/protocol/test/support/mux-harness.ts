@@ -4,9 +4,11 @@ import {
   type FrameTransport,
   type GoAway,
   type Hello,
+  type MessageTransport,
   MuxSession,
   type MuxSessionOptions,
   type MuxStream,
+  type PieceTransport,
   type ProtocolSettings,
   type SessionHandler,
   type SessionRole,
@@ -53,7 +55,7 @@ export class FrameLog {
  * socket would) and then reports it flushed; close() tells the peer its transport went away, after the
  * messages already sent, as a WebSocket close would.
  */
-export class MemoryTransport implements FrameTransport {
+export class MemoryTransport implements MessageTransport {
   peer: MuxSession | undefined;
   /** Every frame this side sent, in order. */
   readonly sent = new FrameLog();
@@ -83,6 +85,27 @@ export class MemoryTransport implements FrameTransport {
   close(code: number, reason: string): void {
     this.closedWith = { code, reason };
     setImmediate(() => this.peer?.transportClosed());
+  }
+}
+
+/**
+ * A MemoryTransport that takes messages as pieces, as the WebSocket transports do: the receiver gets each
+ * piece as a fragment of its own (copied, as the wire would), or pieces of `pieceSize` when set.
+ */
+export class PieceMemoryTransport extends MemoryTransport implements PieceTransport {
+  sendPieces(pieces: readonly Buffer[], size: number, done: (error?: Error) => void): void {
+    const joined = Buffer.concat(pieces);
+    if (joined.length !== size) throw new Error(`pieces of ${joined.length} bytes announced as ${size}`);
+    if (this.pieceSize > 0 || this.latencyMs > 0) {
+      this.send(joined, done);
+      return;
+    }
+    this.sent.add(joined);
+    // Read late, as a socket does: a producer that changed its chunk after the flush corrupts what arrives.
+    setImmediate(() => {
+      this.peer?.receive(pieces.map((piece) => Buffer.from(piece)));
+      done();
+    });
   }
 }
 
@@ -158,10 +181,12 @@ export interface PairOptions {
   latencyMs?: number;
   /** Messages arrive as pieces of this many bytes (ws binaryType 'fragments'); 0: whole. */
   pieceSize?: number;
+  /** The sessions send through PieceMemoryTransport (large payloads uncopied), as the real transports do. */
+  pieceTransport?: boolean;
 }
 
 function createSide(role: SessionRole, settings: Partial<ProtocolSettings>, options: PairOptions): Side {
-  const transport = new MemoryTransport();
+  const transport = options.pieceTransport === true ? new PieceMemoryTransport() : new MemoryTransport();
   transport.latencyMs = options.latencyMs ?? 0;
   transport.pieceSize = options.pieceSize ?? 0;
   const events = new SessionEvents();
