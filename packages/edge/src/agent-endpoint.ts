@@ -42,7 +42,6 @@ export const AGENT_KEY_HEADER = 'x-tunnel2-agent-key';
 export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
   const { options, sessions, logger } = endpoint;
   const authenticator = createAgentAuthenticator(options.auth);
-  const edgeWindowBudget = endpoint.windowBudget;
   // The client address of each live anonymous session. Anonymous agents pick their own agent key, so a
   // new key per connection would escape a limit counted by key: they are counted by address instead.
   const anonymousAddress = new WeakMap<AgentConnection, string>();
@@ -189,7 +188,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         protocol: options.protocol,
         maxStreamWindow: options.maxStreamWindow,
         sessionWindowBudget: options.sessionWindowBudget,
-        edgeWindowBudget,
+        edgeWindowBudget: endpoint.windowBudget,
         helloTimeoutMs: options.helloTimeoutMs,
         slots: {
           maxStreams: options.maxStreamsPerSession,
@@ -222,8 +221,6 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
   }
 
   return {
-    /** The edge-wide growth budget, whose `used` is every session's growth together. */
-    windowBudget: edgeWindowBudget,
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
       handleUpgrade(req, socket, head).catch((err: unknown) => {
         logger.error({ err }, 'agent upgrade failed');

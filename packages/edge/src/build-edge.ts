@@ -76,7 +76,7 @@ export interface Edge {
   readonly inFlight: number;
   /** The public TCP ports and their counters; undefined unless `tcpPorts` is set. */
   readonly tcp: TcpPortTable | undefined;
-  /** The window growth budget every agent session draws on (`edgeWindowBudget`); `used` is their total. */
+  /** The window growth budget agent sessions and node links draw on (`edgeWindowBudget`); `used`: their total. */
   readonly windowBudget: WindowBudget;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
@@ -386,7 +386,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       return inFlight.count;
     },
     tcp,
-    windowBudget: agentEndpoint.windowBudget,
+    windowBudget,
     urlsFor,
     async listen() {
       await app.listen({ port: options.port, host: options.host });
