@@ -34,7 +34,7 @@ export const publishDir = join(cliDir, 'publish');
 /** Packages that must never be on the agent path (`tunnel2 http`, `connect()`): only `tunnel2 server`. */
 const SERVER_ONLY = ['/node_modules/fastify/', 'packages/edge/', 'packages/registry/'];
 /** Optional native add-ons of ws, loaded in a try/catch: left out, ws uses its JS fallbacks. */
-const OPTIONAL_NATIVE = ['bufferutil', 'utf-8-validate'];
+export const OPTIONAL_NATIVE = ['bufferutil', 'utf-8-validate'];
 /** Files of the published package besides package.json, README.md and LICENSE. */
 const FILES = [
   'bin/tunnel2.js',
