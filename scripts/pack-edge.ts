@@ -10,6 +10,7 @@
 // THIRD-PARTY-NOTICES.md.
 import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 // Plain Node runs this file, so pack-cli is imported by its .ts path, typed here (as scripts/pack-bench.ts does).
@@ -60,7 +61,7 @@ export async function packEdge(outDir: string): Promise<string[]> {
   return bundled;
 }
 
-if (process.argv[1] === new URL(import.meta.url).pathname) {
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const outArg = process.argv[2];
   if (outArg === undefined) {
     process.stderr.write('usage: node scripts/pack-edge.ts <outdir>\n');

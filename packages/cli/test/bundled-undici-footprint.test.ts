@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { glob, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestBackend } from '@tunnel2/test-backend';
@@ -26,8 +26,24 @@ describe("Node's bundled undici", () => {
   });
 
   // An ESM import of node:http makes Node read every export of the module, and its lazy WebSocket getters load
-  // Node's undici and web streams: 10 MB of RSS in each process (README.md, "Development"). The edge and the
-  // agent use neither; they load node:http with process.getBuiltinModule.
+  // Node's undici and web streams: 10 MB of RSS in a bare process, 2–3 MB in ours (README.md, "Development").
+  // The edge and the agent use neither; they load node:http with process.getBuiltinModule.
+  // The run below sees only the modules its path loads; this covers the rest (cluster, Redis, lazy imports).
+  it('is imported as a value from node:http by no source file', async () => {
+    const root = new URL('../../../', import.meta.url).pathname;
+    const offenders: string[] = [];
+    for await (const file of glob('packages/*/src/**/*.ts', { cwd: root })) {
+      const source = await readFile(join(root, file), 'utf8');
+      // Every import or re-export statement from node:http that is not `import type` / `export type`.
+      for (const statement of source.match(/^(?:import|export)\b[^;]*?from\s+['"]node:http['"]/gm) ?? []) {
+        if (!/^(?:import|export)\s+type\b/.test(statement))
+          offenders.push(`${file}: ${statement.split('\n')[0]}`);
+      }
+      if (/\bimport\(\s*['"]node:http['"]\s*\)/.test(source)) offenders.push(`${file}: import('node:http')`);
+    }
+    expect(offenders).toEqual([]);
+  });
+
   it('is loaded neither by the edge nor by the agent, through a whole request', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tunnel2-modules-'));
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
