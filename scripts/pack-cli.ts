@@ -227,6 +227,31 @@ async function bundleJs(): Promise<Metafile> {
   return metafile;
 }
 
+/**
+ * The license text of a package that ships no license file. MIT asks for its notice to go with the code, so a
+ * package that declares MIT gets the standard text with its author as the holder; any other gets a pointer.
+ */
+function withoutLicenseFile(license: string | undefined, author: string | undefined): string {
+  if (license !== 'MIT') return `(the package ships no license file; it declares ${license ?? 'no license'})`;
+  return `(the package ships no license file; it declares MIT, whose standard text follows)
+
+Copyright (c) ${author ?? 'the package authors'}
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of this software and associated
+documentation files (the "Software"), to deal in the Software without restriction, including without limitation
+the rights to use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies of the Software, and
+to permit persons to whom the Software is furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all copies or substantial portions of
+the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO
+THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT,
+TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.`;
+}
+
 /** THIRD-PARTY-NOTICES.md in `dir`: name, version, license and license text of every bundled package. */
 export async function writeNotices(metafile: Metafile, dir: string = publishDir): Promise<string[]> {
   const roots = new Set<string>();
@@ -236,9 +261,13 @@ export async function writeNotices(metafile: Metafile, dir: string = publishDir)
   }
   const sections: { id: string; text: string }[] = [];
   for (const root of roots) {
-    const json = await readJson<PackageJson>(join(root, 'package.json'));
+    const json = await readJson<PackageJson & { author?: string | { name?: string } }>(
+      join(root, 'package.json'),
+    );
     const licenseFile = (await readdir(root)).find((file) => /^licen[cs]e(\.|$)/i.test(file));
-    const text = licenseFile ? (await readFile(join(root, licenseFile), 'utf8')).trim() : '(no license file)';
+    const text = licenseFile
+      ? (await readFile(join(root, licenseFile), 'utf8')).trim()
+      : withoutLicenseFile(json.license, typeof json.author === 'string' ? json.author : json.author?.name);
     const id = `${json.name}@${json.version}`;
     sections.push({
       id,
