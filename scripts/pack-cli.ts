@@ -34,7 +34,7 @@ export const publishDir = join(cliDir, 'publish');
 /** Packages that must never be on the agent path (`tunnel2 http`, `connect()`): only `tunnel2 server`. */
 const SERVER_ONLY = ['/node_modules/fastify/', 'packages/edge/', 'packages/registry/'];
 /** Optional native add-ons of ws, loaded in a try/catch: left out, ws uses its JS fallbacks. */
-export const OPTIONAL_NATIVE = ['bufferutil', 'utf-8-validate'];
+const OPTIONAL_NATIVE = ['bufferutil', 'utf-8-validate'];
 /** Files of the published package besides package.json, README.md and LICENSE. */
 const FILES = [
   'bin/tunnel2.js',
@@ -170,6 +170,19 @@ export const BUNDLE_OPTIONS = {
   logLevel: 'warning',
 } as const satisfies BuildOptions;
 
+/**
+ * A whole program bundled with its chunks (the CLI, the edge's image): code only some runs need (the edge in
+ * the CLI, the Redis registry) stays in chunks loaded on first use, which sit next to the entries so that
+ * `../package.json` resolves from all of them; built-ins load with `require` and ws's TLS on first use.
+ */
+export const PROGRAM_BUNDLE_OPTIONS = {
+  ...BUNDLE_OPTIONS,
+  chunkNames: '[name]-[hash]',
+  splitting: true,
+  external: OPTIONAL_NATIVE,
+  plugins: [builtinsAsRequire, lazyWsBuiltins],
+} as const satisfies BuildOptions;
+
 /** The modules an output file loads before its code runs (static imports, followed through chunks). */
 function staticallyLoaded(metafile: Metafile, output: string): Set<string> {
   const seen = new Set<string>([output]);
@@ -204,12 +217,7 @@ async function bundleJs(): Promise<Metafile> {
     absWorkingDir: repoRoot,
     entryPoints: { main: join(dist, 'main.js'), index: join(dist, 'index.js') },
     outdir,
-    // Chunks sit next to the entries: version.ts reads `../package.json` relative to its own file.
-    chunkNames: '[name]-[hash]',
-    ...BUNDLE_OPTIONS,
-    splitting: true,
-    external: OPTIONAL_NATIVE,
-    plugins: [builtinsAsRequire, lazyWsBuiltins],
+    ...PROGRAM_BUNDLE_OPTIONS,
   });
   if (metafile === undefined) throw new Error('esbuild wrote no metafile');
   // The agent path must not load the edge: main.js (the CLI) and index.js (connect()) statically reach

@@ -16,16 +16,9 @@ import { build } from 'esbuild';
 // Plain Node runs this file, so pack-cli is imported by its .ts path, typed here (as scripts/pack-bench.ts does).
 type PackCliModule = typeof import('./pack-cli.js');
 type PackageJson = import('./pack-cli.js').PackageJson;
-const {
-  BUNDLE_OPTIONS,
-  OPTIONAL_NATIVE,
-  builtinsAsRequire,
-  cliDir,
-  lazyWsBuiltins,
-  readJson,
-  repoRoot,
-  writeNotices,
-} = (await import(new URL('./pack-cli.ts', import.meta.url).href)) as PackCliModule;
+const { PROGRAM_BUNDLE_OPTIONS, cliDir, readJson, repoRoot, writeNotices } = (await import(
+  new URL('./pack-cli.ts', import.meta.url).href
+)) as PackCliModule;
 
 const edgeDir = join(repoRoot, 'packages', 'edge');
 
@@ -37,11 +30,7 @@ export async function packEdge(outDir: string): Promise<string[]> {
     absWorkingDir: repoRoot,
     entryPoints: { main: join(edgeDir, 'dist', 'main.js') },
     outdir: join(outDir, 'dist'),
-    chunkNames: '[name]-[hash]',
-    ...BUNDLE_OPTIONS,
-    splitting: true,
-    external: OPTIONAL_NATIVE,
-    plugins: [builtinsAsRequire, lazyWsBuiltins],
+    ...PROGRAM_BUNDLE_OPTIONS,
   });
   if (metafile === undefined) throw new Error('esbuild wrote no metafile');
   const bundled = await writeNotices(metafile, outDir);
