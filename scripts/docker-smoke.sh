@@ -229,6 +229,9 @@ grep -Eq '^tunnel2_http_requests_total\{class="2xx"\} [2-9]' <<<"$metrics" || di
 grep -q '^tunnel2_rejected_total{reason="unknown_session",code="TUNNEL2_ERR_UNKNOWN_SESSION"} 1$' <<<"$metrics" ||
   die "/metrics: the request for an unknown tunnel was not counted as a rejection"
 log "/metrics counts the session, the requests and the refusal"
+# A figure, not a check: the edge's resident memory with one agent connected, after a few requests.
+rss_pid="$(pgrep -P "$unshare_pid" | head -n1)"
+[ -z "$rss_pid" ] || log "the edge's RSS with one agent: $(awk '/^VmRSS/ { printf "%.1f MB", $2 / 1024 }' "/proc/$rss_pid/status")"
 
 # ---- SIGTERM drains and exits 0 -----------------------------------------------------------------------
 # A response streaming for about 1.5 s is in flight when the signal comes: it must complete.

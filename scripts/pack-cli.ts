@@ -170,6 +170,19 @@ export const BUNDLE_OPTIONS = {
   logLevel: 'warning',
 } as const satisfies BuildOptions;
 
+/**
+ * A whole program bundled with its chunks (the CLI, the edge's image): code only some runs need (the edge in
+ * the CLI, the Redis registry) stays in chunks loaded on first use, which sit next to the entries so that
+ * `../package.json` resolves from all of them; built-ins load with `require` and ws's TLS on first use.
+ */
+export const PROGRAM_BUNDLE_OPTIONS = {
+  ...BUNDLE_OPTIONS,
+  chunkNames: '[name]-[hash]',
+  splitting: true,
+  external: OPTIONAL_NATIVE,
+  plugins: [builtinsAsRequire, lazyWsBuiltins],
+} as const satisfies BuildOptions;
+
 /** The modules an output file loads before its code runs (static imports, followed through chunks). */
 function staticallyLoaded(metafile: Metafile, output: string): Set<string> {
   const seen = new Set<string>([output]);
@@ -204,12 +217,7 @@ async function bundleJs(): Promise<Metafile> {
     absWorkingDir: repoRoot,
     entryPoints: { main: join(dist, 'main.js'), index: join(dist, 'index.js') },
     outdir,
-    // Chunks sit next to the entries: version.ts reads `../package.json` relative to its own file.
-    chunkNames: '[name]-[hash]',
-    ...BUNDLE_OPTIONS,
-    splitting: true,
-    external: OPTIONAL_NATIVE,
-    plugins: [builtinsAsRequire, lazyWsBuiltins],
+    ...PROGRAM_BUNDLE_OPTIONS,
   });
   if (metafile === undefined) throw new Error('esbuild wrote no metafile');
   // The agent path must not load the edge: main.js (the CLI) and index.js (connect()) statically reach
@@ -227,6 +235,31 @@ async function bundleJs(): Promise<Metafile> {
   return metafile;
 }
 
+/**
+ * The license text of a package that ships no license file. MIT asks for its notice to go with the code, so a
+ * package that declares MIT gets the standard text with its author as the holder; any other gets a pointer.
+ */
+function withoutLicenseFile(license: string | undefined, author: string | undefined): string {
+  if (license !== 'MIT') return `(the package ships no license file; it declares ${license ?? 'no license'})`;
+  return `(the package ships no license file; it declares MIT, whose standard text follows)
+
+Copyright (c) ${author ?? 'the package authors'}
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of this software and associated
+documentation files (the "Software"), to deal in the Software without restriction, including without limitation
+the rights to use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies of the Software, and
+to permit persons to whom the Software is furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all copies or substantial portions of
+the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO
+THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT,
+TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.`;
+}
+
 /** THIRD-PARTY-NOTICES.md in `dir`: name, version, license and license text of every bundled package. */
 export async function writeNotices(metafile: Metafile, dir: string = publishDir): Promise<string[]> {
   const roots = new Set<string>();
@@ -236,9 +269,13 @@ export async function writeNotices(metafile: Metafile, dir: string = publishDir)
   }
   const sections: { id: string; text: string }[] = [];
   for (const root of roots) {
-    const json = await readJson<PackageJson>(join(root, 'package.json'));
+    const json = await readJson<PackageJson & { author?: string | { name?: string } }>(
+      join(root, 'package.json'),
+    );
     const licenseFile = (await readdir(root)).find((file) => /^licen[cs]e(\.|$)/i.test(file));
-    const text = licenseFile ? (await readFile(join(root, licenseFile), 'utf8')).trim() : '(no license file)';
+    const text = licenseFile
+      ? (await readFile(join(root, licenseFile), 'utf8')).trim()
+      : withoutLicenseFile(json.license, typeof json.author === 'string' ? json.author : json.author?.name);
     const id = `${json.name}@${json.version}`;
     sections.push({
       id,

@@ -1,7 +1,9 @@
-import { maxHeaderSize } from 'node:http';
 import type { ExchangeRecorder } from '@tunnel2/inspector';
 import { encodeResponseHead, type MuxStream } from '@tunnel2/protocol';
 import { describeTlsError } from './target-tls.js';
+
+// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
+const { maxHeaderSize } = process.getBuiltinModule('node:http');
 
 export type BackendErrorCode =
   | 'TUNNEL2_ERR_BACKEND_UNREACHABLE'

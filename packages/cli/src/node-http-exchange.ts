@@ -1,4 +1,4 @@
-import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ExchangeRecorder } from '@tunnel2/inspector';
 import {
@@ -13,6 +13,9 @@ import {
 import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
 import type { ForwardOptions } from './forward-exchange.js';
 import { httpsOptions } from './target-tls.js';
+
+// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
+const { request: httpRequest } = process.getBuiltinModule('node:http');
 
 /** True when a request head asks for a WebSocket upgrade. */
 export function isWebSocketUpgrade(headers: string[]): boolean {

@@ -1,8 +1,11 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { EdgeMetrics } from './metrics.js';
+
+// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface OpsProbes {
   metrics: EdgeMetrics;

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, WindowBudget } from '@tunnel2/protocol';
@@ -28,6 +28,9 @@ import { nodeAuthRefusal } from './refusals.js';
 import { SessionTable } from './session-table.js';
 import { type TcpPortTable, TcpTunnels } from './tcp-tunnels.js';
 import { handleTunnelRequest, handleTunnelUpgrade } from './tunnel-ingress.js';
+
+// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
+const { createServer } = process.getBuiltinModule('node:http');
 
 function isWebSocketUpgrade(req: IncomingMessage): boolean {
   return req.headers.upgrade?.toLowerCase() === 'websocket';

@@ -1,8 +1,10 @@
 import type { ServerResponse } from 'node:http';
-import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { EdgeError, EdgeErrorCode, statusByCode } from './errors.js';
 import { publishRefusal } from './refusal-channel.js';
+
+// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
+const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /**
  * Headers on every answer the edge writes itself. The body is plain text that may repeat what the client

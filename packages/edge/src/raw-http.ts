@@ -1,5 +1,8 @@
-import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { RawHeaders } from '@tunnel2/protocol';
+
+// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
+const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /**
  * Serializes a response head for a raw socket (after an upgrade the edge owns the bytes itself). The head

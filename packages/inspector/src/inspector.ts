@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { createApiHandler } from './api-server.js';
 import { createCapture, DEFAULT_BODY_LIMIT, type InspectorCapture } from './capture.js';
 import { EntryStore } from './entry-store.js';
@@ -8,6 +8,9 @@ import { EventStream, PING_INTERVAL_MS } from './event-stream.js';
 import { createHostGuard } from './host-guard.js';
 import type { ReplayTarget } from './replay.js';
 import { defaultStaticDir } from './static-files.js';
+
+// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
+const { createServer } = process.getBuiltinModule('node:http');
 
 export const DEFAULT_INSPECTOR_HOST = '127.0.0.1';
 /** Tried in turn when no port is given; then an ephemeral one. */

@@ -1,4 +1,4 @@
-import { type ClientRequest, request as httpRequest } from 'node:http';
+import type { ClientRequest } from 'node:http';
 import type { ConnectionOptions } from 'node:tls';
 import { withoutHopByHop } from '@tunnel2/protocol';
 import { ExchangeRecorder } from './capture.js';
@@ -6,6 +6,9 @@ import type { EntryError } from './entry.js';
 import type { EntryStore } from './entry-store.js';
 import { InspectorError, InspectorErrorCode } from './errors.js';
 import type { StoredEntry } from './stored-entry.js';
+
+// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
+const { request: httpRequest } = process.getBuiltinModule('node:http');
 
 /** The local target replays go to (not through the tunnel). */
 export interface ReplayTarget {

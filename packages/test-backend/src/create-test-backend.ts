@@ -1,9 +1,12 @@
 import { EventEmitter } from 'node:events';
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { invalidArgument } from './errors.js';
 import { createRouter } from './router.js';
 import { routes } from './routes.js';
+
+// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface TestBackendOptions {
   /** Port to listen on; default 0 (any free port, see `port` on the result). */

@@ -1,16 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { isIP, connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { pipeline, Readable } from 'node:stream';
-import { connect as tlsConnect } from 'node:tls';
 import { withoutHopByHop } from '@tunnel2/protocol';
 import type { Dispatcher, Pool } from 'undici';
 import { EdgeErrorCode } from '../errors.js';
 import { writeInformational } from '../informational.js';
 import { isIdempotent, pairs } from '../raw-http.js';
 import type { OwnerEntry } from './owner-cache.js';
+
+// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
+// node:https and node:tls load with the first TLS peer: an edge whose links are plain never needs them.
+const { request: httpRequest } = process.getBuiltinModule('node:http');
 
 type DispatchController = Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[0];
 
@@ -312,7 +313,7 @@ export class NodeHop {
       res.off('close', onClientGone);
       done(outcome, detail);
     };
-    const outgoing = (peer.secure ? httpsRequest : httpRequest)({
+    const outgoing = (peer.secure ? process.getBuiltinModule('node:https').request : httpRequest)({
       protocol: peer.protocol,
       hostname: peer.host,
       port: peer.port,
@@ -407,7 +408,9 @@ export class NodeHop {
     }
     const { secure, host, port } = peerAddress(owner.url);
     const upstream: Socket = secure
-      ? tlsConnect({ host, port, ...(isIP(host) === 0 ? { servername: host } : {}) })
+      ? process
+          .getBuiltinModule('node:tls')
+          .connect({ host, port, ...(isIP(host) === 0 ? { servername: host } : {}) })
       : netConnect({ host, port });
     this.#upgrades.add(upstream);
     upstream.once('close', () => this.#upgrades.delete(upstream));

@@ -1,7 +1,9 @@
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import { isValidSessionName } from '../ingress-route.js';
 import { NODE_AUTH_HEADER } from './node-auth.js';
+
+// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
+const { request: httpRequest } = process.getBuiltinModule('node:http');
 
 /**
  * Takeover notices: when the same agent claims its name again on another node, the claiming node tells the
@@ -102,7 +104,7 @@ export class NoticeSender {
 
   #post(url: URL, signature: string): Promise<'delivered' | 'failed'> {
     return new Promise((resolve) => {
-      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const send = url.protocol === 'https:' ? process.getBuiltinModule('node:https').request : httpRequest;
       const req = send(url, {
         method: 'POST',
         agent: false,
