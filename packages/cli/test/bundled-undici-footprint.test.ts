@@ -1,12 +1,13 @@
 import { glob, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from './support/http-client.js';
 import { type Spawned, spawnNode } from './support/processes.js';
 
-const cliBin = new URL('../bin/tunnel2.js', import.meta.url).pathname;
+const cliBin = fileURLToPath(new URL('../bin/tunnel2.js', import.meta.url));
 
 // Written at exit by a `--import`ed module: the Node built-ins the process loaded over its whole life.
 const dumpAtExit = `
@@ -19,18 +20,18 @@ const isBundledUndici = (entry: string): boolean =>
   entry === 'NativeModule internal/deps/undici/undici' ||
   entry.startsWith('NativeModule internal/webstreams/');
 
+// An ESM import of node:http makes Node read every export of the module, and its lazy WebSocket getters load
+// Node's undici and web streams: 10 MB of RSS in a bare process, 2–3 MB in ours (README.md, "Development").
+// The edge and the agent use neither; they load node:http with process.getBuiltinModule.
 describe("Node's bundled undici", () => {
   const cleanups: (() => unknown)[] = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  // An ESM import of node:http makes Node read every export of the module, and its lazy WebSocket getters load
-  // Node's undici and web streams: 10 MB of RSS in a bare process, 2–3 MB in ours (README.md, "Development").
-  // The edge and the agent use neither; they load node:http with process.getBuiltinModule.
   // The run below sees only the modules its path loads; this covers the rest (cluster, Redis, lazy imports).
   it('is imported as a value from node:http by no source file', async () => {
-    const root = new URL('../../../', import.meta.url).pathname;
+    const root = fileURLToPath(new URL('../../../', import.meta.url));
     const offenders: string[] = [];
     for await (const file of glob('packages/*/src/**/*.ts', { cwd: root })) {
       const source = await readFile(join(root, file), 'utf8');
