@@ -60,6 +60,7 @@ describe('releasing the tunnels a session listed', () => {
       logger,
       maxNamesPerOwner: 10,
       namesHeld: () => 0,
+      anonymousAddress: () => undefined,
       urlsFor: (name) => ({ url: name, urls: [name] }),
       tcpUrlFor: (port) => String(port),
     });
