@@ -140,7 +140,13 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       const again =
         requested !== undefined &&
         owned.some((record) => record.name === keyOf(requested) && record.owner === owner);
-      if (!again && !(await this.#makeRoom(owned))) return refused;
+      if (requested !== undefined && !again) {
+        // Another owner's port is refused before anything of this account is given back for it.
+        const holder = await registry.lookup(keyOf(requested));
+        if (holder !== undefined && holder.owner !== owner)
+          return refuse(EdgeErrorCode.TCP_PORT_UNAVAILABLE, `port ${requested} is in use by another agent`);
+      }
+      if (!again && !(await this.#makeRoom(owned, requested))) return refused;
       // An owner's own ports are not candidates for another: claiming one would take it over from itself.
       const own = new Set(owned.map((record) => record.name));
       for (const candidate of this.#candidates(requested)) {
@@ -297,11 +303,15 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
    * oldest ports in their grace (reservations, on any node) are given back, as on one node (tcp-tunnels.ts);
    * false when all of them are in use. A node still keeping a given-back port in its grace serves nothing on
    * it (no session) and forgets it when that grace ends; the registry, not it, says who holds the port.
+   * The port asked for is never given back for its own claim: it is another owner's reservation (the same
+   * address, another agent key), which that claim must not take, as on one node.
    */
-  async #makeRoom(owned: readonly SessionRecord[]): Promise<boolean> {
+  async #makeRoom(owned: readonly SessionRecord[], requested: number | undefined): Promise<boolean> {
     const excess = owned.length - this.#options.maxPortsPerOwner + 1;
     if (excess <= 0) return true;
-    const inGrace = owned.filter((record) => !record.connected).sort((a, b) => a.expiresAt - b.expiresAt);
+    const inGrace = owned
+      .filter((record) => !record.connected && (requested === undefined || record.name !== keyOf(requested)))
+      .sort((a, b) => a.expiresAt - b.expiresAt);
     if (inGrace.length < excess) return false;
     for (const record of inGrace.slice(0, excess)) {
       const port = Number(record.name.slice(TCP_SPACE.length + 1));
