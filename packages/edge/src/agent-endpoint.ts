@@ -59,6 +59,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       const address = anonymousAddress.get(connection);
       return address === undefined ? sessions.countOwnedBy(connection.owner) : countAnonymousFrom(address);
     },
+    anonymousAddress: (connection) => anonymousAddress.get(connection),
     urlsFor: endpoint.urlsFor,
     tcpUrlFor: endpoint.tcpUrlFor,
   });
@@ -124,7 +125,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
             code: EdgeErrorCode.BAD_REQUEST,
             message: 'tcp must be "any" or a port number',
           } as const)
-        : await tcp.claim(owner, wanted);
+        : await tcp.claim(owner, wanted, address);
       if (!claim.ok) {
         rejectUpgrade(socket, { code: claim.code, message: claim.message });
         return;

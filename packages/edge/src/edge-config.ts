@@ -275,7 +275,7 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   maxTcpPortsPerOwner: {
     description:
-      'TCP tunnel ports one token (or anonymous agent) may hold (across the cluster with a shared registry)',
+      'TCP tunnel ports one token (or, for anonymous agents, one client address) may hold, those kept in their reconnect grace included (across the cluster with a shared registry)',
     default: 5,
     ...integer(1, 65535),
   },

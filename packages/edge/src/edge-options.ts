@@ -100,7 +100,10 @@ export interface EdgeOptions {
    * no port but its own and refuses TCP tunnels.
    */
   tcpPorts?: string;
-  /** TCP ports one token (or anonymous agent) may hold at once. Default 5. */
+  /**
+   * TCP ports one token (or, for anonymous agents, one client address) may hold at once, those kept in their
+   * reconnect grace included (at the limit the oldest of those is given back). Default 5.
+   */
   maxTcpPortsPerOwner?: number;
   /**
    * Cluster mode: several edges share `registry`, and a request for a session held by another node is

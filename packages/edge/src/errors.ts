@@ -36,7 +36,7 @@ export const EdgeErrorCode = {
   TCP_PORT_UNAVAILABLE: 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE',
   /** Every port of the TCP range is in use. */
   TCP_PORTS_EXHAUSTED: 'TUNNEL2_ERR_TCP_PORTS_EXHAUSTED',
-  /** The token already holds its limit of TCP ports (maxTcpPortsPerOwner). */
+  /** The token (an anonymous agent: its address) holds its limit of TCP ports in use (maxTcpPortsPerOwner). */
   TOO_MANY_TCP_PORTS: 'TUNNEL2_ERR_TOO_MANY_TCP_PORTS',
 } as const;
 export type EdgeErrorCode = (typeof EdgeErrorCode)[keyof typeof EdgeErrorCode];

@@ -3,6 +3,7 @@ import { ErrorCode } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { EdgeErrorCode } from './errors.js';
 import type { InFlight } from './in-flight.js';
+import { tcpAccount } from './tcp-account.js';
 import { acceptTcpConnection, type TcpCounters } from './tcp-connection.js';
 import type { TcpPortRange } from './tcp-port-range.js';
 import type { TunnelEntry } from './tunnel-entry.js';
@@ -11,7 +12,10 @@ export interface TcpTunnelsOptions {
   range: TcpPortRange;
   /** Listen address of the public ports (the edge's own). */
   host: string;
-  /** Ports one owner (token, or anonymous agent key) may hold at once. */
+  /**
+   * Ports one token (or, for anonymous agents, one client address) may hold at once, those kept in their
+   * reconnect grace included.
+   */
   maxPortsPerOwner: number;
   /** How long a port whose session ended stays reserved for its owner. */
   reconnectGraceMs: number;
@@ -24,16 +28,21 @@ export interface TcpTunnelsOptions {
 export class TcpPort {
   readonly port: number;
   readonly owner: string;
+  /** Whom the port counts against for the limit (tcp-account.ts): the token, or an anonymous agent's address. */
+  readonly account: string;
   readonly server: Server;
   connection: TunnelEntry | undefined;
   /** Once a session has served it, the port is its owner's reservation: a failed reconnect keeps it. */
   attached = false;
   graceTimer: NodeJS.Timeout | undefined;
+  /** When its grace began, in the order graces begin on this node (the oldest is given back first). */
+  graceOrder = 0;
   readonly sockets = new Set<Socket>();
-  constructor(port: number, owner: string, server: Server) {
+  constructor(port: number, owner: string, server: Server, account = owner) {
     this.port = port;
     this.owner = owner;
     this.server = server;
+    this.account = account;
   }
 }
 
@@ -49,7 +58,12 @@ export interface TcpPortTable {
   readonly size: number;
   /** Called once the edge listens (a cluster node listens on the whole range then). */
   start(): Promise<void>;
-  claim(owner: string, requested: number | undefined): Promise<TcpClaim>;
+  /**
+   * Claims `requested` (or any free port) for `owner`. `address`: an anonymous agent's client address, which
+   * its ports count against instead of its owner key. An account at its limit gives back its oldest port in
+   * the reconnect grace to make room; with none in grace, the claim is refused (TOO_MANY_TCP_PORTS).
+   */
+  claim(owner: string, requested: number | undefined, address?: string): Promise<TcpClaim>;
   abandon(port: TcpPort): void;
   attach(port: TcpPort, connection: TunnelEntry): void;
   detach(port: TcpPort, connection: TunnelEntry): void;
@@ -70,6 +84,7 @@ export class TcpTunnels implements TcpPortTable {
   };
   readonly #ports = new Map<number, TcpPort>();
   readonly #options: TcpTunnelsOptions;
+  #graces = 0;
   #closed = false;
 
   constructor(options: TcpTunnelsOptions) {
@@ -84,7 +99,7 @@ export class TcpTunnels implements TcpPortTable {
   async start(): Promise<void> {}
 
   /** Claims `requested` (or any free port of the range) for `owner`, listening on it before it answers. */
-  async claim(owner: string, requested: number | undefined): Promise<TcpClaim> {
+  async claim(owner: string, requested: number | undefined, address?: string): Promise<TcpClaim> {
     if (this.#closed) return closing();
     const { first, last } = this.#options.range;
     if (requested !== undefined) {
@@ -105,16 +120,10 @@ export class TcpTunnels implements TcpPortTable {
         return { ok: true, port: held };
       }
     }
-    let ownedBy = 0;
-    for (const held of this.#ports.values()) if (held.owner === owner) ownedBy++;
-    if (ownedBy >= this.#options.maxPortsPerOwner) {
-      return refuse(
-        EdgeErrorCode.TOO_MANY_TCP_PORTS,
-        `too many TCP ports for this agent token (at most ${this.#options.maxPortsPerOwner} on this edge)`,
-      );
-    }
+    const account = tcpAccount(owner, address);
+    if (!this.#makeRoom(account)) return tooMany(this.#options.maxPortsPerOwner, address, 'on this edge');
     if (requested !== undefined) {
-      const port = await this.#listen(requested, owner);
+      const port = await this.#listen(requested, owner, account);
       return port === undefined
         ? refuse(EdgeErrorCode.TCP_PORT_UNAVAILABLE, `port ${requested} is taken on this edge's host`)
         : { ok: true, port };
@@ -126,7 +135,7 @@ export class TcpTunnels implements TcpPortTable {
       if (this.#closed) return closing();
       const candidate = first + ((start + i) % size);
       if (this.#ports.has(candidate)) continue;
-      const port = await this.#listen(candidate, owner);
+      const port = await this.#listen(candidate, owner, account);
       if (port !== undefined) return { ok: true, port };
     }
     if (this.#closed) return closing();
@@ -183,6 +192,30 @@ export class TcpTunnels implements TcpPortTable {
     for (const port of [...this.#ports.values()]) this.#release(port);
   }
 
+  /**
+   * Room for one more port of `account`: true at once below the limit; at it, its oldest ports in their
+   * grace are given back (a developer who restarts an agent, which comes back on a new port, must not lock
+   * themselves out for the grace); false when all of them are in use. Ports count, grace or not, so one
+   * address opening and closing tunnels in a loop holds at most the limit (issue #29).
+   */
+  #makeRoom(account: string): boolean {
+    const held = [...this.#ports.values()].filter((port) => port.account === account);
+    const excess = held.length - this.#options.maxPortsPerOwner + 1;
+    if (excess <= 0) return true;
+    const inGrace = held
+      .filter((port) => port.graceTimer !== undefined && port.connection === undefined)
+      .sort((a, b) => a.graceOrder - b.graceOrder);
+    if (inGrace.length < excess) return false;
+    for (const port of inGrace.slice(0, excess)) {
+      this.#options.logger.info(
+        { port: port.port },
+        'TCP: oldest port in its grace given back for a new claim',
+      );
+      this.#release(port);
+    }
+    return true;
+  }
+
   #startGrace(port: TcpPort): void {
     if (this.#options.reconnectGraceMs === 0 || this.#closed) {
       this.#release(port);
@@ -190,6 +223,7 @@ export class TcpTunnels implements TcpPortTable {
     }
     // Already in its grace (a second failed reconnect): the grace is not extended.
     if (port.graceTimer !== undefined) return;
+    port.graceOrder = ++this.#graces;
     port.graceTimer = setTimeout(() => this.#release(port), this.#options.reconnectGraceMs);
     port.graceTimer.unref();
   }
@@ -207,10 +241,10 @@ export class TcpTunnels implements TcpPortTable {
   }
 
   /** Listens on `port`; undefined when the host refuses it (another process holds it). */
-  #listen(number: number, owner: string): Promise<TcpPort | undefined> {
+  #listen(number: number, owner: string, account: string): Promise<TcpPort | undefined> {
     // allowHalfOpen: a client's FIN ends only its direction; the answer still flows (half-close).
     const server = createServer({ allowHalfOpen: true, noDelay: true });
-    const port = new TcpPort(number, owner, server);
+    const port = new TcpPort(number, owner, server, account);
     // Held before listening, so a concurrent claim does not try the same port.
     this.#ports.set(number, port);
     server.on('connection', (socket) =>
@@ -237,6 +271,16 @@ export class TcpTunnels implements TcpPortTable {
       });
     });
   }
+}
+
+/** The refusal of a claim over the limit, naming what it counts: the token, or an anonymous agent's address. */
+export function tooMany(limit: number, address: string | undefined, where: string): TcpClaim {
+  return refuse(
+    EdgeErrorCode.TOO_MANY_TCP_PORTS,
+    address === undefined
+      ? `too many TCP ports for this agent token (at most ${limit} ${where}, none of them in its reconnect grace)`
+      : `too many TCP ports from this address (at most ${limit} ${where}, none of them in its reconnect grace)`,
+  );
 }
 
 function closing(): TcpClaim {

@@ -15,6 +15,8 @@ export interface TunnelClaimsOptions {
   maxNamesPerOwner: number;
   /** Names `connection`'s owner holds now (the endpoint counts anonymous agents by address). */
   namesHeld: (connection: AgentConnection) => number;
+  /** The client address of an anonymous agent's connection (its TCP ports count against it), else undefined. */
+  anonymousAddress: (connection: AgentConnection) => string | undefined;
   urlsFor: (name: string) => { url: string; urls: string[] };
   tcpUrlFor: (port: number) => string;
 }
@@ -77,7 +79,7 @@ export function createTunnelClaims(options: TunnelClaimsOptions) {
       if (wanted !== undefined && !(Number.isInteger(wanted) && typeof wanted === 'number')) {
         return { code: EdgeErrorCode.BAD_REQUEST, message: 'tcp must be "any" or a port number' };
       }
-      const claim = await tcp.claim(connection.owner, wanted);
+      const claim = await tcp.claim(connection.owner, wanted, options.anonymousAddress(connection));
       if (!claim.ok) return { code: claim.code, message: claim.message };
       port = claim.port;
     }

@@ -15,11 +15,11 @@ afterEach(() => {
   for (const t of tunnels.splice(0)) t.close();
 });
 
-async function createTunnels(size = 1): Promise<TcpTunnels> {
+async function createTunnels(size = 1, maxPortsPerOwner = 10): Promise<TcpTunnels> {
   const t = new TcpTunnels({
     range: await freeRange(size),
     host: '127.0.0.1',
-    maxPortsPerOwner: 10,
+    maxPortsPerOwner,
     reconnectGraceMs: GRACE_MS,
     logger: pino({ level: 'silent' }),
   });
@@ -35,8 +35,8 @@ function agent(): AgentConnection & { closedWith: number[] } {
   };
 }
 
-async function claimed(t: TcpTunnels, owner: string, port?: number): Promise<TcpPort> {
-  const claim = await t.claim(owner, port);
+async function claimed(t: TcpTunnels, owner: string, port?: number, address?: string): Promise<TcpPort> {
+  const claim = await t.claim(owner, port, address);
   if (!claim.ok) throw new Error(claim.message);
   return claim.port;
 }
@@ -125,5 +125,72 @@ describe('TcpTunnels', () => {
     expect(await claim).toMatchObject({ ok: false, code: EdgeErrorCode.DRAINING });
     expect(await t.claim('owner', undefined)).toMatchObject({ ok: false, code: EdgeErrorCode.DRAINING });
     expect(t.size).toBe(0);
+  });
+});
+
+/** A session served the port and ended: the port is in its owner's reconnect grace. */
+function served(t: TcpTunnels, port: TcpPort): void {
+  const a = agent();
+  t.attach(port, a);
+  t.detach(port, a);
+}
+
+// Issue #29, defect 2: a closed tunnel's port stays reserved for the grace, and an anonymous owner is only
+// its agent key, new per connection: opening and closing tunnels in a loop took every port of the range.
+describe('TcpTunnels: ports held in grace count against their owner', () => {
+  it("gives back the owner's oldest port in its grace to make room, never holding more than the limit", async () => {
+    const t = await createTunnels(8, 2);
+    const first = await claimed(t, 'token');
+    served(t, first);
+    const second = await claimed(t, 'token');
+    served(t, second);
+    // A developer restarting an agent (a new port each time) is not locked out for the grace...
+    const third = await claimed(t, 'token');
+    // ...its oldest reservation goes instead, and it never holds more than its limit.
+    expect(t.size).toBe(2);
+    expect(await listening(first.port)).toBe(false);
+    expect(await listening(second.port)).toBe(true);
+    t.attach(third, agent());
+    await claimed(t, 'token');
+    expect(await listening(second.port)).toBe(false);
+    expect(t.size).toBe(2);
+  });
+
+  it("refuses a claim over the limit when none of the owner's ports is in its grace", async () => {
+    const t = await createTunnels(8, 2);
+    const live = await claimed(t, 'token');
+    t.attach(live, agent());
+    // Claimed, its session still coming up: in use, not a reservation to give back.
+    await claimed(t, 'token');
+    expect(await t.claim('token', undefined)).toMatchObject({
+      ok: false,
+      code: EdgeErrorCode.TOO_MANY_TCP_PORTS,
+      message: expect.stringContaining('agent token'),
+    });
+    // Its own port again (a reconnect) is not one more port.
+    expect(await claimed(t, 'token', live.port)).toBe(live);
+    expect(await t.claim('other-token', undefined)).toMatchObject({ ok: true });
+  });
+
+  it('counts anonymous agents by client address: new keys in a loop hold at most the limit, others get ports', async () => {
+    const t = await createTunnels(8, 2);
+    for (let i = 0; i < 20; i++) {
+      const port = await claimed(t, `anonymous-key-${i}`, undefined, '127.0.0.1');
+      served(t, port);
+      expect(t.size).toBeLessThanOrEqual(2);
+    }
+    // Another address, and a token, still find free ports: the range never runs out.
+    await claimed(t, 'anonymous-key-victim', undefined, '127.0.0.2');
+    await claimed(t, 'token');
+    expect(t.size).toBe(4);
+    // Live (not in grace) ports of an address are refused past the limit, whatever the key.
+    const a = await claimed(t, 'anonymous-key-a', undefined, '127.0.0.3');
+    t.attach(a, agent());
+    t.attach(await claimed(t, 'anonymous-key-b', undefined, '127.0.0.3'), agent());
+    expect(await t.claim('anonymous-key-c', undefined, '127.0.0.3')).toMatchObject({
+      ok: false,
+      code: EdgeErrorCode.TOO_MANY_TCP_PORTS,
+      message: expect.stringContaining('from this address'),
+    });
   });
 });

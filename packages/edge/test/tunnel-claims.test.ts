@@ -2,9 +2,12 @@ import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentConnection } from '../src/agent-connection.js';
+import { EdgeErrorCode } from '../src/errors.js';
 import { SessionTable } from '../src/session-table.js';
+import { TcpTunnels } from '../src/tcp-tunnels.js';
 import { createTunnelClaims } from '../src/tunnel-claims.js';
 import { ExtraTunnel } from '../src/tunnel-entry.js';
+import { freeRange } from './support/free-range.js';
 
 const tables: SessionTable[] = [];
 afterEach(() => {
@@ -60,6 +63,7 @@ describe('releasing the tunnels a session listed', () => {
       logger,
       maxNamesPerOwner: 10,
       namesHeld: () => 0,
+      anonymousAddress: () => undefined,
       urlsFor: (name) => ({ url: name, urls: [name] }),
       tcpUrlFor: (port) => String(port),
     });
@@ -68,5 +72,58 @@ describe('releasing the tunnels a session listed', () => {
     expect(await registry.lookup('c')).toBeUndefined();
     expect(await registry.lookup('b')).toBeDefined();
     expect(warnings).toMatchObject([{ session: 'b', msg: 'registry release failed' }]);
+  });
+});
+
+describe('TCP tunnels a session lists', () => {
+  it("count against an anonymous agent's address, not its agent key (issue #29)", async () => {
+    const logger = pino({ level: 'silent' });
+    const sessions = new SessionTable({
+      registry: createMemoryRegistry(),
+      nodeId: 'node-a',
+      leaseTtlMs: 60_000,
+      reconnectGraceMs: 1_000,
+      maxArrivalWaiters: 8,
+      logger,
+    });
+    tables.push(sessions);
+    const tcp = new TcpTunnels({
+      range: await freeRange(4),
+      host: '127.0.0.1',
+      maxPortsPerOwner: 1,
+      reconnectGraceMs: 60_000,
+      logger,
+    });
+    const addresses = new Map<AgentConnection, string>();
+    const claims = createTunnelClaims({
+      sessions,
+      tcp,
+      logger,
+      maxNamesPerOwner: 10,
+      namesHeld: () => 0,
+      anonymousAddress: (connection) => addresses.get(connection),
+      urlsFor: (name) => ({ url: name, urls: [name] }),
+      tcpUrlFor: (port) => String(port),
+    });
+    const anonymous = (owner: string, address: string): AgentConnection => {
+      const connection = {
+        owner,
+        name: `main-${owner}`,
+        session: { closed: false },
+      } as unknown as AgentConnection;
+      addresses.set(connection, address);
+      return connection;
+    };
+    try {
+      const first = await claims.claim(anonymous('key-a', '192.0.2.1'), [{ tcp: 'any' }]);
+      expect(first.entries).toHaveLength(1);
+      // Another agent key from the same address: its port would be one more for that address.
+      const second = await claims.claim(anonymous('key-b', '192.0.2.1'), [{ tcp: 'any' }]);
+      expect(second.answers).toMatchObject([{ error: { code: EdgeErrorCode.TOO_MANY_TCP_PORTS } }]);
+      const elsewhere = await claims.claim(anonymous('key-c', '192.0.2.2'), [{ tcp: 'any' }]);
+      expect(elsewhere.entries).toHaveLength(1);
+    } finally {
+      tcp.close();
+    }
   });
 });

@@ -57,7 +57,8 @@ export interface MemoryRegistry extends SessionRegistry {
   readonly size: number;
 }
 
-type MutableRecord = { -readonly [K in keyof SessionRecord]: SessionRecord[K] };
+/** A record as kept: the public fields, and the account its latest claim counts against (`listOwned`). */
+type MutableRecord = { -readonly [K in keyof SessionRecord]: SessionRecord[K] } & { account: string };
 
 /**
  * The embedded default: one process, no dependencies. Every operation runs to completion synchronously
@@ -112,7 +113,14 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
     record.expiresAt = now + ttlMs;
     return true;
   };
-  const snapshot = (record: MutableRecord): SessionRecord => ({ ...record });
+  const snapshot = (record: MutableRecord): SessionRecord => ({
+    name: record.name,
+    nodeId: record.nodeId,
+    owner: record.owner,
+    epoch: record.epoch,
+    expiresAt: record.expiresAt,
+    connected: record.connected,
+  });
 
   return {
     get size() {
@@ -136,6 +144,7 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
         epoch: lastEpoch,
         expiresAt: now + input.ttlMs,
         connected: true,
+        account: input.account ?? input.owner,
       };
       records.set(input.name, record);
       if (existing === undefined) return { ok: true, record: snapshot(record) };
@@ -199,15 +208,15 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
       return [...records.values()].map(snapshot);
     },
 
-    async listOwned(owner, space) {
+    async listOwned(account, space) {
       assertOpen();
-      checkOwner(owner);
+      checkOwner(account);
       checkSpace(space);
       const now = clock();
       const prefix = `${space}:`;
       const owned: SessionRecord[] = [];
       for (const [name, record] of records)
-        if (record.owner === owner && name.startsWith(prefix) && record.expiresAt > now)
+        if (record.account === account && name.startsWith(prefix) && record.expiresAt > now)
           owned.push(snapshot(record));
       return owned;
     },

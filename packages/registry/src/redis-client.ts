@@ -1,6 +1,12 @@
 import calculateSlot from 'cluster-key-slot';
 import { type ChainableCommander, Cluster, Redis, type RedisOptions } from 'ioredis';
-import { CLAIM_SCRIPT, MARK_DISCONNECTED_SCRIPT, RELEASE_SCRIPT, RENEW_SCRIPT } from './redis-scripts.js';
+import {
+  CLAIM_SCRIPT,
+  INDEX_SCRIPT,
+  MARK_DISCONNECTED_SCRIPT,
+  RELEASE_SCRIPT,
+  RENEW_SCRIPT,
+} from './redis-scripts.js';
 import type { RedisAddress } from './redis-url.js';
 
 /*
@@ -20,10 +26,12 @@ export interface ScriptCommands {
   tunnel2Renew(session: string, ...argv: string[]): Promise<unknown>;
   tunnel2Disconnect(session: string, ...argv: string[]): Promise<unknown>;
   tunnel2Release(session: string, ...argv: string[]): Promise<unknown>;
+  tunnel2Index(index: string, ...argv: string[]): Promise<unknown>;
 }
 export type ScriptedClient = (Redis | Cluster) & ScriptCommands;
 export type ScriptedPipeline = ChainableCommander & {
   tunnel2Renew(session: string, ...argv: string[]): ChainableCommander;
+  tunnel2Index(index: string, ...argv: string[]): ChainableCommander;
 };
 
 export interface RegistryClient {
@@ -84,6 +92,7 @@ export function createRegistryClient(address: RedisAddress, timings: ClientTimin
   redis.defineCommand('tunnel2Renew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
   redis.defineCommand('tunnel2Disconnect', { numberOfKeys: 1, lua: MARK_DISCONNECTED_SCRIPT });
   redis.defineCommand('tunnel2Release', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
+  redis.defineCommand('tunnel2Index', { numberOfKeys: 1, lua: INDEX_SCRIPT });
 
   const pipelineGroups = <T>(items: readonly T[], keyOf: (item: T) => string): T[][] => {
     if (!(redis instanceof Cluster)) return items.length === 0 ? [] : [[...items]];

@@ -47,6 +47,7 @@ export function checkClaimInput(input: ClaimInput): void {
   checkKey('nodeId', input.nodeId);
   checkKey('owner', input.owner);
   checkTtl('ttlMs', input.ttlMs);
+  if (input.account !== undefined) checkKey('account', input.account);
 }
 
 /** An owner key: a non-empty string. */

@@ -44,6 +44,12 @@ export interface ClaimInput {
   owner: string;
   /** Lease length; the holder renews before it ends. Must be > 0. */
   ttlMs: number;
+  /**
+   * Who a name of a key space (`<space>:<key>`) counts against for a limit per owner (`listOwned`); default
+   * `owner`. The edge counts an anonymous agent's TCP ports by its client address: such an agent picks a new
+   * owner key on every connection, so a limit counted by owner would not bound it.
+   */
+  account?: string;
 }
 
 /** A lease as its holder knows it: the name and the epoch its claim was granted. */
@@ -99,11 +105,12 @@ export interface SessionRegistry {
   /** Every live or reserved record, in no particular order (observability). */
   list(): Promise<SessionRecord[]>;
   /**
-   * The live or reserved records of `owner` in the key space `space`: names `<space>:<key>` (an edge's TCP
-   * ports are claimed as `tcp:<port>`, beside the session names, which never contain a colon). For a limit
-   * per owner counted across nodes; not atomic with `claim` (count after claiming, release if over).
+   * The live or reserved records in the key space `space` (names `<space>:<key>`: an edge's TCP ports are
+   * claimed as `tcp:<port>`, beside the session names, which never contain a colon) whose latest claim
+   * counted against `account` (its `account`, or its owner when it named none). For a limit per owner
+   * counted across nodes; not atomic with `claim` (count after claiming, release if over).
    */
-  listOwned(owner: string, space: string): Promise<SessionRecord[]>;
+  listOwned(account: string, space: string): Promise<SessionRecord[]>;
   /**
    * Announces this node and the URL other nodes reach it at, for `ttlMs` (a repeat renews or moves it).
    * A session record names its node by id; this is how another node finds where that is.

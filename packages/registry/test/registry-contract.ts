@@ -364,6 +364,53 @@ export function registryContract(name: string, factory: RegistryFactory): void {
         expect((await registry.listOwned('alice', 'tcp')).map((r) => r.name)).toEqual(['tcp:20001']);
       });
 
+      it('counts a claim against the account it names (anonymous agents: their address), not its owner', async () => {
+        const byPort = (records: SessionRecord[]) => records.map((r) => r.name).sort();
+        const first = won(
+          await registry.claim({
+            name: 'tcp:1',
+            owner: 'key-1',
+            account: 'addr:x',
+            nodeId: 'n',
+            ttlMs: 10_000,
+          }),
+        );
+        won(
+          await registry.claim({
+            name: 'tcp:2',
+            owner: 'key-2',
+            account: 'addr:x',
+            nodeId: 'n',
+            ttlMs: 10_000,
+          }),
+        );
+        won(await registry.claim({ name: 'tcp:3', owner: 'key-1', nodeId: 'n', ttlMs: 10_000 }));
+        await registry.markDisconnected('tcp:1', first.epoch, 10_000);
+        // A reservation still counts: a port in its grace is held as surely as a live one.
+        expect(byPort(await registry.listOwned('addr:x', 'tcp'))).toEqual(['tcp:1', 'tcp:2']);
+        expect(byPort(await registry.listOwned('key-1', 'tcp'))).toEqual(['tcp:3']);
+        expect(await registry.listOwned('key-2', 'tcp')).toEqual([]);
+        // The records say who holds them, never the account.
+        expect(await registry.lookup('tcp:2')).toMatchObject({ owner: 'key-2' });
+        expect(Object.keys((await registry.lookup('tcp:2')) ?? {}).sort()).toEqual(
+          ['connected', 'epoch', 'expiresAt', 'name', 'nodeId', 'owner'].sort(),
+        );
+      });
+
+      it("moves a name to the account of its owner's latest claim, and forgets what ran out", async () => {
+        won(
+          await registry.claim({ name: 'tcp:1', owner: 'k', account: 'addr:x', nodeId: 'n', ttlMs: 1_000 }),
+        );
+        // Its owner reconnects from elsewhere: the port counts against the new address only.
+        won(
+          await registry.claim({ name: 'tcp:1', owner: 'k', account: 'addr:y', nodeId: 'n', ttlMs: 1_000 }),
+        );
+        expect(await registry.listOwned('addr:x', 'tcp')).toEqual([]);
+        expect((await registry.listOwned('addr:y', 'tcp')).map((r) => r.name)).toEqual(['tcp:1']);
+        clock.advance(1_000);
+        expect(await registry.listOwned('addr:y', 'tcp')).toEqual([]);
+      });
+
       it('rejects a space with a colon and an empty owner', async () => {
         await expect(registry.listOwned('alice', 'tcp:1')).rejects.toMatchObject(INVALID);
         await expect(registry.listOwned('', 'tcp')).rejects.toMatchObject(INVALID);
@@ -382,6 +429,7 @@ export function registryContract(name: string, factory: RegistryFactory): void {
           { ttlMs: -1 },
           { ttlMs: Number.NaN },
           { ttlMs: Number.POSITIVE_INFINITY },
+          { account: '' },
         ]) {
           await expect(registry.claim({ ...base, ...bad })).rejects.toMatchObject(INVALID);
         }

@@ -4,9 +4,10 @@ import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../in-flight.js';
+import { tcpAccount } from '../tcp-account.js';
 import { acceptTcpConnection, type TcpCounters } from '../tcp-connection.js';
 import type { TcpPortRange } from '../tcp-port-range.js';
-import { type TcpClaim, TcpPort, type TcpPortTable } from '../tcp-tunnels.js';
+import { type TcpClaim, TcpPort, type TcpPortTable, tooMany } from '../tcp-tunnels.js';
 import type { TunnelEntry } from '../tunnel-entry.js';
 import type { Cluster } from './cluster.js';
 import type { LinkTcpArrival } from './link-request.js';
@@ -41,8 +42,8 @@ class HeldPort extends TcpPort {
   epoch: number;
   /** The claim the serving session attached under: its end marks exactly that claim disconnected. */
   servedEpoch = 0;
-  constructor(port: number, owner: string, server: Server, epoch: number) {
-    super(port, owner, server);
+  constructor(port: number, owner: string, server: Server, epoch: number, account: string) {
+    super(port, owner, server, account);
     this.epoch = epoch;
   }
 }
@@ -50,7 +51,7 @@ class HeldPort extends TcpPort {
 /**
  * A cluster node's public TCP ports. Every node listens on the whole range; a port is claimed in the shared
  * registry as `tcp:<port>` (owner, node, epoch: the same lease, grace and epoch fencing as a name), and an
- * owner's ports are counted across nodes. A connection to a port held here goes to the agent; one held
+ * owner's ports (an anonymous agent's: its address's) are counted across nodes, those in grace included. A connection to a port held here goes to the agent; one held
  * by another node is carried there over the node link (tcp-carry.ts) and spliced to the agent's stream by
  * the holder (`arrive`); one held nowhere is reset at once.
  */
@@ -121,7 +122,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     this.#renewTimer.unref();
   }
 
-  async claim(owner: string, requested: number | undefined): Promise<TcpClaim> {
+  async claim(owner: string, requested: number | undefined, address?: string): Promise<TcpClaim> {
     if (this.#closed) return refuse(EdgeErrorCode.DRAINING, 'this edge is shutting down');
     const { first, last } = this.#options.range;
     const { registry, maxPortsPerOwner } = this.#options;
@@ -131,15 +132,21 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         `port ${requested} is outside this edge's TCP range ${first}-${last}`,
       );
     }
-    const tooMany = refuse(
-      EdgeErrorCode.TOO_MANY_TCP_PORTS,
-      `too many TCP ports for this agent token (at most ${maxPortsPerOwner} across the cluster)`,
-    );
+    const refused = tooMany(maxPortsPerOwner, address, 'across the cluster');
+    const account = tcpAccount(owner, address);
     try {
-      const owned = await registry.listOwned(owner, TCP_SPACE);
+      const owned = await registry.listOwned(account, TCP_SPACE);
       // Its own port again (a reconnect, here or on another node): not one more port.
-      const again = requested !== undefined && owned.some((record) => record.name === keyOf(requested));
-      if (!again && owned.length >= maxPortsPerOwner) return tooMany;
+      const again =
+        requested !== undefined &&
+        owned.some((record) => record.name === keyOf(requested) && record.owner === owner);
+      if (requested !== undefined && !again) {
+        // Another owner's port is refused before anything of this account is given back for it.
+        const holder = await registry.lookup(keyOf(requested));
+        if (holder !== undefined && holder.owner !== owner)
+          return refuse(EdgeErrorCode.TCP_PORT_UNAVAILABLE, `port ${requested} is in use by another agent`);
+      }
+      if (!again && !(await this.#makeRoom(owned, requested))) return refused;
       // An owner's own ports are not candidates for another: claiming one would take it over from itself.
       const own = new Set(owned.map((record) => record.name));
       for (const candidate of this.#candidates(requested)) {
@@ -156,6 +163,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         const result = await registry.claim({
           name: keyOf(candidate),
           owner,
+          account,
           nodeId: this.#options.cluster.nodeId,
           ttlMs: this.#options.leaseTtlMs,
         });
@@ -166,14 +174,14 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         }
         // Counted after claiming (the registry cannot count and claim in one step across nodes): two
         // claims racing past the limit on two nodes both see it, and both give their port back.
-        if (!again && (await registry.listOwned(owner, TCP_SPACE)).length > maxPortsPerOwner) {
+        if (!again && (await registry.listOwned(account, TCP_SPACE)).length > maxPortsPerOwner) {
           await registry.release(keyOf(candidate), result.record.epoch);
-          return tooMany;
+          return refused;
         }
         // The same owner's live claim on another node (its agent came back elsewhere): that node stops
         // serving the port now rather than at its next renewal round.
         if (result.replaced !== undefined) this.#options.cluster.tellTakeover(result.replaced, result.record);
-        return { ok: true, port: this.#hold(candidate, owner, result.record.epoch) };
+        return { ok: true, port: this.#hold(candidate, owner, result.record.epoch, account) };
       }
     } catch (err) {
       this.#options.logger.error({ err }, 'TCP: registry claim failed');
@@ -290,6 +298,32 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     new StreamSplice(link, agent);
   }
 
+  /**
+   * Room for one more port of the account whose ports are `owned`: true at once below the limit; at it, its
+   * oldest ports in their grace (reservations, on any node) are given back, as on one node (tcp-tunnels.ts);
+   * false when all of them are in use. A node still keeping a given-back port in its grace serves nothing on
+   * it (no session) and forgets it when that grace ends; the registry, not it, says who holds the port.
+   * The port asked for is never given back for its own claim: it is another owner's reservation (the same
+   * address, another agent key), which that claim must not take, as on one node.
+   */
+  async #makeRoom(owned: readonly SessionRecord[], requested: number | undefined): Promise<boolean> {
+    const excess = owned.length - this.#options.maxPortsPerOwner + 1;
+    if (excess <= 0) return true;
+    const inGrace = owned
+      .filter((record) => !record.connected && (requested === undefined || record.name !== keyOf(requested)))
+      .sort((a, b) => a.expiresAt - b.expiresAt);
+    if (inGrace.length < excess) return false;
+    for (const record of inGrace.slice(0, excess)) {
+      const port = Number(record.name.slice(TCP_SPACE.length + 1));
+      this.#options.logger.info({ port }, 'TCP: oldest port in its grace given back for a new claim');
+      await this.#options.registry.release(record.name, record.epoch);
+      const held = this.#held.get(port);
+      if (held !== undefined && held.epoch === record.epoch && held.connection === undefined)
+        this.#forget(held);
+    }
+    return true;
+  }
+
   /** The requested port, or every port of the range from a random start (a freed port is not reused first). */
   *#candidates(requested: number | undefined): Generator<number> {
     if (requested !== undefined) {
@@ -303,9 +337,16 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       const candidate = first + ((start + i) % size);
       if (!this.#held.has(candidate)) yield candidate;
     }
+    // Then those this node keeps in a grace, no session on them: the registry may have given them back
+    // since (another node made room for their owner, `#makeRoom`), and it alone says whether they are free.
+    for (let i = 0; i < size; i++) {
+      const candidate = first + ((start + i) % size);
+      const held = this.#held.get(candidate);
+      if (held !== undefined && held.connection === undefined) yield candidate;
+    }
   }
 
-  #hold(number: number, owner: string, epoch: number): HeldPort {
+  #hold(number: number, owner: string, epoch: number, account: string): HeldPort {
     const existing = this.#held.get(number);
     if (existing !== undefined && existing.owner === owner) {
       // Its owner again: the grace runs on until that session is ready (attach), as on one node.
@@ -315,7 +356,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     // Another owner's entry here is stale: the registry just gave the port away, so it was lost.
     if (existing !== undefined) this.#lose(existing, { owner, nodeId: this.#options.cluster.nodeId });
     const server = this.#listeners.get(number)!;
-    const held = new HeldPort(number, owner, server, epoch);
+    const held = new HeldPort(number, owner, server, epoch, account);
     this.#held.set(number, held);
     return held;
   }
