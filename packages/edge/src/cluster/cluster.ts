@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { type ProtocolSettings, type WindowBudget, withoutHopByHop } from '@tunnel2/protocol';
-import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
+import type { NodeRecord, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../client-address.js';
 import { isForwardingField } from '../forwarding-headers.js';
@@ -72,6 +72,11 @@ export interface ClusterCounters {
   /** Requests carrying a node signature that did not verify. */
   forged: number;
   /**
+   * Node records read from the registry and ignored: unsigned (a node from before signed records) or
+   * signed with another secret, for another address, or long expired (written by someone without the secret).
+   */
+  ignoredRecords: number;
+  /**
    * Takeover notices received: `closed` this node's older connection, or `kept` (nothing older here: a
    * late or replayed notice, or the connection was already gone).
    */
@@ -129,6 +134,7 @@ export class Cluster {
     forwarded: { ok: 0, unreachable: 0, aborted: 0, not_here: 0 },
     lookups: { hit: 0, miss: 0 },
     forged: 0,
+    ignoredRecords: 0,
     takeovers: { closed: 0, kept: 0 },
   };
   /** Takeover notices this node sends (see takeover-notice.ts). */
@@ -143,6 +149,8 @@ export class Cluster {
   /** Set while a failed announcement is being retried (the registry was unreachable). */
   #retry: NodeJS.Timeout | undefined;
   #url = '';
+  /** Set once an ignored node record was logged at warn: later ones are counted, and logged at debug. */
+  #recordWarned = false;
 
   constructor(input: {
     registry: SessionRegistry;
@@ -225,11 +233,32 @@ export class Cluster {
   }
 
   #announce(): Promise<void> {
+    const { announceTtlMs: ttlMs } = this.options;
     return this.#registry.announceNode({
       nodeId: this.nodeId,
       url: this.#url,
-      ttlMs: this.options.announceTtlMs,
+      ttlMs,
+      // Signed afresh at every renewal: a copy of it stops verifying once this announcement would expire.
+      signature: this.auth.signNodeRecord(this.nodeId, this.#url, ttlMs),
     });
+  }
+
+  /**
+   * A node's record, only if the node signed it with the cluster secret: whoever can write the registry
+   * but does not hold the secret cannot send this node's links or notices anywhere else. An ignored record
+   * is a node not announced (its sessions wait as for a node that is gone).
+   */
+  async #lookupNode(nodeId: string): Promise<NodeRecord | undefined> {
+    const node = await this.#registry.lookupNode(nodeId);
+    if (node === undefined || this.auth.verifyNodeRecord(node.nodeId, node.url, node.signature)) return node;
+    this.counters.ignoredRecords++;
+    const log = { peer: nodeId, url: node.url, signed: node.signature !== undefined };
+    const message =
+      'cluster: ignored a node record in the registry whose signature does not verify (unsigned: a node from before signed records; otherwise written without the cluster secret)';
+    if (this.#recordWarned) this.#logger.debug(log, message);
+    else this.#logger.warn(log, message);
+    this.#recordWarned = true;
+    return undefined;
   }
 
   /**
@@ -290,7 +319,7 @@ export class Cluster {
     if (record === undefined) return { state: 'none' };
     if (record.nodeId === this.nodeId) return { state: 'here' };
     if (!record.connected) return { state: 'pending' };
-    const node = await this.#registry.lookupNode(record.nodeId);
+    const node = await this.#lookupNode(record.nodeId);
     if (node === undefined) return { state: 'pending' };
     const entry = { nodeId: node.nodeId, url: node.url, epoch: record.epoch };
     this.#cache.set(name, entry);
@@ -386,8 +415,7 @@ export class Cluster {
   tellTakeover(replaced: SessionRecord, claimed: SessionRecord): void {
     if (replaced.nodeId === this.nodeId || !replaced.connected) return;
     const log = { session: claimed.name, holder: replaced.nodeId, epoch: claimed.epoch };
-    void this.#registry
-      .lookupNode(replaced.nodeId)
+    void this.#lookupNode(replaced.nodeId)
       .then((node) => {
         if (node === undefined) return 'failed';
         const url = new URL(

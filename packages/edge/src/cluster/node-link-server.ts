@@ -19,6 +19,7 @@ import type { SessionTable } from '../session-table.js';
 import { LinkRequest, type LinkTcpArrival } from './link-request.js';
 import { linkSessionOptions } from './link-settings.js';
 import { NODE_AUTH_HEADER, type NodeAuth } from './node-auth.js';
+import { NonceWindow } from './nonce-window.js';
 
 export interface NodeLinkServerOptions {
   nodeId: string;
@@ -37,6 +38,8 @@ export interface NodeLinkServerOptions {
   isListening: () => boolean;
   /** Serves TCP connections other nodes carry here (undefined: this node has no TCP ports). */
   tcp?: LinkTcpArrival | undefined;
+  /** Link nonces remembered at most (default DEFAULT_MAX_NONCES); beyond, new links are refused 503. */
+  maxNonces?: number;
 }
 
 /**
@@ -49,6 +52,7 @@ export class NodeLinkServer {
   readonly #options: NodeLinkServerOptions;
   readonly #wss: WebSocketServer;
   readonly #links = new Set<MuxSession>();
+  readonly #nonces: NonceWindow;
   #draining = false;
 
   constructor(options: NodeLinkServerOptions) {
@@ -59,6 +63,7 @@ export class NodeLinkServer {
       maxPayload: options.maxMessageSize,
       clientTracking: false,
     });
+    this.#nonces = new NonceWindow(options.maxNonces);
   }
 
   /** Links open to this node (a gauge). */
@@ -66,11 +71,42 @@ export class NodeLinkServer {
     return this.#links.size;
   }
 
+  /** Streams open on the links to this node, all together. */
+  get streams(): number {
+    let open = 0;
+    for (const link of this.#links) open += link.streams.size;
+    return open;
+  }
+
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const { auth, nodeId, logger } = this.#options;
     const value = req.headers[NODE_AUTH_HEADER];
     const verified =
-      typeof value === 'string' ? this.#options.auth.verifyLink(value, req.headers.host ?? '') : undefined;
-    if (verified === undefined) {
+      typeof value === 'string' ? auth.verifyLink(value, req.headers.host ?? '', nodeId) : undefined;
+    if (verified?.kind === 'old') {
+      // A genuine peer of an older version: it takes 426 as "no link here" and uses the HTTP hop meanwhile.
+      logger.warn(
+        { peer: verified.fromNode },
+        'cluster: a peer node opened a link with the older v1 handshake and was refused; it forwards over the HTTP hop until it is upgraded',
+      );
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.NODE_LINK_VERSION,
+        message: 'this node takes node links with the v2 handshake only',
+      });
+      return;
+    }
+    // The nonce is remembered only once the signature verified: no one without the secret can fill the set.
+    const admission =
+      verified === undefined ? undefined : this.#nonces.admit(verified.nonce, verified.expiresAt);
+    if (admission === 'full') {
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.NODE_LINK_BUSY,
+        message: 'too many node links opened lately',
+        retryAfterS: 1,
+      });
+      return;
+    }
+    if (verified === undefined || admission !== 'fresh') {
       this.#options.onForged();
       rejectUpgrade(socket, nodeAuthRefusal);
       return;
@@ -79,10 +115,13 @@ export class NodeLinkServer {
       rejectUpgrade(socket, { code: EdgeErrorCode.DRAINING, message: 'edge node is shutting down' });
       return;
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, verified.fromNode));
+    this.#wss.handleUpgrade(req, socket, head, (ws) =>
+      this.#accept(ws, socket, verified.fromNode, auth.proveLink(verified.fromNode, nodeId, verified.nonce)),
+    );
   }
 
-  #accept(ws: WebSocket, socket: Duplex, peer: string): void {
+  /** `proof`: this node's answer to the link's nonce, sent in its HELLO (see NodeAuth.proveLink). */
+  #accept(ws: WebSocket, socket: Duplex, peer: string, proof: string): void {
     const log = this.#options.logger.child({ link: peer });
     const spliced = new Set<MuxStream>();
     const inFlight = this.#options.inFlight;
@@ -139,6 +178,7 @@ export class NodeLinkServer {
     session.sendHello(
       {
         node: this.#options.nodeId,
+        linkProof: proof,
         ...(this.#options.tcp === undefined ? {} : { streamKinds: [TCP_STREAM_KIND] }),
       },
       false,
