@@ -211,3 +211,25 @@ describe('node records written to Redis without the cluster secret', () => {
     expect(listener.connections()).toBe(0);
   });
 });
+
+describe('a peer node that authenticates and then says nothing', () => {
+  it('has its link closed after helloTimeoutMs, as an agent that sends no HELLO would', async () => {
+    const target = node('node-t', { helloTimeoutMs: 300 });
+    await target.listen();
+    const host = `127.0.0.1:${portOf(target)}`;
+    const { value } = new NodeAuth(SECRET).signLink('node-f', 'node-t', host);
+    const ws = new WebSocket(`ws://${host}${LINK_PATH}`, {
+      headers: { host, [AUTH_HEADER]: value },
+      perMessageDeflate: false,
+    });
+    cleanups.push(() => ws.terminate());
+    const closed = new Promise<number>((resolve) => ws.once('close', resolve));
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    // Its HELLO comes (the accepting side speaks first); ours never does.
+    expect(await closed).toBe(1002);
+    expect(target.linkServer?.size).toBe(0);
+  });
+});

@@ -38,6 +38,8 @@ export interface NodeLinkServerOptions {
   isListening: () => boolean;
   /** Serves TCP connections other nodes carry here (undefined: this node has no TCP ports). */
   tcp?: LinkTcpArrival | undefined;
+  /** A peer's HELLO must come within this of the upgrade (the edge's `helloTimeoutMs`, as for agents). */
+  helloTimeoutMs: number;
   /** Link nonces remembered at most (default DEFAULT_MAX_NONCES); beyond, new links are refused 503. */
   maxNonces?: number;
 }
@@ -143,7 +145,7 @@ export class NodeLinkServer {
         close: (code, reason) => ws.close(code, reason),
       },
       handler: {
-        onHello: () => {},
+        onHello: () => clearTimeout(helloTimer),
         onStream: (stream) => {
           if (!this.#options.isListening()) {
             session.close(ErrorCode.GOING_AWAY, 'node stopped listening');
@@ -156,6 +158,7 @@ export class NodeLinkServer {
           if (spliced.delete(stream)) inFlight.finish();
         },
         onClose: (error) => {
+          clearTimeout(helloTimer);
           this.#links.delete(session);
           for (const _ of spliced) inFlight.finish();
           spliced.clear();
@@ -164,6 +167,12 @@ export class NodeLinkServer {
       },
     });
     this.#links.add(session);
+    // A peer that authenticated and then says nothing would hold its socket for good: no heartbeat runs
+    // before both HELLOs.
+    const { helloTimeoutMs } = this.#options;
+    const helloTimer = setTimeout(() => {
+      session.close(ErrorCode.PROTOCOL_ERROR, `no HELLO within ${helloTimeoutMs} ms`);
+    }, helloTimeoutMs);
     // Whole messages here, unlike everywhere else: this side splices DATA on to its agents, and pieces of
     // fragments would go on as smaller frames that the agent pays for (measured: +10 % agent CPU on a
     // cross-node upload, bench/README.md "Node links").
