@@ -1,6 +1,8 @@
+import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { buildEdge, type Edge, type EdgeOptions } from '@tunnel2/edge';
+import { ErrorCode, encodeHello, FrameType, parseGoAway, resolveSettings } from '@tunnel2/protocol';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { startRedisServer } from '@tunnel2/test-services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -212,24 +214,45 @@ describe('node records written to Redis without the cluster secret', () => {
   });
 });
 
+/** A link to `target` signed as node-f would sign it, open (its HELLO not yet answered). */
+async function openLink(target: Edge, nodeId: string): Promise<WebSocket> {
+  const host = `127.0.0.1:${portOf(target)}`;
+  const { value } = new NodeAuth(SECRET).signLink('node-f', nodeId, host);
+  const ws = new WebSocket(`ws://${host}${LINK_PATH}`, {
+    headers: { host, [AUTH_HEADER]: value },
+    perMessageDeflate: false,
+  });
+  cleanups.push(() => ws.terminate());
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  return ws;
+}
+
 describe('a peer node that authenticates and then says nothing', () => {
   it('has its link closed after helloTimeoutMs, as an agent that sends no HELLO would', async () => {
     const target = node('node-t', { helloTimeoutMs: 300 });
     await target.listen();
-    const host = `127.0.0.1:${portOf(target)}`;
-    const { value } = new NodeAuth(SECRET).signLink('node-f', 'node-t', host);
-    const ws = new WebSocket(`ws://${host}${LINK_PATH}`, {
-      headers: { host, [AUTH_HEADER]: value },
-      perMessageDeflate: false,
-    });
-    cleanups.push(() => ws.terminate());
-    const closed = new Promise<number>((resolve) => ws.once('close', resolve));
-    await new Promise((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
+    const ws = await openLink(target, 'node-t');
     // Its HELLO comes (the accepting side speaks first); ours never does.
-    expect(await closed).toBe(1002);
+    expect((await once(ws, 'close'))[0]).toBe(1002);
+    expect(target.linkServer?.size).toBe(0);
+  });
+
+  it('has its link closed when its HELLO offers no protocol version the node speaks', async () => {
+    const target = node('node-v', {});
+    await target.listen();
+    const ws = await openLink(target, 'node-v');
+    const goAway = new Promise<number>((resolve) =>
+      ws.on('message', (data: Buffer) => {
+        if (data[3] === FrameType.GOAWAY) resolve(parseGoAway(data.subarray(9)).code);
+      }),
+    );
+    const hello = { minVersion: 2, maxVersion: 3, settings: resolveSettings({}), meta: { node: 'node-f' } };
+    ws.send(encodeHello(hello, true));
+    expect(await goAway).toBe(ErrorCode.VERSION_UNSUPPORTED);
+    await once(ws, 'close');
     expect(target.linkServer?.size).toBe(0);
   });
 });

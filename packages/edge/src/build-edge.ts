@@ -67,8 +67,8 @@ export interface Edge {
   readonly options: ResolvedEdgeOptions;
   /** Cluster mode's node (owner lookups, the node-to-node hop, its counters); undefined on one node. */
   readonly cluster: Cluster | undefined;
-  /** The links other nodes opened to this one (their count, their open streams); undefined without links. */
-  readonly linkServer: Pick<NodeLinkServer, 'size' | 'streams'> | undefined;
+  /** The links other nodes opened to this one (how many, their streams and queued bytes); undefined without links. */
+  readonly linkServer: Pick<NodeLinkServer, 'size' | 'streams' | 'bufferedBytes'> | undefined;
   /** Every registry operation's duration and outcome (the metrics subscribe). */
   readonly registryTimings: RegistryTimings;
   /** Starts listening; resolves with the bound port. */

@@ -103,14 +103,14 @@ describe('NodeLinks', () => {
    */
   async function linkToImpostor(
     proof: (nonce: string) => unknown,
+    versions = { minVersion: PROTOCOL_VERSION, maxVersion: PROTOCOL_VERSION },
   ): Promise<{ opening: LinkOpening; links: NodeLinks }> {
     const peer = new WebSocketServer({ host: '127.0.0.1', port: 0 });
     await once(peer, 'listening');
     peer.on('connection', (ws: WebSocket, req: IncomingMessage) => {
       const nonce = String(req.headers['x-tunnel2-node-auth']).split(' ')[4] ?? '';
       const hello = {
-        minVersion: PROTOCOL_VERSION,
-        maxVersion: PROTOCOL_VERSION,
+        ...versions,
         settings: resolveSettings({}),
         meta: { node: 'node-b', linkProof: proof(nonce) },
       };
@@ -168,5 +168,14 @@ describe('NodeLinks', () => {
       links.close();
       peer.close();
     }
+  });
+
+  it('takes no link from a peer that proves the secret but speaks no protocol version this node does', async () => {
+    const auth = new NodeAuth(SECRET);
+    const { opening } = await linkToImpostor((nonce) => auth.proveLink('node-a', 'node-b', nonce), {
+      minVersion: PROTOCOL_VERSION + 1,
+      maxVersion: PROTOCOL_VERSION + 2,
+    });
+    expect(opening).toMatchObject({ failed: 'unreachable' });
   });
 });

@@ -17,7 +17,7 @@ import type { InFlight } from '../in-flight.js';
 import { nodeAuthRefusal } from '../refusals.js';
 import type { SessionTable } from '../session-table.js';
 import { LinkRequest, type LinkTcpArrival } from './link-request.js';
-import { linkSessionOptions } from './link-settings.js';
+import { linkSessionOptions, versionRefusal } from './link-settings.js';
 import { NODE_AUTH_HEADER, type NodeAuth } from './node-auth.js';
 import { NonceWindow } from './nonce-window.js';
 
@@ -78,6 +78,13 @@ export class NodeLinkServer {
     let open = 0;
     for (const link of this.#links) open += link.streams.size;
     return open;
+  }
+
+  /** Bytes queued towards the peers of the links to this node, all together. */
+  get bufferedBytes(): number {
+    let queued = 0;
+    for (const link of this.#links) queued += link.bufferedBytes;
+    return queued;
   }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -145,7 +152,14 @@ export class NodeLinkServer {
         close: (code, reason) => ws.close(code, reason),
       },
       handler: {
-        onHello: () => clearTimeout(helloTimer),
+        onHello: (hello) => {
+          clearTimeout(helloTimer);
+          const refusal = versionRefusal(hello);
+          if (refusal !== undefined) {
+            log.warn({ reason: refusal }, 'cluster: a peer node speaks no protocol version this node does');
+            session.close(ErrorCode.VERSION_UNSUPPORTED, refusal);
+          }
+        },
         onStream: (stream) => {
           if (!this.#options.isListening()) {
             session.close(ErrorCode.GOING_AWAY, 'node stopped listening');

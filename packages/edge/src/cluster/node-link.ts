@@ -14,7 +14,7 @@ import {
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { linkSessionOptions } from './link-settings.js';
+import { linkSessionOptions, versionRefusal } from './link-settings.js';
 import { LINK_PATH, NODE_AUTH_HEADER, type NodeAuth } from './node-auth.js';
 import type { HopCounters } from './node-hop.js';
 
@@ -213,6 +213,15 @@ class NodeLink {
                 "cluster: the node at a peer's address did not prove the cluster secret; link closed",
               );
               session.close(ErrorCode.PROTOCOL_ERROR, 'no proof of the cluster secret');
+              return;
+            }
+            const refusal = versionRefusal(hello);
+            if (refusal !== undefined) {
+              logger.warn(
+                { peer: peerId, reason: refusal },
+                'cluster: a peer node speaks no protocol version this node does',
+              );
+              session.close(ErrorCode.VERSION_UNSUPPORTED, refusal);
               return;
             }
             session.sendHello({ node: nodeId }, true);
