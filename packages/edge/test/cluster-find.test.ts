@@ -23,8 +23,8 @@ function countingRegistry() {
 
 const clusters: Cluster[] = [];
 
-function cluster(registry: SessionRegistry): Cluster {
-  const created = loneCluster(registry);
+function cluster(registry: SessionRegistry, unsignedNodeRecords = false): Cluster {
+  const created = loneCluster(registry, unsignedNodeRecords);
   clusters.push(created);
   return created;
 }
@@ -89,5 +89,21 @@ describe('Cluster.find', () => {
     await inner.claim({ name: 'app', owner: 'o', nodeId: 'node-b', ttlMs: 10_000 });
     await inner.announceNode(genuine);
     expect(await node.find('app')).toMatchObject({ state: 'remote', entry: { url: 'http://127.0.0.1:1' } });
+  });
+
+  it('takes an unsigned record only while unsignedNodeRecords is on (a rolling upgrade), never a bad signature', async () => {
+    const { inner, registry } = countingRegistry();
+    const node = cluster(registry, true);
+    await inner.claim({ name: 'app', owner: 'o', nodeId: 'node-b', ttlMs: 10_000 });
+    await inner.announceNode({ nodeId: 'node-b', url: 'http://127.0.0.1:1', ttlMs: 10_000 });
+    expect(await node.find('app')).toMatchObject({ state: 'remote', entry: { url: 'http://127.0.0.1:1' } });
+    const moved = {
+      ...signedAnnouncement('node-b', 'http://127.0.0.1:1', 10_000),
+      url: 'http://127.0.0.1:2',
+    };
+    await inner.claim({ name: 'app2', owner: 'o', nodeId: 'node-b', ttlMs: 10_000 });
+    await inner.announceNode(moved);
+    expect((await node.find('app2')).state).toBe('pending');
+    expect(node.counters.ignoredRecords).toBe(1);
   });
 });

@@ -41,6 +41,13 @@ export interface ClusterOptions {
    * request takes the HTTP hop, and a peer's link upgrade is answered 404 (a rolling upgrade's old node).
    */
   nodeLink?: boolean;
+  /**
+   * Takes node records that carry no signature (written by nodes from before signed records) during a
+   * rolling upgrade: default false (or TUNNEL2_NODE_RECORDS=unsigned-ok). While on, whoever can write the
+   * registry can point a node id at an address of theirs again (docs/scaling.md); a record whose signature
+   * does not verify is ignored either way.
+   */
+  unsignedNodeRecords?: boolean;
 }
 
 export interface ResolvedClusterOptions {
@@ -52,6 +59,7 @@ export interface ResolvedClusterOptions {
   connectTimeoutMs: number;
   connectionsPerNode: number;
   nodeLink: boolean;
+  unsignedNodeRecords: boolean;
 }
 
 /** What the first node decided about a client, carried to the serving node under the signature. */
@@ -151,6 +159,8 @@ export class Cluster {
   #url = '';
   /** Set once an ignored node record was logged at warn: later ones are counted, and logged at debug. */
   #recordWarned = false;
+  /** Set once an unsigned record taken under `unsignedNodeRecords` was logged. */
+  #unsignedWarned = false;
 
   constructor(input: {
     registry: SessionRegistry;
@@ -251,6 +261,15 @@ export class Cluster {
   async #lookupNode(nodeId: string): Promise<NodeRecord | undefined> {
     const node = await this.#registry.lookupNode(nodeId);
     if (node === undefined || this.auth.verifyNodeRecord(node.nodeId, node.url, node.signature)) return node;
+    if (node.signature === undefined && this.options.unsignedNodeRecords) {
+      if (!this.#unsignedWarned)
+        this.#logger.warn(
+          { peer: nodeId, url: node.url },
+          'cluster: took an unsigned node record (unsignedNodeRecords is on for a rolling upgrade: turn it off once every node is upgraded)',
+        );
+      this.#unsignedWarned = true;
+      return node;
+    }
     this.counters.ignoredRecords++;
     const log = { peer: nodeId, url: node.url, signed: node.signature !== undefined };
     const message =

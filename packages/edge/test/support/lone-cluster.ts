@@ -16,7 +16,7 @@ export function signedAnnouncement(nodeId: string, url: string, ttlMs: number): 
  * A cluster node `node-a` on `registry` that announces nothing and opens no links: what finds owners in the
  * registry, as the edge uses it, without a server around it. The caller closes it.
  */
-export function loneCluster(registry: SessionRegistry): Cluster {
+export function loneCluster(registry: SessionRegistry, unsignedNodeRecords = false): Cluster {
   return new Cluster({
     registry,
     nodeId: 'node-a',
@@ -29,6 +29,7 @@ export function loneCluster(registry: SessionRegistry): Cluster {
       connectTimeoutMs: 1_000,
       connectionsPerNode: 1,
       nodeLink: false,
+      unsignedNodeRecords,
     },
     logger: pino({ level: 'silent' }),
     responseTimeoutMs: 1_000,
