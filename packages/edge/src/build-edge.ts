@@ -67,6 +67,8 @@ export interface Edge {
   readonly options: ResolvedEdgeOptions;
   /** Cluster mode's node (owner lookups, the node-to-node hop, its counters); undefined on one node. */
   readonly cluster: Cluster | undefined;
+  /** The links other nodes opened to this one (how many, their streams and queued bytes); undefined without links. */
+  readonly linkServer: Pick<NodeLinkServer, 'size' | 'streams' | 'bufferedBytes'> | undefined;
   /** Every registry operation's duration and outcome (the metrics subscribe). */
   readonly registryTimings: RegistryTimings;
   /** Starts listening; resolves with the bound port. */
@@ -174,6 +176,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           logger,
           onForged: () => cluster.counters.forged++,
           isListening: () => app.server.listening,
+          helloTimeoutMs: options.helloTimeoutMs,
           tcp: sharedTcp,
         });
   const ingress = {
@@ -381,6 +384,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     sessions,
     options,
     cluster,
+    linkServer,
     registryTimings,
     get url() {
       return `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${boundPort}`;

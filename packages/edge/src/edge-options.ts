@@ -366,5 +366,7 @@ function resolveClusterOptions(cluster: ClusterOptions): ResolvedClusterOptions 
     // TUNNEL2_NODE_LINK=off is a bench and rolling-upgrade switch (measuring the HTTP hop, acting as a node
     // from before links), read here on purpose rather than being an operator setting of the edge.
     nodeLink: cluster.nodeLink ?? process.env.TUNNEL2_NODE_LINK !== 'off',
+    // Likewise a rolling-upgrade switch only: on, it reopens what signed records close (docs/scaling.md).
+    unsignedNodeRecords: cluster.unsignedNodeRecords ?? process.env.TUNNEL2_NODE_RECORDS === 'unsigned-ok',
   };
 }

@@ -28,6 +28,10 @@ export const EdgeErrorCode = {
   NODE_UNREACHABLE: 'TUNNEL2_ERR_NODE_UNREACHABLE',
   /** A request claimed to come from another node but its signature did not verify. */
   NODE_AUTH_INVALID: 'TUNNEL2_ERR_NODE_AUTH_INVALID',
+  /** A peer node opened a link with the handshake of an older version (v1): it uses the HTTP hop instead. */
+  NODE_LINK_VERSION: 'TUNNEL2_ERR_NODE_LINK_VERSION',
+  /** This node remembers its most link nonces already (links opened faster than ever legitimately): retry. */
+  NODE_LINK_BUSY: 'TUNNEL2_ERR_NODE_LINK_BUSY',
   /** The shared session registry (Redis) does not answer: no new claims, no owner lookups. */
   REGISTRY_UNAVAILABLE: 'TUNNEL2_ERR_REGISTRY_UNAVAILABLE',
   /** An agent asked for a TCP tunnel from an edge without a TCP port range (`--tcp-ports`). */
@@ -68,6 +72,9 @@ export const statusByCode: Readonly<Record<EdgeErrorCode, number>> = {
   TUNNEL2_ERR_HTTP_VERSION: 505,
   TUNNEL2_ERR_NODE_UNREACHABLE: 502,
   TUNNEL2_ERR_NODE_AUTH_INVALID: 403,
+  // 426 Upgrade Required: what a node from before links also takes as "no link here, use the HTTP hop".
+  TUNNEL2_ERR_NODE_LINK_VERSION: 426,
+  TUNNEL2_ERR_NODE_LINK_BUSY: 503,
   TUNNEL2_ERR_REGISTRY_UNAVAILABLE: 503,
   TUNNEL2_ERR_TCP_DISABLED: 404,
   TUNNEL2_ERR_TCP_PORT_UNAVAILABLE: 409,

@@ -48,6 +48,8 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
   TUNNEL2_ERR_INVALID_CONFIG: 'failed',
   TUNNEL2_ERR_NODE_UNREACHABLE: 'failed',
   TUNNEL2_ERR_NODE_AUTH_INVALID: 'auth',
+  TUNNEL2_ERR_NODE_LINK_VERSION: 'invalid',
+  TUNNEL2_ERR_NODE_LINK_BUSY: 'limit',
   TUNNEL2_ERR_REGISTRY_UNAVAILABLE: 'failed',
   TUNNEL2_ERR_TCP_DISABLED: 'invalid',
   TUNNEL2_ERR_TCP_PORT_UNAVAILABLE: 'invalid',
@@ -304,6 +306,15 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
       collect() {
         this.reset();
         this.inc(cluster.counters.forged);
+      },
+    });
+    new Counter({
+      name: 'tunnel2_cluster_node_records_ignored_total',
+      help: 'Node records read from the registry whose signature did not verify (unsigned, or written without the cluster secret): the node is treated as not announced',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(cluster.counters.ignoredRecords);
       },
     });
     countFrom(

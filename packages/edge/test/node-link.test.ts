@@ -1,9 +1,10 @@
 import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import { createServer, type Socket } from 'node:net';
-import { WindowBudget } from '@tunnel2/protocol';
+import { encodeHello, PROTOCOL_VERSION, resolveSettings, WindowBudget } from '@tunnel2/protocol';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import { NodeAuth } from '../src/cluster/node-auth.js';
 import type { HopCounters } from '../src/cluster/node-hop.js';
 import { type LinkOpening, NodeLinks } from '../src/cluster/node-link.js';
@@ -37,7 +38,9 @@ describe('NodeLinks', () => {
     const { port } = peer.address() as { port: number };
     const links = nodeLinks();
     try {
-      const opening = new Promise<LinkOpening>((resolve) => links.open(`http://127.0.0.1:${port}/`, resolve));
+      const opening = new Promise<LinkOpening>((resolve) =>
+        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, resolve),
+      );
       const [socket] = (await once(peer, 'connection')) as [Socket];
       const gone = once(socket, 'close');
       links.close();
@@ -59,7 +62,7 @@ describe('NodeLinks', () => {
     try {
       links.close();
       const opening = await new Promise<LinkOpening>((resolve) =>
-        links.open(`http://127.0.0.1:${port}/`, resolve),
+        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, resolve),
       );
       // Not the peer's fault: nothing blames it (the unreachable count, its cache entries).
       expect(opening).toEqual({ failed: 'stopping' });
@@ -83,7 +86,7 @@ describe('NodeLinks', () => {
     const links = nodeLinks(counters);
     try {
       const opening = await new Promise<LinkOpening>((resolve) =>
-        links.open(`http://127.0.0.1:${port}/`, resolve),
+        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, resolve),
       );
       expect(opening).toMatchObject({ failed: 'unreachable' });
       expect(counters.bytesIn).toBe(0);
@@ -92,5 +95,87 @@ describe('NodeLinks', () => {
       for (const client of peer.clients) client.terminate();
       peer.close();
     }
+  });
+
+  /**
+   * A listener that upgrades any link and answers with a HELLO carrying `proof` (what a node URL that was
+   * led elsewhere, say by a forged record, would find); resolves what the link came to and the headers seen.
+   */
+  async function linkToImpostor(
+    proof: (nonce: string) => unknown,
+    versions = { minVersion: PROTOCOL_VERSION, maxVersion: PROTOCOL_VERSION },
+  ): Promise<{ opening: LinkOpening; links: NodeLinks }> {
+    const peer = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await once(peer, 'listening');
+    peer.on('connection', (ws: WebSocket, req: IncomingMessage) => {
+      const nonce = String(req.headers['x-tunnel2-node-auth']).split(' ')[4] ?? '';
+      const hello = {
+        ...versions,
+        settings: resolveSettings({}),
+        meta: { node: 'node-b', linkProof: proof(nonce) },
+      };
+      ws.send(encodeHello(hello, false));
+    });
+    const { port } = peer.address() as { port: number };
+    const links = nodeLinks();
+    try {
+      const opening = await new Promise<LinkOpening>((resolve) =>
+        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, resolve),
+      );
+      return { opening, links };
+    } finally {
+      links.close();
+      for (const client of peer.clients) client.terminate();
+      peer.close();
+    }
+  }
+
+  it("takes a link only once the accepting node proved the secret for this link's nonce", async () => {
+    const right = new NodeAuth(SECRET);
+    expect(
+      (await linkToImpostor((nonce) => right.proveLink('node-a', 'node-b', nonce))).opening,
+    ).toMatchObject({
+      stream: expect.anything(),
+    });
+    // No proof, a proof with another secret, one for another node, one for another nonce: no link.
+    const other = new NodeAuth(`${SECRET}-other`);
+    for (const proof of [
+      () => undefined,
+      (nonce: string) => other.proveLink('node-a', 'node-b', nonce),
+      (nonce: string) => right.proveLink('node-a', 'node-c', nonce),
+      () => right.proveLink('node-a', 'node-b', '0'.repeat(32)),
+    ]) {
+      expect((await linkToImpostor(proof)).opening).toMatchObject({ failed: 'unreachable' });
+    }
+  });
+
+  it('falls back to the HTTP hop when the peer refuses the link signature (a node from before v2)', async () => {
+    const peer = createServer((socket) => {
+      socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+    });
+    peer.listen(0, '127.0.0.1');
+    await once(peer, 'listening');
+    const { port } = peer.address() as { port: number };
+    const url = `http://127.0.0.1:${port}/`;
+    const links = nodeLinks();
+    try {
+      const opening = await new Promise<LinkOpening>((resolve) =>
+        links.open({ nodeId: 'node-b', url }, resolve),
+      );
+      expect(opening).toEqual({ failed: 'refused' });
+      expect(links.viaHop(url)).toBe(true);
+    } finally {
+      links.close();
+      peer.close();
+    }
+  });
+
+  it('takes no link from a peer that proves the secret but speaks no protocol version this node does', async () => {
+    const auth = new NodeAuth(SECRET);
+    const { opening } = await linkToImpostor((nonce) => auth.proveLink('node-a', 'node-b', nonce), {
+      minVersion: PROTOCOL_VERSION + 1,
+      maxVersion: PROTOCOL_VERSION + 2,
+    });
+    expect(opening).toMatchObject({ failed: 'unreachable' });
   });
 });

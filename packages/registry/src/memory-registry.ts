@@ -230,6 +230,7 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
         nodeId: announcement.nodeId,
         url: announcement.url,
         expiresAt: now + announcement.ttlMs,
+        ...(announcement.signature === undefined ? {} : { signature: announcement.signature }),
       });
     },
 

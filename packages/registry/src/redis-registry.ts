@@ -493,7 +493,8 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
       checkNodeAnnouncement(announcement);
       return call('announceNode', async () => {
         const expiresAt = clock() + announcement.ttlMs;
-        const value = JSON.stringify({ url: announcement.url, expiresAt });
+        const { url, signature } = announcement;
+        const value = JSON.stringify({ url, expiresAt, ...(signature === undefined ? {} : { signature }) });
         await redis.set(nodeKey(announcement.nodeId), value, 'PX', gcTtl(announcement.ttlMs));
       });
     },
@@ -533,11 +534,17 @@ function toNodeRecord(nodeId: string, value: string | null, now: number): NodeRe
   } catch (err) {
     throw unavailable('unexpected node record in Redis', err);
   }
-  const { url, expiresAt } = (parsed ?? {}) as { url?: unknown; expiresAt?: unknown };
+  const { url, expiresAt, signature } = (parsed ?? {}) as {
+    url?: unknown;
+    expiresAt?: unknown;
+    signature?: unknown;
+  };
   if (typeof url !== 'string' || typeof expiresAt !== 'number') {
     throw unavailable('unexpected node record in Redis');
   }
-  return expiresAt > now ? { nodeId, url, expiresAt } : undefined;
+  if (expiresAt <= now) return undefined;
+  // A signature that is not a string is no signature: the edge then ignores the record as unsigned.
+  return typeof signature === 'string' ? { nodeId, url, expiresAt, signature } : { nodeId, url, expiresAt };
 }
 
 /** SCAN's MATCH is a glob: the prefix must match literally. */

@@ -72,6 +72,9 @@ export function checkNodeId(nodeId: unknown): void {
   checkKey('nodeId', nodeId);
 }
 
+/** A node record's signature is a few dozen characters; the bound keeps a record small whatever a caller passes. */
+const MAX_SIGNATURE_LENGTH = 512;
+
 export function checkNodeAnnouncement(input: NodeAnnouncement): void {
   if (typeof input !== 'object' || input === null) throw invalid('node announcement must be an object');
   checkKey('nodeId', input.nodeId);
@@ -79,6 +82,12 @@ export function checkNodeAnnouncement(input: NodeAnnouncement): void {
     throw invalid(`url must be an absolute URL, got ${String(input.url)}`);
   }
   checkTtl('ttlMs', input.ttlMs);
+  if (
+    input.signature !== undefined &&
+    (typeof input.signature !== 'string' || input.signature.length > MAX_SIGNATURE_LENGTH)
+  ) {
+    throw invalid(`signature must be a string of at most ${MAX_SIGNATURE_LENGTH} characters`);
+  }
 }
 
 /** The leases of a renewMany: an array of `{ name, epoch }`, each checked like renew's arguments. */

@@ -29,6 +29,11 @@ export interface NodeRecord {
   readonly url: string;
   /** When the announcement ends unless renewed, in ms since the Unix epoch. */
   readonly expiresAt: number;
+  /**
+   * The announcing node's signature over the record, as it announced it (opaque to the registry; the edge
+   * signs with the cluster secret so that whoever can write the registry cannot redirect a node's links).
+   */
+  readonly signature?: string;
 }
 
 export interface NodeAnnouncement {
@@ -36,6 +41,8 @@ export interface NodeAnnouncement {
   url: string;
   /** How long the announcement holds without a renewal. Must be > 0. */
   ttlMs: number;
+  /** Stored and returned as is (see NodeRecord.signature); at most 512 characters. */
+  signature?: string;
 }
 
 export interface ClaimInput {

@@ -466,6 +466,26 @@ export function registryContract(name: string, factory: RegistryFactory): void {
         expect(await registry.lookupNode('node-a')).toBeUndefined();
       });
 
+      it("returns a node's signature as announced, and none when it announced none", async () => {
+        await registry.announceNode({
+          nodeId: 'node-a',
+          url: 'http://10.0.0.1:8080',
+          ttlMs: 10_000,
+          signature: 'v2 1 10000 abc',
+        });
+        expect((await registry.lookupNode('node-a'))?.signature).toBe('v2 1 10000 abc');
+        await registry.announceNode({ nodeId: 'node-a', url: 'http://10.0.0.1:8080', ttlMs: 10_000 });
+        expect(await registry.lookupNode('node-a')).not.toHaveProperty('signature');
+        await expect(
+          registry.announceNode({
+            nodeId: 'node-a',
+            url: 'http://10.0.0.1:8080',
+            ttlMs: 10_000,
+            signature: 'x'.repeat(513),
+          }),
+        ).rejects.toMatchObject({ code: 'TUNNEL2_ERR_REGISTRY_INVALID_ARGUMENT' });
+      });
+
       it('withdraws a node: gone at once, false when there was none', async () => {
         await registry.announceNode({ nodeId: 'node-a', url: 'http://10.0.0.1:8080', ttlMs: 10_000 });
         expect(await registry.withdrawNode('node-a')).toBe(true);

@@ -22,7 +22,16 @@ const state =
             bufferedBytes: connection.session.bufferedBytes,
           };
         }
-        const body = JSON.stringify({ sessions, inFlight: edge.inFlight, rss: process.memoryUsage.rss() });
+        const links = edge.linkServer;
+        const body = JSON.stringify({
+          sessions,
+          inFlight: edge.inFlight,
+          rss: process.memoryUsage.rss(),
+          windowBudgetUsed: edge.windowBudget.used,
+          ...(links === undefined
+            ? {}
+            : { links: links.size, linkStreams: links.streams, linkBufferedBytes: links.bufferedBytes }),
+        });
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
         res.end(body);
       })

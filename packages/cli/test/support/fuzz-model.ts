@@ -199,8 +199,8 @@ const mutation: fc.Arbitrary<RawFrame['mutation']> = fc.oneof(
   fc.record({ kind: fc.constant<'cut'>('cut'), at: fc.nat(64) }),
 );
 
-/** Mostly plausible frames, with the occasional damaged one, as the old in-process fuzzer mixed them. */
-const frame: fc.Arbitrary<RawFrame> = fc.oneof(
+/** Mostly plausible frames, with the occasional damaged one, as the old in-process fuzzer mixed them (the link fuzzer uses them too). */
+export const frame: fc.Arbitrary<RawFrame> = fc.oneof(
   { weight: 30, arbitrary: plausibleFrame },
   { weight: 1, arbitrary: fc.tuple(plausibleFrame, mutation).map(([f, m]) => ({ ...f, mutation: m })) },
   {

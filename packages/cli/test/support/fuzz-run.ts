@@ -35,6 +35,11 @@ export interface EdgeState {
   sessions: Record<string, { streams: number; bufferedBytes: number }>;
   inFlight: number;
   rss: number;
+  windowBudgetUsed: number;
+  /** With cluster links on: the links other nodes opened to this edge, their streams and queued bytes. */
+  links?: number;
+  linkStreams?: number;
+  linkBufferedBytes?: number;
 }
 
 export interface FuzzContext {

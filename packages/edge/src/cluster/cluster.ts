@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { type ProtocolSettings, type WindowBudget, withoutHopByHop } from '@tunnel2/protocol';
-import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
+import type { NodeRecord, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../client-address.js';
 import { isForwardingField } from '../forwarding-headers.js';
@@ -41,6 +41,13 @@ export interface ClusterOptions {
    * request takes the HTTP hop, and a peer's link upgrade is answered 404 (a rolling upgrade's old node).
    */
   nodeLink?: boolean;
+  /**
+   * Takes node records that carry no signature (written by nodes from before signed records) during a
+   * rolling upgrade: default false (or TUNNEL2_NODE_RECORDS=unsigned-ok). While on, whoever can write the
+   * registry can point a node id at an address of theirs again (docs/scaling.md); a record whose signature
+   * does not verify is ignored either way.
+   */
+  unsignedNodeRecords?: boolean;
 }
 
 export interface ResolvedClusterOptions {
@@ -52,6 +59,7 @@ export interface ResolvedClusterOptions {
   connectTimeoutMs: number;
   connectionsPerNode: number;
   nodeLink: boolean;
+  unsignedNodeRecords: boolean;
 }
 
 /** What the first node decided about a client, carried to the serving node under the signature. */
@@ -71,6 +79,11 @@ export interface ClusterCounters {
   lookups: Record<'hit' | 'miss', number>;
   /** Requests carrying a node signature that did not verify. */
   forged: number;
+  /**
+   * Node records read from the registry and ignored: unsigned (a node from before signed records) or
+   * signed with another secret, for another address, or long expired (written by someone without the secret).
+   */
+  ignoredRecords: number;
   /**
    * Takeover notices received: `closed` this node's older connection, or `kept` (nothing older here: a
    * late or replayed notice, or the connection was already gone).
@@ -129,6 +142,7 @@ export class Cluster {
     forwarded: { ok: 0, unreachable: 0, aborted: 0, not_here: 0 },
     lookups: { hit: 0, miss: 0 },
     forged: 0,
+    ignoredRecords: 0,
     takeovers: { closed: 0, kept: 0 },
   };
   /** Takeover notices this node sends (see takeover-notice.ts). */
@@ -143,6 +157,10 @@ export class Cluster {
   /** Set while a failed announcement is being retried (the registry was unreachable). */
   #retry: NodeJS.Timeout | undefined;
   #url = '';
+  /** Set once an ignored node record was logged at warn: later ones are counted, and logged at debug. */
+  #recordWarned = false;
+  /** Set once an unsigned record taken under `unsignedNodeRecords` was logged. */
+  #unsignedWarned = false;
 
   constructor(input: {
     registry: SessionRegistry;
@@ -225,11 +243,41 @@ export class Cluster {
   }
 
   #announce(): Promise<void> {
+    const { announceTtlMs: ttlMs } = this.options;
     return this.#registry.announceNode({
       nodeId: this.nodeId,
       url: this.#url,
-      ttlMs: this.options.announceTtlMs,
+      ttlMs,
+      // Signed afresh at every renewal: a copy of it stops verifying once this announcement would expire.
+      signature: this.auth.signNodeRecord(this.nodeId, this.#url, ttlMs),
     });
+  }
+
+  /**
+   * A node's record, only if the node signed it with the cluster secret: whoever can write the registry
+   * but does not hold the secret cannot send this node's links or notices anywhere else. An ignored record
+   * is a node not announced (its sessions wait as for a node that is gone).
+   */
+  async #lookupNode(nodeId: string): Promise<NodeRecord | undefined> {
+    const node = await this.#registry.lookupNode(nodeId);
+    if (node === undefined || this.auth.verifyNodeRecord(node.nodeId, node.url, node.signature)) return node;
+    if (node.signature === undefined && this.options.unsignedNodeRecords) {
+      if (!this.#unsignedWarned)
+        this.#logger.warn(
+          { peer: nodeId, url: node.url },
+          'cluster: took an unsigned node record (unsignedNodeRecords is on for a rolling upgrade: turn it off once every node is upgraded)',
+        );
+      this.#unsignedWarned = true;
+      return node;
+    }
+    this.counters.ignoredRecords++;
+    const log = { peer: nodeId, url: node.url, signed: node.signature !== undefined };
+    const message =
+      'cluster: ignored a node record in the registry whose signature does not verify (unsigned: a node from before signed records; otherwise written without the cluster secret)';
+    if (this.#recordWarned) this.#logger.debug(log, message);
+    else this.#logger.warn(log, message);
+    this.#recordWarned = true;
+    return undefined;
   }
 
   /**
@@ -290,7 +338,7 @@ export class Cluster {
     if (record === undefined) return { state: 'none' };
     if (record.nodeId === this.nodeId) return { state: 'here' };
     if (!record.connected) return { state: 'pending' };
-    const node = await this.#registry.lookupNode(record.nodeId);
+    const node = await this.#lookupNode(record.nodeId);
     if (node === undefined) return { state: 'pending' };
     const entry = { nodeId: node.nodeId, url: node.url, epoch: record.epoch };
     this.#cache.set(name, entry);
@@ -386,8 +434,7 @@ export class Cluster {
   tellTakeover(replaced: SessionRecord, claimed: SessionRecord): void {
     if (replaced.nodeId === this.nodeId || !replaced.connected) return;
     const log = { session: claimed.name, holder: replaced.nodeId, epoch: claimed.epoch };
-    void this.#registry
-      .lookupNode(replaced.nodeId)
+    void this.#lookupNode(replaced.nodeId)
       .then((node) => {
         if (node === undefined) return 'failed';
         const url = new URL(

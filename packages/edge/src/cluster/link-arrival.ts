@@ -73,7 +73,7 @@ export function forwardOverLink(
     if (again(processed)) lost?.(owner);
     else refuse(unreachableOwner(name, owner));
   };
-  links.open(owner.url, (opening) => {
+  links.open(owner, (opening) => {
     try {
       if (res.destroyed) {
         if ('stream' in opening) opening.stream.reset(ErrorCode.CANCEL);

@@ -1,4 +1,11 @@
-import type { ProtocolSettings, SessionRole, WindowBudget } from '@tunnel2/protocol';
+import {
+  type Hello,
+  isProtocolError,
+  negotiateVersion,
+  type ProtocolSettings,
+  type SessionRole,
+  type WindowBudget,
+} from '@tunnel2/protocol';
 
 /** Streams one link carries at once: every request in flight between two nodes, for every tunnel. */
 export const LINK_MAX_STREAMS = 4096;
@@ -29,4 +36,18 @@ export function linkSessionOptions(
       initialSessionWindow: Math.max(protocol.initialSessionWindow ?? 0, LINK_SESSION_WINDOW),
     },
   };
+}
+
+/**
+ * Why a peer node's HELLO cannot be taken (it offers no protocol version this node speaks), or undefined.
+ * Both ends of a link check it, as the edge does an agent's: a link is a session like any other.
+ */
+export function versionRefusal(hello: Hello): string | undefined {
+  try {
+    negotiateVersion(hello);
+    return undefined;
+  } catch (err) {
+    if (!isProtocolError(err)) throw err;
+    return err.message;
+  }
 }

@@ -17,8 +17,9 @@ import type { InFlight } from '../in-flight.js';
 import { nodeAuthRefusal } from '../refusals.js';
 import type { SessionTable } from '../session-table.js';
 import { LinkRequest, type LinkTcpArrival } from './link-request.js';
-import { linkSessionOptions } from './link-settings.js';
+import { linkSessionOptions, versionRefusal } from './link-settings.js';
 import { NODE_AUTH_HEADER, type NodeAuth } from './node-auth.js';
+import { NonceWindow } from './nonce-window.js';
 
 export interface NodeLinkServerOptions {
   nodeId: string;
@@ -37,6 +38,10 @@ export interface NodeLinkServerOptions {
   isListening: () => boolean;
   /** Serves TCP connections other nodes carry here (undefined: this node has no TCP ports). */
   tcp?: LinkTcpArrival | undefined;
+  /** A peer's HELLO must come within this of the upgrade (the edge's `helloTimeoutMs`, as for agents). */
+  helloTimeoutMs: number;
+  /** Link nonces remembered at most (default DEFAULT_MAX_NONCES); beyond, new links are refused 503. */
+  maxNonces?: number;
 }
 
 /**
@@ -49,6 +54,7 @@ export class NodeLinkServer {
   readonly #options: NodeLinkServerOptions;
   readonly #wss: WebSocketServer;
   readonly #links = new Set<MuxSession>();
+  readonly #nonces: NonceWindow;
   #draining = false;
 
   constructor(options: NodeLinkServerOptions) {
@@ -59,6 +65,7 @@ export class NodeLinkServer {
       maxPayload: options.maxMessageSize,
       clientTracking: false,
     });
+    this.#nonces = new NonceWindow(options.maxNonces);
   }
 
   /** Links open to this node (a gauge). */
@@ -66,11 +73,49 @@ export class NodeLinkServer {
     return this.#links.size;
   }
 
+  /** Streams open on the links to this node, all together. */
+  get streams(): number {
+    let open = 0;
+    for (const link of this.#links) open += link.streams.size;
+    return open;
+  }
+
+  /** Bytes queued towards the peers of the links to this node, all together. */
+  get bufferedBytes(): number {
+    let queued = 0;
+    for (const link of this.#links) queued += link.bufferedBytes;
+    return queued;
+  }
+
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const { auth, nodeId, logger } = this.#options;
     const value = req.headers[NODE_AUTH_HEADER];
     const verified =
-      typeof value === 'string' ? this.#options.auth.verifyLink(value, req.headers.host ?? '') : undefined;
-    if (verified === undefined) {
+      typeof value === 'string' ? auth.verifyLink(value, req.headers.host ?? '', nodeId) : undefined;
+    if (verified?.kind === 'old') {
+      // A genuine peer of an older version: it takes 426 as "no link here" and uses the HTTP hop meanwhile.
+      logger.warn(
+        { peer: verified.fromNode },
+        'cluster: a peer node opened a link with the older v1 handshake and was refused; it forwards over the HTTP hop until it is upgraded',
+      );
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.NODE_LINK_VERSION,
+        message: 'this node takes node links with the v2 handshake only',
+      });
+      return;
+    }
+    // The nonce is remembered only once the signature verified: no one without the secret can fill the set.
+    const admission =
+      verified === undefined ? undefined : this.#nonces.admit(verified.nonce, verified.expiresAt);
+    if (admission === 'full') {
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.NODE_LINK_BUSY,
+        message: 'too many node links opened lately',
+        retryAfterS: 1,
+      });
+      return;
+    }
+    if (verified === undefined || admission !== 'fresh') {
       this.#options.onForged();
       rejectUpgrade(socket, nodeAuthRefusal);
       return;
@@ -79,10 +124,13 @@ export class NodeLinkServer {
       rejectUpgrade(socket, { code: EdgeErrorCode.DRAINING, message: 'edge node is shutting down' });
       return;
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, verified.fromNode));
+    this.#wss.handleUpgrade(req, socket, head, (ws) =>
+      this.#accept(ws, socket, verified.fromNode, auth.proveLink(verified.fromNode, nodeId, verified.nonce)),
+    );
   }
 
-  #accept(ws: WebSocket, socket: Duplex, peer: string): void {
+  /** `proof`: this node's answer to the link's nonce, sent in its HELLO (see NodeAuth.proveLink). */
+  #accept(ws: WebSocket, socket: Duplex, peer: string, proof: string): void {
     const log = this.#options.logger.child({ link: peer });
     const spliced = new Set<MuxStream>();
     const inFlight = this.#options.inFlight;
@@ -104,7 +152,14 @@ export class NodeLinkServer {
         close: (code, reason) => ws.close(code, reason),
       },
       handler: {
-        onHello: () => {},
+        onHello: (hello) => {
+          clearTimeout(helloTimer);
+          const refusal = versionRefusal(hello);
+          if (refusal !== undefined) {
+            log.warn({ reason: refusal }, 'cluster: a peer node speaks no protocol version this node does');
+            session.close(ErrorCode.VERSION_UNSUPPORTED, refusal);
+          }
+        },
         onStream: (stream) => {
           if (!this.#options.isListening()) {
             session.close(ErrorCode.GOING_AWAY, 'node stopped listening');
@@ -117,6 +172,7 @@ export class NodeLinkServer {
           if (spliced.delete(stream)) inFlight.finish();
         },
         onClose: (error) => {
+          clearTimeout(helloTimer);
           this.#links.delete(session);
           for (const _ of spliced) inFlight.finish();
           spliced.clear();
@@ -125,6 +181,12 @@ export class NodeLinkServer {
       },
     });
     this.#links.add(session);
+    // A peer that authenticated and then says nothing would hold its socket for good: no heartbeat runs
+    // before both HELLOs.
+    const { helloTimeoutMs } = this.#options;
+    const helloTimer = setTimeout(() => {
+      session.close(ErrorCode.PROTOCOL_ERROR, `no HELLO within ${helloTimeoutMs} ms`);
+    }, helloTimeoutMs);
     // Whole messages here, unlike everywhere else: this side splices DATA on to its agents, and pieces of
     // fragments would go on as smaller frames that the agent pays for (measured: +10 % agent CPU on a
     // cross-node upload, bench/README.md "Node links").
@@ -139,6 +201,7 @@ export class NodeLinkServer {
     session.sendHello(
       {
         node: this.#options.nodeId,
+        linkProof: proof,
         ...(this.#options.tcp === undefined ? {} : { streamKinds: [TCP_STREAM_KIND] }),
       },
       false,

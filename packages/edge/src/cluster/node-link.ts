@@ -14,7 +14,7 @@ import {
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { linkSessionOptions } from './link-settings.js';
+import { linkSessionOptions, versionRefusal } from './link-settings.js';
 import { LINK_PATH, NODE_AUTH_HEADER, type NodeAuth } from './node-auth.js';
 import type { HopCounters } from './node-hop.js';
 
@@ -55,6 +55,20 @@ function isNoLinkAnswer(status: number | undefined): boolean {
 }
 
 /**
+ * A link upgrade refused for its signature: the peer is a node from before the v2 handshake (it verifies
+ * link upgrades as v1), or it holds another secret. Either way the HTTP hop is what can still work.
+ */
+function isSignatureRefused(status: number | undefined): boolean {
+  return status === 403;
+}
+
+/** A peer node as the registry names it: its id (signed into the link upgrade) and where it listens. */
+export interface LinkPeer {
+  nodeId: string;
+  url: string;
+}
+
+/**
  * This node's side of one link to one peer node: a WebSocket to the peer's LINK_PATH, opened on first
  * use and signed once, carrying a multiplexed session in which this node opens a stream per request.
  * Requests that arrive while it opens wait (bounded); a link that failed or closed is opened again on the
@@ -63,6 +77,8 @@ function isNoLinkAnswer(status: number | undefined): boolean {
  */
 class NodeLink {
   readonly #url: string;
+  /** The peer's node id: the link upgrade is signed for it, and only it can answer the signature. */
+  readonly nodeId: string;
   readonly #options: NodeLinkOptions;
   readonly #onRefused: () => void;
   #session: MuxSession | undefined;
@@ -72,8 +88,9 @@ class NodeLink {
   #waiters: ((opening: LinkOpening) => void)[] = [];
   #ws: WebSocket | undefined;
 
-  constructor(url: string, options: NodeLinkOptions, onRefused: () => void) {
-    this.#url = url;
+  constructor(peer: LinkPeer, options: NodeLinkOptions, onRefused: () => void) {
+    this.#url = peer.url;
+    this.nodeId = peer.nodeId;
     this.#options = options;
     this.#onRefused = onRefused;
   }
@@ -121,9 +138,11 @@ class NodeLink {
 
   #connect(): void {
     const url = new URL(LINK_PATH, this.#url);
-    const { auth, nodeId, counters } = this.#options;
+    const { auth, nodeId, counters, logger } = this.#options;
+    const peerId = this.nodeId;
+    const signed = auth.signLink(nodeId, peerId, url.host);
     const ws = new WebSocket(url, {
-      headers: { host: url.host, [NODE_AUTH_HEADER]: auth.signLink(nodeId, url.host) },
+      headers: { host: url.host, [NODE_AUTH_HEADER]: signed.value },
       perMessageDeflate: false,
       // A peer over TLS or on loopback: a zero mask spares a copy of every byte sent (see maskingNeeded).
       ...(maskingNeeded(url.href) ? {} : { generateMask: zeroMask }),
@@ -157,6 +176,13 @@ class NodeLink {
       if (isNoLinkAnswer(res.statusCode)) {
         this.#onRefused();
         fail({ failed: 'refused' });
+      } else if (isSignatureRefused(res.statusCode)) {
+        logger.warn(
+          { peer: peerId, url: this.#url },
+          "cluster: a peer node refused this node's link signature (a node from before the v2 link handshake, or another cluster secret); forwarding to it over the HTTP hop",
+        );
+        this.#onRefused();
+        fail({ failed: 'refused' });
       } else {
         fail({ failed: 'unreachable', err: new Error(`the peer node answered ${res.statusCode}`) });
       }
@@ -179,6 +205,25 @@ class NodeLink {
         handler: {
           onHello: (hello: Hello) => {
             clearTimeout(timer);
+            // Whoever accepted must prove the secret too: a link led to another listener (a forged node
+            // address) carries nothing, and its waiters hear the peer is unreachable.
+            if (!auth.checkLinkProof(hello.meta.linkProof, nodeId, peerId, signed.nonce)) {
+              logger.warn(
+                { peer: peerId, url: this.#url },
+                "cluster: the node at a peer's address did not prove the cluster secret; link closed",
+              );
+              session.close(ErrorCode.PROTOCOL_ERROR, 'no proof of the cluster secret');
+              return;
+            }
+            const refusal = versionRefusal(hello);
+            if (refusal !== undefined) {
+              logger.warn(
+                { peer: peerId, reason: refusal },
+                'cluster: a peer node speaks no protocol version this node does',
+              );
+              session.close(ErrorCode.VERSION_UNSUPPORTED, refusal);
+              return;
+            }
             session.sendHello({ node: nodeId }, true);
             if (this.#session !== session) return;
             this.#ready = true;
@@ -295,15 +340,23 @@ export class NodeLinks {
     return false;
   }
 
-  /** Opens a stream to the peer at `url`: at once on a live link, or once the link is up. */
-  open(url: string, done: (opening: LinkOpening) => void): void {
+  /** Opens a stream to `peer`: at once on a live link, or once the link is up. */
+  open(peer: LinkPeer, done: (opening: LinkOpening) => void): void {
     if (this.#closed) {
       done({ failed: 'stopping' });
       return;
     }
+    const { url } = peer;
     let link = this.#links.get(url);
+    if (link !== undefined && link.nodeId !== peer.nodeId) {
+      // Another node answers at this address now (the registry says so): the old link's signature and
+      // proof are for the node that was there. It finishes its streams; the new node gets its own link.
+      this.#links.delete(url);
+      link.close(false);
+      link = undefined;
+    }
     if (link === undefined) {
-      link = new NodeLink(url, this.#options, () => {
+      link = new NodeLink(peer, this.#options, () => {
         this.#fallback.set(url, Date.now() + FALLBACK_MS);
         this.#links.delete(url);
       });

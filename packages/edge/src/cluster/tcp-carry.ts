@@ -60,7 +60,7 @@ export function carryTcpConnection(
     context.sockets.delete(socket);
     context.inFlight.finish();
   };
-  links.open(owner.url, (opening) => {
+  links.open(owner, (opening) => {
     try {
       if ('failed' in opening) {
         if (opening.failed === 'unreachable') {
