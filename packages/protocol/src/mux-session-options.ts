@@ -83,4 +83,10 @@ export interface MuxSessionOptions {
   sharedWindowBudget?: WindowBudget;
   /** Flood protection; defaults in config.ts (defaultFloodLimits). */
   floodLimits?: Partial<FloodLimits>;
+  /**
+   * Local policy, never announced (PROTOCOL.md §7, "Probe"): a stream this side opens to a peer quiet for
+   * a second (PROBE_QUIET_MS) sends a PING, and a peer that sends nothing within this many ms is gone
+   * (PeerTimeoutError), as at a heartbeat timeout. Needs the heartbeat on. Default 0: no probes.
+   */
+  probeTimeoutMs?: number;
 }

@@ -78,6 +78,7 @@ export class MuxSession implements StreamHost {
   #peerGoingAway = false;
   #closed = false;
   #heartbeat: Heartbeat | undefined;
+  readonly #probeTimeoutMs: number;
   readonly roundTrip = new RoundTripMeter();
 
   constructor(options: MuxSessionOptions) {
@@ -87,6 +88,8 @@ export class MuxSession implements StreamHost {
     this.localSettings = resolveSettings(options.settings);
     this.#highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
     this.#flood = new FloodGuard(options.floodLimits);
+    // Validated by the owner's options (the edge's probeTimeoutMs); a negative value means none.
+    this.#probeTimeoutMs = Math.max(0, options.probeTimeoutMs ?? 0);
     this.#batch = new OutboundBatch(options.maxMessageSize ?? 256 * 1024);
     this.#sessionRecvWindow = this.localSettings.initialSessionWindow;
     const tuning = resolveWindowTuning(options);
@@ -161,7 +164,10 @@ export class MuxSession implements StreamHost {
       );
     }
     this.#nextStreamId += 2;
-    return this.#newStream(id);
+    const stream = this.#newStream(id);
+    // A request is about to depend on the peer: one quiet for a while is asked whether it is still there.
+    this.#heartbeat?.probe();
+    return stream;
   }
 
   #newStream(id: number): MuxStream {
@@ -369,7 +375,8 @@ export class MuxSession implements StreamHost {
       this.localSettings.heartbeatIntervalMs,
       this.peerSettings.heartbeatIntervalMs,
       () => this.ping(),
-      (ms) => this.close(ErrorCode.NO_ERROR, 'peer timed out', new PeerTimeoutError(ms * 2)),
+      (ms) => this.close(ErrorCode.NO_ERROR, 'peer timed out', new PeerTimeoutError(ms)),
+      this.#probeTimeoutMs,
     );
     if (this.windowBudget.limit > 0) this.#startTuning();
   }
