@@ -102,6 +102,9 @@ export class AgentConnection implements TunnelEntry {
       sessionWindowBudget: options.sessionWindowBudget,
       sharedWindowBudget: options.edgeWindowBudget,
       probeTimeoutMs: options.probeTimeoutMs,
+      // Every agent pings at the agreed interval; answering it is enough for both sides to hear each other,
+      // which halves what idle sessions cost the edge (nothing here shows the round trip after startup).
+      skipPingWhenPinged: true,
       transport: {
         sendPieces: (pieces, _size, done) => sendCorkedPieces(socket, options.beneath, pieces, done),
         close: (code, reason) => socket.close(code, reason),

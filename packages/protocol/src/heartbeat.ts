@@ -6,6 +6,23 @@
  */
 export const PROBE_QUIET_MS = 1_000;
 
+/** What a heartbeat does, and the local policies it follows (PROTOCOL.md §7). */
+export interface HeartbeatOptions {
+  /** Sends a PING. */
+  ping: () => void;
+  /** The peer is gone: it sent nothing for two intervals, or did not answer a probe. */
+  silent: (silentForMs: number) => void;
+  /** How long a probed peer has to answer; 0: no probes. */
+  probeTimeoutMs?: number;
+  /**
+   * Leave out this side's PING in an interval in which the peer sent one: our ACK already told it we are
+   * alive, and its PING told us. Halves an idle session's heartbeat traffic when the peer pings at the
+   * same interval. The cost: a side that skips takes no round-trip samples after its startup ones (only
+   * its own PINGs are timed), so it is for a side that shows no live round trip (the edge).
+   */
+  skipWhenPinged?: boolean;
+}
+
 /**
  * Liveness by silence: at every interval, a peer heard from since the last tick is alive and is pinged;
  * two silent intervals in a row mean it is gone. One unref'd timer per session.
@@ -21,6 +38,9 @@ export class Heartbeat {
   readonly #ping: () => void;
   readonly #silent: (silentForMs: number) => void;
   readonly #probeTimeoutMs: number;
+  readonly #skipWhenPinged: boolean;
+  /** The peer sent a PING since the last tick. */
+  #pinged = false;
   /** True from the start: the frame that started the heartbeat (the peer's HELLO) was just heard. */
   #heard = true;
   #silentTicks = 0;
@@ -29,15 +49,11 @@ export class Heartbeat {
   /** The probe in progress: waiting for the quiet period to pass, or for an answer. */
   #probe: NodeJS.Timeout | undefined;
 
-  constructor(
-    intervalMs: number,
-    ping: () => void,
-    silent: (silentForMs: number) => void,
-    probeTimeoutMs = 0,
-  ) {
-    this.#ping = ping;
-    this.#silent = silent;
-    this.#probeTimeoutMs = probeTimeoutMs;
+  constructor(intervalMs: number, options: HeartbeatOptions) {
+    this.#ping = options.ping;
+    this.#silent = options.silent;
+    this.#probeTimeoutMs = options.probeTimeoutMs ?? 0;
+    this.#skipWhenPinged = options.skipWhenPinged ?? false;
     this.#timer = setInterval(() => {
       if (this.#heard) {
         this.#heard = false;
@@ -46,9 +62,16 @@ export class Heartbeat {
         this.#silent(this.#quietFor());
         return;
       }
-      ping();
+      const pinged = this.#pinged;
+      this.#pinged = false;
+      if (!(pinged && this.#skipWhenPinged)) this.#ping();
     }, intervalMs);
     this.#timer.unref();
+  }
+
+  /** The peer sent a PING (it was also heard). */
+  pinged(): void {
+    this.#pinged = true;
   }
 
   /** Something arrived from the peer. */
@@ -99,17 +122,14 @@ export class Heartbeat {
 
 /**
  * The heartbeat two sides agree on: the smaller of their non-zero intervals (PROTOCOL.md §7), or none
- * when both announced 0. `silent` hears a peer that sent nothing for two intervals, or that did not answer
- * a probe within `probeTimeoutMs` (a local policy, 0: no probes).
+ * when both announced 0.
  */
 export function agreedHeartbeat(
   localMs: number,
   peerMs: number,
-  ping: () => void,
-  silent: (silentForMs: number) => void,
-  probeTimeoutMs = 0,
+  options: HeartbeatOptions,
 ): Heartbeat | undefined {
   const interval = Math.min(localMs || Number.POSITIVE_INFINITY, peerMs || Number.POSITIVE_INFINITY);
   if (!Number.isFinite(interval)) return undefined;
-  return new Heartbeat(interval, ping, silent, probeTimeoutMs);
+  return new Heartbeat(interval, options);
 }

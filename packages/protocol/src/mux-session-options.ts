@@ -89,4 +89,10 @@ export interface MuxSessionOptions {
    * (PeerTimeoutError), as at a heartbeat timeout. Needs the heartbeat on. Default 0: no probes.
    */
   probeTimeoutMs?: number;
+  /**
+   * Local policy (PROTOCOL.md §7): leave out this side's heartbeat PING in an interval in which the peer
+   * sent one; the ACK already tells the peer we are alive. Halves an idle session's heartbeat messages.
+   * This side then takes no round-trip samples after its startup ones. Default false.
+   */
+  skipPingWhenPinged?: boolean;
 }

@@ -28,9 +28,13 @@ const pingFrame = (flags: number, fill: number) =>
   encodeFrame(FrameType.PING, flags, 0, Buffer.alloc(8, fill));
 
 /** An edge session with both HELLOs out, the heartbeat long, the probe on (unless `probeTimeoutMs` says). */
-async function readyEdge(probeTimeoutMs = PROBE_TIMEOUT_MS): Promise<RawPeer> {
+async function readyEdge(probeTimeoutMs = PROBE_TIMEOUT_MS, skipPingWhenPinged = false): Promise<RawPeer> {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'] });
-  const peer = createRawPeer('edge', { heartbeatIntervalMs: HEARTBEAT_MS }, { probeTimeoutMs });
+  const peer = createRawPeer(
+    'edge',
+    { heartbeatIntervalMs: HEARTBEAT_MS },
+    { probeTimeoutMs, skipPingWhenPinged },
+  );
   peer.feed(peerHello({ heartbeatIntervalMs: HEARTBEAT_MS }, false));
   await peer.events.hello.promise;
   peer.session.sendHello({}, true);
@@ -112,5 +116,36 @@ describe('liveness probe', () => {
     vi.advanceTimersByTime(PROBE_TIMEOUT_MS * 2);
     expect(peer.session.closed).toBe(false);
     peer.session.transportClosed();
+  });
+});
+
+describe('a heartbeat that leaves out its PING when the peer sent one (skipPingWhenPinged)', () => {
+  it('sends only ACKs while the peer pings every interval, and the session lives', async () => {
+    const peer = await readyEdge(0, true);
+    for (let i = 0; i < 10; i++) {
+      vi.advanceTimersByTime(HEARTBEAT_MS / 2);
+      peer.feed(pingFrame(0, i)); // the peer's heartbeat, half-way through each of ours
+      vi.advanceTimersByTime(HEARTBEAT_MS / 2);
+    }
+    expect(await pingsSent(peer)).toBe(0);
+    expect(
+      peer.sent.frames.filter((f) => f.type === FrameType.PING && f.flags === FrameFlags.ACK),
+    ).toHaveLength(10);
+    expect(peer.session.closed).toBe(false);
+    peer.session.transportClosed();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('pings in an interval in which the peer sent no PING, and still ends a silent peer after two intervals', async () => {
+    const peer = await readyEdge(0, true);
+    vi.advanceTimersByTime(HEARTBEAT_MS / 2);
+    peer.feed(pingFrame(FrameFlags.ACK, 0xee)); // heard, but not pinged: our PING is still due
+    vi.advanceTimersByTime(HEARTBEAT_MS / 2);
+    expect(await pingsSent(peer)).toBe(1);
+    vi.advanceTimersByTime(HEARTBEAT_MS); // first silent interval
+    expect(peer.session.closed).toBe(false);
+    vi.advanceTimersByTime(HEARTBEAT_MS); // second
+    expect(peer.session.closed).toBe(true);
+    expect(await peer.events.closed.promise).toBeInstanceOf(PeerTimeoutError);
   });
 });

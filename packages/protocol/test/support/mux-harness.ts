@@ -260,7 +260,7 @@ export interface RawPeer {
 export function createRawPeer(
   role: SessionRole,
   settings: Partial<ProtocolSettings> = {},
-  options: Pick<MuxSessionOptions, 'probeTimeoutMs'> = {},
+  options: Pick<MuxSessionOptions, 'probeTimeoutMs' | 'skipPingWhenPinged'> = {},
 ): RawPeer {
   const sent = new FrameLog();
   const closes: { code: number; reason: string }[] = [];
