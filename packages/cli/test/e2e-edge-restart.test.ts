@@ -217,4 +217,21 @@ describe('an edge restart: names whose agents are reconnecting', () => {
     expect(res.headers['x-tunnel2-node']).toBe('node-b');
     expect(a.startup.waiting).toBe(0);
   });
+
+  it('in a cluster, within the grace, a name the registry holds whose agent is connected nowhere is a 503 with Retry-After after the wait, not a 502', async () => {
+    const backend = await createTestBackend();
+    cleanups.push(() => backend.close());
+    const { a, b, portA } = await twoNodes({ a: { startupGraceMs: 60_000, reconnectWaitMs: 300 } });
+    cleanups.push(() => b.close(0));
+    cleanups.push(() => a.close(0));
+    const away = await connect({ target: backend.port, server: b.url, subdomain: 'away' });
+    await away.close(0);
+    // Its name stays reserved in the registry for its owner (reconnectGraceMs), held by no live session.
+    await until(() => b.sessions.get('away') === undefined);
+    expect(await a.options.registry.lookup('away')).toMatchObject({ connected: false });
+    const res = await send({ port: portA, path: '/', headers: ['Host', `away.localhost:${portA}`] });
+    expect(res.status).toBe(503);
+    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_TUNNEL_PENDING');
+    expect(res.headers['retry-after']).toBeDefined();
+  });
 });

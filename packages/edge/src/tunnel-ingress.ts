@@ -240,8 +240,8 @@ function ownerKey(owner: OwnerEntry): string {
  * reconnecting agent: the agent claims the name again elsewhere with a newer epoch. Never a hang: the
  * wait ends at the deadline with 502 (offline, or the node that did not answer), and the number of
  * waiters per name is the session table's bound. A name no record holds is a 404 at once, except within
- * the startup grace: then it is waited for like the others (counted in the grace's bound) and, still
- * unclaimed at the deadline, answered 503 + Retry-After.
+ * the startup grace: then it is waited for like the others (counted in the grace's bound). Within the
+ * grace, a wait that ends without the agent is a 503 + Retry-After rather than the 502.
  */
 async function awaitAcrossNodes(
   arrival: Arrival,
@@ -326,13 +326,10 @@ async function pollOwner(
     if (arrival.gone) return;
     if (outcome === 'full') break;
   }
-  arrival.refuse(
-    unclaimed
-      ? agentPending(route.name)
-      : last === undefined
-        ? offline(route.name)
-        : unreachableOwner(route.name, last),
-  );
+  // Within the startup grace, a name whose agent is not back (no record, or one from before the restart
+  // that no live node holds) is a 503 like on one node: after a cluster restart agents are on their way.
+  if (unclaimed || (last === undefined && options.startup.active)) arrival.refuse(agentPending(route.name));
+  else arrival.refuse(last === undefined ? offline(route.name) : unreachableOwner(route.name, last));
 }
 
 /**
