@@ -108,11 +108,17 @@ export class Heartbeat {
 
   #ask(): void {
     this.#ping();
-    this.#probe = setTimeout(() => {
-      this.#probe = undefined;
-      this.#silent(this.#quietFor());
+    const probe = setTimeout(() => {
+      // Timers run before sockets are read: after a stalled event loop the answer may be waiting unread.
+      // The verdict comes after this turn's reads (anything heard ends the probe).
+      setImmediate(() => {
+        if (this.#probe !== probe) return;
+        this.#probe = undefined;
+        this.#silent(this.#quietFor());
+      });
     }, this.#probeTimeoutMs);
-    this.#probe.unref();
+    probe.unref();
+    this.#probe = probe;
   }
 
   #quietFor(): number {

@@ -42,6 +42,8 @@ async function readyEdge(probeTimeoutMs = PROBE_TIMEOUT_MS, skipPingWhenPinged =
   return peer;
 }
 
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 /** PINGs (not ACKs) the session sent so far, once what it queued has been written. */
 async function pingsSent(peer: RawPeer): Promise<number> {
   await new Promise((resolve) => setImmediate(resolve));
@@ -55,8 +57,10 @@ describe('liveness probe', () => {
     peer.session.openStream();
     expect(await pingsSent(peer)).toBe(1);
     vi.advanceTimersByTime(PROBE_TIMEOUT_MS - 1);
+    await nextTurn();
     expect(peer.session.closed).toBe(false);
     vi.advanceTimersByTime(1);
+    await nextTurn(); // the verdict waits for this turn's reads
     expect(peer.session.closed).toBe(true);
     const error = await peer.events.closed.promise;
     expect(error).toBeInstanceOf(PeerTimeoutError);
@@ -72,6 +76,7 @@ describe('liveness probe', () => {
     vi.advanceTimersByTime(PROBE_TIMEOUT_MS / 2);
     peer.feed(pingFrame(FrameFlags.ACK, 0xee)); // not the timed PING: no round-trip sample follows
     vi.advanceTimersByTime(PROBE_TIMEOUT_MS * 2);
+    await nextTurn();
     expect(peer.session.closed).toBe(false);
     peer.session.openStream();
     expect(await pingsSent(peer)).toBe(2);
@@ -92,7 +97,21 @@ describe('liveness probe', () => {
     vi.advanceTimersByTime(1);
     expect(await pingsSent(peer)).toBe(1);
     vi.advanceTimersByTime(PROBE_TIMEOUT_MS);
+    await nextTurn();
     expect(peer.session.closed).toBe(true);
+  });
+
+  it('an answer that arrives in the same turn as the timeout (an event loop that stalled) keeps the session', async () => {
+    const peer = await readyEdge();
+    vi.advanceTimersByTime(PROBE_QUIET_MS);
+    peer.session.openStream();
+    expect(await pingsSent(peer)).toBe(1);
+    // The timer is due, and the ACK was sitting in the socket: read before the verdict.
+    vi.advanceTimersByTime(PROBE_TIMEOUT_MS * 3);
+    peer.feed(pingFrame(FrameFlags.ACK, 0xee));
+    await nextTurn();
+    expect(peer.session.closed).toBe(false);
+    peer.session.transportClosed();
   });
 
   it('a busy peer is never probed: anything it sends counts', async () => {
@@ -114,6 +133,7 @@ describe('liveness probe', () => {
     peer.session.openStream();
     expect(await pingsSent(peer)).toBe(0);
     vi.advanceTimersByTime(PROBE_TIMEOUT_MS * 2);
+    await nextTurn();
     expect(peer.session.closed).toBe(false);
     peer.session.transportClosed();
   });
