@@ -18,6 +18,9 @@ async function startNode(redisUrl: string, nodeId: string): Promise<{ edge: Spaw
   const edge = spawnCli([
     'server',
     '--json',
+    // A name no node holds is a prompt 404 here; the startup grace is e2e-edge-restart.test.ts's.
+    '--startup-grace-ms',
+    '0',
     ...clusterNodeArgs({ redisUrl, id: nodeId, port, secret: SECRET }),
   ]);
   cleanups.push(async () => {

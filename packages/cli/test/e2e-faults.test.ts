@@ -62,6 +62,71 @@ describe('liveness and drain', () => {
     expect(await status(port, host, '/loadtest/ping')).toBe(200);
   });
 
+  it('a frozen agent (SIGSTOP) is declared gone within 10 s with the default settings, with no request to notice it', async () => {
+    const backend = await createTestBackend();
+    cleanups.push(() => backend.close());
+    // The edge's defaults: it announces a 3 s heartbeat, the agent (the protocol's default) 10 s, the shorter
+    // one holds: a silent agent is gone after two silent intervals, 6–9 s (20–30 s at 10 s).
+    const edge = buildEdge({ port: 0, logger: silent });
+    const { url } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const agent = spawnCli(['http', String(backend.port), '--server', url, '--subdomain', 'lid', '--json']);
+    cleanups.push(() => {
+      agent.kill('SIGCONT');
+      agent.kill('SIGKILL');
+    });
+    await agent.waitFor('ready');
+    expect(edge.sessions.get('lid')).toBeDefined();
+    agent.kill('SIGSTOP');
+    const stoppedAt = performance.now();
+    // Generous for a loaded machine: the verdict comes 6–9 s after the agent's last message.
+    await until(() => edge.sessions.get('lid') === undefined, {
+      what: 'the frozen session to be declared gone',
+      timeoutMs: 15_000,
+    });
+    expect(performance.now() - stoppedAt).toBeLessThan(15_000);
+    agent.kill('SIGCONT');
+    await until(() => agent.events.filter((e) => e.event === 'ready').length >= 2);
+  });
+
+  it('the first request to a frozen agent gets its 502 in seconds: the edge pings a quiet agent it sends a request to', async () => {
+    const backend = await createTestBackend();
+    cleanups.push(() => backend.close());
+    // A long heartbeat on the edge: the agent's 10 s is the agreed interval, so the heartbeat's verdict
+    // comes 20–30 s after the freeze. Only the probe (probeTimeoutMs, default 2 s) answers sooner.
+    const edge = buildEdge({ port: 0, logger: silent, protocol: { heartbeatIntervalMs: 60_000 } });
+    const { port, url } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const agent = spawnCli([
+      'http',
+      String(backend.port),
+      '--server',
+      url,
+      '--subdomain',
+      'asleep',
+      '--json',
+    ]);
+    cleanups.push(() => {
+      agent.kill('SIGCONT');
+      agent.kill('SIGKILL');
+    });
+    await agent.waitFor('ready');
+    const host = ['Host', `asleep.localhost:${port}`];
+    expect((await send({ port, path: '/loadtest/ping', headers: host })).status).toBe(200);
+    agent.kill('SIGSTOP');
+    const stoppedAt = performance.now();
+    const first = await send({ port, path: '/loadtest/ping', headers: host });
+    const answeredAfterMs = performance.now() - stoppedAt;
+    expect(first.status).toBe(502);
+    expect(first.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_TUNNEL_OFFLINE');
+    // Far below the heartbeat's 20 s at the least: a quiet second, then 2 s without an answer to the PING.
+    expect(answeredAfterMs).toBeLessThan(15_000);
+    expect(edge.sessions.get('asleep')).toBeUndefined();
+    agent.kill('SIGCONT');
+    await until(() => agent.events.filter((e) => e.event === 'ready').length >= 2);
+    expect((await send({ port, path: '/loadtest/ping', headers: host })).status).toBe(200);
+  });
+
   it('SIGTERM on the edge: in-flight requests finish, new agents are refused, then it exits 0', async () => {
     const backend = await createTestBackend();
     cleanups.push(() => backend.close());

@@ -67,9 +67,13 @@ afterEach(async () => {
 async function startStack(extraEdgeArgs: string[] = []) {
   const dir = await mkdtemp(join(tmpdir(), 'tunnel2-ops-'));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  // Settings from all three sources: the file (admin port, tokens), a variable and flags.
+  // Settings from all three sources: the file (admin port, tokens), a variable and flags. No startup grace:
+  // the counters below expect an unknown name's prompt 404 (the grace: e2e-edge-restart.test.ts).
   const config = join(dir, 'edge.json');
-  await writeFile(config, JSON.stringify({ adminPort: 0, tokens: [TOKEN], drainTimeoutMs: 10_000 }));
+  await writeFile(
+    config,
+    JSON.stringify({ adminPort: 0, tokens: [TOKEN], drainTimeoutMs: 10_000, startupGraceMs: 0 }),
+  );
   const backend = await createTestBackend();
   cleanups.push(() => backend.close());
   const edge: Spawned = spawnCli(

@@ -42,6 +42,8 @@ export interface AgentConnectionOptions {
   sessionWindowBudget: number;
   edgeWindowBudget: WindowBudget;
   helloTimeoutMs: number;
+  /** A request to an agent quiet for a second pings it; no answer within this ends the session (0: off). */
+  probeTimeoutMs: number;
   /** This session's concurrent-stream limit and the bounded wait for a slot. */
   slots: StreamSlotsOptions;
   /** Requests per second this session accepts (0: unlimited), and the burst above it. */
@@ -99,6 +101,10 @@ export class AgentConnection implements TunnelEntry {
       maxStreamWindow: options.maxStreamWindow,
       sessionWindowBudget: options.sessionWindowBudget,
       sharedWindowBudget: options.edgeWindowBudget,
+      probeTimeoutMs: options.probeTimeoutMs,
+      // Every agent pings at the agreed interval; answering it is enough for both sides to hear each other,
+      // which halves what idle sessions cost the edge (nothing here shows the round trip after startup).
+      skipPingWhenPinged: true,
       transport: {
         sendPieces: (pieces, _size, done) => sendCorkedPieces(socket, options.beneath, pieces, done),
         close: (code, reason) => socket.close(code, reason),

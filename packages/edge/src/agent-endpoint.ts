@@ -191,6 +191,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         sessionWindowBudget: options.sessionWindowBudget,
         edgeWindowBudget: endpoint.windowBudget,
         helloTimeoutMs: options.helloTimeoutMs,
+        probeTimeoutMs: options.probeTimeoutMs,
         slots: {
           maxStreams: options.maxStreamsPerSession,
           maxWaitMs: options.streamWaitMs,

@@ -26,6 +26,7 @@ import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
 import { nodeAuthRefusal } from './refusals.js';
 import { SessionTable } from './session-table.js';
+import { StartupGrace } from './startup-grace.js';
 import { type TcpPortTable, TcpTunnels } from './tcp-tunnels.js';
 import { handleTunnelRequest, handleTunnelUpgrade } from './tunnel-ingress.js';
 
@@ -83,6 +84,8 @@ export interface Edge {
   readonly tcp: TcpPortTable | undefined;
   /** The window growth budget agent sessions and node links draw on (`edgeWindowBudget`); `used`: their total. */
   readonly windowBudget: WindowBudget;
+  /** The startup grace (`startupGraceMs`): whether it is open, and the requests waiting in it. */
+  readonly startup: StartupGrace;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -188,6 +191,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     reconnectWaitMs: options.reconnectWaitMs,
     clients,
     cluster,
+    startup: new StartupGrace(options.startupGraceMs),
   };
   const baseUrl = (): URL => new URL(options.publicUrl ?? `http://${options.domain}:${boundPort}`);
   const urlsFor = (name: string): { url: string; urls: string[] } => {
@@ -394,10 +398,13 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     },
     tcp,
     windowBudget,
+    startup: ingress.startup,
     urlsFor,
     async listen() {
       await app.listen({ port: options.port, host: options.host });
       boundPort = (app.server.address() as AddressInfo).port;
+      // From the moment agents can reach this process: those of the one it replaced reconnect from now.
+      ingress.startup.start();
       await tcp?.start();
       await cluster?.start(edge.url);
       return { port: boundPort, url: edge.url };

@@ -1,7 +1,12 @@
 import { defaultWindowTuning, type ProtocolSettings } from '@tunnel2/protocol';
 import { isRedisUrl, redactRedisUrl } from '@tunnel2/registry';
 import type { AgentAuthOptions } from './agent-auth.js';
-import { DEFAULT_EDGE_WINDOW_BUDGET, type EdgeOptions, isNodeId } from './edge-options.js';
+import {
+  DEFAULT_EDGE_WINDOW_BUDGET,
+  EDGE_HEARTBEAT_INTERVAL_MS,
+  type EdgeOptions,
+  isNodeId,
+} from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 import {
   integer,
@@ -51,6 +56,8 @@ export interface EdgeSettings {
   /** Undefined: one second's worth of sessionRequestRate. */
   sessionRequestBurst: number | undefined;
   reconnectWaitMs: number;
+  startupGraceMs: number;
+  probeTimeoutMs: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
@@ -231,6 +238,19 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     default: 5_000,
     ...integer(0, MINUTE),
   },
+  startupGraceMs: {
+    description:
+      'for this long after start, a request for a well-formed name no agent holds waits (up to reconnectWaitMs) for its agent to reconnect, then gets 503 with Retry-After instead of 404 (0: off)',
+    // An agent's longest reconnect backoff: by then every agent of the previous process has tried again.
+    default: 30_000,
+    ...integer(0, HOUR),
+  },
+  probeTimeoutMs: {
+    description:
+      'a request sent to an agent quiet for a second is followed by a ping; no answer within this ends the session and the request gets 502 (0: off)',
+    default: 2_000,
+    ...integer(0, MINUTE),
+  },
   headersTimeoutMs: {
     description: 'time a client has to send its request head (408 beyond)',
     default: 20_000,
@@ -331,7 +351,7 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   heartbeatIntervalMs: {
     description: 'ping interval; an agent silent for two intervals is dropped (0 disables)',
-    default: 10_000,
+    default: EDGE_HEARTBEAT_INTERVAL_MS,
     ...integer(0, HOUR),
   },
   adminPort: {

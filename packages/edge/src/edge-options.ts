@@ -30,7 +30,7 @@ export interface EdgeOptions {
   leaseTtlMs?: number;
   /** How long a disconnected session's name stays reserved for its owner. */
   reconnectGraceMs?: number;
-  /** What the edge accepts from agents (announced in its HELLO). */
+  /** What the edge accepts from agents (announced in its HELLO); heartbeatIntervalMs defaults to 3 s here. */
   protocol?: Partial<ProtocolSettings>;
   /** Largest WebSocket message accepted from an agent. */
   maxMessageSize?: number;
@@ -74,6 +74,20 @@ export interface EdgeOptions {
   sessionRequestBurst?: number;
   /** How long a request for a name whose agent is reconnecting waits for it before 502. 0: no wait. */
   reconnectWaitMs?: number;
+  /**
+   * For this long after `listen()`, a request for a well-formed name no agent holds waits (up to
+   * `reconnectWaitMs`) for an agent to claim it, then gets 503 TUNNEL2_ERR_TUNNEL_PENDING with Retry-After
+   * instead of 404: the agents of the process this one replaced are reconnecting (startup-grace.ts).
+   * After it an unknown name is a prompt 404. Default 0 here, for a program that embeds a fresh edge (and
+   * its tests); `tunnel2 server` defaults to 30 s (edge-config.ts), an agent's longest reconnect backoff.
+   */
+  startupGraceMs?: number;
+  /**
+   * A request sent to an agent quiet for a second is followed by a PING; an agent that sends nothing within
+   * this many ms is gone (the session closes, the request gets 502) instead of after two heartbeat
+   * intervals. Catches a frozen agent (a laptop lid closed) on the first request. Default 2 s; 0: off.
+   */
+  probeTimeoutMs?: number;
   /** Time a client has to send its request head (408 beyond); bounds slow-loris clients. */
   headersTimeoutMs?: number;
   /** Time a client has to send its whole request, head and body (408 beyond). 0: no limit. */
@@ -140,6 +154,8 @@ export interface ResolvedEdgeOptions {
   sessionRequestRate: number;
   sessionRequestBurst: number;
   reconnectWaitMs: number;
+  startupGraceMs: number;
+  probeTimeoutMs: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
@@ -152,6 +168,15 @@ export interface ResolvedEdgeOptions {
   maxTcpPortsPerOwner: number;
   cluster: ResolvedClusterOptions | undefined;
 }
+
+/**
+ * The heartbeat interval the edge announces unless `protocol.heartbeatIntervalMs` says otherwise. The
+ * protocol's default is 10 s and the two sides agree on the shorter interval (PROTOCOL.md §7), so every
+ * agent, old or new, gets this one: a silent agent is gone two to three intervals after its last message,
+ * 6–9 s, inside the 10 s a frozen agent may hold its tunnel (20–30 s at 10 s). The price: a 17-byte PING
+ * and its ACK each way every 3 s per idle session instead of every 10 s.
+ */
+export const EDGE_HEARTBEAT_INTERVAL_MS = 3_000;
 
 /** A quarter of a 1 GiB machine: eight sessions at full growth, far more at the sizes real paths need. */
 export const DEFAULT_EDGE_WINDOW_BUDGET = 256 * 1024 * 1024;
@@ -253,7 +278,7 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     responseTimeoutMs: positive('responseTimeoutMs', options.responseTimeoutMs ?? 60_000, 1, 3_600_000),
     leaseTtlMs: positive('leaseTtlMs', options.leaseTtlMs ?? 30_000, 1_000, 3_600_000),
     reconnectGraceMs: positive('reconnectGraceMs', options.reconnectGraceMs ?? 60_000, 0, 86_400_000),
-    protocol: options.protocol ?? {},
+    protocol: { heartbeatIntervalMs: EDGE_HEARTBEAT_INTERVAL_MS, ...options.protocol },
     maxMessageSize: positive(
       'maxMessageSize',
       options.maxMessageSize ?? 4 * 1024 * 1024,
@@ -304,6 +329,8 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
       10_000_000,
     ),
     reconnectWaitMs: positive('reconnectWaitMs', options.reconnectWaitMs ?? 5_000, 0, 60_000),
+    startupGraceMs: positive('startupGraceMs', options.startupGraceMs ?? 0, 0, 3_600_000),
+    probeTimeoutMs: positive('probeTimeoutMs', options.probeTimeoutMs ?? 2_000, 0, 60_000),
     headersTimeoutMs: positive('headersTimeoutMs', headersTimeoutMs, 100, 600_000),
     requestTimeoutMs: positive('requestTimeoutMs', requestTimeoutMs, 0, 86_400_000),
     keepAliveTimeoutMs: positive('keepAliveTimeoutMs', options.keepAliveTimeoutMs ?? 5_000, 1, 600_000),

@@ -2,6 +2,11 @@
 export const EdgeErrorCode = {
   UNKNOWN_SESSION: 'TUNNEL2_ERR_UNKNOWN_SESSION',
   TUNNEL_OFFLINE: 'TUNNEL2_ERR_TUNNEL_OFFLINE',
+  /**
+   * A well-formed name no agent holds, asked for just after the edge started (`startupGraceMs`): its agent
+   * may be reconnecting to the restarted edge, so not a 404 that tells a client the URL is gone.
+   */
+  TUNNEL_PENDING: 'TUNNEL2_ERR_TUNNEL_PENDING',
   TUNNEL_BUSY: 'TUNNEL2_ERR_TUNNEL_BUSY',
   RESPONSE_TIMEOUT: 'TUNNEL2_ERR_RESPONSE_TIMEOUT',
   STREAM_FAILED: 'TUNNEL2_ERR_STREAM_FAILED',
@@ -48,6 +53,7 @@ export type EdgeErrorCode = (typeof EdgeErrorCode)[keyof typeof EdgeErrorCode];
 export const statusByCode: Readonly<Record<EdgeErrorCode, number>> = {
   TUNNEL2_ERR_UNKNOWN_SESSION: 404,
   TUNNEL2_ERR_TUNNEL_OFFLINE: 502,
+  TUNNEL2_ERR_TUNNEL_PENDING: 503,
   TUNNEL2_ERR_TUNNEL_BUSY: 503,
   TUNNEL2_ERR_RESPONSE_TIMEOUT: 504,
   TUNNEL2_ERR_STREAM_FAILED: 502,

@@ -24,3 +24,4 @@ export type { PublicProtection } from './public-protection.js';
 export { ensureRequestId, installRequestIds, REQUEST_ID_HEADER } from './request-id.js';
 export { randomSessionName, reservedNames } from './session-name.js';
 export { toEdgeOptions } from './settings-to-options.js';
+export { MAX_STARTUP_WAITERS, StartupGrace } from './startup-grace.js';

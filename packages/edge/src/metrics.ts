@@ -33,6 +33,7 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
   TUNNEL2_ERR_TUNNEL_BUSY: 'limit',
   TUNNEL2_ERR_RATE_LIMITED: 'limit',
   TUNNEL2_ERR_TUNNEL_OFFLINE: 'offline',
+  TUNNEL2_ERR_TUNNEL_PENDING: 'offline',
   TUNNEL2_ERR_UNKNOWN_SESSION: 'unknown_session',
   TUNNEL2_ERR_RESPONSE_TIMEOUT: 'timeout',
   TUNNEL2_ERR_REQUEST_TIMEOUT: 'timeout',

@@ -49,6 +49,16 @@ export const offline = (name: string): Refusal => ({
   retryAfterS: 5,
 });
 
+/**
+ * A well-formed name no agent holds, asked for within the startup grace: the agents of the process this
+ * one replaced may still be reconnecting. 503 with Retry-After, never the 404 that says the URL is gone.
+ */
+export const agentPending = (name: string): Refusal => ({
+  code: EdgeErrorCode.TUNNEL_PENDING,
+  message: `tunnel ${quoteForEcho(name)} is not connected yet: this edge has just started and agents are still reconnecting, retry shortly`,
+  retryAfterS: 2,
+});
+
 /** The agent's session ended after the request went to it (single node: its stream's SESSION_CLOSED). */
 export const agentDisconnected = (name: string): Refusal => ({
   code: EdgeErrorCode.TUNNEL_OFFLINE,

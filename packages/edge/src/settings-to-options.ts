@@ -29,6 +29,8 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
     maxWaitingPerSession: settings.maxWaitingPerSession,
     sessionRequestRate: settings.sessionRequestRate,
     reconnectWaitMs: settings.reconnectWaitMs,
+    startupGraceMs: settings.startupGraceMs,
+    probeTimeoutMs: settings.probeTimeoutMs,
     headersTimeoutMs: settings.headersTimeoutMs,
     requestTimeoutMs: settings.requestTimeoutMs,
     keepAliveTimeoutMs: settings.keepAliveTimeoutMs,

@@ -15,6 +15,7 @@ import type { InFlight } from './in-flight.js';
 import { type IngressRoute, isValidSessionName } from './ingress-route.js';
 import { requestHasBody } from './raw-http.js';
 import {
+  agentPending,
   missingSession,
   offline,
   type Refusal,
@@ -23,6 +24,7 @@ import {
   unreachableOwner,
 } from './refusals.js';
 import type { SessionTable } from './session-table.js';
+import type { StartupGrace } from './startup-grace.js';
 import type { TunnelEntry } from './tunnel-entry.js';
 import { TunnelExchange } from './tunnel-exchange.js';
 import { UpgradeTunnel } from './upgrade-tunnel.js';
@@ -40,6 +42,8 @@ export interface TunnelIngressOptions {
   clients: ClientOriginResolver;
   /** Cluster mode: finds the node holding a name and carries requests there. Undefined on one node. */
   cluster?: Cluster | undefined;
+  /** The window after start in which a name nobody holds waits for its agent, then gets 503 (not 404). */
+  startup: StartupGrace;
 }
 
 /** One public request or upgrade, as the routing below needs it: it is refused, or started on a stream. */
@@ -160,6 +164,20 @@ async function awaitAgent(
   }
   const refusal = await missingSession(route.name, options.sessions);
   if (arrival.gone) return;
+  // The agent arrived while the registry answered: serve it rather than wait for an arrival already past.
+  if (options.sessions.get(route.name)?.ready === true) {
+    dispatch(arrival, route, options, true);
+    return;
+  }
+  // A forwarded request is answered at once: the node that forwarded it does the waiting.
+  if (
+    refusal.code === EdgeErrorCode.UNKNOWN_SESSION &&
+    arrival.via === undefined &&
+    startupWait(route.name, options)
+  ) {
+    awaitClaim(arrival, route, options);
+    return;
+  }
   if (refusal.code !== EdgeErrorCode.TUNNEL_OFFLINE || options.reconnectWaitMs === 0) {
     arrival.refuse(refusal);
     return;
@@ -175,6 +193,41 @@ async function awaitAgent(
   else unwatch = arrival.watch(cancel);
 }
 
+/** A name that deserves the startup grace: well-formed (anything else is a prompt 404), asked for within it. */
+function startupWait(name: string, options: TunnelIngressOptions): boolean {
+  return options.startup.active && isValidSessionName(name);
+}
+
+/**
+ * Within the startup grace, a name nobody holds: waits up to reconnectWaitMs for an agent to claim it
+ * (counted in the grace's bound, and in the per-name bound of the session table), else 503 + Retry-After.
+ */
+function awaitClaim(arrival: Arrival, route: IngressRoute, options: TunnelIngressOptions): void {
+  const pending = agentPending(route.name);
+  const startup = options.startup;
+  if (options.reconnectWaitMs === 0 || !startup.enter()) {
+    arrival.refuse(pending);
+    return;
+  }
+  let unwatch = (): void => {};
+  const cancel = options.sessions.awaitArrival(route.name, options.reconnectWaitMs, (connection) => {
+    startup.leave();
+    unwatch();
+    if (arrival.gone) return;
+    if (connection === undefined) arrival.refuse(pending);
+    else dispatch(arrival, route, options, true);
+  });
+  if (cancel === undefined) {
+    startup.leave();
+    arrival.refuse(pending);
+    return;
+  }
+  unwatch = arrival.watch(() => {
+    cancel();
+    startup.leave();
+  });
+}
+
 function ownerKey(owner: OwnerEntry): string {
   return `${owner.nodeId}#${owner.epoch}`;
 }
@@ -186,7 +239,9 @@ function ownerKey(owner: OwnerEntry): string {
  * here. A record left by a dead node (its node unannounced or unreachable) is waited out like a
  * reconnecting agent: the agent claims the name again elsewhere with a newer epoch. Never a hang: the
  * wait ends at the deadline with 502 (offline, or the node that did not answer), and the number of
- * waiters per name is the session table's bound.
+ * waiters per name is the session table's bound. A name no record holds is a 404 at once, except within
+ * the startup grace: then it is waited for like the others (counted in the grace's bound). Within the
+ * grace, a wait that ends without the agent is a 503 + Retry-After rather than the 502.
  */
 async function awaitAcrossNodes(
   arrival: Arrival,
@@ -197,7 +252,28 @@ async function awaitAcrossNodes(
   passed: Set<string>,
   lost: (owner: OwnerEntry) => void,
 ): Promise<void> {
+  const hold = { held: false };
+  try {
+    await pollOwner(arrival, route, options, cluster, deadline, passed, lost, hold);
+  } finally {
+    if (hold.held) options.startup.leave();
+  }
+}
+
+/** The polling of awaitAcrossNodes, until the deadline or an answer (see there). */
+async function pollOwner(
+  arrival: Arrival,
+  route: IngressRoute,
+  options: TunnelIngressOptions,
+  cluster: Cluster,
+  deadline: number,
+  passed: Set<string>,
+  lost: (owner: OwnerEntry) => void,
+  /** Set once this request counts in the startup grace's bound (it waits for an unclaimed name). */
+  hold: { held: boolean },
+): Promise<void> {
   let last: OwnerEntry | undefined;
+  let unclaimed = false;
   for (let round = 0; round < CLUSTER_MAX_ROUNDS; round++) {
     const local = options.sessions.get(route.name);
     if (local?.ready === true && !local.session.draining) {
@@ -212,9 +288,17 @@ async function awaitAcrossNodes(
       return;
     }
     if (arrival.gone) return;
-    if (finding.state === 'none') {
-      arrival.refuse(unknownSession(route.name));
-      return;
+    unclaimed = finding.state === 'none';
+    if (unclaimed && !hold.held) {
+      if (!startupWait(route.name, options)) {
+        arrival.refuse(unknownSession(route.name));
+        return;
+      }
+      if (!options.startup.enter()) {
+        arrival.refuse(agentPending(route.name));
+        return;
+      }
+      hold.held = true;
     }
     if (finding.state === 'remote') {
       if (!passed.has(ownerKey(finding.entry))) {
@@ -242,7 +326,10 @@ async function awaitAcrossNodes(
     if (arrival.gone) return;
     if (outcome === 'full') break;
   }
-  arrival.refuse(last === undefined ? offline(route.name) : unreachableOwner(route.name, last));
+  // Within the startup grace, a name whose agent is not back (no record, or one from before the restart
+  // that no live node holds) is a 503 like on one node: after a cluster restart agents are on their way.
+  if (unclaimed || (last === undefined && options.startup.active)) arrival.refuse(agentPending(route.name));
+  else arrival.refuse(last === undefined ? offline(route.name) : unreachableOwner(route.name, last));
 }
 
 /**

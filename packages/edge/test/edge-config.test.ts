@@ -241,15 +241,25 @@ describe('the table and the edge agree', () => {
       const fromEdge: unknown =
         key in resolved
           ? resolved[key as keyof typeof resolved]
-          : defaultSettings[key as keyof ProtocolSettings];
+          : (resolved.protocol[key as keyof ProtocolSettings] ??
+            defaultSettings[key as keyof ProtocolSettings]);
       // Derived or per-start values have no fixed default: a random node id, the registry object, a burst of
-      // one second of the rate.
-      if (fromEdge === undefined || ['nodeId', 'registry', 'sessionRequestBurst'].includes(key)) continue;
+      // one second of the rate. The startup grace is off for a program that embeds a fresh edge and 30 s for
+      // the server an operator restarts (checked below).
+      if (
+        fromEdge === undefined ||
+        ['nodeId', 'registry', 'sessionRequestBurst', 'startupGraceMs'].includes(key)
+      )
+        continue;
       expect({ key, value: edgeSettingSpecs[key].default }).toEqual({ key, value: fromEdge });
       checked.push(key);
     }
     expect(checked.length).toBeGreaterThan(25);
     expect(edgeSettingSpecs.drainTimeoutMs.default).toBe(10_000);
+    expect(resolved.startupGraceMs).toBe(0);
+    expect(edgeSettingSpecs.startupGraceMs.default).toBe(30_000);
+    // The edge announces a shorter heartbeat than the protocol's default: the agreed one is the shorter.
+    expect(edgeSettingSpecs.heartbeatIntervalMs.default).toBeLessThan(defaultSettings.heartbeatIntervalMs);
   });
 });
 

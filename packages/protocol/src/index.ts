@@ -3,6 +3,7 @@ export * from './constants.js';
 export * from './control-frames.js';
 export * from './errors.js';
 export * from './frame-codec.js';
+export { PROBE_QUIET_MS } from './heartbeat.js';
 export * from './hello.js';
 export { withoutHopByHop } from './hop-by-hop.js';
 export * from './http-head.js';

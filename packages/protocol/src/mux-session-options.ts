@@ -83,4 +83,16 @@ export interface MuxSessionOptions {
   sharedWindowBudget?: WindowBudget;
   /** Flood protection; defaults in config.ts (defaultFloodLimits). */
   floodLimits?: Partial<FloodLimits>;
+  /**
+   * Local policy, never announced (PROTOCOL.md §7, "Probe"): a stream this side opens to a peer quiet for
+   * a second (PROBE_QUIET_MS) sends a PING, and a peer that sends nothing within this many ms is gone
+   * (PeerTimeoutError), as at a heartbeat timeout. Needs the heartbeat on. Default 0: no probes.
+   */
+  probeTimeoutMs?: number;
+  /**
+   * Local policy (PROTOCOL.md §7): leave out this side's heartbeat PING in an interval in which the peer
+   * sent one; the ACK already tells the peer we are alive. Halves an idle session's heartbeat messages.
+   * This side then takes no round-trip samples after its startup ones. Default false.
+   */
+  skipPingWhenPinged?: boolean;
 }

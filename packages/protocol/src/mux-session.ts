@@ -78,6 +78,8 @@ export class MuxSession implements StreamHost {
   #peerGoingAway = false;
   #closed = false;
   #heartbeat: Heartbeat | undefined;
+  readonly #probeTimeoutMs: number;
+  readonly #skipPingWhenPinged: boolean;
   readonly roundTrip = new RoundTripMeter();
 
   constructor(options: MuxSessionOptions) {
@@ -87,6 +89,9 @@ export class MuxSession implements StreamHost {
     this.localSettings = resolveSettings(options.settings);
     this.#highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
     this.#flood = new FloodGuard(options.floodLimits);
+    // Validated by the owner's options (the edge's probeTimeoutMs); a negative value means none.
+    this.#probeTimeoutMs = Math.max(0, options.probeTimeoutMs ?? 0);
+    this.#skipPingWhenPinged = options.skipPingWhenPinged ?? false;
     this.#batch = new OutboundBatch(options.maxMessageSize ?? 256 * 1024);
     this.#sessionRecvWindow = this.localSettings.initialSessionWindow;
     const tuning = resolveWindowTuning(options);
@@ -161,7 +166,10 @@ export class MuxSession implements StreamHost {
       );
     }
     this.#nextStreamId += 2;
-    return this.#newStream(id);
+    const stream = this.#newStream(id);
+    // A request is about to depend on the peer: one quiet for a while is asked whether it is still there.
+    this.#heartbeat?.probe();
+    return stream;
   }
 
   #newStream(id: number): MuxStream {
@@ -338,9 +346,10 @@ export class MuxSession implements StreamHost {
         return;
       }
       case FrameType.PING:
-        if ((frame.flags & FrameFlags.ACK) === 0)
+        if ((frame.flags & FrameFlags.ACK) === 0) {
           this.#answer(FrameType.PING, FrameFlags.ACK, 0, frame.payload);
-        else if (this.roundTrip.acked(frame.payload)) this.ping();
+          this.#heartbeat?.pinged();
+        } else if (this.roundTrip.acked(frame.payload)) this.ping();
         return;
       case FrameType.GOAWAY:
         this.#onGoAway(parseGoAway(frame.payload));
@@ -368,8 +377,12 @@ export class MuxSession implements StreamHost {
     this.#heartbeat = agreedHeartbeat(
       this.localSettings.heartbeatIntervalMs,
       this.peerSettings.heartbeatIntervalMs,
-      () => this.ping(),
-      (ms) => this.close(ErrorCode.NO_ERROR, 'peer timed out', new PeerTimeoutError(ms * 2)),
+      {
+        ping: () => this.ping(),
+        silent: (ms) => this.close(ErrorCode.NO_ERROR, 'peer timed out', new PeerTimeoutError(ms)),
+        probeTimeoutMs: this.#probeTimeoutMs,
+        skipWhenPinged: this.#skipPingWhenPinged,
+      },
     );
     if (this.windowBudget.limit > 0) this.#startTuning();
   }

@@ -257,7 +257,11 @@ export interface RawPeer {
   feed(...frames: Buffer[]): void;
 }
 
-export function createRawPeer(role: SessionRole, settings: Partial<ProtocolSettings> = {}): RawPeer {
+export function createRawPeer(
+  role: SessionRole,
+  settings: Partial<ProtocolSettings> = {},
+  options: Pick<MuxSessionOptions, 'probeTimeoutMs' | 'skipPingWhenPinged'> = {},
+): RawPeer {
   const sent = new FrameLog();
   const closes: { code: number; reason: string }[] = [];
   const transport: FrameTransport = {
@@ -276,6 +280,7 @@ export function createRawPeer(role: SessionRole, settings: Partial<ProtocolSetti
     handler: events,
     settings: { ...quietSettings, ...settings },
     ...exactWindows,
+    ...options,
   });
   return { session, events, sent, closes, feed: (...frames) => session.receive(Buffer.concat(frames)) };
 }
