@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, WindowBudget } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
@@ -24,7 +24,8 @@ import {
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
-import { nodeAuthRefusal } from './refusals.js';
+import { PublicConnections } from './public-connections.js';
+import { edgeStopping, nodeAuthRefusal } from './refusals.js';
 import { SessionTable } from './session-table.js';
 import { type TcpPortTable, TcpTunnels } from './tcp-tunnels.js';
 import { handleTunnelRequest, handleTunnelUpgrade } from './tunnel-ingress.js';
@@ -124,12 +125,12 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   const clients = new ClientOriginResolver(options.trustedProxies);
   let draining = false;
   /**
-   * Set once the drain's waits are over and what carries requests starts to close. A request still arriving
-   * then (on a kept-alive connection that was not idle when idle ones were closed) gets its connection
-   * closed unanswered, which a client may retry on a reused connection (RFC 9112 §9.3.1), rather than an
-   * error answer from links already closed.
+   * Set once the drain's waits are over and what carries requests starts to close. A request still read
+   * then gets the edge's own 503 (Retry-After, Connection: close), never an answer from sessions or links
+   * already closed, nor a reset: a client cannot tell a reset after its request from a lost answer.
    */
   let stopping = false;
+  const connections = new PublicConnections();
   let boundPort = options.port;
   // In a cluster, ports are claimed in the shared registry and every node listens on the whole range.
   const sharedTcp =
@@ -197,12 +198,12 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
 
   const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
     const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
-      if (stopping) {
-        req.socket.destroy();
-        return;
-      }
       // Draining: no connection is kept for a next request, which the teardown would no longer carry.
       if (draining) res.shouldKeepAlive = false;
+      if (stopping) {
+        sendRefusal(res, edgeStopping);
+        return;
+      }
       const problem = headProblem(req);
       if (problem !== undefined) {
         sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
@@ -243,6 +244,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     // stopped reading or sending) is closed; Node re-arms it on every read and write, no timer per request.
     // Off by default: a quiet SSE stream is silent too.
     server.setTimeout(options.idleTimeoutMs);
+    server.on('connection', (socket: Socket) => connections.add(socket));
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
     // Without a listener Node drops a CONNECT by closing the connection; say why instead, everywhere.
     server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
@@ -277,8 +279,9 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   });
 
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    connections.remove(req.socket);
     if (stopping) {
-      socket.destroy();
+      rejectUpgrade(socket, edgeStopping);
       return;
     }
     const problem = headProblem(req);
@@ -410,12 +413,16 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // No new public connection from here: one taken later could no longer be carried (sessions, links and
       // the hop close below, and a link opened after them would keep the process alive), whereas a refused
       // one a load balancer sends elsewhere. Requests already taken are served within what is left of the
-      // grace. Fastify's own close later finds the server stopped, which it allows.
-      if (app.server.listening) app.server.close();
-      await inFlight.idle(Math.max(0, deadline - Date.now()));
-      // A kept-alive connection could still bring a request once what carries requests has closed: those
-      // idle now go. Every answer since the drain began closed its connection (onRequest). Requests still
-      // running when the grace ran out are answered by the sessions' close, and cut only after it.
+      // grace. Fastify's own close later finds the server stopped, which it allows. Not http.Server's
+      // close: since Node 19 it also closes every idle keep-alive connection at once, and a client that
+      // sent a request on one just then sees a reset (8-17 per restart under keep-alive load). Every
+      // answer since the drain began closes its connection (onRequest), and an idle one closes at its
+      // keep-alive timeout: they are waited for, within the grace.
+      if (app.server.listening) NetServer.prototype.close.call(app.server);
+      const left = Math.max(0, deadline - Date.now());
+      await Promise.all([inFlight.idle(left), connections.closed(left)]);
+      // Connections still idle when the grace ran out go now. Requests still running are answered by the
+      // sessions' close; a request read from here gets a 503 (onRequest).
       stopping = true;
       app.server.closeIdleConnections();
       for (const connection of [...sessions.connections()])
@@ -425,6 +432,9 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       linkServer?.close();
       await cluster?.close();
       agentEndpoint.close();
+      // The answers just written (by the sessions' close, or a 503) are corked until the next tick: they
+      // leave before the connections are cut.
+      await new Promise((resolve) => setImmediate(resolve));
       app.server.closeAllConnections();
       await app.close();
       if (options.ownsRegistry) await options.registry.close();

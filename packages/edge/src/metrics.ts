@@ -84,6 +84,8 @@ export interface EdgeMetrics {
   readonly registry: Registry;
   /** Prometheus text exposition of every metric. */
   render(): Promise<{ contentType: string; body: string }>;
+  /** `tunnel2_http_requests_total` as numbers by class (`2xx`…, `aborted`): for the log line of a stop. */
+  requestTotals(): Promise<Record<string, number>>;
   /** Stops observing the edge (listeners, channel subscription). */
   close(): void;
 }
@@ -436,6 +438,10 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     registry,
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+    async requestTotals() {
+      const { values } = await requests.get();
+      return Object.fromEntries(values.map((v) => [String(v.labels.class), v.value]));
     },
     close() {
       unsubscribeRegistry();
