@@ -24,7 +24,8 @@ import {
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
-import { PublicConnections } from './public-connections.js';
+import { connectionCapFromOpenFiles } from './open-files.js';
+import { type DropReason, PublicConnections } from './public-connections.js';
 import { edgeStopping, nodeAuthRefusal } from './refusals.js';
 import { SessionTable } from './session-table.js';
 import { type TcpPortTable, TcpTunnels } from './tcp-tunnels.js';
@@ -82,6 +83,8 @@ export interface Edge {
   readonly tcp: TcpPortTable | undefined;
   /** The window growth budget agent sessions and node links draw on (`edgeWindowBudget`); `used`: their total. */
   readonly windowBudget: WindowBudget;
+  /** Public connections closed at accept, by reason (the open-file cap, `maxConnectionsPerAddress`). */
+  readonly publicConnections: { readonly dropped: Readonly<Record<DropReason, number>> };
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -130,7 +133,11 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
    * already closed, nor a reset: a client cannot tell a reset after its request from a lost answer.
    */
   let stopping = false;
-  const connections = new PublicConnections();
+  const connections = new PublicConnections({
+    maxPerAddress: options.maxConnectionsPerAddress,
+    exempt: (address) => clients.trusts(address),
+    logger,
+  });
   let boundPort = options.port;
   // In a cluster, ports are claimed in the shared registry and every node listens on the whole range.
   const sharedTcp =
@@ -244,7 +251,11 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     // stopped reading or sending) is closed; Node re-arms it on every read and write, no timer per request.
     // Off by default: a quiet SSE stream is silent too.
     server.setTimeout(options.idleTimeoutMs);
-    server.on('connection', (socket: Socket) => connections.add(socket));
+    server.on('connection', (socket: Socket) => {
+      if (!connections.add(socket)) socket.destroy();
+    });
+    // Past maxConnections (set at listen from the open-file limit) Node closes a new connection itself.
+    server.on('drop', () => connections.droppedAtOpenFiles());
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
     // Without a listener Node drops a CONNECT by closing the connection; say why instead, everywhere.
     server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
@@ -279,7 +290,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   });
 
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    connections.remove(req.socket);
+    connections.upgraded(req.socket);
     if (stopping) {
       rejectUpgrade(socket, edgeStopping);
       return;
@@ -393,12 +404,16 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     },
     tcp,
     windowBudget,
+    publicConnections: connections,
     urlsFor,
     async listen() {
       await app.listen({ port: options.port, host: options.host });
       boundPort = (app.server.address() as AddressInfo).port;
       await tcp?.start();
       await cluster?.start(edge.url);
+      // Counted once what the edge itself opens at start (TCP ports, the registry) is open.
+      const cap = connectionCapFromOpenFiles();
+      if (cap !== undefined) app.server.maxConnections = cap;
       return { port: boundPort, url: edge.url };
     },
     async close(graceMs = 10_000) {
@@ -437,6 +452,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       await new Promise((resolve) => setImmediate(resolve));
       app.server.closeAllConnections();
       await app.close();
+      connections.close();
       if (options.ownsRegistry) await options.registry.close();
     },
   };

@@ -224,6 +224,14 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     () => bytesOf('sent'),
   );
 
+  countFrom(
+    registry,
+    'tunnel2_public_connections_dropped_total',
+    'Public connections closed at accept: reason="open_files" (the cap kept below the open-file limit) or "per_address" (maxConnectionsPerAddress)',
+    'reason',
+    () => edge.publicConnections.dropped,
+  );
+
   // TCP tunnels: read from the port table's counters at scrape time, nothing per connection here.
   const tcp = edge.tcp;
   if (tcp !== undefined) {
