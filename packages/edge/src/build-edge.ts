@@ -414,6 +414,12 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // Counted once what the edge itself opens at start (TCP ports, the registry) is open.
       const cap = connectionCapFromOpenFiles();
       if (cap !== undefined) app.server.maxConnections = cap;
+      // A failed accept is the server's 'error' (EMFILE when libuv cannot close the connection for us,
+      // ENFILE at the system's limit): unheard, it would end the process.
+      app.server.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EMFILE' || err.code === 'ENFILE') connections.droppedAtOpenFiles();
+        else logger.warn({ err }, 'public listener error');
+      });
       return { port: boundPort, url: edge.url };
     },
     async close(graceMs = 10_000) {
@@ -430,14 +436,16 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // one a load balancer sends elsewhere. Requests already taken are served within what is left of the
       // grace. Fastify's own close later finds the server stopped, which it allows. Not http.Server's
       // close: since Node 19 it also closes every idle keep-alive connection at once, and a client that
-      // sent a request on one just then sees a reset (8-17 per restart under keep-alive load). Every
+      // sent a request on one just then sees a reset (11-24 per restart under keep-alive load). Every
       // answer since the drain began closes its connection (onRequest), and an idle one closes at its
-      // keep-alive timeout: they are waited for, within the grace.
+      // keep-alive timeout (plus Node's second of margin), which clients were told of: they are waited for,
+      // within the grace. One that never sent a request would wait for headersTimeoutMs: not that long.
       if (app.server.listening) NetServer.prototype.close.call(app.server);
       const left = Math.max(0, deadline - Date.now());
-      await Promise.all([inFlight.idle(left), connections.closed(left)]);
-      // Connections still idle when the grace ran out go now. Requests still running are answered by the
-      // sessions' close; a request read from here gets a 503 (onRequest).
+      const keptAlive = app.server.keepAliveTimeout + app.server.keepAliveTimeoutBuffer;
+      await Promise.all([inFlight.idle(left), connections.closed(Math.min(left, keptAlive))]);
+      // Connections still idle go now. Requests still running are answered by the sessions' close; a
+      // request read from here gets a 503 (onRequest).
       stopping = true;
       app.server.closeIdleConnections();
       for (const connection of [...sessions.connections()])

@@ -1,9 +1,15 @@
 import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseEdgeCommand } from '../src/edge-args.js';
+import { resolveEdgeOptions } from '../src/edge-options.js';
 import { buildEdge, type Edge, type EdgeOptions } from '../src/index.js';
 import { createEdgeMetrics } from '../src/metrics.js';
+import { toEdgeOptions } from '../src/settings-to-options.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -110,3 +116,36 @@ async function attemptsUntil(attempt: () => Promise<boolean>): Promise<number> {
   }
   return failed;
 }
+
+describe('the open-file limit', () => {
+  // What Node reports when libuv could not drop the connection itself: an 'error' on the server, which
+  // used to have no listener after listen (the process would end). e2e-open-files.test.ts covers the cap.
+  it('a failed accept (EMFILE) is counted and warned about, and the edge keeps serving', async () => {
+    const { edge, port, logs } = await listening({});
+    const failure = Object.assign(new Error('accept EMFILE'), { code: 'EMFILE', syscall: 'accept' });
+    edge.app.server.emit('error', failure);
+    expect(edge.publicConnections.dropped.open_files).toBe(1);
+    expect(logs.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([
+      expect.objectContaining({ reason: 'open_files', count: 1, level: 40 }),
+    ]);
+    expect(await statusLine(await open(port))).toBe('HTTP/1.1 200 OK');
+  });
+});
+
+describe('the maxConnectionsPerAddress setting', () => {
+  it('comes from the flag, the variable or the config file, and reaches the edge', async () => {
+    const fromFlag = await parseEdgeCommand(['--max-connections-per-address', '300'], {});
+    expect(fromFlag.config.settings.maxConnectionsPerAddress).toBe(300);
+    const fromEnv = await parseEdgeCommand([], { TUNNEL2_MAX_CONNECTIONS_PER_ADDRESS: '40' });
+    expect(resolveEdgeOptions(toEdgeOptions(fromEnv.config.settings, [])).maxConnectionsPerAddress).toBe(40);
+    const dir = await mkdtemp(join(tmpdir(), 'tunnel2-caps-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const file = join(dir, 'edge.json');
+    await writeFile(file, JSON.stringify({ maxConnectionsPerAddress: 7 }));
+    expect((await parseEdgeCommand(['--config', file], {})).config.settings.maxConnectionsPerAddress).toBe(7);
+    expect((await parseEdgeCommand([], {})).config.settings.maxConnectionsPerAddress).toBe(0);
+    await expect(parseEdgeCommand(['--max-connections-per-address', 'many'], {})).rejects.toThrow(
+      /maxConnectionsPerAddress/,
+    );
+  });
+});

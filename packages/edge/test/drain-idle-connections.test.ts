@@ -83,12 +83,26 @@ describe('idle keep-alive connections while the edge drains', () => {
     const answer = await client.get('/');
     // The client was told how long the edge keeps it: past that it does not send on it.
     expect(answer).toMatch(/\r\nkeep-alive: timeout=\d+\r\n/i);
-    let endedFirst = false;
-    client.socket.on('close', () => {
-      endedFirst = true;
+    const closed = once(client.socket, 'close');
+    // A grace longer than the test's timeout: only the keep-alive bound can end this drain.
+    await edge.close(120_000);
+    await closed;
+    expect(client.ended).toBe(true);
+  });
+
+  it('one that never sent a request is closed once the keep-alive time has passed, not at the grace', async () => {
+    // Its client may still send on it (a browser's pre-connect): it is left as long as a kept-alive one.
+    const { edge, port } = await listening({
+      keepAliveTimeoutMs: 200,
+      headersTimeoutMs: 600_000,
+      requestTimeoutMs: 0,
     });
-    await edge.close(60_000);
-    expect(endedFirst).toBe(true);
+    const client = new RawConnection(port);
+    await once(client.socket, 'connect');
+    const closed = once(client.socket, 'close');
+    // A grace longer than the test's timeout: only the keep-alive bound can end this drain.
+    await edge.close(120_000);
+    await closed;
     expect(client.ended).toBe(true);
   });
 });
