@@ -442,7 +442,9 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // within the grace. One that never sent a request would wait for headersTimeoutMs: not that long.
       if (app.server.listening) NetServer.prototype.close.call(app.server);
       const left = Math.max(0, deadline - Date.now());
-      const keptAlive = app.server.keepAliveTimeout + app.server.keepAliveTimeoutBuffer;
+      // keepAliveTimeoutBuffer is recent (Node 24.6, 22.19); before it the margin was the same second.
+      const margin = (app.server as { keepAliveTimeoutBuffer?: number }).keepAliveTimeoutBuffer ?? 1_000;
+      const keptAlive = app.server.keepAliveTimeout + margin;
       await Promise.all([inFlight.idle(left), connections.closed(Math.min(left, keptAlive))]);
       // Connections still idle go now. Requests still running are answered by the sessions' close; a
       // request read from here gets a 503 (onRequest).
