@@ -81,10 +81,24 @@ describe('SIGTERM under keep-alive load', () => {
       }
       pool.destroy();
     });
+    // And 8 clients idle on kept-alive connections, which send their next request once the drain began.
+    const idle = Array.from({ length: 8 }, () => new Agent({ keepAlive: true, maxSockets: 1 }));
+    cleanups.push(() => {
+      for (const pool of idle) pool.destroy();
+    });
+    const first = await Promise.all(idle.map((pool, i) => get(port, host, pool, `idle-${i}-0`)));
+    expect(first.map((o) => 'status' in o && o.status)).toEqual(Array(8).fill(200));
     await until(() => outcomes.length >= 24 * 20);
     edge.kill('SIGTERM');
+    await edge.waitFor('draining');
+    const late = await Promise.all(idle.map((pool, i) => get(port, host, pool, `idle-${i}-1`)));
     await Promise.all(loops);
     expect(await edge.exited).toBe(0);
+    // Sent on the kept-alive connections after SIGTERM: answered (the drain's 503), none reset.
+    expect(late.map((o) => ('status' in o ? `${o.reused} ${o.status}` : o.error))).toEqual(
+      Array(8).fill('true 503'),
+    );
+    outcomes.push(...first, ...late);
 
     const answered = outcomes.filter((o) => 'status' in o);
     const closed = outcomes.filter((o) => 'error' in o && o.error !== 'ECONNREFUSED');

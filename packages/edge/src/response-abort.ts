@@ -31,8 +31,10 @@ export function abortResponse(res: ServerResponse): void {
   const destroy = (): void => {
     clearTimeout(timer);
     socket.off('drain', destroy);
+    socket.off('close', destroy);
     res.destroy();
   };
   const timer = setTimeout(destroy, ABORT_FLUSH_MS);
   socket.once('drain', destroy);
+  socket.once('close', destroy);
 }
