@@ -75,7 +75,7 @@ export class PublicConnections {
       }
     }
     this.#http.add(socket);
-    socket.once('close', () => this.upgraded(socket));
+    socket.once('close', () => this.#leaveHttp(socket));
     return true;
   }
 
@@ -84,10 +84,9 @@ export class PublicConnections {
     this.#drop('open_files');
   }
 
-  /** The connection left HTTP (an upgrade) or closed; it still counts against its address until closed. */
+  /** The connection left HTTP (a WebSocket now); it still counts against its address until it closes. */
   upgraded(socket: Socket): void {
-    if (!this.#http.delete(socket) || this.#http.size > 0) return;
-    for (const wake of this.#waiters.splice(0)) wake();
+    this.#leaveHttp(socket);
   }
 
   /** Resolves when no HTTP connection is open, or after `timeoutMs`; true if none is. */
@@ -110,6 +109,11 @@ export class PublicConnections {
   close(): void {
     this.#warnings.open_files.close();
     this.#warnings.per_address.close();
+  }
+
+  #leaveHttp(socket: Socket): void {
+    if (!this.#http.delete(socket) || this.#http.size > 0) return;
+    for (const wake of this.#waiters.splice(0)) wake();
   }
 
   #drop(reason: DropReason): void {
