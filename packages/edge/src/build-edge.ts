@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, WindowBudget } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
@@ -24,7 +24,9 @@ import {
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
-import { nodeAuthRefusal } from './refusals.js';
+import { connectionCapFromOpenFiles } from './open-files.js';
+import { type DropReason, PublicConnections } from './public-connections.js';
+import { edgeStopping, nodeAuthRefusal } from './refusals.js';
 import { SessionTable } from './session-table.js';
 import { StartupGrace } from './startup-grace.js';
 import { type TcpPortTable, TcpTunnels } from './tcp-tunnels.js';
@@ -86,6 +88,8 @@ export interface Edge {
   readonly windowBudget: WindowBudget;
   /** The startup grace (`startupGraceMs`): whether it is open, and the requests waiting in it. */
   readonly startup: StartupGrace;
+  /** Public connections closed at accept, by reason (the open-file cap, `maxConnectionsPerAddress`). */
+  readonly publicConnections: { readonly dropped: Readonly<Record<DropReason, number>> };
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -129,12 +133,16 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   const clients = new ClientOriginResolver(options.trustedProxies);
   let draining = false;
   /**
-   * Set once the drain's waits are over and what carries requests starts to close. A request still arriving
-   * then (on a kept-alive connection that was not idle when idle ones were closed) gets its connection
-   * closed unanswered, which a client may retry on a reused connection (RFC 9112 §9.3.1), rather than an
-   * error answer from links already closed.
+   * Set once the drain's waits are over and what carries requests starts to close. A request still read
+   * then gets the edge's own 503 (Retry-After, Connection: close), never an answer from sessions or links
+   * already closed, nor a reset: a client cannot tell a reset after its request from a lost answer.
    */
   let stopping = false;
+  const connections = new PublicConnections({
+    maxPerAddress: options.maxConnectionsPerAddress,
+    exempt: (address) => clients.trusts(address),
+    logger,
+  });
   let boundPort = options.port;
   // In a cluster, ports are claimed in the shared registry and every node listens on the whole range.
   const sharedTcp =
@@ -204,12 +212,12 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
 
   const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
     const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
-      if (stopping) {
-        req.socket.destroy();
-        return;
-      }
       // Draining: no connection is kept for a next request, which the teardown would no longer carry.
       if (draining) res.shouldKeepAlive = false;
+      if (stopping) {
+        sendRefusal(res, edgeStopping);
+        return;
+      }
       const problem = headProblem(req);
       if (problem !== undefined) {
         sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
@@ -250,6 +258,11 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     // stopped reading or sending) is closed; Node re-arms it on every read and write, no timer per request.
     // Off by default: a quiet SSE stream is silent too.
     server.setTimeout(options.idleTimeoutMs);
+    server.on('connection', (socket: Socket) => {
+      if (!connections.add(socket)) socket.destroy();
+    });
+    // Past maxConnections (set at listen from the open-file limit) Node closes a new connection itself.
+    server.on('drop', () => connections.droppedAtOpenFiles());
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
     // Without a listener Node drops a CONNECT by closing the connection; say why instead, everywhere.
     server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
@@ -284,8 +297,9 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   });
 
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    connections.upgraded(req.socket);
     if (stopping) {
-      socket.destroy();
+      rejectUpgrade(socket, edgeStopping);
       return;
     }
     const problem = headProblem(req);
@@ -399,6 +413,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     tcp,
     windowBudget,
     startup: ingress.startup,
+    publicConnections: connections,
     urlsFor,
     async listen() {
       await app.listen({ port: options.port, host: options.host });
@@ -407,6 +422,15 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       ingress.startup.start();
       await tcp?.start();
       await cluster?.start(edge.url);
+      // Counted once what the edge itself opens at start (TCP ports, the registry) is open.
+      const cap = connectionCapFromOpenFiles();
+      if (cap !== undefined) app.server.maxConnections = cap;
+      // A failed accept is the server's 'error' (EMFILE when libuv cannot close the connection for us,
+      // ENFILE at the system's limit): unheard, it would end the process.
+      app.server.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EMFILE' || err.code === 'ENFILE') connections.droppedAtOpenFiles();
+        else logger.warn({ err }, 'public listener error');
+      });
       return { port: boundPort, url: edge.url };
     },
     async close(graceMs = 10_000) {
@@ -421,12 +445,20 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // No new public connection from here: one taken later could no longer be carried (sessions, links and
       // the hop close below, and a link opened after them would keep the process alive), whereas a refused
       // one a load balancer sends elsewhere. Requests already taken are served within what is left of the
-      // grace. Fastify's own close later finds the server stopped, which it allows.
-      if (app.server.listening) app.server.close();
-      await inFlight.idle(Math.max(0, deadline - Date.now()));
-      // A kept-alive connection could still bring a request once what carries requests has closed: those
-      // idle now go. Every answer since the drain began closed its connection (onRequest). Requests still
-      // running when the grace ran out are answered by the sessions' close, and cut only after it.
+      // grace. Fastify's own close later finds the server stopped, which it allows. Not http.Server's
+      // close: since Node 19 it also closes every idle keep-alive connection at once, and a client that
+      // sent a request on one just then sees a reset (11-24 per restart under keep-alive load). Every
+      // answer since the drain began closes its connection (onRequest), and an idle one closes at its
+      // keep-alive timeout (plus Node's second of margin), which clients were told of: they are waited for,
+      // within the grace. One that never sent a request would wait for headersTimeoutMs: not that long.
+      if (app.server.listening) NetServer.prototype.close.call(app.server);
+      const left = Math.max(0, deadline - Date.now());
+      // keepAliveTimeoutBuffer is recent (Node 24.6, 22.19); before it the margin was the same second.
+      const margin = (app.server as { keepAliveTimeoutBuffer?: number }).keepAliveTimeoutBuffer ?? 1_000;
+      const keptAlive = app.server.keepAliveTimeout + margin;
+      await Promise.all([inFlight.idle(left), connections.closed(Math.min(left, keptAlive))]);
+      // Connections still idle go now. Requests still running are answered by the sessions' close; a
+      // request read from here gets a 503 (onRequest).
       stopping = true;
       app.server.closeIdleConnections();
       for (const connection of [...sessions.connections()])
@@ -436,8 +468,12 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       linkServer?.close();
       await cluster?.close();
       agentEndpoint.close();
+      // The answers just written (by the sessions' close, or a 503) are corked until the next tick: they
+      // leave before the connections are cut.
+      await new Promise((resolve) => setImmediate(resolve));
       app.server.closeAllConnections();
       await app.close();
+      connections.close();
       if (options.ownsRegistry) await options.registry.close();
     },
   };

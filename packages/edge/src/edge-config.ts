@@ -62,6 +62,7 @@ export interface EdgeSettings {
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
   idleTimeoutMs: number;
+  maxConnectionsPerAddress: number;
   trustProxy: string[];
   showSessionCount: boolean;
   tcpPorts: string | undefined;
@@ -271,6 +272,12 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
       'a client connection silent both ways this long is closed (aborts a body stalled mid-way; also cuts quiet SSE streams); keep above responseTimeoutMs (0: no limit)',
     default: 0,
     ...integer(0, 24 * HOUR),
+  },
+  maxConnectionsPerAddress: {
+    description:
+      'public connections one client address may hold open at once, beyond which new ones are closed at accept (0: no cap; trustProxy peers are exempt)',
+    default: 0,
+    ...integer(0, 10_000_000),
   },
   trustProxy: {
     description:

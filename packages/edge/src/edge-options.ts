@@ -95,6 +95,12 @@ export interface EdgeOptions {
   /** An idle keep-alive client connection is closed after this. */
   keepAliveTimeoutMs?: number;
   /**
+   * Public connections one peer address may hold open at once (idle, busy or upgraded); a new one beyond
+   * is closed at accept and counted. The socket's address, never X-Forwarded-For: peers in `trustProxy`
+   * are exempt (they carry many clients). 0 (the default): no cap.
+   */
+  maxConnectionsPerAddress?: number;
+  /**
    * A client connection with no bytes in either direction for this long is closed (a response stalled
    * mid-body is then aborted). Off by default: an idle SSE stream looks exactly like a stalled body, and
    * quiet streams must outlive every timer (heartbeats keep the agent's session). Should exceed
@@ -159,6 +165,7 @@ export interface ResolvedEdgeOptions {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  maxConnectionsPerAddress: number;
   idleTimeoutMs: number;
   trustProxy: readonly string[];
   /** `trustProxy` compiled once, here where it is validated; undefined when the list is empty. */
@@ -335,6 +342,12 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     requestTimeoutMs: positive('requestTimeoutMs', requestTimeoutMs, 0, 86_400_000),
     keepAliveTimeoutMs: positive('keepAliveTimeoutMs', options.keepAliveTimeoutMs ?? 5_000, 1, 600_000),
     idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs ?? 0, 0, 86_400_000),
+    maxConnectionsPerAddress: positive(
+      'maxConnectionsPerAddress',
+      options.maxConnectionsPerAddress ?? 0,
+      0,
+      10_000_000,
+    ),
     trustProxy,
     trustedProxies: trustProxy.length > 0 ? compiled : undefined,
     showSessionCount: options.showSessionCount ?? false,

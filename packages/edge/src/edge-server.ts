@@ -121,11 +121,13 @@ export async function startEdgeServer(
         accepting = false;
         logger.info({ inFlight: edge.inFlight, graceMs: settings.drainTimeoutMs }, 'draining');
         await edge.close(settings.drainTimeoutMs);
+        // Every public request this edge read, by how it ended: 'aborted' ones got no complete answer.
+        const requests = await metrics.requestTotals();
         removeRequestIds();
         metrics.close();
         await admin?.close();
         await shared?.close();
-        logger.info('stopped');
+        logger.info({ requests }, 'stopped');
       })();
       return drained;
     },

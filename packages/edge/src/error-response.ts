@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { EdgeError, EdgeErrorCode, statusByCode } from './errors.js';
 import { publishRefusal } from './refusal-channel.js';
+import { abortResponse } from './response-abort.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
 const { STATUS_CODES } = process.getBuiltinModule('node:http');
@@ -58,7 +59,7 @@ export function sendEdgeError(
   extraHeaders?: Readonly<Record<string, string>>,
 ): void {
   if (res.headersSent) {
-    res.destroy();
+    abortResponse(res);
     return;
   }
   const answer = edgeAnswer(code, message, retryAfterS, extraHeaders);

@@ -87,6 +87,8 @@ export interface EdgeMetrics {
   readonly registry: Registry;
   /** Prometheus text exposition of every metric. */
   render(): Promise<{ contentType: string; body: string }>;
+  /** `tunnel2_http_requests_total` as numbers by class (`2xx`…, `aborted`): for the log line of a stop. */
+  requestTotals(): Promise<Record<string, number>>;
   /** Stops observing the edge (listeners, channel subscription). */
   close(): void;
 }
@@ -223,6 +225,14 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     'Bytes written to sockets: side="public" (clients) or side="agent" (agent WebSockets)',
     'side',
     () => bytesOf('sent'),
+  );
+
+  countFrom(
+    registry,
+    'tunnel2_public_connections_dropped_total',
+    'Public connections closed at accept: reason="open_files" (the cap kept below the open-file limit) or "per_address" (maxConnectionsPerAddress)',
+    'reason',
+    () => edge.publicConnections.dropped,
   );
 
   // TCP tunnels: read from the port table's counters at scrape time, nothing per connection here.
@@ -448,6 +458,10 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     registry,
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+    async requestTotals() {
+      const { values } = await requests.get();
+      return Object.fromEntries(values.map((v) => [String(v.labels.class), v.value]));
     },
     close() {
       unsubscribeRegistry();

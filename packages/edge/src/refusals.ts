@@ -43,6 +43,13 @@ export const nodeStopping = (name: string): Refusal => ({
   retryAfterS: 1,
 });
 
+/** A request read once the edge's teardown began: nothing carries it any more. */
+export const edgeStopping: Readonly<Refusal> = {
+  code: EdgeErrorCode.DRAINING,
+  message: 'this edge is shutting down: retry',
+  retryAfterS: 1,
+};
+
 export const offline = (name: string): Refusal => ({
   code: EdgeErrorCode.TUNNEL_OFFLINE,
   message: `tunnel ${name} is offline: its agent is not connected`,

@@ -35,6 +35,7 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
     requestTimeoutMs: settings.requestTimeoutMs,
     keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
     idleTimeoutMs: settings.idleTimeoutMs,
+    maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
     trustProxy: settings.trustProxy,
     showSessionCount: settings.showSessionCount,
     maxTcpPortsPerOwner: settings.maxTcpPortsPerOwner,

@@ -10,6 +10,7 @@ import { sendEdgeError } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
 import { writeInformational } from './informational.js';
 import { pairs } from './raw-http.js';
+import { abortResponse } from './response-abort.js';
 import { decode, ResponseFraming } from './response-framing.js';
 import { fieldsAreValid } from './response-head-check.js';
 
@@ -155,8 +156,9 @@ export class TunnelExchange implements StreamHandler {
       return;
     }
     if (this.#headSent) {
-      // The body was cut short: the client must see an aborted response, never a silently short one.
-      this.#res.destroy();
+      // The body was cut short: the client must see an aborted response, never a silently short one, but
+      // it sees the head and the bytes written so far first (they may still be corked in this tick).
+      abortResponse(this.#res);
     } else {
       const [code, message] = describeReset(error.protocolCode, this.#context.name);
       sendEdgeError(this.#res, code, message, code === EdgeErrorCode.TUNNEL_BUSY ? 1 : undefined);
@@ -220,7 +222,7 @@ export class TunnelExchange implements StreamHandler {
     this.#requestPending = false;
     this.#clearTimer();
     this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
-    this.#res.destroy();
+    abortResponse(this.#res);
     this.#req.resume();
     this.#context.onFinish?.(this);
   }
