@@ -104,6 +104,8 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
       worker.stdout.resume();
       worker.postMessage({ type: 'stdout-closed', code: err.code || err.name });
     });
+    // A closed stderr (`2>&1 | head -1`) leaves nowhere to say anything: what the worker writes there is dropped.
+    process.stderr.on('error', () => worker.stderr.resume());
     worker.on('error', (err) => {
       process.stderr.write(`tunnel2: ${err instanceof Error ? err.message : String(err)}\n`);
       process.exitCode = 1;

@@ -14,6 +14,9 @@ export function onStdoutClosed(onClosed: (code: string) => void): () => void {
     process.stdout.on('error', (err: NodeJS.ErrnoException) => {
       if (listening) onClosed(err.code ?? err.name);
     });
+    // The same reader often had stderr too (`2>&1 | head -1`): nowhere is left to say anything, and what is
+    // written there is dropped rather than ending the tunnel.
+    process.stderr.on('error', () => {});
     return () => {
       listening = false;
     };

@@ -113,6 +113,33 @@ describe('a stdout whose reader went away', () => {
   it.each([
     ['in a worker (stdout a pipe)', {}],
     ['on the main thread (TUNNEL2_WORKER=0)', { TUNNEL2_WORKER: '0' }],
+  ])(
+    '`tunnel2 http --json 2>&1 | head -1` (stderr closed too), %s: the tunnel keeps serving',
+    async (_, env) => {
+      const name = `headboth${Object.keys(env).length}`;
+      const shell = spawn(
+        'sh',
+        ['-c', '"$@" 2>&1 | head -1', 'sh', process.execPath, cliBin, ...agentArgs(name, '--json')],
+        {
+          env: { ...process.env, ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+          detached: true,
+        },
+      );
+      cleanups.push(killed(shell, -shell.pid!));
+      const stdout = collect(shell.stdout!);
+      await stdout.waitFor(/\n/);
+      expect(JSON.parse(stdout.text())).toMatchObject({ event: 'ready' });
+      // The first request line meets the closed pipe, then the line saying so meets a closed stderr.
+      expect(await load(name, 1)).toEqual([200]);
+      expect(await load(name, 200)).toEqual(Array(200).fill(200));
+      expect(shell.exitCode).toBeNull();
+    },
+  );
+
+  it.each([
+    ['in a worker (stdout a pipe)', {}],
+    ['on the main thread (TUNNEL2_WORKER=0)', { TUNNEL2_WORKER: '0' }],
   ])('--no-tty with its stdout pipe closed, %s: keeps serving, and exits 0 on SIGINT', async (_, env) => {
     const name = `notty${Object.keys(env).length}`;
     const agent = spawn(process.execPath, [cliBin, ...agentArgs(name, '--no-tty')], {
