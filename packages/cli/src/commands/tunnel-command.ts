@@ -5,7 +5,7 @@ import { createHumanReporter, createJsonReporter, jsonDroppedLine, type Reporter
 import { onShutdownSignal } from '../shutdown-signal.js';
 import { createStatusScreen, type StatusScreen } from '../status-screen.js';
 import { onStdoutClosed } from '../stdout-closed.js';
-import { stdoutTerminal } from '../terminal.js';
+import { stdoutTerminal, unblockStdoutTerminal } from '../terminal.js';
 import type { Tunnel } from '../tunnel.js';
 import { hintWhenNoEdge } from './edge-hint.js';
 
@@ -31,6 +31,7 @@ export interface OutputOptions {
 
 function commandOutput(options: OutputOptions): CommandOutput {
   const writeErr = (line: string): void => void process.stderr.write(line);
+  unblockStdoutTerminal();
   const stdout = createLineWriter(process.stdout, {
     droppedLine: options.json ? jsonDroppedLine : droppedText,
     warn: writeErr,

@@ -4,6 +4,7 @@ usage: pty-run.py <columns> <rows> <command> [args...]
 The pty's output is copied to stdout as it comes. Lines on stdin steer it:
   resize <columns> <rows>   sets the window size (the kernel sends SIGWINCH to the command)
   signal <NAME>             sends the signal (INT, TERM) to the command
+  pause / resume            stops / starts reading the pty (a terminal that does not read: its output stalls)
 Exits with the command's exit status once it ended and its output was read.
 """
 import fcntl, os, select, signal, struct, subprocess, sys, termios
@@ -48,6 +49,10 @@ def main():
                 set_size(master, int(words[1]), int(words[2]))
             elif words[:1] == ['signal']:
                 child.send_signal(getattr(signal, 'SIG' + words[1]))
+            elif words[:1] == ['pause'] and master in watching:
+                watching.remove(master)
+            elif words[:1] == ['resume'] and master not in watching:
+                watching.append(master)
     sys.exit(child.wait())
 
 
