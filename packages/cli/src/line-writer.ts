@@ -119,11 +119,9 @@ export function createLineWriter(stream: NodeJS.WritableStream, options: LineWri
       if (pending.length >= maxPendingChars) writePending();
       else if (immediate === undefined) timer ??= setTimeout(writePending, batchMs);
     },
-    flush() {
-      // Before exit: what is held goes to the stream even if it has not drained (it is bounded).
-      full = false;
-      writePending();
-    },
+    // Before exit: what is held, and the count of what was not, go to the stream even if it has not
+    // drained (both are bounded).
+    flush: onDrain,
     close(code) {
       if (closed) return;
       closed = true;

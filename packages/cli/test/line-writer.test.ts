@@ -134,15 +134,19 @@ describe('createLineWriter', () => {
     expect(text).toBe(`${'request ........ line\n'.repeat(4)}error: one\nerror: two\nclosed\ndropped 997\n`);
   });
 
-  it('flush() before exit writes what is held even if stdout never drained', () => {
+  it('flush() before exit writes what is held, and the count of what was not, even if stdout never drained', () => {
     const { stream, writes } = stuck();
-    const out = createLineWriter(stream);
+    const out = createLineWriter(stream, {
+      maxPendingChars: 10,
+      droppedLine: (count) => `dropped ${count}\n`,
+    });
     out.write('ready\n');
     vi.advanceTimersToNextTimer();
     out.writeBatched('request\n');
+    out.writeBatched('request\n');
     out.write('closed\n');
     out.flush();
-    expect(writes).toEqual(['ready\n', 'request\nclosed\n']);
+    expect(writes).toEqual(['ready\n', 'request\nclosed\ndropped 1\n']);
   });
 
   it('close(): nothing more is written, and one line says why', () => {
