@@ -79,9 +79,15 @@ function agentArgs(name: string, ...flags: string[]): string[] {
   return ['http', String(backend.port), '--server', edge.url, '--subdomain', name, ...flags];
 }
 
-function killed(child: ChildProcess, pid = child.pid): () => void {
+/** Kills the agent, or (`group`) the shell's whole pipeline: the agent may outlive the shell's exit. */
+function killed(child: ChildProcess, group = false): () => void {
   return () => {
-    if (child.exitCode === null && pid !== undefined) process.kill(pid, 'SIGKILL');
+    if (child.pid === undefined) return;
+    try {
+      process.kill(group ? -child.pid : child.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
   };
 }
 
@@ -96,7 +102,7 @@ describe('a stdout whose reader went away', () => {
         detached: true,
       },
     );
-    cleanups.push(killed(shell, -shell.pid!));
+    cleanups.push(killed(shell, true));
     const stdout = collect(shell.stdout!);
     const stderr = collect(shell.stderr!);
     await stdout.waitFor(/\n/);
@@ -126,7 +132,7 @@ describe('a stdout whose reader went away', () => {
           detached: true,
         },
       );
-      cleanups.push(killed(shell, -shell.pid!));
+      cleanups.push(killed(shell, true));
       const stdout = collect(shell.stdout!);
       await stdout.waitFor(/\n/);
       expect(JSON.parse(stdout.text())).toMatchObject({ event: 'ready' });
