@@ -96,6 +96,16 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
     for (const signal of ['SIGINT', 'SIGTERM']) {
       process.on(signal, () => worker.postMessage({ type: 'signal', signal }));
     }
+    // stdout's reader may go away while the tunnel serves (`tunnel2 http 3000 --json | head -1`): unheard, the
+    // write error would end the process, and the tunnel with it. The pipe from the worker is undone by then
+    // (Readable#pipe drops a destination that errors); what the worker still sends is discarded, and the
+    // worker is told so that it stops writing lines and says so once on stderr (src/stdout-closed.ts).
+    process.stdout.on('error', (err) => {
+      worker.stdout.resume();
+      worker.postMessage({ type: 'stdout-closed', code: err.code || err.name });
+    });
+    // A closed stderr (`2>&1 | head -1`) leaves nowhere to say anything: what the worker writes there is dropped.
+    process.stderr.on('error', () => worker.stderr.resume());
     worker.on('error', (err) => {
       process.stderr.write(`tunnel2: ${err instanceof Error ? err.message : String(err)}\n`);
       process.exitCode = 1;

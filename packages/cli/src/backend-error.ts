@@ -7,6 +7,7 @@ const { maxHeaderSize } = process.getBuiltinModule('node:http');
 
 export type BackendErrorCode =
   | 'TUNNEL2_ERR_BACKEND_UNREACHABLE'
+  | 'TUNNEL2_ERR_BACKEND_CLOSED'
   | 'TUNNEL2_ERR_BACKEND_TIMEOUT'
   | 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE'
   | 'TUNNEL2_ERR_TARGET_TLS';
@@ -30,7 +31,8 @@ const connectionLost: ReadonlySet<string> = new Set(['UND_ERR_SOCKET', 'ECONNRES
 /**
  * Classifies a failure that happened before any final response head reached the client, as an edge
  * proxy does (HAProxy's "SH"/"PH" termination states, Envoy's "UF"/"UPE"): the backend could not be
- * reached (refused, unknown host, closed without a byte) → UNREACHABLE; it did not answer in time →
+ * reached (refused, unknown host) → UNREACHABLE; it took the connection and closed it without a byte of
+ * answer (it crashed on the request, or died) → CLOSED; it did not answer in time →
  * TIMEOUT; it was reached and began answering but the head was malformed, cut short or too large →
  * INVALID_RESPONSE; an https:// target whose certificate or handshake failed → TARGET_TLS. `answerBegun`: at
  * least one byte of a response arrived for this request.
@@ -84,8 +86,8 @@ export function describeBackendError(error: Error, host: string, answerBegun: bo
           ? invalid('closed the connection before completing its response head')
           : {
               status: 502,
-              message: `tunnel2: backend on ${host} closed the connection without answering (${code})`,
-              code: 'TUNNEL2_ERR_BACKEND_UNREACHABLE',
+              message: `tunnel2: backend on ${host} closed the connection before answering (${code})`,
+              code: 'TUNNEL2_ERR_BACKEND_CLOSED',
             };
       }
       return {

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { basename, dirname, extname, resolve } from 'node:path';
 // A static import: this module is itself loaded only by `tunnel2 start`, so `tunnel2 http` carries no YAML
 // parser. (A dynamic import('yaml') broke in the published bundle: esbuild's chunk for that CommonJS
@@ -15,6 +14,7 @@ import { AgentError, AgentErrorCode } from './errors.js';
 import { parseTarget, parseTcpTarget } from './target.js';
 import { readCaFile } from './target-tls.js';
 import type { NamedTunnelOptions } from './tunnel-group.js';
+import { readUserFile } from './user-file.js';
 
 /** The file `tunnel2 start` reads when no --config is given (docs/config-file.md). */
 export const DEFAULT_CONFIG_FILE = 'tunnel2.yml';
@@ -68,19 +68,26 @@ function syntaxProblem(err: unknown, lines: LineCounter): string {
 
 /**
  * Reads and checks `path` (`.json` as JSON, anything else as YAML), relative to the working directory.
- * Messages name the file as given (a missing one) or by its base name (a mistake in it).
+ * Messages name the file as given (a missing one) or by its base name (a mistake in it). Only a regular
+ * file of at most 1 MiB is read (readUserFile): a config file is kilobytes, and `--config /dev/zero` or a
+ * FIFO must end in an error, not in a read that never ends.
  */
 export async function loadTunnelConfig(path: string): Promise<TunnelConfig> {
   const file = basename(path);
-  let text: string;
-  try {
-    text = await readFile(resolve(path), 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+  const read = readUserFile(resolve(path));
+  if (!read.ok) {
     const why =
-      code === 'ENOENT' ? 'not found (create it, or pass --config <file>)' : `cannot be read (${code})`;
-    throw new AgentError(AgentErrorCode.INVALID_CONFIG, `${path}: ${why}`, { cause: err, fatal: true });
+      read.code === 'ENOENT'
+        ? 'not found (create it, or pass --config <file>)'
+        : read.code === 'NOT_REGULAR' || read.code === 'TOO_LARGE'
+          ? read.problem
+          : `cannot be read (${read.code})`;
+    throw new AgentError(AgentErrorCode.INVALID_CONFIG, `${path}: ${why}`, {
+      cause: read.cause,
+      fatal: true,
+    });
   }
+  const { text } = read;
   const json = extname(path).toLowerCase() === '.json';
   let data: unknown;
   const lines = new LineCounter();

@@ -89,6 +89,8 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   #requestSeen = false;
   /** The request as dispatched, kept while it may be replayed once on a fresh connection. */
   #replay: Dispatcher.DispatchOptions | undefined;
+  /** Why the first attempt failed, once the request was replayed. */
+  #firstFailure: Error | undefined;
   /** The inspector's record of this exchange (only while the inspector is on and not paused). */
   #recorder: ExchangeRecorder | undefined;
 
@@ -249,6 +251,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     if (replay !== undefined && !this.#answerBegun && !this.#stream.closed && isStaleConnection(error)) {
       // A pooled connection the backend closed as the request went out: once more, on a fresh one.
       this.#controller = undefined;
+      this.#firstFailure = error;
       this.#options.backend.dispatch(replay, this);
       return;
     }
@@ -263,8 +266,14 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       this.#report(`backend failed mid-response: ${backendErrorCode(error)}`, backendErrorCode(error));
       return;
     }
+    // A backend that took the request and died meanwhile refuses the replay: the client is told what
+    // happened to its request (closed before answering), not that nothing listens on the port.
+    const cause =
+      this.#firstFailure !== undefined && backendErrorCode(error) === 'ECONNREFUSED'
+        ? this.#firstFailure
+        : error;
     const { status, message, code } = describeBackendError(
-      error,
+      cause,
       this.#options.target.host,
       this.#answerBegun,
     );

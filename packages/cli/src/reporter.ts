@@ -56,6 +56,14 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
   };
 }
 
+/**
+ * `--json`'s `dropped` event: `count` lines stdout could not take while it was not read (request and
+ * connection lines first), written once it drains again.
+ */
+export function jsonDroppedLine(count: number): string {
+  return `${JSON.stringify({ event: 'dropped', time: new Date().toISOString(), count })}\n`;
+}
+
 /** Human output: the public URL(s) first, then one line per request. */
 export function createHumanReporter(stdout: LineOutput, err: Write, options: ReporterOptions = {}): Reporter {
   const prefix = options.tunnel === undefined ? '' : `${options.tunnel}  `;

@@ -1,9 +1,9 @@
 import { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import type { BackendErrorAnswer } from './backend-error.js';
 import { AgentError, AgentErrorCode } from './errors.js';
+import { readUserFile } from './user-file.js';
 
 /** How the agent checks an `https://` target's certificate. */
 export interface TargetTls {
@@ -32,20 +32,18 @@ export function validateCaPem(pem: string, source: string): string {
   return pem;
 }
 
-/** Reads `--ca <file>` once, at start: unreadable or not a PEM certificate → an error naming the file. */
+/**
+ * Reads `--ca <file>` once, at start: unreadable, not a regular file, larger than 1 MiB (a CA bundle is
+ * kilobytes) or not a PEM certificate → an error naming the file.
+ */
 export function readCaFile(file: string): string {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    throw new AgentError(
-      AgentErrorCode.INVALID_OPTION,
-      `--ca ${file}: cannot read it (${typeof code === 'string' ? code : String(err)})`,
-      { cause: err },
-    );
+  const read = readUserFile(file);
+  if (!read.ok) {
+    throw new AgentError(AgentErrorCode.INVALID_OPTION, `--ca ${file}: ${read.problem}`, {
+      cause: read.cause,
+    });
   }
-  return validateCaPem(text, file);
+  return validateCaPem(read.text, file);
 }
 
 /** The TLS settings of a target: undefined for `http://` (where --insecure and --ca mean nothing). */

@@ -61,3 +61,23 @@ export function stdoutTerminal(env: NodeJS.ProcessEnv = process.env): Terminal |
     },
   };
 }
+
+/** What of a tty.WriteStream's libuv handle unblockStdoutTerminal uses (not in Node's public types). */
+interface TtyHandle {
+  fd?: number;
+  setBlocking?: (blocking: boolean) => number;
+}
+
+/**
+ * Node writes to a terminal synchronously (tty.WriteStream makes its handle blocking), so a terminal that
+ * stops reading (a frozen emulator, Ctrl-S) would stop the agent's event loop, and every request through
+ * the tunnel with it. libuv opened the terminal again for this process alone (its fd is then not 1), so its
+ * writes can be made asynchronous without touching the shell's: stdout then has backpressure like a pipe,
+ * which the line writer honours. A terminal libuv could not reopen stays as it is.
+ */
+export function unblockStdoutTerminal(): void {
+  if (!isMainThread || !process.stdout.isTTY) return;
+  const handle = (process.stdout as unknown as { _handle?: TtyHandle })._handle;
+  if (handle?.fd === undefined || handle.fd === 1) return;
+  handle.setBlocking?.(false);
+}

@@ -117,6 +117,48 @@ describe('backend faults', () => {
     },
   );
 
+  // Issue #29 (weakness): a backend that took the request and died was reported as "refused connection"
+  // (the replay of a GET found the port closed) — which sends the user looking for a wrong port.
+  it('a backend that accepts a request and closes without a byte → 502 TUNNEL2_ERR_BACKEND_CLOSED, "closed the connection before answering"', async () => {
+    const closing = await startRawBackend((socket) => socket.destroy());
+    cleanups.push(() => closing.close());
+    const { port, host } = await tunnelTo(closing, 'closing');
+    const said = `tunnel2: backend on 127.0.0.1:${closing.port} closed the connection before answering`;
+    // A GET (replayed once), a POST (never replayed), and the node:http path (Expect: 100-continue).
+    for (const request of [
+      { path: '/get', headers: ['Host', host] },
+      { path: '/post', method: 'POST', headers: ['Host', host], body: Buffer.from('once') },
+      {
+        path: '/expect',
+        method: 'PUT',
+        headers: ['Host', host, 'Expect', '100-continue'],
+        body: Buffer.from('x'),
+      },
+    ]) {
+      const res = await send({ port, ...request });
+      expect(res.status).toBe(502);
+      expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_CLOSED');
+      expect(res.body.toString()).toMatch(new RegExp(`^${said} \\((UND_ERR_SOCKET|ECONNRESET)\\)\n$`));
+    }
+
+    // The backend dies with the request: the replay of the GET finds its port closed (ECONNREFUSED), but
+    // what happened to the request is that the backend took it and closed the connection.
+    const dying: { backend?: RawBackend } = {};
+    dying.backend = await startRawBackend((socket) => {
+      socket.destroy();
+      void dying.backend?.close();
+    });
+    cleanups.push(() => dying.backend?.close());
+    const died = await tunnelTo(dying.backend, 'dying');
+    const res = await send({ port: died.port, path: '/dies', headers: ['Host', died.host] });
+    expect(res.status).toBe(502);
+    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_CLOSED');
+    expect(res.body.toString()).toContain(
+      `backend on 127.0.0.1:${dying.backend.port} closed the connection before answering`,
+    );
+    expect(res.body.toString()).not.toContain('refused');
+  });
+
   it('a backend that stalls mid-body: the client sees the response aborted once the idle timeout passes', async () => {
     const backend = await startRawBackend((socket) => {
       // Promises 1000 bytes, sends 10, then goes silent with the connection open.

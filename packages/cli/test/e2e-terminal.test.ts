@@ -1,4 +1,5 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildEdge } from '@tunnel2/edge';
@@ -95,6 +96,41 @@ describe('the terminal view (a real pty)', () => {
       expect(agent.raw()).not.toMatch(SGR);
       expect(agent.raw()).toContain('\x1b[1;1H');
     }
+  });
+
+  // Issue #29, 8, on a terminal: Node writes to a terminal synchronously, so one that stopped reading (a
+  // frozen emulator, Ctrl-S) stopped the agent's event loop, and every request through the tunnel with it.
+  it('a terminal that stops reading: the tunnel keeps serving, and the lines dropped meanwhile are counted', async () => {
+    const { backend, port, url } = await stack();
+    const agent = agentInPty(backend.port, url, 'ttystall', ['--no-inspect']);
+    cleanups.push(() => agent.kill());
+    await agent.waitForScreen(has('ttystall.localhost'), 'the header');
+    agent.pause();
+    const client = new Agent({ keepAlive: true, maxSockets: 8 });
+    cleanups.push(() => client.destroy());
+    let next = 0;
+    const statuses: number[] = [];
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next++ < 3000) {
+          const res = await send({
+            port,
+            path: '/loadtest/ping',
+            headers: ['Host', `ttystall.localhost:${port}`],
+            agent: client,
+            keepBody: false,
+          });
+          statuses.push(res.status);
+        }
+      }),
+    );
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(statuses).toHaveLength(3000);
+    agent.resume();
+    await agent.waitForScreen(has('lines dropped while stdout was not read'), 'the count of lines dropped');
+    await agent.waitForScreen((l) => (l[0] ?? '').includes('requests 3000 '), 'all 3000 requests counted');
+    agent.signal('INT');
+    expect(await agent.exited).toBe(0);
   });
 
   it('--no-tty on a terminal writes exactly what a pipe gets: the plain line log', async () => {

@@ -1,16 +1,17 @@
 import { type Logger, pino } from 'pino';
 import { AgentError, USAGE_ERRORS } from '../errors.js';
-import { createLineWriter, type LineOutput } from '../line-writer.js';
-import { createHumanReporter, createJsonReporter, type Reporter } from '../reporter.js';
+import { createLineWriter, droppedText, type LineWriter } from '../line-writer.js';
+import { createHumanReporter, createJsonReporter, jsonDroppedLine, type Reporter } from '../reporter.js';
 import { onShutdownSignal } from '../shutdown-signal.js';
 import { createStatusScreen, type StatusScreen } from '../status-screen.js';
-import { stdoutTerminal } from '../terminal.js';
+import { onStdoutClosed } from '../stdout-closed.js';
+import { stdoutTerminal, unblockStdoutTerminal } from '../terminal.js';
 import type { Tunnel } from '../tunnel.js';
 import { hintWhenNoEdge } from './edge-hint.js';
 
 /** What every tunnel command (`http`, `tcp`) writes to: stdout lines, stderr, and the diagnostic log. */
 export interface CommandOutput {
-  stdout: LineOutput;
+  stdout: LineWriter;
   reporter: Reporter;
   logger: Logger;
   /** On a terminal: the status header, which reads the tunnel's live figures. */
@@ -29,8 +30,12 @@ export interface OutputOptions {
 }
 
 function commandOutput(options: OutputOptions): CommandOutput {
-  const stdout = createLineWriter(process.stdout);
   const writeErr = (line: string): void => void process.stderr.write(line);
+  unblockStdoutTerminal();
+  const stdout = createLineWriter(process.stdout, {
+    droppedLine: options.json ? jsonDroppedLine : droppedText,
+    warn: writeErr,
+  });
   const terminal = options.json || options.tty === false ? undefined : stdoutTerminal();
   // no-color.org: a non-empty NO_COLOR turns colours off.
   const colour = options.color !== false && !process.env.NO_COLOR;
@@ -80,6 +85,8 @@ export async function runTunnelCommand(
     }
     throw err;
   }
+  // A reader of stdout that goes away (`| head -1`) ends the lines, not the tunnel.
+  const stopWatchingStdout = onStdoutClosed((code) => output.stdout.close(code));
   subscribe(tunnel, output.reporter, output);
   // The target's scheme is how a Tunnel tells TCP from HTTP (see Tunnel.target).
   output.screen?.watch(tunnel, tunnel.target.origin.startsWith('tcp:') ? 'connections' : 'requests');
@@ -94,6 +101,7 @@ export async function runTunnelCommand(
       void tunnel.close().then(() => {
         reporter.closed();
         stdout.flush();
+        stopWatchingStdout();
         resolve(code);
       });
     };

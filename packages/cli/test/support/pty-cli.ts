@@ -13,6 +13,9 @@ export interface PtyCli {
   waitForScreen(test: (lines: string[]) => boolean, what: string): Promise<string[]>;
   resize(columns: number, rows: number): void;
   signal(name: 'INT' | 'TERM' | 'KILL'): void;
+  /** Stops reading the terminal (its output stalls in the kernel, as in a frozen emulator), or reads again. */
+  pause(): void;
+  resume(): void;
   exited: Promise<number | null>;
   kill(): void;
 }
@@ -68,6 +71,12 @@ export function ptyCli(
     },
     signal(name) {
       child.stdin.write(`signal ${name}\n`);
+    },
+    pause() {
+      child.stdin.write('pause\n');
+    },
+    resume() {
+      child.stdin.write('resume\n');
     },
     exited,
     kill() {

@@ -4,6 +4,8 @@ usage: pty-run.py <columns> <rows> <command> [args...]
 The pty's output is copied to stdout as it comes. Lines on stdin steer it:
   resize <columns> <rows>   sets the window size (the kernel sends SIGWINCH to the command)
   signal <NAME>             sends the signal (INT, TERM) to the command
+  pause / resume            stops / starts reading the pty (a terminal that does not read: its output stalls);
+                            a signal or the end of stdin resumes it, so that the helper sees the command end
 Exits with the command's exit status once it ended and its output was read.
 """
 import fcntl, os, select, signal, struct, subprocess, sys, termios
@@ -42,12 +44,21 @@ def main():
             line = sys.stdin.readline()
             if not line:
                 watching.remove(stdin)
+                # Read to the end: a paused helper would never see the command exit.
+                if master not in watching:
+                    watching.append(master)
                 continue
             words = line.split()
             if words[:1] == ['resize']:
                 set_size(master, int(words[1]), int(words[2]))
             elif words[:1] == ['signal']:
                 child.send_signal(getattr(signal, 'SIG' + words[1]))
+                if master not in watching:
+                    watching.append(master)
+            elif words[:1] == ['pause'] and master in watching:
+                watching.remove(master)
+            elif words[:1] == ['resume'] and master not in watching:
+                watching.append(master)
     sys.exit(child.wait())
 
 
