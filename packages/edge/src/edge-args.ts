@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import {
   edgeSettingSpecs,
@@ -12,6 +11,7 @@ import {
   settingKeys,
 } from './edge-config.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
+import { MAX_CONFIG_FILE_BYTES, readSettingsFile } from './settings-file.js';
 
 /** What the command line asks for besides settings. */
 export interface EdgeCommand {
@@ -76,11 +76,11 @@ export async function parseEdgeCommand(argv: string[], env: NodeJS.ProcessEnv): 
   if (configPath !== undefined) {
     let text: string;
     try {
-      text = await readFile(configPath, 'utf8');
+      text = await readSettingsFile(configPath, MAX_CONFIG_FILE_BYTES);
     } catch (err) {
       throw new EdgeError(
         EdgeErrorCode.INVALID_CONFIG,
-        `cannot read config file ${configPath}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+        `cannot read config file ${configPath}: ${(err as Error).message}`,
         { cause: err },
       );
     }

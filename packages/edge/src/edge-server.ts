@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { redactRedisUrl } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './admin-server.js';
@@ -10,6 +9,7 @@ import { resolveEdgeOptions } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 import { createEdgeMetrics, type EdgeMetrics } from './metrics.js';
 import { installRequestIds } from './request-id.js';
+import { MAX_TOKEN_FILE_BYTES, readSettingsFile, SettingsFileProblem } from './settings-file.js';
 import { toEdgeOptions } from './settings-to-options.js';
 import { openSharedRegistry } from './shared-registry.js';
 
@@ -29,11 +29,15 @@ async function collectTokens(settings: EdgeSettings): Promise<string[]> {
   if (settings.tokenFile !== undefined) {
     let text: string;
     try {
-      text = await readFile(settings.tokenFile, 'utf8');
+      text = await readSettingsFile(settings.tokenFile, MAX_TOKEN_FILE_BYTES);
     } catch (err) {
+      const problem =
+        err instanceof SettingsFileProblem && (err.code === 'NOT_REGULAR' || err.code === 'TOO_LARGE')
+          ? err.message
+          : `cannot read it (${(err as Error).message})`;
       throw new EdgeError(
         EdgeErrorCode.INVALID_CONFIG,
-        `invalid setting tokenFile=${JSON.stringify(settings.tokenFile)}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+        `invalid setting tokenFile=${JSON.stringify(settings.tokenFile)}: ${problem}`,
         { cause: err },
       );
     }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -207,6 +208,40 @@ describe('edge settings: a bad value fails naming the setting, the source and wh
     const short = await run(['--token-secret', 'short'], {});
     expect(short.code).toBe(1);
     expect(short.stderr).toContain('tokenSecret: must be at least 16 characters');
+  });
+});
+
+describe('files the operator names (issue #29: `ca: /dev/zero` read forever)', () => {
+  it('a config file that is /dev/zero, a FIFO, a directory or over 1 MiB is refused at once, named', async () => {
+    const fifo = join(dir, 'edge.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const huge = await configFile(`{"port": 1${' '.repeat(1024 * 1024)}}`, 'huge.json');
+    const cases: Array<[string, string]> = [
+      ['/dev/zero', 'not a regular file (a character device)'],
+      [fifo, 'not a regular file (a FIFO)'],
+      [dir, 'not a regular file (a directory)'],
+      [huge, 'larger than 1 MiB'],
+    ];
+    for (const [path, problem] of cases) {
+      const err = await failure(parseEdgeCommand(['--config', path], {}));
+      expect(err.message).toBe(`cannot read config file ${path}: ${problem}`);
+    }
+  });
+
+  it('a token file that is not a regular file stops the edge with exit 1 and one line', async () => {
+    const fifo = join(dir, 'tokens.fifo');
+    execFileSync('mkfifo', [fifo]);
+    for (const [path, problem] of [
+      ['/dev/zero', 'not a regular file (a character device)'],
+      [fifo, 'not a regular file (a FIFO)'],
+      [join(dir, 'no-such-tokens'), 'cannot read it (ENOENT)'],
+    ] as const) {
+      const result = await run(['--port', '0', '--token-file', path], {});
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `tunnel2-edge: invalid setting tokenFile=${JSON.stringify(path)}: ${problem}\n`,
+      );
+    }
   });
 });
 
