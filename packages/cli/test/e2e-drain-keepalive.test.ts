@@ -13,7 +13,7 @@ afterEach(async () => {
  * What one request got: a status, or the error code the client saw instead; `reused` when it went out on
  * a kept-alive connection (Node's `reusedSocket`), not one opened for it.
  */
-type Outcome = { id: string; reused: boolean } & ({ status: number } | { error: string });
+type Outcome = { id: string; reused: boolean } & ({ status: number; code?: string } | { error: string });
 
 function get(port: number, host: string, agent: Agent, id: string): Promise<Outcome> {
   return new Promise((resolve) => {
@@ -23,7 +23,15 @@ function get(port: number, host: string, agent: Agent, id: string): Promise<Outc
     );
     req.on('response', (res) => {
       res.resume();
-      res.on('end', () => resolve({ id, reused: req.reusedSocket, status: res.statusCode ?? 0 }));
+      const code = res.headers['x-tunnel2-error'];
+      res.on('end', () =>
+        resolve({
+          id,
+          reused: req.reusedSocket,
+          status: res.statusCode ?? 0,
+          ...(typeof code === 'string' ? { code } : {}),
+        }),
+      );
       res.on('error', (err: NodeJS.ErrnoException) =>
         resolve({ id, reused: req.reusedSocket, error: `after the head: ${err.code}` }),
       );
@@ -95,8 +103,9 @@ describe('SIGTERM under keep-alive load', () => {
     await Promise.all(loops);
     expect(await edge.exited).toBe(0);
     // Sent on the kept-alive connections after SIGTERM: answered (the drain's 503), none reset.
-    expect(late.map((o) => ('status' in o ? `${o.reused} ${o.status}` : o.error))).toEqual(
-      Array(8).fill('true 503'),
+    // Said as the edge's drain, not as a busy tunnel whose agent is shutting down (TUNNEL_BUSY before).
+    expect(late.map((o) => ('status' in o ? `${o.reused} ${o.status} ${o.code}` : o.error))).toEqual(
+      Array(8).fill('true 503 TUNNEL2_ERR_DRAINING'),
     );
     outcomes.push(...first, ...late);
 
@@ -112,5 +121,6 @@ describe('SIGTERM under keep-alive load', () => {
     // Each client saw its in-flight request answered, then the drain's 503 with Connection: close on a new
     // connection, then the port closed.
     expect(answered.filter((o) => o.status !== 200 && o.status !== 503)).toEqual([]);
+    expect(answered.filter((o) => o.status === 503 && o.code !== 'TUNNEL2_ERR_DRAINING')).toEqual([]);
   });
 });

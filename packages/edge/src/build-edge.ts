@@ -200,6 +200,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     clients,
     cluster,
     startup: new StartupGrace(options.startupGraceMs),
+    isDraining: () => draining,
   };
   const baseUrl = (): URL => new URL(options.publicUrl ?? `http://${options.domain}:${boundPort}`);
   const urlsFor = (name: string): { url: string; urls: string[] } => {

@@ -17,6 +17,7 @@ import { requestHasBody } from './raw-http.js';
 import {
   agentPending,
   missingSession,
+  nodeStopping,
   offline,
   type Refusal,
   registryUnavailable,
@@ -44,6 +45,8 @@ export interface TunnelIngressOptions {
   cluster?: Cluster | undefined;
   /** The window after start in which a name nobody holds waits for its agent, then gets 503 (not 404). */
   startup: StartupGrace;
+  /** True once the edge's drain began (SIGTERM): its sessions were told to stop with it. */
+  isDraining: () => boolean;
 }
 
 /** One public request or upgrade, as the routing below needs it: it is refused, or started on a stream. */
@@ -83,6 +86,12 @@ function dispatch(
   const leaving = connection !== undefined && options.cluster !== undefined && connection.session.draining;
   if (leaving && arrival.via !== undefined) {
     arrival.refuse(offline(route.name));
+    return;
+  }
+  // One node draining: its agents were told to stop with it and nothing else can carry the request. Said
+  // as the edge's drain (503 DRAINING, retry), not as a busy tunnel whose agent is shutting down.
+  if (connection !== undefined && options.cluster === undefined && options.isDraining()) {
+    arrival.refuse(nodeStopping(route.name));
     return;
   }
   if (connection === undefined || !connection.ready || leaving) {
