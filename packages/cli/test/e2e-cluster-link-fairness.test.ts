@@ -1,0 +1,125 @@
+import { once } from 'node:events';
+import { connect as connectTcp, type Socket } from 'node:net';
+import type { Edge } from '@tunnel2/edge';
+import { createTestBackend } from '@tunnel2/test-backend';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type Tunnel } from '../src/index.js';
+import { send } from './support/http-client.js';
+import { twoNodes } from './support/two-nodes.js';
+
+type Backend = Awaited<ReturnType<typeof createTestBackend>>;
+
+/** Tunnels serving the endless downloads, and the downloads of each that are never read. */
+const HOGS = 7;
+const DOWNLOADS_PER_HOG = 80;
+/** An answer that needs body credit on the link (a head alone is free of flow control). */
+const VICTIM_PATH = '/bytes/4096';
+const VICTIM_ANSWERS = 20;
+
+/** Waits until `read()` gives the same value `times` polls in a row (bounded in rounds); returns it. */
+async function settled(read: () => number, times = 5): Promise<number> {
+  let last = read();
+  let same = 0;
+  for (let round = 0; round < 400 && same < times; round++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const now = read();
+    same = now === last ? same + 1 : 0;
+    last = now;
+  }
+  return last;
+}
+
+/** A download of an endless body through the node at `port`, by a client that never reads a byte of it. */
+async function unreadDownload(port: number, host: string): Promise<Socket> {
+  const socket = connectTcp(port, '127.0.0.1');
+  socket.on('error', () => {});
+  await once(socket, 'connect');
+  socket.pause();
+  socket.write(`GET /bytes/${2 ** 40} HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+  return socket;
+}
+
+/**
+ * Sequential victim requests through `port` until `count` are answered or `deadlineMs` passes; the answers
+ * and how long they took. A request still open at the deadline is given up (and not counted).
+ */
+async function victimRound(
+  port: number,
+  count: number,
+  deadlineMs: number,
+): Promise<{ answered: number; elapsedMs: number }> {
+  const start = performance.now();
+  let answered = 0;
+  while (answered < count) {
+    const left = deadlineMs - (performance.now() - start);
+    if (left <= 0) break;
+    try {
+      const answer = await send({
+        port,
+        path: VICTIM_PATH,
+        headers: ['Host', 'victim.localhost'],
+        timeoutMs: Math.ceil(left),
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.length).toBe(4096);
+      answered++;
+    } catch {
+      break;
+    }
+  }
+  return { answered, elapsedMs: performance.now() - start };
+}
+
+/**
+ * Issue #29: every tenant between two nodes shares one link. Downloads through node A of endless bodies
+ * from several tunnels on node B, by clients that never read, must hold only their own streams' windows:
+ * a victim tunnel on B reached through A keeps being answered, at about its own pace.
+ */
+describe('a link shared by tenants, one of whom never reads', () => {
+  let a: Edge;
+  let b: Edge;
+  let portA: number;
+  let backend: Backend;
+  const tunnels: Tunnel[] = [];
+  const sockets: Socket[] = [];
+
+  beforeAll(async () => {
+    ({ a, b, portA } = await twoNodes());
+    backend = await createTestBackend();
+    for (let i = 0; i < HOGS; i++)
+      tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: `hog${i}` }));
+    tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: 'victim' }));
+  });
+
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    for (const tunnel of tunnels) await tunnel.close(0);
+    await b?.close(0);
+    await a?.close(0);
+    await backend?.close();
+  });
+
+  it('keeps answering a victim across nodes within a generous factor of its own baseline', async () => {
+    // Baseline on the same link, before the attack (the first request opens the link).
+    await victimRound(portA, 1, 10_000);
+    const baseline = await victimRound(portA, VICTIM_ANSWERS, 30_000);
+    expect(baseline.answered).toBe(VICTIM_ANSWERS);
+
+    const counters = a.cluster!.hop.counters;
+    for (let hog = 0; hog < HOGS; hog++) {
+      const opened = Array.from({ length: DOWNLOADS_PER_HOG }, () =>
+        unreadDownload(portA, `hog${hog}.localhost`),
+      );
+      sockets.push(...(await Promise.all(opened)));
+    }
+    // The attack has filled whatever it can: nothing more crosses the link.
+    const crossed = await settled(() => counters.bytesIn);
+    expect(crossed).toBeGreaterThan(HOGS * DOWNLOADS_PER_HOG * 16 * 1024);
+
+    // Ten times the baseline's time, and at least 2 s: generous on a noisy machine. Without per-stream
+    // bounds the link's session window is full of unread bytes and the victim's body never comes.
+    const deadline = Math.max(2_000, 10 * baseline.elapsedMs);
+    const attacked = await victimRound(portA, VICTIM_ANSWERS, deadline);
+    expect(attacked.answered).toBe(VICTIM_ANSWERS);
+  });
+});
