@@ -2,6 +2,7 @@ import { ErrorCode, FrameFlags, FrameType } from './constants.js';
 import { u32Payload } from './control-frames.js';
 import { ProtocolError, ProtocolErrorCode, type StreamResetError } from './errors.js';
 import { ReceiveWindow, type TuningHost } from './receive-window.js';
+import type { WindowBudget } from './window-budget.js';
 
 /** What a stream's owner hears from it. Every callback runs synchronously from the session's receive loop. */
 export interface StreamHandler {
@@ -51,6 +52,8 @@ export class MuxStream {
   recvWindow: number;
 
   readonly #host: StreamHost;
+  /** What the window is tuned with: the session, or the session with a budget of this stream's own. */
+  #tuning: TuningHost;
   /** The receive window this stream grants: initialStreamWindow, tuned to the round trip. */
   readonly #window: ReceiveWindow;
   #pending: Buffer[] = [];
@@ -63,9 +66,11 @@ export class MuxStream {
   #unconsumed = 0;
   /** Bytes consumed and not yet returned to the peer as stream credit. */
   #unacked = 0;
+  #dataSeen = false;
 
   constructor(host: StreamHost, id: number, sendWindow: number, recvWindow: number) {
     this.#host = host;
+    this.#tuning = host;
     this.id = id;
     this.sendWindow = sendWindow;
     this.recvWindow = recvWindow;
@@ -86,6 +91,23 @@ export class MuxStream {
     let total = 0;
     for (const chunk of this.#pending) total += chunk.length;
     return total;
+  }
+
+  /**
+   * Takes this stream's window growth from `budget` instead of the session's: a budget that draws on the
+   * session's and bounds it further (a node link's tenant share). Only before the stream received DATA, so
+   * nothing taken from the session's budget is left behind.
+   */
+  useWindowBudget(budget: WindowBudget): void {
+    if (this.#dataSeen) throw this.#stateError('window budget set after DATA arrived');
+    const host = this.#host;
+    this.#tuning = {
+      get rttMs() {
+        return host.rttMs;
+      },
+      maxStreamWindow: host.maxStreamWindow,
+      windowBudget: budget,
+    };
   }
 
   /** Sends a head (request, response, 1xx or trailers). */
@@ -162,9 +184,9 @@ export class MuxStream {
     this.#host.creditSession(n);
     if (!this.#remoteEnded) {
       this.#unacked += n;
-      this.#window.consumed(n, this.#host);
+      this.#window.consumed(n, this.#tuning);
       if (this.#unacked >= this.#window.size >>> 2) {
-        const increment = this.#window.credit(this.#unacked, this.#host.windowBudget);
+        const increment = this.#window.credit(this.#unacked, this.#tuning.windowBudget);
         this.#unacked = 0;
         if (increment > 0) {
           this.recvWindow += increment;
@@ -203,6 +225,7 @@ export class MuxStream {
       );
     }
     this.recvWindow -= payload.length;
+    this.#dataSeen = true;
     if (endStream) this.#remoteEnded = true;
     if (payload.length > 0) {
       this.#unconsumed += payload.length;
@@ -290,14 +313,14 @@ export class MuxStream {
   #maybeClose(): void {
     // Nothing more can arrive and nothing is held: the window's growth is free for other streams, even while
     // this stream still sends (a long response after an upload).
-    if (this.#remoteEnded && this.#unconsumed === 0) this.#window.release(this.#host.windowBudget);
+    if (this.#remoteEnded && this.#unconsumed === 0) this.#window.release(this.#tuning.windowBudget);
     if (!this.#closed && this.#localEnded && this.#remoteEnded && this.#unconsumed === 0)
       this.#close(undefined);
   }
 
   #close(resetCode: number | undefined): void {
     this.#closed = true;
-    this.#window.release(this.#host.windowBudget);
+    this.#window.release(this.#tuning.windowBudget);
     this.#pending = [];
     this.#endPending = false;
     // Bytes the handler never consumed are dropped with the stream: give their session credit back.

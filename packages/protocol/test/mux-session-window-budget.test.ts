@@ -173,6 +173,44 @@ describe('window budgets', () => {
   });
 });
 
+describe("a stream's own budget", () => {
+  it('bounds its growth below the session budget, and everything goes back to both on the end', async () => {
+    const pair = await pairFor({ settings, maxStreamWindow: 256 * KiB, latencyMs: 5 });
+    await rttSampled(pair);
+    const { edge, agent } = await openRecorded(pair, 'sync');
+    const session = pair.agent.session.windowBudget;
+    const own = new WindowBudget(32 * KiB, session);
+    agent.stream.useWindowBudget(own);
+    let peak = 0;
+    let maxCredit = 0;
+    agent.onChunk = () => {
+      peak = Math.max(peak, session.used);
+      maxCredit = Math.max(maxCredit, agent.stream.recvWindow);
+    };
+    const body = randomBytes(1024 * KiB);
+    await writeBody(edge, body, 16 * KiB);
+    await agent.ended.promise;
+    expect(agent.body().equals(body)).toBe(true);
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThanOrEqual(32 * KiB);
+    expect(maxCredit).toBeLessThanOrEqual(settings.initialStreamWindow + 32 * KiB);
+    expect(own.used).toBe(0);
+    expect(session.used).toBe(0);
+  });
+
+  it('is refused once DATA arrived (growth taken from the session would be left behind)', async () => {
+    const pair = await pairFor({ settings, maxStreamWindow: 256 * KiB, latencyMs: 5 });
+    const { edge, agent } = await openRecorded(pair, 'manual');
+    let seen = false;
+    agent.onChunk = () => {
+      seen = true;
+    };
+    edge.stream.write(Buffer.alloc(100));
+    while (!seen) await new Promise((resolve) => setTimeout(resolve, 1));
+    expect(() => agent.stream.useWindowBudget(new WindowBudget(1))).toThrow(/after DATA/);
+  });
+});
+
 describe('a peer from before auto-tuning', () => {
   for (const oldSide of ['edge', 'agent'] as SessionRole[]) {
     it(`interoperates both ways when the ${oldSide} keeps exact windows`, async () => {
