@@ -7,14 +7,9 @@ import {
   LINK_STREAM_WINDOW,
   linkSessionOptions,
 } from '../src/cluster/link-settings.js';
+import { handlerWith, linkPair, turnsUntil } from './support/link-pair.js';
 
 const noHandler = { onHello: () => {}, onClose: () => {} };
-
-/** Lets the event loop turn until `done()` holds, or a bounded number of turns passed; returns `done()`. */
-async function turnsUntil(done: () => boolean): Promise<boolean> {
-  for (let turn = 0; turn < 100_000 && !done(); turn++) await new Promise((resolve) => setImmediate(resolve));
-  return done();
-}
 
 describe('linkSessionOptions', () => {
   it("a link session's window growth draws on the edge's budget, as an agent session's does", () => {
@@ -50,63 +45,30 @@ describe('linkSessionOptions', () => {
   it('gives the last stream its whole window when every other stream is full of unread bytes', async () => {
     // The ingress opens streams and reads nothing; the holder answers each with more than its window.
     const received = new Map<number, number>();
-    let ingress: MuxSession | undefined;
-    let holder: MuxSession | undefined;
-    const wire = (to: () => MuxSession | undefined) => ({
-      send: (message: Buffer, done: () => void) => {
-        to()?.receive(message);
-        done();
-      },
-      close: () => {},
-    });
     const body = Buffer.alloc(LINK_STREAM_WINDOW * 2);
-    ingress = new MuxSession({
-      ...linkSessionOptions('edge', {}, new WindowBudget(0)),
-      transport: wire(() => holder),
-      handler: noHandler,
+    const pair = await linkPair((stream) => {
+      stream.handler = { ...handlerWith(), onHeaders: () => stream.write(body) };
     });
-    holder = new MuxSession({
-      ...linkSessionOptions('agent', {}, new WindowBudget(0)),
-      transport: wire(() => ingress),
-      handler: {
-        ...noHandler,
-        onStream: (stream: MuxStream) => {
-          stream.handler = {
-            onHeaders: () => stream.write(body),
-            onData: () => {},
-            onEnd: () => {},
-            onReset: () => {},
-            onDrain: () => {},
-          };
-        },
-      },
-    });
-    holder.sendHello({}, false);
-    await new Promise((resolve) => setImmediate(resolve));
-    ingress.sendHello({}, true);
-    const open = (): MuxStream => {
-      const stream = ingress!.openStream();
-      stream.handler = {
-        onHeaders: () => {},
-        onData: (chunk) => received.set(stream.id, (received.get(stream.id) ?? 0) + chunk.length),
-        onEnd: () => {},
-        onReset: () => {},
-        onDrain: () => {},
+    try {
+      const open = (): MuxStream => {
+        const stream = pair.ingress.openStream();
+        stream.handler = handlerWith((chunk) =>
+          received.set(stream.id, (received.get(stream.id) ?? 0) + chunk.length),
+        );
+        stream.sendHeaders(Buffer.from('head'), true);
+        return stream;
       };
-      stream.sendHeaders(Buffer.from('head'), true);
-      return stream;
-    };
-    for (let i = 0; i < LINK_MAX_STREAMS - 1; i++) open();
-    const total = (): number => [...received.values()].reduce((sum, bytes) => sum + bytes, 0);
-    expect(await turnsUntil(() => total() === (LINK_MAX_STREAMS - 1) * LINK_STREAM_WINDOW)).toBe(true);
-    const last = open();
-    expect(await turnsUntil(() => received.get(last.id) === LINK_STREAM_WINDOW)).toBe(true);
-    // A few more turns: nothing beyond the windows comes.
-    for (let turn = 0; turn < 8; turn++) await new Promise((resolve) => setImmediate(resolve));
-    // Each stream got exactly its own window, the last one too.
-    for (const bytes of received.values()) expect(bytes).toBe(LINK_STREAM_WINDOW);
-    expect(received.get(last.id)).toBe(LINK_STREAM_WINDOW);
-    ingress.transportClosed();
-    holder.transportClosed();
+      for (let i = 0; i < LINK_MAX_STREAMS - 1; i++) open();
+      const total = (): number => [...received.values()].reduce((sum, bytes) => sum + bytes, 0);
+      expect(await turnsUntil(() => total() === (LINK_MAX_STREAMS - 1) * LINK_STREAM_WINDOW)).toBe(true);
+      const last = open();
+      expect(await turnsUntil(() => received.get(last.id) === LINK_STREAM_WINDOW)).toBe(true);
+      // A few more turns: nothing beyond the windows comes.
+      for (let turn = 0; turn < 8; turn++) await new Promise((resolve) => setImmediate(resolve));
+      // Each stream got exactly its own window, the last one too.
+      for (const bytes of received.values()) expect(bytes).toBe(LINK_STREAM_WINDOW);
+    } finally {
+      pair.close();
+    }
   });
 });

@@ -16,8 +16,9 @@ import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../in-flight.js';
 import { nodeAuthRefusal } from '../refusals.js';
 import type { SessionTable } from '../session-table.js';
-import { LinkRequest, type LinkTcpArrival } from './link-request.js';
+import { LinkRequest, type LinkRequestContext, type LinkTcpArrival } from './link-request.js';
 import { linkSessionOptions } from './link-settings.js';
+import { LinkShares } from './link-shares.js';
 import { NODE_AUTH_HEADER, type NodeAuth } from './node-auth.js';
 
 export interface NodeLinkServerOptions {
@@ -86,7 +87,7 @@ export class NodeLinkServer {
     const log = this.#options.logger.child({ link: peer });
     const spliced = new Set<MuxStream>();
     const inFlight = this.#options.inFlight;
-    const context = {
+    const context: Omit<LinkRequestContext, 'shares'> = {
       sessions: this.#options.sessions,
       socket,
       maxRequestBodyBytes: this.#options.maxRequestBodyBytes,
@@ -110,10 +111,11 @@ export class NodeLinkServer {
             session.close(ErrorCode.GOING_AWAY, 'node stopped listening');
             return;
           }
-          new LinkRequest(stream, context);
+          new LinkRequest(stream, linkContext);
         },
         onStreamError: (stream, err) => log.error({ err, stream: stream.id }, 'link stream handler failed'),
         onStreamClosed: (stream) => {
+          shares.release(stream);
           if (spliced.delete(stream)) inFlight.finish();
         },
         onClose: (error) => {
@@ -124,6 +126,8 @@ export class NodeLinkServer {
         },
       },
     });
+    const shares = new LinkShares(session.windowBudget);
+    const linkContext: LinkRequestContext = { ...context, shares };
     this.#links.add(session);
     // Whole messages here, unlike everywhere else: this side splices DATA on to its agents, and pieces of
     // fragments would go on as smaller frames that the agent pays for (measured: +10 % agent CPU on a
