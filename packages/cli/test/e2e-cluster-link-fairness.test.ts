@@ -112,13 +112,16 @@ describe('a link shared by tenants, one of whom never reads', () => {
       );
       sockets.push(...(await Promise.all(opened)));
     }
-    // The attack has filled whatever it can: nothing more crosses the link.
-    const crossed = await settled(() => counters.bytesIn);
+    // The attack has filled whatever it can: nothing crossed the link for a second. (The clients' kernels
+    // still take a little now and then, as their zero-window probes come back, in one process with the
+    // victim: the victim's deadline below allows for that.)
+    const crossed = await settled(() => counters.bytesIn, 20);
     expect(crossed).toBeGreaterThan(HOGS * DOWNLOADS_PER_HOG * 16 * 1024);
 
-    // Ten times the baseline's time, and at least 2 s: generous on a noisy machine. Without per-stream
-    // bounds the link's session window is full of unread bytes and the victim's body never comes.
-    const deadline = Math.max(2_000, 10 * baseline.elapsedMs);
+    // Twenty times the baseline's time, and at least 10 s: generous on a noisy machine, where everything
+    // (nodes, agents, backend, 560 clients) shares this process. Without per-stream bounds the link's
+    // session window is full of unread bytes and the victim's body never comes: 0 answers, however long.
+    const deadline = Math.max(10_000, 20 * baseline.elapsedMs);
     const attacked = await victimRound(portA, VICTIM_ANSWERS, deadline);
     expect(attacked.answered).toBe(VICTIM_ANSWERS);
   });
