@@ -110,15 +110,16 @@ class NodeLink {
     const shares = this.#shares;
     if (shares !== undefined && !shares.admits(tenant)) return { failed: 'share' };
     const busy = session.streams.size >= session.peerSettings.maxConcurrentStreams;
+    let stream: MuxStream;
     try {
-      const stream = session.openStream();
-      shares?.hold(stream, tenant);
-      return { stream, maxFrameSize: session.peerSettings.maxFrameSize, tcp: this.#tcp };
+      stream = session.openStream();
     } catch {
       // Its most streams at once: this request is answered busy. Otherwise its stream ids ran out, or
       // it started draining in between: a new link serves it.
       return busy ? { failed: 'full' } : 'replace';
     }
+    shares?.hold(stream, tenant);
+    return { stream, maxFrameSize: session.peerSettings.maxFrameSize, tcp: this.#tcp };
   }
 
   #settle(opening: (session: MuxSession | undefined, tenant: LinkTenant) => LinkOpening): void {
