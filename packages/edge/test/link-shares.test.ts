@@ -1,6 +1,6 @@
 import type { MuxStream } from '@tunnel2/protocol';
 import { describe, expect, it } from 'vitest';
-import { LINK_STREAM_WINDOW } from '../src/cluster/link-settings.js';
+import { LINK_EAGER_GROWTH, LINK_STREAM_WINDOW } from '../src/cluster/link-settings.js';
 import { LinkShares, type LinkTenant } from '../src/cluster/link-shares.js';
 import { handlerWith, linkPair, turnsUntil } from './support/link-pair.js';
 
@@ -79,6 +79,30 @@ describe('LinkShares', () => {
       // Everything went back, to the share and to the link.
       expect(budget.used).toBe(0);
       expect(LINK_STREAM_WINDOW).toBeLessThan(share);
+    } finally {
+      pair.close();
+    }
+  });
+
+  it("takes a stream's eager window from its tenant's share: once spent, the tenant's streams start small", async () => {
+    const pair = await linkPair((stream) => {
+      stream.handler = handlerWith();
+    });
+    try {
+      const shares = new LinkShares(pair.ingress.windowBudget, 100, 256 * KiB);
+      const grants: number[] = [];
+      for (const who of [tenant('hog', '10.0.0.1'), tenant('hog', '10.0.0.2'), tenant('hog', '10.0.0.3')]) {
+        const stream = pair.ingress.openStream();
+        shares.hold(stream, who);
+        stream.sendHeaders(Buffer.from('head'), true);
+        grants.push(stream.growWindow(LINK_EAGER_GROWTH));
+      }
+      expect(grants).toEqual([LINK_EAGER_GROWTH, 256 * KiB - LINK_EAGER_GROWTH, 0]);
+      // Another tenant still gets its eager window from the link's budget.
+      const other = pair.ingress.openStream();
+      shares.hold(other, tenant('victim', '10.0.0.9'));
+      other.sendHeaders(Buffer.from('head'), true);
+      expect(other.growWindow(LINK_EAGER_GROWTH)).toBe(LINK_EAGER_GROWTH);
     } finally {
       pair.close();
     }

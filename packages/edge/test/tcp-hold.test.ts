@@ -208,6 +208,7 @@ async function carrying(input: {
       localEnded: false,
       remoteEnded: false,
       sendHeaders: () => {},
+      growWindow: () => 0,
       write: (chunk: Buffer) => received.push(chunk) > 0,
       end: () => {},
       reset: () => {},

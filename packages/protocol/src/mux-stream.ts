@@ -110,6 +110,22 @@ export class MuxStream {
     };
   }
 
+  /**
+   * Grants the peer up to `bytes` of credit beyond the initial window right away, as growth taken from the
+   * window budget (maybe less, or nothing, when the budget is spent): a stream expected to carry more than
+   * its initial window needs no round trips to grow it. Call it once the peer knows the stream (after our
+   * head, or on its). Returns the bytes granted.
+   */
+  growWindow(bytes: number): number {
+    if (this.#closed || this.#remoteEnded) return 0;
+    const n = this.#window.growNow(bytes, this.#tuning);
+    if (n > 0) {
+      this.recvWindow += n;
+      this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, u32Payload(n));
+    }
+    return n;
+  }
+
   /** Sends a head (request, response, 1xx or trailers). */
   sendHeaders(payload: Buffer, endStream: boolean): void {
     this.#assertWritable('send headers');

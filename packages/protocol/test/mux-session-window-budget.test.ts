@@ -211,6 +211,30 @@ describe("a stream's own budget", () => {
   });
 });
 
+describe('growing a window at once', () => {
+  it('grants the credit right away within the budget, and the budget comes back once the stream ends', async () => {
+    const pair = await pairFor({ settings, maxStreamWindow: 256 * KiB, sessionWindowBudget: 100 * KiB });
+    const { edge, agent } = await openRecorded(pair, 'manual');
+    const budget = pair.agent.session.windowBudget;
+    // More than the budget has: what is left of it.
+    expect(agent.stream.growWindow(200 * KiB)).toBe(100 * KiB);
+    expect(agent.stream.growWindow(16 * KiB)).toBe(0);
+    expect(agent.stream.recvWindow).toBe(settings.initialStreamWindow + 100 * KiB);
+    const update = await pair.agent.transport.sent.waitFor(
+      (f) => f.type === FrameType.WINDOW_UPDATE && f.streamId === agent.stream.id,
+    );
+    expect(parseWindowUpdate(update.payload)).toBe(100 * KiB);
+    // The sender may send the whole grown window while the receiver has consumed nothing.
+    const body = randomBytes(settings.initialStreamWindow + 100 * KiB);
+    await writeBody(edge, body, 16 * KiB);
+    await agent.waitForBytes(body.length);
+    agent.consumeAll();
+    await agent.ended.promise;
+    expect(agent.body().equals(body)).toBe(true);
+    expect(budget.used).toBe(0);
+  });
+});
+
 describe('a peer from before auto-tuning', () => {
   for (const oldSide of ['edge', 'agent'] as SessionRole[]) {
     it(`interoperates both ways when the ${oldSide} keeps exact windows`, async () => {
