@@ -107,4 +107,26 @@ describe('LinkShares', () => {
       pair.close();
     }
   });
+
+  it('grants eager windows only while at most half the link growth budget is taken', async () => {
+    const pair = await linkPair((stream) => {
+      stream.handler = handlerWith();
+    });
+    try {
+      const budget = pair.ingress.windowBudget;
+      const shares = new LinkShares(budget);
+      const opened = (): MuxStream => {
+        const stream = pair.ingress.openStream();
+        shares.hold(stream, tenant('shop', '10.0.0.1'));
+        shares.grantEager(stream);
+        return stream;
+      };
+      expect(opened().recvWindow).toBe(LINK_STREAM_WINDOW + LINK_EAGER_GROWTH);
+      // Windows that grew by being read take the budget past half: new streams start at 16 KiB.
+      budget.take(budget.limit / 2);
+      expect(opened().recvWindow).toBe(LINK_STREAM_WINDOW);
+    } finally {
+      pair.close();
+    }
+  });
 });

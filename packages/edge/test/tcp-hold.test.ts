@@ -208,7 +208,6 @@ async function carrying(input: {
       localEnded: false,
       remoteEnded: false,
       sendHeaders: () => {},
-      growWindow: () => 0,
       write: (chunk: Buffer) => received.push(chunk) > 0,
       end: () => {},
       reset: () => {},

@@ -67,6 +67,10 @@ export class MuxStream {
   /** Bytes consumed and not yet returned to the peer as stream credit. */
   #unacked = 0;
   #dataSeen = false;
+  /** A head went out on this stream, or came in: the peer knows it, and may be sent WINDOW_UPDATEs. */
+  #announced = false;
+  /** Credit granted by growWindow before our head: it follows the head. */
+  #grantAfterHead = 0;
 
   constructor(host: StreamHost, id: number, sendWindow: number, recvWindow: number) {
     this.#host = host;
@@ -111,18 +115,19 @@ export class MuxStream {
   }
 
   /**
-   * Grants the peer up to `bytes` of credit beyond the initial window right away, as growth taken from the
-   * window budget (maybe less, or nothing, when the budget is spent): a stream expected to carry more than
-   * its initial window needs no round trips to grow it. Call it once the peer knows the stream (after our
-   * head, or on its). Returns the bytes granted.
+   * Grants the peer up to `bytes` of credit beyond the initial window, as growth taken from the window
+   * budget (maybe less, or nothing, when the budget is spent): a stream expected to carry more than its
+   * initial window needs no round trips to grow it. On a stream we opened and have not sent a head on yet,
+   * the WINDOW_UPDATE follows the head (a peer ignores one for a stream it does not know). Returns the bytes
+   * granted.
    */
   growWindow(bytes: number): number {
     if (this.#closed || this.#remoteEnded) return 0;
     const n = this.#window.growNow(bytes, this.#tuning);
-    if (n > 0) {
-      this.recvWindow += n;
-      this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, u32Payload(n));
-    }
+    if (n <= 0) return 0;
+    this.recvWindow += n;
+    if (this.#announced) this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, u32Payload(n));
+    else this.#grantAfterHead += n;
     return n;
   }
 
@@ -142,6 +147,11 @@ export class MuxStream {
       this.#localEnded = true;
     }
     this.#host.enqueue(FrameType.HEADERS, endStream ? FrameFlags.END_STREAM : 0, this.id, payload);
+    this.#announced = true;
+    if (this.#grantAfterHead > 0) {
+      this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, u32Payload(this.#grantAfterHead));
+      this.#grantAfterHead = 0;
+    }
     if (endStream) this.#maybeClose();
   }
 
@@ -218,6 +228,7 @@ export class MuxStream {
   /** @internal */
   receiveHeaders(payload: Buffer, endStream: boolean): void {
     if (this.#remoteEnded) throw this.#stateError('HEADERS after the peer ended the stream');
+    this.#announced = true;
     if (endStream) this.#remoteEnded = true;
     this.handler?.onHeaders(payload, endStream);
     if (endStream) {

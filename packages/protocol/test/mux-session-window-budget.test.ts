@@ -235,6 +235,22 @@ describe('growing a window at once', () => {
   });
 });
 
+describe('growing a window before the head', () => {
+  it('sends the grant right after the head of a stream the peer does not know yet', async () => {
+    const pair = await pairFor({ settings, maxStreamWindow: 256 * KiB, sessionWindowBudget: 100 * KiB });
+    const stream = pair.edge.session.openStream();
+    expect(stream.growWindow(64 * KiB)).toBe(64 * KiB);
+    expect(pair.edge.transport.sent.frames.some((f) => f.streamId === stream.id)).toBe(false);
+    stream.sendHeaders(requestHead('/grant'), true);
+    const update = await pair.edge.transport.sent.waitFor(
+      (f) => f.type === FrameType.WINDOW_UPDATE && f.streamId === stream.id,
+    );
+    const frames = pair.edge.transport.sent.frames.filter((f) => f.streamId === stream.id);
+    expect(frames.map((f) => f.type)).toEqual([FrameType.HEADERS, FrameType.WINDOW_UPDATE]);
+    expect(parseWindowUpdate(update.payload)).toBe(64 * KiB);
+  });
+});
+
 describe('a peer from before auto-tuning', () => {
   for (const oldSide of ['edge', 'agent'] as SessionRole[]) {
     it(`interoperates both ways when the ${oldSide} keeps exact windows`, async () => {

@@ -20,7 +20,6 @@ import { TunnelExchange } from '../tunnel-exchange.js';
 import type { TunnelIngressOptions } from '../tunnel-ingress.js';
 import type { Cluster } from './cluster.js';
 import { forwardRequest, unreachable } from './forward-arrival.js';
-import { LINK_EAGER_GROWTH } from './link-settings.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
 import type { NodeLinks } from './node-link.js';
 import type { OwnerEntry } from './owner-cache.js';
@@ -131,8 +130,6 @@ export function forwardOverLink(
         },
       });
       stream.sendHeaders(encoded.payload, !hasBody);
-      // Now that the holder knows the stream: the response's window, without waiting for it to grow.
-      stream.growWindow(LINK_EAGER_GROWTH);
       if (hasBody) exchange.pumpRequestBody();
       else req.resume();
     } finally {

@@ -15,7 +15,6 @@ import { edgeAnswer } from '../error-response.js';
 import { publishRefusal } from '../refusal-channel.js';
 import type { Refusal } from '../refusals.js';
 import type { SessionTable } from '../session-table.js';
-import { LINK_EAGER_GROWTH } from './link-settings.js';
 import type { LinkShares } from './link-shares.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
 import { StreamSplice } from './stream-splice.js';
@@ -143,8 +142,8 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
       owner: connection.owner,
       client: meta.client,
     });
-    // The request body's window, without waiting for it to grow (bodyless: the stream is ended already).
-    this.#stream.growWindow(LINK_EAGER_GROWTH);
+    // The request body's window, without waiting for it to grow (none for a bodyless one: it has ended).
+    this.#context.shares.grantEager(this.#stream);
     const encoded = encodeTunnelHead(head, connection);
     if ('refusal' in encoded) this.refuse(encoded.refusal);
     else acquireStream(connection, meta.name, this, encoded.payload);
@@ -171,7 +170,7 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
       owner: undefined,
       client: head.clientAddress,
     });
-    this.#stream.growWindow(LINK_EAGER_GROWTH);
+    this.#context.shares.grantEager(this.#stream);
     tcp.arrive(this.#stream, head, this.#context.started);
   }
 

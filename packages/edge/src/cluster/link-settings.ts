@@ -11,10 +11,11 @@ export const LINK_MAX_STREAMS = 4096;
 export const LINK_STREAM_WINDOW = 16 * 1024;
 /**
  * What a link stream is granted on top of its 16 KiB as soon as it opens, as growth from the budgets (its
- * tenants' shares, the link's, the edge's), while they have it: up to an agent session stream's 256 KiB, so
- * that between distant nodes a response does not wait for round trips to grow its window (measured at a
- * 20 ms round trip: 256 KiB took 117 ms from 16 KiB, 29 ms from 256 KiB). Unread streams hold it as they
- * hold any growth: within the budgets, so within the session window (below).
+ * tenants' shares, the link's, the edge's), while the link's is at most half taken (link-shares.ts): up to
+ * an agent session stream's 256 KiB, so that between distant nodes a response does not wait for round
+ * trips to grow its window (measured at a 20 ms round trip: 256 KiB took 117 ms from 16 KiB, 29 ms from
+ * 256 KiB). Unread streams hold it as they hold any growth: within the budgets, so within the session
+ * window (below).
  */
 export const LINK_EAGER_GROWTH = 256 * 1024 - 16 * 1024;
 /** Growth above the initial windows a link's streams may hold together (the session budget). */

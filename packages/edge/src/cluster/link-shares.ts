@@ -1,5 +1,5 @@
 import { type MuxStream, WindowBudget } from '@tunnel2/protocol';
-import { LINK_GROWTH_BUDGET, LINK_MAX_STREAMS } from './link-settings.js';
+import { LINK_EAGER_GROWTH, LINK_GROWTH_BUDGET, LINK_MAX_STREAMS } from './link-settings.js';
 
 /** Whom a link stream serves: each of the three may hold at most a share of one link. */
 export interface LinkTenant {
@@ -65,6 +65,16 @@ export class LinkShares {
     this.#held.set(stream, keys);
     budgets.push(this.#link);
     stream.useWindowBudget(new WindowBudget(Number.MAX_SAFE_INTEGER, budgets));
+  }
+
+  /**
+   * Grants a held stream its eager window (LINK_EAGER_GROWTH on top of its 16 KiB, from its tenant's shares
+   * and the link's budget) while no more than half the link's growth budget is taken: streams that wait
+   * long without reading (long polls, slow event streams) keep their grant, so they may hold at most that
+   * half, and the rest stays for windows that grow because they are read fast.
+   */
+  grantEager(stream: MuxStream): void {
+    if (this.#link.used + LINK_EAGER_GROWTH <= this.#link.limit / 2) stream.growWindow(LINK_EAGER_GROWTH);
   }
 
   /** The stream closed (its growth already went back): its tenant's shares count it no more. */

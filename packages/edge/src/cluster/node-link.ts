@@ -118,7 +118,11 @@ class NodeLink {
       // it started draining in between: a new link serves it.
       return busy ? { failed: 'full' } : 'replace';
     }
-    shares?.hold(stream, tenant);
+    if (shares !== undefined) {
+      shares.hold(stream, tenant);
+      // The response's window, without waiting for it to grow (its WINDOW_UPDATE follows the head).
+      shares.grantEager(stream);
+    }
     return { stream, maxFrameSize: session.peerSettings.maxFrameSize, tcp: this.#tcp };
   }
 

@@ -5,7 +5,6 @@ import { normalizeAddress } from '../client-address.js';
 import type { InFlight } from '../in-flight.js';
 import type { TcpCounters } from '../tcp-connection.js';
 import type { Cluster } from './cluster.js';
-import { LINK_EAGER_GROWTH } from './link-settings.js';
 import type { OwnerEntry } from './owner-cache.js';
 
 export interface TcpCarryContext {
@@ -83,7 +82,6 @@ export function carryTcpConnection(
         return;
       }
       stream.sendHeaders(encodeTcpHead({ port, clientAddress, clientPort }), false);
-      stream.growWindow(LINK_EAGER_GROWTH);
       bridged = true;
       // Nothing is sent on until the holder has taken the connection (its empty head): a "not here"
       // before that (the owner cache named a node the port has just left) is asked again.
