@@ -18,6 +18,8 @@ export const isolatedTests = [
   'bench/test/bench-cluster-smoke.test.ts',
   // PostgreSQL, redis-server, redis-benchmark and 200 MiB each way through a TCP tunnel.
   'packages/cli/test/e2e-tcp-real.test.ts',
+  // Two nodes, eight agents and 560 clients in one process, 0.6–1 GB through a link, a victim's deadline.
+  'packages/cli/test/e2e-cluster-link-fairness.test.ts',
 ];
 
 export default defineConfig({

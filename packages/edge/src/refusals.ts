@@ -30,6 +30,17 @@ export const busy = (name: string): Refusal => ({
   retryAfterS: 1,
 });
 
+/**
+ * The request's tunnel, its owner or its client already has a quarter of the streams of the link to the
+ * node holding the tunnel open (cluster/link-shares.ts): no one tenant may hold more of what every tenant
+ * between two nodes shares.
+ */
+export const linkShareFull = (name: string): Refusal => ({
+  code: EdgeErrorCode.TUNNEL_BUSY,
+  message: `tunnel ${name}: too many requests in flight to the node holding it for this tunnel, its owner or this client`,
+  retryAfterS: 1,
+});
+
 export const restarting = (name: string): Refusal => ({
   code: EdgeErrorCode.TUNNEL_BUSY,
   message: `tunnel ${name} is restarting: retry shortly`,

@@ -1,15 +1,26 @@
 import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { createServer, type Socket } from 'node:net';
-import { encodeHello, PROTOCOL_VERSION, resolveSettings, WindowBudget } from '@tunnel2/protocol';
+import {
+  ErrorCode,
+  encodeHello,
+  type MuxStream,
+  PROTOCOL_VERSION,
+  resolveSettings,
+  WindowBudget,
+} from '@tunnel2/protocol';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { buildEdge } from '../src/build-edge.js';
+import { LINK_TENANT_STREAMS, type LinkTenant } from '../src/cluster/link-shares.js';
 import { NodeAuth } from '../src/cluster/node-auth.js';
 import type { HopCounters } from '../src/cluster/node-hop.js';
 import { type LinkOpening, NodeLinks } from '../src/cluster/node-link.js';
 
 const SECRET = 'a-cluster-secret-of-at-least-32-characters';
+const TENANT = { session: 'shop', owner: undefined, client: '127.0.0.1' };
+const silent = pino({ level: 'silent' });
 
 /** Node A's links, with a connect timeout far beyond the tests: only close() ends a wait. */
 function nodeLinks(counters: HopCounters = { bytesIn: 0, bytesOut: 0 }): NodeLinks {
@@ -21,7 +32,7 @@ function nodeLinks(counters: HopCounters = { bytesIn: 0, bytesOut: 0 }): NodeLin
     windowBudget: new WindowBudget(1024 * 1024),
     connectTimeoutMs: 60_000,
     counters,
-    logger: pino({ level: 'silent' }),
+    logger: silent,
   });
 }
 
@@ -39,7 +50,7 @@ describe('NodeLinks', () => {
     const links = nodeLinks();
     try {
       const opening = new Promise<LinkOpening>((resolve) =>
-        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, resolve),
+        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, TENANT, resolve),
       );
       const [socket] = (await once(peer, 'connection')) as [Socket];
       const gone = once(socket, 'close');
@@ -62,7 +73,7 @@ describe('NodeLinks', () => {
     try {
       links.close();
       const opening = await new Promise<LinkOpening>((resolve) =>
-        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, resolve),
+        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, TENANT, resolve),
       );
       // Not the peer's fault: nothing blames it (the unreachable count, its cache entries).
       expect(opening).toEqual({ failed: 'stopping' });
@@ -86,7 +97,7 @@ describe('NodeLinks', () => {
     const links = nodeLinks(counters);
     try {
       const opening = await new Promise<LinkOpening>((resolve) =>
-        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, resolve),
+        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, TENANT, resolve),
       );
       expect(opening).toMatchObject({ failed: 'unreachable' });
       expect(counters.bytesIn).toBe(0);
@@ -120,7 +131,7 @@ describe('NodeLinks', () => {
     const links = nodeLinks();
     try {
       const opening = await new Promise<LinkOpening>((resolve) =>
-        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, resolve),
+        links.open({ nodeId: 'node-b', url: `http://127.0.0.1:${port}/` }, TENANT, resolve),
       );
       return { opening, links };
     } finally {
@@ -160,7 +171,7 @@ describe('NodeLinks', () => {
     const links = nodeLinks();
     try {
       const opening = await new Promise<LinkOpening>((resolve) =>
-        links.open({ nodeId: 'node-b', url }, resolve),
+        links.open({ nodeId: 'node-b', url }, TENANT, resolve),
       );
       expect(opening).toEqual({ failed: 'refused' });
       expect(links.viaHop(url)).toBe(true);
@@ -177,5 +188,43 @@ describe('NodeLinks', () => {
       maxVersion: PROTOCOL_VERSION + 2,
     });
     expect(opening).toMatchObject({ failed: 'unreachable' });
+  });
+
+  it('refuses a tenant its share of a live link: a quarter of its streams per session, owner or client', async () => {
+    // A real peer node; the streams are opened here and never sent, so only this side's accounting runs.
+    const peer = buildEdge({
+      port: 0,
+      host: '127.0.0.1',
+      logger: silent,
+      nodeId: 'node-b',
+      cluster: { secret: SECRET },
+    });
+    await peer.listen();
+    const links = nodeLinks();
+    const open = (tenant: LinkTenant): Promise<LinkOpening> =>
+      new Promise((resolve) => links.open({ nodeId: 'node-b', url: peer.url }, tenant, resolve));
+    try {
+      const hog = { session: 'hog', owner: 'owner-a', client: '10.0.0.1' };
+      const streams: MuxStream[] = [];
+      for (let i = 0; i < LINK_TENANT_STREAMS; i++) {
+        const opening = await open(hog);
+        if (!('stream' in opening)) throw new Error(`stream ${i}: ${JSON.stringify(opening)}`);
+        streams.push(opening.stream);
+      }
+      expect(await open(hog)).toEqual({ failed: 'share' });
+      // The same client for another tunnel, the same owner's other tunnel: refused too.
+      expect(await open({ ...hog, session: 'other', owner: 'owner-b' })).toEqual({ failed: 'share' });
+      expect(await open({ ...hog, session: 'other', client: '10.0.0.2' })).toEqual({ failed: 'share' });
+      // Anyone else is served.
+      expect(await open({ session: 'victim', owner: 'owner-v', client: '10.0.0.9' })).toHaveProperty(
+        'stream',
+      );
+      // One of the hog's streams ends: it may open one again.
+      streams[0]?.reset(ErrorCode.CANCEL);
+      expect(await open(hog)).toHaveProperty('stream');
+    } finally {
+      links.close();
+      await peer.close(0);
+    }
   });
 });

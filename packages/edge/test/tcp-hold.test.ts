@@ -215,7 +215,7 @@ async function carrying(input: {
     };
     return { stream: fake as unknown as MuxStream, received };
   };
-  const open = (_url: string, done: (opening: LinkOpening) => void): void => {
+  const open = (_url: string, _tenant: unknown, done: (opening: LinkOpening) => void): void => {
     const answer = input.answers[Math.min(opens++, input.answers.length - 1)];
     void (input.answering ?? Promise.resolve()).then(() => {
       if (answer === 'unreachable') {

@@ -2,6 +2,7 @@ import { ErrorCode, FrameFlags, FrameType } from './constants.js';
 import { u32Payload } from './control-frames.js';
 import { ProtocolError, ProtocolErrorCode, type StreamResetError } from './errors.js';
 import { ReceiveWindow, type TuningHost } from './receive-window.js';
+import type { WindowBudget } from './window-budget.js';
 
 /** What a stream's owner hears from it. Every callback runs synchronously from the session's receive loop. */
 export interface StreamHandler {
@@ -51,6 +52,8 @@ export class MuxStream {
   recvWindow: number;
 
   readonly #host: StreamHost;
+  /** What the window is tuned with: the session, or the session with a budget of this stream's own. */
+  #tuning: TuningHost;
   /** The receive window this stream grants: initialStreamWindow, tuned to the round trip. */
   readonly #window: ReceiveWindow;
   #pending: Buffer[] = [];
@@ -63,9 +66,15 @@ export class MuxStream {
   #unconsumed = 0;
   /** Bytes consumed and not yet returned to the peer as stream credit. */
   #unacked = 0;
+  #dataSeen = false;
+  /** A head went out on this stream, or came in: the peer knows it, and may be sent WINDOW_UPDATEs. */
+  #announced = false;
+  /** Credit granted by growWindow before our head: it follows the head. */
+  #grantAfterHead = 0;
 
   constructor(host: StreamHost, id: number, sendWindow: number, recvWindow: number) {
     this.#host = host;
+    this.#tuning = host;
     this.id = id;
     this.sendWindow = sendWindow;
     this.recvWindow = recvWindow;
@@ -88,6 +97,40 @@ export class MuxStream {
     return total;
   }
 
+  /**
+   * Takes this stream's window growth from `budget` instead of the session's: a budget that draws on the
+   * session's and bounds it further (a node link's tenant share). Only before the stream received DATA, so
+   * nothing taken from the session's budget is left behind.
+   */
+  useWindowBudget(budget: WindowBudget): void {
+    if (this.#dataSeen) throw this.#stateError('window budget set after DATA arrived');
+    const host = this.#host;
+    this.#tuning = {
+      get rttMs() {
+        return host.rttMs;
+      },
+      maxStreamWindow: host.maxStreamWindow,
+      windowBudget: budget,
+    };
+  }
+
+  /**
+   * Grants the peer up to `bytes` of credit beyond the initial window, as growth taken from the window
+   * budget (maybe less, or nothing, when the budget is spent): a stream expected to carry more than its
+   * initial window needs no round trips to grow it. On a stream we opened and have not sent a head on yet,
+   * the WINDOW_UPDATE follows the head (a peer ignores one for a stream it does not know). Returns the bytes
+   * granted.
+   */
+  growWindow(bytes: number): number {
+    if (this.#closed || this.#remoteEnded) return 0;
+    const n = this.#window.growNow(bytes, this.#tuning);
+    if (n <= 0) return 0;
+    this.recvWindow += n;
+    if (this.#announced) this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, u32Payload(n));
+    else this.#grantAfterHead += n;
+    return n;
+  }
+
   /** Sends a head (request, response, 1xx or trailers). */
   sendHeaders(payload: Buffer, endStream: boolean): void {
     this.#assertWritable('send headers');
@@ -104,6 +147,11 @@ export class MuxStream {
       this.#localEnded = true;
     }
     this.#host.enqueue(FrameType.HEADERS, endStream ? FrameFlags.END_STREAM : 0, this.id, payload);
+    this.#announced = true;
+    if (this.#grantAfterHead > 0) {
+      this.#host.enqueue(FrameType.WINDOW_UPDATE, 0, this.id, u32Payload(this.#grantAfterHead));
+      this.#grantAfterHead = 0;
+    }
     if (endStream) this.#maybeClose();
   }
 
@@ -162,9 +210,9 @@ export class MuxStream {
     this.#host.creditSession(n);
     if (!this.#remoteEnded) {
       this.#unacked += n;
-      this.#window.consumed(n, this.#host);
+      this.#window.consumed(n, this.#tuning);
       if (this.#unacked >= this.#window.size >>> 2) {
-        const increment = this.#window.credit(this.#unacked, this.#host.windowBudget);
+        const increment = this.#window.credit(this.#unacked, this.#tuning.windowBudget);
         this.#unacked = 0;
         if (increment > 0) {
           this.recvWindow += increment;
@@ -180,6 +228,7 @@ export class MuxStream {
   /** @internal */
   receiveHeaders(payload: Buffer, endStream: boolean): void {
     if (this.#remoteEnded) throw this.#stateError('HEADERS after the peer ended the stream');
+    this.#announced = true;
     if (endStream) this.#remoteEnded = true;
     this.handler?.onHeaders(payload, endStream);
     if (endStream) {
@@ -203,6 +252,7 @@ export class MuxStream {
       );
     }
     this.recvWindow -= payload.length;
+    this.#dataSeen = true;
     if (endStream) this.#remoteEnded = true;
     if (payload.length > 0) {
       this.#unconsumed += payload.length;
@@ -290,14 +340,14 @@ export class MuxStream {
   #maybeClose(): void {
     // Nothing more can arrive and nothing is held: the window's growth is free for other streams, even while
     // this stream still sends (a long response after an upload).
-    if (this.#remoteEnded && this.#unconsumed === 0) this.#window.release(this.#host.windowBudget);
+    if (this.#remoteEnded && this.#unconsumed === 0) this.#window.release(this.#tuning.windowBudget);
     if (!this.#closed && this.#localEnded && this.#remoteEnded && this.#unconsumed === 0)
       this.#close(undefined);
   }
 
   #close(resetCode: number | undefined): void {
     this.#closed = true;
-    this.#window.release(this.#host.windowBudget);
+    this.#window.release(this.#tuning.windowBudget);
     this.#pending = [];
     this.#endPending = false;
     // Bytes the handler never consumed are dropped with the stream: give their session credit back.

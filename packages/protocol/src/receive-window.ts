@@ -83,6 +83,19 @@ export class ReceiveWindow {
     return Math.max(0, increment);
   }
 
+  /**
+   * Grows the window by up to `bytes` at once, before any consumption was measured, within what the
+   * budget has left and `host.maxStreamWindow`; returns the growth, which the caller grants the peer now
+   * (it does not ride on a later credit). Later it shrinks like any grown window.
+   */
+  growNow(bytes: number, host: TuningHost): number {
+    const want = Math.max(0, Math.min(bytes, host.maxStreamWindow - this.size));
+    const taken = want > 0 ? host.windowBudget.take(want) : 0;
+    this.#held += taken;
+    this.size += taken;
+    return taken;
+  }
+
   /** The stream closed: nothing more can arrive on it, all its budget goes back. */
   release(budget: WindowBudget): void {
     budget.give(this.#held);

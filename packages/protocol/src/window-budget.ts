@@ -3,16 +3,18 @@
  * shared by every session of the process when there is one (the edge's, across all its agents). A stream
  * takes from it when its window grows and gives back when the window shrinks or the stream closes, so the
  * memory peers may fill is the initial windows plus at most this (see PROTOCOL.md "Receive-window
- * auto-tuning"). Plain counters: taking and giving allocate nothing.
+ * auto-tuning"). A budget may draw on several others at once (a node link's stream: its tenants' shares
+ * and the link's budget), each bounding it; taking charges every one of them, and theirs in turn, once.
+ * Plain counters: taking and giving allocate nothing.
  */
 export class WindowBudget {
   readonly limit: number;
-  readonly #shared: WindowBudget | undefined;
+  readonly #shared: readonly WindowBudget[];
   #used = 0;
 
-  constructor(limit: number, shared?: WindowBudget) {
+  constructor(limit: number, shared?: WindowBudget | readonly WindowBudget[]) {
     this.limit = limit;
-    this.#shared = shared;
+    this.#shared = shared === undefined ? [] : shared instanceof WindowBudget ? [shared] : shared;
   }
 
   /** Bytes taken and not yet given back. */
@@ -20,23 +22,26 @@ export class WindowBudget {
     return this.#used;
   }
 
-  /** What can still be taken here: what is left of this budget and of the shared one. */
+  /** What can still be taken here: what is left of this budget and of every one it draws on. */
   get available(): number {
-    const own = this.limit - this.#used;
-    return this.#shared === undefined ? own : Math.min(own, this.#shared.available);
+    let left = this.limit - this.#used;
+    for (const shared of this.#shared) left = Math.min(left, shared.available);
+    return left;
   }
 
   /** Takes up to `bytes`; returns what was taken (0 when exhausted). */
   take(bytes: number): number {
     const n = Math.max(0, Math.min(bytes, this.available));
-    this.#used += n;
-    if (this.#shared !== undefined) this.#shared.#used += n;
+    this.#charge(n);
     return n;
   }
 
   give(bytes: number): void {
-    const n = Math.min(bytes, this.#used);
-    this.#used -= n;
-    if (this.#shared !== undefined) this.#shared.#used -= n;
+    this.#charge(-Math.min(bytes, this.#used));
+  }
+
+  #charge(n: number): void {
+    this.#used += n;
+    for (const shared of this.#shared) shared.#charge(n);
   }
 }

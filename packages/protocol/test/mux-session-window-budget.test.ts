@@ -173,6 +173,84 @@ describe('window budgets', () => {
   });
 });
 
+describe("a stream's own budget", () => {
+  it('bounds its growth below the session budget, and everything goes back to both on the end', async () => {
+    const pair = await pairFor({ settings, maxStreamWindow: 256 * KiB, latencyMs: 5 });
+    await rttSampled(pair);
+    const { edge, agent } = await openRecorded(pair, 'sync');
+    const session = pair.agent.session.windowBudget;
+    const own = new WindowBudget(32 * KiB, session);
+    agent.stream.useWindowBudget(own);
+    let peak = 0;
+    let maxCredit = 0;
+    agent.onChunk = () => {
+      peak = Math.max(peak, session.used);
+      maxCredit = Math.max(maxCredit, agent.stream.recvWindow);
+    };
+    const body = randomBytes(1024 * KiB);
+    await writeBody(edge, body, 16 * KiB);
+    await agent.ended.promise;
+    expect(agent.body().equals(body)).toBe(true);
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThanOrEqual(32 * KiB);
+    expect(maxCredit).toBeLessThanOrEqual(settings.initialStreamWindow + 32 * KiB);
+    expect(own.used).toBe(0);
+    expect(session.used).toBe(0);
+  });
+
+  it('is refused once DATA arrived (growth taken from the session would be left behind)', async () => {
+    const pair = await pairFor({ settings, maxStreamWindow: 256 * KiB, latencyMs: 5 });
+    const { edge, agent } = await openRecorded(pair, 'manual');
+    let seen = false;
+    agent.onChunk = () => {
+      seen = true;
+    };
+    edge.stream.write(Buffer.alloc(100));
+    while (!seen) await new Promise((resolve) => setTimeout(resolve, 1));
+    expect(() => agent.stream.useWindowBudget(new WindowBudget(1))).toThrow(/after DATA/);
+  });
+});
+
+describe('growing a window at once', () => {
+  it('grants the credit right away within the budget, and the budget comes back once the stream ends', async () => {
+    const pair = await pairFor({ settings, maxStreamWindow: 256 * KiB, sessionWindowBudget: 100 * KiB });
+    const { edge, agent } = await openRecorded(pair, 'manual');
+    const budget = pair.agent.session.windowBudget;
+    // More than the budget has: what is left of it.
+    expect(agent.stream.growWindow(200 * KiB)).toBe(100 * KiB);
+    expect(agent.stream.growWindow(16 * KiB)).toBe(0);
+    expect(agent.stream.recvWindow).toBe(settings.initialStreamWindow + 100 * KiB);
+    const update = await pair.agent.transport.sent.waitFor(
+      (f) => f.type === FrameType.WINDOW_UPDATE && f.streamId === agent.stream.id,
+    );
+    expect(parseWindowUpdate(update.payload)).toBe(100 * KiB);
+    // The sender may send the whole grown window while the receiver has consumed nothing.
+    const body = randomBytes(settings.initialStreamWindow + 100 * KiB);
+    await writeBody(edge, body, 16 * KiB);
+    await agent.waitForBytes(body.length);
+    agent.consumeAll();
+    await agent.ended.promise;
+    expect(agent.body().equals(body)).toBe(true);
+    expect(budget.used).toBe(0);
+  });
+});
+
+describe('growing a window before the head', () => {
+  it('sends the grant right after the head of a stream the peer does not know yet', async () => {
+    const pair = await pairFor({ settings, maxStreamWindow: 256 * KiB, sessionWindowBudget: 100 * KiB });
+    const stream = pair.edge.session.openStream();
+    expect(stream.growWindow(64 * KiB)).toBe(64 * KiB);
+    expect(pair.edge.transport.sent.frames.some((f) => f.streamId === stream.id)).toBe(false);
+    stream.sendHeaders(requestHead('/grant'), true);
+    const update = await pair.edge.transport.sent.waitFor(
+      (f) => f.type === FrameType.WINDOW_UPDATE && f.streamId === stream.id,
+    );
+    const frames = pair.edge.transport.sent.frames.filter((f) => f.streamId === stream.id);
+    expect(frames.map((f) => f.type)).toEqual([FrameType.HEADERS, FrameType.WINDOW_UPDATE]);
+    expect(parseWindowUpdate(update.payload)).toBe(64 * KiB);
+  });
+});
+
 describe('a peer from before auto-tuning', () => {
   for (const oldSide of ['edge', 'agent'] as SessionRole[]) {
     it(`interoperates both ways when the ${oldSide} keeps exact windows`, async () => {

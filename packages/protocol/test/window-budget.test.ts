@@ -30,6 +30,23 @@ describe('WindowBudget', () => {
     expect(b.take(80)).toBe(50);
     expect(a.used + b.used).toBe(edge.used);
   });
+
+  it('a budget drawing on several is bounded by each, and charges each and theirs once', () => {
+    const edge = new WindowBudget(1000);
+    const session = new WindowBudget(300, edge);
+    const tenant = new WindowBudget(100);
+    const client = new WindowBudget(150);
+    const stream = new WindowBudget(Number.MAX_SAFE_INTEGER, [tenant, client, session]);
+    expect(stream.take(500)).toBe(100);
+    expect([tenant.used, client.used, session.used, edge.used]).toEqual([100, 100, 100, 100]);
+    // Another stream of the same client, another tenant: the client's share is what is left.
+    const other = new WindowBudget(Number.MAX_SAFE_INTEGER, [new WindowBudget(100), client, session]);
+    expect(other.take(500)).toBe(50);
+    expect(edge.used).toBe(150);
+    stream.give(1000);
+    other.give(1000);
+    expect([tenant.used, client.used, session.used, edge.used]).toEqual([0, 0, 0, 0]);
+  });
 });
 
 /** One stream's receive side, driven by hand: a clock in ms, and the credit returned as the session would. */

@@ -340,7 +340,7 @@ export class Cluster {
     if (!record.connected) return { state: 'pending' };
     const node = await this.#lookupNode(record.nodeId);
     if (node === undefined) return { state: 'pending' };
-    const entry = { nodeId: node.nodeId, url: node.url, epoch: record.epoch };
+    const entry = { nodeId: node.nodeId, url: node.url, epoch: record.epoch, sessionOwner: record.owner };
     this.#cache.set(name, entry);
     return { state: 'remote', entry };
   }

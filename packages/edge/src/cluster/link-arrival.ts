@@ -10,6 +10,7 @@ import {
   agentDisconnected,
   bodyTooLarge,
   busy,
+  linkShareFull,
   nodeStopping,
   offline,
   type Refusal,
@@ -73,7 +74,8 @@ export function forwardOverLink(
     if (again(processed)) lost?.(owner);
     else refuse(unreachableOwner(name, owner));
   };
-  links.open(owner, (opening) => {
+  const tenant = { session: name, owner: owner.sessionOwner, client };
+  links.open(owner, tenant, (opening) => {
     try {
       if (res.destroyed) {
         if ('stream' in opening) opening.stream.reset(ErrorCode.CANCEL);
@@ -82,6 +84,7 @@ export function forwardOverLink(
       if ('failed' in opening) {
         if (opening.failed === 'refused') forwardRequest(req, res, name, owner, cluster, options, lost);
         else if (opening.failed === 'full') refuse(busy(name));
+        else if (opening.failed === 'share') refuse(linkShareFull(name));
         else if (opening.failed === 'stopping') refuse(nodeStopping(name));
         else linkFailed(opening.err, false);
         return;

@@ -15,6 +15,7 @@ import { edgeAnswer } from '../error-response.js';
 import { publishRefusal } from '../refusal-channel.js';
 import type { Refusal } from '../refusals.js';
 import type { SessionTable } from '../session-table.js';
+import type { LinkShares } from './link-shares.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
 import { StreamSplice } from './stream-splice.js';
 
@@ -30,6 +31,11 @@ export interface LinkRequestContext {
   /** The link's connection: refusals made here are counted on it (this node's public listener took it). */
   socket: Duplex;
   maxRequestBodyBytes: number;
+  /**
+   * The link's streams by tenant: a request body's window growth here is bounded by its tenant's share
+   * (the ingress, which opens the streams, bounds their number).
+   */
+  shares: LinkShares;
   /** The link stream now carries a request to an agent (in flight until the link stream closes). */
   started(link: MuxStream): void;
 }
@@ -131,6 +137,13 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
       this.refuse(refusal);
       return;
     }
+    this.#context.shares.hold(this.#stream, {
+      session: meta.name,
+      owner: connection.owner,
+      client: meta.client,
+    });
+    // The request body's window, without waiting for it to grow (none for a bodyless one: it has ended).
+    this.#context.shares.grantEager(this.#stream);
     const encoded = encodeTunnelHead(head, connection);
     if ('refusal' in encoded) this.refuse(encoded.refusal);
     else acquireStream(connection, meta.name, this, encoded.payload);
@@ -152,6 +165,12 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
       this.#stream.reset(tcp === undefined ? ErrorCode.REFUSED_STREAM : ErrorCode.PROTOCOL_ERROR);
       return;
     }
+    this.#context.shares.hold(this.#stream, {
+      session: `tcp:${head.port}`,
+      owner: undefined,
+      client: head.clientAddress,
+    });
+    this.#context.shares.grantEager(this.#stream);
     tcp.arrive(this.#stream, head, this.#context.started);
   }
 

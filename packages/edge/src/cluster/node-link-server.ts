@@ -16,8 +16,9 @@ import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../in-flight.js';
 import { nodeAuthRefusal } from '../refusals.js';
 import type { SessionTable } from '../session-table.js';
-import { LinkRequest, type LinkTcpArrival } from './link-request.js';
+import { LinkRequest, type LinkRequestContext, type LinkTcpArrival } from './link-request.js';
 import { linkSessionOptions, versionRefusal } from './link-settings.js';
+import { LinkShares } from './link-shares.js';
 import { NODE_AUTH_HEADER, type NodeAuth } from './node-auth.js';
 import { NonceWindow } from './nonce-window.js';
 
@@ -134,7 +135,7 @@ export class NodeLinkServer {
     const log = this.#options.logger.child({ link: peer });
     const spliced = new Set<MuxStream>();
     const inFlight = this.#options.inFlight;
-    const context = {
+    const context: Omit<LinkRequestContext, 'shares'> = {
       sessions: this.#options.sessions,
       socket,
       maxRequestBodyBytes: this.#options.maxRequestBodyBytes,
@@ -165,10 +166,11 @@ export class NodeLinkServer {
             session.close(ErrorCode.GOING_AWAY, 'node stopped listening');
             return;
           }
-          new LinkRequest(stream, context);
+          new LinkRequest(stream, linkContext);
         },
         onStreamError: (stream, err) => log.error({ err, stream: stream.id }, 'link stream handler failed'),
         onStreamClosed: (stream) => {
+          shares.release(stream);
           if (spliced.delete(stream)) inFlight.finish();
         },
         onClose: (error) => {
@@ -180,6 +182,8 @@ export class NodeLinkServer {
         },
       },
     });
+    const shares = new LinkShares(session.windowBudget);
+    const linkContext: LinkRequestContext = { ...context, shares };
     this.#links.add(session);
     // A peer that authenticated and then says nothing would hold its socket for good: no heartbeat runs
     // before both HELLOs.

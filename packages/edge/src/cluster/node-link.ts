@@ -15,6 +15,7 @@ import {
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { linkSessionOptions, versionRefusal } from './link-settings.js';
+import { LinkShares, type LinkTenant } from './link-shares.js';
 import { LINK_PATH, NODE_AUTH_HEADER, type NodeAuth } from './node-auth.js';
 import type { HopCounters } from './node-hop.js';
 
@@ -28,6 +29,8 @@ export type LinkOpening =
   | { failed: 'unreachable'; err: unknown }
   /** Too many requests already wait for this link to open, or it carries its most streams. */
   | { failed: 'full' }
+  /** The request's tenant (its session, owner or client address) holds its whole share of the link. */
+  | { failed: 'share' }
   /** This node stops (its links are closed): nothing new leaves it, and the peer is not at fault. */
   | { failed: 'stopping' };
 
@@ -85,7 +88,9 @@ class NodeLink {
   #ready = false;
   /** The peer of the live link takes TCP streams (its HELLO said so). */
   #tcp = false;
-  #waiters: ((opening: LinkOpening) => void)[] = [];
+  /** The live link's streams by tenant (link-shares.ts). */
+  #shares: LinkShares | undefined;
+  #waiters: { tenant: LinkTenant; done: (opening: LinkOpening) => void }[] = [];
   #ws: WebSocket | undefined;
 
   constructor(peer: LinkPeer, options: NodeLinkOptions, onRefused: () => void) {
@@ -95,10 +100,10 @@ class NodeLink {
     this.#onRefused = onRefused;
   }
 
-  open(done: (opening: LinkOpening) => void): void {
+  open(tenant: LinkTenant, done: (opening: LinkOpening) => void): void {
     const session = this.#session;
     if (session !== undefined && this.#ready) {
-      const opening = session.draining || session.closed ? 'replace' : this.#openOn(session);
+      const opening = session.draining || session.closed ? 'replace' : this.#openOn(session, tenant);
       if (opening !== 'replace') {
         done(opening);
         return;
@@ -110,30 +115,38 @@ class NodeLink {
       done({ failed: 'full' });
       return;
     }
-    this.#waiters.push(done);
+    this.#waiters.push({ tenant, done });
     if (this.#ws === undefined) this.#connect();
   }
 
-  /** A stream on the live link; 'replace' when the link itself can take no more (not just busy now). */
-  #openOn(session: MuxSession): LinkOpening | 'replace' {
+  /**
+   * A stream on the live link, counted against its tenant's share; 'replace' when the link itself can take
+   * no more (not just busy now).
+   */
+  #openOn(session: MuxSession, tenant: LinkTenant): LinkOpening | 'replace' {
+    const shares = this.#shares;
+    if (shares !== undefined && !shares.admits(tenant)) return { failed: 'share' };
     const busy = session.streams.size >= session.peerSettings.maxConcurrentStreams;
+    let stream: MuxStream;
     try {
-      return {
-        stream: session.openStream(),
-        maxFrameSize: session.peerSettings.maxFrameSize,
-        tcp: this.#tcp,
-      };
+      stream = session.openStream();
     } catch {
       // Its most streams at once: this request is answered busy. Otherwise its stream ids ran out, or
       // it started draining in between: a new link serves it.
       return busy ? { failed: 'full' } : 'replace';
     }
+    if (shares !== undefined) {
+      shares.hold(stream, tenant);
+      // The response's window, without waiting for it to grow (its WINDOW_UPDATE follows the head).
+      shares.grantEager(stream);
+    }
+    return { stream, maxFrameSize: session.peerSettings.maxFrameSize, tcp: this.#tcp };
   }
 
-  #settle(opening: (session: MuxSession | undefined) => LinkOpening): void {
+  #settle(opening: (session: MuxSession | undefined, tenant: LinkTenant) => LinkOpening): void {
     const waiters = this.#waiters;
     this.#waiters = [];
-    for (const done of waiters) done(opening(this.#session));
+    for (const { tenant, done } of waiters) done(opening(this.#session, tenant));
   }
 
   #connect(): void {
@@ -229,8 +242,8 @@ class NodeLink {
             this.#ready = true;
             const kinds = hello.meta.streamKinds;
             this.#tcp = Array.isArray(kinds) && kinds.includes(TCP_STREAM_KIND);
-            this.#settle((live) => {
-              const opening = live === undefined ? 'replace' : this.#openOn(live);
+            this.#settle((live, tenant) => {
+              const opening = live === undefined ? 'replace' : this.#openOn(live, tenant);
               return opening === 'replace' ? { failed: 'full' } : opening;
             });
           },
@@ -241,20 +254,24 @@ class NodeLink {
           onIdle: () => {
             if (session.draining) setImmediate(closeIfIdle, session);
           },
+          onStreamClosed: (stream) => shares.release(stream),
           onClose: (error) => {
             clearTimeout(timer);
             if (error !== undefined)
               this.#options.logger.warn({ err: error }, 'cluster: link to a peer node ended');
             if (this.#session !== session) return;
             this.#session = undefined;
+            this.#shares = undefined;
             this.#ready = false;
             this.#ws = undefined;
             this.#settle(() => ({ failed: 'unreachable', err: error ?? new Error('link closed') }));
           },
         },
       });
+      const shares = new LinkShares(session.windowBudget);
       opened = session;
       this.#session = session;
+      this.#shares = shares;
       ws.on('message', (data, isBinary) => {
         // A text message comes joined (one Buffer), not as fragments: refused before anything counts it.
         if (!isBinary) {
@@ -288,6 +305,7 @@ class NodeLink {
     const ws = this.#ws;
     const ready = this.#ready;
     this.#session = undefined;
+    this.#shares = undefined;
     this.#ready = false;
     this.#ws = undefined;
     if (session === undefined) {
@@ -340,8 +358,11 @@ export class NodeLinks {
     return false;
   }
 
-  /** Opens a stream to `peer`: at once on a live link, or once the link is up. */
-  open(peer: LinkPeer, done: (opening: LinkOpening) => void): void {
+  /**
+   * Opens a stream to `peer` for `tenant`: at once on a live link, or once the link is up; refused
+   * ('share') when the tenant holds its whole share of the link.
+   */
+  open(peer: LinkPeer, tenant: LinkTenant, done: (opening: LinkOpening) => void): void {
     if (this.#closed) {
       done({ failed: 'stopping' });
       return;
@@ -362,7 +383,7 @@ export class NodeLinks {
       });
       this.#links.set(url, link);
     }
-    link.open(done);
+    link.open(tenant, done);
   }
 
   /** The peer failed: its link goes (streams still on it are reset by its death, or run out). */

@@ -3,6 +3,8 @@ export interface OwnerEntry {
   readonly nodeId: string;
   readonly url: string;
   readonly epoch: number;
+  /** The session's owner key, as the registry has it: its share of a node link is counted by it too. */
+  readonly sessionOwner?: string | undefined;
 }
 
 export interface OwnerCacheOptions {

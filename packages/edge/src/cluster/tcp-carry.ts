@@ -60,7 +60,8 @@ export function carryTcpConnection(
     context.sockets.delete(socket);
     context.inFlight.finish();
   };
-  links.open(owner, (opening) => {
+  const tenant = { session: `tcp:${port}`, owner: owner.sessionOwner, client: clientAddress };
+  links.open(owner, tenant, (opening) => {
     try {
       if ('failed' in opening) {
         if (opening.failed === 'unreachable') {
