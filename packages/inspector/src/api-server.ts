@@ -7,6 +7,7 @@ import { InspectorError, InspectorErrorCode, inspectorErrorStatus } from './erro
 import type { EventStream } from './event-stream.js';
 import { toHar } from './har.js';
 import { toInFlightSummary } from './inflight-view.js';
+import { crossOriginRefusal } from './origin-guard.js';
 import { parseEdits, type ReplayTarget, replay } from './replay.js';
 import { serveStatic } from './static-files.js';
 import type { StoredEntry } from './stored-entry.js';
@@ -37,7 +38,15 @@ function limitOf(url: URL): number {
   }
   return limit;
 }
-const NO_STORE = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
+/** On every API answer: never cached, never sniffed, never framed (the page's files say the same). */
+const NO_STORE = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'content-security-policy': "frame-ancestors 'none'",
+};
+/** Seconds a caller refused as BUSY is told to wait. */
+const BUSY_RETRY_AFTER_S = 1;
 
 function sendJson(res: ServerResponse, status: number, value: unknown): void {
   const body = JSON.stringify(value);
@@ -50,6 +59,7 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
 }
 
 function sendError(res: ServerResponse, error: InspectorError): void {
+  if (error.code === InspectorErrorCode.BUSY) res.setHeader('retry-after', String(BUSY_RETRY_AFTER_S));
   sendJson(res, inspectorErrorStatus[error.code], { error: { code: error.code, message: error.message } });
 }
 
@@ -228,21 +238,12 @@ export function createApiHandler(ctx: ApiContext): RequestListener {
       );
       return;
     }
-    // A page of another site may send simple POSTs here with the right Host: state changes need our Origin.
-    const origin = req.headers.origin;
-    if (req.method !== 'GET' && req.method !== 'HEAD' && origin !== undefined) {
-      const originHost = URL.canParse(origin) ? new URL(origin).host : undefined;
-      if (!ctx.hostAllowed(originHost)) {
-        sendError(
-          res,
-          new InspectorError(InspectorErrorCode.FORBIDDEN_HOST, `requests from ${origin} are refused`),
-        );
-        return;
-      }
-    }
     const url = new URL(req.url ?? '/', 'http://inspector');
     const handle = async (): Promise<void> => {
       if (url.pathname === '/api' || url.pathname.startsWith('/api/')) {
+        // Every API call, GET too: a read can be made expensive, and the answers hold captured secrets.
+        const refusal = crossOriginRefusal(req.headers);
+        if (refusal !== undefined) throw new InspectorError(InspectorErrorCode.FORBIDDEN_ORIGIN, refusal);
         await routeApi(ctx, req, res, url);
         return;
       }
