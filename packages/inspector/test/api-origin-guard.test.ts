@@ -1,5 +1,7 @@
-import { request } from 'node:http';
+import { once } from 'node:events';
+import { type IncomingMessage, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_READERS } from '../src/event-stream.js';
 import { createInspector, type Inspector } from '../src/inspector.js';
 
 const open: Inspector[] = [];
@@ -121,5 +123,62 @@ describe('the API refuses other origins’ pages, GET too', () => {
     const api = await call(url, '/api/status', {});
     expect(api.headers['x-frame-options']).toBe('DENY');
     expect(api.headers['content-security-policy']).toBe("frame-ancestors 'none'");
+  });
+});
+
+/** A GET /api/events with the given headers: its answer, left open. */
+function stream(base: string, headers: Record<string, string>): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}/api/events`, { headers }, resolve);
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Resolves with the data of the first `event: <name>` the stream carries. */
+function nextEvent(res: IncomingMessage, name: string): Promise<string> {
+  return new Promise((resolve) => {
+    let buffer = '';
+    res.setEncoding('utf8');
+    res.on('data', (text: string) => {
+      buffer += text;
+      const match = new RegExp(`event: ${name}\ndata: (.*)\n\n`).exec(buffer);
+      if (match !== null) resolve(match[1]!);
+    });
+  });
+}
+
+describe('live event streams', () => {
+  it(`a flood of streams cannot push the page's own out: other sites' are refused, past ${MAX_READERS} all are`, async () => {
+    const started = await inspector();
+    const { url } = started;
+    const page = await stream(url, { 'sec-fetch-site': 'same-origin' });
+    expect(page.statusCode).toBe(200);
+    const opened: IncomingMessage[] = [page];
+    try {
+      for (let i = 0; i < 2 * MAX_READERS; i++) {
+        const foreign = await stream(url, { 'sec-fetch-site': 'cross-site' });
+        expect(foreign.statusCode).toBe(403);
+        foreign.resume();
+      }
+      for (let i = 1; i < MAX_READERS; i++) {
+        const local = await stream(url, {});
+        expect(local.statusCode).toBe(200);
+        local.resume();
+        opened.push(local);
+      }
+      const refused = await stream(url, {});
+      expect(refused.statusCode).toBe(503);
+      expect(refused.headers['retry-after']).toBe('1');
+      refused.setEncoding('utf8');
+      const [body] = (await once(refused, 'data')) as [string];
+      expect(JSON.parse(body).error.code).toBe('TUNNEL2_ERR_INSPECTOR_BUSY');
+      // The page's stream is still served.
+      const seen = nextEvent(page, 'status');
+      started.store.setPaused(true);
+      expect(JSON.parse(await seen)).toEqual({ paused: true });
+    } finally {
+      for (const res of opened) res.destroy();
+    }
   });
 });
