@@ -67,7 +67,12 @@ describe('the API refuses other origins’ pages, GET too', () => {
 
   it('answers the page (same-origin), a typed URL (none) and a script (no header)', async () => {
     const { url } = await inspector();
-    for (const headers of [{ 'sec-fetch-site': 'same-origin' }, { 'sec-fetch-site': 'none' }, {}]) {
+    const cases: Record<string, string>[] = [
+      { 'sec-fetch-site': 'same-origin' },
+      { 'sec-fetch-site': 'none' },
+      {},
+    ];
+    for (const headers of cases) {
       expect((await call(url, '/api/status', headers)).status).toBe(200);
       expect((await call(url, '/api/events', headers)).status).toBe(200);
     }
