@@ -176,6 +176,27 @@ describe('the inspector under abuse of its expensive reads (issue #29, defect 4)
     expect(growth).toBeLessThan(16 * MiB);
   });
 
+  it('a streamed HAR parses and carries every body byte for byte, slices cut anywhere', async () => {
+    const inspector = await createInspector({
+      target: { origin: 'http://127.0.0.1:9', basePath: '' },
+      port: 0,
+    });
+    open.push(inspector);
+    // Sizes around the slice length, two-byte characters throughout, one binary body in six.
+    const bodies = fillStore(inspector, 12, 3 * 48 * 1024 + 1);
+    const res = await fetch(`${inspector.url}/api/har`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-disposition')).toContain('tunnel2.har');
+    type Content = { text: string; encoding?: string };
+    const har = (await res.json()) as { log: { entries: { response: { content: Content } }[] } };
+    expect(har.log.entries).toHaveLength(12);
+    har.log.entries.forEach((entry, i) => {
+      const { text, encoding } = entry.response.content;
+      const bytes = encoding === 'base64' ? Buffer.from(text, 'base64') : Buffer.from(text, 'utf8');
+      expect(bytes.equals(bodies[i]!), `entry ${i}`).toBe(true);
+    });
+  });
+
   it('exports that are never read hold little and give their place back when dropped', async () => {
     const inspector = await fullInspector(20, 24 * MiB);
     const { growth } = await peakGrowth(async () => {
