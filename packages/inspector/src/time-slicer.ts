@@ -1,23 +1,71 @@
-/** Work on the event loop is cut into slices of about this long: the agent's tunnel runs on the same loop. */
-export const SLICE_MS = 4;
+/**
+ * Long work on the event loop (HAR exports, body searches) runs in slices of about this long, and all of it
+ * together gets one slice per turn of the loop: the agent's tunnel shares the loop, and each of its
+ * requests needs a few turns, so this is about what the inspector adds to each of them however many
+ * exports and searches run.
+ */
+export const SLICE_MS = 2;
 
 /**
- * Long work (a HAR export, a body search) calls `yield()` between small steps: once a slice's time is spent
- * it waits for the loop's next turn (setImmediate), so I/O callbacks (the tunnel's frames) run in between.
- * No step is split: a step must itself be short (a body is read per slice of at most 64 KiB).
+ * One slice per turn of the loop, handed round-robin to the work waiting for one, and a rest as long as a
+ * slice after each: all of it together takes at most about half of the agent's CPU, so the tunnel's
+ * requests still find the CPU and the loop free most of the time. A turn is a setImmediate (one queued from
+ * a check phase runs after the next poll, so the tunnel's I/O callbacks run between slices), or a timer
+ * while the rest lasts.
  */
-export class TimeSlicer {
-  readonly #sliceMs: number;
-  #started = performance.now();
+class SliceScheduler {
+  #owner: TimeSlicer | undefined;
+  #started = 0;
+  #ended = Number.NEGATIVE_INFINITY;
+  readonly #waiting: { slicer: TimeSlicer; resume: () => void }[] = [];
+  #turnPlanned = false;
 
-  constructor(sliceMs = SLICE_MS) {
-    this.#sliceMs = sliceMs;
+  ownsSlice(slicer: TimeSlicer): boolean {
+    return this.#owner === slicer && performance.now() - this.#started < SLICE_MS;
   }
 
-  /** Resolves at once while the slice lasts, else on the loop's next turn (then a new slice starts). */
-  async yield(): Promise<void> {
-    if (performance.now() - this.#started < this.#sliceMs) return;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+  wait(slicer: TimeSlicer): Promise<void> {
+    if (this.#owner === slicer) {
+      this.#owner = undefined;
+      this.#ended = performance.now();
+    }
+    return new Promise((resume) => {
+      this.#waiting.push({ slicer, resume });
+      this.#planTurn();
+    });
+  }
+
+  #planTurn(): void {
+    if (this.#turnPlanned || this.#waiting.length === 0) return;
+    this.#turnPlanned = true;
+    setImmediate(this.#turn);
+  }
+
+  readonly #turn = (): void => {
+    // Planned while the last slice ran: its rest is known only now.
+    const rest = this.#ended + SLICE_MS - performance.now();
+    if (rest > 0) {
+      setTimeout(this.#turn, rest);
+      return;
+    }
+    this.#turnPlanned = false;
+    const next = this.#waiting.shift();
+    if (next === undefined) return;
+    this.#owner = next.slicer;
     this.#started = performance.now();
+    next.resume();
+    this.#planTurn();
+  };
+}
+
+const scheduler = new SliceScheduler();
+
+/**
+ * One piece of long work's share of the loop: it calls `yield()` between small steps (a body is read per
+ * window of at most 64 KiB), which returns at once while its slice lasts, else waits for its next slice.
+ */
+export class TimeSlicer {
+  yield(): Promise<void> | undefined {
+    return scheduler.ownsSlice(this) ? undefined : scheduler.wait(this);
   }
 }
