@@ -150,7 +150,7 @@ try {
   await load(); // warm-up, discarded
   const ms = (v: number): string => v.toFixed(1).padStart(7);
   console.log(
-    'round | side   |  p50 ms |  p99 ms | errors | agent RSS MiB (before → peak) | abusers answered',
+    'round | side   |  p50 ms |  p90 ms |  p99 ms | errors | agent RSS MiB (before → peak) | abusers answered',
   );
   const ratios: number[] = [];
   for (let round = 1; round <= rounds; round++) {
@@ -171,10 +171,10 @@ try {
     const peak = meter.stop()?.peakRssMb ?? 0;
     const errors = (r: typeof quiet): number => r.outcomes.errorCount();
     console.log(
-      `${String(round).padStart(5)} | quiet  | ${ms(quiet.correctedLatency.p50)} | ${ms(quiet.correctedLatency.p99)} | ${String(errors(quiet)).padStart(6)} |`,
+      `${String(round).padStart(5)} | quiet  | ${ms(quiet.correctedLatency.p50)} | ${ms(quiet.correctedLatency.p90)} | ${ms(quiet.correctedLatency.p99)} | ${String(errors(quiet)).padStart(6)} |`,
     );
     console.log(
-      `${String(round).padStart(5)} | abused | ${ms(loaded.correctedLatency.p50)} | ${ms(loaded.correctedLatency.p99)} | ${String(errors(loaded)).padStart(6)} | ${rssBefore.toFixed(0)} → ${peak.toFixed(0)} | ${report.trim()}`,
+      `${String(round).padStart(5)} | abused | ${ms(loaded.correctedLatency.p50)} | ${ms(loaded.correctedLatency.p90)} | ${ms(loaded.correctedLatency.p99)} | ${String(errors(loaded)).padStart(6)} | ${rssBefore.toFixed(0)} → ${peak.toFixed(0)} | ${report.trim()}`,
     );
     ratios.push(loaded.correctedLatency.p99 / quiet.correctedLatency.p99);
   }
