@@ -4,7 +4,9 @@
 // and 8 body searches in a loop (each asking again as soon as it is answered, a 503 after its Retry-After),
 // and 32 event streams half of them cross-site. The abusers run in a child process, so their reading does
 // not slow the load generator.
-//   node bench/scripts/inspect-abuse.ts [rounds=3] [rate=200] [duration=10]
+//   node bench/scripts/inspect-abuse.ts [rounds=3] [rate=200] [duration=10] [mix=all|har|search]
+// `mix`: har or search runs only that kind of loop (search: 8 loops; to tell the CPU of moving exports'
+// bytes from the work on the agent's loop).
 // Prints per round the tunnel's p50/p99 (corrected for coordinated omission) with and without abuse, the
 // agent's RSS before and its peak during the abuse (VmHWM), and what the abusers were answered. Build first.
 import { spawn } from 'node:child_process';
@@ -25,7 +27,7 @@ import { runtime } from '../dist/runtime-paths.js';
 const MiB = 1024 * 1024;
 
 /** Child mode: abuse the inspector at argv[3] until stdin closes, then print what it was answered. */
-async function abuse(inspectorUrl: string): Promise<void> {
+async function abuse(inspectorUrl: string, mix: string): Promise<void> {
   const answers = new Map<string, number>();
   let running = true;
   process.stdin.on('close', () => {
@@ -65,19 +67,23 @@ async function abuse(inspectorUrl: string): Promise<void> {
       .end(),
   );
   await Promise.all([
-    ...Array.from({ length: 16 }, () => loop('har', '/api/har')),
-    ...Array.from({ length: 8 }, () => loop('search', '/api/entries?body=needle-nowhere&limit=1000')),
+    ...Array.from({ length: mix === 'search' ? 0 : 16 }, () => loop('har', '/api/har')),
+    ...Array.from({ length: mix === 'har' ? 0 : 8 }, () =>
+      loop('search', '/api/entries?body=needle-nowhere&limit=1000'),
+    ),
   ]);
   for (const stream of streams) stream.destroy();
   process.stdout.write(`${JSON.stringify(Object.fromEntries(answers))}\n`);
 }
 
 if (process.argv[2] === 'abuser') {
-  await abuse(process.argv[3]!);
+  await abuse(process.argv[3]!, process.argv[4] ?? 'all');
   process.exit(0);
 }
 
-const [rounds = 3, rate = 200, duration = 10] = process.argv.slice(2).map(Number);
+const [rounds = 3, rate = 200, duration = 10] = process.argv.slice(2, 5).map(Number);
+const mix = process.argv[5] ?? 'all';
+if (!['all', 'har', 'search'].includes(mix)) throw new Error(`mix: all, har or search, not "${mix}"`);
 const backend = await startBackendService();
 const edge = await startEdgeService();
 const agent = await startChildService({
@@ -157,7 +163,7 @@ try {
     const quiet = await load();
     const rssBefore = (readStatusKb(agent.pid, 'VmRSS') ?? 0) / 1024;
     const meter = meterProcess(agent.pid);
-    const abuser = spawn(process.execPath, [import.meta.filename, 'abuser', inspectorUrl], {
+    const abuser = spawn(process.execPath, [import.meta.filename, 'abuser', inspectorUrl, mix], {
       stdio: ['pipe', 'pipe', 'inherit'],
     });
     let report = '';
