@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInspector, type Inspector } from '@tunnel2/inspector';
 import { type Browser, chromium } from 'playwright-core';
@@ -106,5 +106,39 @@ describe('the inspector against another origin’s page in headless Chromium', (
     await mine.locator('#pause', { hasText: /resume/i }).waitFor();
     await page.close();
     await mine.close();
+  });
+
+  it('a page whose stream was refused (16 open already) opens it again once there is room', async () => {
+    await fetch(`${inspector.url}/api/capture`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"paused":false}',
+    });
+    // 16 streams held by local scripts: the page's is refused with 503, which ends an EventSource for good.
+    const held: IncomingMessage[] = [];
+    for (let i = 0; i < 16; i++) {
+      held.push(
+        await new Promise<IncomingMessage>((resolve, reject) => {
+          request(`${inspector.url}/api/events`, resolve).on('error', reject).end();
+        }),
+      );
+    }
+    expect(held.map((res) => res.statusCode)).toEqual(Array(16).fill(200));
+    const page = await browser.newPage();
+    const refused = page.waitForEvent('requestfailed', (r) => r.url().endsWith('/api/events'));
+    await page.goto(inspector.url);
+    await refused;
+    // Room again: the page opens its stream by itself, and live events reach it.
+    const reopened = page.waitForResponse((r) => r.url().endsWith('/api/events') && r.status() === 200);
+    held.pop()!.destroy();
+    await reopened;
+    await fetch(`${inspector.url}/api/capture`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"paused":true}',
+    });
+    await page.locator('#pause', { hasText: /resume/i }).waitFor();
+    for (const res of held) res.destroy();
+    await page.close();
   });
 });
