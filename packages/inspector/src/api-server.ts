@@ -5,11 +5,14 @@ import type { EntryStore } from './entry-store.js';
 import { toEntry, toSummary } from './entry-view.js';
 import { InspectorError, InspectorErrorCode, inspectorErrorStatus } from './errors.js';
 import type { EventStream } from './event-stream.js';
-import { toHar } from './har.js';
+import { streamHar } from './har-stream.js';
 import { toInFlightSummary } from './inflight-view.js';
+import { crossOriginRefusal } from './origin-guard.js';
 import { parseEdits, type ReplayTarget, replay } from './replay.js';
 import { serveStatic } from './static-files.js';
 import type { StoredEntry } from './stored-entry.js';
+import { TimeSlicer } from './time-slicer.js';
+import type { WorkGate } from './work-gate.js';
 
 export interface ApiContext {
   store: EntryStore;
@@ -23,6 +26,8 @@ export interface ApiContext {
   hostAllowed(host: string | undefined): boolean;
   /** Aborted when the inspector closes: replays under way are cancelled. */
   closing: AbortSignal;
+  /** Places for the expensive reads (HAR exports, body searches). */
+  gate: WorkGate;
 }
 
 const MAX_LIST = 1_000;
@@ -37,7 +42,15 @@ function limitOf(url: URL): number {
   }
   return limit;
 }
-const NO_STORE = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
+/** On every API answer: never cached, never sniffed, never framed (the page's files say the same). */
+const NO_STORE = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'content-security-policy': "frame-ancestors 'none'",
+};
+/** Seconds a caller refused as BUSY is told to wait. */
+const BUSY_RETRY_AFTER_S = 1;
 
 function sendJson(res: ServerResponse, status: number, value: unknown): void {
   const body = JSON.stringify(value);
@@ -50,6 +63,7 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
 }
 
 function sendError(res: ServerResponse, error: InspectorError): void {
+  if (error.code === InspectorErrorCode.BUSY) res.setHeader('retry-after', String(BUSY_RETRY_AFTER_S));
   sendJson(res, inspectorErrorStatus[error.code], { error: { code: error.code, message: error.message } });
 }
 
@@ -131,13 +145,23 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
     const limit = limitOf(url);
     const before = url.searchParams.get('before');
     const beforeId = before === null ? Number.POSITIVE_INFINITY : Number(before);
-    const entries = [];
-    for (const entry of store.newestFirst()) {
-      if (Number(entry.id) >= beforeId || !matches(entry, filter)) continue;
-      entries.push(toSummary(entry));
-      if (entries.length >= limit) break;
+    // A body search reads every stored body: it takes a place of the gate, and the loop is time-sliced.
+    const release = filter.body === undefined ? () => {} : ctx.gate.enter('this body search');
+    try {
+      const slicer = new TimeSlicer();
+      const ids = store.ids();
+      const entries = [];
+      for (let i = ids.length - 1; i >= 0 && entries.length < limit; i--) {
+        if (Number(ids[i]) >= beforeId) continue;
+        await slicer.yield();
+        if (res.destroyed) return;
+        const entry = store.get(ids[i]!);
+        if (entry !== undefined && (await matches(entry, filter, slicer))) entries.push(toSummary(entry));
+      }
+      sendJson(res, 200, { entries });
+    } finally {
+      release();
     }
-    sendJson(res, 200, { entries });
     return;
   }
   const one = /^\/api\/entries\/([^/]+)(\/replay|\/curl)?$/.exec(path);
@@ -167,22 +191,30 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
   }
   if (path === '/api/har') {
     if (method !== 'GET') throw methodNotAllowed(method, path);
-    const ids = url.searchParams.get('ids');
-    const entries =
-      ids === null || ids === '' ? store.all() : ids.split(',').map((id) => entryOr404(ctx, id.trim()));
+    const wanted = url.searchParams.get('ids');
+    const ids =
+      wanted === null || wanted === ''
+        ? store.ids()
+        : wanted.split(',').map((id) => entryOr404(ctx, id.trim()).id);
     const redact = ['1', 'true', 'yes'].includes(url.searchParams.get('redact') ?? '');
-    const har = toHar(entries, {
-      redact,
-      baseUrl: ctx.publicUrl() ?? ctx.target.origin,
-      version: ctx.version,
-    });
-    const body = JSON.stringify(har, null, 2);
-    res.writeHead(200, {
-      ...NO_STORE,
-      'content-type': 'application/json; charset=utf-8',
-      'content-disposition': 'attachment; filename="tunnel2.har"',
-    });
-    res.end(body);
+    const release = ctx.gate.enter('this HAR export');
+    try {
+      res.writeHead(200, {
+        ...NO_STORE,
+        'content-type': 'application/json; charset=utf-8',
+        'content-disposition': 'attachment; filename="tunnel2.har"',
+      });
+      // Streamed, never built whole: the store may hold 64 MiB, and a HAR is larger than what it encodes.
+      await streamHar(res, ids, {
+        get: (id) => store.get(id),
+        redact,
+        baseUrl: ctx.publicUrl() ?? ctx.target.origin,
+        version: ctx.version,
+        signal: ctx.closing,
+      });
+    } finally {
+      release();
+    }
     return;
   }
   if (path === '/api/capture') {
@@ -228,21 +260,12 @@ export function createApiHandler(ctx: ApiContext): RequestListener {
       );
       return;
     }
-    // A page of another site may send simple POSTs here with the right Host: state changes need our Origin.
-    const origin = req.headers.origin;
-    if (req.method !== 'GET' && req.method !== 'HEAD' && origin !== undefined) {
-      const originHost = URL.canParse(origin) ? new URL(origin).host : undefined;
-      if (!ctx.hostAllowed(originHost)) {
-        sendError(
-          res,
-          new InspectorError(InspectorErrorCode.FORBIDDEN_HOST, `requests from ${origin} are refused`),
-        );
-        return;
-      }
-    }
     const url = new URL(req.url ?? '/', 'http://inspector');
     const handle = async (): Promise<void> => {
       if (url.pathname === '/api' || url.pathname.startsWith('/api/')) {
+        // Every API call, GET too: a read can be made expensive, and the answers hold captured secrets.
+        const refusal = crossOriginRefusal(req.headers);
+        if (refusal !== undefined) throw new InspectorError(InspectorErrorCode.FORBIDDEN_ORIGIN, refusal);
         await routeApi(ctx, req, res, url);
         return;
       }

@@ -1,6 +1,7 @@
 import { searchedBytes } from './entry-view.js';
 import { InspectorError, InspectorErrorCode } from './errors.js';
 import type { StoredEntry } from './stored-entry.js';
+import { TimeSlicer } from './time-slicer.js';
 
 export interface EntryFilter {
   method?: string;
@@ -61,8 +62,48 @@ function headersMatch(headers: readonly string[], name: string, value: string): 
   return false;
 }
 
-/** The cheap tests first; body search (which may decompress) last. */
-export function matches(entry: StoredEntry, filter: EntryFilter): boolean {
+/** Bytes of a body searched per step: a step stays well under a time slice (see TimeSlicer). */
+export const SEARCH_SLICE_BYTES = 64 * 1024;
+
+/** `i` moved back to the first byte of the UTF-8 character it falls in. */
+function charStart(bytes: Buffer, i: number): number {
+  let at = i;
+  while (at > 0 && at < bytes.length && (bytes[at]! & 0xc0) === 0x80) at--;
+  return at;
+}
+
+/**
+ * Whether the text of `bytes`, lowercased, contains `needle` (lowercase): read in windows of
+ * SEARCH_SLICE_BYTES, each overlapping the next by as many bytes as a match can take (4 per character), so
+ * a match across two windows is found whole in the first; the slicer may yield between windows.
+ */
+async function contains(bytes: Buffer, needle: string, slicer: TimeSlicer): Promise<boolean> {
+  const overlap = 4 * needle.length + 4;
+  for (let start = 0; start < bytes.length; start += SEARCH_SLICE_BYTES) {
+    await slicer.yield();
+    const from = charStart(bytes, start);
+    const to = charStart(bytes, Math.min(bytes.length, start + SEARCH_SLICE_BYTES + overlap));
+    if (
+      bytes
+        .toString('utf8', from, to === from ? bytes.length : to)
+        .toLowerCase()
+        .includes(needle)
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * The cheap tests first; body search (which may decompress) last, window by window: the slicer yields to
+ * the event loop between steps, so one search of a full store never holds it for long.
+ */
+export async function matches(
+  entry: StoredEntry,
+  filter: EntryFilter,
+  slicer: TimeSlicer = new TimeSlicer(),
+): Promise<boolean> {
   if (filter.method !== undefined && entry.method.toUpperCase() !== filter.method) return false;
   if (filter.status !== undefined && !statusMatches(entry.status, filter.status)) return false;
   if (filter.path !== undefined && !entry.target.toLowerCase().includes(filter.path)) return false;
@@ -74,15 +115,9 @@ export function matches(entry: StoredEntry, filter: EntryFilter): boolean {
   ) {
     return false;
   }
-  if (filter.body !== undefined) {
-    const needle = filter.body;
-    const found = (bytes: Buffer): boolean => bytes.toString('utf8').toLowerCase().includes(needle);
-    if (
-      !found(searchedBytes(entry.request, entry.requestHeaders)) &&
-      !found(searchedBytes(entry.response, entry.responseHeaders))
-    ) {
-      return false;
-    }
-  }
-  return true;
+  const needle = filter.body;
+  if (needle === undefined) return true;
+  if (await contains(searchedBytes(entry.request, entry.requestHeaders), needle, slicer)) return true;
+  await slicer.yield();
+  return contains(searchedBytes(entry.response, entry.responseHeaders), needle, slicer);
 }

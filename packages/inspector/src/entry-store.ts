@@ -369,6 +369,18 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     for (let i = this.#count - 1; i >= 0; i--) yield this.#snapshot((this.#first + i) % this.maxEntries);
   }
 
+  /**
+   * The ids stored, oldest first: what a long read (a HAR export, a body search) walks, looking each one up
+   * when its turn comes, so it holds no snapshot (and no evicted entry's bytes) meanwhile.
+   */
+  ids(): string[] {
+    const out: string[] = [];
+    for (let i = 0; i < this.#count; i++) {
+      out.push(String(this.#f64[((this.#first + i) % this.maxEntries) * F64_COLUMNS + ID]!));
+    }
+    return out;
+  }
+
   all(): StoredEntry[] {
     const out: StoredEntry[] = [];
     for (let i = 0; i < this.#count; i++) out.push(this.#snapshot((this.#first + i) % this.maxEntries));

@@ -6,6 +6,10 @@ export const InspectorErrorCode = {
   BAD_REQUEST: 'TUNNEL2_ERR_INSPECTOR_BAD_REQUEST',
   METHOD_NOT_ALLOWED: 'TUNNEL2_ERR_INSPECTOR_METHOD_NOT_ALLOWED',
   FORBIDDEN_HOST: 'TUNNEL2_ERR_INSPECTOR_FORBIDDEN_HOST',
+  /** An API request sent by another origin's page (Sec-Fetch-Site or Origin say so). */
+  FORBIDDEN_ORIGIN: 'TUNNEL2_ERR_INSPECTOR_FORBIDDEN_ORIGIN',
+  /** As many expensive reads (HAR export, body search) or live streams run as are allowed: try again later. */
+  BUSY: 'TUNNEL2_ERR_INSPECTOR_BUSY',
   REPLAY_FAILED: 'TUNNEL2_ERR_INSPECTOR_REPLAY_FAILED',
   LISTEN_FAILED: 'TUNNEL2_ERR_INSPECTOR_LISTEN_FAILED',
   /** A failure of the inspector itself (a bug): the API answers 500 with it. */
@@ -21,6 +25,8 @@ export const inspectorErrorStatus: Record<InspectorErrorCode, number> = {
   [InspectorErrorCode.BAD_REQUEST]: 400,
   [InspectorErrorCode.METHOD_NOT_ALLOWED]: 405,
   [InspectorErrorCode.FORBIDDEN_HOST]: 403,
+  [InspectorErrorCode.FORBIDDEN_ORIGIN]: 403,
+  [InspectorErrorCode.BUSY]: 503,
   [InspectorErrorCode.REPLAY_FAILED]: 502,
   [InspectorErrorCode.LISTEN_FAILED]: 500,
   [InspectorErrorCode.INTERNAL]: 500,

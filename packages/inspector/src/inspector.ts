@@ -8,6 +8,7 @@ import { EventStream, PING_INTERVAL_MS } from './event-stream.js';
 import { createHostGuard } from './host-guard.js';
 import type { ReplayTarget } from './replay.js';
 import { defaultStaticDir } from './static-files.js';
+import { WorkGate } from './work-gate.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
 const { createServer } = process.getBuiltinModule('node:http');
@@ -103,6 +104,7 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
       publicUrl: () => publicUrl,
       hostAllowed: (h) => hostAllowed(h),
       closing: closing.signal,
+      gate: new WorkGate(),
     }),
   );
   const ports = options.port === undefined ? [...DEFAULT_INSPECTOR_PORTS, 0] : [options.port];

@@ -36,8 +36,10 @@ export async function serveStatic(dir: string, pathname: string, res: ServerResp
     'content-length': info.size,
     'cache-control': 'no-store',
     'x-content-type-options': 'nosniff',
+    // Never framed: a page of another site could otherwise overlay it and have the user click its buttons.
     'content-security-policy':
-      "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'",
+      "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+    'x-frame-options': 'DENY',
   });
   createReadStream(file).pipe(res);
   return true;

@@ -98,6 +98,8 @@ async function load() {
     rows.replaceChildren(...entries.map(row));
   } catch (err) {
     $('filter-error').textContent = err.message;
+    // A body search waits its turn while others run (the inspector runs a few at a time): ask again.
+    if (err.code === 'TUNNEL2_ERR_INSPECTOR_BUSY' && mine === loading) reloadLive(1000);
   }
   renderEmpty();
   renderCount();
@@ -116,8 +118,8 @@ function reloadSoon(ms = 150) {
   planReload(ms);
 }
 /** Live entries: a reload already planned is left alone (throttle): a steady stream cannot postpone it. */
-function reloadLive() {
-  if (reloadTimer === undefined) planReload(150);
+function reloadLive(ms = 150) {
+  if (reloadTimer === undefined) planReload(ms);
 }
 
 function rowOf(id) {
@@ -255,36 +257,46 @@ const inFlight = createInFlight({
   },
 });
 
-const events = new EventSource('/api/events');
-events.addEventListener('entry', (m) => {
-  const entry = JSON.parse(m.data);
-  // The exchange it ends leaves the in-flight group; a selection or open detail follows it to its entry.
-  const liveRow = inFlight.ended(entry);
-  if (liveRow !== undefined && state.open === liveRow) void open(entry.id);
-  else if (liveRow !== undefined && state.selected === liveRow) state.selected = entry.id;
-  // Server-side filters (body text, headers) cannot be checked here: ask the server again.
-  if (filtering()) {
-    reloadLive();
-    return;
-  }
-  if (rowOf(entry.id) !== null) return;
-  rows.prepend(row(entry));
-  while (rows.children.length > MAX_ROWS) rows.lastElementChild.remove();
-  renderEmpty();
-  renderCount();
-});
-events.addEventListener('clear', () => {
-  rows.replaceChildren();
-  renderEmpty();
-  renderCount();
-});
-events.addEventListener('status', (m) => {
-  state.paused = JSON.parse(m.data).paused;
-  renderPaused();
-  renderEmpty();
-});
-// After a reconnect, entries may have been missed: the list is fetched again.
-events.addEventListener('open', () => reloadSoon(0));
+/**
+ * The live stream. A dropped one reconnects by itself; a refused one (503: as many streams as the inspector
+ * serves are open, other tabs or scripts) is closed for good by the browser, so it is opened again here.
+ */
+function listen() {
+  const events = new EventSource('/api/events');
+  events.addEventListener('error', () => {
+    if (events.readyState === EventSource.CLOSED) setTimeout(listen, 2000);
+  });
+  events.addEventListener('entry', (m) => {
+    const entry = JSON.parse(m.data);
+    // The exchange it ends leaves the in-flight group; a selection or open detail follows it to its entry.
+    const liveRow = inFlight.ended(entry);
+    if (liveRow !== undefined && state.open === liveRow) void open(entry.id);
+    else if (liveRow !== undefined && state.selected === liveRow) state.selected = entry.id;
+    // Server-side filters (body text, headers) cannot be checked here: ask the server again.
+    if (filtering()) {
+      reloadLive();
+      return;
+    }
+    if (rowOf(entry.id) !== null) return;
+    rows.prepend(row(entry));
+    while (rows.children.length > MAX_ROWS) rows.lastElementChild.remove();
+    renderEmpty();
+    renderCount();
+  });
+  events.addEventListener('clear', () => {
+    rows.replaceChildren();
+    renderEmpty();
+    renderCount();
+  });
+  events.addEventListener('status', (m) => {
+    state.paused = JSON.parse(m.data).paused;
+    renderPaused();
+    renderEmpty();
+  });
+  // After a reconnect, entries may have been missed: the list is fetched again.
+  events.addEventListener('open', () => reloadSoon(0));
+}
+listen();
 
 async function start() {
   const status = await api.status();

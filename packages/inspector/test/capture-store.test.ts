@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { createCapture } from '../src/capture.js';
-import { matches, parseFilter } from '../src/entry-filter.js';
+import { matches, parseFilter, SEARCH_SLICE_BYTES } from '../src/entry-filter.js';
 import { EntryStore } from '../src/entry-store.js';
 import { toEntry, toSummary } from '../src/entry-view.js';
 
@@ -228,17 +228,17 @@ describe('reused exchange slots', () => {
 });
 
 describe('filters', () => {
-  it('finds text inside a gzip-encoded body, case-insensitively', () => {
+  it('finds text inside a gzip-encoded body, case-insensitively', async () => {
     const store = new EntryStore();
     const entry = record(store, 1 << 20, gzipSync('{"event":"Invoice.Paid"}'), ['Content-Encoding', 'gzip'])!;
-    expect(matches(entry, parseFilter(new URLSearchParams('body=invoice.paid')))).toBe(true);
-    expect(matches(entry, parseFilter(new URLSearchParams('body=refund')))).toBe(false);
+    expect(await matches(entry, parseFilter(new URLSearchParams('body=invoice.paid')))).toBe(true);
+    expect(await matches(entry, parseFilter(new URLSearchParams('body=refund')))).toBe(false);
     expect(toEntry(entry).requestBody.decodedBase64).toBe(
       Buffer.from('{"event":"Invoice.Paid"}').toString('base64'),
     );
   });
 
-  it('decodes only within the body limit, never a truncated body, and charges a kept decoding to the budget', () => {
+  it('decodes only within the body limit, never a truncated body, and charges a kept decoding to the budget', async () => {
     const store = new EntryStore({ budgetBytes: 1 << 20 });
     const plain = Buffer.from('x'.repeat(5_000));
     const small = record(store, 10_000, gzipSync(plain), ['Content-Encoding', 'gzip'])!;
@@ -255,7 +255,7 @@ describe('filters', () => {
     ])!;
     expect(bomb.request.truncated).toBe(false);
     expect(toEntry(bomb).requestBody.decodedBase64).toBeUndefined();
-    expect(matches(bomb, parseFilter(new URLSearchParams('body=needle')))).toBe(false);
+    expect(await matches(bomb, parseFilter(new URLSearchParams('body=needle')))).toBe(false);
 
     const cut = record(store, 10, gzipSync(plain), ['Content-Encoding', 'gzip'])!;
     expect(cut.request.truncated).toBe(true);
@@ -265,16 +265,36 @@ describe('filters', () => {
     expect(store.bytes).toBe(0);
   });
 
-  it('method, status class or code, path and header', () => {
+  it('method, status class or code, path and header', async () => {
     const entry = record(new EntryStore(), 100, Buffer.from(''), ['X-Hook', 'Stripe'])!;
     const f = (q: string) => matches(entry, parseFilter(new URLSearchParams(q)));
-    expect(f('method=post')).toBe(true);
-    expect(f('method=GET')).toBe(false);
-    expect(f('status=2xx')).toBe(true);
-    expect(f('status=404')).toBe(false);
-    expect(f('path=Y=1')).toBe(true);
-    expect(f('header=x-hook:strip')).toBe(true);
-    expect(f('header=x-hook:github')).toBe(false);
+    expect(await f('method=post')).toBe(true);
+    expect(await f('method=GET')).toBe(false);
+    expect(await f('status=2xx')).toBe(true);
+    expect(await f('status=404')).toBe(false);
+    expect(await f('path=Y=1')).toBe(true);
+    expect(await f('header=x-hook:strip')).toBe(true);
+    expect(await f('header=x-hook:github')).toBe(false);
     expect(() => parseFilter(new URLSearchParams('status=abc'))).toThrow(/status/);
+  });
+
+  it('finds a match across the windows a body is read in, multi-byte characters and all', async () => {
+    const store = new EntryStore();
+    // 'é' is two bytes: windows cut at any byte offset around the match must still find it.
+    for (const before of [
+      SEARCH_SLICE_BYTES - 3,
+      SEARCH_SLICE_BYTES - 1,
+      SEARCH_SLICE_BYTES,
+      2 * SEARCH_SLICE_BYTES + 1,
+    ]) {
+      const text = `${'é'.repeat(Math.floor(before / 2))}${before % 2 === 1 ? 'a' : ''}Needle-ÉTÉ${'z'.repeat(1000)}`;
+      const entry = record(store, 1 << 20, Buffer.from(text), [])!;
+      expect(await matches(entry, parseFilter(new URLSearchParams('body=needle-été'))), String(before)).toBe(
+        true,
+      );
+      expect(await matches(entry, parseFilter(new URLSearchParams('body=needle-ete'))), String(before)).toBe(
+        false,
+      );
+    }
   });
 });

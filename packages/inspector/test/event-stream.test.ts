@@ -19,7 +19,11 @@ async function start(): Promise<Fixture> {
   const readers: ServerResponse[] = [];
   const server = createServer((_req, res) => {
     readers.push(res);
-    events.add(res);
+    try {
+      events.add(res);
+    } catch {
+      res.writeHead(503).end();
+    }
     server.emit('reader', res);
   });
   server.listen(0, '127.0.0.1');
@@ -93,15 +97,28 @@ describe('the live event stream (SSE) of the API', () => {
     f.events.send('entry', { path: '/nobody' });
   });
 
-  it(`holds at most ${MAX_READERS} readers: a new one replaces the oldest`, async () => {
+  it(`holds at most ${MAX_READERS} readers: a new one is refused, the ones served keep their place`, async () => {
     const f = await start();
     const sockets: Socket[] = [];
     for (let i = 0; i < MAX_READERS; i++) sockets.push(await reader(f, true));
-    const firstClosed = once(sockets[0]!, 'close');
-    sockets.push(await reader(f, true));
-    await firstClosed;
+    const refused = connect(f.port, '127.0.0.1');
+    refused.setEncoding('utf8');
+    const head = new Promise<string>((resolve) => {
+      let answer = '';
+      refused.on('data', (text: string) => {
+        answer += text;
+        if (answer.includes('\r\n\r\n')) resolve(answer);
+      });
+    });
+    refused.write('GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    const answer = await head;
+    expect(answer).toMatch(/^HTTP\/1\.1 503 /);
     expect(f.events.size).toBe(MAX_READERS);
-    expect(f.readers[0]!.destroyed).toBe(true);
-    for (const s of sockets) s.destroy();
+    expect(f.readers.slice(0, MAX_READERS).every((res) => !res.destroyed)).toBe(true);
+    // The first reader still gets events.
+    const more = once(sockets[0]!, 'data');
+    f.events.send('entry', { path: '/after' });
+    await more;
+    for (const s of [...sockets, refused]) s.destroy();
   });
 });
