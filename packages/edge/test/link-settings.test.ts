@@ -2,6 +2,7 @@ import { MuxSession, type MuxStream, WindowBudget } from '@tunnel2/protocol';
 import { describe, expect, it } from 'vitest';
 import {
   LINK_GROWTH_BUDGET,
+  LINK_HEARTBEAT_INTERVAL_MS,
   LINK_MAX_STREAMS,
   LINK_SESSION_WINDOW,
   LINK_STREAM_WINDOW,
@@ -28,6 +29,23 @@ describe('linkSessionOptions', () => {
     session.windowBudget.give(1024 * 1024);
     expect(edgeBudget.used).toBe(0);
     session.transportClosed();
+  });
+
+  it('heartbeats every 10 s at the least, not at the 3 s an edge announces to agents (off stays off)', () => {
+    const budget = new WindowBudget(0);
+    // The edge's own protocol settings carry its 3 s agent heartbeat (edge-options.ts).
+    expect(
+      linkSessionOptions('edge', { heartbeatIntervalMs: 3_000 }, budget).settings.heartbeatIntervalMs,
+    ).toBe(LINK_HEARTBEAT_INTERVAL_MS);
+    expect(linkSessionOptions('edge', {}, budget).settings.heartbeatIntervalMs).toBe(
+      LINK_HEARTBEAT_INTERVAL_MS,
+    );
+    expect(
+      linkSessionOptions('edge', { heartbeatIntervalMs: 60_000 }, budget).settings.heartbeatIntervalMs,
+    ).toBe(60_000);
+    expect(linkSessionOptions('edge', { heartbeatIntervalMs: 0 }, budget).settings.heartbeatIntervalMs).toBe(
+      0,
+    );
   });
 
   it('sizes the session window so that streams nobody reads can never fill it', () => {

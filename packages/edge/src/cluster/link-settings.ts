@@ -25,6 +25,12 @@ export const LINK_STREAM_WINDOW = 16 * 1024;
  * window (below).
  */
 export const LINK_EAGER_GROWTH = 256 * 1024 - 16 * 1024;
+/**
+ * The least heartbeat interval a link runs: the protocol's 10 s, not the 3 s an edge announces to agents.
+ * A frozen laptop should fail its first request in seconds; a peer node that stalls for 6-9 s (a long GC,
+ * CPU starvation) should not have every tenant's cross-node streams reset with its link.
+ */
+export const LINK_HEARTBEAT_INTERVAL_MS = 10_000;
 /** Growth above the initial windows a link's streams may hold together (the session budget). */
 export const LINK_GROWTH_BUDGET = 32 * 1024 * 1024;
 /**
@@ -45,7 +51,8 @@ export const LINK_SESSION_WINDOW = (LINK_MAX_STREAMS * LINK_STREAM_WINDOW * 3) /
  * streams' window growth draws on the edge's budget (`edgeWindowBudget`), as agent sessions' does: a link's
  * stream at the ingress is read by a public client, who must not hold more than through an agent session.
  * A larger `initialStreamWindow` in the edge's settings does not apply to links (it would let unread
- * streams fill the session window); a smaller one does.
+ * streams fill the session window); a smaller one does. Heartbeats run at LINK_HEARTBEAT_INTERVAL_MS at
+ * the least.
  */
 export function linkSessionOptions(
   role: SessionRole,
@@ -63,6 +70,11 @@ export function linkSessionOptions(
     sharedWindowBudget: edgeWindowBudget,
     settings: {
       ...protocol,
+      // 0 (heartbeats off) stays off; a shorter interval is raised to the link's.
+      heartbeatIntervalMs:
+        protocol.heartbeatIntervalMs === 0
+          ? 0
+          : Math.max(protocol.heartbeatIntervalMs ?? LINK_HEARTBEAT_INTERVAL_MS, LINK_HEARTBEAT_INTERVAL_MS),
       maxConcurrentStreams: LINK_MAX_STREAMS,
       initialStreamWindow: Math.min(protocol.initialStreamWindow ?? LINK_STREAM_WINDOW, LINK_STREAM_WINDOW),
       initialSessionWindow: Math.max(protocol.initialSessionWindow ?? 0, LINK_SESSION_WINDOW),
