@@ -113,6 +113,9 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
     worker.on('exit', (code) => {
       process.stdout.off('resize', onResize);
       if (!process.exitCode) process.exitCode = code;
+      // What the worker wrote last is relayed to stdout; a reader that is alive but no longer reads would
+      // keep this thread waiting on it for good (SIGTERM then did nothing): a second, then exit anyway.
+      setTimeout(() => process.exit(), 1_000).unref();
     });
   });
 }

@@ -91,6 +91,8 @@ export function createLineWriter(stream: NodeJS.WritableStream, options: LineWri
     batchedChars = 0;
     if (!stream.write(text)) {
       full = true;
+      // flush() while full writes without waiting: the listener from before must not run twice.
+      stream.removeListener('drain', onDrain);
       stream.once('drain', onDrain);
     }
   };

@@ -22,6 +22,18 @@ const program = new Command()
   .version(VERSION, '-v, --version')
   .showHelpAfterError();
 
+/**
+ * A command is over: the process ends by itself once nothing is left open, its last output written (in a
+ * worker that output is still on its way to the main thread). Something still open must not keep a stopped
+ * agent or server alive: a handle some library left, or a write to a stdout whose reader is alive but no
+ * longer reads (`tunnel2 http 3000 --json | stuck-consumer`), which Node waits for before exiting. A second
+ * later, it exits anyway.
+ */
+function exitOnceDone(code: number): void {
+  process.exitCode = code;
+  setTimeout(() => process.exit(code), 1_000).unref();
+}
+
 program
   .command('http')
   .description('forward a public URL to a local HTTP server')
@@ -66,7 +78,7 @@ program
   .action(async (target: string, options) => {
     // Each command loads only what it needs: the agent never loads the edge, the edge never loads undici.
     const { runHttpCommand } = await import('./commands/http-command.js');
-    process.exitCode = await runHttpCommand(target, options);
+    exitOnceDone(await runHttpCommand(target, options));
   });
 
 program
@@ -87,7 +99,7 @@ program
   )
   .action(async (target: string, options) => {
     const { runTcpCommand } = await import('./commands/tcp-command.js');
-    process.exitCode = await runTcpCommand(target, options);
+    exitOnceDone(await runTcpCommand(target, options));
   });
 
 program
@@ -112,7 +124,7 @@ program
   )
   .action(async (names: string[], options) => {
     const { runStartCommand } = await import('./commands/start-command.js');
-    process.exitCode = await runStartCommand(names, options);
+    exitOnceDone(await runStartCommand(names, options));
   });
 
 program
@@ -130,9 +142,7 @@ program
     // Once drained (or after a second signal) the process ends by itself when nothing is left open, with
     // its last output written (in a worker that output is still on its way to the main thread). A handle
     // some library left open must not keep a stopping server running: a second later, it exits anyway.
-    const code = await runServerCommand(args);
-    process.exitCode = code;
-    setTimeout(() => process.exit(code), 1_000).unref();
+    exitOnceDone(await runServerCommand(args));
   });
 
 program

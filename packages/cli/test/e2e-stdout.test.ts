@@ -204,4 +204,23 @@ describe('a stdout that is not read', () => {
     expect(typeof dropped[0]!.time).toBe('string');
     expect(agent.exitCode).toBeNull();
   });
+
+  // A reader that is alive but stuck: Node waits for a pending write to a pipe before a process ends, so a
+  // stopped agent stayed up for as long as the reader did (SIGTERM under systemd did nothing). The default
+  // for a piped stdout is the worker; with TUNNEL2_WORKER=0 (an opt-out kept for measurements) Node writes
+  // to the pipe synchronously and a stuck reader stops the whole event loop, which is why the worker exists.
+  it('SIGTERM ends an agent whose stdout reader stopped reading', async () => {
+    const agent = spawn(process.execPath, [cliBin, ...agentArgs('stuck', '--json')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    cleanups.push(killed(agent));
+    const out = agent.stdout!;
+    await new Promise<void>((resolve) => out.once('data', () => resolve()));
+    out.pause();
+    expect((await load('stuck', 3000)).filter((s) => s !== 200)).toEqual([]);
+    const exited = new Promise<number | null>((resolve) => agent.once('exit', (code) => resolve(code)));
+    agent.kill('SIGTERM');
+    // Before the fix this never resolved while `out` stayed paused; the test's timeout is the bound.
+    expect(await exited).toBe(0);
+  });
 });
