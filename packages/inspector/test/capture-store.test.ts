@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { createCapture } from '../src/capture.js';
-import { matches, parseFilter, SEARCH_SLICE_BYTES } from '../src/entry-filter.js';
+import { matches, parseFilter, SEARCH_SLICE_BYTES, searchWindows } from '../src/entry-filter.js';
 import { EntryStore } from '../src/entry-store.js';
 import { toEntry, toSummary } from '../src/entry-view.js';
 
@@ -296,5 +296,18 @@ describe('filters', () => {
         false,
       );
     }
+  });
+
+  it('reads a body that is not UTF-8 once, window by window (a run of continuation bytes)', async () => {
+    // Anyone who can reach the tunnel can send such a body: 0x80 bytes, then a match in the last window.
+    const body = Buffer.concat([Buffer.alloc(4 * SEARCH_SLICE_BYTES, 0x80), Buffer.from('needle')]);
+    const entry = record(new EntryStore(), 1 << 20, body, [])!;
+    expect(await matches(entry, parseFilter(new URLSearchParams('body=needle')))).toBe(true);
+    // Each window decodes about its own 64 KiB: the unbounded walk back to a character's start took every
+    // window back to the run's start and on to the body's end (quadratic: 178 ms for 1 MiB, 12 ms steps).
+    const windows = searchWindows(body, 'needle'.length);
+    expect(windows).toHaveLength(5);
+    for (const [from, to] of windows) expect(to - from).toBeLessThanOrEqual(SEARCH_SLICE_BYTES + 4 * 7 + 4);
+    expect(windows.at(-1)?.[1]).toBe(body.length);
   });
 });
