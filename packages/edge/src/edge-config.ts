@@ -241,7 +241,7 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   startupGraceMs: {
     description:
-      'for this long after start, a request for a well-formed name no agent holds waits (up to reconnectWaitMs) for its agent to reconnect, then gets 503 with Retry-After instead of 404 (0: off)',
+      'for this long after start, a request for a well-formed name no agent holds waits (up to reconnectWaitMs) for its agent to reconnect, then gets 503 with Retry-After instead of 404; in a cluster, only names the registry holds (0: off)',
     // An agent's longest reconnect backoff: by then every agent of the previous process has tried again.
     default: 30_000,
     ...integer(0, HOUR),

@@ -248,9 +248,8 @@ function ownerKey(owner: OwnerEntry): string {
  * here. A record left by a dead node (its node unannounced or unreachable) is waited out like a
  * reconnecting agent: the agent claims the name again elsewhere with a newer epoch. Never a hang: the
  * wait ends at the deadline with 502 (offline, or the node that did not answer), and the number of
- * waiters per name is the session table's bound. A name no record holds is a 404 at once, except within
- * the startup grace: then it is waited for like the others (counted in the grace's bound). Within the
- * grace, a wait that ends without the agent is a 503 + Retry-After rather than the 502.
+ * waiters per name is the session table's bound. A name no record holds is a 404 at once, startup grace
+ * or not. Within the grace, a wait that ends without the agent is a 503 + Retry-After rather than the 502.
  */
 async function awaitAcrossNodes(
   arrival: Arrival,
@@ -261,28 +260,7 @@ async function awaitAcrossNodes(
   passed: Set<string>,
   lost: (owner: OwnerEntry) => void,
 ): Promise<void> {
-  const hold = { held: false };
-  try {
-    await pollOwner(arrival, route, options, cluster, deadline, passed, lost, hold);
-  } finally {
-    if (hold.held) options.startup.leave();
-  }
-}
-
-/** The polling of awaitAcrossNodes, until the deadline or an answer (see there). */
-async function pollOwner(
-  arrival: Arrival,
-  route: IngressRoute,
-  options: TunnelIngressOptions,
-  cluster: Cluster,
-  deadline: number,
-  passed: Set<string>,
-  lost: (owner: OwnerEntry) => void,
-  /** Set once this request counts in the startup grace's bound (it waits for an unclaimed name). */
-  hold: { held: boolean },
-): Promise<void> {
   let last: OwnerEntry | undefined;
-  let unclaimed = false;
   for (let round = 0; round < CLUSTER_MAX_ROUNDS; round++) {
     const local = options.sessions.get(route.name);
     if (local?.ready === true && !local.session.draining) {
@@ -297,17 +275,13 @@ async function pollOwner(
       return;
     }
     if (arrival.gone) return;
-    unclaimed = finding.state === 'none';
-    if (unclaimed && !hold.held) {
-      if (!startupWait(route.name, options)) {
-        arrival.refuse(unknownSession(route.name));
-        return;
-      }
-      if (!options.startup.enter()) {
-        arrival.refuse(agentPending(route.name));
-        return;
-      }
-      hold.held = true;
+    // A name the registry has never held (or no longer does) is not waited for, startup grace or not: the
+    // registry outlives a node's restart, so an agent on its way back still has its record (held by a dead
+    // node, or reserved for its owner). Waiting here would let a scan of random names after every node
+    // start cost a registry lookup every CLUSTER_POLL_MS for each of thousands of waiters.
+    if (finding.state === 'none') {
+      arrival.refuse(unknownSession(route.name));
+      return;
     }
     if (finding.state === 'remote') {
       if (!passed.has(ownerKey(finding.entry))) {
@@ -335,9 +309,9 @@ async function pollOwner(
     if (arrival.gone) return;
     if (outcome === 'full') break;
   }
-  // Within the startup grace, a name whose agent is not back (no record, or one from before the restart
-  // that no live node holds) is a 503 like on one node: after a cluster restart agents are on their way.
-  if (unclaimed || (last === undefined && options.startup.active)) arrival.refuse(agentPending(route.name));
+  // Within the startup grace, a name whose agent is not back (a record from before the restart that no
+  // live node holds) is a 503 like on one node: after a cluster restart agents are on their way.
+  if (last === undefined && options.startup.active) arrival.refuse(agentPending(route.name));
   else arrival.refuse(last === undefined ? offline(route.name) : unreachableOwner(route.name, last));
 }
 
