@@ -267,15 +267,20 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
     }
   };
 
-  /** Keeps owner indexes alive `gcTtlMs` from now (pipelined, grouped by master on a cluster). */
-  const extendIndexes = async (keys: readonly string[], gcTtlMs: string): Promise<void> => {
+  /**
+   * Keeps owner indexes alive `gcTtlMs` from now, each with the names renewed (pipelined, grouped by master
+   * on a cluster). The names are added again (SADD is idempotent): an index that expired before its records
+   * (a renewal round whose index step failed) is written anew, not left missing while its records live on.
+   */
+  const extendIndexes = async (indexes: ReadonlyMap<string, string[]>, gcTtlMs: string): Promise<void> => {
+    const keys = [...indexes.keys()];
     for (let start = 0; start < keys.length; start += batchSize) {
       await Promise.all(
         client
           .pipelineGroups(keys.slice(start, start + batchSize), (key) => key)
           .map(async (group) => {
             const pipeline = redis.pipeline() as ScriptedPipeline;
-            for (const key of group) pipeline.tunnel2Index(key, gcTtlMs);
+            for (const key of group) pipeline.tunnel2Index(key, gcTtlMs, ...(indexes.get(key) ?? []));
             for (const [err] of (await pipeline.exec()) ?? []) if (err !== null) throw err;
           }),
       );
@@ -338,7 +343,7 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
           await redis.tunnel2Renew(sessionKey(name), ...renewArgs(epoch, ttlMs, clock())),
         );
         const index = acted === undefined ? undefined : indexOf(name, acted.account);
-        if (index !== undefined) await redis.tunnel2Index(index, gcTtl(ttlMs));
+        if (index !== undefined) await redis.tunnel2Index(index, gcTtl(ttlMs), name);
         return acted !== undefined;
       });
     },
@@ -349,7 +354,7 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
       return call('renewMany', async () => {
         const answers: boolean[] = [];
         // The owner indexes of the renewed names, kept alive as long as them once every batch is done.
-        const indexes = new Set<string>();
+        const indexes = new Map<string, string[]>();
         // One pipeline per batch (per master of the batch's names on a cluster, those in parallel): one
         // round trip for `batchSize` leases, and a bounded amount in flight.
         for (let start = 0; start < leases.length; start += batchSize) {
@@ -375,12 +380,17 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
             if (err !== null) throw err;
             const acted = actedOn(reply);
             ordered[i] = acted !== undefined;
-            const index = acted === undefined ? undefined : indexOf(batch[i]!.lease.name, acted.account);
-            if (index !== undefined) indexes.add(index);
+            const name = batch[i]!.lease.name;
+            const index = acted === undefined ? undefined : indexOf(name, acted.account);
+            if (index !== undefined) {
+              const names = indexes.get(index);
+              if (names === undefined) indexes.set(index, [name]);
+              else names.push(name);
+            }
           }
           answers.push(...ordered);
         }
-        await extendIndexes([...indexes], gcTtl(ttlMs));
+        await extendIndexes(indexes, gcTtl(ttlMs));
         return answers;
       });
     },
@@ -404,7 +414,7 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
         if (index !== undefined) {
           // The reservation keeps counting against its account until it ends; a freed name stops at once.
           if (graceMs === 0) await redis.srem(index, name);
-          else await redis.tunnel2Index(index, gcTtl(graceMs));
+          else await redis.tunnel2Index(index, gcTtl(graceMs), name);
         }
         return acted !== undefined;
       });

@@ -100,7 +100,7 @@ return {1, held[3] or ''}
  * created without names.
  */
 export const INDEX_SCRIPT = `
-if ARGV[2] then redis.call('SADD', KEYS[1], ARGV[2]) end
+if #ARGV >= 2 then redis.call('SADD', KEYS[1], unpack(ARGV, 2)) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl == -1 or (ttl >= 0 and ttl < tonumber(ARGV[1])) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return 1

@@ -123,6 +123,31 @@ describe('redis registry: keys that expire', () => {
     }
   });
 
+  it('writes an owner index anew on the next renewal if it expired before its records', async () => {
+    const keyPrefix = freshPrefix();
+    const registry = await createRedisRegistry({ url: server.url, keyPrefix });
+    const index = `${keyPrefix}{o${epochBucket('addr:y')}}:own:tcp:addr:y`;
+    const claim = (name: string) =>
+      registry.claim({ name, owner: 'k', account: 'addr:y', nodeId: 'n', ttlMs: 60_000 });
+    try {
+      const one = claimed(await claim('tcp:1'));
+      const two = claimed(await claim('tcp:2'));
+      // A renewal round whose index step failed (a Redis blip) lets the index expire before its records:
+      // the ports would stop counting against their address for good (a renewal only extended the set).
+      await client.del(index);
+      expect(await registry.listOwned('addr:y', 'tcp')).toEqual([]);
+      expect(await registry.renewMany([{ name: 'tcp:1', epoch: one }], 60_000)).toEqual([true]);
+      expect(await registry.renew('tcp:2', two, 60_000)).toBe(true);
+      expect((await client.smembers(index)).sort()).toEqual(['tcp:1', 'tcp:2']);
+      expect(await client.pttl(index)).toBeGreaterThan(0);
+      await client.del(index);
+      await registry.markDisconnected('tcp:1', one, 30_000);
+      expect(await client.smembers(index)).toEqual(['tcp:1']);
+    } finally {
+      await registry.close();
+    }
+  });
+
   it('takes a released name, or one freed with a grace of 0, out of its owner index at once', async () => {
     const keyPrefix = freshPrefix();
     const registry = await createRedisRegistry({ url: server.url, keyPrefix });
