@@ -83,6 +83,12 @@ export class TcpTunnels implements TcpPortTable {
     held: 0,
   };
   readonly #ports = new Map<number, TcpPort>();
+  /**
+   * Ports in their grace handed back to their owner's reconnect, until that session attaches or the claim
+   * is abandoned: never given up to make room for another claim of the same account meanwhile (that
+   * reconnect would then find its port gone at attach).
+   */
+  readonly #reclaimed = new Set<TcpPort>();
   readonly #options: TcpTunnelsOptions;
   #graces = 0;
   #closed = false;
@@ -117,6 +123,7 @@ export class TcpTunnels implements TcpPortTable {
         // Its owner again: a reconnect within the grace, or a newer connection that replaces the old one.
         // The grace runs on until that session is ready (attach): a reconnect whose upgrade then fails
         // must not cost the owner its port.
+        if (held.graceTimer !== undefined) this.#reclaimed.add(held);
         return { ok: true, port: held };
       }
     }
@@ -150,6 +157,7 @@ export class TcpTunnels implements TcpPortTable {
    * that served its owner before stays reserved for the grace, as if its last session had just ended.
    */
   abandon(port: TcpPort): void {
+    this.#reclaimed.delete(port);
     if (port.connection !== undefined || this.#ports.get(port.port) !== port) return;
     if (port.attached) this.#startGrace(port);
     else this.#release(port);
@@ -166,6 +174,7 @@ export class TcpTunnels implements TcpPortTable {
     // Cleared here and only here: the older session may have ended (starting the grace) after this one
     // claimed the port but before its HELLO.
     this.#resume(port);
+    this.#reclaimed.delete(port);
     port.attached = true;
     const previous = port.connection;
     port.connection = connection;
@@ -203,7 +212,10 @@ export class TcpTunnels implements TcpPortTable {
     const excess = held.length - this.#options.maxPortsPerOwner + 1;
     if (excess <= 0) return true;
     const inGrace = held
-      .filter((port) => port.graceTimer !== undefined && port.connection === undefined)
+      .filter(
+        (port) =>
+          port.graceTimer !== undefined && port.connection === undefined && !this.#reclaimed.has(port),
+      )
       .sort((a, b) => a.graceOrder - b.graceOrder);
     if (inGrace.length < excess) return false;
     for (const port of inGrace.slice(0, excess)) {
@@ -235,6 +247,7 @@ export class TcpTunnels implements TcpPortTable {
 
   #release(port: TcpPort): void {
     this.#resume(port);
+    this.#reclaimed.delete(port);
     if (this.#ports.get(port.port) === port) this.#ports.delete(port.port);
     port.server.close();
     for (const socket of port.sockets) socket.resetAndDestroy();
