@@ -75,7 +75,8 @@ async function victimRound(
 /**
  * Issue #29: every tenant between two nodes shares one link. Downloads through node A of endless bodies
  * from several tunnels on node B, by clients that never read, must hold only their own streams' windows:
- * a victim tunnel on B reached through A keeps being answered, at about its own pace.
+ * a victim tunnel on B reached through A keeps being answered, at about its own pace. (The hogs are
+ * anonymous agents of one address, so one account; the victim's agent has a token: an account of its own.)
  */
 describe('a link shared by tenants, one of whom never reads', () => {
   let a: Edge;
@@ -86,11 +87,12 @@ describe('a link shared by tenants, one of whom never reads', () => {
   const sockets: Socket[] = [];
 
   beforeAll(async () => {
-    ({ a, b, portA } = await twoNodes());
+    const token = 'the-victims-token';
+    ({ a, b, portA } = await twoNodes({ b: { auth: { tokens: [token], allowAnonymous: true } } }));
     backend = await createTestBackend();
     for (let i = 0; i < HOGS; i++)
       tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: `hog${i}` }));
-    tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: 'victim' }));
+    tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: 'victim', token }));
   });
 
   afterAll(async () => {
@@ -187,7 +189,8 @@ function getFrom(
  * One client address may hold a quarter of a link's streams (1,024 of 4,096), whichever tunnels it asks:
  * requests held by their backend, 520 for each of two tunnels from 127.0.0.1; the 16 beyond the share are
  * answered busy at the ingress, and so is that client for a third tunnel, while another client (127.0.0.2)
- * is served.
+ * is served. Each tunnel's agent has its own token, so each is its own account (anonymous agents of one
+ * address would share one account's quarter: see the next test).
  */
 describe("a client's share of a link", () => {
   let a: Edge;
@@ -197,10 +200,11 @@ describe("a client's share of a link", () => {
   const tunnels: Tunnel[] = [];
 
   beforeAll(async () => {
-    ({ a, b, portA } = await twoNodes());
+    const tokens = ['token-of-one', 'token-of-two', 'token-of-three'];
+    ({ a, b, portA } = await twoNodes({ b: { auth: { tokens } } }));
     backend = await holdingBackend();
-    for (const name of ['one', 'two', 'three'])
-      tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: name }));
+    for (const [i, name] of ['one', 'two', 'three'].entries())
+      tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: name, token: tokens[i] }));
   });
 
   afterAll(async () => {
