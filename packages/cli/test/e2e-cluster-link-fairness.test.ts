@@ -75,7 +75,8 @@ async function victimRound(
 /**
  * Issue #29: every tenant between two nodes shares one link. Downloads through node A of endless bodies
  * from several tunnels on node B, by clients that never read, must hold only their own streams' windows:
- * a victim tunnel on B reached through A keeps being answered, at about its own pace.
+ * a victim tunnel on B reached through A keeps being answered, at about its own pace. (The hogs are
+ * anonymous agents of one address, so one account; the victim's agent has a token: an account of its own.)
  */
 describe('a link shared by tenants, one of whom never reads', () => {
   let a: Edge;
@@ -86,11 +87,12 @@ describe('a link shared by tenants, one of whom never reads', () => {
   const sockets: Socket[] = [];
 
   beforeAll(async () => {
-    ({ a, b, portA } = await twoNodes());
+    const token = 'the-victims-token';
+    ({ a, b, portA } = await twoNodes({ b: { auth: { tokens: [token], allowAnonymous: true } } }));
     backend = await createTestBackend();
     for (let i = 0; i < HOGS; i++)
       tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: `hog${i}` }));
-    tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: 'victim' }));
+    tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: 'victim', token }));
   });
 
   afterAll(async () => {
@@ -187,7 +189,8 @@ function getFrom(
  * One client address may hold a quarter of a link's streams (1,024 of 4,096), whichever tunnels it asks:
  * requests held by their backend, 520 for each of two tunnels from 127.0.0.1; the 16 beyond the share are
  * answered busy at the ingress, and so is that client for a third tunnel, while another client (127.0.0.2)
- * is served.
+ * is served. Each tunnel's agent has its own token, so each is its own account (anonymous agents of one
+ * address would share one account's quarter: see the next test).
  */
 describe("a client's share of a link", () => {
   let a: Edge;
@@ -197,10 +200,11 @@ describe("a client's share of a link", () => {
   const tunnels: Tunnel[] = [];
 
   beforeAll(async () => {
-    ({ a, b, portA } = await twoNodes());
+    const tokens = ['token-of-one', 'token-of-two', 'token-of-three'];
+    ({ a, b, portA } = await twoNodes({ b: { auth: { tokens } } }));
     backend = await holdingBackend();
-    for (const name of ['one', 'two', 'three'])
-      tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: name }));
+    for (const [i, name] of ['one', 'two', 'three'].entries())
+      tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: name, token: tokens[i] }));
   });
 
   afterAll(async () => {
@@ -230,6 +234,72 @@ describe("a client's share of a link", () => {
     backend.release();
     const all = await Promise.all(answers);
     const statuses = all.map((got) => got.status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(1024);
+    expect(statuses.filter((status) => status === 503)).toHaveLength(16);
+  });
+});
+
+/**
+ * Issue #29, the link share of an account: an anonymous agent picks a new agent key (so a new owner) on every
+ * connection, so its share is counted by its address, as the registry records it with the session. Two
+ * anonymous agents from 127.0.0.1, each asked from two client addresses, hold a quarter of the link between
+ * them: 520 held requests each, 260 per client and tunnel, stay under every client's and tunnel's share, but
+ * the 16 beyond the address's 1,024 are answered busy; an agent with a token (its own account) is served
+ * meanwhile, from the same clients. (Before: each agent had its own share, and four of them took the link.)
+ */
+describe("an anonymous agents' address's share of a link", () => {
+  const TOKEN = 'a-token-for-the-account-share-test';
+  let a: Edge;
+  let b: Edge;
+  let portA: number;
+  let backend: Awaited<ReturnType<typeof holdingBackend>>;
+  const tunnels: Tunnel[] = [];
+
+  beforeAll(async () => {
+    ({ a, b, portA } = await twoNodes({ b: { auth: { tokens: [TOKEN], allowAnonymous: true } } }));
+    backend = await holdingBackend();
+    for (const name of ['anon1', 'anon2'])
+      tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: name }));
+    tunnels.push(await connect({ target: backend.port, server: b.url, subdomain: 'paid', token: TOKEN }));
+  });
+
+  afterAll(async () => {
+    backend?.release();
+    for (const tunnel of tunnels) await tunnel.close(0);
+    await b?.close(0);
+    await a?.close(0);
+    backend?.server.close();
+  });
+
+  it('counts both agents against one share: busy beyond 1,024 streams, while another account is served', async () => {
+    // Node A learns each session's account from the registry: the address for both anonymous agents.
+    const anon1 = await a.cluster!.owner('anon1');
+    const anon2 = await a.cluster!.owner('anon2');
+    const paid = await a.cluster!.owner('paid');
+    expect(anon1?.account).toBe('addr:127.0.0.1');
+    expect(anon2?.account).toBe('addr:127.0.0.1');
+    expect(paid?.account).not.toBe('addr:127.0.0.1');
+    // The link opens first (its HELLO), so that every request below meets a live link.
+    expect((await getFrom(portA, 'paid.localhost', '/now', '127.0.0.9')).status).toBe(200);
+    const clients = ['127.0.0.2', '127.0.0.3'];
+    const answers: Promise<{ status: number; error: string }>[] = [];
+    for (let i = 0; i < 1040; i++) {
+      const host = i % 2 === 0 ? 'anon1.localhost' : 'anon2.localhost';
+      answers.push(getFrom(portA, host, '/hold', clients[Math.floor(i / 2) % 2]!));
+    }
+    const refused: { status: number; error: string }[] = [];
+    for (const answer of answers) void answer.then((got) => got.status === 503 && refused.push(got));
+    await until(() => refused.length >= 16, { what: '16 requests refused', timeoutMs: 30_000 });
+    expect(refused.every((got) => got.error === 'TUNNEL2_ERR_TUNNEL_BUSY')).toBe(true);
+    // A fresh client of either anonymous tunnel: the address's share is full all the same.
+    expect(await getFrom(portA, 'anon1.localhost', '/now', '127.0.0.4')).toEqual({
+      status: 503,
+      error: 'TUNNEL2_ERR_TUNNEL_BUSY',
+    });
+    // Another account's tunnel is served, from a client that holds requests on the anonymous ones.
+    expect((await getFrom(portA, 'paid.localhost', '/now', '127.0.0.2')).status).toBe(200);
+    backend.release();
+    const statuses = (await Promise.all(answers)).map((got) => got.status);
     expect(statuses.filter((status) => status === 200)).toHaveLength(1024);
     expect(statuses.filter((status) => status === 503)).toHaveLength(16);
   });

@@ -31,6 +31,8 @@ export interface AgentConnectionOptions {
   name: string;
   epoch: number;
   owner: string;
+  /** Whom the session counts against (agent-account.ts): the owner, or an anonymous agent's address. */
+  account: string;
   socket: WebSocket;
   /** The stream beneath `socket`: corked while a message's fragments are written, so they leave in one write. */
   beneath?: CorkableStream;
@@ -69,6 +71,7 @@ export class AgentConnection implements TunnelEntry {
   /** The registry epoch this connection holds the name under; a re-claim after a registry outage moves it. */
   epoch: number;
   readonly owner: string;
+  readonly account: string;
   /** The public TCP port this session serves (a TCP tunnel), else undefined (an HTTP tunnel). */
   readonly tcpPort: number | undefined;
   readonly session: MuxSession;
@@ -90,6 +93,7 @@ export class AgentConnection implements TunnelEntry {
     this.name = options.name;
     this.epoch = options.epoch;
     this.owner = options.owner;
+    this.account = options.account;
     this.tcpPort = options.tcpPort;
     this.#socket = options.socket;
     this.#options = options;

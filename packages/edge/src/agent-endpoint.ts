@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { WindowBudget } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
+import { agentAccount } from './agent-account.js';
 import { createAgentAuthenticator } from './agent-auth.js';
 import { AgentConnection } from './agent-connection.js';
 import type { ClientOriginResolver } from './client-address.js';
@@ -94,6 +95,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     const owner = ownerKey(auth.identity);
     const address = auth.anonymous ? endpoint.clients.resolve(req).address : undefined;
     const held = address === undefined ? sessions.countOwnedBy(owner) : countAnonymousFrom(address);
+    const account = agentAccount(owner, address);
     if (held >= options.maxSessionsPerOwner) {
       rejectUpgrade(socket, {
         code: EdgeErrorCode.TOO_MANY_SESSIONS,
@@ -135,7 +137,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     const name = requested ?? randomSessionName();
     let admitted: Awaited<ReturnType<SessionTable['admit']>>;
     try {
-      admitted = await sessions.admit(name, owner);
+      admitted = await sessions.admit(name, owner, account);
     } catch (err) {
       logger.error({ err, session: name }, 'registry claim failed');
       if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
@@ -183,6 +185,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         name,
         epoch,
         owner,
+        account,
         socket: ws,
         beneath: socket,
         logger,

@@ -99,10 +99,12 @@ export class SessionTable {
     return this.#options.registry.lookup(name);
   }
 
-  async admit(name: string, owner: string): Promise<AdmitResult> {
+  /** Claims `name` for `owner`, counting against `account` (agent-account.ts; the registry records it). */
+  async admit(name: string, owner: string, account = owner): Promise<AdmitResult> {
     const result = await this.#options.registry.claim({
       name,
       owner,
+      account,
       nodeId: this.#options.nodeId,
       ttlMs: this.#options.leaseTtlMs,
     });
@@ -254,6 +256,7 @@ export class SessionTable {
         const claimed = await registry.claim({
           name: connection.name,
           owner: connection.owner,
+          account: connection.account,
           nodeId,
           ttlMs: leaseTtlMs,
         });

@@ -1,9 +1,9 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { ErrorCode } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
+import { agentAccount } from './agent-account.js';
 import { EdgeErrorCode } from './errors.js';
 import type { InFlight } from './in-flight.js';
-import { tcpAccount } from './tcp-account.js';
 import { acceptTcpConnection, type TcpCounters } from './tcp-connection.js';
 import type { TcpPortRange } from './tcp-port-range.js';
 import type { TunnelEntry } from './tunnel-entry.js';
@@ -28,7 +28,7 @@ export interface TcpTunnelsOptions {
 export class TcpPort {
   readonly port: number;
   readonly owner: string;
-  /** Whom the port counts against for the limit (tcp-account.ts): the token, or an anonymous agent's address. */
+  /** Whom the port counts against for the limit (agent-account.ts): the token, or an anonymous agent's address. */
   readonly account: string;
   readonly server: Server;
   connection: TunnelEntry | undefined;
@@ -127,7 +127,7 @@ export class TcpTunnels implements TcpPortTable {
         return { ok: true, port: held };
       }
     }
-    const account = tcpAccount(owner, address);
+    const account = agentAccount(owner, address);
     if (!this.#makeRoom(account)) return tooMany(this.#options.maxPortsPerOwner, address, 'on this edge');
     if (requested !== undefined) {
       const port = await this.#listen(requested, owner, account);

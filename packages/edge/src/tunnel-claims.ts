@@ -85,7 +85,7 @@ export function createTunnelClaims(options: TunnelClaimsOptions) {
     }
     const name = requested ?? randomSessionName();
     try {
-      const admitted = await sessions.admit(name, connection.owner);
+      const admitted = await sessions.admit(name, connection.owner, connection.account);
       if (!admitted.ok) {
         if (port !== undefined) tcp?.abandon(port);
         return { code: EdgeErrorCode.NAME_IN_USE, message: `subdomain "${name}" is in use by another agent` };

@@ -16,6 +16,11 @@ export interface TunnelEntry {
   /** The registry epoch this entry holds its name under (a re-claim after an outage moves it). */
   epoch: number;
   readonly owner: string;
+  /**
+   * Whom it counts against (agent-account.ts): its owner, or an anonymous agent's client address. Recorded
+   * with its claim, so a node link counts its share by it (cluster/link-shares.ts).
+   */
+  readonly account: string;
   /** The public TCP port this tunnel serves, else undefined (an HTTP tunnel). */
   readonly tcpPort: number | undefined;
   readonly protection: CompiledProtection | undefined;
@@ -38,6 +43,7 @@ export class ExtraTunnel implements TunnelEntry {
   readonly name: string;
   epoch: number;
   readonly owner: string;
+  readonly account: string;
   /** The TCP port claimed for it (a TCP tunnel). */
   readonly port: TcpPort | undefined;
   readonly protection: CompiledProtection | undefined;
@@ -55,6 +61,7 @@ export class ExtraTunnel implements TunnelEntry {
     this.name = fields.name;
     this.epoch = fields.epoch;
     this.owner = fields.connection.owner;
+    this.account = fields.connection.account;
     this.port = fields.port;
     this.protection = fields.protection;
     this.tag = fields.tag;

@@ -5,7 +5,11 @@ import { LinkShares, type LinkTenant } from '../src/cluster/link-shares.js';
 import { handlerWith, linkPair, turnsUntil } from './support/link-pair.js';
 
 const KiB = 1024;
-const tenant = (session: string, client: string, owner?: string): LinkTenant => ({ session, client, owner });
+const tenant = (session: string, client: string, account?: string): LinkTenant => ({
+  session,
+  client,
+  account,
+});
 
 describe('LinkShares', () => {
   it('admits a tenant until one of its session, owner or client has all its streams, and again once one closes', async () => {
@@ -37,6 +41,47 @@ describe('LinkShares', () => {
       expect(shares.streamsOf('s:shop')).toBe(1);
       expect(shares.streamsOf('c:10.0.0.1')).toBe(1);
       expect(shares.admits(tenant('shop', '10.0.0.9', 'owner-a'))).toBe(true);
+    } finally {
+      pair.close();
+    }
+  });
+
+  it('counts every anonymous agent of one address as one account, whatever agent keys they pick (issue #29)', async () => {
+    const pair = await linkPair((stream) => {
+      stream.handler = handlerWith();
+    });
+    try {
+      const shares = new LinkShares(pair.ingress.windowBudget, 2, 0);
+      // Two anonymous agents (two agent keys, so two owners) from one address, each used from its own client.
+      for (const who of [
+        tenant('anon1', '10.0.0.1', 'addr:203.0.113.7'),
+        tenant('anon2', '10.0.0.2', 'addr:203.0.113.7'),
+      ])
+        shares.hold(pair.ingress.openStream(), who);
+      expect(shares.streamsOf('a:addr:203.0.113.7')).toBe(2);
+      // A third agent of that address, from a third client: its account has all its streams.
+      expect(shares.admits(tenant('anon3', '10.0.0.3', 'addr:203.0.113.7'))).toBe(false);
+      // An agent of another address is admitted.
+      expect(shares.admits(tenant('anon3', '10.0.0.3', 'addr:203.0.113.8'))).toBe(true);
+    } finally {
+      pair.close();
+    }
+  });
+
+  it('counts IPv6 clients by their /64: one host cannot take a fresh address per share', async () => {
+    const pair = await linkPair((stream) => {
+      stream.handler = handlerWith();
+    });
+    try {
+      const shares = new LinkShares(pair.ingress.windowBudget, 2, 0);
+      shares.hold(pair.ingress.openStream(), tenant('one', '2001:db8:0:1::a'));
+      shares.hold(pair.ingress.openStream(), tenant('two', '2001:db8:0:1:ffff:1:2:3'));
+      expect(shares.streamsOf('c:2001:db8:0:1::/64')).toBe(2);
+      expect(shares.admits(tenant('three', '2001:db8:0:1::beef'))).toBe(false);
+      // Another /64, and IPv4 clients, each count alone.
+      expect(shares.admits(tenant('three', '2001:db8:0:2::a'))).toBe(true);
+      shares.hold(pair.ingress.openStream(), tenant('four', '10.0.0.1'));
+      expect(shares.admits(tenant('five', '10.0.0.2'))).toBe(true);
     } finally {
       pair.close();
     }

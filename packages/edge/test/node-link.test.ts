@@ -19,7 +19,7 @@ import type { HopCounters } from '../src/cluster/node-hop.js';
 import { type LinkOpening, NodeLinks } from '../src/cluster/node-link.js';
 
 const SECRET = 'a-cluster-secret-of-at-least-32-characters';
-const TENANT = { session: 'shop', owner: undefined, client: '127.0.0.1' };
+const TENANT = { session: 'shop', account: undefined, client: '127.0.0.1' };
 const silent = pino({ level: 'silent' });
 
 /** Node A's links, with a connect timeout far beyond the tests: only close() ends a wait. */
@@ -204,7 +204,7 @@ describe('NodeLinks', () => {
     const open = (tenant: LinkTenant): Promise<LinkOpening> =>
       new Promise((resolve) => links.open({ nodeId: 'node-b', url: peer.url }, tenant, resolve));
     try {
-      const hog = { session: 'hog', owner: 'owner-a', client: '10.0.0.1' };
+      const hog = { session: 'hog', account: 'owner-a', client: '10.0.0.1' };
       const streams: MuxStream[] = [];
       for (let i = 0; i < LINK_TENANT_STREAMS; i++) {
         const opening = await open(hog);
@@ -212,11 +212,11 @@ describe('NodeLinks', () => {
         streams.push(opening.stream);
       }
       expect(await open(hog)).toEqual({ failed: 'share' });
-      // The same client for another tunnel, the same owner's other tunnel: refused too.
-      expect(await open({ ...hog, session: 'other', owner: 'owner-b' })).toEqual({ failed: 'share' });
+      // The same client for another tunnel, the same account's other tunnel: refused too.
+      expect(await open({ ...hog, session: 'other', account: 'owner-b' })).toEqual({ failed: 'share' });
       expect(await open({ ...hog, session: 'other', client: '10.0.0.2' })).toEqual({ failed: 'share' });
       // Anyone else is served.
-      expect(await open({ session: 'victim', owner: 'owner-v', client: '10.0.0.9' })).toHaveProperty(
+      expect(await open({ session: 'victim', account: 'owner-v', client: '10.0.0.9' })).toHaveProperty(
         'stream',
       );
       // One of the hog's streams ends: it may open one again.

@@ -12,20 +12,21 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentConnection } from '../src/agent-connection.js';
 import { REASSERT_CONCURRENCY, SessionTable } from '../src/session-table.js';
 
-/** The part of a connection the table uses: its name, epoch, owner, and close(). */
+/** The part of a connection the table uses: its name, epoch, owner, account, and close(). */
 interface FakeConnection {
   name: string;
   epoch: number;
   owner: string;
+  account: string;
   closed: Promise<number>;
 }
 
-function fakeConnection(name: string, epoch: number, owner: string): FakeConnection {
+function fakeConnection(name: string, epoch: number, owner: string, account = owner): FakeConnection {
   let closedWith: (code: number) => void = () => {};
   const closed = new Promise<number>((resolve) => {
     closedWith = resolve;
   });
-  return { name, epoch, owner, closed, close: (code: number) => closedWith(code) } as FakeConnection;
+  return { name, epoch, owner, account, closed, close: (code: number) => closedWith(code) } as FakeConnection;
 }
 
 const asConnection = (fake: FakeConnection): AgentConnection => fake as unknown as AgentConnection;
@@ -135,6 +136,19 @@ describe('SessionTable re-asserting lost leases', () => {
     expect(b.get('app')).toBe(asConnection(onB));
     const stillOpen = await Promise.race([onB.closed, Promise.resolve('open')]);
     expect(stillOpen).toBe('open');
+  });
+
+  it("claims and re-asserts a session under its account (an anonymous agent's address), not its agent key", async () => {
+    const watched = new WatchedRegistry();
+    const a = table(watched, 'node-a');
+    const admitted = await a.admit('app', 'key-1', 'addr:192.0.2.1');
+    if (!admitted.ok) throw new Error('claim refused');
+    expect(await watched.inner.lookup('app')).toMatchObject({ owner: 'key-1', account: 'addr:192.0.2.1' });
+    a.activate(asConnection(fakeConnection('app', admitted.epoch, 'key-1', 'addr:192.0.2.1')));
+    // Redis restarted empty: the lease claimed again is the same account's, so its link share stays one.
+    await watched.inner.release('app', admitted.epoch);
+    await watched.claimed(2);
+    expect(await watched.inner.lookup('app')).toMatchObject({ owner: 'key-1', account: 'addr:192.0.2.1' });
   });
 
   it('re-asserts many lost leases in parallel, a bounded number at a time', async () => {

@@ -75,6 +75,41 @@ describe('releasing the tunnels a session listed', () => {
   });
 });
 
+describe('tunnels a session lists', () => {
+  it("are recorded under the session's account (an anonymous agent's address), for the node links' shares", async () => {
+    const registry = createMemoryRegistry();
+    const logger = pino({ level: 'silent' });
+    const sessions = new SessionTable({
+      registry,
+      nodeId: 'node-a',
+      leaseTtlMs: 60_000,
+      reconnectGraceMs: 1_000,
+      maxArrivalWaiters: 8,
+      logger,
+    });
+    tables.push(sessions);
+    const claims = createTunnelClaims({
+      sessions,
+      tcp: undefined,
+      logger,
+      maxNamesPerOwner: 10,
+      namesHeld: () => 0,
+      anonymousAddress: () => '192.0.2.1',
+      urlsFor: (name) => ({ url: name, urls: [name] }),
+      tcpUrlFor: (port) => String(port),
+    });
+    const connection = {
+      owner: 'key-a',
+      account: 'addr:192.0.2.1',
+      name: 'main',
+      session: { closed: false },
+    } as unknown as AgentConnection;
+    const claimed = await claims.claim(connection, [{ name: 'extra-one' }]);
+    expect(claimed.entries.map((entry) => entry.account)).toEqual(['addr:192.0.2.1']);
+    expect(await registry.lookup('extra-one')).toMatchObject({ owner: 'key-a', account: 'addr:192.0.2.1' });
+  });
+});
+
 describe('TCP tunnels a session lists', () => {
   it("count against an anonymous agent's address, not its agent key (issue #29)", async () => {
     const logger = pino({ level: 'silent' });

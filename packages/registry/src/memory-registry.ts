@@ -57,8 +57,8 @@ export interface MemoryRegistry extends SessionRegistry {
   readonly size: number;
 }
 
-/** A record as kept: the public fields, and the account its latest claim counts against (`listOwned`). */
-type MutableRecord = { -readonly [K in keyof SessionRecord]: SessionRecord[K] } & { account: string };
+/** A record as kept: every field set (the account too). */
+type MutableRecord = { -readonly [K in keyof SessionRecord]-?: SessionRecord[K] };
 
 /**
  * The embedded default: one process, no dependencies. Every operation runs to completion synchronously
@@ -120,6 +120,7 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
     epoch: record.epoch,
     expiresAt: record.expiresAt,
     connected: record.connected,
+    account: record.account,
   });
 
   return {

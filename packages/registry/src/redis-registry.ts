@@ -24,7 +24,7 @@ import type { ClaimResult, NodeRecord, SessionRecord, SessionRegistry } from './
  * It runs on one Redis (`redis://`) or on a Redis Cluster (`redis+cluster://seed,seed`, see redis-url.ts).
  *
  * Keys (all under `keyPrefix`, default `tunnel2:`):
- *   <prefix>{b<n>}:s:<name>   hash {name, nodeId, owner, epoch, expiresAt, connected} of a session
+ *   <prefix>{b<n>}:s:<name>   hash {name, nodeId, owner, epoch, expiresAt, connected, account} of a session
  *   <prefix>{b<n>}:epoch      the epoch counter of bucket n (n = FNV-1a(name) mod 1024)
  *   <prefix>{nodes}:node:<id> JSON {url, expiresAt} of an announced edge node
  *   <prefix>{o<n>}:own:<space>:<account>  set of the names `<space>:<key>` claimed counting against this
@@ -180,10 +180,12 @@ export function epochBucket(name: string): number {
 }
 
 const SESSION_FIELDS = ['name', 'nodeId', 'owner', 'epoch', 'expiresAt', 'connected'] as const;
+/** What a read asks for: the session's fields and its account (absent from a hash of an older version). */
+const RECORD_FIELDS = [...SESSION_FIELDS, 'account'] as const;
 
 /**
  * What a write script answered: undefined when it changed nothing, else the account the record counted
- * against ('' for a plain name, or a record written before records stored it).
+ * against ('' for a record written before records stored it).
  */
 function actedOn(reply: unknown): { account: string } | undefined {
   if (reply === 0) return undefined;
@@ -204,12 +206,18 @@ function parseNumber(value: unknown, integer: boolean): number {
   return n;
 }
 
-/** An HMGET of SESSION_FIELDS as a record, or undefined when the hash is absent or expired at `now`. */
+/**
+ * An HMGET of RECORD_FIELDS (or of SESSION_FIELDS: no account) as a record, or undefined when the hash is
+ * absent or expired at `now`.
+ */
 function toRecord(values: unknown, now: number): SessionRecord | undefined {
-  if (!Array.isArray(values) || values.length !== SESSION_FIELDS.length) {
+  if (
+    !Array.isArray(values) ||
+    (values.length !== SESSION_FIELDS.length && values.length !== RECORD_FIELDS.length)
+  ) {
     throw unavailable('unexpected reply from Redis');
   }
-  const [name, nodeId, owner, epoch, expiresAt, connected] = values as unknown[];
+  const [name, nodeId, owner, epoch, expiresAt, connected, account] = values as unknown[];
   if (name === null || name === undefined) return undefined;
   if (typeof name !== 'string' || typeof nodeId !== 'string' || typeof owner !== 'string') {
     throw unavailable('unexpected session hash in Redis');
@@ -221,6 +229,7 @@ function toRecord(values: unknown, now: number): SessionRecord | undefined {
     epoch: parseNumber(epoch, true),
     expiresAt: parseNumber(expiresAt, false),
     connected: connected === '1',
+    ...(typeof account === 'string' && account !== '' ? { account } : {}),
   };
   return record.expiresAt > now ? record : undefined;
 }
@@ -299,7 +308,8 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
       checkClaimInput(input);
       return call('claim', async () => {
         const now = clock();
-        const index = indexOf(input.name, input.account ?? input.owner);
+        const account = input.account ?? input.owner;
+        const index = indexOf(input.name, account);
         const reply = await redis.tunnel2Claim(
           sessionKey(input.name),
           `${tag(input.name)}:epoch`,
@@ -309,7 +319,7 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
           String(now + input.ttlMs),
           String(now),
           gcTtl(input.ttlMs),
-          index === undefined ? '' : (input.account ?? input.owner),
+          account,
         );
         if (!Array.isArray(reply)) throw unavailable('unexpected reply from Redis');
         const [outcome, ...rest] = reply as unknown[];
@@ -322,6 +332,7 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
             epoch: parseNumber(rest[0], true),
             expiresAt: now + input.ttlMs,
             connected: true,
+            account,
           };
           if (rest.length === 1) return { ok: true, record };
           const replaced = toRecord([input.name, ...rest.slice(1)], Number.NEGATIVE_INFINITY);
@@ -434,7 +445,7 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
     async lookup(name) {
       checkName(name);
       return call('lookup', async () => {
-        const values = await redis.hmget(sessionKey(name), ...SESSION_FIELDS);
+        const values = await redis.hmget(sessionKey(name), ...RECORD_FIELDS);
         return toRecord(values, clock());
       });
     },
@@ -456,7 +467,7 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
             for (const key of fresh) seen.add(key);
             for (const group of client.pipelineGroups(fresh, (key) => key)) {
               const pipeline = redis.pipeline();
-              for (const key of group) pipeline.hmget(key, ...SESSION_FIELDS);
+              for (const key of group) pipeline.hmget(key, ...RECORD_FIELDS);
               const replies = (await pipeline.exec()) ?? [];
               const now = clock();
               for (const [err, values] of replies) {
@@ -481,16 +492,14 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
         const stale: string[] = [];
         for (const group of client.pipelineGroups(names, sessionKey)) {
           const pipeline = redis.pipeline();
-          for (const name of group) pipeline.hmget(sessionKey(name), ...SESSION_FIELDS, 'account');
+          for (const name of group) pipeline.hmget(sessionKey(name), ...RECORD_FIELDS);
           const replies = (await pipeline.exec()) ?? [];
           const now = clock();
           replies.forEach(([err, values], i) => {
             if (err !== null) throw err;
-            const fields = values as unknown[];
-            const record = toRecord(fields.slice(0, SESSION_FIELDS.length), now);
+            const record = toRecord(values, now);
             // A record written before records stored their account counts against its owner.
-            const countsAgainst = fields[SESSION_FIELDS.length] ?? record?.owner;
-            if (record !== undefined && countsAgainst === account) owned.push(record);
+            if (record !== undefined && (record.account ?? record.owner) === account) owned.push(record);
             else stale.push(group[i]!);
           });
         }

@@ -4,8 +4,8 @@
  * keys of one hash tag (one cluster slot): a session hash `<prefix>{b<n>}:s:<name>` and, for a claim, the
  * epoch counter `<prefix>{b<n>}:epoch` of the same bucket.
  *
- * A name of a key space (`<space>:<key>`) also stores the `account` its claim counts against; the owner
- * index `<prefix>{o<n>}:own:<space>:<account>` lists it (INDEX_SCRIPT, a separate call: another slot). The
+ * A record also stores the `account` its claim counts against; for a name of a key space (`<space>:<key>`)
+ * the owner index `<prefix>{o<n>}:own:<space>:<account>` lists it (INDEX_SCRIPT, a separate call: another slot). The
  * write scripts answer that account, so the registry can keep the index alive as long as the record, or
  * take the name out of it when the record goes.
  *
@@ -20,20 +20,20 @@
 
 /**
  * Claim. KEYS: session hash, bucket epoch counter. ARGV: name, nodeId, owner, expiresAt, now, gcTtlMs,
- * account ('' for a plain name, which has none).
+ * account.
  * Guarantees: a live record of another owner is returned untouched ({'refused', nodeId, owner, epoch,
- * expiresAt, connected}); otherwise the name is taken with an epoch greater than every epoch this bucket
+ * expiresAt, connected, account}); otherwise the name is taken with an epoch greater than every epoch this bucket
  * ever handed out (its counter only moves up, and outlives every record of the bucket) and not below Redis's
  * clock in microseconds (so after a failover that lost the counter's last writes, new epochs still land
  * above the lost ones; see redis-registry.ts). Returns {'claimed', epoch}, or, when it took over a live
- * record of the same owner, {'claimed', epoch, nodeId, owner, epoch, expiresAt, connected} of that record
+ * record of the same owner, {'claimed', epoch, nodeId, owner, epoch, expiresAt, connected, account} of it
  * (read in the same atomic step, so it is exactly the claim this one superseded).
  */
 export const CLAIM_SCRIPT = `
-local held = redis.call('HMGET', KEYS[1], 'owner', 'expiresAt', 'nodeId', 'epoch', 'connected')
+local held = redis.call('HMGET', KEYS[1], 'owner', 'expiresAt', 'nodeId', 'epoch', 'connected', 'account')
 local live = held[1] and tonumber(held[2]) > tonumber(ARGV[5])
 if live and held[1] ~= ARGV[3] then
-  return {'refused', held[3], held[1], held[4], held[2], held[5]}
+  return {'refused', held[3], held[1], held[4], held[2], held[5], held[6] or ''}
 end
 local time = redis.call('TIME')
 local floor = tonumber(time[1]) * 1000000 + tonumber(time[2])
@@ -41,10 +41,9 @@ local last = tonumber(redis.call('GET', KEYS[2]) or '0')
 local epoch = string.format('%.0f', math.max(last + 1, floor))
 redis.call('SET', KEYS[2], epoch)
 redis.call('HSET', KEYS[1], 'name', ARGV[1], 'nodeId', ARGV[2], 'owner', ARGV[3], 'epoch', epoch,
-  'expiresAt', ARGV[4], 'connected', '1')
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'account', ARGV[7]) end
+  'expiresAt', ARGV[4], 'connected', '1', 'account', ARGV[7])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
-if live then return {'claimed', epoch, held[3], held[1], held[4], held[2], held[5]} end
+if live then return {'claimed', epoch, held[3], held[1], held[4], held[2], held[5], held[6] or ''} end
 return {'claimed', epoch}
 `;
 

@@ -20,6 +20,12 @@ export interface SessionRecord {
   readonly expiresAt: number;
   /** False while the owner is away and the name is only reserved for its reconnect. */
   readonly connected: boolean;
+  /**
+   * Whom the latest claim counts against (ClaimInput.account, or the owner when it named none): an edge
+   * bounds an account's share of shared things by it (an anonymous agent's is its client address).
+   * Absent from a record written by a registry of an older version: read it as the owner then.
+   */
+  readonly account?: string;
 }
 
 /** An edge node as the others reach it (cluster mode): announced by the node, renewed while it runs. */
@@ -52,9 +58,10 @@ export interface ClaimInput {
   /** Lease length; the holder renews before it ends. Must be > 0. */
   ttlMs: number;
   /**
-   * Who a name of a key space (`<space>:<key>`) counts against for a limit per owner (`listOwned`); default
-   * `owner`. The edge counts an anonymous agent's TCP ports by its client address: such an agent picks a new
-   * owner key on every connection, so a limit counted by owner would not bound it.
+   * Who the claim counts against, stored in the record: for a name of a key space (`<space>:<key>`), for a
+   * limit per owner (`listOwned`); for any name, for what the edge shares out by account (its node links).
+   * Default `owner`. The edge counts an anonymous agent by its client address: such an agent picks a new
+   * owner key on every connection, so anything counted by owner would not bound it.
    */
   account?: string;
 }

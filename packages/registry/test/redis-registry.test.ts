@@ -172,6 +172,31 @@ describe('redis registry', () => {
     }
   });
 
+  it('reads a record written before records stored their account without one (a rolling upgrade)', async () => {
+    const keyPrefix = freshPrefix();
+    const registry = await createRedisRegistry({ url: server.url, keyPrefix });
+    const client = new Redis(server.url);
+    try {
+      const claimed = await registry.claim({
+        name: 'app',
+        owner: 'key-1',
+        account: 'addr:x',
+        nodeId: 'n',
+        ttlMs: 60_000,
+      });
+      if (!claimed.ok) throw new Error('claim refused');
+      // What an older node's claim leaves: the same hash without the field.
+      await client.hdel(`${keyPrefix}{b${epochBucket('app')}}:s:app`, 'account');
+      const record = await registry.lookup('app');
+      expect(record).toMatchObject({ owner: 'key-1', epoch: claimed.record.epoch });
+      expect(record?.account).toBeUndefined();
+      expect(await registry.renew('app', claimed.record.epoch, 60_000)).toBe(true);
+    } finally {
+      client.disconnect();
+      await registry.close();
+    }
+  });
+
   it('lays keys out for Redis Cluster: a name and its epoch counter share one hash tag', async () => {
     const keyPrefix = freshPrefix();
     const registry = await createRedisRegistry({ url: server.url, keyPrefix });

@@ -50,6 +50,7 @@ export function registryContract(name: string, factory: RegistryFactory): void {
           epoch: record.epoch,
           expiresAt: start + 10_000,
           connected: true,
+          account: 'alice',
         });
         expect(Number.isSafeInteger(record.epoch) && record.epoch > 0).toBe(true);
         expect(await registry.lookup('app')).toEqual(record);
@@ -108,6 +109,36 @@ export function registryContract(name: string, factory: RegistryFactory): void {
         clock.advance(20_000);
         const expired = await claim('app', 'alice');
         expect(expired.ok ? expired.replaced : 'refused').toBeUndefined();
+      });
+
+      it("records a session's account: the one its latest claim named, in lookups, refusals and takeovers", async () => {
+        const at = (account: string | undefined) =>
+          registry.claim({
+            name: 'app',
+            owner: 'key-1',
+            nodeId: 'n',
+            ttlMs: 10_000,
+            ...(account ? { account } : {}),
+          });
+        const first = won(await at('addr:x'));
+        expect(first.account).toBe('addr:x');
+        expect(await registry.lookup('app')).toMatchObject({ owner: 'key-1', account: 'addr:x' });
+        expect((await registry.list()).find((r) => r.name === 'app')?.account).toBe('addr:x');
+        // Another owner is refused with the record, account and all.
+        const refused = await registry.claim({
+          name: 'app',
+          owner: 'key-2',
+          account: 'addr:y',
+          nodeId: 'n',
+          ttlMs: 1,
+        });
+        expect(refused).toEqual({ ok: false, reason: 'owned-by-other', record: first });
+        // Its owner reconnects from elsewhere: the new claim's account replaces the old one.
+        const second = await at('addr:z');
+        expect(second).toMatchObject({ ok: true, record: { account: 'addr:z' }, replaced: first });
+        // A claim naming no account counts against its owner.
+        expect(won(await at(undefined)).account).toBe('key-1');
+        expect((await registry.lookup('app'))?.account).toBe('key-1');
       });
 
       it('gives exactly one winner to concurrent claims of one name by different owners', async () => {
@@ -390,11 +421,9 @@ export function registryContract(name: string, factory: RegistryFactory): void {
         expect(byPort(await registry.listOwned('addr:x', 'tcp'))).toEqual(['tcp:1', 'tcp:2']);
         expect(byPort(await registry.listOwned('key-1', 'tcp'))).toEqual(['tcp:3']);
         expect(await registry.listOwned('key-2', 'tcp')).toEqual([]);
-        // The records say who holds them, never the account.
-        expect(await registry.lookup('tcp:2')).toMatchObject({ owner: 'key-2' });
-        expect(Object.keys((await registry.lookup('tcp:2')) ?? {}).sort()).toEqual(
-          ['connected', 'epoch', 'expiresAt', 'name', 'nodeId', 'owner'].sort(),
-        );
+        // The records say who holds them and whom they count against.
+        expect(await registry.lookup('tcp:2')).toMatchObject({ owner: 'key-2', account: 'addr:x' });
+        expect(await registry.lookup('tcp:3')).toMatchObject({ owner: 'key-1', account: 'key-1' });
       });
 
       it("moves a name to the account of its owner's latest claim, and forgets what ran out", async () => {

@@ -340,7 +340,9 @@ export class Cluster {
     if (!record.connected) return { state: 'pending' };
     const node = await this.#lookupNode(record.nodeId);
     if (node === undefined) return { state: 'pending' };
-    const entry = { nodeId: node.nodeId, url: node.url, epoch: record.epoch, sessionOwner: record.owner };
+    // A record an older node wrote has no account: its owner key stands for it (a rolling upgrade).
+    const account = record.account ?? record.owner;
+    const entry = { nodeId: node.nodeId, url: node.url, epoch: record.epoch, account };
     this.#cache.set(name, entry);
     return { state: 'remote', entry };
   }

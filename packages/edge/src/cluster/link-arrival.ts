@@ -74,7 +74,7 @@ export function forwardOverLink(
     if (again(processed)) lost?.(owner);
     else refuse(unreachableOwner(name, owner));
   };
-  const tenant = { session: name, owner: owner.sessionOwner, client };
+  const tenant = { session: name, account: owner.account, client };
   links.open(owner, tenant, (opening) => {
     try {
       if (res.destroyed) {

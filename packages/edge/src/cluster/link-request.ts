@@ -22,6 +22,8 @@ import { StreamSplice } from './stream-splice.js';
 /** Where a link stream opened with a TCP head goes (the node's TCP ports, see shared-tcp-ports.ts). */
 export interface LinkTcpArrival {
   arrive(link: MuxStream, head: TcpHead, started: (link: MuxStream) => void): void;
+  /** Whom the port counts against, while this node holds it (its link share is counted by it too). */
+  accountOf(port: number): string | undefined;
 }
 
 export interface LinkRequestContext {
@@ -139,7 +141,7 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
     }
     this.#context.shares.hold(this.#stream, {
       session: meta.name,
-      owner: connection.owner,
+      account: connection.account,
       client: meta.client,
     });
     // The request body's window, without waiting for it to grow (none for a bodyless one: it has ended).
@@ -167,7 +169,7 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
     }
     this.#context.shares.hold(this.#stream, {
       session: `tcp:${head.port}`,
-      owner: undefined,
+      account: tcp.accountOf(head.port),
       client: head.clientAddress,
     });
     this.#context.shares.grantEager(this.#stream);

@@ -1,13 +1,20 @@
 import { type MuxStream, WindowBudget } from '@tunnel2/protocol';
+import { addressBlock } from '../address-block.js';
 import { LINK_EAGER_GROWTH, LINK_GROWTH_BUDGET, LINK_MAX_STREAMS } from './link-settings.js';
 
 /** Whom a link stream serves: each of the three may hold at most a share of one link. */
 export interface LinkTenant {
   /** The tunnel's name (`tcp:<port>` for a carried TCP connection). */
   session: string;
-  /** The session's owner key (the registry's), when known: one owner's tunnels share one share. */
-  owner: string | undefined;
-  /** The public client's address, as the ingress decided it (after `--trust-proxy`). */
+  /**
+   * Whom the session counts against, when known (agent-account.ts, as the registry records it): one token's
+   * tunnels share one share, and so do all anonymous agents of one address, whatever agent keys they pick.
+   */
+  account: string | undefined;
+  /**
+   * The public client's address, as the ingress decided it (after `--trust-proxy`). Counted by its /64 when
+   * it is an IPv6 address (address-block.ts): one host may use any address of its /64.
+   */
   client: string;
 }
 
@@ -21,7 +28,7 @@ interface Share {
 }
 
 /**
- * One link's accounting by tenant: the streams each session, owner and client address has open on it, and
+ * One link's accounting by tenant: the streams each session, account and client address has open on it, and
  * a growth budget of each, so that none of them holds more than a quarter of the link: at most
  * LINK_TENANT_STREAMS streams (a request beyond is answered busy) and, of the bytes the link may hold,
  * LINK_TENANT_STREAMS × LINK_STREAM_WINDOW + LINK_TENANT_GROWTH = 16 + 8 = 24 MiB of its 96 MiB. Three
@@ -90,14 +97,14 @@ export class LinkShares {
     }
   }
 
-  /** Streams `key` ('s:<session>', 'o:<owner>', 'c:<client>') has open here: for tests and metrics. */
+  /** Streams `key` ('s:<session>', 'a:<account>', 'c:<client block>') has open here: for tests and metrics. */
   streamsOf(key: string): number {
     return this.#shares.get(key)?.streams ?? 0;
   }
 }
 
 function keysOf(tenant: LinkTenant): string[] {
-  const keys = [`s:${tenant.session}`, `c:${tenant.client}`];
-  if (tenant.owner !== undefined) keys.push(`o:${tenant.owner}`);
+  const keys = [`s:${tenant.session}`, `c:${addressBlock(tenant.client)}`];
+  if (tenant.account !== undefined) keys.push(`a:${tenant.account}`);
   return keys;
 }

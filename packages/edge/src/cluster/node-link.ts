@@ -29,7 +29,7 @@ export type LinkOpening =
   | { failed: 'unreachable'; err: unknown }
   /** Too many requests already wait for this link to open, or it carries its most streams. */
   | { failed: 'full' }
-  /** The request's tenant (its session, owner or client address) holds its whole share of the link. */
+  /** The request's tenant (its session, account or client address) holds its whole share of the link. */
   | { failed: 'share' }
   /** This node stops (its links are closed): nothing new leaves it, and the peer is not at fault. */
   | { failed: 'stopping' };

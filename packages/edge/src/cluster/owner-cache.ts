@@ -3,8 +3,12 @@ export interface OwnerEntry {
   readonly nodeId: string;
   readonly url: string;
   readonly epoch: number;
-  /** The session's owner key, as the registry has it: its share of a node link is counted by it too. */
-  readonly sessionOwner?: string | undefined;
+  /**
+   * Whom the session counts against, as the registry has it (its token's owner key, or an anonymous
+   * agent's `addr:<ip>`, agent-account.ts): its share of a node link is counted by it too. The owner key
+   * for a record an older node wrote, which has no account.
+   */
+  readonly account?: string | undefined;
 }
 
 export interface OwnerCacheOptions {

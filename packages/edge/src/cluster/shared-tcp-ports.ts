@@ -2,9 +2,9 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { ErrorCode, encodeTcpHead, encodeTunnelTag, type MuxStream, type TcpHead } from '@tunnel2/protocol';
 import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
+import { agentAccount } from '../agent-account.js';
 import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../in-flight.js';
-import { tcpAccount } from '../tcp-account.js';
 import { acceptTcpConnection, type TcpCounters } from '../tcp-connection.js';
 import type { TcpPortRange } from '../tcp-port-range.js';
 import { type TcpClaim, TcpPort, type TcpPortTable, tooMany } from '../tcp-tunnels.js';
@@ -133,7 +133,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       );
     }
     const refused = tooMany(maxPortsPerOwner, address, 'across the cluster');
-    const account = tcpAccount(owner, address);
+    const account = agentAccount(owner, address);
     try {
       const owned = await registry.listOwned(account, TCP_SPACE);
       // Its own port again (a reconnect, here or on another node): not one more port.
@@ -255,6 +255,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     if (held === undefined || held.epoch >= epoch) return false;
     this.#lose(held, holder);
     return true;
+  }
+
+  accountOf(port: number): string | undefined {
+    return this.#held.get(port)?.account;
   }
 
   /** A connection another node carried here: spliced to the agent holding the port, or refused. */

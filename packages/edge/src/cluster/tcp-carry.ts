@@ -60,7 +60,7 @@ export function carryTcpConnection(
     context.sockets.delete(socket);
     context.inFlight.finish();
   };
-  const tenant = { session: `tcp:${port}`, owner: owner.sessionOwner, client: clientAddress };
+  const tenant = { session: `tcp:${port}`, account: owner.account, client: clientAddress };
   links.open(owner, tenant, (opening) => {
     try {
       if ('failed' in opening) {
