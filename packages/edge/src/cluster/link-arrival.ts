@@ -74,6 +74,13 @@ export function forwardOverLink(
     if (again(processed)) lost?.(owner);
     else refuse(unreachableOwner(name, owner));
   };
+  // The owner's node id left its address (another node answers there): nothing was sent, so the request
+  // waits for the registry to name where the session is now, as for an owner that cannot be reached.
+  const ownerGone = (): void => {
+    cluster.gone(owner);
+    if (again(false)) lost?.(owner);
+    else refuse(unreachableOwner(name, owner));
+  };
   const tenant = { session: name, owner: owner.sessionOwner, client };
   links.open(owner, tenant, (opening) => {
     try {
@@ -86,6 +93,7 @@ export function forwardOverLink(
         else if (opening.failed === 'full') refuse(busy(name));
         else if (opening.failed === 'share') refuse(linkShareFull(name));
         else if (opening.failed === 'stopping') refuse(nodeStopping(name));
+        else if (opening.failed === 'misdirected') ownerGone();
         else linkFailed(opening.err, false);
         return;
       }

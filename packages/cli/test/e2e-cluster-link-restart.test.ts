@@ -1,0 +1,121 @@
+import { buildEdge, type Edge } from '@tunnel2/edge';
+import { createTestBackend } from '@tunnel2/test-backend';
+import { clusterNodeArgs, freePort, startRedisServer } from '@tunnel2/test-services';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisRegistry } from '../../registry/src/redis-registry.js';
+import type { SessionRegistry } from '../../registry/src/session-registry.js';
+import { connect, type Tunnel } from '../src/index.js';
+import { CLUSTER_SECRET as SECRET } from './support/cluster-harness.js';
+import { send } from './support/http-client.js';
+import { type Spawned, spawnCli } from './support/processes.js';
+import { silent } from './support/stack.js';
+
+// Issue #29 defect 6, follow-up: the v2 link handshake signs the target node id, and a node's id is new in
+// every process unless configured. A node killed and started again at the same address answers links
+// signed for its old id, which its peers still name for a while (their owner caches, its node record until
+// its TTL). It must answer them as "that node is not here" (421), not as a forgery (403): a peer that took
+// a 403 forwarded to it over the HTTP hop for 60 s, and alternating ids closed its healthy link.
+
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** `tunnel2 server` as node `id` on `port`, with its operations port for /metrics. */
+async function startNode(redisUrl: string, id: string, port: number, adminPort: number): Promise<Spawned> {
+  const edge = spawnCli([
+    'server',
+    '--json',
+    ...clusterNodeArgs({ redisUrl, id, port, secret: SECRET }),
+    '--admin-port',
+    String(adminPort),
+  ]);
+  cleanups.push(async () => {
+    edge.kill('SIGKILL');
+    await edge.exited;
+  });
+  await edge.waitFor('listening');
+  return edge;
+}
+
+/** A Prometheus counter's value on a node's operations port. */
+async function metric(adminPort: number, name: string): Promise<number> {
+  const answer = await send({ port: adminPort, path: '/metrics' });
+  const line = answer.body
+    .toString()
+    .split('\n')
+    .find((l) => l.startsWith(`${name} `));
+  return Number(line?.split(' ')[1] ?? Number.NaN);
+}
+
+describe('a peer node restarted at the same address with a new node id', () => {
+  let a: Edge;
+  let registry: SessionRegistry;
+  let bPort: number;
+  let bAdminPort: number;
+  let bUrl: string;
+  let b: Spawned;
+  let redisUrl: string;
+  let portA: number;
+
+  beforeAll(async () => {
+    const redis = await startRedisServer();
+    cleanups.push(() => redis.stop());
+    redisUrl = redis.url;
+    registry = await createRedisRegistry({ url: redis.url });
+    cleanups.push(() => registry.close());
+    // A keeps its owner-cache entries a minute: the request after B's restart surely names B's old id.
+    a = buildEdge({
+      port: 0,
+      logger: silent,
+      nodeId: 'node-a',
+      registry: await createRedisRegistry({ url: redis.url }),
+      cluster: { secret: SECRET, ownerCacheTtlMs: 60_000 },
+    });
+    cleanups.push(() => a.close(0));
+    portA = (await a.listen()).port;
+    bPort = await freePort();
+    bAdminPort = await freePort();
+    bUrl = `http://127.0.0.1:${bPort}`;
+    b = await startNode(redis.url, 'node-b1', bPort, bAdminPort);
+    const backend = await createTestBackend();
+    cleanups.push(() => backend.close());
+    const tunnel: Tunnel = await connect({
+      target: backend.port,
+      server: bUrl,
+      subdomain: 'shop',
+      reconnect: { initialMs: 50, maxMs: 250 },
+    });
+    cleanups.push(() => tunnel.close(0));
+    const answer = await send({ port: portA, path: '/loadtest/ping', headers: ['Host', 'shop.localhost'] });
+    expect(answer.status).toBe(200);
+    expect(answer.headers['x-tunnel2-node']).toBe('node-b1');
+    expect(a.cluster?.links?.size).toBe(1);
+  });
+
+  it('is reached over a link under its new id, not over the HTTP hop, and counts no forgery', async () => {
+    b.kill('SIGKILL');
+    await b.exited;
+    b = await startNode(redisUrl, 'node-b2', bPort, bAdminPort);
+    // The agent is back, on the new process: the registry names node-b2 now; A's cache still names node-b1.
+    // Bounded by the test's timeout; asked every 20 ms.
+    while ((await registry.lookup('shop'))?.nodeId !== 'node-b2')
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const unreachable = a.cluster?.counters.forwarded.unreachable ?? 0;
+    const answer = await send({ port: portA, path: '/loadtest/ping', headers: ['Host', 'shop.localhost'] });
+    expect(answer.status).toBe(200);
+    expect(answer.headers['x-tunnel2-node']).toBe('node-b2');
+    // The link for node-b1 was answered 421: node-b1 counted unreachable once, then looked up again.
+    expect(a.cluster?.counters.forwarded.unreachable).toBe(unreachable + 1);
+    expect(a.cluster?.links?.viaHop(bUrl)).toBe(false);
+    expect(a.cluster?.links?.size).toBe(1);
+    expect(await metric(bAdminPort, 'tunnel2_cluster_node_auth_refused_total')).toBe(0);
+    // Requests keep going over that one link.
+    for (let i = 0; i < 3; i++) {
+      const again = await send({ port: portA, path: '/loadtest/ping', headers: ['Host', 'shop.localhost'] });
+      expect(again.status).toBe(200);
+    }
+    expect(a.cluster?.links?.viaHop(bUrl)).toBe(false);
+    expect(a.cluster?.links?.size).toBe(1);
+  });
+});
