@@ -74,11 +74,12 @@ export function forwardOverLink(
     if (again(processed)) lost?.(owner);
     else refuse(unreachableOwner(name, owner));
   };
-  // The owner's node id left its address (another node answers there): nothing was sent, so the request
-  // waits for the registry to name where the session is now, as for an owner that cannot be reached.
+  // The owner's node id left its address (another node answers there, e.g. the same node restarted with a
+  // new id): the link never opened, so nothing of the request was sent nor read, body included. It waits
+  // for the registry to name where the session is now, as an arrival for a reconnecting agent does.
   const ownerGone = (): void => {
     cluster.gone(owner);
-    if (again(false)) lost?.(owner);
+    if (lost !== undefined) lost(owner);
     else refuse(unreachableOwner(name, owner));
   };
   const tenant = { session: name, owner: owner.sessionOwner, client };
