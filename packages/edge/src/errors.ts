@@ -35,6 +35,12 @@ export const EdgeErrorCode = {
   NODE_AUTH_INVALID: 'TUNNEL2_ERR_NODE_AUTH_INVALID',
   /** A peer node opened a link with the handshake of an older version (v1): it uses the HTTP hop instead. */
   NODE_LINK_VERSION: 'TUNNEL2_ERR_NODE_LINK_VERSION',
+  /**
+   * A genuine link upgrade signed for another node id than this node's: the peer's registry still names the
+   * node that was at this address before (this node restarted with a new id). Not a forgery: the peer asks
+   * the registry again rather than falling back to the HTTP hop.
+   */
+  NODE_LINK_MISDIRECTED: 'TUNNEL2_ERR_NODE_LINK_MISDIRECTED',
   /** This node remembers its most link nonces already (links opened faster than ever legitimately): retry. */
   NODE_LINK_BUSY: 'TUNNEL2_ERR_NODE_LINK_BUSY',
   /** The shared session registry (Redis) does not answer: no new claims, no owner lookups. */
@@ -81,6 +87,8 @@ export const statusByCode: Readonly<Record<EdgeErrorCode, number>> = {
   // 426 Upgrade Required: what a node from before links also takes as "no link here, use the HTTP hop".
   TUNNEL2_ERR_NODE_LINK_VERSION: 426,
   TUNNEL2_ERR_NODE_LINK_BUSY: 503,
+  // 421 Misdirected Request (RFC 9110 §15.5.20): this server is not the one the request was meant for.
+  TUNNEL2_ERR_NODE_LINK_MISDIRECTED: 421,
   TUNNEL2_ERR_REGISTRY_UNAVAILABLE: 503,
   TUNNEL2_ERR_TCP_DISABLED: 404,
   TUNNEL2_ERR_TCP_PORT_UNAVAILABLE: 409,

@@ -51,6 +51,7 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
   TUNNEL2_ERR_NODE_AUTH_INVALID: 'auth',
   TUNNEL2_ERR_NODE_LINK_VERSION: 'invalid',
   TUNNEL2_ERR_NODE_LINK_BUSY: 'limit',
+  TUNNEL2_ERR_NODE_LINK_MISDIRECTED: 'offline',
   TUNNEL2_ERR_REGISTRY_UNAVAILABLE: 'failed',
   TUNNEL2_ERR_TCP_DISABLED: 'invalid',
   TUNNEL2_ERR_TCP_PORT_UNAVAILABLE: 'invalid',

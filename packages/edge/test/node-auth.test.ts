@@ -137,10 +137,22 @@ describe('NodeAuth links (v2: target node and nonce)', () => {
     );
   });
 
-  it('refuses a link signed for another node, another Host, or with any part of the value changed', () => {
+  it('names a genuine link signed for another node misdirected, only once its MAC verified', () => {
     const auth = new NodeAuth(SECRET, now);
     const { value } = auth.signLink('edge-a', 'edge-b', host);
-    expect(auth.verifyLink(value, host, 'edge-c')).toBeUndefined();
+    expect(auth.verifyLink(value, host, 'edge-c')).toEqual({
+      kind: 'misdirected',
+      fromNode: 'edge-a',
+      toNode: 'edge-b',
+    });
+    expect(new NodeAuth(`${SECRET}-other`, now).verifyLink(value, host, 'edge-c')).toBeUndefined();
+    expect(auth.verifyLink(value, '10.0.0.3:8080', 'edge-c')).toBeUndefined();
+    expect(new NodeAuth(SECRET, () => now() + 31_000).verifyLink(value, host, 'edge-c')).toBeUndefined();
+  });
+
+  it('refuses a link signed for another Host, or with any part of the value changed', () => {
+    const auth = new NodeAuth(SECRET, now);
+    const { value } = auth.signLink('edge-a', 'edge-b', host);
     expect(auth.verifyLink(value, '10.0.0.3:8080', 'edge-b')).toBeUndefined();
     const [v, from, to, stamp, nonce, hex] = value.split(' ') as [
       string,

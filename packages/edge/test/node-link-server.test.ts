@@ -87,6 +87,25 @@ describe('NodeLinkServer', () => {
     expect(forged()).toBe(1);
   });
 
+  it('answers 421 to a genuine link signed for another node id, uncounted; a forged one for it is still 403', async () => {
+    const { port, forged } = await linkEndpoint(1);
+    const host = `127.0.0.1:${port}`;
+    // Node A still names the node that was at this address before (B restarted with a new id).
+    const stale = new NodeAuth(SECRET).signLink('node-a', 'node-b-before', host).value;
+    for (let i = 0; i < 2; i++)
+      expect(await upgrade(port, stale)).toEqual({ status: 421, error: 'TUNNEL2_ERR_NODE_LINK_MISDIRECTED' });
+    expect(forged()).toBe(0);
+    // Another secret, or a signature changed on the way: a forgery, whatever node it names.
+    const other = new NodeAuth(`${SECRET}-other`).signLink('node-a', 'node-b-before', host).value;
+    expect(await upgrade(port, other)).toEqual({ status: 403, error: 'TUNNEL2_ERR_NODE_AUTH_INVALID' });
+    const changed = `${stale.slice(0, -1)}${stale.endsWith('0') ? '1' : '0'}`;
+    expect((await upgrade(port, changed)).status).toBe(403);
+    expect(forged()).toBe(2);
+    // Nothing was remembered for the misdirected ones: the one nonce this endpoint keeps is still free.
+    const valid = new NodeAuth(SECRET).signLink('node-a', 'node-b', host).value;
+    expect(await upgrade(port, valid)).toEqual({ status: 101 });
+  });
+
   it('remembers nothing for a signature that does not verify: no one without the secret fills the set', async () => {
     const { port, forged } = await linkEndpoint(1);
     const other = new NodeAuth(`${SECRET}-other`).signLink('node-a', 'node-b', `127.0.0.1:${port}`).value;

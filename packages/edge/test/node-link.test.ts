@@ -181,6 +181,78 @@ describe('NodeLinks', () => {
     }
   });
 
+  it('takes 421 for a node id gone from the address as "ask again", not as a refusal: no HTTP hop, no forgery', async () => {
+    // Node B restarted at the same address with a new id: requests that still name its old id (owner cache,
+    // its node record until its TTL) open a link signed for that id, which B refuses 421.
+    const peer = buildEdge({
+      port: 0,
+      host: '127.0.0.1',
+      logger: silent,
+      nodeId: 'node-b2',
+      cluster: { secret: SECRET },
+    });
+    await peer.listen();
+    let upgrades = 0;
+    peer.app.server.on('upgrade', () => upgrades++);
+    const links = nodeLinks();
+    const open = (nodeId: string): Promise<LinkOpening> =>
+      new Promise((resolve) => links.open({ nodeId, url: peer.url }, TENANT, resolve));
+    try {
+      // Both at once, the stale id first: neither closes the other's link.
+      const [stale, live] = await Promise.all([open('node-b1'), open('node-b2')]);
+      expect(stale).toEqual({ failed: 'misdirected' });
+      expect(live).toHaveProperty('stream');
+      expect(links.viaHop(peer.url)).toBe(false);
+      expect(peer.cluster?.counters.forged).toBe(0);
+      expect(links.size).toBe(1);
+      // Requests alternating between the ids: the live link stays, only the stale id's upgrades are made.
+      for (let i = 0; i < 3; i++) {
+        expect(await open('node-b1')).toEqual({ failed: 'misdirected' });
+        expect(await open('node-b2')).toHaveProperty('stream');
+      }
+      expect(upgrades).toBe(5);
+      expect(peer.linkServer?.size).toBe(1);
+      expect(links.viaHop(peer.url)).toBe(false);
+      // The stale id's end did not take the live link out of the map: closing the links closes it.
+      links.close();
+      for (let i = 0; i < 1000 && peer.linkServer?.size !== 0; i++)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(peer.linkServer?.size).toBe(0);
+    } finally {
+      links.close();
+      await peer.close(0);
+    }
+  });
+
+  it('forgets only the named node id at an address: the link to the node there now stays', async () => {
+    const peer = buildEdge({
+      port: 0,
+      host: '127.0.0.1',
+      logger: silent,
+      nodeId: 'node-b2',
+      cluster: { secret: SECRET },
+    });
+    await peer.listen();
+    let upgrades = 0;
+    peer.app.server.on('upgrade', () => upgrades++);
+    const links = nodeLinks();
+    const open = (nodeId: string): Promise<LinkOpening> =>
+      new Promise((resolve) => links.open({ nodeId, url: peer.url }, TENANT, resolve));
+    try {
+      expect(await open('node-b2')).toHaveProperty('stream');
+      links.forget(peer.url, 'node-b1');
+      expect(await open('node-b2')).toHaveProperty('stream');
+      expect(upgrades).toBe(1);
+      links.forget(peer.url, 'node-b2');
+      expect(links.size).toBe(0);
+      expect(await open('node-b2')).toHaveProperty('stream');
+      expect(upgrades).toBe(2);
+    } finally {
+      links.close();
+      await peer.close(0);
+    }
+  });
+
   it('takes no link from a peer that proves the secret but speaks no protocol version this node does', async () => {
     const auth = new NodeAuth(SECRET);
     const { opening } = await linkToImpostor((nonce) => auth.proveLink('node-a', 'node-b', nonce), {

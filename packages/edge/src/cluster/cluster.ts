@@ -356,13 +356,22 @@ export class Cluster {
 
   /** The owner could not be reached: forget every name it held and its connections. */
   unreachable(owner: OwnerEntry): void {
+    this.gone(owner);
+    this.hop.forget(owner.url);
+  }
+
+  /**
+   * The owner's node id no longer answers at its address, another node does (its link upgrade was answered
+   * 421: that node restarted with a new id, say): forget every name it held and its link, counted as
+   * unreachable. The connections to the address stay: they reach the node there now.
+   */
+  gone(owner: OwnerEntry): void {
     this.counters.forwarded.unreachable++;
     this.#cache.dropNode(owner.nodeId);
     for (const [name, shared] of this.#finds)
       if (shared.result?.state === 'remote' && shared.result.entry.nodeId === owner.nodeId)
         this.#finds.delete(name);
-    this.hop.forget(owner.url);
-    this.links?.forget(owner.url);
+    this.links?.forget(owner.url, owner.nodeId);
   }
 
   /**

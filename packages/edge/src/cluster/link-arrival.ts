@@ -74,6 +74,14 @@ export function forwardOverLink(
     if (again(processed)) lost?.(owner);
     else refuse(unreachableOwner(name, owner));
   };
+  // The owner's node id left its address (another node answers there, e.g. the same node restarted with a
+  // new id): the link never opened, so nothing of the request was sent nor read, body included. It waits
+  // for the registry to name where the session is now, as an arrival for a reconnecting agent does.
+  const ownerGone = (): void => {
+    cluster.gone(owner);
+    if (lost !== undefined) lost(owner);
+    else refuse(unreachableOwner(name, owner));
+  };
   const tenant = { session: name, account: owner.account, client };
   links.open(owner, tenant, (opening) => {
     try {
@@ -86,6 +94,7 @@ export function forwardOverLink(
         else if (opening.failed === 'full') refuse(busy(name));
         else if (opening.failed === 'share') refuse(linkShareFull(name));
         else if (opening.failed === 'stopping') refuse(nodeStopping(name));
+        else if (opening.failed === 'misdirected') ownerGone();
         else linkFailed(opening.err, false);
         return;
       }

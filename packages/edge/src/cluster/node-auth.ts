@@ -34,6 +34,8 @@ export interface SignedFields {
 /** What a link upgrade's signature came to (see NodeAuth.verifyLink). */
 export type LinkSignature =
   | { kind: 'valid'; fromNode: string; nonce: string; expiresAt: number }
+  /** Genuine and fresh, but signed for another node id: the sender's registry names a node no longer here. */
+  | { kind: 'misdirected'; fromNode: string; toNode: string }
   | { kind: 'old'; fromNode: string };
 
 /** Each kind of signed request has its own label, so a signature of one kind never verifies as another. */
@@ -103,8 +105,11 @@ export class NodeAuth {
 
   /**
    * A link upgrade's signature: `valid` (a holder of the secret signed it for `toNode`, fresh; the caller
-   * still checks the nonce was not used before, until `expiresAt`), `old` (a valid signature of the v1
-   * handshake, which bound neither: a peer from before this version), or undefined.
+   * still checks the nonce was not used before, until `expiresAt`), `misdirected` (as valid, but signed for
+   * another node id: the sender still believes a node that was at this address before, e.g. this node's
+   * previous process, whose registry entries outlive it for a while), `old` (a valid signature of the v1
+   * handshake, which bound neither: a peer from before this version), or undefined. The target is compared
+   * only once the MAC verified: a forgery is undefined whatever node it names.
    */
   verifyLink(value: string, host: string, toNode: string): LinkSignature | undefined {
     const split = value.split(' ');
@@ -114,11 +119,12 @@ export class NodeAuth {
     }
     if (split.length !== 6 || split[0] !== 'v2') return undefined;
     const [, fromNode, to, stamp, nonce, hex] = split as [string, string, string, string, string, string];
-    if (to !== toNode || !/^[0-9a-f]{32}$/.test(nonce)) return undefined;
+    if (!/^[0-9a-f]{32}$/.test(nonce)) return undefined;
     const timestamp = this.#fresh(stamp);
     if (timestamp === undefined || !/^[0-9a-f]{64}$/.test(hex)) return undefined;
-    const expected = mac(this.#secret, LINK_LABEL, timestamp, linkParts(fromNode, toNode, nonce, host));
+    const expected = mac(this.#secret, LINK_LABEL, timestamp, linkParts(fromNode, to, nonce, host));
     if (!timingSafeEqual(Buffer.from(hex, 'hex'), expected)) return undefined;
+    if (to !== toNode) return { kind: 'misdirected', fromNode, toNode: to };
     return { kind: 'valid', fromNode, nonce, expiresAt: timestamp + MAX_SKEW_MS };
   }
 

@@ -33,7 +33,10 @@ export interface NodeLinkServerOptions {
   /** The edge's window growth budget (`edgeWindowBudget`), which link streams draw on too. */
   windowBudget: WindowBudget;
   logger: Logger;
-  /** Called for an upgrade whose signature does not verify (counted as a forged node request). */
+  /**
+   * Called for an upgrade whose signature does not verify (counted as a forged node request); not for a
+   * genuine one signed for another node id (answered 421 TUNNEL2_ERR_NODE_LINK_MISDIRECTED).
+   */
   onForged: () => void;
   /** False once this node's public listener is closed: its links go too, as a stopped node's would. */
   isListening: () => boolean;
@@ -102,6 +105,21 @@ export class NodeLinkServer {
       rejectUpgrade(socket, {
         code: EdgeErrorCode.NODE_LINK_VERSION,
         message: 'this node takes node links with the v2 handshake only',
+      });
+      return;
+    }
+    if (verified?.kind === 'misdirected') {
+      // A holder of the secret that still believes the node that was at this address before (this node's
+      // previous process: its node record and the peers' owner caches outlive it a while). Not a forgery,
+      // and not counted as one: the peer forgets that node id and asks the registry again. Nothing opens,
+      // so its nonce need not be remembered (a replay of it is answered the same).
+      logger.debug(
+        { peer: verified.fromNode, signedFor: verified.toNode },
+        'cluster: a peer node opened a link for another node id than this one (a node no longer at this address)',
+      );
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.NODE_LINK_MISDIRECTED,
+        message: `this node is ${nodeId}, not ${verified.toNode}: ask the registry where that node is now`,
       });
       return;
     }

@@ -25,6 +25,11 @@ export type LinkOpening =
   | { stream: MuxStream; maxFrameSize: number; tcp: boolean }
   /** The peer does not serve links (an older node, or links disabled): use the HTTP hop. */
   | { failed: 'refused' }
+  /**
+   * The node at the peer's address is another node (421: a genuine link signed for another node id): the
+   * node id asked for is gone from there, e.g. that node restarted with a new id. The address is fine.
+   */
+  | { failed: 'misdirected' }
   /** The peer cannot be reached (connect, upgrade or HELLO failed or timed out), or the link died. */
   | { failed: 'unreachable'; err: unknown }
   /** Too many requests already wait for this link to open, or it carries its most streams. */
@@ -65,6 +70,15 @@ function isSignatureRefused(status: number | undefined): boolean {
   return status === 403;
 }
 
+/**
+ * A link upgrade whose signature verified at the peer but names another node id than the peer's (421
+ * TUNNEL2_ERR_NODE_LINK_MISDIRECTED): the node asked for no longer listens there. Not a reason for the HTTP
+ * hop: the node that does listen there takes links, only under its own id.
+ */
+function isMisdirected(status: number | undefined): boolean {
+  return status === 421;
+}
+
 /** A peer node as the registry names it: its id (signed into the link upgrade) and where it listens. */
 export interface LinkPeer {
   nodeId: string;
@@ -79,11 +93,13 @@ export interface LinkPeer {
  * finishes its streams and closes once idle.
  */
 class NodeLink {
-  readonly #url: string;
+  /** The peer's address. */
+  readonly url: string;
   /** The peer's node id: the link upgrade is signed for it, and only it can answer the signature. */
   readonly nodeId: string;
   readonly #options: NodeLinkOptions;
   readonly #onRefused: () => void;
+  readonly #onEnded: () => void;
   #session: MuxSession | undefined;
   #ready = false;
   /** The peer of the live link takes TCP streams (its HELLO said so). */
@@ -93,11 +109,17 @@ class NodeLink {
   #waiters: { tenant: LinkTenant; done: (opening: LinkOpening) => void }[] = [];
   #ws: WebSocket | undefined;
 
-  constructor(peer: LinkPeer, options: NodeLinkOptions, onRefused: () => void) {
-    this.#url = peer.url;
+  /**
+   * `onRefused`: the peer takes no link (the HTTP hop serves it meanwhile). `onEnded`: this link is over
+   * (it failed to open, was refused, or closed), called before its waiters hear so: the next use opens a
+   * new one.
+   */
+  constructor(peer: LinkPeer, options: NodeLinkOptions, onRefused: () => void, onEnded: () => void) {
+    this.url = peer.url;
     this.nodeId = peer.nodeId;
     this.#options = options;
     this.#onRefused = onRefused;
+    this.#onEnded = onEnded;
   }
 
   open(tenant: LinkTenant, done: (opening: LinkOpening) => void): void {
@@ -150,7 +172,7 @@ class NodeLink {
   }
 
   #connect(): void {
-    const url = new URL(LINK_PATH, this.#url);
+    const url = new URL(LINK_PATH, this.url);
     const { auth, nodeId, counters, logger } = this.#options;
     const peerId = this.nodeId;
     const signed = auth.signLink(nodeId, peerId, url.host);
@@ -176,6 +198,7 @@ class NodeLink {
       clearTimeout(timer);
       if (this.#ws !== ws) return;
       this.#ws = undefined;
+      this.#onEnded();
       this.#settle(() => opening);
     };
     // Until the peer's HELLO: a peer that accepts and then says nothing is unreachable, never a hang.
@@ -186,12 +209,19 @@ class NodeLink {
     ws.once('unexpected-response', (req: { destroy(): void }, res: IncomingMessage) => {
       req.destroy();
       res.resume();
-      if (isNoLinkAnswer(res.statusCode)) {
+      if (isMisdirected(res.statusCode)) {
+        // Its owner cache or the registry still named a node that left this address: the caller forgets it.
+        logger.debug(
+          { peer: peerId, url: this.url },
+          "cluster: the node at a peer node's address is another node now; asking the registry again",
+        );
+        fail({ failed: 'misdirected' });
+      } else if (isNoLinkAnswer(res.statusCode)) {
         this.#onRefused();
         fail({ failed: 'refused' });
       } else if (isSignatureRefused(res.statusCode)) {
         logger.warn(
-          { peer: peerId, url: this.#url },
+          { peer: peerId, url: this.url },
           "cluster: a peer node refused this node's link signature (a node from before the v2 link handshake, or another cluster secret); forwarding to it over the HTTP hop",
         );
         this.#onRefused();
@@ -222,7 +252,7 @@ class NodeLink {
             // address) carries nothing, and its waiters hear the peer is unreachable.
             if (!auth.checkLinkProof(hello.meta.linkProof, nodeId, peerId, signed.nonce)) {
               logger.warn(
-                { peer: peerId, url: this.#url },
+                { peer: peerId, url: this.url },
                 "cluster: the node at a peer's address did not prove the cluster secret; link closed",
               );
               session.close(ErrorCode.PROTOCOL_ERROR, 'no proof of the cluster secret');
@@ -264,6 +294,7 @@ class NodeLink {
             this.#shares = undefined;
             this.#ready = false;
             this.#ws = undefined;
+            this.#onEnded();
             this.#settle(() => ({ failed: 'unreachable', err: error ?? new Error('link closed') }));
           },
         },
@@ -329,7 +360,17 @@ function closeIfIdle(session: MuxSession): void {
     session.close(ErrorCode.NO_ERROR, 'link idle after GOAWAY');
 }
 
-/** This node's links to its peers, one per peer URL, and which peers are reached by the HTTP hop instead. */
+/** The map key of a peer's link: its node id and its address (see NodeLinks). */
+function linkKey(peer: LinkPeer): string {
+  return `${peer.nodeId} ${peer.url}`;
+}
+
+/**
+ * This node's links to its peers, one per peer node id and URL, and which peer URLs are reached by the HTTP
+ * hop instead. Keyed by both, not by URL alone: when a peer restarts at the same address with a new id,
+ * requests that still name its old id (owner-cache entries, its node record until its TTL) must not close
+ * the link to the new one. The old id's link is refused 421 (or died with its node) and removes only itself.
+ */
 export class NodeLinks {
   readonly #options: NodeLinkOptions;
   readonly #links = new Map<string, NodeLink>();
@@ -368,30 +409,34 @@ export class NodeLinks {
       return;
     }
     const { url } = peer;
-    let link = this.#links.get(url);
-    if (link !== undefined && link.nodeId !== peer.nodeId) {
-      // Another node answers at this address now (the registry says so): the old link's signature and
-      // proof are for the node that was there. It finishes its streams; the new node gets its own link.
-      this.#links.delete(url);
-      link.close(false);
-      link = undefined;
-    }
+    const key = linkKey(peer);
+    let link = this.#links.get(key);
     if (link === undefined) {
-      link = new NodeLink(peer, this.#options, () => {
-        this.#fallback.set(url, Date.now() + FALLBACK_MS);
-        this.#links.delete(url);
-      });
-      this.#links.set(url, link);
+      const made: NodeLink = new NodeLink(
+        peer,
+        this.#options,
+        () => this.#fallback.set(url, Date.now() + FALLBACK_MS),
+        // Only its own entry: a newer link for the same peer may have taken the key meanwhile.
+        () => {
+          if (this.#links.get(key) === made) this.#links.delete(key);
+        },
+      );
+      link = made;
+      this.#links.set(key, link);
     }
     link.open(tenant, done);
   }
 
-  /** The peer failed: its link goes (streams still on it are reset by its death, or run out). */
-  forget(url: string): void {
-    const link = this.#links.get(url);
-    if (link === undefined) return;
-    this.#links.delete(url);
-    link.close(false);
+  /**
+   * The peer failed: its link goes (streams still on it are reset by its death, or run out). With `nodeId`,
+   * only that node's link at `url` (another node may answer there now); without, every link to `url`.
+   */
+  forget(url: string, nodeId?: string): void {
+    for (const [key, link] of [...this.#links]) {
+      if (link.url !== url || (nodeId !== undefined && link.nodeId !== nodeId)) continue;
+      this.#links.delete(key);
+      link.close(false);
+    }
   }
 
   close(): void {

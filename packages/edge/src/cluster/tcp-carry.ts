@@ -64,9 +64,14 @@ export function carryTcpConnection(
   links.open(owner, tenant, (opening) => {
     try {
       if ('failed' in opening) {
-        if (opening.failed === 'unreachable') {
-          context.logger.debug({ err: opening.err, port, holder: owner.nodeId }, 'TCP: holder unreachable');
-          cluster.unreachable(owner);
+        if (opening.failed === 'unreachable' || opening.failed === 'misdirected') {
+          if (opening.failed === 'unreachable') {
+            context.logger.debug({ err: opening.err, port, holder: owner.nodeId }, 'TCP: holder unreachable');
+            cluster.unreachable(owner);
+          } else {
+            // The holder's node id left its address (another node answers there): asked again all the same.
+            cluster.gone(owner);
+          }
           if (context.unreachable !== undefined && !socket.destroyed) {
             context.unreachable();
             return;
