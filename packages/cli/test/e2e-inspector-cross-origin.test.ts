@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createInspector, type Inspector } from '@tunnel2/inspector';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from './support/stack.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 
@@ -113,6 +114,13 @@ describe('the inspector against another origin’s page in headless Chromium', (
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"paused":false}',
+    });
+    // The pages of the test before closed their streams; the inspector hears of it when their connections'
+    // close arrives (a 17th stream was refused while one still counted). No stream open: the store's entry
+    // events have no listener (the inspector drops it at zero readers).
+    await until(() => inspector.store.listenerCount('entry') === 0, {
+      what: 'the previous pages’ event streams to close',
+      timeoutMs: 10_000,
     });
     // 16 streams held by local scripts: the page's is refused with 503, which ends an EventSource for good.
     const held: IncomingMessage[] = [];
