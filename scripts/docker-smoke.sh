@@ -207,7 +207,7 @@ const http = require("node:http");
 const get = (path, host) => new Promise((resolve, reject) => {
   http.get({ host: "127.0.0.1", port, path, headers: { host } }, (res) => {
     let body = ""; res.setEncoding("utf8");
-    res.on("data", (c) => (body += c)); res.on("end", () => resolve({ status: res.statusCode, body }));
+    res.on("data", (c) => (body += c)); res.on("end", () => resolve({ status: res.statusCode, body, headers: res.headers }));
   }).on("error", reject);
 });
 (async () => {
@@ -217,8 +217,11 @@ const get = (path, host) => new Promise((resolve, reject) => {
   }
   const ops = await get("/metrics", `127.0.0.1:${port}`);
   if (ops.status !== 404) throw new Error(`the public port serves /metrics (${ops.status})`);
+  // Within the startup grace (30 s) a name nobody holds waits for an agent that may be reconnecting to a
+  // restarted edge (reconnectWaitMs, 5 s), then gets 503 TUNNEL_PENDING with Retry-After: never a 404 then.
   const missing = await get("/", `no-such-tunnel.localhost:${port}`);
-  if (missing.status !== 404) throw new Error(`an unknown tunnel answered ${missing.status}`);
+  if (missing.status !== 503 || missing.headers["x-tunnel2-error"] !== "TUNNEL2_ERR_TUNNEL_PENDING" || !missing.headers["retry-after"])
+    throw new Error(`an unknown tunnel within the startup grace answered ${missing.status} ${JSON.stringify(missing.body)}`);
 })().catch((err) => { console.error(err.message); process.exit(1); });
 ' "$port" "$name" || die "the tunnelled request failed"
 log "tunnelled GET /loadtest/ping answered 200 pong (path and host forms); /metrics is not on the public port"
@@ -226,8 +229,8 @@ log "tunnelled GET /loadtest/ping answered 200 pong (path and host forms); /metr
 metrics="$(node -e 'fetch(`http://127.0.0.1:${process.argv[1]}/metrics`).then(async r => { if (!r.ok) process.exit(1); process.stdout.write(await r.text()) })' "$admin_port")"
 grep -q '^tunnel2_sessions_connected 1$' <<<"$metrics" || die "/metrics: tunnel2_sessions_connected is not 1"
 grep -Eq '^tunnel2_http_requests_total\{class="2xx"\} [2-9]' <<<"$metrics" || die "/metrics: no 2xx requests counted"
-grep -q '^tunnel2_rejected_total{reason="unknown_session",code="TUNNEL2_ERR_UNKNOWN_SESSION"} 1$' <<<"$metrics" ||
-  die "/metrics: the request for an unknown tunnel was not counted as a rejection"
+grep -q '^tunnel2_rejected_total{reason="offline",code="TUNNEL2_ERR_TUNNEL_PENDING"} 1$' <<<"$metrics" ||
+  die "/metrics: the request for an unknown tunnel (within the startup grace) was not counted as a rejection"
 log "/metrics counts the session, the requests and the refusal"
 # A figure, not a check: the edge's resident memory with one agent connected, after a few requests.
 rss_pid="$(pgrep -P "$unshare_pid" | head -n1)"
