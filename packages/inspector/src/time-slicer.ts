@@ -6,15 +6,17 @@
  */
 export const SLICE_MS = 2;
 /**
- * And a rest of this long after each slice before the next one: the inspector's long work takes at most a
- * quarter of the agent's CPU (a HAR of a full 64 MiB store still streams in about 1.5 s, a search of it in
- * under a second), leaving the rest to the tunnel and, on a small machine, to the backend beside it.
+ * And a rest of this long after each slice before the next one: the inspector's long work takes at most an
+ * eighth of the agent's CPU (a HAR of a full 64 MiB store still streams in about 3 s, a search of it in
+ * under two), leaving the rest to the tunnel and, on a small machine, to the backend beside it. Measured
+ * with `bench/scripts/inspect-abuse.ts 3 200 10 har` on a quiet 2-core machine: with a rest three slices
+ * long the tunnel's p99 under HAR abuse was 2.3-3.3x its baseline, with seven 1.8-2.0x.
  */
-export const REST_MS = 3 * SLICE_MS;
+export const REST_MS = 7 * SLICE_MS;
 
 /**
  * One slice per turn of the loop, handed round-robin to the work waiting for one, and a rest after each
- * (REST_MS): all of it together takes at most a quarter of the agent's CPU, so the tunnel's requests find the
+ * (REST_MS): all of it together takes at most an eighth of the agent's CPU, so the tunnel's requests find the
  * CPU and the loop free most of the time. A turn is a setImmediate (one queued from a check phase runs after
  * the next poll, so the tunnel's I/O callbacks run between slices), or a timer while the rest lasts.
  */
