@@ -25,7 +25,7 @@ describe('LinkShares', () => {
       };
       const first = open(tenant('shop', '10.0.0.1', 'owner-a'));
       open(tenant('shop', '10.0.0.2', 'owner-a'));
-      // The session has its two: any client of it is refused.
+      // The session has its two; every other client of it is refused.
       expect(shares.admits(tenant('shop', '10.0.0.3'))).toBe(false);
       // So is the owner's other tunnel.
       expect(shares.admits(tenant('blog', '10.0.0.3', 'owner-a'))).toBe(false);

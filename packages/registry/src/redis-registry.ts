@@ -1,6 +1,7 @@
 import { type Clock, systemClock } from './clock.js';
 import { RegistryError, RegistryErrorCode } from './errors.js';
 import { createRegistryClient, type ScriptedPipeline } from './redis-client.js';
+import { actedOn, parseNumber, RECORD_FIELDS, toNodeRecord, toRecord, unavailable } from './redis-replies.js';
 import { parseRedisUrl, type RedisAddress, redactRedisUrl } from './redis-url.js';
 import {
   checkClaimInput,
@@ -15,7 +16,7 @@ import {
   checkTtl,
   spaceOf,
 } from './registry-arguments.js';
-import type { ClaimResult, NodeRecord, SessionRecord, SessionRegistry } from './session-registry.js';
+import type { ClaimResult, SessionRecord, SessionRegistry } from './session-registry.js';
 
 /*
  * The Redis registry: the same contract as the memory one, shared by every edge node of a cluster. This is
@@ -177,61 +178,6 @@ export function epochBucket(name: string): number {
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
   return hash % EPOCH_BUCKETS;
-}
-
-const SESSION_FIELDS = ['name', 'nodeId', 'owner', 'epoch', 'expiresAt', 'connected'] as const;
-/** What a read asks for: the session's fields and its account (absent from a hash of an older version). */
-const RECORD_FIELDS = [...SESSION_FIELDS, 'account'] as const;
-
-/**
- * What a write script answered: undefined when it changed nothing, else the account the record counted
- * against ('' for a record written before records stored it).
- */
-function actedOn(reply: unknown): { account: string } | undefined {
-  if (reply === 0) return undefined;
-  if (Array.isArray(reply) && reply[0] === 1 && typeof reply[1] === 'string') return { account: reply[1] };
-  throw unavailable('unexpected reply from Redis');
-}
-
-function unavailable(message: string, cause?: unknown): RegistryError {
-  return new RegistryError(RegistryErrorCode.UNAVAILABLE, message, { cause });
-}
-
-/** A stored epoch or time back to a number; anything else means the data is not ours. */
-function parseNumber(value: unknown, integer: boolean): number {
-  const n = typeof value === 'string' ? Number(value) : Number.NaN;
-  if (!Number.isFinite(n) || (integer && !Number.isSafeInteger(n))) {
-    throw unavailable(`unexpected value in Redis: ${String(value)}`);
-  }
-  return n;
-}
-
-/**
- * An HMGET of RECORD_FIELDS (or of SESSION_FIELDS: no account) as a record, or undefined when the hash is
- * absent or expired at `now`.
- */
-function toRecord(values: unknown, now: number): SessionRecord | undefined {
-  if (
-    !Array.isArray(values) ||
-    (values.length !== SESSION_FIELDS.length && values.length !== RECORD_FIELDS.length)
-  ) {
-    throw unavailable('unexpected reply from Redis');
-  }
-  const [name, nodeId, owner, epoch, expiresAt, connected, account] = values as unknown[];
-  if (name === null || name === undefined) return undefined;
-  if (typeof name !== 'string' || typeof nodeId !== 'string' || typeof owner !== 'string') {
-    throw unavailable('unexpected session hash in Redis');
-  }
-  const record: SessionRecord = {
-    name,
-    nodeId,
-    owner,
-    epoch: parseNumber(epoch, true),
-    expiresAt: parseNumber(expiresAt, false),
-    connected: connected === '1',
-    ...(typeof account === 'string' && account !== '' ? { account } : {}),
-  };
-  return record.expiresAt > now ? record : undefined;
 }
 
 /** Async: it connects first, so a wrong URL or an absent Redis fails at startup with UNAVAILABLE. */
@@ -543,27 +489,6 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
       client.disconnect();
     },
   };
-}
-
-function toNodeRecord(nodeId: string, value: string | null, now: number): NodeRecord | undefined {
-  if (value === null) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch (err) {
-    throw unavailable('unexpected node record in Redis', err);
-  }
-  const { url, expiresAt, signature } = (parsed ?? {}) as {
-    url?: unknown;
-    expiresAt?: unknown;
-    signature?: unknown;
-  };
-  if (typeof url !== 'string' || typeof expiresAt !== 'number') {
-    throw unavailable('unexpected node record in Redis');
-  }
-  if (expiresAt <= now) return undefined;
-  // A signature that is not a string is no signature: the edge then ignores the record as unsigned.
-  return typeof signature === 'string' ? { nodeId, url, expiresAt, signature } : { nodeId, url, expiresAt };
 }
 
 /** SCAN's MATCH is a glob: the prefix must match literally. */
