@@ -5,6 +5,7 @@ import type { EntryStore } from './entry-store.js';
 import { toEntry, toSummary } from './entry-view.js';
 import { InspectorError, InspectorErrorCode, inspectorErrorStatus } from './errors.js';
 import type { EventStream } from './event-stream.js';
+import { harFileName } from './har-file-name.js';
 import { streamHar } from './har-stream.js';
 import { toInFlightSummary } from './inflight-view.js';
 import { crossOriginRefusal } from './origin-guard.js';
@@ -22,6 +23,8 @@ export interface ApiContext {
   version: string;
   staticDir: string;
   publicUrl(): string | null;
+  /** The tunnel's name (HAR file names), null while unknown. */
+  tunnelName(): string | null;
   /** The DNS-rebinding guard (see host-guard.ts). */
   hostAllowed(host: string | undefined): boolean;
   /** Aborted when the inspector closes: replays under way are cancelled. */
@@ -123,6 +126,7 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
       inFlight: store.inFlightCount,
       bodyLimit: ctx.bodyLimit,
       publicUrl: ctx.publicUrl(),
+      name: ctx.tunnelName(),
       target: ctx.target.origin + ctx.target.basePath,
     });
     return;
@@ -192,17 +196,19 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
   if (path === '/api/har') {
     if (method !== 'GET') throw methodNotAllowed(method, path);
     const wanted = url.searchParams.get('ids');
-    const ids =
+    const chosen =
       wanted === null || wanted === ''
-        ? store.ids()
+        ? undefined
         : wanted.split(',').map((id) => entryOr404(ctx, id.trim()).id);
+    const ids = chosen ?? store.ids();
     const redact = ['1', 'true', 'yes'].includes(url.searchParams.get('redact') ?? '');
     const release = ctx.gate.enter('this HAR export');
     try {
       res.writeHead(200, {
         ...NO_STORE,
         'content-type': 'application/json; charset=utf-8',
-        'content-disposition': 'attachment; filename="tunnel2.har"',
+        // Safe characters only (har-file-name.ts): nothing to quote or escape.
+        'content-disposition': `attachment; filename="${harFileName(ctx.tunnelName(), chosen, new Date())}"`,
       });
       // Streamed, never built whole: the store may hold 64 MiB, and a HAR is larger than what it encodes.
       await streamHar(res, ids, {

@@ -1,12 +1,12 @@
 // The detail pane of one entry: its heads, query, bodies and error, and the actions on it (replay, edit and
 // replay, compare with the original, copy as curl, export HAR).
 
-import { api, toBase64 } from './api.js';
+import { api, harFileName, toBase64 } from './api.js';
 import { bodyBytes, bodyText, bodyView } from './body-view.js';
 import { el, formatBytes, formatMs, pairTable, statusClass } from './dom.js';
 import { lineDiff } from './line-diff.js';
 
-/** `ctx`: { pane, open(id), toast(text), redact(): boolean, close() } */
+/** `ctx`: { pane, open(id), toast(text), redact(): boolean, tunnelName(): string | null, close() } */
 export async function showDetail(ctx, id) {
   const entry = await api.entry(id);
   ctx.pane.replaceChildren(...entryView(ctx, entry));
@@ -69,9 +69,11 @@ function entryView(ctx, entry) {
       {
         class: 'button',
         'data-action': 'har',
-        download: `tunnel2-${entry.id}.har`,
+        download: harFileName(ctx.tunnelName(), [entry.id]),
         href: api.harUrl([entry.id], ctx.redact()),
         onclick: (e) => {
+          // Named at the moment of the export, as the server names it.
+          e.currentTarget.download = harFileName(ctx.tunnelName(), [entry.id]);
           e.currentTarget.href = api.harUrl([entry.id], ctx.redact());
         },
       },
