@@ -13,6 +13,7 @@ import { parseEdits, type ReplayTarget, replay } from './replay.js';
 import { serveStatic } from './static-files.js';
 import type { StoredEntry } from './stored-entry.js';
 import { TimeSlicer } from './time-slicer.js';
+import { hostsOf, rawExchange } from './wire-view.js';
 import type { WorkGate } from './work-gate.js';
 
 export interface ApiContext {
@@ -168,13 +169,16 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
     }
     return;
   }
-  const one = /^\/api\/entries\/([^/]+)(\/replay|\/curl)?$/.exec(path);
+  const one = /^\/api\/entries\/([^/]+)(\/replay|\/curl|\/raw)?$/.exec(path);
   if (one !== null) {
     const entry = entryOr404(ctx, decodeURIComponent(one[1]!));
     const action = one[2];
     if (action === undefined) {
       if (method !== 'GET') throw methodNotAllowed(method, path);
-      sendJson(res, 200, toEntry(entry));
+      sendJson(res, 200, { ...toEntry(entry), hosts: hostsOf(entry, ctx.target) });
+    } else if (action === '/raw') {
+      if (method !== 'GET') throw methodNotAllowed(method, path);
+      sendJson(res, 200, rawExchange(entry));
     } else if (action === '/curl') {
       if (method !== 'GET') throw methodNotAllowed(method, path);
       const text = toCurl(entry, curlBase(ctx, url.searchParams.get('target') === 'local'));
