@@ -40,6 +40,8 @@ export const api = {
   entry: (id) => call(`/api/entries/${encodeURIComponent(id)}`),
   replay: (id, edits) => postJson(`/api/entries/${encodeURIComponent(id)}/replay`, edits),
   curl: (id) => call(`/api/entries/${encodeURIComponent(id)}/curl`),
+  /** `{ request, response }`: each message as HTTP/1.1 text, as it crossed its hop. */
+  raw: (id) => call(`/api/entries/${encodeURIComponent(id)}/raw`),
   clear: () => call('/api/entries', { method: 'DELETE' }),
   setPaused: (paused) => postJson('/api/capture', { paused }),
   harUrl(ids, redact) {

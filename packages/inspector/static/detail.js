@@ -5,6 +5,7 @@ import { api, harFileName, toBase64 } from './api.js';
 import { bodyBytes, bodyText, bodyView } from './body-view.js';
 import { el, formatBytes, formatMs, pairTable, statusClass } from './dom.js';
 import { lineDiff } from './line-diff.js';
+import { hostsView, rawView } from './wire-view.js';
 
 /** `ctx`: { pane, open(id), toast(text), redact(): boolean, tunnelName(): string | null, close() } */
 export async function showDetail(ctx, id) {
@@ -92,7 +93,12 @@ function entryView(ctx, entry) {
     ),
     el('span', { class: 'target' }, target(entry)),
   );
-  const views = [title, el('p', { class: 'muted facts' }, `#${entry.id} · ${facts.join(' · ')}`), actions];
+  const views = [
+    title,
+    el('p', { class: 'muted facts' }, `#${entry.id} · ${facts.join(' · ')}`),
+    hostsView(entry),
+    actions,
+  ];
   if (entry.replayOf !== undefined) {
     views.push(
       el(
@@ -140,14 +146,54 @@ function entryView(ctx, entry) {
     );
   }
   const query = entry.query === '' ? [] : [...new URLSearchParams(entry.query)];
-  views.push(
+  const details = el(
+    'div',
+    { class: 'view', 'data-view': 'details' },
     section(`Request headers (${entry.requestHeaders.length})`, pairTable(entry.requestHeaders)),
     query.length > 0 && section(`Query (${query.length})`, pairTable(query)),
     section('Request body', bodyView(entry.requestBody)),
     section(`Response headers (${entry.responseHeaders.length})`, pairTable(entry.responseHeaders)),
     section('Response body', bodyView(entry.responseBody)),
   );
+  views.push(...viewTabs(entry, details));
   return views.filter(Boolean);
+}
+
+/** Details (parsed, rendered by kind) or Raw (the messages as text, fetched when first shown). */
+function viewTabs(entry, details) {
+  const raw = el('div', { class: 'view', 'data-view': 'raw', hidden: true });
+  let rawLoaded = false;
+  const tab = (name, label) =>
+    el(
+      'button',
+      {
+        type: 'button',
+        role: 'tab',
+        class: 'tab',
+        'data-tab': name,
+        'aria-selected': String(name === 'details'),
+        onclick: () => show(name),
+      },
+      label,
+    );
+  const tabs = el('div', { class: 'tabs', role: 'tablist' }, tab('details', 'Details'), tab('raw', 'Raw'));
+  const show = (name) => {
+    for (const button of tabs.children)
+      button.setAttribute('aria-selected', String(button.dataset.tab === name));
+    details.hidden = name !== 'details';
+    raw.hidden = name !== 'raw';
+    if (name === 'raw' && !rawLoaded) {
+      rawLoaded = true;
+      rawView(entry).then(
+        (parts) => raw.replaceChildren(...parts),
+        (err) => {
+          rawLoaded = false;
+          raw.replaceChildren(el('p', { class: 'error-box' }, `${err.code ?? ''} ${err.message}`));
+        },
+      );
+    }
+  };
+  return [tabs, details, raw];
 }
 
 function area(ctx) {
