@@ -1,5 +1,4 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Entry, RawExchange } from '@tunnel2/inspector';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from './support/http-client.js';
