@@ -23,14 +23,20 @@ function backend(): Promise<Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-/** Where a text's lines break: the characters just before each break (measured from the laid-out boxes). */
-async function breaksIn(page: Page, selector: string): Promise<{ lines: number; before: string[] }> {
-  return page.locator(selector).evaluate((cell) => {
-    const text = cell.firstChild as Text;
+// The scripts below run in the page (strings: the test's own compilation has no DOM types).
+
+/**
+ * Where the text of the detail's header-name cell `name` breaks into lines: the number of lines and the
+ * character just before each break, measured from the laid-out box of each character.
+ */
+function lineBreaksOf(name: string): string {
+  return `(() => {
+    const cell = [...document.querySelectorAll('#detail .pairs th')].find((th) => th.textContent === ${JSON.stringify(name)});
+    const text = cell.firstChild;
     const range = document.createRange();
-    const before: string[] = [];
+    const before = [];
     let lines = 1;
-    let top: number | undefined;
+    let top;
     for (let i = 0; i < text.length; i++) {
       range.setStart(text, i);
       range.setEnd(text, i + 1);
@@ -38,13 +44,43 @@ async function breaksIn(page: Page, selector: string): Promise<{ lines: number; 
       if (rect === undefined) continue;
       if (top !== undefined && rect.top > top + 1) {
         lines++;
-        before.push(text.data[i - 1] ?? '');
+        before.push(text.data[i - 1]);
       }
       top = rect.top;
     }
     return { lines, before };
-  });
+  })()`;
 }
+
+/** The page's and the detail's scrolling widths, the list's column widths and the column names cut short. */
+const GEOMETRY = `(() => {
+  const heads = [...document.querySelectorAll('#list thead th')];
+  const detail = document.getElementById('detail');
+  return {
+    page: { scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth },
+    detail: { scroll: detail.scrollWidth, client: detail.clientWidth },
+    widths: heads.map((th) => th.getBoundingClientRect().width),
+    clipped: heads.filter((th) => th.scrollWidth > th.clientWidth).map((th) => th.textContent),
+  };
+})()`;
+
+interface Geometry {
+  page: { scroll: number; client: number };
+  detail: { scroll: number; client: number };
+  widths: number[];
+  clipped: string[];
+}
+
+const NO_SIDEWAYS_SCROLL = 'document.documentElement.scrollWidth <= document.documentElement.clientWidth';
+
+/** The page's icon link, and the icon decoded as an image of the page (which its CSP must allow). */
+const FAVICON = `(async () => {
+  const link = document.querySelector('link[rel=icon]');
+  const img = new Image();
+  img.src = link.href;
+  await img.decode();
+  return { href: link.href, type: link.type, width: img.naturalWidth };
+})()`;
 
 describe('the inspector page at 800 px, its Raw view, Host labels, favicon and HAR names (Chromium)', () => {
   let rewrite: InspectedStack;
@@ -90,31 +126,20 @@ describe('the inspector page at 800 px, its Raw view, Host labels, favicon and H
     await page.locator('#list tbody tr', { hasText: '/api/v2/customers' }).click();
     await page.locator('#detail .title', { hasText: '/api/v2/customers' }).waitFor();
     await page.screenshot({ path: join(shots, 'list-800.png') });
-    const geometry = await page.evaluate(() => {
-      const heads = [...document.querySelectorAll('#list thead th')];
-      const widths = heads.map((th) => th.getBoundingClientRect().width);
-      // A compact column still shows its whole name.
-      const clipped = heads.filter((th) => th.scrollWidth > th.clientWidth).map((th) => th.textContent);
-      const detail = document.getElementById('detail')!;
-      return {
-        page: { scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth },
-        detail: { scroll: detail.scrollWidth, client: detail.clientWidth },
-        widths,
-        clipped,
-      };
-    });
+    const geometry = await page.evaluate<Geometry>(GEOMETRY);
     expect(geometry.page.scroll).toBeLessThanOrEqual(geometry.page.client);
     expect(geometry.detail.scroll).toBeLessThanOrEqual(geometry.detail.client);
     expect(geometry.clipped).toEqual([]);
-    const [time, method, status, path, duration, size] = geometry.widths as number[];
+    const [time, method, status, path, duration, size] = geometry.widths;
     for (const other of [time, method, status, duration, size]) expect(path).toBeGreaterThan(other!);
     // The free space goes to the path: more than the compact columns together.
     expect(path).toBeGreaterThan(time! + method! + status!);
   });
 
   it('a long header name wraps at its hyphens, never inside a word', async () => {
-    const cell = `#detail .pairs th:text-is("${LONG_NAME}")`;
-    const { lines, before } = await breaksIn(page, cell);
+    const { lines, before } = await page.evaluate<{ lines: number; before: string[] }>(
+      lineBreaksOf(LONG_NAME),
+    );
     expect(lines).toBeGreaterThan(1);
     expect(before).toEqual(Array(lines - 1).fill('-'));
   });
@@ -151,9 +176,7 @@ describe('the inspector page at 800 px, its Raw view, Host labels, favicon and H
     expect(hops[0]).toMatch(/^Request public client → edge/);
     expect(hops[1]).toMatch(/^Response your backend → agent/);
     await page.screenshot({ path: join(shots, 'raw-800.png') });
-    expect(
-      await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth),
-    ).toBe(true);
+    expect(await page.evaluate<boolean>(NO_SIDEWAYS_SCROLL)).toBe(true);
     await page.click('#detail [data-tab=details]');
     await expect(raw.isHidden()).resolves.toBe(true);
   });
@@ -169,13 +192,7 @@ describe('the inspector page at 800 px, its Raw view, Host labels, favicon and H
   });
 
   it('has a favicon the page may show (its CSP allows it; nothing fetched from elsewhere)', async () => {
-    const icon = await page.evaluate(async () => {
-      const link = document.querySelector<HTMLLinkElement>('link[rel=icon]')!;
-      const img = new Image();
-      img.src = link.href;
-      await img.decode();
-      return { href: link.href, type: link.type, width: img.naturalWidth };
-    });
+    const icon = await page.evaluate<{ href: string; type: string; width: number }>(FAVICON);
     expect(icon.href).toBe(`${rewrite.inspectorUrl}/favicon.svg`);
     expect(icon.type).toBe('image/svg+xml');
     expect(icon.width).toBeGreaterThan(0);
