@@ -84,7 +84,7 @@ export interface Body {
 
 /** The Host of each side of the agent (they differ as --host-header says: rewrite, preserve or a value). */
 export interface EntryHosts {
-  /** The Host the public client sent (null when it sent none). */
+  /** The Host the public client sent (null when it sent none, and for a replay, which had no public client). */
   public: string | null;
   /** The Host your backend received. */
   backend: string | null;

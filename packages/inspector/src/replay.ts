@@ -202,7 +202,7 @@ export function replay(
       }),
     );
     req.on('response', (res) => {
-      recorder.responseHead(res.statusCode ?? 0, res.rawHeaders);
+      recorder.responseHead(res.statusCode ?? 0, res.rawHeaders, undefined, res.statusMessage);
       res.on('data', (chunk: Buffer) => recorder.responseData(chunk));
       res.on('error', () => {});
       res.on('close', () =>

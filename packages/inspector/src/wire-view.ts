@@ -30,6 +30,10 @@ export interface RawExchange {
 export const REQUEST_HOP =
   'public client → edge: as the client sent it, minus the hop-by-hop fields; the edge set X-Forwarded-*';
 export const RESPONSE_HOP = 'your backend → agent: as the backend answered, minus the hop-by-hop fields';
+/** The agent answered for a backend that gave no answer (its error carries the x-tunnel2-error code). */
+export const AGENT_ANSWER_HOP = "agent → public client: the agent's own answer, your backend gave none";
+export const REPLAY_REQUEST_HOP = 'inspector → your backend: a replay, sent straight to the local target';
+export const REPLAY_RESPONSE_HOP = 'your backend → inspector: as the backend answered the replay';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -69,15 +73,20 @@ function bodyOf(body: StoredBody, headers: readonly string[]): Pick<RawMessage, 
 }
 
 export function rawExchange(entry: StoredEntry): RawExchange {
+  const replayed = entry.replayOf !== undefined;
   const request: RawMessage = {
-    hop: REQUEST_HOP,
+    hop: replayed ? REPLAY_REQUEST_HOP : REQUEST_HOP,
     head: headLines(`${entry.method} ${entry.target} HTTP/1.1`, entry.requestHeaders),
     ...bodyOf(entry.request, entry.requestHeaders),
   };
   if (entry.status === 0) return { request, response: null };
   const reason = entry.responseStatusText;
   const response: RawMessage = {
-    hop: RESPONSE_HOP,
+    hop: replayed
+      ? REPLAY_RESPONSE_HOP
+      : headerValue(entry.responseHeaders, 'x-tunnel2-error') === undefined
+        ? RESPONSE_HOP
+        : AGENT_ANSWER_HOP,
     head: headLines(`HTTP/1.1 ${entry.status}${reason === '' ? '' : ` ${reason}`}`, entry.responseHeaders),
     ...(entry.kind === 'websocket'
       ? { body: null, bodyNote: 'upgraded: the WebSocket traffic that followed is counted, not kept' }
@@ -86,8 +95,14 @@ export function rawExchange(entry: StoredEntry): RawExchange {
   return { request, response };
 }
 
-/** The Host the public client sent and the one the agent forwarded to the backend. */
+/**
+ * The Host the public client sent and the one the agent forwarded to the backend. A replay had no public
+ * client: its head is the one sent to the backend already.
+ */
 export function hostsOf(entry: StoredEntry, target: ReplayTarget): EntryHosts {
+  if (entry.replayOf !== undefined) {
+    return { public: null, backend: headerValue(entry.requestHeaders, 'host') ?? null };
+  }
   const publicHost = headerValue(entry.requestHeaders, 'host') ?? null;
   const backendHost = headerValue(forwardOf(target)([...entry.requestHeaders]), 'host') ?? null;
   return { public: publicHost, backend: backendHost };

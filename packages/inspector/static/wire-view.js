@@ -12,6 +12,23 @@ export function hostsView(entry) {
   const hosts = entry.hosts;
   if (hosts === undefined || (hosts.public === null && hosts.backend === null)) return undefined;
   const shown = (host) => host ?? '(none)';
+  if (entry.replayOf !== undefined) {
+    // A replay went from here straight to the local target: no public client, one Host.
+    return el(
+      'table',
+      { class: 'pairs hosts' },
+      el(
+        'tbody',
+        {},
+        el(
+          'tr',
+          { 'data-host': 'backend' },
+          el('th', {}, 'Host (sent to your backend)'),
+          el('td', {}, shown(hosts.backend)),
+        ),
+      ),
+    );
+  }
   if (hosts.public === hosts.backend) {
     return el(
       'table',
