@@ -2,7 +2,8 @@
 // a few typical webhook/API requests through the tunnel (a replay among them, an SSE stream still running),
 // then headless Chromium at 1280×800.
 //   pnpm exec tsc -b && node scripts/inspector-screenshots.ts [--dark]
-// Writes docs/inspector-list.png and docs/inspector-detail.png (with --dark: docs/inspector-*-dark.png).
+// Writes docs/inspector-list.png, inspector-detail.png, inspector-raw.png (the detail's Raw tab) and
+// inspector-narrow.png (the same page in an 800×600 window) (with --dark: docs/inspector-*-dark.png).
 
 import { createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
@@ -24,6 +25,8 @@ interface Shooter {
   };
   waitForTimeout(ms: number): Promise<void>;
   keyboard: { press(key: string): Promise<void> };
+  click(selector: string): Promise<void>;
+  setViewportSize(size: { width: number; height: number }): Promise<void>;
   screenshot(options: { path: string }): Promise<unknown>;
 }
 interface Chromium {
@@ -234,7 +237,13 @@ try {
   await page.keyboard.press('Enter');
   await page.locator('#detail .j-key').first().waitFor();
   await page.screenshot({ path: `${docs}inspector-detail${suffix}.png` });
-  console.log(`wrote ${docs}inspector-list${suffix}.png and inspector-detail${suffix}.png`);
+  await page.click('#detail [data-tab=raw]');
+  await page.locator('#detail pre.raw').nth(1).waitFor();
+  await page.screenshot({ path: `${docs}inspector-raw${suffix}.png` });
+  await page.click('#detail [data-tab=details]');
+  await page.setViewportSize({ width: 800, height: 600 });
+  await page.screenshot({ path: `${docs}inspector-narrow${suffix}.png` });
+  console.log(`wrote ${docs}inspector-{list,detail,raw,narrow}${suffix}.png`);
 } finally {
   await browser.close();
   for (const stream of streams) stream.end();

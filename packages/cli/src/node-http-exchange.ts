@@ -163,7 +163,7 @@ export class NodeHttpExchange implements StreamHandler {
     }
     this.#status = 101;
     this.#socket = socket;
-    this.#recorder?.responseHead(101, res.rawHeaders);
+    this.#recorder?.responseHead(101, res.rawHeaders, undefined, res.statusMessage);
     this.#sendHead(101, res.statusMessage ?? 'Switching Protocols', res.rawHeaders);
     if (rest.length > 0) {
       this.#recorder?.tunnelData('out', rest);
@@ -194,7 +194,7 @@ export class NodeHttpExchange implements StreamHandler {
     this.#status = res.statusCode ?? 502;
     this.#response = res;
     const headers = withoutHopByHop(res.rawHeaders);
-    this.#recorder?.responseHead(this.#status, headers);
+    this.#recorder?.responseHead(this.#status, headers, undefined, res.statusMessage);
     this.#sendHead(this.#status, res.statusMessage ?? '', headers);
     res.on('data', (chunk: Buffer) => {
       this.#recorder?.responseData(chunk);

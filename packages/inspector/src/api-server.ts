@@ -5,6 +5,7 @@ import type { EntryStore } from './entry-store.js';
 import { toEntry, toSummary } from './entry-view.js';
 import { InspectorError, InspectorErrorCode, inspectorErrorStatus } from './errors.js';
 import type { EventStream } from './event-stream.js';
+import { harFileName } from './har-file-name.js';
 import { streamHar } from './har-stream.js';
 import { toInFlightSummary } from './inflight-view.js';
 import { crossOriginRefusal } from './origin-guard.js';
@@ -12,6 +13,7 @@ import { parseEdits, type ReplayTarget, replay } from './replay.js';
 import { serveStatic } from './static-files.js';
 import type { StoredEntry } from './stored-entry.js';
 import { TimeSlicer } from './time-slicer.js';
+import { hostsOf, rawExchange } from './wire-view.js';
 import type { WorkGate } from './work-gate.js';
 
 export interface ApiContext {
@@ -22,6 +24,8 @@ export interface ApiContext {
   version: string;
   staticDir: string;
   publicUrl(): string | null;
+  /** The tunnel's name (HAR file names), null while unknown. */
+  tunnelName(): string | null;
   /** The DNS-rebinding guard (see host-guard.ts). */
   hostAllowed(host: string | undefined): boolean;
   /** Aborted when the inspector closes: replays under way are cancelled. */
@@ -123,6 +127,7 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
       inFlight: store.inFlightCount,
       bodyLimit: ctx.bodyLimit,
       publicUrl: ctx.publicUrl(),
+      name: ctx.tunnelName(),
       target: ctx.target.origin + ctx.target.basePath,
     });
     return;
@@ -164,13 +169,16 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
     }
     return;
   }
-  const one = /^\/api\/entries\/([^/]+)(\/replay|\/curl)?$/.exec(path);
+  const one = /^\/api\/entries\/([^/]+)(\/replay|\/curl|\/raw)?$/.exec(path);
   if (one !== null) {
     const entry = entryOr404(ctx, decodeURIComponent(one[1]!));
     const action = one[2];
     if (action === undefined) {
       if (method !== 'GET') throw methodNotAllowed(method, path);
-      sendJson(res, 200, toEntry(entry));
+      sendJson(res, 200, { ...toEntry(entry), hosts: hostsOf(entry, ctx.target) });
+    } else if (action === '/raw') {
+      if (method !== 'GET') throw methodNotAllowed(method, path);
+      sendJson(res, 200, rawExchange(entry));
     } else if (action === '/curl') {
       if (method !== 'GET') throw methodNotAllowed(method, path);
       const text = toCurl(entry, curlBase(ctx, url.searchParams.get('target') === 'local'));
@@ -192,17 +200,19 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
   if (path === '/api/har') {
     if (method !== 'GET') throw methodNotAllowed(method, path);
     const wanted = url.searchParams.get('ids');
-    const ids =
+    const chosen =
       wanted === null || wanted === ''
-        ? store.ids()
+        ? undefined
         : wanted.split(',').map((id) => entryOr404(ctx, id.trim()).id);
+    const ids = chosen ?? store.ids();
     const redact = ['1', 'true', 'yes'].includes(url.searchParams.get('redact') ?? '');
     const release = ctx.gate.enter('this HAR export');
     try {
       res.writeHead(200, {
         ...NO_STORE,
         'content-type': 'application/json; charset=utf-8',
-        'content-disposition': 'attachment; filename="tunnel2.har"',
+        // Safe characters only (har-file-name.ts): nothing to quote or escape.
+        'content-disposition': `attachment; filename="${harFileName(ctx.tunnelName(), chosen, new Date())}"`,
       });
       // Streamed, never built whole: the store may hold 64 MiB, and a HAR is larger than what it encodes.
       await streamHar(res, ids, {

@@ -58,15 +58,15 @@ export class ExchangeRecorder {
 
   /**
    * The final response head (interim 1xx heads are not recorded; a 101 is final for an upgrade). `encoded`:
-   * the same head as the protocol encoded it for the wire, copied now; without it the list is encoded. The
-   * list itself is not kept.
+   * the same head as the protocol encoded it for the wire, copied now; without it the list is encoded (with
+   * `statusMessage`, the reason phrase, when given). The list itself is not kept.
    */
-  responseHead(status: number, headers: readonly string[], encoded?: Uint8Array): void {
+  responseHead(status: number, headers: readonly string[], encoded?: Uint8Array, statusMessage = ''): void {
     const slot = this.#live();
     if (slot === undefined) return;
     if (Number.isNaN(slot.ttfb)) slot.ttfb = performance.now() - slot.started;
     slot.status = status;
-    slot.setResponseHead(encoded ?? encodedResponse(status, headers));
+    slot.setResponseHead(encoded ?? encodedResponse(status, headers, statusMessage));
     // The agent's and the edge's own answers are 4xx/5xx: only those are searched for their code.
     slot.errorCode = status >= 400 ? headerValue(headers, 'x-tunnel2-error') : undefined;
   }
@@ -113,11 +113,11 @@ function encodedRequest(start: RequestStart): Buffer {
   }
 }
 
-function encodedResponse(status: number, headers: readonly string[]): Buffer {
+function encodedResponse(status: number, headers: readonly string[], statusMessage: string): Buffer {
   // The entry's status is kept beside the head: one the protocol cannot carry is encoded as a placeholder.
   const code = status >= 100 && status <= 999 ? status : 999;
   try {
-    return encodeResponseHead({ status: code, statusMessage: '', headers: [...headers] }, MAX_KEPT_HEAD);
+    return encodeResponseHead({ status: code, statusMessage, headers: [...headers] }, MAX_KEPT_HEAD);
   } catch {
     return encodeResponseHead({ status: code, statusMessage: '', headers: [] }, MAX_KEPT_HEAD);
   }

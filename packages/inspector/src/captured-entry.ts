@@ -155,4 +155,12 @@ export class CapturedEntry implements StoredEntry {
     this.#responseHeaders ??= decodeResponseHead(this.#responseHead).headers;
     return this.#responseHeaders;
   }
+
+  /** Read from the kept head when asked (the raw view alone shows it): the list of fields is not decoded again. */
+  get responseStatusText(): string {
+    if (this.#responseHead === undefined) return '';
+    // The head: status (u16), then the reason (u8 length), as the protocol encodes it (PROTOCOL.md).
+    const length = this.#responseHead[2] ?? 0;
+    return this.#responseHead.toString('latin1', 3, 3 + length);
+  }
 }

@@ -67,6 +67,7 @@ export function toEntry(entry: StoredEntry): Entry {
     ...toSummary(entry),
     requestHeaders: pairs(entry.requestHeaders),
     responseHeaders: pairs(entry.responseHeaders),
+    responseStatusText: entry.responseStatusText,
     requestBody: toBody(entry.request, entry.requestHeaders),
     responseBody: toBody(entry.response, entry.responseHeaders),
   };

@@ -82,9 +82,21 @@ export interface Body {
   decodedBase64?: string;
 }
 
+/** The Host of each side of the agent (they differ as --host-header says: rewrite, preserve or a value). */
+export interface EntryHosts {
+  /** The Host the public client sent (null when it sent none, and for a replay, which had no public client). */
+  public: string | null;
+  /** The Host your backend received. */
+  backend: string | null;
+}
+
 export interface Entry extends EntrySummary {
   requestHeaders: [string, string][];
   responseHeaders: [string, string][];
+  /** The reason phrase of the response head ('' when none). */
+  responseStatusText: string;
+  /** Given by `GET /api/entries/:id` (which knows how the agent forwards). */
+  hosts?: EntryHosts;
   requestBody: Body;
   responseBody: Body;
 }

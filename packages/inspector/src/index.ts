@@ -6,6 +6,7 @@ export type {
   Body,
   Entry,
   EntryError,
+  EntryHosts,
   EntrySummary,
   InFlightExchange,
   InFlightSummary,
@@ -18,3 +19,4 @@ export { toHar } from './har.js';
 export { createInspector, type Inspector, type InspectorOptions } from './inspector.js';
 export type { ReplayTarget } from './replay.js';
 export type { StoredEntry } from './stored-entry.js';
+export type { RawExchange, RawMessage } from './wire-view.js';

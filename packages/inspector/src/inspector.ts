@@ -5,6 +5,7 @@ import { EntryStore } from './entry-store.js';
 import { toSummary } from './entry-view.js';
 import { InspectorError, InspectorErrorCode } from './errors.js';
 import { EventStream, PING_INTERVAL_MS } from './event-stream.js';
+import { nameFromPublicUrl } from './har-file-name.js';
 import { createHostGuard } from './host-guard.js';
 import type { ReplayTarget } from './replay.js';
 import { defaultStaticDir } from './static-files.js';
@@ -41,7 +42,11 @@ export interface Inspector {
   readonly store: EntryStore;
   /** `http://host:port` once listening. */
   readonly url: string;
-  setPublicUrl(url: string | undefined): void;
+  /**
+   * The tunnel's public URL and name, once its session is up (the name goes into HAR file names; without one it
+   * is read from the URL).
+   */
+  setPublicUrl(url: string | undefined, name?: string): void;
   close(): Promise<void>;
 }
 
@@ -92,6 +97,7 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
   const closing = new AbortController();
   const host = options.host ?? DEFAULT_INSPECTOR_HOST;
   let publicUrl: string | null = null;
+  let tunnelName: string | null = null;
   let hostAllowed: (host: string | undefined) => boolean = () => false;
   const server = createServer(
     createApiHandler({
@@ -102,6 +108,7 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
       version: options.version ?? '0.0.0',
       staticDir: options.staticDir ?? defaultStaticDir(),
       publicUrl: () => publicUrl,
+      tunnelName: () => tunnelName ?? nameFromPublicUrl(publicUrl),
       hostAllowed: (h) => hostAllowed(h),
       closing: closing.signal,
       gate: new WorkGate(),
@@ -139,8 +146,9 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
     capture: createCapture(store, bodyLimit),
     store,
     url,
-    setPublicUrl(value) {
+    setPublicUrl(value, name) {
       publicUrl = value ?? null;
+      tunnelName = name ?? null;
     },
     close: () =>
       new Promise<void>((resolve) => {

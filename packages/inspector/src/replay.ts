@@ -85,6 +85,11 @@ function bad(message: string): InspectorError {
   return new InspectorError(InspectorErrorCode.BAD_REQUEST, message);
 }
 
+/** The head the target receives for a request head received (the agent's forwarding, else the default). */
+export function forwardOf(target: ReplayTarget): (raw: string[]) => string[] {
+  return target.forwardHeaders ?? defaultForward(new URL(target.origin));
+}
+
 function defaultForward(origin: URL): (raw: string[]) => string[] {
   return (raw) => {
     const out = ['Host', origin.host];
@@ -197,7 +202,7 @@ export function replay(
       }),
     );
     req.on('response', (res) => {
-      recorder.responseHead(res.statusCode ?? 0, res.rawHeaders);
+      recorder.responseHead(res.statusCode ?? 0, res.rawHeaders, undefined, res.statusMessage);
       res.on('data', (chunk: Buffer) => recorder.responseData(chunk));
       res.on('error', () => {});
       res.on('close', () =>

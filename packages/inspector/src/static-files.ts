@@ -26,7 +26,13 @@ export function defaultStaticDir(): string {
 
 /** Streams one file of the page's folder; false when there is none at that path. */
 export async function serveStatic(dir: string, pathname: string, res: ServerResponse): Promise<boolean> {
-  const relative = pathname === '/' ? 'index.html' : decodeURIComponent(pathname.slice(1));
+  // A browser asks for /favicon.ico where a page (a JSON answer opened in a tab) names no icon.
+  const relative =
+    pathname === '/'
+      ? 'index.html'
+      : pathname === '/favicon.ico'
+        ? 'favicon.svg'
+        : decodeURIComponent(pathname.slice(1));
   const file = normalize(join(dir, relative));
   if (!file.startsWith(normalize(dir + sep)) || relative.includes('\0')) return false;
   const info = await stat(file).catch(() => undefined);

@@ -40,6 +40,8 @@ export const api = {
   entry: (id) => call(`/api/entries/${encodeURIComponent(id)}`),
   replay: (id, edits) => postJson(`/api/entries/${encodeURIComponent(id)}/replay`, edits),
   curl: (id) => call(`/api/entries/${encodeURIComponent(id)}/curl`),
+  /** `{ request, response }`: each message as HTTP/1.1 text, as it crossed its hop. */
+  raw: (id) => call(`/api/entries/${encodeURIComponent(id)}/raw`),
   clear: () => call('/api/entries', { method: 'DELETE' }),
   setPaused: (paused) => postJson('/api/capture', { paused }),
   harUrl(ids, redact) {
@@ -50,6 +52,27 @@ export const api = {
     return query === '' ? '/api/har' : `/api/har?${query}`;
   },
 };
+
+/** A tunnel name or an entry id as a file name may hold it (as src/har-file-name.ts does). */
+function safePart(text, fallback) {
+  const safe = text.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 63);
+  return safe.replace(/^\.+/, '') || fallback;
+}
+
+/**
+ * A HAR export's file name, the one the server gives in Content-Disposition (src/har-file-name.ts):
+ * `tunnel2-<name>-<id | all | n-entries>-<UTC YYYYMMDD-HHMMSS>.har`.
+ */
+export function harFileName(name, ids, at = new Date()) {
+  const which =
+    ids === undefined || ids.length === 0
+      ? 'all'
+      : ids.length === 1
+        ? safePart(ids[0], 'entry')
+        : `${ids.length}-entries`;
+  const stamp = at.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `tunnel2-${safePart(name ?? '', 'tunnel')}-${which}-${stamp}.har`;
+}
 
 /** Base64 (as the API sends bodies) to bytes. */
 export function fromBase64(text) {

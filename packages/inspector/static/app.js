@@ -1,7 +1,7 @@
 // The inspector page: the live list (SSE) under the exchanges still running, the filters (server-side),
 // keyboard navigation and the header actions.
 
-import { api } from './api.js';
+import { api, harFileName } from './api.js';
 import { showDetail } from './detail.js';
 import { el, formatBytes, formatMs, pathCell, statusClass } from './dom.js';
 import { createInFlight, inFlightView, isLive } from './inflight.js';
@@ -18,7 +18,15 @@ const FILTERS = {
 };
 const MAX_ROWS = 1000;
 
-const state = { selected: undefined, open: undefined, paused: false, publicUrl: null, target: '', count: 0 };
+const state = {
+  selected: undefined,
+  open: undefined,
+  paused: false,
+  publicUrl: null,
+  name: null,
+  target: '',
+  count: 0,
+};
 
 function filter() {
   return Object.fromEntries(Object.entries(FILTERS).map(([key, input]) => [key, input.value.trim()]));
@@ -190,7 +198,14 @@ function toast(text, bad = false) {
   }, 3000);
 }
 
-const ctx = { pane: detailPane, open, close, toast, redact: () => $('redact').checked };
+const ctx = {
+  pane: detailPane,
+  open,
+  close,
+  toast,
+  redact: () => $('redact').checked,
+  tunnelName: () => state.name,
+};
 
 function move(step) {
   const all = [...$('list').querySelectorAll('tbody tr[data-id]')];
@@ -243,8 +258,11 @@ $('clear').addEventListener('click', async () => {
 
 function updateHarLink() {
   $('har-all').href = api.harUrl(undefined, $('redact').checked);
+  $('har-all').download = harFileName(state.name, undefined);
 }
 $('redact').addEventListener('change', updateHarLink);
+// Named at the moment of the export, as the server names it.
+$('har-all').addEventListener('click', updateHarLink);
 
 const inFlight = createInFlight({
   body: $('inflight'),
@@ -300,7 +318,12 @@ listen();
 
 async function start() {
   const status = await api.status();
-  Object.assign(state, { paused: status.paused, publicUrl: status.publicUrl, target: status.target });
+  Object.assign(state, {
+    paused: status.paused,
+    publicUrl: status.publicUrl,
+    target: status.target,
+    name: status.name ?? null,
+  });
   $('where').replaceChildren(
     status.publicUrl === null
       ? 'connecting…'

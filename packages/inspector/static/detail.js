@@ -1,12 +1,13 @@
 // The detail pane of one entry: its heads, query, bodies and error, and the actions on it (replay, edit and
 // replay, compare with the original, copy as curl, export HAR).
 
-import { api, toBase64 } from './api.js';
+import { api, harFileName, toBase64 } from './api.js';
 import { bodyBytes, bodyText, bodyView } from './body-view.js';
 import { el, formatBytes, formatMs, pairTable, statusClass } from './dom.js';
 import { lineDiff } from './line-diff.js';
+import { hostsView, rawView } from './wire-view.js';
 
-/** `ctx`: { pane, open(id), toast(text), redact(): boolean, close() } */
+/** `ctx`: { pane, open(id), toast(text), redact(): boolean, tunnelName(): string | null, close() } */
 export async function showDetail(ctx, id) {
   const entry = await api.entry(id);
   ctx.pane.replaceChildren(...entryView(ctx, entry));
@@ -69,9 +70,11 @@ function entryView(ctx, entry) {
       {
         class: 'button',
         'data-action': 'har',
-        download: `tunnel2-${entry.id}.har`,
+        download: harFileName(ctx.tunnelName(), [entry.id]),
         href: api.harUrl([entry.id], ctx.redact()),
         onclick: (e) => {
+          // Named at the moment of the export, as the server names it.
+          e.currentTarget.download = harFileName(ctx.tunnelName(), [entry.id]);
           e.currentTarget.href = api.harUrl([entry.id], ctx.redact());
         },
       },
@@ -90,7 +93,12 @@ function entryView(ctx, entry) {
     ),
     el('span', { class: 'target' }, target(entry)),
   );
-  const views = [title, el('p', { class: 'muted facts' }, `#${entry.id} · ${facts.join(' · ')}`), actions];
+  const views = [
+    title,
+    el('p', { class: 'muted facts' }, `#${entry.id} · ${facts.join(' · ')}`),
+    hostsView(entry),
+    actions,
+  ];
   if (entry.replayOf !== undefined) {
     views.push(
       el(
@@ -138,14 +146,54 @@ function entryView(ctx, entry) {
     );
   }
   const query = entry.query === '' ? [] : [...new URLSearchParams(entry.query)];
-  views.push(
+  const details = el(
+    'div',
+    { class: 'view', 'data-view': 'details' },
     section(`Request headers (${entry.requestHeaders.length})`, pairTable(entry.requestHeaders)),
     query.length > 0 && section(`Query (${query.length})`, pairTable(query)),
     section('Request body', bodyView(entry.requestBody)),
     section(`Response headers (${entry.responseHeaders.length})`, pairTable(entry.responseHeaders)),
     section('Response body', bodyView(entry.responseBody)),
   );
+  views.push(...viewTabs(entry, details));
   return views.filter(Boolean);
+}
+
+/** Details (parsed, rendered by kind) or Raw (the messages as text, fetched when first shown). */
+function viewTabs(entry, details) {
+  const raw = el('div', { class: 'view', 'data-view': 'raw', hidden: true });
+  let rawLoaded = false;
+  const tab = (name, label) =>
+    el(
+      'button',
+      {
+        type: 'button',
+        role: 'tab',
+        class: 'tab',
+        'data-tab': name,
+        'aria-selected': String(name === 'details'),
+        onclick: () => show(name),
+      },
+      label,
+    );
+  const tabs = el('div', { class: 'tabs', role: 'tablist' }, tab('details', 'Details'), tab('raw', 'Raw'));
+  const show = (name) => {
+    for (const button of tabs.children)
+      button.setAttribute('aria-selected', String(button.dataset.tab === name));
+    details.hidden = name !== 'details';
+    raw.hidden = name !== 'raw';
+    if (name === 'raw' && !rawLoaded) {
+      rawLoaded = true;
+      rawView(entry).then(
+        (parts) => raw.replaceChildren(...parts),
+        (err) => {
+          rawLoaded = false;
+          raw.replaceChildren(el('p', { class: 'error-box' }, `${err.code ?? ''} ${err.message}`));
+        },
+      );
+    }
+  };
+  return [tabs, details, raw];
 }
 
 function area(ctx) {

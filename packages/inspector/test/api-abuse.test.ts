@@ -208,7 +208,9 @@ describe('the inspector under abuse of its expensive reads (issue #29, defect 4)
     const bodies = fillStore(inspector, 12, 3 * 48 * 1024 + 1);
     const res = await fetch(`${inspector.url}/api/har`);
     expect(res.status).toBe(200);
-    expect(res.headers.get('content-disposition')).toContain('tunnel2.har');
+    expect(res.headers.get('content-disposition')).toMatch(
+      /^attachment; filename="tunnel2-tunnel-all-\d{8}-\d{6}\.har"$/,
+    );
     type Content = { text: string; encoding?: string };
     const har = (await res.json()) as { log: { entries: { response: { content: Content } }[] } };
     expect(har.log.entries).toHaveLength(12);
