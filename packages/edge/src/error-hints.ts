@@ -30,7 +30,7 @@ const explanations: Readonly<Record<EdgeErrorCode, Explanation>> = {
     title: 'Tunnel not found',
     where: 'edge',
     hint: () =>
-      'Check the URL: its first label is the tunnel name, as `tunnel2 http` printed it when it started. A random name changes each time the agent starts; use `--name` to keep one.',
+      'Check the URL: its first label is the tunnel name, as `tunnel2 http` printed it when it started. A random name changes each time the agent starts; use `--subdomain <name>` to keep one.',
   },
   TUNNEL2_ERR_TUNNEL_OFFLINE: {
     title: 'Tunnel offline',
