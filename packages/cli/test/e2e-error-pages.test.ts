@@ -149,7 +149,7 @@ describe('error pages in Chromium', () => {
       where: `the tunnel2 edge (nobody.localhost:${port})`,
       todo: 'Check the URL',
     });
-    const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const background = () => page.evaluate('getComputedStyle(document.body).backgroundColor');
     const light = await background();
     await page.emulateMedia({ colorScheme: 'dark' });
     expect(await background()).not.toBe(light);
