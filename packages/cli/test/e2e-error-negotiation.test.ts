@@ -113,6 +113,33 @@ describe("the edge's own answers", () => {
   });
 });
 
+describe("the edge's own 404 for a path that is no tunnel URL", () => {
+  it('is the old line for curl and a page for a browser; HEAD has no body', async () => {
+    const { port } = await startEdge();
+    const ask = (accept: string | undefined, method = 'GET') =>
+      send({
+        port,
+        method,
+        path: '/nope',
+        headers: ['Host', `localhost:${port}`, ...(accept === undefined ? [] : ['Accept', accept])],
+      });
+    const curl = await ask('*/*');
+    expect(curl.status).toBe(404);
+    expect(curl.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_UNKNOWN_SESSION');
+    expect(curl.body.toString()).toBe(
+      `not found: "/nope" is not a tunnel URL. Use http://<name>.localhost:${port}/ or /session/<name>/...\n`,
+    );
+    const page = await ask(BROWSER);
+    expect(page.status).toBe(404);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.body.toString()).toContain('is not a tunnel URL. Use http://&lt;name&gt;.localhost');
+    const head = await ask(BROWSER, 'HEAD');
+    expect(head.status).toBe(404);
+    expect(head.headers['content-length']).toBe(String(page.body.length));
+    expect(head.body.length).toBe(0);
+  });
+});
+
 describe('a refusal relayed from the node holding the tunnel', () => {
   it.each([
     ['a node link', true],
