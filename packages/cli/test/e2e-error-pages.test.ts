@@ -76,6 +76,8 @@ interface VisitOptions {
   attempts?: number;
   /** What the browser answers a Basic challenge with, once (then it shows the 401 page, as a person who cancels). */
   httpCredentials?: { username: string; password: string };
+  /** Request headers the browser adds. */
+  extraHTTPHeaders?: Record<string, string>;
 }
 
 /** Loads `url` in a fresh page (light scheme) and checks what a person reads there; returns the page for more checks. */
@@ -84,6 +86,7 @@ async function visit(name: string, url: string, expected: Expected, options: Vis
     viewport: { width: 900, height: 640 },
     colorScheme: 'light',
     ...(options.httpCredentials === undefined ? {} : { httpCredentials: options.httpCredentials }),
+    ...(options.extraHTTPHeaders === undefined ? {} : { extraHTTPHeaders: options.extraHTTPHeaders }),
   });
   cleanups.push(() => page.close());
   let requests: string[] = [];
@@ -154,6 +157,26 @@ describe('error pages in Chromium', () => {
     await page.emulateMedia({ colorScheme: 'dark' });
     expect(await background()).not.toBe(light);
     await page.screenshot({ path: join(shots, 'unknown-tunnel-dark.png'), fullPage: true });
+  });
+
+  it('hostile values: shown as text, nothing injected runs or loads', async () => {
+    const { port } = await startEdge();
+    // A browser percent-encodes markup in a URL; a header it sends as given (the bare edge keeps any id).
+    const hostile = `<img src=/x onerror="document.title='pwned'"><script>document.title='pwned'</script>`;
+    const { page } = await visit(
+      'hostile-values',
+      `http://localhost:${port}/session/${encodeURIComponent(hostile)}/`,
+      {
+        status: 404,
+        code: 'TUNNEL2_ERR_UNKNOWN_SESSION',
+        where: `the tunnel2 edge (localhost:${port})`,
+        todo: 'Check the URL',
+      },
+      { extraHTTPHeaders: { 'x-request-id': hostile } },
+    );
+    expect(await page.locator('img, script').count()).toBe(0);
+    expect(await page.title()).toBe('404 Tunnel not found');
+    expect(await page.locator('dd code').last().textContent()).toBe(hostile);
   });
 
   it('timeout: the agent or local server did not answer in time', async () => {

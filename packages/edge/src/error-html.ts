@@ -19,6 +19,11 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
 }
 
+/** A value from the request, cut to what a page needs to show (a Host, a request id). */
+function clip(text: string, max = 100): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
 /** Backquoted spans in a hint (`tunnel2 http 3000`) become <code>; the rest is escaped text. */
 function withCode(text: string): string {
   return text
@@ -55,7 +60,7 @@ function whereText(facts: ErrorFacts): string {
     case 'agent':
       return 'the tunnel2 agent (tunnel2 http) that serves this URL';
     default:
-      return facts.host === undefined ? 'the tunnel2 edge' : `the tunnel2 edge (${facts.host})`;
+      return facts.host === undefined ? 'the tunnel2 edge' : `the tunnel2 edge (${clip(facts.host)})`;
   }
 }
 
@@ -66,7 +71,8 @@ export function renderErrorHtml(facts: ErrorFacts): string {
     ['Where', escapeHtml(whereText(facts))],
     ['Code', `<code>${escapeHtml(facts.code)}</code>`],
   ];
-  if (facts.requestId !== undefined) rows.push(['Request ID', `<code>${escapeHtml(facts.requestId)}</code>`]);
+  if (facts.requestId !== undefined)
+    rows.push(['Request ID', `<code>${escapeHtml(clip(facts.requestId, 128))}</code>`]);
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -158,6 +158,19 @@ describe('edgeAnswer', () => {
 });
 
 describe('errorBody', () => {
+  it('cuts a long Host and request id on the page', () => {
+    const answer = edgeAnswer(EdgeErrorCode.UNKNOWN_SESSION, 'no', undefined, undefined, {
+      accept: 'text/html',
+      method: 'GET',
+      host: 'h'.repeat(5000),
+      requestId: 'r'.repeat(5000),
+    });
+    const html = answer.body.toString();
+    expect(html).toContain(`(${'h'.repeat(100)}…)`);
+    expect(html).toContain(`${'r'.repeat(128)}…`);
+    expect(html).not.toContain('h'.repeat(101));
+  });
+
   it('names the local server for a backend error, with backquoted commands as code', () => {
     const { contentType, body } = errorBody(
       {

@@ -105,8 +105,8 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
   #discarding = false;
   #goneWatchers: (() => void)[] = [];
   #headSeen = false;
-  /** The public client's ask, once the head is read: a refusal takes its form. */
-  #ask: EdgeAsk | undefined;
+  /** The request's head, once read: a refusal takes the form its client asked for (read only then). */
+  #head: RequestHead | undefined;
 
   constructor(stream: MuxStream, context: LinkRequestContext) {
     this.#stream = stream;
@@ -144,7 +144,7 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
       this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
       return;
     }
-    this.#ask = askOfHead(head);
+    this.#head = head;
     const connection = this.#context.sessions.get(meta.name);
     if (connection === undefined || !connection.ready || connection.session.draining) {
       this.#stream.reset(ErrorCode.REFUSED_STREAM);
@@ -223,6 +223,7 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
   }
 
   start(agent: MuxStream, payload: Buffer): void {
+    this.#head = undefined;
     this.#context.started(this.#stream);
     const early = this.#early;
     this.#early = [];
@@ -244,7 +245,8 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
     for (const chunk of this.#early) early += chunk.length;
     this.#early = [];
     stream.consume(early);
-    const answer = edgeAnswer(refusal.code, refusal.message, refusal.retryAfterS, refusal.headers, this.#ask);
+    const ask = this.#head === undefined ? undefined : askOfHead(this.#head);
+    const answer = edgeAnswer(refusal.code, refusal.message, refusal.retryAfterS, refusal.headers, ask);
     stream.sendHeaders(
       encodeResponseHead(
         { status: answer.status, statusMessage: '', headers: answer.headers },
