@@ -33,6 +33,11 @@ export const publishDir = join(cliDir, 'publish');
 
 /** Packages that must never be on the agent path (`tunnel2 http`, `connect()`): only `tunnel2 server`. */
 const SERVER_ONLY = ['/node_modules/fastify/', 'packages/edge/', 'packages/registry/'];
+/**
+ * The edge's error-page template (`@tunnel2/edge/error-page`), which the agent renders its backend errors
+ * with: self-contained modules that import nothing else of the edge, allowed on the agent path.
+ */
+const AGENT_SHARED = /packages\/edge\/dist\/error-(page|format|html|facts)\.js$/;
 /** Optional native add-ons of ws, loaded in a try/catch: left out, ws uses its JS fallbacks. */
 const OPTIONAL_NATIVE = ['bufferutil', 'utf-8-validate'];
 /** Files of the published package besides package.json, README.md and LICENSE. */
@@ -227,8 +232,8 @@ async function bundleJs(): Promise<Metafile> {
     /\/(main|index|http-command-[A-Z0-9]+)\.js$/.test(file),
   );
   for (const output of entries) {
-    const leaked = [...staticallyLoaded(metafile, output)].filter((input) =>
-      SERVER_ONLY.some((pattern) => input.includes(pattern)),
+    const leaked = [...staticallyLoaded(metafile, output)].filter(
+      (input) => SERVER_ONLY.some((pattern) => input.includes(pattern)) && !AGENT_SHARED.test(input),
     );
     if (leaked.length > 0) throw new Error(`${output} statically loads ${leaked.slice(0, 3).join(', ')}`);
   }

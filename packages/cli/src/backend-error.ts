@@ -1,5 +1,8 @@
+import { ERROR_PAGE_HEADERS } from '@tunnel2/edge/error-page';
 import type { ExchangeRecorder } from '@tunnel2/inspector';
-import { encodeResponseHead, type MuxStream } from '@tunnel2/protocol';
+import { encodeResponseHead, type MuxStream, type RawHeaders } from '@tunnel2/protocol';
+import { askOfRequest, backendErrorBody } from './backend-error-page.js';
+import type { Target } from './target.js';
 import { describeTlsError } from './target-tls.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
@@ -98,29 +101,47 @@ export function describeBackendError(error: Error, host: string, answerBegun: bo
   }
 }
 
+/** The request a backend error answers: the page's form follows its Accept, a HEAD gets no body. */
+export interface AnsweredRequest {
+  method: string;
+  headers: RawHeaders;
+  target: Target;
+}
+
 /**
- * Sends the agent's own answer for a backend that gave no usable head: a short text body and its
- * `x-tunnel2-error` code, shown to the inspector like any response.
+ * Sends the agent's own answer for a backend that gave no usable head, shown to the inspector like any
+ * response: its `x-tunnel2-error` code and a body in the form the client asked for (backend-error-page.ts):
+ * the short text line for curl and scripts, a page for a browser, JSON. Negotiated, so `Vary: Accept`; the
+ * headers the edge puts on its own answers (no-store, nosniff, a CSP that lets the page load nothing).
  */
 export function sendBackendErrorAnswer(
   stream: MuxStream,
   answer: BackendErrorAnswer,
   maxHeadSize: number,
   recorder: ExchangeRecorder | undefined,
+  request: AnsweredRequest,
 ): void {
-  const body = Buffer.from(`${answer.message}\n`, 'utf8');
+  const ask = askOfRequest(request.method, request.headers);
+  const { contentType, body } = backendErrorBody(answer, request.target, ask);
   const headers = [
     'content-type',
-    'text/plain; charset=utf-8',
+    contentType,
     'content-length',
     String(body.length),
+    'cache-control',
+    'no-store',
+    'x-content-type-options',
+    'nosniff',
+    ...Object.entries(ERROR_PAGE_HEADERS).flat(),
     'x-tunnel2-error',
     answer.code,
   ];
   const head = encodeResponseHead({ status: answer.status, statusMessage: '', headers }, maxHeadSize);
+  const bodyless = ask.method === 'HEAD';
   recorder?.responseHead(answer.status, headers, head);
-  recorder?.responseData(body);
-  stream.sendHeaders(head, false);
+  if (!bodyless) recorder?.responseData(body);
+  stream.sendHeaders(head, bodyless);
+  if (bodyless) return;
   stream.write(body);
   stream.end();
 }

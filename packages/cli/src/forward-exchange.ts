@@ -75,6 +75,8 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   readonly #options: ForwardOptions;
   readonly #started = performance.now();
   #method = 'GET';
+  /** The request's fields as the edge sent them: a backend error's page takes its form from them. */
+  #requestHeaders: RawHeaders = [];
   #path = '/';
   #status = 0;
   #bytes = 0;
@@ -116,6 +118,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     }
     this.#method = head.method;
     this.#path = head.target;
+    this.#requestHeaders = head.headers;
     this.#recorder = this.#options.capture?.begin({
       method: head.method,
       target: head.target,
@@ -283,6 +286,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       { status, message, code },
       this.#options.maxHeadSize,
       this.#recorder,
+      { method: this.#method, headers: this.#requestHeaders, target: this.#options.target },
     );
     this.#report(message, code);
   }

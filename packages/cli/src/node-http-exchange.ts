@@ -231,7 +231,11 @@ export class NodeHttpExchange implements StreamHandler {
     }
     const answer = describeBackendError(err, this.#options.target.host, this.#answerBegun);
     this.#status = answer.status;
-    sendBackendErrorAnswer(this.#stream, answer, this.#options.maxHeadSize, this.#recorder);
+    sendBackendErrorAnswer(this.#stream, answer, this.#options.maxHeadSize, this.#recorder, {
+      method: this.#head?.method ?? 'GET',
+      headers: this.#head?.headers ?? [],
+      target: this.#options.target,
+    });
     this.#report(answer.message, answer.code);
   }
 

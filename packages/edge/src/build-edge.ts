@@ -16,7 +16,9 @@ import { quoteForEcho } from './echo.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
 import {
   answerClientError,
+  askOf,
   EDGE_ANSWER_HEADERS,
+  edgeAnswer,
   rejectUpgrade,
   sendEdgeError,
   sendRefusal,
@@ -386,16 +388,19 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     });
   }
 
+  // Not a tunnel URL: the edge's own 404, in the form the client asked for (a page for a browser).
   app.setNotFoundHandler((request, reply) => {
-    reply
-      .code(404)
-      .headers(EDGE_ANSWER_HEADERS)
-      .header('x-tunnel2-error', EdgeErrorCode.UNKNOWN_SESSION)
-      .type('text/plain; charset=utf-8')
-      .send(
-        `not found: ${quoteForEcho(request.url)} is not a tunnel URL. Use http://<name>.${options.domain}:${boundPort}/ ` +
-          'or /session/<name>/...\n',
-      );
+    const answer = edgeAnswer(
+      EdgeErrorCode.UNKNOWN_SESSION,
+      `not found: ${quoteForEcho(request.url)} is not a tunnel URL. Use http://<name>.${options.domain}:${boundPort}/ ` +
+        'or /session/<name>/...',
+      undefined,
+      undefined,
+      askOf(request.raw),
+    );
+    reply.hijack();
+    reply.raw.writeHead(answer.status, answer.headers);
+    reply.raw.end(answer.body);
   });
 
   const edge: Edge = {

@@ -1,15 +1,20 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { ErrorFacts } from './error-facts.js';
+import { negotiateErrorFormat } from './error-format.js';
+import { edgeErrorFacts } from './error-hints.js';
+import { ERROR_PAGE_HEADERS, type ErrorAsk, errorBody } from './error-page.js';
 import { EdgeError, EdgeErrorCode, statusByCode } from './errors.js';
 import { publishRefusal } from './refusal-channel.js';
+import { REQUEST_ID_HEADER } from './request-id.js';
 import { abortResponse } from './response-abort.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
 const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /**
- * Headers on every answer the edge writes itself. The body is plain text that may repeat what the client
- * sent; `nosniff` keeps a browser from reading it as HTML or script whatever it contains.
+ * Headers on every answer the edge writes itself. A plain-text body may repeat what the client sent;
+ * `nosniff` keeps a browser from reading it as HTML or script whatever it contains.
  */
 export const EDGE_ANSWER_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',
@@ -23,34 +28,68 @@ export interface EdgeAnswer {
   body: Buffer;
 }
 
+/** What the public client's request says about the answer it can take, and where it was sent. */
+export interface EdgeAsk extends ErrorAsk {
+  /** The Host the client asked for, named on the page as the edge it reached. */
+  host?: string | undefined;
+}
+
+/** The ask of a request that reached the edge's HTTP server. */
+export function askOf(req: IncomingMessage): EdgeAsk {
+  const requestId = req.headers[REQUEST_ID_HEADER];
+  return {
+    accept: req.headers.accept,
+    method: req.method,
+    host: req.headers.host,
+    requestId: typeof requestId === 'string' ? requestId : undefined,
+  };
+}
+
 /**
- * The answer the edge writes itself for `code`: a short plain-text body and the `x-tunnel2-error` header
- * with the stable code, so scripts and tests never have to read the prose. `extraHeaders` come last (names
- * and values the edge chose, never the client's). One place for every path that answers: a public
- * response here, a refusal a holder writes on a node link (cluster/link-request.ts).
+ * The answer the edge writes itself for `code`, with the `x-tunnel2-error` header carrying the stable code
+ * so scripts and tests never have to read the prose. Its body is the form `ask` negotiates
+ * (error-format.ts): the short plain-text line that curl and scripts have always had, an HTML page for a
+ * browser, JSON for a client that asks for it; a HEAD gets the headers alone. Without an `ask` (no
+ * request known) it is the plain text, and nothing says it varies. `extraHeaders` come last (names and
+ * values the edge chose, never the client's). One place for every path that answers: a public response
+ * here, a refusal a holder writes on a node link for another node to relay (cluster/link-request.ts),
+ * which is why the client's ask travels with the call rather than being read from a response.
  */
 export function edgeAnswer(
   code: EdgeErrorCode,
   message: string,
   retryAfterS?: number,
   extraHeaders?: Readonly<Record<string, string>>,
+  ask?: EdgeAsk,
 ): EdgeAnswer {
-  const body = Buffer.from(`${message}\n`);
+  const format = ask === undefined ? 'text' : negotiateErrorFormat(ask.accept);
+  const { contentType, body } = errorBody(
+    format === 'text' ? plainFacts(code, message) : edgeErrorFacts(code, message, retryAfterS, ask ?? {}),
+    format,
+  );
   const headers = [
     'content-type',
-    'text/plain; charset=utf-8',
+    contentType,
     'content-length',
     String(body.length),
     ...Object.entries(EDGE_ANSWER_HEADERS).flat(),
-    'x-tunnel2-error',
-    code,
   ];
+  if (ask !== undefined) headers.push(...Object.entries(ERROR_PAGE_HEADERS).flat());
+  headers.push('x-tunnel2-error', code);
   if (retryAfterS !== undefined) headers.push('retry-after', String(retryAfterS));
   if (extraHeaders !== undefined) headers.push(...Object.entries(extraHeaders).flat());
-  return { status: statusByCode[code], headers, body };
+  return { status: statusByCode[code], headers, body: ask?.method === 'HEAD' ? Buffer.alloc(0) : body };
 }
 
-/** Answers a public request with a short, specific plain-text error (see `edgeAnswer`). */
+/** The plain-text form needs the message alone. */
+function plainFacts(code: EdgeErrorCode, message: string): ErrorFacts {
+  return { status: statusByCode[code], title: '', code, message, where: 'edge', hint: '' };
+}
+
+/**
+ * Answers a public request with a short, specific error in the form its client asked for (see
+ * `edgeAnswer`).
+ */
 export function sendEdgeError(
   res: ServerResponse,
   code: EdgeErrorCode,
@@ -62,7 +101,7 @@ export function sendEdgeError(
     abortResponse(res);
     return;
   }
-  const answer = edgeAnswer(code, message, retryAfterS, extraHeaders);
+  const answer = edgeAnswer(code, message, retryAfterS, extraHeaders, askOf(res.req));
   res.writeHead(answer.status, answer.headers);
   res.end(answer.body);
   publishRefusal(res.req.socket, code);

@@ -11,9 +11,10 @@ import {
   type TcpHead,
 } from '@tunnel2/protocol';
 import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../admission.js';
-import { edgeAnswer } from '../error-response.js';
+import { type EdgeAsk, edgeAnswer } from '../error-response.js';
 import { publishRefusal } from '../refusal-channel.js';
 import type { Refusal } from '../refusals.js';
+import { REQUEST_ID_HEADER } from '../request-id.js';
 import type { SessionTable } from '../session-table.js';
 import type { LinkShares } from './link-shares.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
@@ -57,6 +58,23 @@ function takeMetadata(head: RequestHead): { name: string; client: string } | und
   return meta;
 }
 
+/**
+ * What the public client asked for, read from the head the ingress carried here: the refusal this node
+ * writes is relayed to that client as it is, so its form must be the one the client's Accept chose.
+ */
+function askOfHead(head: RequestHead): EdgeAsk {
+  const ask: EdgeAsk = { accept: undefined, method: head.method };
+  const fields = head.headers;
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i]!.toLowerCase();
+    if (name === 'accept')
+      ask.accept = ask.accept === undefined ? fields[i + 1] : `${ask.accept}, ${fields[i + 1]}`;
+    else if (name === 'host') ask.host = fields[i + 1];
+    else if (name === REQUEST_ID_HEADER) ask.requestId = fields[i + 1];
+  }
+  return ask;
+}
+
 /** The two fields the checks read, in one pass; the rest of the head goes to the agent untouched. */
 function admissionFields(fields: string[]): { authorization: string | undefined; declaredLength: number } {
   let authorization: string | undefined;
@@ -87,6 +105,8 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
   #discarding = false;
   #goneWatchers: (() => void)[] = [];
   #headSeen = false;
+  /** The request's head, once read: a refusal takes the form its client asked for (read only then). */
+  #head: RequestHead | undefined;
 
   constructor(stream: MuxStream, context: LinkRequestContext) {
     this.#stream = stream;
@@ -124,6 +144,7 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
       this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
       return;
     }
+    this.#head = head;
     const connection = this.#context.sessions.get(meta.name);
     if (connection === undefined || !connection.ready || connection.session.draining) {
       this.#stream.reset(ErrorCode.REFUSED_STREAM);
@@ -202,6 +223,7 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
   }
 
   start(agent: MuxStream, payload: Buffer): void {
+    this.#head = undefined;
     this.#context.started(this.#stream);
     const early = this.#early;
     this.#early = [];
@@ -223,7 +245,8 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
     for (const chunk of this.#early) early += chunk.length;
     this.#early = [];
     stream.consume(early);
-    const answer = edgeAnswer(refusal.code, refusal.message, refusal.retryAfterS, refusal.headers);
+    const ask = this.#head === undefined ? undefined : askOfHead(this.#head);
+    const answer = edgeAnswer(refusal.code, refusal.message, refusal.retryAfterS, refusal.headers, ask);
     stream.sendHeaders(
       encodeResponseHead(
         { status: answer.status, statusMessage: '', headers: answer.headers },
@@ -231,7 +254,7 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
       ),
       false,
     );
-    stream.write(answer.body);
+    if (answer.body.length > 0) stream.write(answer.body);
     stream.end();
     publishRefusal(this.#context.socket, refusal.code);
   }
