@@ -33,7 +33,8 @@ export function htmlTable(table: Table): string {
   const body = table.rows
     .map((row) => `<tr>${row.map((cell) => `<td>${escapeXml(cell)}</td>`).join('')}</tr>`)
     .join('\n');
-  return `<table><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table>`;
+  // Wide tables scroll on their own instead of widening the page.
+  return `<div class="scroll"><table><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table></div>`;
 }
 
 type Pick = (s: SideReport) => number | null;
@@ -221,8 +222,8 @@ h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28
 code { background: #edf2f7; padding: 1px 4px; border-radius: 3px; }
 .meta { color: #4a5568; } .gate-ok { color: #276749; font-weight: 600; } .gate-fail { color: #c53030; font-weight: 600; }
 .warn { background: #fffaf0; border-left: 4px solid #dd6b20; padding: 6px 10px; }
-.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 600px), 1fr)); gap: 16px; }
-.charts.small { grid-template-columns: repeat(auto-fit, minmax(min(100%, 420px), 1fr)); }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 600px), 1fr)); gap: 16px; }
+.charts.small { grid-template-columns: repeat(auto-fill, minmax(min(100%, 420px), 1fr)); } .charts.small .chart { max-width: 640px; }
 .chart { display: block; width: 100%; height: auto; background: #fff; border: 1px solid #e2e8f0; border-radius: 6px; }
 .chart-title { font-size: 14px; font-weight: 600; fill: #1a202c; } .tick { font-size: 11px; fill: #4a5568; }
 .axis { font-size: 12px; fill: #4a5568; } .legend { font-size: 12px; fill: #1a202c; }
@@ -279,14 +280,14 @@ export function renderHtml(report: BenchReport): string {
       parts.push(secondsChart(report, stage, 'latency'), secondsChart(report, stage, 'rate'));
     }
     parts.push('</div>');
-    parts.push('<div class="scroll">', htmlTable(secondsTable(report)), '</div>');
+    parts.push(htmlTable(secondsTable(report)));
     if (anySecondFlagged(report)) parts.push(`<p class="meta">${escapeXml(SECOND_P99_NOTE)}</p>`);
   }
   parts.push('<h2>Tunnel vs direct, by percentile</h2><div class="charts small">');
   parts.push(...report.stages.map(spectrumChart));
   parts.push('</div>');
   parts.push('<h2>Totals</h2>', htmlTable(totalsTable(report)));
-  parts.push('<h2>Per stage</h2><div class="scroll">', htmlTable(stageTable(report)), '</div>');
+  parts.push('<h2>Per stage</h2>', htmlTable(stageTable(report)));
   if (anyLowSample(report)) parts.push(`<p class="meta">${escapeXml(LOW_SAMPLE_NOTE)}</p>`);
   const short = shortfalls(report);
   if (short.length > 0) {
@@ -300,7 +301,7 @@ export function renderHtml(report: BenchReport): string {
     parts.push("<h2>The agent's request inspector (off → on)</h2>", htmlTable(inspector));
   }
   parts.push('<h2>Processes</h2><div class="charts">', cpuChart(report, labels), '</div>');
-  parts.push('<div class="scroll">', htmlTable(processTable(report)), '</div>');
+  parts.push(htmlTable(processTable(report)));
   parts.push(`<p class="meta">${escapeXml(howToRead(report.settings))}</p>`);
   return (
     '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">' +
