@@ -1,7 +1,7 @@
 import { count, marked, ms, rps, stageLabel } from './report-format.js';
 import type { BenchReport, SecondPoint, SideName, SideReport, StageReport } from './report-schema.js';
 import type { Table } from './report-tables.js';
-import { LOW_SAMPLE_MARK, samplesNeeded } from './sample-sufficiency.js';
+import { LOW_SAMPLE_MARK, LOW_SAMPLE_NOTE, type PercentileKey, samplesNeeded } from './sample-sufficiency.js';
 
 /**
  * The second-by-second record of each stage, summarised for report.md and report.html: a stage's p99 is
@@ -115,4 +115,23 @@ export function anySecondFlagged(report: BenchReport): boolean {
       s.perSecond.some((p) => p.lowSamplePercentiles.length > 0),
     ),
   );
+}
+
+/** A stage's worst second's p99 (ms) and lowest whole second's rate (req/s), for one-line stage tables. */
+export function worstSecondCells(points: readonly SecondPoint[] | undefined): [string, string] {
+  if (points === undefined) return ['–', '–'];
+  const { worstP99, lowestRate } = summarizeSeconds(points);
+  return [
+    worstP99 === null ? '–' : marked(ms(worstP99.p99Ms!), 'p99', worstP99.lowSamplePercentiles),
+    lowestRate === null ? '–' : rps(lowestRate.achievedRps),
+  ];
+}
+
+/** The footnotes for a stage table whose figures carry the too-few-samples mark; '' when none does. */
+export function lowSampleFootnote(
+  stages: readonly { lowSamplePercentiles?: readonly PercentileKey[]; perSecond?: readonly SecondPoint[] }[],
+): string {
+  const stage = stages.some((s) => (s.lowSamplePercentiles?.length ?? 0) > 0);
+  const second = stages.some((s) => s.perSecond?.some((p) => p.lowSamplePercentiles.length > 0) === true);
+  return (stage ? `${LOW_SAMPLE_NOTE}\n\n` : '') + (second ? `${SECOND_P99_NOTE}\n\n` : '');
 }
