@@ -285,6 +285,10 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(result.ttfb.idle.p50Ms).toBeGreaterThanOrEqual(4);
     expect(result.ttfb.underLoad).toMatchObject({ samples: 20, failed: 0 });
     expect(result.ttfb.directUnderLoad).toMatchObject({ samples: 20, failed: 0 });
+    // 20 samples are enough for a p50 (20), not for a p95 (200): marked, with the rule.
+    expect(result.ttfb.underLoad.lowSamplePercentiles).toEqual(['p95']);
+    expect(md).toContain('| when | samples | failed | p50 (ms) | p95 (ms) | max (ms) |');
+    expect(md).toContain('~ = too few samples for this percentile');
     expect(result.ttfb.directBulkMBps).toBeGreaterThan(0);
     expect(result.ttfb.bulkError).toBeNull();
     expect(result.ttfb.bulkMBps).toBeGreaterThan(0);
