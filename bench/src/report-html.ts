@@ -237,7 +237,13 @@ th { background: #f7fafc; } td:nth-child(-n+3) { text-align: left; }
 export function renderHtml(report: BenchReport): string {
   const scenario = SCENARIOS[report.scenario];
   const env = report.environment;
+  // A stage whose p99 (either side) came from too few answers carries the mark on the per-stage charts' axis.
   const labels = report.stages.map(stageLabel);
+  const latencyLabels = report.stages.map((stage) =>
+    report.settings.sides.some((side) => stage[side]?.lowSamplePercentiles?.includes('p99') === true)
+      ? `${stageLabel(stage)} ${LOW_SAMPLE_MARK}`
+      : stageLabel(stage),
+  );
   const parts: string[] = [];
   parts.push(`<h1>tunnel2 bench: ${escapeXml(scenario.title)}</h1>`);
   parts.push(`<p class="meta">${escapeXml(scenario.purpose)}.</p>`);
@@ -263,7 +269,7 @@ export function renderHtml(report: BenchReport): string {
     );
   }
   parts.push('<h2>Charts</h2><div class="charts">');
-  parts.push(latencyChart(report, labels), throughputChart(report, labels));
+  parts.push(latencyChart(report, latencyLabels), throughputChart(report, labels));
   parts.push('</div>');
   if (report.stages.some((stage) => sidesWithSeconds(report, stage).length > 0)) {
     parts.push('<h2>Second by second</h2>');
