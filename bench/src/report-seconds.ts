@@ -48,7 +48,8 @@ export function summarizeSeconds(points: readonly SecondPoint[]): SecondsSummary
     null,
   );
   return {
-    seconds: points.length,
+    // The stage's measured length: whole seconds and its partial last one.
+    seconds: points.reduce((sum, p) => sum + p.durationSec, 0),
     worstP99,
     medianP99Ms,
     lowestRate,
@@ -80,7 +81,7 @@ export function secondsTable(report: BenchReport): Table {
         stageLabel(stage),
         side,
         stage.warmupSec === undefined ? '–' : `${stage.warmupSec}`,
-        `${summary.seconds}`,
+        summary.seconds.toFixed(1),
         summary.medianP99Ms === null ? '–' : ms(summary.medianP99Ms),
         worst === null ? '–' : marked(ms(worst.p99Ms!), 'p99', worst.lowSamplePercentiles),
         worst === null ? '–' : `${worst.second}`,

@@ -221,10 +221,10 @@ describe('report.md', () => {
       '| # | load | side | warm-up (s) | seconds | median second p99 (ms) | worst second p99 (ms) | at (s) | lowest second rate (req/s) | at (s) | seconds with errors |',
     );
     expect(row('| 2 | 1000 RPS | tunnel |', '## Second by second')).toContain(
-      '| 3 | 30 | 3.00 | 900 ~ | 12 | 100 | 12 | 0 |',
+      '| 3 | 30.0 | 3.00 | 900 ~ | 12 | 100 | 12 | 0 |',
     );
     expect(row('| 2 | 1000 RPS | direct |', '## Second by second')).toContain(
-      '| 3 | 30 | 3.00 | 3.00 | 0 | 1000 | 0 | 0 |',
+      '| 3 | 30.0 | 3.00 | 3.00 | 0 | 1000 | 0 | 0 |',
     );
   });
 });
