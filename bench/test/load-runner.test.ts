@@ -89,11 +89,12 @@ describe('fixed rate', () => {
     expect(result.correctedLatency.p99).toBeLessThanOrEqual(result.latency.max + 1);
   });
 
-  it('records each second: a stall of the whole service shows as a second with a low rate and a high p99', async () => {
-    // From the 150th request on (1.5 s into a 100 RPS run) every answer is held until 1.2 s later.
+  it('records each second: a stall of the whole service shows as seconds with a low rate and a high p99', async () => {
+    // From the 150th request on (1.5 s into a 100 RPS run) every answer is held until 2.5 s later: at least
+    // one whole second in which nothing completes, whatever the machine's load does to the schedule.
     let releaseAt: number | undefined;
     const target = await serve((_req, res, n) => {
-      if (n >= 150 && releaseAt === undefined) releaseAt = performance.now() + 1200;
+      if (n >= 150 && releaseAt === undefined) releaseAt = performance.now() + 2500;
       const wait = releaseAt === undefined ? 0 : releaseAt - performance.now();
       if (wait > 0) setTimeout(() => ok(res), wait);
       else ok(res);
@@ -102,12 +103,12 @@ describe('fixed rate', () => {
       target,
       path: '/',
       connections: 20,
-      durationSec: 4,
+      durationSec: 5,
       ratePerSec: 100,
       timeoutSec: 5,
     });
     const seconds = result.perSecond;
-    expect(seconds.length).toBeGreaterThanOrEqual(4);
+    expect(seconds.length).toBeGreaterThanOrEqual(5);
     // Every finished request is in exactly one second.
     expect(seconds.reduce((sum, p) => sum + p.requests, 0)).toBe(result.outcomes.finished);
     const whole = seconds.filter((p) => p.durationSec === 1);
@@ -115,7 +116,7 @@ describe('fixed rate', () => {
     const worstP99 = Math.max(...seconds.map((p) => p.p99Ms ?? 0));
     // The stage's own p50 hides the stall; its seconds do not.
     expect(result.latency.p50).toBeLessThan(200);
-    expect(lowest).toBeLessThan(50);
+    expect(lowest).toBeLessThan(20);
     expect(worstP99).toBeGreaterThan(500);
     // 100 answers a second are too few for a p99: each second says so.
     expect(seconds.filter((p) => p.p99Ms !== null).every((p) => p.lowSamplePercentiles.includes('p99'))).toBe(
