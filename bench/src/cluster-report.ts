@@ -1,5 +1,6 @@
 import type { ClusterLatencyStage, ClusterResult } from './cluster-scenario.js';
-import { fixed } from './report-format.js';
+import { fixed, marked } from './report-format.js';
+import { lowSampleFootnote, worstSecondCells } from './report-seconds.js';
 import { gateLine, heading, type StandaloneReport } from './standalone-report-md.js';
 
 /** The issue's targets (#14): cross-node p50 within 1 ms of same-node, CPU within 2×, no failed request. */
@@ -68,7 +69,9 @@ export function renderClusterMarkdown(report: StandaloneReport<ClusterResult>): 
   const rows = latency.map((s) => {
     const c = s.cpuPerRequestUs;
     return (
-      `| ${s.route} | ${s.targetRps} | ${s.ok}/${s.requests} | ${fixed(s.rps)} | **${fixed(s.p50Ms, 2)}** | ${fixed(s.p99Ms, 2)} | ` +
+      `| ${s.route} | ${s.targetRps} | ${s.ok}/${s.requests} | ${fixed(s.rps)} | ` +
+      `**${marked(fixed(s.p50Ms, 2), 'p50', s.lowSamplePercentiles)}** | ${marked(fixed(s.p99Ms, 2), 'p99', s.lowSamplePercentiles)} | ` +
+      `${worstSecondCells(s.perSecond).join(' | ')} | ` +
       `**${fixed(c.nodes)}** | ${fixed(c.ingress)} | ${fixed(c.holder)} | ${fixed(c.agent)} | ${fixed(c.backend)} |`
     );
   });
@@ -82,7 +85,8 @@ export function renderClusterMarkdown(report: StandaloneReport<ClusterResult>): 
   });
   const faultRows = faults.map(
     (f) =>
-      `| ${f.kind} | ${f.targetRps} | ${f.ok}/${f.requests} | **${f.failed}** | ${JSON.stringify(f.errors)} | ${fixed(f.p99Ms, 1)} | ` +
+      `| ${f.kind} | ${f.targetRps} | ${f.ok}/${f.requests} | **${f.failed}** | ${JSON.stringify(f.errors)} | ` +
+      `${marked(fixed(f.p99Ms, 1), 'p99', f.lowSamplePercentiles)} | ${worstSecondCells(f.perSecond).join(' | ')} | ` +
       `${f.recoveredAfterMs === null ? '–' : `${f.recoveredAfterMs} ms`} | ${f.events.join('; ')} |`,
   );
   return (
@@ -91,15 +95,17 @@ export function renderClusterMarkdown(report: StandaloneReport<ClusterResult>): 
     'another node (**cross-node**, one node-to-node hop); the agent connected through HAProxy. CPU is user + system ' +
     'time per answered request, in µs: **nodes** is all three edge processes together, ingress the node the ' +
     `requests were sent to, holder the node holding the session. Each stage after a discarded ${settings.warmupSec} s warm-up.\n\n` +
-    '| route | RPS target | ok | RPS | p50 ms | p99 ms | nodes CPU | ingress | holder | agent | backend |\n' +
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
+    '| route | target (req/s) | ok | rate (req/s) | p50 (ms) | p99 (ms) | worst second p99 (ms) | lowest second (req/s) | ' +
+    'nodes CPU (µs/req) | ingress (µs/req) | holder (µs/req) | agent (µs/req) | backend (µs/req) |\n' +
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
     `${rows.join('\n')}\n\n${compared.join('\n')}\n\n` +
     `Faults, under ${settings.faultRate} RPS through HAProxy (the rolling restart is SIGTERM, wait for the exit, start ` +
     'again, node by node; the kill is `kill -9` of the node holding the session; "back after" is the time until the ' +
     'session answered 2xx from another node):\n\n' +
-    '| phase | RPS | ok | failed | failures by kind | p99 ms | back after | events |\n' +
-    '| --- | --- | --- | --- | --- | --- | --- | --- |\n' +
+    '| phase | target (req/s) | ok | failed | failures by kind | p99 (ms) | worst second p99 (ms) | lowest second (req/s) | back after | events |\n' +
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
     `${faultRows.join('\n')}\n\n` +
+    lowSampleFootnote([...latency, ...faults]) +
     gateLine(report.gate)
   );
 }

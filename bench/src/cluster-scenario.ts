@@ -4,6 +4,7 @@ import { type LoadResult, runLoad } from './load-runner.js';
 import { meterProcess } from './process-stats.js';
 import { fixed } from './report-format.js';
 import { autoConnections } from './scenarios.js';
+import { type SecondsRecord, secondsRecord } from './seconds-record.js';
 import { perRequestUs } from './side-report.js';
 
 /*
@@ -27,7 +28,7 @@ export interface ClusterSettings {
   path: string;
 }
 
-export interface ClusterLatencyStage {
+export interface ClusterLatencyStage extends SecondsRecord {
   route: 'same-node' | 'cross-node';
   targetRps: number;
   requests: number;
@@ -46,7 +47,7 @@ export interface ClusterLatencyStage {
   };
 }
 
-export interface ClusterFaultPhase {
+export interface ClusterFaultPhase extends SecondsRecord {
   kind: 'rolling-restart' | 'kill';
   targetRps: number;
   requests: number;
@@ -153,6 +154,7 @@ async function latencyStage(
     rps: ok / load.durationSec,
     p50Ms: load.latency.p50,
     p99Ms: load.latency.p99,
+    ...secondsRecord(load),
     cpuPerRequestUs: {
       ingress: cpuOf(ingress),
       holder: cpuOf(holder),
@@ -209,6 +211,7 @@ function summarizeFault(
     failed: outcomes.errorCount(),
     errors: { ...outcomes.errors } as Record<string, number>,
     p99Ms: load.latency.p99,
+    ...secondsRecord(load),
     events,
     recoveredAfterMs,
   };

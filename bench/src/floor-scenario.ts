@@ -6,6 +6,7 @@ import { runLoad } from './load-runner.js';
 import { meterProcess } from './process-stats.js';
 import { fixed } from './report-format.js';
 import { autoConnections } from './scenarios.js';
+import { type SecondsRecord, secondsRecord } from './seconds-record.js';
 import { perRequestUs } from './side-report.js';
 
 /*
@@ -32,7 +33,7 @@ export interface FloorSettings {
   path: string;
 }
 
-export interface FloorStage {
+export interface FloorStage extends SecondsRecord {
   side: FloorSideName;
   mode: 'rate' | 'closed';
   targetRps: number | null;
@@ -158,6 +159,7 @@ async function runStage(
     rps: ok / load.durationSec,
     p50Ms: load.latency.p50,
     p99Ms: load.latency.p99,
+    ...secondsRecord(load),
     backendCpuPerRequestUs: backend ?? Number.NaN,
     edgeCpuPerRequestUs: edge ?? null,
     agentCpuPerRequestUs: agent ?? null,

@@ -1,4 +1,5 @@
 import type { GateReport, SideName, StageReport } from './report-schema.js';
+import { LOW_SAMPLE_MARK } from './sample-sufficiency.js';
 
 export interface GateThresholds {
   failUnderPct: number | null;
@@ -27,8 +28,13 @@ export function evaluateGate(
       violations.push(`${label}: success ${report.successPct} % < --fail-under ${thresholds.failUnderPct} %`);
     }
     if (thresholds.maxP99Ms !== null && report.correctedP99Ms > thresholds.maxP99Ms) {
+      // A p99 from fewer than 1,000 answers is about the slowest few: the gate still applies it, and says so.
+      const few =
+        report.lowSamplePercentiles?.includes('p99') === true
+          ? ` (${LOW_SAMPLE_MARK} from ${report.latencySamples ?? report.requests} answers: too few for a p99)`
+          : '';
       violations.push(
-        `${label}: corrected p99 ${report.correctedP99Ms} ms > --max-p99 ${thresholds.maxP99Ms} ms`,
+        `${label}: corrected p99 ${report.correctedP99Ms} ms${few} > --max-p99 ${thresholds.maxP99Ms} ms`,
       );
     }
   }

@@ -4,8 +4,9 @@ import type { LoadTarget } from './bench-stack.js';
 import { createLatencyRecorder } from './latency-recorder.js';
 import { OutcomeCounter } from './outcome-counter.js';
 import { instrumentClient, type Schedule } from './paced-client.js';
-import type { LatencyMs } from './report-schema.js';
+import type { LatencyMs, SecondPoint } from './report-schema.js';
 import { type RequestShape, statusMatcher } from './request-shape.js';
+import { createSecondSeries } from './second-series.js';
 
 /** One run of the load generator against one target. */
 export interface LoadSpec {
@@ -39,6 +40,10 @@ export interface LoadResult {
   outcomes: OutcomeCounter;
   latency: LatencyMs;
   correctedLatency: LatencyMs;
+  /** Answers timed: the samples `latency` was computed from. */
+  latencySamples: number;
+  /** The stage second by second. */
+  perSecond: SecondPoint[];
   /** Scheduled sends skipped because the connection was still waiting for an answer. */
   missedSlots: number;
   /** p99 of this process's event-loop delay while the load ran: the generator's own health. */
@@ -83,6 +88,7 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
     spec.ratePerSec === undefined
       ? undefined
       : { ratePerSec: spec.ratePerSec, connections: spec.connections, startAt };
+  const series = createSecondSeries(startAt);
   let clientIndex = 0;
 
   return new Promise<LoadResult>((resolve, reject) => {
@@ -104,6 +110,7 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
             instrumentClient(client, clientIndex++, schedule, {
               outcomes,
               latencies,
+              series,
               onMissedSlots: (count) => {
                 missedSlots += count;
               },
@@ -112,16 +119,20 @@ export function runLoad(spec: LoadSpec): Promise<LoadResult> {
         (err: unknown) => {
           clearInterval(ticker);
           loopDelay.disable();
+          const stoppedAt = performance.now();
+          const perSecond = series.finish(stoppedAt);
           if (err) {
             latencies.destroy();
             reject(err instanceof Error ? err : new Error(String(err)));
             return;
           }
           const result: LoadResult = {
-            durationSec: (performance.now() - startAt) / 1000,
+            durationSec: (stoppedAt - startAt) / 1000,
             outcomes,
             latency: latencies.raw(),
             correctedLatency: latencies.corrected(),
+            latencySamples: latencies.count,
+            perSecond,
             missedSlots,
             // The histogram holds whole sampling periods; the delay is what exceeds the period.
             generatorLoopDelayP99Ms: Math.max(0, loopDelay.percentile(99) / 1e6 - LOOP_RESOLUTION_MS),

@@ -11,6 +11,7 @@ import { runScenario } from './run-scenario.js';
 import { runtime } from './runtime-paths.js';
 import { isStandalone, planStages } from './scenarios.js';
 import { type ScenarioStack, stackSides, startScenarioStack, targetSide } from './target-stack.js';
+import { planWarmup, warmupGiven } from './warmup-plan.js';
 
 /** Exit codes: the contract CI scripts rely on. */
 const EXIT = { OK: 0, GATE_FAILED: 1, USAGE: 2, RUN_FAILED: 3, INTERRUPTED: 130 } as const;
@@ -90,8 +91,9 @@ async function runStaged(): Promise<void> {
 
   try {
     const startedAt = new Date();
+    const warmup = planWarmup(warmupGiven(argv) ? options.warmupSec : null);
     const loadSec =
-      (plan.reduce((sum, s) => sum + s.durationSec, 0) + options.warmupSec) *
+      plan.reduce((sum, s) => sum + s.durationSec + warmup.secondsFor(s), 0) *
       (options.sides.length + (options.inspect === 'both' ? 1 : 0));
     const length = loadSec < 120 ? `${Math.ceil(loadSec)} s` : `${Math.ceil(loadSec / 60)} min`;
     progress.note(
@@ -114,9 +116,17 @@ async function runStaged(): Promise<void> {
         .filter((part) => part !== '')
         .join(', '),
     );
-    const run = await runScenario(options, plan, stack, progress);
+    const run = await runScenario(options, plan, stack, progress, warmup);
     await stack.close();
-    const report = buildReport({ options, argv, run, stack: described, startedAt, finishedAt: new Date() });
+    const report = buildReport({
+      options,
+      argv,
+      run,
+      warmup,
+      stack: described,
+      startedAt,
+      finishedAt: new Date(),
+    });
     mkdirSync(options.outDir, { recursive: true });
     writeFileSync(join(options.outDir, 'report.json'), renderJson(report));
     writeFileSync(join(options.outDir, 'report.md'), renderMarkdown(report));

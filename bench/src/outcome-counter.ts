@@ -39,11 +39,14 @@ export class OutcomeCounter {
     this.isOk = isOk;
   }
 
-  response(status: number, bytes: number): void {
+  /** Counts an answer; true when its status was expected. */
+  response(status: number, bytes: number): boolean {
     this.finished += 1;
     this.bytes += bytes;
-    if (this.isOk(status)) this.ok += 1;
+    const ok = this.isOk(status);
+    if (ok) this.ok += 1;
     else this.fail(`http_${status}`);
+    return ok;
   }
 
   /** `count` requests failed without an answer. */

@@ -1,7 +1,8 @@
 import type { Client } from 'autocannon';
 import { BenchError, BenchErrorCode } from './errors.js';
 import type { LatencyRecorder } from './latency-recorder.js';
-import { type OutcomeCounter, transportErrorKind } from './outcome-counter.js';
+import { type OutcomeCounter, type TransportErrorKind, transportErrorKind } from './outcome-counter.js';
+import type { SecondSeriesRecorder } from './second-series.js';
 
 /**
  * The parts of autocannon's per-connection client (lib/httpClient.js, autocannon 9.0.0, pinned) that the
@@ -49,6 +50,8 @@ export interface Schedule {
 export interface ClientHooks {
   outcomes: OutcomeCounter;
   latencies: LatencyRecorder;
+  /** The stage second by second: every answer and failure, at the time it happened. */
+  series?: SecondSeriesRecorder;
   /** Slots skipped because the connection was still waiting for an answer (the omission HDR corrects). */
   onMissedSlots(count: number): void;
 }
@@ -76,29 +79,34 @@ export function instrumentClient(
   hooks: ClientHooks,
 ): void {
   const internals = internalsOf(client);
-  const { outcomes, latencies } = hooks;
+  const { outcomes, latencies, series } = hooks;
+  const failed = (kind: TransportErrorKind, count = 1): void => {
+    outcomes.failed(kind, count);
+    series?.failed(count, performance.now());
+  };
 
   internals.on('response', (status, bytes, durationMs) => {
-    outcomes.response(status, bytes);
+    const ok = outcomes.response(status, bytes);
     latencies.record(durationMs);
+    series?.response(durationMs, ok, performance.now());
   });
 
   // autocannon emits connError and then reconnects; the requests that were waiting on that socket failed.
   let lossCounted = false;
   internals.on('connError', (err) => {
     const pending = internals.pipelinedRequests.size();
-    if (pending > 0) outcomes.failed(transportErrorKind(err), pending);
+    if (pending > 0) failed(transportErrorKind(err), pending);
     lossCounted = true;
   });
   // On a timeout autocannon has already dropped the request from its queue when it emits this.
-  internals.on('timeout', () => outcomes.failed('timeout'));
+  internals.on('timeout', () => failed('timeout'));
 
   const connect = internals._connect;
   let connected = false;
   internals._connect = function connectCounted(this: ClientInternals): void {
     const pending = internals.pipelinedRequests.size();
     if (connected && pending > 0) {
-      if (!lossCounted) outcomes.failed('reset', pending);
+      if (!lossCounted) failed('reset', pending);
       internals.pipelinedRequests.clear();
     }
     connected = true;

@@ -1,4 +1,5 @@
 import type { ProcessUsageReport, Settings, StageReport } from './report-schema.js';
+import { LOW_SAMPLE_MARK, type PercentileKey } from './sample-sufficiency.js';
 
 /** How numbers read in report.md and report.html (report.json keeps them raw). */
 
@@ -11,6 +12,15 @@ export function ms(value: number): string {
   if (value >= 100) return value.toFixed(0);
   if (value >= 10) return value.toFixed(1);
   return value.toFixed(2);
+}
+
+/** A figure with the too-few-samples mark when `key` is among the flagged percentiles. */
+export function marked(
+  value: string,
+  key: PercentileKey,
+  flagged: readonly PercentileKey[] | undefined,
+): string {
+  return flagged?.includes(key) === true ? `${value} ${LOW_SAMPLE_MARK}` : value;
 }
 
 export function rps(value: number): string {

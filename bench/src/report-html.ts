@@ -1,6 +1,9 @@
 import { requestLine, sidesLine, stageLabel } from './report-format.js';
+import { warmupText } from './report-md.js';
 import type { BenchReport, SideReport, StageReport } from './report-schema.js';
+import { anySecondFlagged, SECOND_P99_NOTE, secondsTable, sidesWithSeconds } from './report-seconds.js';
 import {
+  anyLowSample,
   costTable,
   howToRead,
   inspectorTable,
@@ -10,6 +13,7 @@ import {
   type Table,
   totalsTable,
 } from './report-tables.js';
+import { LOW_SAMPLE_MARK, LOW_SAMPLE_NOTE, type PercentileKey } from './sample-sufficiency.js';
 import { SCENARIOS } from './scenarios.js';
 import { barChart, escapeXml, lineChart, type Series } from './svg-charts.js';
 
@@ -29,7 +33,8 @@ export function htmlTable(table: Table): string {
   const body = table.rows
     .map((row) => `<tr>${row.map((cell) => `<td>${escapeXml(cell)}</td>`).join('')}</tr>`)
     .join('\n');
-  return `<table><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table>`;
+  // Wide tables scroll on their own instead of widening the page.
+  return `<div class="scroll"><table><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table></div>`;
 }
 
 type Pick = (s: SideReport) => number | null;
@@ -91,14 +96,18 @@ function throughputChart(report: BenchReport, labels: string[]): string {
   });
 }
 
-const PERCENTILES: { label: string; pick: (l: SideReport['latencyMs']) => number }[] = [
-  { label: 'p50', pick: (l) => l.p50 },
-  { label: 'p75', pick: (l) => l.p75 },
-  { label: 'p90', pick: (l) => l.p90 },
-  { label: 'p95', pick: (l) => l.p95 },
-  { label: 'p99', pick: (l) => l.p99 },
-  { label: 'p99.9', pick: (l) => l.p999 },
-  { label: 'max', pick: (l) => l.max },
+const PERCENTILES: {
+  label: string;
+  key: PercentileKey | null;
+  pick: (l: SideReport['latencyMs']) => number;
+}[] = [
+  { label: 'p50', key: 'p50', pick: (l) => l.p50 },
+  { label: 'p75', key: 'p75', pick: (l) => l.p75 },
+  { label: 'p90', key: 'p90', pick: (l) => l.p90 },
+  { label: 'p95', key: 'p95', pick: (l) => l.p95 },
+  { label: 'p99', key: 'p99', pick: (l) => l.p99 },
+  { label: 'p99.9', key: 'p999', pick: (l) => l.p999 },
+  { label: 'max', key: null, pick: (l) => l.max },
 ];
 
 /** The percentile spectrum of one stage, tunnel against direct: where in the distribution the cost sits. */
@@ -114,15 +123,81 @@ function spectrumChart(stage: StageReport): string {
         };
   return lineChart({
     title: `Stage ${stage.index} · ${stageLabel(stage)}: latency by percentile`,
-    xLabels: PERCENTILES.map((p) => p.label),
+    // A percentile either side read from too few samples carries the mark on its axis label.
+    xLabels: PERCENTILES.map((p) =>
+      p.key !== null &&
+      [stage.direct, stage.tunnel].some((s) => s?.lowSamplePercentiles?.includes(p.key!) === true)
+        ? `${p.label} ${LOW_SAMPLE_MARK}`
+        : p.label,
+    ),
     yLabel: 'ms',
     log: true,
-    width: 440,
-    height: 280,
+    width: 480,
+    height: 300,
     series: present([
       line(stage.direct, 'direct', COLORS.direct, false),
       line(stage.tunnel, 'tunnel', COLORS.tunnel, false),
       line(stage.tunnel, 'tunnel corr.', COLORS.tunnel, true),
+    ]),
+  });
+}
+
+/** A chart per stage: the p50 and p99 of each second, or the rate of each second, both sides overlaid. */
+function secondsChart(report: BenchReport, stage: StageReport, what: 'latency' | 'rate'): string {
+  const sides = sidesWithSeconds(report, stage);
+  const length = Math.max(0, ...sides.map(({ report: s }) => s.perSecond.length));
+  const labels = Array.from({ length }, (_, i) => `${i}`);
+  const warmup = stage.warmupSec ? ` (after ${stage.warmupSec} s warm-up)` : '';
+  const head = `Stage ${stage.index} · ${stageLabel(stage)}${warmup}`;
+  const color = (side: 'direct' | 'tunnel', light: boolean): string =>
+    side === 'direct'
+      ? light
+        ? COLORS.directLight
+        : COLORS.direct
+      : light
+        ? COLORS.tunnelLight
+        : COLORS.tunnel;
+  const at = (points: readonly (number | null)[]): (number | null)[] =>
+    labels.map((_, i) => points[i] ?? null);
+  const common = { xLabels: labels, width: 720, height: 300, markers: length <= 40 };
+  if (what === 'latency') {
+    return lineChart({
+      ...common,
+      title: `${head}: latency per second (s into the stage; log scale)`,
+      yLabel: 'ms',
+      log: true,
+      series: sides.flatMap(({ side, report: s }) => {
+        const flagged = s.perSecond.some((p) => p.lowSamplePercentiles.includes('p99'));
+        return [
+          { name: `${side} p50`, color: color(side, true), values: at(s.perSecond.map((p) => p.p50Ms)) },
+          {
+            name: `${side} p99${flagged ? ` ${LOW_SAMPLE_MARK}` : ''}`,
+            color: color(side, false),
+            values: at(s.perSecond.map((p) => p.p99Ms)),
+          },
+        ];
+      }),
+    });
+  }
+  return lineChart({
+    ...common,
+    title: `${head}: achieved rate per second (s into the stage)`,
+    yLabel: 'req/s',
+    series: present([
+      stage.targetRps === null
+        ? null
+        : { name: 'target', color: COLORS.target, dashed: true, values: labels.map(() => stage.targetRps) },
+      ...sides.map(({ side, report: s }) => ({
+        name: `${side}`,
+        color: color(side, false),
+        values: at(s.perSecond.map((p) => (p.durationSec >= 1 ? p.achievedRps : null))),
+      })),
+      ...sides.map(({ side, report: s }) => ({
+        name: `${side} errors`,
+        color: side === 'direct' ? '#2c5282' : '#c53030',
+        dashed: true,
+        values: at(s.perSecond.map((p) => (p.errors > 0 ? p.errors / p.durationSec : null))),
+      })),
     ]),
   });
 }
@@ -142,12 +217,14 @@ function cpuChart(report: BenchReport, labels: string[]): string {
 }
 
 const STYLE = `
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1200px; padding: 0 16px; color: #1a202c; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1920px; padding: 0 24px; color: #1a202c; }
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #e2e8f0; }
 code { background: #edf2f7; padding: 1px 4px; border-radius: 3px; }
 .meta { color: #4a5568; } .gate-ok { color: #276749; font-weight: 600; } .gate-fail { color: #c53030; font-weight: 600; }
 .warn { background: #fffaf0; border-left: 4px solid #dd6b20; padding: 6px 10px; }
-.charts { display: flex; flex-wrap: wrap; gap: 16px; } .chart { background: #fff; border: 1px solid #e2e8f0; border-radius: 6px; max-width: 100%; height: auto; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 600px), 1fr)); gap: 16px; }
+.charts.small { grid-template-columns: repeat(auto-fill, minmax(min(100%, 420px), 1fr)); } .charts.small .chart { max-width: 640px; }
+.chart { display: block; width: 100%; height: auto; background: #fff; border: 1px solid #e2e8f0; border-radius: 6px; }
 .chart-title { font-size: 14px; font-weight: 600; fill: #1a202c; } .tick { font-size: 11px; fill: #4a5568; }
 .axis { font-size: 12px; fill: #4a5568; } .legend { font-size: 12px; fill: #1a202c; }
 .grid { stroke: #edf2f7; } .axis-line { stroke: #a0aec0; }
@@ -160,7 +237,13 @@ th { background: #f7fafc; } td:nth-child(-n+3) { text-align: left; }
 export function renderHtml(report: BenchReport): string {
   const scenario = SCENARIOS[report.scenario];
   const env = report.environment;
+  // A stage whose p99 (either side) came from too few answers carries the mark on the per-stage charts' axis.
   const labels = report.stages.map(stageLabel);
+  const latencyLabels = report.stages.map((stage) =>
+    report.settings.sides.some((side) => stage[side]?.lowSamplePercentiles?.includes('p99') === true)
+      ? `${stageLabel(stage)} ${LOW_SAMPLE_MARK}`
+      : stageLabel(stage),
+  );
   const parts: string[] = [];
   parts.push(`<h1>tunnel2 bench: ${escapeXml(scenario.title)}</h1>`);
   parts.push(`<p class="meta">${escapeXml(scenario.purpose)}.</p>`);
@@ -169,7 +252,7 @@ export function renderHtml(report: BenchReport): string {
     `<p class="meta">${escapeXml(
       `${report.startedAt} · tunnel2 ${env.tunnel2} · Node ${env.node} · ${env.cpus} × ${env.cpuModel} · ` +
         `${env.platform}/${env.arch} · autocannon ${env.autocannon} · ${requestLine(report.settings)} · ` +
-        `warm-up ${report.settings.warmupSec} s per side`,
+        `warm-up: ${warmupText(report.settings)}`,
     )}</p>`,
   );
   parts.push(`<p class="meta">${escapeXml(sidesLine(report.settings))}</p>`);
@@ -186,13 +269,32 @@ export function renderHtml(report: BenchReport): string {
     );
   }
   parts.push('<h2>Charts</h2><div class="charts">');
-  parts.push(latencyChart(report, labels), throughputChart(report, labels));
+  parts.push(latencyChart(report, latencyLabels), throughputChart(report, labels));
   parts.push('</div>');
-  parts.push('<h2>Tunnel vs direct, by percentile</h2><div class="charts">');
+  if (report.stages.some((stage) => sidesWithSeconds(report, stage).length > 0)) {
+    parts.push('<h2>Second by second</h2>');
+    parts.push(
+      `<p class="meta">${escapeXml(
+        "Each stage's seconds after its warm-up, by completion: the p50 and p99 of the answers completed in " +
+          'each second (as measured, not corrected) and the rate of each whole second. A stall shows as a dip ' +
+          'in the rate and a spike in p99.',
+      )}</p>`,
+    );
+    parts.push('<div class="charts">');
+    for (const stage of report.stages) {
+      if (sidesWithSeconds(report, stage).length === 0) continue;
+      parts.push(secondsChart(report, stage, 'latency'), secondsChart(report, stage, 'rate'));
+    }
+    parts.push('</div>');
+    parts.push(htmlTable(secondsTable(report)));
+    if (anySecondFlagged(report)) parts.push(`<p class="meta">${escapeXml(SECOND_P99_NOTE)}</p>`);
+  }
+  parts.push('<h2>Tunnel vs direct, by percentile</h2><div class="charts small">');
   parts.push(...report.stages.map(spectrumChart));
   parts.push('</div>');
   parts.push('<h2>Totals</h2>', htmlTable(totalsTable(report)));
-  parts.push('<h2>Per stage</h2><div class="scroll">', htmlTable(stageTable(report)), '</div>');
+  parts.push('<h2>Per stage</h2>', htmlTable(stageTable(report)));
+  if (anyLowSample(report)) parts.push(`<p class="meta">${escapeXml(LOW_SAMPLE_NOTE)}</p>`);
   const short = shortfalls(report);
   if (short.length > 0) {
     parts.push('<p class="meta">⚠ = a fixed-rate stage that achieved less than 95 % of its target.</p>');
@@ -205,7 +307,7 @@ export function renderHtml(report: BenchReport): string {
     parts.push("<h2>The agent's request inspector (off → on)</h2>", htmlTable(inspector));
   }
   parts.push('<h2>Processes</h2><div class="charts">', cpuChart(report, labels), '</div>');
-  parts.push('<div class="scroll">', htmlTable(processTable(report)), '</div>');
+  parts.push(htmlTable(processTable(report)));
   parts.push(`<p class="meta">${escapeXml(howToRead(report.settings))}</p>`);
   return (
     '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">' +

@@ -8,6 +8,7 @@ import { redactArgv, redactHeaders } from './request-shape.js';
 import type { ScenarioRun } from './run-scenario.js';
 import { runtime } from './runtime-paths.js';
 import { totalsOf } from './side-report.js';
+import type { WarmupPlan } from './warmup-plan.js';
 
 function versionOf(packageName: string): string {
   const bundled = runtime.versions[packageName];
@@ -49,6 +50,7 @@ export interface ReportInput {
   options: BenchOptions;
   argv: string[];
   run: ScenarioRun;
+  warmup: WarmupPlan;
   stack: StackDescription;
   startedAt: Date;
   finishedAt: Date;
@@ -65,7 +67,9 @@ export function buildReport(input: ReportInput): BenchReport {
     environment: describeEnvironment(),
     settings: {
       path: options.path,
-      warmupSec: options.warmupSec,
+      // What the first stage had: the field's meaning since schema 1.
+      warmupSec: run.stages[0]?.warmupSec ?? 0,
+      warmupRule: input.warmup.rule,
       timeoutSec: options.timeoutSec,
       sides: options.sides,
       backendUrl: input.stack.backendUrl,

@@ -1,6 +1,8 @@
 import { requestLine, sidesLine } from './report-format.js';
 import type { BenchReport } from './report-schema.js';
+import { anySecondFlagged, SECOND_P99_NOTE, secondsTable } from './report-seconds.js';
 import {
+  anyLowSample,
   costTable,
   howToRead,
   inspectorTable,
@@ -10,12 +12,18 @@ import {
   type Table,
   totalsTable,
 } from './report-tables.js';
+import { LOW_SAMPLE_NOTE } from './sample-sufficiency.js';
 import { SCENARIOS } from './scenarios.js';
 
 function markdownTable(table: Table): string {
   // A pipe inside a cell would end it.
   const line = (cells: string[]): string => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
   return [line(table.header), line(table.header.map(() => '---')), ...table.rows.map(line)].join('\n');
+}
+
+/** The warm-up rule, or for reports before it, the single warm-up they had. */
+export function warmupText(settings: BenchReport['settings']): string {
+  return settings.warmupRule ?? `${settings.warmupSec} s before the first stage, per side`;
 }
 
 /** report.md: tables only, so it reads the same in a terminal, a PR comment and a GitHub job summary. */
@@ -31,7 +39,7 @@ export function renderMarkdown(report: BenchReport): string {
     '',
     `${report.startedAt} · tunnel2 ${env.tunnel2} · Node ${env.node} · ${env.cpus} × ${env.cpuModel} · ` +
       `${env.platform}/${env.arch} · autocannon ${env.autocannon} · ${requestLine(report.settings)} · ` +
-      `warm-up ${report.settings.warmupSec} s per side`,
+      `warm-up: ${warmupText(report.settings)}`,
     '',
     sidesLine(report.settings),
     '',
@@ -44,10 +52,25 @@ export function renderMarkdown(report: BenchReport): string {
   }
   out.push('## Totals', '', markdownTable(totalsTable(report)), '');
   out.push('## Per stage', '', markdownTable(stageTable(report)), '');
+  if (anyLowSample(report)) out.push(LOW_SAMPLE_NOTE, '');
   const short = shortfalls(report);
   if (short.length > 0) {
     out.push('⚠ = a fixed-rate stage that achieved less than 95 % of its target.', '');
     out.push(...short.map((s) => `- ⚠ ${s}`), '');
+  }
+  const seconds = secondsTable(report);
+  if (seconds.rows.length > 0) {
+    out.push(
+      '## Second by second',
+      '',
+      "Each stage's seconds after its warm-up: the median and the worst second's p99 (of the answers completed " +
+        'in that second) and the lowest rate of a whole second, with when they happened (seconds into the stage). ' +
+        'A stall shows here; report.json has every second, report.html draws them.',
+      '',
+      markdownTable(seconds),
+      '',
+    );
+    if (anySecondFlagged(report)) out.push(SECOND_P99_NOTE, '');
   }
   const cost = costTable(report);
   if (cost.rows.length > 0) out.push('## Tunnel cost (tunnel − direct)', '', markdownTable(cost), '');

@@ -4,6 +4,8 @@
  * Times are in milliseconds, rates in requests per second, memory in MiB.
  */
 
+import type { PercentileKey } from './sample-sufficiency.js';
+
 export const SCHEMA_VERSION = 1;
 
 export type ScenarioName = 'ramp' | 'spike' | 'constant' | 'max';
@@ -44,8 +46,10 @@ export interface Environment {
 export interface Settings {
   /** Requested path, the same on both sides (the first of request.paths). */
   path: string;
-  /** Seconds of discarded load before the first stage of each side. */
+  /** Seconds of discarded load before the first stage of each side (each stage's own: StageReport.warmupSec). */
   warmupSec: number;
+  /** How the warm-up was chosen, e.g. "10 % of each stage, 1–10 s, before every stage". Absent in older reports. */
+  warmupRule?: string;
   /** Request timeout in seconds. */
   timeoutSec: number;
   sides: SideName[];
@@ -84,6 +88,11 @@ export interface StageReport {
   targetRps: number | null;
   connections: number;
   durationSec: number;
+  /**
+   * Seconds of discarded load at this stage's load that each side ran right before its measured part (0 for
+   * none). Absent in older reports, where only the first stage had one (settings.warmupSec).
+   */
+  warmupSec?: number;
   direct: SideReport | null;
   tunnel: SideReport | null;
   /** tunnel relative to direct; null unless both sides ran. */
@@ -153,6 +162,15 @@ export interface SideReport {
   correctedLatencyMs: LatencyMs;
   /** correctedLatencyMs.p99, the headline number. */
   correctedP99Ms: number;
+  /** Answers timed (any status): the samples latencyMs was computed from. Absent in older reports. */
+  latencySamples?: number;
+  /**
+   * The percentiles of latencyMs and correctedLatencyMs read from too few samples: fewer than 10 of
+   * latencySamples lie beyond them (n · (1 − p) < 10; p99 needs 1,000). Absent in older reports.
+   */
+  lowSamplePercentiles?: PercentileKey[];
+  /** The stage second by second (a stall shows here, not in the stage's figures). Absent in older reports. */
+  perSecond?: SecondPoint[];
   /** For fixed-rate stages: achievedRps >= 95 % of targetRps. Always true for closed-loop stages. */
   keptUp: boolean;
   /** Why a fixed-rate stage fell short of its target; null when it kept up. */
@@ -169,6 +187,26 @@ export interface SideReport {
   tunnelCpuPerRequestUs?: number | null;
   /** The load generator (this process): when it is saturated, the numbers measure it, not the stack. */
   generator: ProcessUsageReport & { eventLoopDelayP99Ms: number };
+}
+
+/** One second of a stage, by completion time: what finished in [second, second + durationSec) of the stage. */
+export interface SecondPoint {
+  /** Seconds from the stage's first scheduled send to this second's start. */
+  second: number;
+  /** 1, except for the stage's last, partial second. */
+  durationSec: number;
+  /** Requests that finished in this second: answers of any status, and errors. */
+  requests: number;
+  /** Of those, failed ones (unexpected status, timeout, reset, ...). */
+  errors: number;
+  /** requests / durationSec. */
+  achievedRps: number;
+  /** p50 of the answers completed in this second, as measured (not corrected); null when none completed. */
+  p50Ms: number | null;
+  /** p99 of the same; null when none completed. */
+  p99Ms: number | null;
+  /** p50 / p99 when this second's answers are too few for them (p99 needs 1,000). */
+  lowSamplePercentiles: PercentileKey[];
 }
 
 export interface Comparison {

@@ -1,6 +1,7 @@
 import {
   count,
   errorsText,
+  marked,
   median,
   microseconds,
   ms,
@@ -11,7 +12,7 @@ import {
   stageLabel,
   usageText,
 } from './report-format.js';
-import type { BenchReport, Settings } from './report-schema.js';
+import type { BenchReport, Settings, SideReport } from './report-schema.js';
 
 /** A table as text cells: report.md renders it with pipes, report.html as <table>. */
 export interface Table {
@@ -21,7 +22,7 @@ export interface Table {
 
 export function totalsTable(report: BenchReport): Table {
   return {
-    header: ['side', 'requests', 'ok', 'success %', 'errors'],
+    header: ['side', 'requests', 'ok', 'success (%)', 'errors'],
     rows: report.settings.sides.map((side) => {
       const t = report.totals[side];
       return t === null
@@ -39,6 +40,7 @@ export function stageTable(report: BenchReport): Table {
       const s = stage[side];
       if (s === null) continue;
       const l = s.latencyMs;
+      const flagged = s.lowSamplePercentiles;
       rows.push([
         `${stage.index}`,
         stageLabel(stage),
@@ -49,13 +51,13 @@ export function stageTable(report: BenchReport): Table {
         errorsText(s.errors),
         ms(l.min),
         ms(l.mean),
-        ms(l.p50),
-        ms(l.p75),
-        ms(l.p95),
-        ms(l.p99),
-        ms(l.p999),
+        marked(ms(l.p50), 'p50', flagged),
+        marked(ms(l.p75), 'p75', flagged),
+        marked(ms(l.p95), 'p95', flagged),
+        marked(ms(l.p99), 'p99', flagged),
+        marked(ms(l.p999), 'p999', flagged),
         ms(l.max),
-        ms(s.correctedP99Ms),
+        marked(ms(s.correctedP99Ms), 'p99', flagged),
       ]);
     }
   }
@@ -64,22 +66,34 @@ export function stageTable(report: BenchReport): Table {
       '#',
       'load',
       'side',
-      'achieved RPS',
+      'achieved (req/s)',
       'requests',
-      'success %',
+      'success (%)',
       'errors',
-      'min',
-      'mean',
-      'p50',
-      'p75',
-      'p95',
-      'p99',
-      'p99.9',
-      'max',
-      'p99 corrected',
+      'min (ms)',
+      'mean (ms)',
+      'p50 (ms)',
+      'p75 (ms)',
+      'p95 (ms)',
+      'p99 (ms)',
+      'p99.9 (ms)',
+      'max (ms)',
+      'p99 corrected (ms)',
     ],
     rows,
   };
+}
+
+/** Whether any stage's percentile was read from too few samples (the footnote is printed then). */
+export function anyLowSample(report: BenchReport): boolean {
+  return report.stages.some((stage) =>
+    report.settings.sides.some((side) => (stage[side]?.lowSamplePercentiles?.length ?? 0) > 0),
+  );
+}
+
+/** The mark of a tunnel − direct difference: flagged when either side's percentile is. */
+function eitherFlagged(a: SideReport | null, b: SideReport | null) {
+  return [...(a?.lowSamplePercentiles ?? []), ...(b?.lowSamplePercentiles ?? [])];
 }
 
 /** Stages that fell short of their target, with the measured reason. */
@@ -101,26 +115,27 @@ export function costTable(report: BenchReport): Table {
     header: [
       '#',
       'load',
-      'throughput tunnel/direct',
-      'p50',
-      'p99',
-      'p99 corrected',
-      'p50 ratio',
-      'p99 ratio',
+      'throughput tunnel/direct (×)',
+      '+p50 (ms)',
+      '+p99 (ms)',
+      '+p99 corrected (ms)',
+      'p50 ratio (×)',
+      'p99 ratio (×)',
     ],
     rows: report.stages
       .filter((stage) => stage.comparison !== null)
       .map((stage) => {
         const c = stage.comparison!;
+        const flagged = eitherFlagged(stage.direct, stage.tunnel);
         return [
           `${stage.index}`,
           stageLabel(stage),
           ratio(c.throughputRatio),
-          signedMs(c.addedP50Ms),
-          signedMs(c.addedP99Ms),
-          signedMs(c.addedCorrectedP99Ms),
-          ratio(c.p50Ratio),
-          ratio(c.p99Ratio),
+          marked(signedMs(c.addedP50Ms), 'p50', flagged),
+          marked(signedMs(c.addedP99Ms), 'p99', flagged),
+          marked(signedMs(c.addedCorrectedP99Ms), 'p99', flagged),
+          marked(ratio(c.p50Ratio), 'p50', flagged),
+          marked(ratio(c.p99Ratio), 'p99', flagged),
         ];
       }),
   };
@@ -168,7 +183,7 @@ export function inspectorTable(report: BenchReport): Table {
     header: [
       '#',
       'load',
-      'RPS off → on',
+      'rate off → on (req/s)',
       'on/off',
       'agent CPU/req off → on',
       'on/off',
@@ -222,7 +237,7 @@ export function howToRead(settings: Settings): string {
       : '',
   ];
   return [
-    'Achieved RPS counts finished requests per second. Latencies are in ms from the moment a request is written.',
+    'Achieved rate counts finished requests per second. Latencies are in ms from the moment a request is written.',
     'p99 corrected adds back the requests a stalled connection did not send (HDR, expected interval =',
     'connections / target rate), so a stall cannot hide in it; in closed-loop stages it equals p99.',
     ...sides.filter((text) => text !== ''),
@@ -230,6 +245,10 @@ export function howToRead(settings: Settings): string {
     kitTunnel
       ? "Tunnel CPU per request is the edge's and the agent's CPU time over the requests the stage finished."
       : '',
+    'Second by second: each stage is also recorded per second of completion (rate, errors, p50 and p99 of what',
+    'completed in that second, as measured), so a stall shows as a second with a low rate and a high p99',
+    "instead of being averaged into the stage's figures. Each stage's warm-up ran before its measured part",
+    'and is not in any figure.',
     'All processes share this machine with the load generator.',
   ]
     .filter((text) => text !== '')

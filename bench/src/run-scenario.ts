@@ -9,6 +9,7 @@ import type { SideName, SideReport, StageReport } from './report-schema.js';
 import type { StagePlan } from './scenarios.js';
 import { buildSideReport, compareInspector, compareSides } from './side-report.js';
 import type { ScenarioStack } from './target-stack.js';
+import type { WarmupPlan } from './warmup-plan.js';
 
 export interface ScenarioRun {
   stages: StageReport[];
@@ -75,17 +76,20 @@ function unanswered(report: SideReport): string | null {
 
 /**
  * Runs every stage against each side, one side after the other within a stage (same parameters), so both
- * sides see the machine in the same state. Each side gets a discarded warm-up right before its first stage.
+ * sides see the machine in the same state. Each side gets a discarded warm-up at the stage's load right
+ * before a stage, as long as `warmup` says (see warmup-plan.ts).
  */
 export async function runScenario(
   options: BenchOptions,
   plan: StagePlan[],
   stack: ScenarioStack,
   progress: Progress,
+  warmup: WarmupPlan,
 ): Promise<ScenarioRun> {
   const stages: StageReport[] = [];
   for (const stage of plan) {
     const legs = legsOf(options, stack, stage.index);
+    const warmupSec = warmup.secondsFor(stage);
     const sides: Record<LegName, SideReport | null> = {
       direct: null,
       tunnel: null,
@@ -93,21 +97,18 @@ export async function runScenario(
     };
     for (const { name, side, target, agent } of legs) {
       const label = name === 'tunnelInspectorOff' ? 'tunnel (inspector off)' : side;
-      if (stage.index === 1 && options.warmupSec > 0) {
-        progress.note(`warm-up ${label}: ${options.warmupSec} s at the first stage's load (discarded)`);
+      if (warmupSec > 0) {
+        progress.note(`warm-up ${label}: ${warmupSec} s at stage ${stage.index}'s load (discarded)`);
         await runLoad({
           target,
           path: options.path,
           request: options.request,
           connections: stage.connections,
-          durationSec: options.warmupSec,
+          durationSec: warmupSec,
           ratePerSec: stage.targetRps ?? undefined,
           timeoutSec: options.timeoutSec,
           onTick: (tick) =>
-            progress.tick(
-              { stage, stageCount: plan.length, side, warmup: true, totalSec: options.warmupSec },
-              tick,
-            ),
+            progress.tick({ stage, stageCount: plan.length, side, warmup: true, totalSec: warmupSec }, tick),
         });
       }
       const meters: Record<'backend' | 'edge' | 'agent', UsageMeter | undefined> = {
@@ -141,17 +142,18 @@ export async function runScenario(
       progress.stageDone(stage, plan.length, label, report);
       const dead = deadProcess(stack) ?? unanswered(report);
       if (dead !== null) {
-        stages.push(toStageReport(stage, sides, stack));
+        stages.push(toStageReport(stage, warmupSec, sides, stack));
         return { stages, aborted: `${dead} (during stage ${stage.index}, ${label} side)` };
       }
     }
-    stages.push(toStageReport(stage, sides, stack));
+    stages.push(toStageReport(stage, warmupSec, sides, stack));
   }
   return { stages, aborted: null };
 }
 
 function toStageReport(
   stage: StagePlan,
+  warmupSec: number,
   sides: Record<LegName, SideReport | null>,
   stack: ScenarioStack,
 ): StageReport {
@@ -161,6 +163,7 @@ function toStageReport(
     targetRps: stage.targetRps,
     connections: stage.connections,
     durationSec: stage.durationSec,
+    warmupSec,
     direct: sides.direct,
     tunnel: sides.tunnel,
     comparison: compareSides(sides.direct, sides.tunnel),

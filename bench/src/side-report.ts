@@ -9,6 +9,7 @@ import type {
   SideTotals,
   StageReport,
 } from './report-schema.js';
+import { lowSamplePercentiles } from './sample-sufficiency.js';
 import type { StagePlan } from './scenarios.js';
 
 /** A fixed-rate stage that completes less than this share of its target did not really run at its rate. */
@@ -105,6 +106,8 @@ export function buildSideReport(
     latencyMs: roundLatency(result.latency),
     correctedLatencyMs: roundLatency(result.correctedLatency),
     correctedP99Ms: round(result.correctedLatency.p99),
+    latencySamples: result.latencySamples,
+    lowSamplePercentiles: lowSamplePercentiles(result.latencySamples),
     keptUp,
     shortfall: keptUp ? null : shortfallReason(stage, side, result, usage.generator, achievedRps),
     backend: usageReport(usage.backend, outcomes.finished),
@@ -121,6 +124,8 @@ export function buildSideReport(
         ? null
         : perRequestUs(usage.edge.cpuMs + usage.agent.cpuMs, outcomes.finished);
   }
+  // Last: it is the long part of a side's record.
+  report.perSecond = result.perSecond;
   return report;
 }
 

@@ -1,7 +1,8 @@
 import type { BulkResult, BulkTransfer, RssTrace } from './bulk-scenario.js';
 import { type FloorResult, summaryLines } from './floor-scenario.js';
-import { fixed } from './report-format.js';
+import { fixed, marked } from './report-format.js';
 import type { BenchReport } from './report-schema.js';
+import { lowSampleFootnote, worstSecondCells } from './report-seconds.js';
 import type { SessionsRedisResult } from './sessions-redis.js';
 import type { SessionsResult } from './sessions-scenario.js';
 
@@ -128,7 +129,8 @@ export function renderFloorMarkdown(report: StandaloneReport<FloorResult>): stri
   const rows = stages.map(
     (s) =>
       `| ${s.side} | ${s.mode === 'rate' ? `${s.targetRps} RPS` : 'closed loop'} | ${s.connections} | ` +
-      `${s.ok}/${s.requests} | **${fixed(s.rps)}** | ${fixed(s.p50Ms, 2)} | ${fixed(s.p99Ms, 2)} | ` +
+      `${s.ok}/${s.requests} | **${fixed(s.rps)}** | ${marked(fixed(s.p50Ms, 2), 'p50', s.lowSamplePercentiles)} | ` +
+      `${marked(fixed(s.p99Ms, 2), 'p99', s.lowSamplePercentiles)} | ${worstSecondCells(s.perSecond).join(' | ')} | ` +
       `${fixed(s.backendCpuPerRequestUs)} | ${fixed(s.edgeCpuPerRequestUs)} | ` +
       `${fixed(s.agentCpuPerRequestUs)} | ` +
       `**${fixed(s.betweenCpuPerRequestUs)}** |`,
@@ -142,9 +144,11 @@ export function renderFloorMarkdown(report: StandaloneReport<FloorResult>): stri
     "TCP connection, an undici Pool to the backend, nothing else: the HTTP floor); and **tunnel**, tunnel2's " +
     'edge and agent. Each side runs a fixed-rate stage and a closed-loop stage after a discarded ' +
     `${settings.warmupSec} s warm-up. CPU is user + system time per answered request, in µs.\n\n` +
-    '| side | stage | connections | ok | RPS | p50 ms | p99 ms | backend CPU | edge CPU | agent CPU | edge + agent CPU |\n' +
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
+    '| side | stage | connections | ok | rate (req/s) | p50 (ms) | p99 (ms) | worst second p99 (ms) | lowest second (req/s) | ' +
+    'backend CPU (µs/req) | edge CPU (µs/req) | agent CPU (µs/req) | edge + agent CPU (µs/req) |\n' +
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
     `${rows.join('\n')}\n\n` +
+    lowSampleFootnote(stages) +
     summaryLines(summary, settings)
       .map((line) => `- ${line}\n`)
       .join('') +

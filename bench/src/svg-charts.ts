@@ -17,9 +17,15 @@ export interface ChartOptions {
   log?: boolean;
   width?: number;
   height?: number;
+  /** Draw a marker (with a tooltip) on every point; default true. Off for long series, where they crowd. */
+  markers?: boolean;
 }
 
-const MARGIN = { top: 36, right: 16, bottom: 58, left: 64 };
+const MARGIN = { top: 36, right: 16, bottom: 40, left: 64 };
+/** One legend row: the legend wraps under the x labels, and the plot shrinks by its height. */
+const LEGEND_ROW = 18;
+/** More x labels than this and only every k-th is printed (k a 1-2-5 step), so they do not overlap. */
+const MAX_X_LABELS = 16;
 
 export function escapeXml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -65,6 +71,44 @@ function logScale(min: number, max: number, top: number, bottom: number): Scale 
   };
 }
 
+/** A series with at least one finite value: only those are drawn and named in the legend. */
+function hasData(series: Series): boolean {
+  return series.values.some((v) => v !== null && Number.isFinite(v));
+}
+
+interface LegendItem {
+  series: Series;
+  x: number;
+  row: number;
+}
+
+/** Legend entries laid out left to right, wrapping to a new row at the chart's right edge. */
+function legendLayout(options: ChartOptions): { items: LegendItem[]; rows: number } {
+  const width = options.width ?? 720;
+  const items: LegendItem[] = [];
+  let x = MARGIN.left;
+  let row = 0;
+  for (const s of options.series) {
+    const itemWidth = 30 + s.name.length * 6.5;
+    if (x + itemWidth > width - MARGIN.right && x > MARGIN.left) {
+      row += 1;
+      x = MARGIN.left;
+    }
+    items.push({ series: s, x, row });
+    x += itemWidth;
+  }
+  return { items, rows: items.length === 0 ? 0 : row + 1 };
+}
+
+/** Every k-th x label is printed, k the least of 1, 2, 5, 10, 20, 50, ... that keeps them at MAX_X_LABELS. */
+export function labelStep(count: number): number {
+  for (let magnitude = 1; ; magnitude *= 10) {
+    for (const m of [1, 2, 5]) {
+      if (Math.ceil(count / (m * magnitude)) <= MAX_X_LABELS) return m * magnitude;
+    }
+  }
+}
+
 function frame(
   options: ChartOptions,
   scale: Scale,
@@ -89,15 +133,15 @@ function frame(
   parts.push(
     `<line x1="${plot.left}" x2="${plot.right}" y1="${plot.bottom}" y2="${plot.bottom}" class="axis-line"/>`,
   );
-  // The legend sits under the x labels, one entry per series.
-  let x = plot.left;
-  for (const s of options.series) {
+  // The legend sits under the x labels, one entry per series that has data, wrapping onto more rows.
+  const legend = legendLayout(options);
+  for (const { series: s, x, row } of legend.items) {
+    const y = height - 10 - (legend.rows - 1 - row) * LEGEND_ROW;
     const dash = s.dashed ? ' stroke-dasharray="5 3"' : '';
     parts.push(
-      `<line x1="${x}" x2="${x + 18}" y1="${height - 10}" y2="${height - 10}" stroke="${s.color}" stroke-width="3"${dash}/>`,
+      `<line x1="${x}" x2="${x + 18}" y1="${y}" y2="${y}" stroke="${s.color}" stroke-width="3"${dash}/>`,
     );
-    parts.push(`<text x="${x + 22}" y="${height - 6}" class="legend">${escapeXml(s.name)}</text>`);
-    x += 30 + s.name.length * 6.5;
+    parts.push(`<text x="${x + 22}" y="${y + 4}" class="legend">${escapeXml(s.name)}</text>`);
   }
   return parts.join('');
 }
@@ -105,16 +149,29 @@ function frame(
 function svg(options: ChartOptions, body: string): string {
   const width = options.width ?? 720;
   const height = options.height ?? 320;
+  // Scales with its container (width 100 %, height from the viewBox's aspect ratio): the page's CSS lays
+  // charts out in columns as wide as the window allows, so the text stays near its designed size.
   return (
-    `<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeXml(options.title)}">` +
+    `<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ${width} ${height}" width="100%" preserveAspectRatio="xMidYMid meet" role="img" aria-label="${escapeXml(options.title)}">` +
     `${body}</svg>`
   );
+}
+
+/** The chart's options with the series that have no data left out (they would only add a legend entry). */
+function withData(options: ChartOptions): ChartOptions {
+  return { ...options, series: options.series.filter(hasData) };
 }
 
 function plotArea(options: ChartOptions) {
   const width = options.width ?? 720;
   const height = options.height ?? 320;
-  return { left: MARGIN.left, right: width - MARGIN.right, top: MARGIN.top, bottom: height - MARGIN.bottom };
+  const legendRows = Math.max(1, legendLayout(options).rows);
+  return {
+    left: MARGIN.left,
+    right: width - MARGIN.right,
+    top: MARGIN.top,
+    bottom: height - MARGIN.bottom - legendRows * LEGEND_ROW,
+  };
 }
 
 function scaleFor(options: ChartOptions, top: number, bottom: number): Scale {
@@ -130,14 +187,17 @@ function scaleFor(options: ChartOptions, top: number, bottom: number): Scale {
 }
 
 /** One line per series over categorical x labels, with a marker and a tooltip on every point. */
-export function lineChart(options: ChartOptions): string {
+export function lineChart(chart: ChartOptions): string {
+  const options = withData(chart);
   const plot = plotArea(options);
   const scale = scaleFor(options, plot.top, plot.bottom);
   const n = options.xLabels.length;
   const step = (plot.right - plot.left) / Math.max(1, n);
   const xAt = (i: number): number => plot.left + step * (i + 0.5);
   const parts: string[] = [frame(options, scale, plot)];
+  const every = labelStep(n);
   options.xLabels.forEach((label, i) => {
+    if (i % every !== 0) return;
     parts.push(
       `<text x="${xAt(i)}" y="${plot.bottom + 16}" text-anchor="middle" class="tick">${escapeXml(label)}</text>`,
     );
@@ -153,7 +213,7 @@ export function lineChart(options: ChartOptions): string {
       parts.push(`<path d="${path.trim()}" fill="none" stroke="${s.color}" stroke-width="2"${dash}/>`);
     }
     s.values.forEach((v, i) => {
-      if (v === null) return;
+      if (v === null || options.markers === false) return;
       parts.push(
         `<circle cx="${xAt(i).toFixed(1)}" cy="${scale.y(v).toFixed(1)}" r="3.5" fill="${s.color}">` +
           `<title>${escapeXml(`${s.name} @ ${options.xLabels[i]}: ${formatTick(v)} ${options.yLabel}`)}</title></circle>`,
@@ -164,7 +224,8 @@ export function lineChart(options: ChartOptions): string {
 }
 
 /** Grouped bars: one group per x label, one bar per series. */
-export function barChart(options: ChartOptions): string {
+export function barChart(chart: ChartOptions): string {
+  const options = withData(chart);
   const plot = plotArea(options);
   const scale = scaleFor(options, plot.top, plot.bottom);
   const n = options.xLabels.length;

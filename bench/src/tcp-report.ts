@@ -1,6 +1,7 @@
 import type { RssTrace } from './bulk-scenario.js';
-import { fixed } from './report-format.js';
+import { fixed, marked } from './report-format.js';
 import { htmlTable } from './report-html.js';
+import { lowSampleFootnote, worstSecondCells } from './report-seconds.js';
 import type { Table } from './report-tables.js';
 import { gateLine, heading, type StandaloneReport } from './standalone-report-md.js';
 import { escapeXml } from './svg-charts.js';
@@ -51,13 +52,15 @@ function closedLoopTable(result: TcpResult): Table {
       'side',
       'round',
       'ok',
-      'RPS',
-      'p50 ms',
-      'p99 ms',
-      'backend CPU µs/req',
-      'edge',
-      'agent',
-      'edge + agent',
+      'rate (req/s)',
+      'p50 (ms)',
+      'p99 (ms)',
+      'worst second p99 (ms)',
+      'lowest second (req/s)',
+      'backend CPU (µs/req)',
+      'edge (µs/req)',
+      'agent (µs/req)',
+      'edge + agent (µs/req)',
       'peak RSS edge / agent',
       'load generator CPU',
     ],
@@ -66,8 +69,9 @@ function closedLoopTable(result: TcpResult): Table {
       String(s.round),
       `${s.ok}/${s.requests}`,
       fixed(s.rps),
-      fixed(s.p50Ms, 2),
-      fixed(s.p99Ms, 2),
+      marked(fixed(s.p50Ms, 2), 'p50', s.lowSamplePercentiles),
+      marked(fixed(s.p99Ms, 2), 'p99', s.lowSamplePercentiles),
+      ...worstSecondCells(s.perSecond),
       fixed(s.backendCpuPerRequestUs),
       fixed(s.edgeCpuPerRequestUs),
       fixed(s.agentCpuPerRequestUs),
@@ -264,6 +268,7 @@ export function renderTcpMarkdown(report: StandaloneReport<TcpResult> & { gate: 
     `${INTRO}\n\n## Targets (issue #16)\n\n${mdTable(targetTable(result))}\n` +
     `## Closed loop, ${result.settings.connections} connections, ${result.settings.durationSec} s per stage\n\n` +
     `${mdTable(closedLoopTable(result))}\n` +
+    lowSampleFootnote(result.closedLoop) +
     (floor === null ? '' : `## The floor\n\n${FLOOR_INTRO}\n\n${mdTable(floor)}\n`) +
     (result.transfers.length > 0 ? `## Transfers\n\n${mdTable(transferTable(result.transfers))}` : '') +
     gateLine(report.gate)
@@ -280,12 +285,17 @@ export function renderTcpHtml(report: StandaloneReport<TcpResult> & { gate: TcpG
 <html lang="en"><head><meta charset="utf-8"><title>tunnel2 bench: TCP tunnel</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:75em}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}td:first-child,th:first-child{text-align:left}
-code{background:#f4f4f4}</style></head><body>
+code{background:#f4f4f4}.scroll{overflow-x:auto}</style></head><body>
 <h1>tunnel2 bench: TCP tunnel</h1>
 <p><code>${escapeXml(report.command)}</code> · ${escapeXml(report.startedAt)} · Node ${escapeXml(report.environment.node)} · ${report.environment.cpus} × ${escapeXml(report.environment.cpuModel)}</p>
 <p>${escapeXml(INTRO)}</p>
 <h2>Targets (issue #16)</h2>${htmlTable(targetTable(result))}
 <h2>Closed loop, ${result.settings.connections} connections</h2>${htmlTable(closedLoopTable(result))}
+${lowSampleFootnote(result.closedLoop)
+  .split('\n\n')
+  .filter((note) => note !== '')
+  .map((note) => `<p>${escapeXml(note)}</p>`)
+  .join('')}
 ${floor === null ? '' : `<h2>The floor</h2><p>${escapeXml(FLOOR_INTRO)}</p>${htmlTable(floor)}`}
 ${result.transfers.length > 0 ? `<h2>Transfers</h2>${htmlTable(transferTable(result.transfers))}` : ''}
 ${gateHtml}

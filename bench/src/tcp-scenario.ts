@@ -14,6 +14,7 @@ import { type LoadTick, runLoad } from './load-runner.js';
 import { meterProcess, meterSelf } from './process-stats.js';
 import { fixed, median } from './report-format.js';
 import type { SideName } from './report-schema.js';
+import { type SecondsRecord, secondsRecord } from './seconds-record.js';
 import { perRequestUs } from './side-report.js';
 
 /*
@@ -51,7 +52,7 @@ export interface TcpSettings {
   floorFlags?: string[];
 }
 
-export interface TcpLoadStage {
+export interface TcpLoadStage extends SecondsRecord {
   side: TcpSideName;
   round: number;
   connections: number;
@@ -180,6 +181,7 @@ async function runStage(
     rps: ok / load.durationSec,
     p50Ms: load.latency.p50,
     p99Ms: load.latency.p99,
+    ...secondsRecord(load),
     backendCpuPerRequestUs: backend ?? null,
     edgeCpuPerRequestUs: edge ?? null,
     agentCpuPerRequestUs: agent ?? null,

@@ -1,4 +1,5 @@
-import { fixed } from './report-format.js';
+import { fixed, marked } from './report-format.js';
+import { lowSampleFootnote } from './report-seconds.js';
 import { gateLine, heading, type StandaloneReport } from './standalone-report-md.js';
 import type { LatencySummary, WanDirection, WanResult, WanTransfer } from './wan-scenario.js';
 
@@ -109,8 +110,12 @@ function transferRow(label: string, side: 'direct' | 'tunnel', t: WanTransfer): 
 }
 
 function latencyRow(label: string, s: LatencySummary): string {
-  const ms = (n: number | null): string => (n === null ? '–' : `${fixed(n, 2)} ms`);
-  return `| ${label} | ${s.samples} | ${s.failed} | ${ms(s.p50Ms)} | ${ms(s.p95Ms)} | ${ms(s.maxMs)} |`;
+  const ms = (n: number | null): string => (n === null ? '–' : fixed(n, 2));
+  const flagged = s.lowSamplePercentiles;
+  return (
+    `| ${label} | ${s.samples} | ${s.failed} | ${marked(ms(s.p50Ms), 'p50', flagged)} | ` +
+    `${marked(ms(s.p95Ms), 'p95', flagged)} | ${ms(s.maxMs)} |`
+  );
 }
 
 export function renderWanMarkdown(report: StandaloneReport<WanResult> & { gate: WanGate }): string {
@@ -141,13 +146,19 @@ export function renderWanMarkdown(report: StandaloneReport<WanResult> & { gate: 
     `${rows.join('\n')}\n\n` +
     `Edge peak RSS ${mb(result.edgePeakRssMb)}, agent peak RSS ${mb(result.agentPeakRssMb)} (all tunnel phases).\n\n` +
     `## Time to first byte of \`GET /loadtest/get\` through the tunnel (every ${s.ttfbIntervalMs} ms)\n\n` +
-    '| when | samples | failed | p50 | p95 | max |\n| --- | --- | --- | --- | --- | --- |\n' +
+    '| when | samples | failed | p50 (ms) | p95 (ms) | max (ms) |\n| --- | --- | --- | --- | --- | --- |\n' +
     `${latencyRow('direct through the link alone (its real round trip + the backend)', result.ttfb.direct)}\n` +
     `${latencyRow('tunnel, idle', result.ttfb.idle)}\n` +
     `${latencyRow(`tunnel, during a ${fixed(result.ttfb.bulkMBps, 1)} MB/s download on the same session`, result.ttfb.underLoad)}\n` +
     `${latencyRow(`direct through the link, during a ${fixed(result.ttfb.directBulkMBps, 1)} MB/s direct download through it`, result.ttfb.directUnderLoad)}\n\n` +
     `The bench process (the client) had an event-loop delay of p50 ${fixed(result.ttfb.benchLoopDelayMs.p50, 2)} ms, ` +
     `max ${fixed(result.ttfb.benchLoopDelayMs.max, 2)} ms while the samples under load ran: that much of them is the instrument's.\n\n` +
+    lowSampleFootnote([
+      result.ttfb.direct,
+      result.ttfb.idle,
+      result.ttfb.underLoad,
+      result.ttfb.directUnderLoad,
+    ]) +
     '## Targets (issue #21)\n\n| target | limit | measured | status |\n| --- | --- | --- | --- |\n' +
     `${targetRows.join('\n')}\n` +
     gateLine(gate)

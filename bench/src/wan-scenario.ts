@@ -14,6 +14,7 @@ import {
 import { chunkedUpload, download } from './bulk-client.js';
 import { type ChildService, startChildService } from './child-service.js';
 import { meterProcess, meterSelf, type ProcessUsage } from './process-stats.js';
+import { lowSamplePercentiles, type PercentileKey } from './sample-sufficiency.js';
 
 /*
  * `pnpm bench wan` (issue #21): the agent sits a round trip away from the edge. A delay link (delay-link.ts,
@@ -68,6 +69,8 @@ export interface LatencySummary {
   p50Ms: number | null;
   p95Ms: number | null;
   maxMs: number | null;
+  /** p50 / p95 when the samples are too few for them (n · (1 − p) < 10: p95 needs 200). */
+  lowSamplePercentiles: PercentileKey[];
 }
 
 export interface WanTtfb {
@@ -130,6 +133,7 @@ function summarize(values: number[], failed: number): LatencySummary {
     p50Ms: round(percentile(sorted, 50)),
     p95Ms: round(percentile(sorted, 95)),
     maxMs: round(sorted.at(-1) ?? null),
+    lowSamplePercentiles: lowSamplePercentiles(values.length, ['p50', 'p95']),
   };
 }
 

@@ -103,7 +103,7 @@ describe('the bench action entry point', () => {
     expect(result.stderr).toContain('x-api-key: <redacted>');
     expect(result.stderr).not.toContain('two words');
     expect(result.summary).toContain('# tunnel2 bench: Ramp');
-    expect(result.summary).toContain('| # | load | side | achieved RPS |');
+    expect(result.summary).toContain('| # | load | side | achieved (req/s) |');
     expect(result.summary).toContain('**Gate: passed**');
     expect(result.summary).toContain("--header 'x-api-key: <redacted>'");
     const reportDir = join(work, 'ok', 'bench-results');

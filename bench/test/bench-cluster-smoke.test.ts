@@ -59,8 +59,13 @@ describe('cluster bench scenario (smoke)', () => {
       expect(phase.ok + phase.failed).toBe(phase.requests);
     }
     expect(json.gate.passed).toBe(run.code === 0);
-    expect(md).toContain('| route | RPS target | ok | RPS | p50 ms | p99 ms | nodes CPU |');
-    expect(md).toContain('| phase | RPS | ok | failed | failures by kind |');
+    expect(md).toContain(
+      '| route | target (req/s) | ok | rate (req/s) | p50 (ms) | p99 (ms) | worst second p99 (ms) | lowest second (req/s) | nodes CPU (µs/req) |',
+    );
+    expect(md).toContain('| phase | target (req/s) | ok | failed | failures by kind | p99 (ms) |');
+    for (const phase of [...json.result.latency, ...json.result.faults]) {
+      expect(phase.perSecond.reduce((sum, p) => sum + p.requests, 0)).toBe(phase.requests);
+    }
   }, 120_000);
 
   it('refuses a flag of another scenario with exit 2', async () => {

@@ -58,7 +58,8 @@ function expectBothSidesServed(report: BenchReport): void {
 
 function expectRendered(md: string, html: string, stageCount: number): void {
   expect(md).toContain('## Per stage');
-  expect(md).toContain('| # | load | side | achieved RPS |');
+  expect(md).toContain('| # | load | side | achieved (req/s) |');
+  expect(md).toContain('## Second by second');
   expect(md).toContain('## Tunnel cost (tunnel − direct)');
   expect(md).toContain('## Processes');
   expect(md).toContain('| tunnel CPU per request (edge + agent) |');
@@ -67,8 +68,10 @@ function expectRendered(md: string, html: string, stageCount: number): void {
   expect(html.startsWith('<!doctype html>')).toBe(true);
   expect(html).not.toMatch(/<script|<link|src="http/);
   const charts = html.match(/<svg [^>]*class="chart"/g) ?? [];
-  // Latency per stage, achieved vs target, one percentile chart per stage, CPU per process.
-  expect(charts.length).toBe(3 + stageCount);
+  // Latency per stage, achieved vs target, CPU per process; per stage its percentiles, and its latency and
+  // rate second by second.
+  expect(charts.length).toBe(3 + 3 * stageCount);
+  expect(html).toContain('latency per second');
   expect(html).toContain('<path d="M');
   expect(html).toContain('<table>');
 }
@@ -110,6 +113,20 @@ describe('bench scenarios (smoke)', () => {
     }
     expect(json.gate).toEqual({ failUnderPct: null, maxP99Ms: null, passed: true, violations: [] });
     expect(json.command).toBe(`pnpm bench ramp --stages 20,40 --duration 1 --warmup 0.5 --out ${out}`);
+    // --warmup given: before the first stage only, as it always was; every stage says what it had.
+    expect(json.stages.map((s) => s.warmupSec)).toEqual([0.5, 0]);
+    expect(json.settings.warmupSec).toBe(0.5);
+    expect(json.settings.warmupRule).toBe(
+      '--warmup 0.5: 0.5 s before the first stage on each side, at its load',
+    );
+    for (const stage of json.stages) {
+      for (const side of [stage.direct!, stage.tunnel!]) {
+        // Every answer is in the seconds, and 20-40 answers are too few for a p99.
+        expect(side.perSecond!.reduce((sum, p) => sum + p.requests, 0)).toBe(side.requests);
+        expect(side.latencySamples).toBe(side.requests);
+        expect(side.lowSamplePercentiles).toContain('p99');
+      }
+    }
     expectRendered(md, html, 2);
   });
 
@@ -140,6 +157,8 @@ describe('bench scenarios (smoke)', () => {
     expect(json.gate.violations[0]).toMatch(
       /^stage 1 \(50 RPS\) tunnel: corrected p99 .* > --max-p99 0.001 ms$/,
     );
+    // About 50 answers: the p99 the gate compared is their slowest, and the violation says so.
+    expect(json.gate.violations[0]).toMatch(/ \(~ from \d+ answers: too few for a p99\) > /);
     expect(md).toContain('**Gate: FAILED**');
     expect(html).toContain('Gate: FAILED');
     expectRendered(md, html, 1);

@@ -239,7 +239,14 @@ describe('standalone bench scenarios (smoke)', () => {
     ] as const) {
       expect(summary[key]).toBeGreaterThan(0);
     }
-    expect(md).toContain('| side | stage | connections | ok | RPS |');
+    expect(md).toContain(
+      '| side | stage | connections | ok | rate (req/s) | p50 (ms) | p99 (ms) | worst second p99 (ms) | lowest second (req/s) |',
+    );
+    // A short stage's p99 is read from too few answers: marked, with the rule under the table.
+    const stage = json.result.stages.find((s) => s.side === 'http-relay' && s.mode === 'rate')!;
+    expect(stage.perSecond.reduce((sum, p) => sum + p.requests, 0)).toBe(stage.requests);
+    expect(stage.lowSamplePercentiles).toEqual(stage.latencySamples < 1000 ? ['p99'] : []);
+    if (stage.latencySamples < 1000) expect(md).toContain('~ = too few samples for this percentile');
     expect(md).toContain('| http-relay | 100 RPS |');
     expect(md).toContain('tunnel / floor = ');
     expect(md).toContain('tunnel / HTTP floor = ');
@@ -278,6 +285,10 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(result.ttfb.idle.p50Ms).toBeGreaterThanOrEqual(4);
     expect(result.ttfb.underLoad).toMatchObject({ samples: 20, failed: 0 });
     expect(result.ttfb.directUnderLoad).toMatchObject({ samples: 20, failed: 0 });
+    // 20 samples are enough for a p50 (20), not for a p95 (200): marked, with the rule.
+    expect(result.ttfb.underLoad.lowSamplePercentiles).toEqual(['p95']);
+    expect(md).toContain('| when | samples | failed | p50 (ms) | p95 (ms) | max (ms) |');
+    expect(md).toContain('~ = too few samples for this percentile');
     expect(result.ttfb.directBulkMBps).toBeGreaterThan(0);
     expect(result.ttfb.bulkError).toBeNull();
     expect(result.ttfb.bulkMBps).toBeGreaterThan(0);

@@ -88,6 +88,41 @@ describe('fixed rate', () => {
     expect(result.correctedLatency.p99).toBeGreaterThan(100);
     expect(result.correctedLatency.p99).toBeLessThanOrEqual(result.latency.max + 1);
   });
+
+  it('records each second: a stall of the whole service shows as seconds with a low rate and a high p99', async () => {
+    // From the 150th request on (1.5 s into a 100 RPS run) every answer is held until 2.5 s later: at least
+    // one whole second in which nothing completes, whatever the machine's load does to the schedule.
+    let releaseAt: number | undefined;
+    const target = await serve((_req, res, n) => {
+      if (n >= 150 && releaseAt === undefined) releaseAt = performance.now() + 2500;
+      const wait = releaseAt === undefined ? 0 : releaseAt - performance.now();
+      if (wait > 0) setTimeout(() => ok(res), wait);
+      else ok(res);
+    });
+    const result = await runLoad({
+      target,
+      path: '/',
+      connections: 20,
+      durationSec: 5,
+      ratePerSec: 100,
+      timeoutSec: 5,
+    });
+    const seconds = result.perSecond;
+    expect(seconds.length).toBeGreaterThanOrEqual(5);
+    // Every finished request is in exactly one second.
+    expect(seconds.reduce((sum, p) => sum + p.requests, 0)).toBe(result.outcomes.finished);
+    const whole = seconds.filter((p) => p.durationSec === 1);
+    const lowest = Math.min(...whole.map((p) => p.achievedRps));
+    const worstP99 = Math.max(...seconds.map((p) => p.p99Ms ?? 0));
+    // The stage's own p50 hides the stall; its seconds do not.
+    expect(result.latency.p50).toBeLessThan(200);
+    expect(lowest).toBeLessThan(20);
+    expect(worstP99).toBeGreaterThan(500);
+    // 100 answers a second are too few for a p99: each second says so.
+    expect(seconds.filter((p) => p.p99Ms !== null).every((p) => p.lowSamplePercentiles.includes('p99'))).toBe(
+      true,
+    );
+  });
 });
 
 describe('error kinds', () => {
