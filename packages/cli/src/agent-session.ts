@@ -64,6 +64,8 @@ interface SessionOptions {
   token: string | undefined;
   /** Identifies this agent process so reconnects resume its name without a token. */
   agentKey: string;
+  /** This run's id (one per Tunnel): the edge refuses a name to another run of the same key while it is live. */
+  agentRun?: string | undefined;
   protocol: Partial<ProtocolSettings>;
   logger: Logger;
   version: string;
@@ -132,6 +134,7 @@ export function agentUrl(
 export function connectSession(options: AgentSessionOptions): Promise<ConnectedSession> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { 'x-tunnel2-agent-key': options.agentKey };
+    if (options.agentRun !== undefined) headers['x-tunnel2-agent-run'] = options.agentRun;
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
     const url = agentUrl(options.server, options.agentPath, options.name, options.tcp);
     const socket = new WebSocket(url, {
@@ -351,11 +354,13 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
         const text = Buffer.concat(chunks).toString('utf8').trim().slice(0, 500);
         const header = res.headers['x-tunnel2-error'];
         const edgeCode = typeof header === 'string' ? header : undefined;
+        const holderHeader = res.headers['x-tunnel2-name-holder'];
+        const holder = typeof holderHeader === 'string' ? holderHeader : undefined;
         fail(
           new AgentError(
             AgentErrorCode.EDGE_REFUSED,
             refusalMessage(
-              { status, edgeCode, text: text || (res.statusMessage ?? ''), name: options.name },
+              { status, edgeCode, text: text || (res.statusMessage ?? ''), name: options.name, holder },
               options.refusal,
             ),
             {

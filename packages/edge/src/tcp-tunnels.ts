@@ -185,14 +185,18 @@ export class TcpTunnels implements TcpPortTable {
     }
   }
 
-  /** The session ended: the port stays its owner's for the grace, then closes. */
+  /**
+   * The session ended: the port stays its owner's for the grace, then closes; at once when its agent said
+   * it was leaving (a graceful close).
+   */
   detach(port: TcpPort, connection: TunnelEntry): void {
     if (port.connection !== connection) {
       this.abandon(port);
       return;
     }
     port.connection = undefined;
-    this.#startGrace(port);
+    if (connection.connection.leaving) this.#release(port);
+    else this.#startGrace(port);
   }
 
   /** Closes every listener and every carried connection. */
