@@ -145,7 +145,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     }
     const name = requested ?? randomSessionName();
     const run = headerValue(req, AGENT_RUN_HEADER)?.slice(0, 64);
-    const ownRun = heldBySelf(name, sessions.get(name), owner, run);
+    const ownRun = heldBySelf(name, sessions.get(name), { owner, run, anonymous: auth.anonymous });
     if (ownRun !== undefined) {
       if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
       rejectUpgrade(socket, nameHeld(ownRun));

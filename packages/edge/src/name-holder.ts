@@ -8,8 +8,11 @@ import type { TunnelEntry } from './tunnel-entry.js';
  * its advice without reading the message:
  * - `other`: a live session of another owner;
  * - `reserved`: another owner's session ended and the name waits out its reconnect grace (with numbers);
- * - `self`: the same owner (agent key or token) serves it from another run, live: refused rather than
- *   taken over, so two terminals running the same command do not take the name from each other in turn.
+ * - `self`: the same token-less owner (agent key) serves it from another run, live: refused rather than
+ *   taken over. The key is implicit (one per user's config directory), so a user who runs the same command
+ *   in a second terminal is told so instead of silently stopping the first. A token is shared on purpose
+ *   (a new deployment replacing the old one): its newer run takes the name over, as before, and the older
+ *   one is told SESSION_REPLACED and stops; neither case flaps.
  */
 export const NAME_HOLDER_HEADER = 'x-tunnel2-name-holder';
 
@@ -48,18 +51,20 @@ export function heldByOther(
 }
 
 /**
- * A live tunnel of the same owner that another run of that owner asks for: refused (see `self` above).
- * Undefined when the claim may go ahead: no live entry here, another owner's (the registry decides), the
- * same run reconnecting (it replaces its older connection, which may be half-open), an agent that sent no
- * run id (an older agent: it keeps taking over as before), or one that said it is leaving.
+ * A live tunnel of the same anonymous owner that another run of that owner asks for: refused (see `self`
+ * above). Undefined when the claim may go ahead: a token's claim, no live entry on this node, another
+ * owner's (the registry decides), the same run reconnecting (it replaces its older connection, which may
+ * be half-open), an agent that sent no run id (an older agent: it takes over as before), or one that said
+ * it is leaving. A live entry on another node of a cluster is not seen here: the registry records no run,
+ * so there the newer run takes over and the older one stops, as with a token.
  */
 export function heldBySelf(
   name: string,
   entry: TunnelEntry | undefined,
-  owner: string,
-  run: string | undefined,
+  claim: { owner: string; run: string | undefined; anonymous: boolean },
 ): NameRefusal | undefined {
-  if (entry === undefined || entry.owner !== owner || entry.connection.leaving) return undefined;
+  const { owner, run } = claim;
+  if (!claim.anonymous || entry === undefined || entry.owner !== owner || entry.leaving) return undefined;
   const held = entry.connection.run;
   if (run === undefined || held === undefined || held === run) return undefined;
   const since = new Date(entry.connection.connectedAt).toISOString().replace(/\.\d+Z$/, 'Z');

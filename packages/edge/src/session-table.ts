@@ -187,7 +187,7 @@ export class SessionTable {
       await this.#options.registry.markDisconnected(
         connection.name,
         connection.epoch,
-        connection.connection.leaving ? 0 : this.#options.reconnectGraceMs,
+        connection.leaving ? 0 : this.#options.reconnectGraceMs,
       );
     } catch (err) {
       this.#options.logger.warn({ err, session: connection.name }, 'registry markDisconnected failed');

@@ -195,7 +195,7 @@ export class TcpTunnels implements TcpPortTable {
       return;
     }
     port.connection = undefined;
-    if (connection.connection.leaving) this.#release(port);
+    if (connection.leaving) this.#release(port);
     else this.#startGrace(port);
   }
 

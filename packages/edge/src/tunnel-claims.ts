@@ -87,7 +87,11 @@ export function createTunnelClaims(options: TunnelClaimsOptions) {
       port = claim.port;
     }
     const name = requested ?? randomSessionName();
-    const ownRun = heldBySelf(name, sessions.get(name), connection.owner, connection.run);
+    const ownRun = heldBySelf(name, sessions.get(name), {
+      owner: connection.owner,
+      run: connection.run,
+      anonymous: options.anonymousAddress(connection) !== undefined,
+    });
     if (ownRun !== undefined) {
       if (port !== undefined) tcp?.abandon(port);
       return { code: ownRun.code, message: ownRun.message };

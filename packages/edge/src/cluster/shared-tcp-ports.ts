@@ -233,7 +233,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       return;
     }
     held.connection = undefined;
-    this.#startGrace(held, connection.connection.leaving);
+    this.#startGrace(held, connection.leaving);
   }
 
   close(): void {
