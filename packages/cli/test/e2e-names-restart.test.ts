@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connect } from '../src/index.js';
+import { connect, connectTcp } from '../src/index.js';
 import { cli, type Spawned, spawnCli } from './support/processes.js';
 import { ptyCli } from './support/pty-cli.js';
 import { silent } from './support/stack.js';
+import { portRange } from './support/tcp-stack.js';
 
 // "Restart keeps your name": a token-less CLI keeps its agent key in its config directory, a graceful close
 // frees its names at once, a crash leaves them reserved for that key alone, and refusals say who holds a name.
@@ -114,7 +115,9 @@ describe('restart keeps your name', () => {
     await first.waitFor('ready');
     const mine = await httpOnce('theirs', configHome());
     expect(mine.code).toBe(1);
-    expect(mine.stderr).toContain('edge refused the tunnel (409): subdomain "theirs" is taken by another agent.');
+    expect(mine.stderr).toContain(
+      'edge refused the tunnel (409): subdomain "theirs" is taken by another agent.',
+    );
   });
 
   it('a malformed key file gets one warning line and a key for this run; the tunnel still comes up', async () => {
@@ -139,5 +142,20 @@ describe('restart keeps your name', () => {
     const next = await connect({ target: 1, server: url, subdomain: 'library-close' });
     expect(next.info?.name).toBe('library-close');
     await next.close(0);
+  });
+
+  it("a TCP tunnel's graceful close frees its port at once; another agent gets it", async () => {
+    const tcpEdge = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
+    const edgeUrl = (await tcpEdge.listen()).url;
+    try {
+      const first = await connectTcp({ target: 1, server: edgeUrl });
+      const port = first.info?.tcp?.port;
+      await first.close();
+      const next = await connectTcp({ target: 1, server: edgeUrl, remotePort: port });
+      expect(next.info?.tcp?.port).toBe(port);
+      await next.close(0);
+    } finally {
+      await tcpEdge.close(0);
+    }
   });
 });
