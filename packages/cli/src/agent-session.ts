@@ -331,13 +331,9 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
     socket.on('error', (err) => {
       if (!settled) {
         fail(
-          new AgentError(
-            AgentErrorCode.EDGE_UNREACHABLE,
-            `cannot reach the edge at ${options.server}: ${describe(err)}`,
-            {
-              cause: err,
-            },
-          ),
+          new AgentError(AgentErrorCode.EDGE_UNREACHABLE, unreachable(options.server, err), {
+            cause: err,
+          }),
         );
       }
       session.transportClosed(err);
@@ -356,11 +352,32 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
         const edgeCode = typeof header === 'string' ? header : undefined;
         const holderHeader = res.headers['x-tunnel2-name-holder'];
         const holder = typeof holderHeader === 'string' ? holderHeader : undefined;
+        // An edge words its refusals in plain text; a proxy's error page (HTML) is left out.
+        const ownWords = /^text\/plain/i.test(String(res.headers['content-type'] ?? ''));
+        if (edgeCode === undefined && status < 500) {
+          // Every edge answers a refusal with its code: whatever answered without one is something else
+          // (a web server, a proxy's own page). Its body is not ours to print (often a whole HTML page).
+          fail(
+            new AgentError(
+              AgentErrorCode.EDGE_REFUSED,
+              `${options.server} is not a tunnel2 edge (HTTP ${status}): check --server <url> or TUNNEL2_SERVER`,
+              { status, fatal: true },
+            ),
+          );
+          socket.terminate();
+          return;
+        }
         fail(
           new AgentError(
             AgentErrorCode.EDGE_REFUSED,
             refusalMessage(
-              { status, edgeCode, text: text || (res.statusMessage ?? ''), name: options.name, holder },
+              {
+                status,
+                edgeCode,
+                text: (ownWords && text) || (res.statusMessage ?? ''),
+                name: options.name,
+                holder,
+              },
               options.refusal,
             ),
             {
@@ -411,6 +428,13 @@ function readExtraAnswers(answers: unknown, asked: number): ExtraTunnelAnswer[] 
       },
     };
   });
+}
+
+/** Why nothing answered at `server`: a host name that does not resolve is said in so many words. */
+function unreachable(server: string, err: Error): string {
+  const code = (err as { code?: unknown }).code;
+  if (code === 'ENOTFOUND') return `no such host: ${new URL(server).hostname} (the edge at ${server})`;
+  return `cannot reach the edge at ${server}: ${describe(err)}`;
 }
 
 function describe(err: Error): string {

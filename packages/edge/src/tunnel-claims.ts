@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { AgentConnection, ClaimedTunnels } from './agent-connection.js';
 import { EdgeErrorCode } from './errors.js';
-import { compileProtection } from './public-protection.js';
 import { heldByOther, heldBySelf } from './name-holder.js';
+import { compileProtection } from './public-protection.js';
 import { nameRefusal, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
 import type { TcpPort, TcpPortTable } from './tcp-tunnels.js';
