@@ -434,6 +434,9 @@ function readExtraAnswers(answers: unknown, asked: number): ExtraTunnelAnswer[] 
 function unreachable(server: string, err: Error): string {
   const code = (err as { code?: unknown }).code;
   if (code === 'ENOTFOUND') return `no such host: ${new URL(server).hostname} (the edge at ${server})`;
+  // A resolver that did not answer (offline, a DNS server down) is not a host that does not exist.
+  if (code === 'EAI_AGAIN')
+    return `cannot resolve ${new URL(server).hostname}: the DNS server did not answer (EAI_AGAIN)`;
   return `cannot reach the edge at ${server}: ${describe(err)}`;
 }
 
