@@ -233,7 +233,8 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       return;
     }
     held.connection = undefined;
-    this.#startGrace(held, connection.leaving);
+    // A newer claim of its owner (a newer epoch, not yet attached) keeps the port through a graceful close.
+    this.#startGrace(held, connection.leaving && held.epoch === held.servedEpoch);
   }
 
   close(): void {
