@@ -158,4 +158,41 @@ describe('restart keeps your name', () => {
       await tcpEdge.close(0);
     }
   });
+
+  it('tunnel2 tcp and tunnel2 start use the key too: after a crash the same command gets its port and names back', async () => {
+    const tcpEdge = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
+    const edgeUrl = (await tcpEdge.listen()).url;
+    cleanups.push(() => void tcpEdge.close(0));
+    const home = configHome();
+    const tcp = () => {
+      const run = spawnCli(['tcp', '1', '--server', edgeUrl, '--json'], { XDG_CONFIG_HOME: home });
+      cleanups.push(() => run.kill('SIGKILL'));
+      return run;
+    };
+    const first = tcp();
+    const port = Number(new URL(String((await first.waitFor('ready')).url)).port);
+    first.kill('SIGKILL');
+    await first.exited;
+    const again = spawnCli(['tcp', '1', '--server', edgeUrl, '--remote-port', String(port), '--json'], {
+      XDG_CONFIG_HOME: home,
+    });
+    cleanups.push(() => again.kill('SIGKILL'));
+    expect(new URL(String((await again.waitFor('ready')).url)).port).toBe(String(port));
+
+    const config = join(configHome(), 'tunnel2.yml');
+    writeFileSync(
+      config,
+      `server: ${url}\ntunnels:\n  web: { target: 1, subdomain: start-web, inspect: false }\n`,
+    );
+    const start = () => {
+      const run = spawnCli(['start', '--all', '--config', config, '--json'], { XDG_CONFIG_HOME: home });
+      cleanups.push(() => run.kill('SIGKILL'));
+      return run;
+    };
+    const before = start();
+    expect((await before.waitFor('ready')).name).toBe('start-web');
+    before.kill('SIGKILL');
+    await before.exited;
+    expect((await start().waitFor('ready')).name).toBe('start-web');
+  });
 });
