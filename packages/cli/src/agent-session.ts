@@ -264,7 +264,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
             resolveClosed(
               new AgentError(
                 AgentErrorCode.REPLACED,
-                'another agent with the same token took over this tunnel name',
+                'another run with the same token or agent key took over this tunnel name: this one stops',
                 {
                   fatal: true,
                 },
