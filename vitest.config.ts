@@ -32,6 +32,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    setupFiles: ['./test/config-home-setup.ts'],
     reporters: ['default'],
   },
 });

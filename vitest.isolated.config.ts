@@ -9,6 +9,7 @@ export default defineConfig({
     testTimeout: 180_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    setupFiles: ['./test/config-home-setup.ts'],
     fileParallelism: false,
     reporters: ['default'],
   },

@@ -64,6 +64,8 @@ interface SessionOptions {
   token: string | undefined;
   /** Identifies this agent process so reconnects resume its name without a token. */
   agentKey: string;
+  /** This run's id (one per Tunnel): the edge refuses a name to another run of the same key while it is live. */
+  agentRun?: string | undefined;
   protocol: Partial<ProtocolSettings>;
   logger: Logger;
   version: string;
@@ -132,6 +134,7 @@ export function agentUrl(
 export function connectSession(options: AgentSessionOptions): Promise<ConnectedSession> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { 'x-tunnel2-agent-key': options.agentKey };
+    if (options.agentRun !== undefined) headers['x-tunnel2-agent-run'] = options.agentRun;
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
     const url = agentUrl(options.server, options.agentPath, options.name, options.tcp);
     const socket = new WebSocket(url, {
@@ -261,7 +264,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
             resolveClosed(
               new AgentError(
                 AgentErrorCode.REPLACED,
-                'another agent with the same token took over this tunnel name',
+                'another run with the same token or agent key took over this tunnel name: this one stops',
                 {
                   fatal: true,
                 },
@@ -328,13 +331,9 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
     socket.on('error', (err) => {
       if (!settled) {
         fail(
-          new AgentError(
-            AgentErrorCode.EDGE_UNREACHABLE,
-            `cannot reach the edge at ${options.server}: ${describe(err)}`,
-            {
-              cause: err,
-            },
-          ),
+          new AgentError(AgentErrorCode.EDGE_UNREACHABLE, unreachable(options.server, err), {
+            cause: err,
+          }),
         );
       }
       session.transportClosed(err);
@@ -351,11 +350,34 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
         const text = Buffer.concat(chunks).toString('utf8').trim().slice(0, 500);
         const header = res.headers['x-tunnel2-error'];
         const edgeCode = typeof header === 'string' ? header : undefined;
+        const holderHeader = res.headers['x-tunnel2-name-holder'];
+        const holder = typeof holderHeader === 'string' ? holderHeader : undefined;
+        // An edge words its refusals in plain text; a proxy's error page (HTML) is left out.
+        const ownWords = /^text\/plain/i.test(String(res.headers['content-type'] ?? ''));
+        if (edgeCode === undefined && status < 500) {
+          // Every edge answers a refusal with its code: whatever answered without one is something else
+          // (a web server, a proxy's own page). Its body is not ours to print (often a whole HTML page).
+          fail(
+            new AgentError(
+              AgentErrorCode.EDGE_REFUSED,
+              `${options.server} is not a tunnel2 edge (HTTP ${status}): check --server <url> or TUNNEL2_SERVER`,
+              { status, fatal: true },
+            ),
+          );
+          socket.terminate();
+          return;
+        }
         fail(
           new AgentError(
             AgentErrorCode.EDGE_REFUSED,
             refusalMessage(
-              { status, edgeCode, text: text || (res.statusMessage ?? ''), name: options.name },
+              {
+                status,
+                edgeCode,
+                text: (ownWords && text) || (res.statusMessage ?? ''),
+                name: options.name,
+                holder,
+              },
               options.refusal,
             ),
             {
@@ -406,6 +428,16 @@ function readExtraAnswers(answers: unknown, asked: number): ExtraTunnelAnswer[] 
       },
     };
   });
+}
+
+/** Why nothing answered at `server`: a host name that does not resolve is said in so many words. */
+function unreachable(server: string, err: Error): string {
+  const code = (err as { code?: unknown }).code;
+  if (code === 'ENOTFOUND') return `no such host: ${new URL(server).hostname} (the edge at ${server})`;
+  // A resolver that did not answer (offline, a DNS server down) is not a host that does not exist.
+  if (code === 'EAI_AGAIN')
+    return `cannot resolve ${new URL(server).hostname}: the DNS server did not answer (EAI_AGAIN)`;
+  return `cannot reach the edge at ${server}: ${describe(err)}`;
 }
 
 function describe(err: Error): string {

@@ -18,6 +18,12 @@ export interface ConnectOptions {
   subdomain?: string;
   /** Agent token. Default: `TUNNEL2_TOKEN`. */
   token?: string;
+  /**
+   * What identifies a token-less agent to the edge, so a new run reclaims the names a previous run with the
+   * same key held (within the edge's grace). Default: a new random key per Tunnel. The CLI passes the key
+   * kept in the user's config directory (agent-key.ts).
+   */
+  agentKey?: string;
   /** `rewrite` (default): the backend sees `Host: <target host:port>`; `preserve`: the public host; any other string: that value. */
   hostHeader?: string;
   logger?: Logger;

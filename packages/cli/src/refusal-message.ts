@@ -17,6 +17,12 @@ export interface Refusal {
   text: string;
   /** The subdomain asked for. */
   name?: string | undefined;
+  /**
+   * A taken name's holder as the edge says it (header `x-tunnel2-name-holder`): `other`, `reserved` (in
+   * another agent's reconnect grace, the text says until when) or `self` (another run with this agent's key
+   * or token). Undefined from an older edge, whose words for a taken name are replaced by ours.
+   */
+  holder?: string | undefined;
 }
 
 /**
@@ -31,6 +37,16 @@ export function refusalMessage(refusal: Refusal, context: RefusalContext = {}): 
   if (status === undefined) {
     // A listed tunnel's refusal: the edge's words and code, as the HELLO answer carried them.
     return `${lead}${text} (${edgeCode})${taken ? `. ${nameTakenAdvice(context)}` : ''}`;
+  }
+  if (taken && name !== undefined && refusal.holder !== undefined) {
+    // The edge's own words carry the numbers (since when, free in how long); the advice is ours.
+    const advice =
+      refusal.holder === 'self'
+        ? ''
+        : refusal.holder === 'reserved'
+          ? ` Wait for it, or ${lowerFirst(nameTakenAdvice(context))}`
+          : ` ${nameTakenAdvice(context)}`;
+    return `${lead}edge refused the tunnel (${status}): ${text}.${advice}`;
   }
   if (taken && name !== undefined) {
     return (
@@ -50,4 +66,8 @@ function nameTakenAdvice(context: RefusalContext): string {
     );
   }
   return 'Choose another --subdomain, or run with the token that holds it (--token or TUNNEL2_TOKEN)';
+}
+
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1);
 }

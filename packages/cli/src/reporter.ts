@@ -94,10 +94,11 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
       stdout.writeBatched(prefix + connectionLine(c));
     },
     reconnecting(e) {
-      err(`tunnel2: connection lost (${e.reason}); reconnecting in ${(e.delayMs / 1000).toFixed(1)} s\n`);
+      err(`${reconnectLine(e, announced !== undefined)}\n`);
     },
     error(e) {
-      err(`tunnel2: ${e.message}\n`);
+      // One line per attempt: a failure that is retried is said by the reconnect line that follows it.
+      if (e.fatal) err(`tunnel2: ${e.message}\n`);
     },
     hint(_code, message) {
       err(`tunnel2: ${message}\n`);
@@ -106,6 +107,18 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
       err('tunnel2: closed\n');
     },
   };
+}
+
+/**
+ * The one line of a retry: a run that never connected is still trying (the reason is the whole story),
+ * one that was connected lost its connection. The attempt counts the failures in a row.
+ */
+export function reconnectLine(e: ReconnectingEvent, wasConnected: boolean): string {
+  const delay = `${(e.delayMs / 1000).toFixed(1)} s`;
+  const attempt = e.attempt > 0 ? ` (attempt ${e.attempt})` : '';
+  return wasConnected
+    ? `tunnel2: connection lost (${e.reason}); reconnecting in ${delay}${attempt}`
+    : `tunnel2: ${e.reason}; retrying in ${delay}${attempt}`;
 }
 
 /** A request's line; `styleStatus` colours the status on a terminal. */

@@ -1,7 +1,13 @@
 import type { SessionStats } from './agent-session.js';
 import type { LineOutput } from './line-writer.js';
 import { RateWindow } from './rate-window.js';
-import { connectionLine, createHumanReporter, type Reporter, requestLine } from './reporter.js';
+import {
+  connectionLine,
+  createHumanReporter,
+  type Reporter,
+  reconnectLine,
+  requestLine,
+} from './reporter.js';
 import {
   type ActivityUnit,
   renderStatus,
@@ -63,6 +69,8 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
   const { out, err, terminal, colour } = options;
   // The stderr lines (reconnects, errors, hints, the closing line) are the plain log's own.
   const plain = createHumanReporter(out, err);
+  /** A ready was shown: a retry is then a lost connection, not a first connect still trying. */
+  let connectedOnce = false;
   const refreshMs = options.refreshMs ?? 250;
   const idleRefreshMs = options.idleRefreshMs ?? 5_000;
   const counters = new Map<ActivityUnit, { total: number; rate: RateWindow }>();
@@ -195,6 +203,7 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       );
     }
     state = { kind: 'online' };
+    connectedOnce = true;
     if (height === 0) start();
     else schedule();
   };
@@ -244,10 +253,16 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       state = { kind: 'reconnecting', attempt: e.attempt };
       start();
       schedule();
-      plain.reconnecting(e);
+      err(`${reconnectLine(e, connectedOnce)}\n`);
     },
     error: (e) => plain.error(e),
-    hint: (code, message) => plain.hint(code, message),
+    hint(code, message) {
+      // Under the header, with the attempt lines that follow it: written before the header takes the top
+      // rows, it would scroll away with them.
+      start();
+      schedule();
+      plain.hint(code, message);
+    },
     closed() {
       state = { kind: 'offline' };
       if (timer !== undefined) clearTimeout(timer);

@@ -21,7 +21,7 @@ export type NamedTunnelOptions = { name: string } & Pick<
 export interface ConnectManyOptions
   extends Pick<
     ConnectOptions,
-    'server' | 'token' | 'logger' | 'protocol' | 'reconnect' | 'agentPath' | 'configFile'
+    'server' | 'token' | 'agentKey' | 'logger' | 'protocol' | 'reconnect' | 'agentPath' | 'configFile'
   > {
   tunnels: NamedTunnelOptions[];
 }

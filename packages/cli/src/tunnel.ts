@@ -70,7 +70,9 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   /** An HTTP tunnel's backend pool and queue; a TCP tunnel's target (it has neither). */
   readonly #kind: { pool: Pool; backend: BackendQueue } | { tcp: TcpTarget };
   readonly #logger: Logger;
-  readonly #agentKey = randomUUID();
+  readonly #agentKey: string;
+  /** This Tunnel's own id: the edge tells its reconnects from another run that holds the same key. */
+  readonly #agentRun = randomUUID();
   readonly #hostHeader: HostHeaderMode;
   readonly #protect: Record<string, unknown> | undefined;
   #session: ConnectedSession | undefined;
@@ -89,6 +91,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     super();
     this.#options = options;
     this.#extras = extras;
+    this.#agentKey = options.agentKey ?? randomUUID();
     this.server = resolveServer(options.server);
     this.#hostHeader = resolveHostHeader(options.hostHeader);
     this.#protect = resolveProtection(options);
@@ -317,6 +320,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           name,
           token: this.#options.token ?? process.env.TUNNEL2_TOKEN,
           agentKey: this.#agentKey,
+          agentRun: this.#agentRun,
           protocol: this.#options.protocol ?? {},
           logger: this.#logger,
           version: VERSION,
@@ -431,7 +435,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
 export interface TcpConnectOptions
   extends Pick<
     ConnectOptions,
-    'server' | 'token' | 'logger' | 'protocol' | 'reconnect' | 'agentPath' | 'allowIps'
+    'server' | 'token' | 'agentKey' | 'logger' | 'protocol' | 'reconnect' | 'agentPath' | 'allowIps'
   > {
   /** Local TCP target: a port (`5432`) or `host:port`. */
   target: string | number;

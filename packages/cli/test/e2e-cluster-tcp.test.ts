@@ -5,6 +5,7 @@ import { freePort, type RedisServer, startRedisServer } from '@tunnel2/test-serv
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectTcp, type Tunnel } from '../src/index.js';
 import { CLUSTER_SECRET } from './support/cluster-harness.js';
+import { crashedAgent } from './support/crashed-agent.js';
 import { send } from './support/http-client.js';
 import { type Spawned, spawnCli } from './support/processes.js';
 import { silent, until } from './support/stack.js';
@@ -229,9 +230,10 @@ describe('TCP tunnels in a cluster', () => {
 
   it('keeps the port for its token when the agent comes back through another node; another token cannot take it', async () => {
     const echo = await startEcho();
-    const first = await tunnelTo(echo, node(0), { token: token(1) });
-    await first.tunnel.close(0);
-    tunnels.splice(tunnels.indexOf(first.tunnel), 1);
+    // A crash: a graceful close would free the port at once (e2e-names-restart.test.ts).
+    const crashed = await crashedAgent({ target: echo, server: node(0).url, token: token(1), tcp: {} });
+    const first = { port: Number(new URL(crashed.url).port) };
+    claimed.add(first.port);
     // The node has seen the agent leave (the port is now reserved, not served through a closing session).
     for (let i = 0; i < 200 && (await metric(node(0), 'tunnel2_sessions_connected ')) !== 0; i++)
       await new Promise((resolve) => setTimeout(resolve, 25));

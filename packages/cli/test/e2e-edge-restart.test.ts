@@ -3,6 +3,7 @@ import { buildEdge, type Edge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
+import { crashedAgent } from './support/crashed-agent.js';
 import { type ClientResponse, send } from './support/http-client.js';
 import { spawnCli, startEdgeProcess } from './support/processes.js';
 import { silent, until } from './support/stack.js';
@@ -218,8 +219,8 @@ describe('an edge restart: names whose agents are reconnecting', () => {
     const { a, b, portA } = await twoNodes({ a: { startupGraceMs: 60_000, reconnectWaitMs: 300 } });
     cleanups.push(() => b.close(0));
     cleanups.push(() => a.close(0));
-    const away = await connect({ target: backend.port, server: b.url, subdomain: 'away' });
-    await away.close(0);
+    // A crash: a graceful close would free the name at once (e2e-names-restart.test.ts).
+    await crashedAgent({ target: backend.port, server: b.url, subdomain: 'away' });
     // Its name stays reserved in the registry for its owner (reconnectGraceMs), held by no live session.
     await until(() => b.sessions.get('away') === undefined);
     expect(await a.options.registry.lookup('away')).toMatchObject({ connected: false });

@@ -3,6 +3,7 @@ import { buildEdge } from '@tunnel2/edge';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '../src/index.js';
 import { send } from './support/http-client.js';
+import { spawnCli } from './support/processes.js';
 import { silent, startStack, until } from './support/stack.js';
 
 const cleanups: (() => unknown)[] = [];
@@ -42,8 +43,11 @@ describe('clear, specific errors', () => {
     // A short reconnect wait: the wait itself is proven in e2e-limits.test.ts.
     const { edge, port, url } = await startEdge({ reconnectWaitMs: 200 });
     const backendPort = await closedPort();
-    const tunnel = await connect({ target: backendPort, server: url, subdomain: 'gone' });
-    await tunnel.close(0);
+    // A crash: an agent closed gracefully frees its name at once (e2e-names-restart.test.ts).
+    const agent = spawnCli(['http', String(backendPort), '--server', url, '--subdomain', 'gone', '--json']);
+    await agent.waitFor('ready');
+    agent.kill('SIGKILL');
+    await agent.exited;
     await until(() => edge.sessions.get('gone') === undefined);
     const res = await send({ port, path: '/', headers: ['Host', `gone.localhost:${port}`] });
     expect(res.status).toBe(502);

@@ -1,4 +1,7 @@
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildEdge, type Edge } from '@tunnel2/edge';
@@ -6,6 +9,7 @@ import { freePort } from '@tunnel2/test-services';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentErrorCode, connect } from '../src/index.js';
 import { cli, spawnCli } from './support/processes.js';
+import { ptyCli } from './support/pty-cli.js';
 import { silent, until } from './support/stack.js';
 
 let edge: Edge;
@@ -43,15 +47,78 @@ describe('no edge at the address', () => {
     const server = `http://127.0.0.1:${await freePort()}`;
     const agent = spawnCli(['http', '3000', '--server', server, '--no-inspect']);
     cleanups.push(() => agent.kill('SIGKILL'));
-    await until(() => agent.stderr().split('reconnecting in').length > 3);
+    await until(() => agent.stderr().split('retrying in').length > 3);
     agent.kill('SIGINT');
     await agent.exited;
     const lines = agent.stderr().split('\n');
-    expect(lines[1]).toBe(
+    expect(lines[0]).toBe(
       `tunnel2: no tunnel2 edge answers at ${server}. Run one on this machine with "tunnel2 server" (in another terminal), or point at yours with --server <url> or TUNNEL2_SERVER=<url>`,
     );
     expect(lines.filter((l) => l.includes('no tunnel2 edge answers'))).toHaveLength(1);
-    expect(lines[2]).toMatch(/^tunnel2: connection lost \(cannot reach the edge at .*\); reconnecting in/);
+    // One line per attempt, each saying why and when the next comes.
+    const attempts = lines.slice(1).filter((l) => l.startsWith('tunnel2: cannot reach'));
+    expect(attempts.length).toBeGreaterThanOrEqual(3);
+    for (const [i, line] of attempts.entries()) {
+      expect(line).toMatch(
+        new RegExp(
+          `^tunnel2: cannot reach the edge at ${server}: ECONNREFUSED; retrying in \\d+\\.\\d s \\(attempt ${i + 1}\\)$`,
+        ),
+      );
+    }
+    expect(lines.slice(1, 1 + attempts.length)).toEqual(attempts);
+  });
+
+  it('in a terminal (a real pty): the same one line per attempt under the header, which counts the attempts', async () => {
+    const server = `http://127.0.0.1:${await freePort()}`;
+    const tty = ptyCli(['http', '3000', '--server', server, '--no-inspect'], { columns: 200 });
+    cleanups.push(() => tty.kill());
+    const screen = await tty.waitForScreen(
+      (lines) => lines.some((l) => l.includes('(attempt 2)')),
+      'the second attempt line',
+    );
+    tty.signal('INT');
+    await tty.exited;
+    const attempts = screen.filter((l) => l.startsWith('tunnel2: cannot reach the edge'));
+    expect(attempts.map((l) => /\(attempt (\d+)\)$/.exec(l)?.[1])).toEqual(
+      attempts.map((_, i) => String(i + 1)),
+    );
+    expect(screen.some((l) => l.includes('reconnecting (attempt'))).toBe(true);
+    expect(screen.filter((l) => l.includes('no tunnel2 edge answers'))).toHaveLength(1);
+  });
+
+  it('a host that does not resolve says "no such host", one line per attempt, and no advice to run an edge on this machine', async () => {
+    // .invalid never resolves (RFC 6761).
+    const server = 'http://no-such-host.invalid:8080';
+    const agent = spawnCli(['http', '3000', '--server', server, '--no-inspect']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await until(() => agent.stderr().split('retrying in').length > 2);
+    agent.kill('SIGINT');
+    await agent.exited;
+    const lines = agent.stderr().split('\n');
+    expect(lines[0]).toBe(
+      `tunnel2: no tunnel2 edge answers at ${server}. Check the address, or point at your edge with --server <url> or TUNNEL2_SERVER=<url>`,
+    );
+    expect(lines[1]).toMatch(
+      /^tunnel2: no such host: no-such-host\.invalid \(the edge at http:\/\/no-such-host\.invalid:8080\); retrying in \d+\.\d s \(attempt 1\)$/,
+    );
+    expect(lines[2]).toMatch(/^tunnel2: no such host: no-such-host\.invalid .*\(attempt 2\)$/);
+    expect(agent.stderr()).not.toContain('on this machine');
+  });
+
+  it('a web server that is not an edge: one line "is not a tunnel2 edge (HTTP 404)", none of its page, exit 1', async () => {
+    const web = createServer((_req, res) => {
+      res.writeHead(404, { 'content-type': 'text/html' });
+      res.end('<!DOCTYPE html><html><body><h1>Not Found</h1></body></html>');
+    });
+    web.listen(0, '127.0.0.1');
+    await once(web, 'listening');
+    cleanups.push(() => web.close());
+    const server = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+    const { code, stderr } = await cli(['http', '3000', '--server', server, '--no-inspect']);
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      `tunnel2: ${server} is not a tunnel2 edge (HTTP 404): check --server <url> or TUNNEL2_SERVER\ntunnel2: closed\n`,
+    );
   });
 
   it('no hint when the edge answered: a later outage is only reconnect lines', async () => {

@@ -4,6 +4,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { ErrorCode } from '@tunnel2/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { crashedAgent } from './support/crashed-agent.js';
 import { send } from './support/http-client.js';
 import { type Stack, startStack, until } from './support/stack.js';
 
@@ -196,7 +197,9 @@ describe('a short agent reconnect', () => {
 
   it('an agent that does not come back within the wait → 502 TUNNEL2_ERR_TUNNEL_OFFLINE', async () => {
     const s = await stack({ name: 'away', edge: { reconnectWaitMs: 300 } });
+    // The name's agent crashes (a graceful close would free the name at once: e2e-names-restart.test.ts).
     await s.tunnel.close(0);
+    await crashedAgent({ target: s.backend.port, server: `http://127.0.0.1:${s.port}`, subdomain: 'away' });
     await until(() => s.edge.sessions.get('away') === undefined);
     const started = performance.now();
     const res = await get(s, '/');

@@ -127,7 +127,7 @@ describe('tunnel2 start: several tunnels from one file over one session', () => 
     expect(error?.code).toBe('TUNNEL2_ERR_TUNNEL_REFUSED');
     expect(error?.edgeCode).toBe('TUNNEL2_ERR_NAME_IN_USE');
     expect(String(error?.message)).toBe(
-      `tunnel api: subdomain "taken-name" is in use by another agent (TUNNEL2_ERR_NAME_IN_USE). ${advice('api', config)}`,
+      `tunnel api: subdomain "taken-name" is taken by another agent (TUNNEL2_ERR_NAME_IN_USE). ${advice('api', config)}`,
     );
     expect(error?.fatal).toBe(true);
     expect(edge.sessions.size).toBe(1); // only the other agent's

@@ -81,7 +81,7 @@ describe('the status screen', () => {
     view.reconnecting({ attempt: 2, delayMs: 1000, reason: 'gone' });
     vi.advanceTimersByTime(250);
     expect(frames().at(-1)).toContain('reconnecting (attempt 2)   rtt -');
-    expect(errs).toEqual(['tunnel2: connection lost (gone); reconnecting in 1.0 s\n']);
+    expect(errs).toEqual(['tunnel2: connection lost (gone); reconnecting in 1.0 s (attempt 2)\n']);
     view.ready(info, 'http://localhost:3000');
     vi.advanceTimersByTime(250);
     expect(frames().at(-1)).toContain('online');

@@ -55,6 +55,8 @@ export interface AgentConnectionOptions {
   sessionInfo: Record<string, unknown>;
   /** The public TCP port this session serves, for a TCP tunnel. */
   tcpPort?: number | undefined;
+  /** The agent's run id (`x-tunnel2-agent-run`), when it sent one (name-holder.ts). */
+  run?: string | undefined;
   /** Claims the tunnels an agent lists in its HELLO (`tunnels`); undefined: this edge takes none. */
   claimTunnels?: ((connection: AgentConnection, asks: unknown[]) => Promise<ClaimedTunnels>) | undefined;
   onReady: (connection: AgentConnection) => void;
@@ -76,6 +78,13 @@ export class AgentConnection implements TunnelEntry {
   readonly tcpPort: number | undefined;
   readonly session: MuxSession;
   readonly connectedAt = Date.now();
+  /** The agent run's id, when it sent one: its reconnects take its names over, another run's are refused. */
+  readonly run: string | undefined;
+  /**
+   * The agent said GOAWAY(GOING_AWAY): it is shutting down (Ctrl-C, SIGTERM, `tunnel.close()`), not coming
+   * back. Its names and ports are released at once when the session ends, without the reconnect grace.
+   */
+  leaving = false;
   /** Basic auth and IP allow-list the agent asked the edge to enforce on its public URL. */
   protection: CompiledProtection | undefined;
   /** Stream slots, and requests waiting for one. */
@@ -95,6 +104,7 @@ export class AgentConnection implements TunnelEntry {
     this.owner = options.owner;
     this.account = options.account;
     this.tcpPort = options.tcpPort;
+    this.run = options.run;
     this.#socket = options.socket;
     this.#options = options;
     this.#log = options.logger.child({ session: options.name, epoch: options.epoch });
@@ -117,6 +127,8 @@ export class AgentConnection implements TunnelEntry {
         onHello: (hello) => this.#onHello(hello),
         onGoAway: (goAway) => {
           this.#log.info({ code: goAway.code, reason: goAway.reason }, 'agent is going away');
+          // Every agent version sends GOING_AWAY only from its close(); any other code is an error.
+          if (goAway.code === ErrorCode.GOING_AWAY) this.leaving = true;
           this.slots.close();
         },
         onStreamError: (stream, err) => this.#log.error({ err, stream: stream.id }, 'stream handler failed'),

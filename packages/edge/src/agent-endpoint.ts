@@ -11,6 +11,7 @@ import type { ClientOriginResolver } from './client-address.js';
 import type { ResolvedEdgeOptions } from './edge-options.js';
 import { rejectUpgrade } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
+import { heldByOther, heldBySelf, NAME_HOLDER_HEADER, type NameRefusal } from './name-holder.js';
 import { nameRefusal, ownerKey, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
 import type { TcpPort, TcpPortTable } from './tcp-tunnels.js';
@@ -35,6 +36,13 @@ export interface AgentEndpointOptions {
 
 /** Header an agent sends so its reconnects resume its name even without a token. */
 export const AGENT_KEY_HEADER = 'x-tunnel2-agent-key';
+/** Header an agent sends with an id of its own run: its reconnects take over, another run is refused. */
+export const AGENT_RUN_HEADER = 'x-tunnel2-agent-run';
+
+/** A name refusal as an upgrade answer: the holder's kind in its header (name-holder.ts). */
+function nameHeld(refusal: NameRefusal) {
+  return { ...refusal, headers: { [NAME_HOLDER_HEADER]: refusal.holder } };
+}
 
 /**
  * The agents' door: checks the requested name and claims it in the registry before upgrading, so a
@@ -56,6 +64,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     tcp: endpoint.tcp,
     logger,
     maxNamesPerOwner: options.maxSessionsPerOwner,
+    reconnectGraceMs: options.reconnectGraceMs,
     namesHeld: (connection) => {
       const address = anonymousAddress.get(connection);
       return address === undefined ? sessions.countOwnedBy(connection.owner) : countAnonymousFrom(address);
@@ -135,6 +144,13 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       tcpPort = claim.port;
     }
     const name = requested ?? randomSessionName();
+    const run = headerValue(req, AGENT_RUN_HEADER)?.slice(0, 64);
+    const ownRun = heldBySelf(name, sessions.get(name), { owner, run, anonymous: auth.anonymous });
+    if (ownRun !== undefined) {
+      if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
+      rejectUpgrade(socket, nameHeld(ownRun));
+      return;
+    }
     let admitted: Awaited<ReturnType<SessionTable['admit']>>;
     try {
       admitted = await sessions.admit(name, owner, account);
@@ -153,10 +169,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     }
     if (!admitted.ok) {
       if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
-      rejectUpgrade(socket, {
-        code: EdgeErrorCode.NAME_IN_USE,
-        message: `subdomain "${name}" is in use by another agent`,
-      });
+      rejectUpgrade(socket, nameHeld(heldByOther(name, admitted.record, options.reconnectGraceMs)));
       return;
     }
     const epoch = admitted.epoch;
@@ -204,6 +217,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         requestBurst: options.sessionRequestBurst,
         sessionInfo: { name, ...urls, ...(tcpPort ? { tcp: { port: tcpPort.port } } : {}) },
         tcpPort: tcpPort?.port,
+        run,
         claimTunnels: claims.claim,
         onReady: (connection) => {
           activated = true;

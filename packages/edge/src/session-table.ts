@@ -177,14 +177,17 @@ export class SessionTable {
     return leave;
   }
 
-  /** The connection is gone; its name stays reserved for the owner for the grace period. */
+  /**
+   * The connection is gone; its name stays reserved for the owner for the grace period, unless its agent
+   * said it was leaving (a graceful close): then the name is free at once, in the registry every node reads.
+   */
   async deactivate(connection: TunnelEntry): Promise<void> {
     if (this.#local.get(connection.name) === connection) this.#local.delete(connection.name);
     try {
       await this.#options.registry.markDisconnected(
         connection.name,
         connection.epoch,
-        this.#options.reconnectGraceMs,
+        connection.leaving ? 0 : this.#options.reconnectGraceMs,
       );
     } catch (err) {
       this.#options.logger.warn({ err, session: connection.name }, 'registry markDisconnected failed');

@@ -84,9 +84,10 @@ export class TcpTunnels implements TcpPortTable {
   };
   readonly #ports = new Map<number, TcpPort>();
   /**
-   * Ports in their grace handed back to their owner's reconnect, until that session attaches or the claim
-   * is abandoned: never given up to make room for another claim of the same account meanwhile (that
-   * reconnect would then find its port gone at attach).
+   * Ports handed back to their owner's newer claim (a reconnect in their grace, or a run replacing a live
+   * session), until that session attaches or the claim is abandoned: never given up to make room for
+   * another claim of the same account meanwhile, nor freed by the older session's graceful close (that
+   * claim would then find its port gone at attach).
    */
   readonly #reclaimed = new Set<TcpPort>();
   readonly #options: TcpTunnelsOptions;
@@ -123,7 +124,8 @@ export class TcpTunnels implements TcpPortTable {
         // Its owner again: a reconnect within the grace, or a newer connection that replaces the old one.
         // The grace runs on until that session is ready (attach): a reconnect whose upgrade then fails
         // must not cost the owner its port.
-        if (held.graceTimer !== undefined) this.#reclaimed.add(held);
+        // Marked even while live: a graceful close of the older session must not free the port under it.
+        this.#reclaimed.add(held);
         return { ok: true, port: held };
       }
     }
@@ -185,14 +187,19 @@ export class TcpTunnels implements TcpPortTable {
     }
   }
 
-  /** The session ended: the port stays its owner's for the grace, then closes. */
+  /**
+   * The session ended: the port stays its owner's for the grace, then closes; at once when its agent said
+   * it was leaving (a graceful close).
+   */
   detach(port: TcpPort, connection: TunnelEntry): void {
     if (port.connection !== connection) {
       this.abandon(port);
       return;
     }
     port.connection = undefined;
-    this.#startGrace(port);
+    // Unless a newer claim of its owner has it meanwhile (not yet attached): that one keeps it.
+    if (connection.leaving && !this.#reclaimed.has(port)) this.#release(port);
+    else this.#startGrace(port);
   }
 
   /** Closes every listener and every carried connection. */

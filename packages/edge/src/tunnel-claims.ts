@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { AgentConnection, ClaimedTunnels } from './agent-connection.js';
 import { EdgeErrorCode } from './errors.js';
+import { heldByOther, heldBySelf } from './name-holder.js';
 import { compileProtection } from './public-protection.js';
 import { nameRefusal, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
@@ -13,6 +14,8 @@ export interface TunnelClaimsOptions {
   logger: Logger;
   /** Names one owner may hold on this edge (every tunnel of a session counts). */
   maxNamesPerOwner: number;
+  /** How long a name stays reserved after its session ended (a refusal says when it is free). */
+  reconnectGraceMs: number;
   /** Names `connection`'s owner holds now (the endpoint counts anonymous agents by address). */
   namesHeld: (connection: AgentConnection) => number;
   /** The client address of an anonymous agent's connection (its TCP ports count against it), else undefined. */
@@ -84,11 +87,21 @@ export function createTunnelClaims(options: TunnelClaimsOptions) {
       port = claim.port;
     }
     const name = requested ?? randomSessionName();
+    const ownRun = heldBySelf(name, sessions.get(name), {
+      owner: connection.owner,
+      run: connection.run,
+      anonymous: options.anonymousAddress(connection) !== undefined,
+    });
+    if (ownRun !== undefined) {
+      if (port !== undefined) tcp?.abandon(port);
+      return { code: ownRun.code, message: ownRun.message };
+    }
     try {
       const admitted = await sessions.admit(name, connection.owner, connection.account);
       if (!admitted.ok) {
         if (port !== undefined) tcp?.abandon(port);
-        return { code: EdgeErrorCode.NAME_IN_USE, message: `subdomain "${name}" is in use by another agent` };
+        const refusal = heldByOther(name, admitted.record, options.reconnectGraceMs);
+        return { code: refusal.code, message: refusal.message };
       }
       taken.add(name);
       return new ExtraTunnel({

@@ -32,6 +32,8 @@ export interface TunnelEntry {
   readonly slots: StreamSlots;
   readonly rate: TokenBucket | undefined;
   readonly ready: boolean;
+  /** Its agent said it is shutting down: what it holds is freed at once when the session ends (no grace). */
+  readonly leaving: boolean;
   drain(reason: string): void;
   handOver(reason: string): void;
   /** Ends the whole session: its tunnels come and go together (the agent reconnects them all). */
@@ -73,6 +75,9 @@ export class ExtraTunnel implements TunnelEntry {
   }
   get session(): MuxSession {
     return this.connection.session;
+  }
+  get leaving(): boolean {
+    return this.connection.leaving;
   }
   get slots(): StreamSlots {
     return this.connection.slots;

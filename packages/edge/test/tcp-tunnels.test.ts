@@ -218,3 +218,35 @@ describe('TcpTunnels: ports held in grace count against their owner', () => {
     });
   });
 });
+
+// "Restart keeps your name": an agent's graceful close frees its port at once, unless its owner's newer
+// claim already holds it (that claim's session attaches after the older one ends).
+describe('TcpTunnels: a graceful close', () => {
+  const leavingAgent = (): AgentConnection & { closedWith: number[] } =>
+    Object.assign(agent(), { leaving: true, connection: undefined as unknown });
+
+  it('frees the port at once: another owner gets it, with no grace', async () => {
+    const t = await createTunnels();
+    const port = await claimed(t, 'owner-a');
+    const a = leavingAgent();
+    t.attach(port, a);
+    t.detach(port, a);
+    const other = await claimed(t, 'owner-b', port.port);
+    expect(other.port).toBe(port.port);
+  });
+
+  it("keeps the port for its owner's newer claim made before the older session ended", async () => {
+    const t = await createTunnels();
+    const port = await claimed(t, 'owner-a');
+    const a = leavingAgent();
+    t.attach(port, a);
+    const again = await claimed(t, 'owner-a', port.port);
+    t.detach(port, a);
+    const b = agent();
+    t.attach(again, b);
+    expect(b.closedWith).toEqual([]);
+    expect(await listening(port.port)).toBe(true);
+    const other = await t.claim('owner-b', port.port);
+    expect(other.ok).toBe(false);
+  });
+});

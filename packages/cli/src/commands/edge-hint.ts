@@ -5,8 +5,32 @@ import type { Tunnel } from '../tunnel.js';
 /** The `hint` event's code when no edge answered the first connect. */
 export const NO_EDGE_HINT = 'TUNNEL2_HINT_NO_EDGE';
 
-/** What to do when nothing answers at `server`: start an edge here, or name the one to use. */
+/** Host names that are this machine: only there can the user start the missing edge themselves. */
+function isLocalHost(server: string): boolean {
+  let host: string;
+  try {
+    host = new URL(server).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  } catch {
+    return false;
+  }
+  return (
+    host === 'localhost' ||
+    host.endsWith('.localhost') ||
+    /^127\.\d+\.\d+\.\d+$/.test(host) ||
+    host === '::1' ||
+    host === '0.0.0.0' ||
+    host === '::'
+  );
+}
+
+/**
+ * What to do when nothing answers at `server`: start an edge here (when the address is this machine), or
+ * name the one to use.
+ */
 export function noEdgeHint(server: string): string {
+  if (!isLocalHost(server)) {
+    return `no tunnel2 edge answers at ${server}. Check the address, or point at your edge with --server <url> or TUNNEL2_SERVER=<url>`;
+  }
   return (
     `no tunnel2 edge answers at ${server}. Run one on this machine with "tunnel2 server" ` +
     '(in another terminal), or point at yours with --server <url> or TUNNEL2_SERVER=<url>'

@@ -2,7 +2,7 @@ import type { InspectOptions } from '../connect-options.js';
 import { AgentError, AgentErrorCode } from '../errors.js';
 import { readCaFile } from '../target-tls.js';
 import { Tunnel } from '../tunnel.js';
-import { allowIpList, runTunnelCommand } from './tunnel-command.js';
+import { allowIpList, cliAgentKey, runTunnelCommand } from './tunnel-command.js';
 
 export interface HttpCommandOptions {
   server?: string;
@@ -72,6 +72,7 @@ export function runHttpCommand(target: string, options: HttpCommandOptions): Pro
         server: options.server,
         subdomain: options.subdomain,
         token: options.token,
+        agentKey: cliAgentKey(options.token ?? process.env.TUNNEL2_TOKEN),
         hostHeader: options.hostHeader,
         basicAuth: options.basicAuth,
         allowIps: allowIpList(options.allowIp),

@@ -4,7 +4,7 @@ import { AgentError, AgentErrorCode } from '../errors.js';
 import { createLineWriter } from '../line-writer.js';
 import { createHumanReporter, createJsonReporter } from '../reporter.js';
 import { createTunnels } from '../tunnel-group.js';
-import { type OutputOptions, runTunnelCommand } from './tunnel-command.js';
+import { cliAgentKey, type OutputOptions, runTunnelCommand } from './tunnel-command.js';
 
 export interface StartCommandOptions extends OutputOptions {
   config?: string;
@@ -54,15 +54,18 @@ export async function runStartCommand(names: string[], options: StartCommandOpti
   const config = tunnels;
   return runTunnelCommand(
     options,
-    (logger) =>
-      createTunnels({
+    (logger) => {
+      const token = options.token ?? process.env.TUNNEL2_TOKEN ?? config.token;
+      return createTunnels({
         // Flag > env > file > default, checked once (the file's was checked with its key path).
         server: resolveServer(options.server, config.server),
-        token: options.token ?? process.env.TUNNEL2_TOKEN ?? config.token,
+        token,
+        agentKey: cliAgentKey(token),
         logger,
         configFile: file,
         tunnels: config.tunnels,
-      }),
+      });
+    },
     (group, _reporter, output) => {
       const writeErr = (line: string): void => void process.stderr.write(line);
       for (const tunnel of group.tunnels) {

@@ -1,6 +1,6 @@
 import { AgentError, AgentErrorCode } from '../errors.js';
 import { Tunnel } from '../tunnel.js';
-import { allowIpList, runTunnelCommand } from './tunnel-command.js';
+import { allowIpList, cliAgentKey, runTunnelCommand } from './tunnel-command.js';
 
 export interface TcpCommandOptions {
   server?: string;
@@ -32,6 +32,7 @@ export function runTcpCommand(target: string, options: TcpCommandOptions): Promi
         target,
         server: options.server,
         token: options.token,
+        agentKey: cliAgentKey(options.token ?? process.env.TUNNEL2_TOKEN),
         allowIps: allowIpList(options.allowIp),
         inspect: false,
         tcp: remotePort === undefined ? {} : { remotePort },

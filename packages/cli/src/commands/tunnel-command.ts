@@ -1,4 +1,5 @@
 import { type Logger, pino } from 'pino';
+import { loadAgentKey } from '../agent-key.js';
 import { AgentError, USAGE_ERRORS } from '../errors.js';
 import { createLineWriter, droppedText, type LineWriter } from '../line-writer.js';
 import { createHumanReporter, createJsonReporter, jsonDroppedLine, type Reporter } from '../reporter.js';
@@ -51,6 +52,15 @@ function commandOutput(options: OutputOptions): CommandOutput {
   };
   const logger = pino({ level: options.logLevel ?? 'warn', redact }, pino.destination(2));
   return { stdout, reporter, logger, screen, json: options.json === true };
+}
+
+/**
+ * The agent key a token-less run identifies itself with: the one kept in the user's config directory, so a
+ * restart reclaims its names at once. With a token (flag, env or file) the token is the identity: no file.
+ */
+export function cliAgentKey(token: string | undefined): string | undefined {
+  if (token !== undefined && token !== '') return undefined;
+  return loadAgentKey({ warn: (line) => void process.stderr.write(`tunnel2: ${line}\n`) }).key;
 }
 
 /** `--allow-ip a,b` as a list. */

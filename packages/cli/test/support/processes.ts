@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { withOwnConfigHome } from './config-home.js';
 
 export const cliBin = fileURLToPath(new URL('../../bin/tunnel2.js', import.meta.url));
 
@@ -35,10 +36,12 @@ export async function startEdgeProcess(port = '0'): Promise<{ edge: Spawned; url
 
 /** Runs a Node script whose stdout is one JSON event per line (the CLI's `--json`, a test's helper process). */
 export function spawnNode(argv: string[], env: NodeJS.ProcessEnv = {}): Spawned {
+  const home = withOwnConfigHome(env);
   const child = spawn(process.execPath, argv, {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...home.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  child.once('close', home.cleanup);
   const events: Record<string, unknown>[] = [];
   const waiters: {
     name: string;
@@ -132,10 +135,12 @@ export function cli(
   env: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
+    const home = withOwnConfigHome(env);
     const child = spawn(process.execPath, [cliBin, ...args], {
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...home.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    child.once('close', home.cleanup);
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (c: Buffer) => {

@@ -233,7 +233,8 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       return;
     }
     held.connection = undefined;
-    this.#startGrace(held);
+    // A newer claim of its owner (a newer epoch, not yet attached) keeps the port through a graceful close.
+    this.#startGrace(held, connection.leaving && held.epoch === held.servedEpoch);
   }
 
   close(): void {
@@ -370,9 +371,13 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     return held === port ? held : undefined;
   }
 
-  /** The session ended: the registry keeps the port its owner's for the grace, and so does this node. */
-  #startGrace(held: HeldPort): void {
-    const { registry, reconnectGraceMs, logger } = this.#options;
+  /**
+   * The session ended: the registry keeps the port its owner's for the grace, and so does this node; an
+   * agent that said it was leaving (a graceful close) frees it at once.
+   */
+  #startGrace(held: HeldPort, leaving = false): void {
+    const { registry, logger } = this.#options;
+    const reconnectGraceMs = leaving ? 0 : this.#options.reconnectGraceMs;
     void registry
       .markDisconnected(keyOf(held.port), held.servedEpoch, reconnectGraceMs)
       .catch((err: unknown) => logger.warn({ err, port: held.port }, 'TCP: markDisconnected failed'));
