@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { findCommand } from '@tunnel2/test-services';
 import { cliBin } from './processes.js';
 import { VirtualTerminal } from './virtual-terminal.js';
 
@@ -27,10 +28,14 @@ export function ptyCli(
 ): PtyCli {
   const columns = options.columns ?? 100;
   const rows = options.rows ?? 20;
-  const child = spawn('python3', [ptyRun, String(columns), String(rows), process.execPath, cliBin, ...args], {
-    env: { ...process.env, TERM: 'xterm-256color', NO_COLOR: '', ...options.env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    findCommand('python3', 'python3'),
+    [ptyRun, String(columns), String(rows), process.execPath, cliBin, ...args],
+    {
+      env: { ...process.env, TERM: 'xterm-256color', NO_COLOR: '', ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   const terminal = new VirtualTerminal(columns, rows);
   let raw = '';
   let stderr = '';
