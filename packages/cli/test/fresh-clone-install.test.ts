@@ -9,6 +9,7 @@ import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { findCommand } from '@tunnel2/test-services';
 import { afterAll, expect, it } from 'vitest';
 import { repoRoot } from '../../../scripts/pack-cli.js';
 
@@ -39,7 +40,10 @@ function pnpmEnv(): NodeJS.ProcessEnv {
 it('pnpm install in a fresh clone prints no "Ignored build scripts" warning', async () => {
   work = await mkdtemp(join(tmpdir(), 'tunnel2-fresh-clone-'));
   const clone = join(work, 'tunnel2');
-  const { stdout: tracked } = await run('git', ['ls-files', '-z'], { cwd: repoRoot, maxBuffer: 8 << 20 });
+  const { stdout: tracked } = await run(findCommand('git', 'git'), ['ls-files', '-z'], {
+    cwd: repoRoot,
+    maxBuffer: 8 << 20,
+  });
   for (const file of tracked.split('\0').filter((f) => f !== '')) {
     await mkdir(dirname(join(clone, file)), { recursive: true });
     await copyFile(join(repoRoot, file), join(clone, file)).catch((err: NodeJS.ErrnoException) => {

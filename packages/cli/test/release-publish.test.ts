@@ -6,7 +6,7 @@
 // is published already. Needs the public npm registry only for what verdaccio proxies (nothing here).
 
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -161,6 +161,32 @@ describe('the publish steps against a local registry', () => {
     const res = await fetch(new URL('@tunnel2%2fcli', registry.url));
     expect(res.status).toBe(404);
   }, 300_000);
+
+  it("before the first release: the README's tarball installs work without a registry", async () => {
+    const out = join(work, 'out');
+    const cli = join(out, `tunnel2-cli-${version}.tgz`);
+    const bench = join(out, `tunnel2-bench-${version}.tgz`);
+    const cwd = await mkdtemp(join(work, 'tarballs-'));
+    const userconfig = join(cwd, '.npmrc-empty');
+    await writeFile(userconfig, '');
+    // --offline: nothing may be fetched (the README promises that neither tarball needs a registry).
+    const npm = ['--offline', '--userconfig', userconfig, '--cache', join(cwd, 'npm-cache')];
+    // `npm i -g ./tunnel2-cli-<v>.tgz`, into a prefix of its own, then `tunnel2` from its bin folder.
+    const prefix = join(cwd, 'global');
+    await run('npm', ['install', '-g', '--prefix', prefix, cli, ...npm], { cwd, env: npmEnv() });
+    const { stdout: cliVersion } = await run(join(prefix, 'bin', 'tunnel2'), ['--version'], { cwd });
+    expect(cliVersion.trim()).toBe(version);
+    // The kit beside the CLI tarball, in a project folder, then `npx tunnel2-bench`.
+    const project = join(cwd, 'project');
+    await mkdir(project);
+    await writeFile(join(project, 'package.json'), '{"private":true}');
+    await run('npm', ['install', cli, bench, ...npm], { cwd: project, env: npmEnv() });
+    const { stdout: help } = await run('npx', [...npm, 'tunnel2-bench', '--help'], {
+      cwd: project,
+      env: npmEnv(),
+    });
+    expect(help).toContain('ramp');
+  }, 120_000);
 
   it('publishes the CLI and the bench kit; npx runs both from an empty folder outside the repository', async () => {
     const out = await release();
