@@ -28,6 +28,8 @@ describe('the test command', () => {
     expect(ci[marker + 1]).toContain(pkg.packageManager);
     // `pnpm test` prints its typecheck's progress (scripts/typecheck.ts), then vitest's per-file lines.
     expect(pkg.scripts.test).toMatch(/ && node scripts\/typecheck\.ts && biome check \. && vitest run /);
+    // The install's build of a fresh clone (a minute) says what it builds too.
+    expect(pkg.scripts.prepare).toBe('node scripts/check-node.cjs && node scripts/typecheck.ts --build-only');
   });
 
   it('the README lists every Debian package .ci/run installs, and what happens without it', async () => {
