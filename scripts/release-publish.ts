@@ -3,11 +3,14 @@
 //
 //   node scripts/release-publish.ts [--tag v1.2.3] [--check-only] [--no-build] [--out <dir>]
 //                                   [--registry <url>] [--userconfig <npmrc>] [--provenance] [--dry-run]
+//                                   [--repository <https url>]
 //
 // 1. Versions: every workspace package has the same version, and with --tag (the pushed tag) the tag is
 //    `v<that version>`. --check-only stops here.
 // 2. Builds the workspace (`tsc -b`, unless --no-build) and packs @tunnel2/cli and @tunnel2/bench with
-//    scripts/pack-cli.ts and scripts/pack-bench.ts (the tarballs go to --out, default release/).
+//    scripts/pack-cli.ts and scripts/pack-bench.ts (the tarballs go to --out, default release/), with
+//    `repository` set to --repository (default, in GitHub Actions: the repository the workflow runs in), which
+//    npm requires to match the provenance statement's.
 // 3. `npm publish <tarball> --access public` of the CLI, then of the bench kit (it depends on the CLI at
 //    the same version), to --registry (default: npm's own), with --provenance (signed by the workflow's
 //    OIDC token; only GitHub Actions and a few other CI providers can) and --dry-run (npm checks and
@@ -132,6 +135,7 @@ async function main(): Promise<number> {
       userconfig: { type: 'string' },
       provenance: { type: 'boolean', default: false },
       'dry-run': { type: 'boolean', default: false },
+      repository: { type: 'string' },
     },
     strict: true,
   });
@@ -149,9 +153,15 @@ async function main(): Promise<number> {
     await run(process.execPath, [require.resolve('typescript/bin/tsc'), '-b'], { cwd: repoRoot });
   }
   const out = resolve(values.out);
-  const cli = await packCli({ tarballDir: out });
+  const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repo } = process.env;
+  const repository = values.repository ?? (server && repo ? `${server}/${repo}` : undefined);
+  if (values.provenance && repository === undefined) {
+    process.stderr.write('release: --provenance needs --repository <url> (GitHub Actions sets it)\n');
+    return 2;
+  }
+  const cli = await packCli({ tarballDir: out, repository });
   say(`packed ${cli.name}@${cli.version}: ${relative(process.cwd(), cli.tarball)}`);
-  const bench = await packBench({ tarballDir: out });
+  const bench = await packBench({ tarballDir: out, repository });
   say(`packed ${bench.name}@${bench.version}: ${relative(process.cwd(), bench.tarball)}`);
 
   const options: PublishOptions = {

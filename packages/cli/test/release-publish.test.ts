@@ -51,6 +51,19 @@ describe('versions', () => {
     ]);
   });
 
+  it('--provenance without a repository to name exits 2 before packing', async () => {
+    const env = npmEnv();
+    delete env.GITHUB_REPOSITORY;
+    const refused = await run(process.execPath, [SCRIPT, '--no-build', '--provenance'], { env }).then(
+      () => undefined,
+      (err: { code?: number; stderr?: string }) => err,
+    );
+    expect(refused).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--provenance needs --repository <url>'),
+    });
+  });
+
   it('the script exits 1 naming the mismatch', async () => {
     const { version } = JSON.parse(await readFile(join(repoRoot, 'packages', 'cli', 'package.json'), 'utf8'));
     const wrong = await run(process.execPath, [SCRIPT, '--check-only', '--tag', 'v999.0.0']).then(
@@ -120,13 +133,16 @@ describe('the publish steps against a local registry', () => {
     if (work) await rm(work, { recursive: true, force: true });
   }, 60_000);
 
-  /** The script as the workflow runs it, with this registry instead of npm's and no provenance. */
+  /**
+   * The script as the workflow runs it, with this registry instead of npm's and no provenance, in an
+   * environment naming the repository as GitHub Actions does.
+   */
   const release = async (...flags: string[]): Promise<string> => {
     const args = [SCRIPT, '--no-build', '--out', join(work, 'out'), '--tag', `v${version}`];
     args.push('--registry', registry.url, '--userconfig', registry.npmrc, ...flags);
     const { stdout } = await run(process.execPath, args, {
       cwd: repoRoot,
-      env: npmEnv(),
+      env: npmEnv({ GITHUB_SERVER_URL: 'https://github.com', GITHUB_REPOSITORY: 'example/tunnel2' }),
       timeout: 240_000,
     }).catch(async (err: Error & { stdout?: string; stderr?: string }) => {
       throw new Error(
@@ -195,6 +211,19 @@ describe('the publish steps against a local registry', () => {
     expect((await npx(['@tunnel2/cli', '--version'])).trim()).toBe(version);
     const help = await npx(['@tunnel2/bench', '--help']);
     expect(help).toContain('ramp');
+    // The repository npm checks provenance against: the one the workflow runs in.
+    for (const [name, directory] of [
+      ['@tunnel2/cli', 'packages/cli'],
+      ['@tunnel2/bench', 'bench'],
+    ] as const) {
+      const res = await fetch(new URL(name.replace('/', '%2f'), registry.url));
+      const doc = (await res.json()) as { versions: Record<string, { repository?: unknown }> };
+      expect(doc.versions[version]?.repository).toEqual({
+        type: 'git',
+        url: 'git+https://github.com/example/tunnel2.git',
+        directory,
+      });
+    }
   }, 300_000);
 
   it('a re-run skips what the registry has already', async () => {
