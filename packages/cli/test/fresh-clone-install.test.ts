@@ -51,8 +51,8 @@ it('pnpm install in a fresh clone prints no "Ignored build scripts" warning', as
       if (err.code !== 'ENOENT') throw err;
     });
   }
-  // The root's `prepare` (the whole workspace's build, a minute here) is the test command's typecheck already: left out
-  // here, it is not a dependency's build script and is not what the warning is about.
+  // The root's `prepare` (the whole workspace's build, a minute here) is the test command's typecheck
+  // already: left out here, it is not a dependency's build script and not what the warning is about.
   const manifestPath = join(clone, 'package.json');
   const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as { scripts: Record<string, string> };
   delete manifest.scripts.prepare;
