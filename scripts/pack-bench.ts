@@ -26,9 +26,8 @@ import { build, type Plugin } from 'esbuild';
 type PackCliModule = typeof import('./pack-cli.js');
 type PackedCli = import('./pack-cli.js').PackedCli;
 type PackageJson = import('./pack-cli.js').PackageJson;
-const { BUNDLE_OPTIONS, builtinsAsRequire, npmPack, readJson, repoRoot, writeNotices } = (await import(
-  new URL('./pack-cli.ts', import.meta.url).href
-)) as PackCliModule;
+const { BUNDLE_OPTIONS, builtinsAsRequire, npmPack, readJson, repoRoot, repositoryField, writeNotices } =
+  (await import(new URL('./pack-cli.ts', import.meta.url).href)) as PackCliModule;
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -122,7 +121,7 @@ export function usersReadme(markdown: string): string {
 }
 
 /** Builds bench/publish/ from the workspace build (run `tsc -b` first). */
-export async function buildBenchPublishDir(): Promise<{
+export async function buildBenchPublishDir(options: { repository?: string | undefined } = {}): Promise<{
   source: PackageJson;
   bundled: string[];
   cli: string;
@@ -152,6 +151,7 @@ export async function buildBenchPublishDir(): Promise<{
   const { name, version, description, license, engines } = source;
   const manifest = {
     ...{ name, version, description, license, type: 'module', engines },
+    ...(options.repository === undefined ? {} : { repository: repositoryField(options.repository, 'bench') }),
     bin: { 'tunnel2-bench': `./${BIN}` },
     files: [BIN, CHECK_NODE, 'dist', 'THIRD-PARTY-NOTICES.md'],
     dependencies: { '@tunnel2/cli': cli },
@@ -166,9 +166,11 @@ export async function buildBenchPublishDir(): Promise<{
   return { source, bundled, cli };
 }
 
-/** Builds the publish folder and packs it with `npm pack` into `tarballDir` (default: bench/). */
-export async function packBench(options: { tarballDir?: string } = {}): Promise<PackedBench> {
-  const { source, bundled, cli } = await buildBenchPublishDir();
+/** Builds the publish folder and packs it with `npm pack` into `tarballDir` (default: bench/); see packCli. */
+export async function packBench(
+  options: { tarballDir?: string; repository?: string | undefined } = {},
+): Promise<PackedBench> {
+  const { source, bundled, cli } = await buildBenchPublishDir(options);
   const packed = await npmPack(benchPublishDir, options.tarballDir ?? benchDir);
   const dependencies = { '@tunnel2/cli': cli };
   return {

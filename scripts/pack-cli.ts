@@ -330,13 +330,22 @@ async function bundleTypes(): Promise<void> {
   if (foreign.length > 0) throw new Error(`index.d.ts imports ${foreign.join(', ')}: only node:* may remain`);
 }
 
+/**
+ * `repository` of a published manifest: npm checks it against the repository a provenance statement names
+ * (`npm publish --provenance` fails when they differ), so the release passes the one it runs in.
+ */
+export function repositoryField(url: string, directory: string): Record<string, string> {
+  return { type: 'git', url: `git+${url.replace(/\.git$/, '')}.git`, directory };
+}
+
 /** package.json of the published package: the workspace one without dependencies, scripts or dev fields. */
-function publishManifest(source: PackageJson): Record<string, unknown> {
+function publishManifest(source: PackageJson, repository?: string): Record<string, unknown> {
   return {
     name: source.name,
     version: source.version,
     description: source.description,
     license: source.license,
+    ...(repository === undefined ? {} : { repository: repositoryField(repository, 'packages/cli') }),
     type: 'module',
     engines: source.engines,
     bin: source.bin,
@@ -353,14 +362,19 @@ function publishManifest(source: PackageJson): Record<string, unknown> {
 }
 
 /** Builds packages/cli/publish/ from the workspace build (run `tsc -b` first). */
-export async function buildPublishDir(): Promise<{ source: PackageJson; bundled: string[] }> {
+export async function buildPublishDir(
+  options: { repository?: string | undefined } = {},
+): Promise<{ source: PackageJson; bundled: string[] }> {
   const source = await readJson<PackageJson>(join(cliDir, 'package.json'));
   await rm(publishDir, { recursive: true, force: true });
   await mkdir(join(publishDir, 'bin'), { recursive: true });
   const metafile = await bundleJs();
   const bundled = await writeNotices(metafile);
   await bundleTypes();
-  await writeFile(join(publishDir, 'package.json'), `${JSON.stringify(publishManifest(source), null, 2)}\n`);
+  await writeFile(
+    join(publishDir, 'package.json'),
+    `${JSON.stringify(publishManifest(source, options.repository), null, 2)}\n`,
+  );
   for (const file of ['bin/tunnel2.js', 'bin/check-node.js', 'README.md', 'LICENSE', 'tunnel2.schema.json']) {
     await copyFile(join(cliDir, file), join(publishDir, file));
   }
@@ -398,9 +412,14 @@ export async function npmPack(
   };
 }
 
-/** Builds the publish folder and packs it with `npm pack` into `tarballDir` (default: packages/cli). */
-export async function packCli(options: { tarballDir?: string } = {}): Promise<PackedCli> {
-  const { source, bundled } = await buildPublishDir();
+/**
+ * Builds the publish folder and packs it with `npm pack` into `tarballDir` (default: packages/cli), with
+ * `repository` (a https URL of the repository) in the manifest when given.
+ */
+export async function packCli(
+  options: { tarballDir?: string; repository?: string | undefined } = {},
+): Promise<PackedCli> {
+  const { source, bundled } = await buildPublishDir(options);
   const packed = await npmPack(publishDir, options.tarballDir ?? cliDir);
   return {
     dir: publishDir,

@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { connect as netConnect, type Server, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import {
+  findCommand,
   freePort,
   type Haproxy,
   type RedisServer,
@@ -372,25 +373,20 @@ describe('TCP tunnels in a cluster: connections that arrive while the holder dra
 
 describe('TCP tunnels in a cluster when the registry restarts empty', () => {
   it('live connections go on, and the holder claims its port again', async () => {
+    const redisCli = findCommand('redis-cli', 'redis-tools');
     const { port, held, via } = await echoTunnel(token(3));
     const direct = await openEcho(held, port);
     const carried = await openEcho(via, port);
     await direct.step(64 * 1024);
     await carried.step(64 * 1024);
     const record = async (): Promise<string> => {
-      const keys = await run('redis-cli', [
-        '-p',
-        String(redis.port),
-        '--scan',
-        '--pattern',
-        `*:s:tcp:${port}`,
-      ]);
+      const keys = await run(redisCli, ['-p', String(redis.port), '--scan', '--pattern', `*:s:tcp:${port}`]);
       const key = keys.stdout.trim();
       if (key === '') return '';
-      return (await run('redis-cli', ['-p', String(redis.port), 'HGET', key, 'nodeId'])).stdout.trim();
+      return (await run(redisCli, ['-p', String(redis.port), 'HGET', key, 'nodeId'])).stdout.trim();
     };
     expect(await record()).toBe(held.id);
-    await run('redis-cli', ['-p', String(redis.port), 'FLUSHALL']);
+    await run(redisCli, ['-p', String(redis.port), 'FLUSHALL']);
     expect(await record()).toBe('');
     // Re-asserted at the holder's next renewal round, for the same node.
     expect(await until(async () => (await record()) === held.id)).toBe(true);

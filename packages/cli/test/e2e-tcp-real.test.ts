@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { buildEdge } from '@tunnel2/edge';
-import { type RedisServer, startRedisServer } from '@tunnel2/test-services';
+import { findCommand, type RedisServer, startRedisServer } from '@tunnel2/test-services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPostgres, type TestPostgres } from './support/postgres-server.js';
 import { peakRss, readInBursts, spawnCli } from './support/processes.js';
@@ -39,7 +39,7 @@ describe('TCP tunnels with real clients and servers', () => {
     });
     const psql = (...args: string[]) =>
       run(
-        'psql',
+        findCommand('psql', 'postgresql-client'),
         [
           '-h',
           '127.0.0.1',
@@ -94,14 +94,14 @@ describe('TCP tunnels with real clients and servers', () => {
 
     it('sets and gets through redis-cli', async () => {
       const cli = (...args: string[]) =>
-        run('redis-cli', ['-h', '127.0.0.1', '-p', String(stack.port), ...args]);
+        run(findCommand('redis-cli', 'redis-tools'), ['-h', '127.0.0.1', '-p', String(stack.port), ...args]);
       expect((await cli('set', 'greeting', 'hello tunnel')).stdout.trim()).toBe('OK');
       expect((await cli('get', 'greeting')).stdout.trim()).toBe('hello tunnel');
     });
 
     it('runs redis-benchmark with no errors', async () => {
       const { stdout, stderr } = await run(
-        'redis-benchmark',
+        findCommand('redis-benchmark', 'redis-tools'),
         [
           '-h',
           '127.0.0.1',

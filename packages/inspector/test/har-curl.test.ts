@@ -79,6 +79,10 @@ describe('copy as curl (run with real curl against a server that records the raw
   let server: Server;
   let base: string;
   beforeAll(async () => {
+    // Not a bare "curl: command not found" (exit 127) in every case below.
+    const curl = await run('bash', ['-c', 'command -v curl']).catch(() => undefined);
+    if (curl === undefined)
+      throw new Error('curl is not installed: apt-get install -y curl (.ci/run does it)');
     server = await rawServer(received);
     base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   });

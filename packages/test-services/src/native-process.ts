@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { Socket } from 'node:net';
+import { delimiter, join } from 'node:path';
 import { ServiceError, ServiceErrorCode } from './errors.js';
 
 /*
@@ -27,6 +28,24 @@ export function findBinary(candidates: readonly string[], debianPackage: string)
     );
   }
   return found;
+}
+
+/**
+ * A command the tests run by name (psql, redis-cli, python3, openssl, ...): its path on PATH or in the system
+ * folders Debian installs to (/usr/sbin is not on every PATH); else a NOT_INSTALLED error naming the Debian
+ * package, instead of a bare `spawn psql ENOENT`.
+ */
+export function findCommand(name: string, debianPackage: string, path = process.env.PATH ?? ''): string {
+  const dirs = [
+    ...path.split(delimiter).filter((dir) => dir !== ''),
+    '/usr/local/bin',
+    '/usr/bin',
+    '/usr/sbin',
+  ];
+  return findBinary(
+    dirs.map((dir) => join(dir, name)),
+    debianPackage,
+  );
 }
 
 /** A spawned native process, its output (the first 16 KiB) and its exit. */

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { promisify } from 'node:util';
+import { findCommand } from '@tunnel2/test-services';
 import { WebSocketServer } from 'ws';
 
 const run = promisify(execFile);
@@ -35,7 +36,7 @@ export async function makeCertificates(): Promise<TestCertificates> {
   const dir = await mkdtemp(join(tmpdir(), 'tunnel2-tls-'));
   const p = (name: string): string => join(dir, name);
   const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await run('openssl', [
+  await run(findCommand('openssl', 'openssl'), [
     'req',
     '-x509',
     ...ecKey,
@@ -50,7 +51,7 @@ export async function makeCertificates(): Promise<TestCertificates> {
     '-addext',
     SAN,
   ]);
-  await run('openssl', [
+  await run(findCommand('openssl', 'openssl'), [
     'req',
     '-x509',
     ...ecKey,
@@ -67,7 +68,7 @@ export async function makeCertificates(): Promise<TestCertificates> {
     '-addext',
     'keyUsage=critical,keyCertSign',
   ]);
-  await run('openssl', [
+  await run(findCommand('openssl', 'openssl'), [
     'req',
     '-new',
     ...ecKey,
@@ -79,7 +80,7 @@ export async function makeCertificates(): Promise<TestCertificates> {
     '/CN=localhost',
   ]);
   await writeFile(p('srv.ext'), `${SAN}\n`);
-  await run('openssl', [
+  await run(findCommand('openssl', 'openssl'), [
     'x509',
     '-req',
     '-in',

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { findCommand } from '@tunnel2/test-services';
 import { withOwnConfigHome } from './config-home.js';
 import { cliBin } from './processes.js';
 import { VirtualTerminal } from './virtual-terminal.js';
@@ -29,10 +30,14 @@ export function ptyCli(
   const columns = options.columns ?? 100;
   const rows = options.rows ?? 20;
   const home = withOwnConfigHome(options.env ?? {});
-  const child = spawn('python3', [ptyRun, String(columns), String(rows), process.execPath, cliBin, ...args], {
-    env: { ...process.env, TERM: 'xterm-256color', NO_COLOR: '', ...home.env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    findCommand('python3', 'python3'),
+    [ptyRun, String(columns), String(rows), process.execPath, cliBin, ...args],
+    {
+      env: { ...process.env, TERM: 'xterm-256color', NO_COLOR: '', ...home.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   child.once('close', home.cleanup);
   const terminal = new VirtualTerminal(columns, rows);
   let raw = '';
