@@ -1,0 +1,136 @@
+import { write as fsWrite } from 'node:fs';
+
+/**
+ * Where the edge's log lines go (stderr, by file descriptor), with backpressure: a write is in flight at a
+ * time, on libuv's thread pool like pino's own destination, so a slow or frozen reader (a paused terminal,
+ * a stuck log shipper) never stops the event loop. While it is in flight, lines wait up to a bound; beyond
+ * it they are dropped and counted, and one line says how many once the reader takes data again. Without the
+ * bound the log would grow the process for as long as the reader stays stuck (pino's SonicBoom buffers
+ * without limit by default).
+ */
+export interface LogSink {
+  /** Writes one or more whole lines (each ending in a newline). */
+  write(text: string): void;
+  /** Calls `done` once what was accepted so far is written (or could not be: the reader is gone). */
+  flush(done?: (err?: Error) => void): void;
+  /** Characters accepted but not yet handed to the kernel (bounded by `maxBufferedChars` plus one write). */
+  readonly bufferedChars: number;
+  /** Lines dropped since the last "dropped" line was queued. */
+  readonly dropped: number;
+}
+
+export interface LogSinkOptions {
+  /** The file descriptor written to; default 2 (stderr). */
+  fd?: number;
+  /** Characters held while a write is in flight; default 1 Mi. */
+  maxBufferedChars?: number;
+  /** The line (in the log's own format) saying that `count` lines were dropped. */
+  droppedLine: (count: number) => string;
+}
+
+// A pipe whose descriptor is non-blocking answers EAGAIN when full: the write is tried again a little later.
+const RETRY_MS = 50;
+
+export function createLogSink(options: LogSinkOptions): LogSink {
+  const fd = options.fd ?? 2;
+  const maxBufferedChars = options.maxBufferedChars ?? 1024 * 1024;
+  let queued: string[] = [];
+  let queuedChars = 0;
+  /** The bytes of the write in flight (what the kernel has not taken yet of it). */
+  let inFlight: Buffer | undefined;
+  let dropped = 0;
+  /** The reader is gone (EPIPE, a closed descriptor): nothing more is written, nothing more kept. */
+  let gone = false;
+  let flushWaiters: Array<(err?: Error) => void> = [];
+
+  const settleFlushes = (): void => {
+    if (inFlight !== undefined || queuedChars > 0 || flushWaiters.length === 0) return;
+    const waiters = flushWaiters;
+    flushWaiters = [];
+    for (const done of waiters) done();
+  };
+
+  const writeNext = (): void => {
+    if (gone || inFlight !== undefined) return;
+    if (queuedChars === 0) {
+      settleFlushes();
+      return;
+    }
+    inFlight = Buffer.from(queued.join(''));
+    queued = [];
+    queuedChars = 0;
+    writeInFlight();
+  };
+
+  const writeInFlight = (): void => {
+    const buffer = inFlight as Buffer;
+    fsWrite(fd, buffer, 0, buffer.length, null, (err, written) => {
+      if (err) {
+        if (err.code === 'EAGAIN') {
+          setTimeout(writeInFlight, RETRY_MS).unref();
+          return;
+        }
+        // EPIPE, EBADF...: there is no one left to tell.
+        gone = true;
+        inFlight = undefined;
+        queued = [];
+        queuedChars = 0;
+        const waiters = flushWaiters;
+        flushWaiters = [];
+        for (const done of waiters) done(err);
+        return;
+      }
+      if (written < buffer.length) {
+        // A view, not a copy: the rest of the same bytes.
+        inFlight = buffer.subarray(written);
+        writeInFlight();
+        return;
+      }
+      inFlight = undefined;
+      if (dropped > 0) {
+        // After the lines held (they came before the dropped ones), before whatever comes next.
+        const line = options.droppedLine(dropped);
+        dropped = 0;
+        queued.push(line);
+        queuedChars += line.length;
+      }
+      writeNext();
+    });
+  };
+
+  return {
+    write(text) {
+      if (gone) return;
+      // Once a line is dropped, every line is until the count is written: the log never reads as if
+      // nothing was lost between two lines that made it.
+      if (dropped > 0 || (inFlight !== undefined && queuedChars + text.length > maxBufferedChars)) {
+        dropped += countLines(text);
+        return;
+      }
+      queued.push(text);
+      queuedChars += text.length;
+      writeNext();
+    },
+    flush(done) {
+      if (done === undefined) return;
+      if (gone) {
+        done();
+        return;
+      }
+      flushWaiters.push(done);
+      settleFlushes();
+    },
+    get bufferedChars() {
+      return queuedChars + (inFlight?.length ?? 0);
+    },
+    get dropped() {
+      return dropped;
+    },
+  };
+}
+
+function countLines(text: string): number {
+  let count = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) count++;
+  return Math.max(count, 1);
+}
