@@ -177,7 +177,7 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
     io.stdout(`${JSON.stringify(redactedConfig(settings), null, 2)}\n`);
     return 0;
   }
-  const logger = await createEdgeLogger({ level: settings.logLevel, format: settings.logFormat });
+  const logger = createEdgeLogger({ level: settings.logLevel, format: settings.logFormat });
   let server: EdgeServer;
   try {
     server = await startEdgeServer(settings, logger, io.version);
@@ -187,35 +187,9 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
     logger.flush();
     return 1;
   }
-  const explicit = Object.fromEntries(
-    Object.entries(redactedConfig(settings)).filter(
-      ([key]) => sources[key as keyof EdgeSettings] !== 'default',
-    ),
-  );
-  logger.info(
-    {
-      url: server.url,
-      adminUrl: server.adminUrl,
-      domain: server.edge.options.domain,
-      config: explicit,
-      configFile: command.configPath,
-    },
-    'edge listening',
-  );
-  if (command.json) {
-    io.stdout(
-      `${JSON.stringify({ event: 'listening', url: server.url, domain: server.edge.options.domain, adminUrl: server.adminUrl })}\n`,
-    );
-  } else {
-    const port = new URL(server.url).port;
-    io.stdout(
-      `tunnel2 edge listening on ${server.url}\n` +
-        `agents:  npx tunnel2 http <port> --server ${server.url}\n` +
-        `tunnels: http://<name>.${server.edge.options.domain}:${port}/  and  ${server.url}/session/<name>/\n` +
-        (server.adminUrl === undefined ? '' : `ops:     ${server.adminUrl}/healthz  /readyz  /metrics\n`),
-    );
-  }
-  return new Promise<number>((resolve) => {
+  // Listening for the signal before saying so: a script that signals as soon as it reads the listening
+  // line (or the banner) must get a drain, not the default action that kills the process at once.
+  const exit = new Promise<number>((resolve) => {
     let signals = 0;
     const stop = io.onShutdownSignal((signal) => {
       signals++;
@@ -243,6 +217,36 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
         .then(() => resolve(0));
     });
   });
+  const explicit = Object.fromEntries(
+    Object.entries(redactedConfig(settings)).filter(
+      ([key]) => sources[key as keyof EdgeSettings] !== 'default',
+    ),
+  );
+  logger.info(
+    {
+      url: server.url,
+      adminUrl: server.adminUrl,
+      domain: server.edge.options.domain,
+      config: explicit,
+      configFile: command.configPath,
+    },
+    'edge listening',
+  );
+  if (command.json) {
+    io.stdout(
+      `${JSON.stringify({ event: 'listening', url: server.url, domain: server.edge.options.domain, adminUrl: server.adminUrl })}\n`,
+    );
+  } else {
+    // The same addresses as the landing page's (edge-addresses.ts), not the listening one (0.0.0.0...).
+    const addresses = server.edge.addresses();
+    io.stdout(
+      `tunnel2 edge listening on ${server.url}\n` +
+        `agents:  npx tunnel2 http <port> --server ${addresses.server}\n` +
+        `tunnels: ${addresses.tunnelByHost}  and  ${addresses.tunnelByPath}\n` +
+        (server.adminUrl === undefined ? '' : `ops:     ${server.adminUrl}/healthz  /readyz  /metrics\n`),
+    );
+  }
+  return exit;
 }
 
 /** Runs the edge's own option validation (auth on a public address, secret length...) without building. */
