@@ -141,3 +141,35 @@ describe('the banner and the landing page', () => {
     }
   });
 });
+
+describe('tunnel2 server --help and usage errors, as a user runs them', () => {
+  it('help fits the terminal it is shown on, grouped, defaults in human units', async () => {
+    const help = ptyCli(['server', '--help'], { columns: 72, rows: 40 });
+    cleanups.push(() => help.kill());
+    expect(await help.exited).toBe(0);
+    const lines = help.raw().split('\r\n');
+    expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(72);
+    for (const heading of ['Listening:', 'Domains and TLS:', 'Agents and tokens:', 'Limits:', 'TCP tunnels:'])
+      expect(lines).toContain(heading);
+    expect(help.raw()).toContain('default 60 s;');
+    // Piped (not a terminal): COLUMNS, else 80.
+    const piped = spawnCli(['server', '--help'], { COLUMNS: '64' });
+    expect(await piped.exited).toBe(0);
+    const text = piped.events.map((event) => String(event.line ?? '')).join('\n');
+    expect(text).toContain('Protocol tuning:');
+    expect(Math.max(...text.split('\n').map((line) => line.length))).toBeLessThanOrEqual(64);
+  });
+
+  it('an unknown flag or a flag without its value exits 2 with one line and where the help is', async () => {
+    for (const [args, problem] of [
+      [['--prot', '8080'], 'unknown option --prot (did you mean --port?)'],
+      [['--port'], 'option --port needs a value'],
+    ] as const) {
+      const server = spawnCli(['server', ...args]);
+      expect(await server.exited).toBe(2);
+      expect(server.stderr()).toBe(
+        `tunnel2 server: ${problem}\nusage: tunnel2 server [options]\nsee tunnel2 server --help\n`,
+      );
+    }
+  });
+});

@@ -2,8 +2,9 @@ import { redactRedisUrl } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './admin-server.js';
 import { buildEdge, type Edge } from './build-edge.js';
-import { edgeHelp, parseEdgeCommand } from './edge-args.js';
+import { parseEdgeCommand } from './edge-args.js';
 import { type EdgeSettings, redactedConfig } from './edge-config.js';
+import { edgeHelp, helpWidth } from './edge-help.js';
 import { createEdgeLogger } from './edge-logger.js';
 import { resolveEdgeOptions } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
@@ -143,6 +144,8 @@ export interface EdgeCommandIo {
   env: NodeJS.ProcessEnv;
   /** How this command is invoked, for --help. */
   command: string;
+  /** stdout's terminal width, when stdout is a terminal: --help is wrapped to it (else COLUMNS, else 80). */
+  columns?: number;
   version: string;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
@@ -157,7 +160,7 @@ export interface EdgeCommandIo {
 export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
   // Help never depends on the rest being valid: it is what one reads to fix it.
   if (io.argv.includes('--help') || io.argv.includes('-h')) {
-    io.stdout(edgeHelp(io.command));
+    io.stdout(edgeHelp(io.command, helpWidth(io.columns, io.env)));
     return 0;
   }
   let command: Awaited<ReturnType<typeof parseEdgeCommand>>;
@@ -166,6 +169,12 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
     // Fail fast, before printing or listening, with the same checks the edge makes.
     toEdgeOptionsChecked(command.config.settings);
   } catch (err) {
+    if (err instanceof EdgeError && err.code === EdgeErrorCode.INVALID_OPTION) {
+      // A usage error: exit 2 (as POSIX utilities, npm and the CLI's other commands), what is wrong, the
+      // usage line and where the rest is; not the whole help, which would push the error off the screen.
+      io.stderr(`${io.command}: ${err.message}\nusage: ${io.command} [options]\nsee ${io.command} --help\n`);
+      return 2;
+    }
     if (err instanceof EdgeError) {
       io.stderr(`${io.command}: ${err.message}\n`);
       return 1;
