@@ -193,7 +193,7 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     io.stderr(`${io.command}: ${message}\n`);
-    logger.flush();
+    await flushed(logger);
     return 1;
   }
   // Listening for the signal before saying so: a script that signals as soon as it reads the listening

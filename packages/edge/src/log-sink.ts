@@ -1,4 +1,4 @@
-import { write as fsWrite } from 'node:fs';
+import { write as fsWrite, writeSync } from 'node:fs';
 
 /**
  * Where the edge's log lines go (stderr, by file descriptor), with backpressure: a write is in flight at a
@@ -31,6 +31,26 @@ export interface LogSinkOptions {
 // A pipe whose descriptor is non-blocking answers EAGAIN when full: the write is tried again a little later.
 const RETRY_MS = 50;
 
+/**
+ * Lines still queued when the process exits (an uncaught error, a process.exit() that did not flush) are
+ * written synchronously, as pino's own destination does; but not by a sink whose write has been in flight
+ * for a while: its reader stopped, and a synchronous write would hold the exit for good. A write in flight
+ * for less than that is taken as done (a reader that reads takes bytes in microseconds).
+ */
+const STUCK_MS = 500;
+const atExit = new Set<() => void>();
+let exitHooked = false;
+function writeAtExit(write: () => void): () => void {
+  if (!exitHooked) {
+    exitHooked = true;
+    process.once('exit', () => {
+      for (const pending of atExit) pending();
+    });
+  }
+  atExit.add(write);
+  return () => atExit.delete(write);
+}
+
 export function createLogSink(options: LogSinkOptions): LogSink {
   const fd = options.fd ?? 2;
   const maxBufferedChars = options.maxBufferedChars ?? 1024 * 1024;
@@ -38,10 +58,16 @@ export function createLogSink(options: LogSinkOptions): LogSink {
   let queuedChars = 0;
   /** The bytes of the write in flight (what the kernel has not taken yet of it). */
   let inFlight: Buffer | undefined;
+  let inFlightSince = 0;
   let dropped = 0;
   /** The reader is gone (EPIPE, a closed descriptor): nothing more is written, nothing more kept. */
   let gone = false;
   let flushWaiters: Array<(err?: Error) => void> = [];
+  const unhookExit = writeAtExit(() => {
+    if (gone || queuedChars === 0) return;
+    if (inFlight !== undefined && performance.now() - inFlightSince > STUCK_MS) return;
+    writeAllSync(fd, Buffer.from(queued.join('')));
+  });
 
   const settleFlushes = (): void => {
     if (inFlight !== undefined || queuedChars > 0 || flushWaiters.length === 0) return;
@@ -57,6 +83,7 @@ export function createLogSink(options: LogSinkOptions): LogSink {
       return;
     }
     inFlight = Buffer.from(queued.join(''));
+    inFlightSince = performance.now();
     queued = [];
     queuedChars = 0;
     writeInFlight();
@@ -72,6 +99,7 @@ export function createLogSink(options: LogSinkOptions): LogSink {
         }
         // EPIPE, EBADF...: there is no one left to tell.
         gone = true;
+        unhookExit();
         inFlight = undefined;
         queued = [];
         queuedChars = 0;
@@ -133,4 +161,20 @@ function countLines(text: string): number {
   let count = 0;
   for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) count++;
   return Math.max(count, 1);
+}
+
+/** Writes `bytes` to `fd` now, through partial writes and, for a bounded time, a full non-blocking pipe. */
+function writeAllSync(fd: number, bytes: Buffer): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  let rest = bytes;
+  for (let tries = 0; rest.length > 0 && tries < 50; ) {
+    try {
+      rest = rest.subarray(writeSync(fd, rest));
+    } catch (err) {
+      // EPIPE, EBADF: nothing more can be done while exiting.
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') return;
+      tries++;
+      Atomics.wait(pause, 0, 0, 10);
+    }
+  }
 }

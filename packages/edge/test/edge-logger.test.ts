@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, constants, createReadStream, openSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -225,5 +225,29 @@ describe('the log sink: a reader that stops reading', () => {
     const lines = text.split('\n');
     expect(lines.filter((l) => l === line.trimEnd()).length + dropped).toBe(written + 5_000);
     expect(lines.slice(-3)).toEqual([`dropped ${dropped}`, 'after', '']);
+  });
+});
+
+describe('the log at exit', () => {
+  it('a process that exits at once after logging (an uncaught error, process.exit) still writes its lines', async () => {
+    // The built logger (pnpm exec tsc -b), as the bins run it.
+    const logger = new URL('../dist/edge-logger.js', import.meta.url).href;
+    const script = `const { createEdgeLogger } = await import(${JSON.stringify(logger)});
+      const logger = createEdgeLogger({ level: 'info', format: 'json' });
+      for (let i = 0; i < 1000; i++) logger.info({ i }, 'line');
+      process.exit(3);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const [code] = (await once(child, 'close')) as [number];
+    expect(code).toBe(3);
+    const lines = stderr.trim().split('\n');
+    expect(lines.map((line) => (JSON.parse(line) as { i: number }).i)).toEqual(
+      Array.from({ length: 1000 }, (_, i) => i),
+    );
   });
 });
