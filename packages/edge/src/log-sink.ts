@@ -56,8 +56,10 @@ export function createLogSink(options: LogSinkOptions): LogSink {
   const maxBufferedChars = options.maxBufferedChars ?? 1024 * 1024;
   let queued: string[] = [];
   let queuedChars = 0;
-  /** The bytes of the write in flight (what the kernel has not taken yet of it). */
-  let inFlight: Buffer | undefined;
+  /** The write in flight: its text, or after a partial write the bytes the kernel has not taken yet. */
+  let inFlight: string | Buffer | undefined;
+  /** A write is queued for the end of this turn: the lines logged in one turn go out in one write. */
+  let scheduled = false;
   let inFlightSince = 0;
   let dropped = 0;
   /** The reader is gone (EPIPE, a closed descriptor): nothing more is written, nothing more kept. */
@@ -77,12 +79,14 @@ export function createLogSink(options: LogSinkOptions): LogSink {
   };
 
   const writeNext = (): void => {
+    scheduled = false;
     if (gone || inFlight !== undefined) return;
     if (queuedChars === 0) {
       settleFlushes();
       return;
     }
-    inFlight = Buffer.from(queued.join(''));
+    // A string, not a Buffer: fs.write encodes it in C++ without a JS copy (pino's destination does the same).
+    inFlight = queued.length === 1 ? queued[0]! : queued.join('');
     inFlightSince = performance.now();
     queued = [];
     queuedChars = 0;
@@ -90,8 +94,8 @@ export function createLogSink(options: LogSinkOptions): LogSink {
   };
 
   const writeInFlight = (): void => {
-    const buffer = inFlight as Buffer;
-    fsWrite(fd, buffer, 0, buffer.length, null, (err, written) => {
+    const data = inFlight as string | Buffer;
+    const onWritten = (err: NodeJS.ErrnoException | null, written: number): void => {
       if (err) {
         if (err.code === 'EAGAIN') {
           setTimeout(writeInFlight, RETRY_MS).unref();
@@ -108,9 +112,10 @@ export function createLogSink(options: LogSinkOptions): LogSink {
         for (const done of waiters) done(err);
         return;
       }
-      if (written < buffer.length) {
+      const bytes = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
+      if (written < bytes) {
         // A view, not a copy: the rest of the same bytes.
-        inFlight = buffer.subarray(written);
+        inFlight = (typeof data === 'string' ? Buffer.from(data) : data).subarray(written);
         writeInFlight();
         return;
       }
@@ -123,7 +128,9 @@ export function createLogSink(options: LogSinkOptions): LogSink {
         queuedChars += line.length;
       }
       writeNext();
-    });
+    };
+    if (typeof data === 'string') fsWrite(fd, data, null, 'utf8', onWritten);
+    else fsWrite(fd, data, 0, data.length, null, onWritten);
   };
 
   return {
@@ -131,13 +138,16 @@ export function createLogSink(options: LogSinkOptions): LogSink {
       if (gone) return;
       // Once a line is dropped, every line is until the count is written: the log never reads as if
       // nothing was lost between two lines that made it.
-      if (dropped > 0 || (inFlight !== undefined && queuedChars + text.length > maxBufferedChars)) {
+      if (dropped > 0 || (queuedChars > 0 && queuedChars + text.length > maxBufferedChars)) {
         dropped += countLines(text);
         return;
       }
       queued.push(text);
       queuedChars += text.length;
-      writeNext();
+      if (!scheduled && inFlight === undefined) {
+        scheduled = true;
+        queueMicrotask(writeNext);
+      }
     },
     flush(done) {
       if (done === undefined) return;
