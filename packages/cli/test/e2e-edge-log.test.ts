@@ -1,9 +1,15 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from './support/http-client.js';
-import { spawnCli } from './support/processes.js';
+import { cliBin, spawnCli } from './support/processes.js';
 import { ptyCli } from './support/pty-cli.js';
 
+const ptyRun = fileURLToPath(new URL('./support/pty-run.py', import.meta.url));
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -121,10 +127,52 @@ describe('the edge log read by a program', () => {
   });
 });
 
+describe('the edge log with stdout redirected and stderr on a terminal', () => {
+  it('is JSON: the output is going to a program or a file (`tunnel2 server > out.txt`)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tunnel2-edge-log-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const out = join(dir, 'stdout.txt');
+    // The shell only redirects stdout and becomes the edge (exec): signals reach it, stderr stays the pty.
+    const child = spawn(
+      'python3',
+      [
+        ptyRun,
+        '160',
+        '30',
+        'sh',
+        '-c',
+        'exec "$0" "$1" server --port 0 > "$2"',
+        process.execPath,
+        cliBin,
+        out,
+      ],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    cleanups.push(() => {
+      if (child.exitCode === null && child.stdin.writable) child.stdin.end('signal KILL\n');
+    });
+    let terminal = '';
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        terminal += chunk.toString();
+        if (terminal.includes('"msg":"edge listening"')) resolve();
+      });
+      void exited.then(() => reject(new Error(`exited before listening: ${terminal}`)));
+    });
+    child.stdin.write('signal INT\n');
+    expect(await exited).toBe(0);
+    const logLines = terminal.split('\r\n').filter((line) => line !== '');
+    for (const line of logLines) expect(JSON.parse(line)).toHaveProperty('level');
+    expect(terminal).not.toMatch(SGR);
+    expect(await readFile(out, 'utf8')).toMatch(
+      /^tunnel2 edge listening on http:\/\/127\.0\.0\.1:\d+\nagents: /,
+    );
+  });
+});
+
 describe('the banner and the landing page', () => {
   it('suggest the same server address: the public one, not the listening 0.0.0.0', async () => {
-    const backend = await createTestBackend();
-    cleanups.push(() => backend.close());
     for (const args of [[], ['--host', '0.0.0.0', '--token', 'banner-token-123']]) {
       const { server, serverUrl, port } = await serverInPty(args);
       const banner = server.terminal.lines();
