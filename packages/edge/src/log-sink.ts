@@ -22,7 +22,7 @@ export interface LogSink {
 export interface LogSinkOptions {
   /** The file descriptor written to; default 2 (stderr). */
   fd?: number;
-  /** Characters held while a write is in flight; default 1 Mi. */
+  /** Characters held waiting for the write in flight (or for the end of the turn); default 1 Mi. */
   maxBufferedChars?: number;
   /** The line (in the log's own format) saying that `count` lines were dropped. */
   droppedLine: (count: number) => string;
