@@ -13,6 +13,7 @@ import { SharedTcpPorts } from './cluster/shared-tcp-ports.js';
 import { TAKEOVER_PATH } from './cluster/takeover-notice.js';
 import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { quoteForEcho } from './echo.js';
+import { type EdgeAddresses, edgeAddresses } from './edge-addresses.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
 import {
   answerClientError,
@@ -82,6 +83,8 @@ export interface Edge {
   readonly url: string;
   /** Public URLs of a session name. */
   urlsFor(name: string): { url: string; urls: string[] };
+  /** Where agents connect and the forms of a tunnel's URL, as the banner and the landing page say them. */
+  addresses(): EdgeAddresses;
   /** Requests currently being carried through tunnels. */
   readonly inFlight: number;
   /** The public TCP ports and their counters; undefined unless `tcpPorts` is set. */
@@ -346,10 +349,11 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   app.get('/', async (request, reply) => {
     reply.type('text/plain; charset=utf-8').headers(EDGE_ANSWER_HEADERS);
     const host = hostnameOf(request.headers.host) ?? options.domain;
+    const addresses = edgeAddresses(baseUrl());
     return (
       'tunnel2 edge\n\n' +
-      `Agents connect with:  npx tunnel2 http <port> --server ${baseUrl().origin}\n` +
-      `Tunnels answer at:    http://<name>.${options.domain}:${boundPort}/  or  ${baseUrl().origin}/session/<name>/\n` +
+      `Agents connect with:  npx tunnel2 http <port> --server ${addresses.server}\n` +
+      `Tunnels answer at:    ${addresses.tunnelByHost}  or  ${addresses.tunnelByPath}\n` +
       // How busy an edge is, is the operator's business: shown only when asked for.
       (options.showSessionCount ? `Sessions on this node: ${sessions.size}\n` : '') +
       (host !== options.domain
@@ -421,6 +425,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     startup: ingress.startup,
     publicConnections: connections,
     urlsFor,
+    addresses: () => edgeAddresses(baseUrl()),
     async listen() {
       await app.listen({ port: options.port, host: options.host });
       boundPort = (app.server.address() as AddressInfo).port;

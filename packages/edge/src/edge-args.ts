@@ -1,7 +1,6 @@
 import { parseArgs } from 'node:util';
 import {
   edgeSettingSpecs,
-  envOf,
   flagOf,
   isBooleanSetting,
   isListSetting,
@@ -12,6 +11,7 @@ import {
 } from './edge-config.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
 import { MAX_CONFIG_FILE_BYTES, readSettingsFile } from './settings-file.js';
+import { usageProblem } from './usage-problem.js';
 
 /** What the command line asks for besides settings. */
 export interface EdgeCommand {
@@ -59,11 +59,12 @@ export async function parseEdgeCommand(argv: string[], env: NodeJS.ProcessEnv): 
       allowNegative: true,
     });
   } catch (err) {
-    throw new EdgeError(
-      EdgeErrorCode.INVALID_CONFIG,
-      `${err instanceof Error ? err.message : String(err)} (see --help for the settings)`,
-      { cause: err },
-    );
+    // node:util's message is the fallback only: several lines, for a case the tokens do not show.
+    const problem =
+      usageProblem(argv, argOptions()) ??
+      String((err as Error).message).split('\n')[0] ??
+      'invalid arguments';
+    throw new EdgeError(EdgeErrorCode.INVALID_OPTION, problem, { cause: err });
   }
   const values = parsed.values as Record<string, string | boolean | string[] | undefined>;
   const flags: Partial<Record<SettingKey, unknown>> = {};
@@ -101,27 +102,4 @@ export async function parseEdgeCommand(argv: string[], env: NodeJS.ProcessEnv): 
     config: loadEdgeConfig({ flags, env, ...(file === undefined ? {} : { file }) }),
     configPath,
   };
-}
-
-/** Help generated from the settings table, so it can never miss a setting. */
-export function edgeHelp(command: string): string {
-  const lines = [
-    `Usage: ${command} [settings]`,
-    '',
-    'Runs a tunnel2 edge: one port for agents (WebSocket) and public traffic.',
-    'Every setting is a flag, a variable and a key of the JSON config file; flag > variable > file > default.',
-    '',
-    '  -c, --config <file>      JSON config file (env TUNNEL2_CONFIG)',
-    '  --print-config           print the effective configuration (secrets redacted) and exit',
-    '  --json                   print the listening event as JSON on stdout',
-    '  -h, --help               this help',
-    '',
-  ];
-  for (const key of settingKeys) {
-    const spec = edgeSettingSpecs[key];
-    const flag = `${spec.short === undefined ? '' : `-${spec.short}, `}--${flagOf(key)}${isBooleanSetting(key) ? '' : ' <value>'}`;
-    const def = spec.default === undefined ? '' : ` [default: ${JSON.stringify(spec.default)}]`;
-    lines.push(`  ${flag}`, `      ${spec.description}${def}`, `      env ${envOf(key)}; ${spec.allowed}`);
-  }
-  return `${lines.join('\n')}\n`;
 }

@@ -381,7 +381,8 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   logLevel: { description: 'log level', default: 'info', ...oneOf(logLevels) },
   logFormat: {
-    description: 'json, pretty (needs pino-pretty), or auto: pretty on a TTY when available, else json',
+    description:
+      'pretty: one human line per event (coloured on a terminal); json: one JSON object per line; auto: pretty when stdout and stderr are terminals, else json',
     default: 'auto',
     ...oneOf(['auto', 'json', 'pretty'] as const),
   },

@@ -2,8 +2,9 @@ import { redactRedisUrl } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './admin-server.js';
 import { buildEdge, type Edge } from './build-edge.js';
-import { edgeHelp, parseEdgeCommand } from './edge-args.js';
+import { parseEdgeCommand } from './edge-args.js';
 import { type EdgeSettings, redactedConfig } from './edge-config.js';
+import { edgeHelp, helpWidth } from './edge-help.js';
 import { createEdgeLogger } from './edge-logger.js';
 import { resolveEdgeOptions } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
@@ -143,6 +144,8 @@ export interface EdgeCommandIo {
   env: NodeJS.ProcessEnv;
   /** How this command is invoked, for --help. */
   command: string;
+  /** stdout's terminal width, when stdout is a terminal: --help is wrapped to it (else COLUMNS, else 80). */
+  columns?: number;
   version: string;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
@@ -157,7 +160,7 @@ export interface EdgeCommandIo {
 export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
   // Help never depends on the rest being valid: it is what one reads to fix it.
   if (io.argv.includes('--help') || io.argv.includes('-h')) {
-    io.stdout(edgeHelp(io.command));
+    io.stdout(edgeHelp(io.command, helpWidth(io.columns, io.env)));
     return 0;
   }
   let command: Awaited<ReturnType<typeof parseEdgeCommand>>;
@@ -166,6 +169,12 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
     // Fail fast, before printing or listening, with the same checks the edge makes.
     toEdgeOptionsChecked(command.config.settings);
   } catch (err) {
+    if (err instanceof EdgeError && err.code === EdgeErrorCode.INVALID_OPTION) {
+      // A usage error: exit 2 (as POSIX utilities, npm and the CLI's other commands), what is wrong, the
+      // usage line and where the rest is; not the whole help, which would push the error off the screen.
+      io.stderr(`${io.command}: ${err.message}\nusage: ${io.command} [options]\nsee ${io.command} --help\n`);
+      return 2;
+    }
     if (err instanceof EdgeError) {
       io.stderr(`${io.command}: ${err.message}\n`);
       return 1;
@@ -177,45 +186,19 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
     io.stdout(`${JSON.stringify(redactedConfig(settings), null, 2)}\n`);
     return 0;
   }
-  const logger = await createEdgeLogger({ level: settings.logLevel, format: settings.logFormat });
+  const logger = createEdgeLogger({ level: settings.logLevel, format: settings.logFormat });
   let server: EdgeServer;
   try {
     server = await startEdgeServer(settings, logger, io.version);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     io.stderr(`${io.command}: ${message}\n`);
-    logger.flush();
+    await flushed(logger);
     return 1;
   }
-  const explicit = Object.fromEntries(
-    Object.entries(redactedConfig(settings)).filter(
-      ([key]) => sources[key as keyof EdgeSettings] !== 'default',
-    ),
-  );
-  logger.info(
-    {
-      url: server.url,
-      adminUrl: server.adminUrl,
-      domain: server.edge.options.domain,
-      config: explicit,
-      configFile: command.configPath,
-    },
-    'edge listening',
-  );
-  if (command.json) {
-    io.stdout(
-      `${JSON.stringify({ event: 'listening', url: server.url, domain: server.edge.options.domain, adminUrl: server.adminUrl })}\n`,
-    );
-  } else {
-    const port = new URL(server.url).port;
-    io.stdout(
-      `tunnel2 edge listening on ${server.url}\n` +
-        `agents:  npx tunnel2 http <port> --server ${server.url}\n` +
-        `tunnels: http://<name>.${server.edge.options.domain}:${port}/  and  ${server.url}/session/<name>/\n` +
-        (server.adminUrl === undefined ? '' : `ops:     ${server.adminUrl}/healthz  /readyz  /metrics\n`),
-    );
-  }
-  return new Promise<number>((resolve) => {
+  // Listening for the signal before saying so: a script that signals as soon as it reads the listening
+  // line (or the banner) must get a drain, not the default action that kills the process at once.
+  const exit = new Promise<number>((resolve) => {
     let signals = 0;
     const stop = io.onShutdownSignal((signal) => {
       signals++;
@@ -243,6 +226,36 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
         .then(() => resolve(0));
     });
   });
+  const explicit = Object.fromEntries(
+    Object.entries(redactedConfig(settings)).filter(
+      ([key]) => sources[key as keyof EdgeSettings] !== 'default',
+    ),
+  );
+  logger.info(
+    {
+      url: server.url,
+      adminUrl: server.adminUrl,
+      domain: server.edge.options.domain,
+      config: explicit,
+      configFile: command.configPath,
+    },
+    'edge listening',
+  );
+  if (command.json) {
+    io.stdout(
+      `${JSON.stringify({ event: 'listening', url: server.url, domain: server.edge.options.domain, adminUrl: server.adminUrl })}\n`,
+    );
+  } else {
+    // The same addresses as the landing page's (edge-addresses.ts), not the listening one (0.0.0.0...).
+    const addresses = server.edge.addresses();
+    io.stdout(
+      `tunnel2 edge listening on ${server.url}\n` +
+        `agents:  npx tunnel2 http <port> --server ${addresses.server}\n` +
+        `tunnels: ${addresses.tunnelByHost}  and  ${addresses.tunnelByPath}\n` +
+        (server.adminUrl === undefined ? '' : `ops:     ${server.adminUrl}/healthz  /readyz  /metrics\n`),
+    );
+  }
+  return exit;
 }
 
 /** Runs the edge's own option validation (auth on a public address, secret length...) without building. */

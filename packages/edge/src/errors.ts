@@ -17,6 +17,11 @@ export const EdgeErrorCode = {
   NAME_IN_USE: 'TUNNEL2_ERR_NAME_IN_USE',
   UPGRADE_UNSUPPORTED: 'TUNNEL2_ERR_UPGRADE_UNSUPPORTED',
   INVALID_CONFIG: 'TUNNEL2_ERR_INVALID_CONFIG',
+  /**
+   * `tunnel2 server` / `tunnel2-edge` given a command line it cannot take (an unknown flag, a flag without
+   * its value, an argument): a usage error, exit 2. The CLI's agent commands use the same code.
+   */
+  INVALID_OPTION: 'TUNNEL2_ERR_INVALID_OPTION',
   DRAINING: 'TUNNEL2_ERR_DRAINING',
   AGENT_TOKEN_MISSING: 'TUNNEL2_ERR_AGENT_TOKEN_MISSING',
   AGENT_TOKEN_INVALID: 'TUNNEL2_ERR_AGENT_TOKEN_INVALID',
@@ -70,6 +75,8 @@ export const statusByCode: Readonly<Record<EdgeErrorCode, number>> = {
   TUNNEL2_ERR_NAME_IN_USE: 409,
   TUNNEL2_ERR_UPGRADE_UNSUPPORTED: 501,
   TUNNEL2_ERR_INVALID_CONFIG: 500,
+  // Never an HTTP answer (a command-line error); the table covers every code.
+  TUNNEL2_ERR_INVALID_OPTION: 500,
   TUNNEL2_ERR_DRAINING: 503,
   TUNNEL2_ERR_AGENT_TOKEN_MISSING: 401,
   TUNNEL2_ERR_AGENT_TOKEN_INVALID: 401,

@@ -2,7 +2,7 @@ export { type AdminServer, answerOps, type OpsProbes, startAdminServer } from '.
 export { type AgentAuthOptions, createAgentAuthenticator, createSignedToken } from './agent-auth.js';
 export { AGENT_KEY_HEADER } from './agent-endpoint.js';
 export { buildEdge, type Edge } from './build-edge.js';
-export { edgeHelp, parseEdgeCommand } from './edge-args.js';
+export { parseEdgeCommand } from './edge-args.js';
 export {
   type EdgeSettings,
   edgeSettingSpecs,
@@ -14,6 +14,7 @@ export {
   type SettingSource,
   settingsReference,
 } from './edge-config.js';
+export { edgeHelp } from './edge-help.js';
 export { createEdgeLogger, redactedPaths } from './edge-logger.js';
 export type { EdgeOptions, ResolvedEdgeOptions } from './edge-options.js';
 export { type EdgeCommandIo, type EdgeServer, runEdgeCommand, startEdgeServer } from './edge-server.js';

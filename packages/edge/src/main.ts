@@ -22,6 +22,7 @@ const code = await runEdgeCommand({
   env: process.env,
   command: 'tunnel2-edge',
   version,
+  columns: process.stdout.isTTY ? process.stdout.columns : undefined,
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   onShutdownSignal,

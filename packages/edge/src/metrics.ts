@@ -47,6 +47,7 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
   TUNNEL2_ERR_HTTP_VERSION: 'invalid',
   TUNNEL2_ERR_STREAM_FAILED: 'failed',
   TUNNEL2_ERR_INVALID_CONFIG: 'failed',
+  TUNNEL2_ERR_INVALID_OPTION: 'failed',
   TUNNEL2_ERR_NODE_UNREACHABLE: 'failed',
   TUNNEL2_ERR_NODE_AUTH_INVALID: 'auth',
   TUNNEL2_ERR_NODE_LINK_VERSION: 'invalid',

@@ -23,15 +23,18 @@ export interface SettingSpec<T> {
   short?: string;
   /** Variable name when it differs from TUNNEL2_<SNAKE_KEY>. */
   env?: string;
+  /** An integer setting's bounds, for --help to say them in the setting's unit. */
+  range?: readonly [min: number, max: number];
 }
 
 /** Thrown by a parser: its message says what is allowed; the loader names the setting and the source. */
 export class ValueProblem extends Error {}
 
-export function integer(min: number, max: number): Pick<SettingSpec<number>, 'parse' | 'allowed'> {
+export function integer(min: number, max: number): Pick<SettingSpec<number>, 'parse' | 'allowed' | 'range'> {
   const allowed = `an integer in [${min}, ${max}]`;
   return {
     allowed,
+    range: [min, max],
     parse(raw) {
       const value = typeof raw === 'string' && raw.trim() !== '' ? Number(raw.replaceAll('_', '')) : raw;
       if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
@@ -45,10 +48,11 @@ export function integer(min: number, max: number): Pick<SettingSpec<number>, 'pa
 export function optionalInteger(
   min: number,
   max: number,
-): Pick<SettingSpec<number | undefined>, 'parse' | 'allowed'> {
+): Pick<SettingSpec<number | undefined>, 'parse' | 'allowed' | 'range'> {
   const inner = integer(min, max);
   return {
     allowed: `${inner.allowed}, or unset`,
+    range: inner.range,
     parse: (raw) => (raw === undefined || raw === null || raw === '' ? undefined : inner.parse(raw)),
   };
 }

@@ -13,6 +13,7 @@ export async function runServerCommand(argv: string[]): Promise<number> {
     env: process.env,
     command: 'tunnel2 server',
     version: VERSION,
+    columns: process.stdout.isTTY ? process.stdout.columns : undefined,
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     onShutdownSignal,
