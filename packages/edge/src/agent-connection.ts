@@ -21,6 +21,9 @@ import { StreamSlots, type StreamSlotsOptions } from './stream-slots.js';
 import { TokenBucket } from './token-bucket.js';
 import type { ExtraTunnel, TunnelEntry } from './tunnel-entry.js';
 
+/** ws's WebSocket.OPEN, without importing ws at run time here. */
+const OPEN = 1;
+
 /** The tunnels an agent listed in its HELLO, claimed: the entries that won, and one answer per ask. */
 export interface ClaimedTunnels {
   entries: ExtraTunnel[];
@@ -98,6 +101,9 @@ export class AgentConnection implements TunnelEntry {
   /** Set once handing over: the reason the connection closes with when its streams are done. */
   #handOver: string | undefined;
 
+  /** 'agent connected' was logged: its end is logged too. */
+  #connected = false;
+
   constructor(options: AgentConnectionOptions) {
     this.name = options.name;
     this.epoch = options.epoch;
@@ -120,7 +126,16 @@ export class AgentConnection implements TunnelEntry {
       // which halves what idle sessions cost the edge (nothing here shows the round trip after startup).
       skipPingWhenPinged: true,
       transport: {
-        sendPieces: (pieces, _size, done) => sendCorkedPieces(socket, options.beneath, pieces, done),
+        sendPieces: (pieces, _size, done) => {
+          // The agent's close frame has arrived (it said GOING_AWAY and closed): what is left to send has no
+          // reader, and the socket's 'close' ends the session. Handing it to ws would fail the write, and the
+          // session would end with that error: a warning on every graceful agent exit.
+          if (socket.readyState !== OPEN) {
+            process.nextTick(done);
+            return;
+          }
+          sendCorkedPieces(socket, options.beneath, pieces, done);
+        },
         close: (code, reason) => socket.close(code, reason),
       },
       handler: {
@@ -146,6 +161,10 @@ export class AgentConnection implements TunnelEntry {
             // A peer that provokes answers it does not read, or sends frames that carry nothing.
             this.#log.warn({ err: error, code: error.code }, 'agent session closed: flood protection');
           } else if (error) this.#log.warn({ err: error }, 'agent session ended');
+          else if (this.#connected) {
+            // The pair of 'agent connected': an operator reading the log sees each session end, and how.
+            this.#log.info({ graceful: this.leaving }, this.leaving ? 'agent closed' : 'agent disconnected');
+          }
           options.onClose(this, error);
         },
       },
@@ -265,6 +284,7 @@ export class AgentConnection implements TunnelEntry {
   #answer(hello: Hello, tunnels: Record<string, unknown>[] | undefined): void {
     this.session.sendHello({ ...this.#options.sessionInfo, ...(tunnels ? { tunnels } : {}) }, true);
     this.#log.info({ agent: hello.meta.agent, tunnels: tunnels?.length }, 'agent connected');
+    this.#connected = true;
     this.#options.onReady(this);
   }
 }

@@ -67,6 +67,7 @@ const explanations: Readonly<Record<EdgeErrorCode, Explanation>> = {
   TUNNEL2_ERR_NAME_IN_USE: checkRequest('Name in use'),
   TUNNEL2_ERR_UPGRADE_UNSUPPORTED: checkRequest('Upgrade not supported'),
   TUNNEL2_ERR_INVALID_CONFIG: clusterTrouble('Edge misconfigured'),
+  TUNNEL2_ERR_INVALID_OPTION: clusterTrouble('Edge misconfigured'),
   TUNNEL2_ERR_DRAINING: {
     title: 'Edge restarting',
     where: 'edge',
