@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { InspectorCapture } from '@tunnel2/inspector';
 import {
@@ -130,10 +131,21 @@ export function agentUrl(
   return url.href;
 }
 
+/**
+ * What an edge is told of the agent's key: a hash of it keyed to the edge's origin. The key lives for years
+ * in the user's config directory and proves a name is theirs; an edge (anyone's, self-hosted) must not learn
+ * what would let it claim the user's names on another edge.
+ */
+export function agentKeyFor(key: string, server: string): string {
+  return createHmac('sha256', key).update(new URL(server).origin).digest('base64url');
+}
+
 /** Opens one WebSocket to the edge, runs the handshake, and forwards every stream the edge opens. */
 export function connectSession(options: AgentSessionOptions): Promise<ConnectedSession> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { 'x-tunnel2-agent-key': options.agentKey };
+    const headers: Record<string, string> = {
+      'x-tunnel2-agent-key': agentKeyFor(options.agentKey, options.server),
+    };
     if (options.agentRun !== undefined) headers['x-tunnel2-agent-run'] = options.agentRun;
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
     const url = agentUrl(options.server, options.agentPath, options.name, options.tcp);

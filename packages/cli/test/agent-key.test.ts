@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { agentKeyDir, loadAgentKey } from '../src/agent-key.js';
+import { agentKeyFor } from '../src/agent-session.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -79,5 +80,20 @@ describe('the agent key file', () => {
     expect(key.path).toBeUndefined();
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/^warning: cannot (create|read) the agent key .* \((ENOTDIR|EEXIST)/);
+  });
+});
+
+describe('what an edge is told of the key', () => {
+  const key = 'k'.repeat(43);
+
+  it('is a hash keyed to the edge origin: one edge cannot claim your names on another', () => {
+    const here = agentKeyFor(key, 'https://tunnel.example.com');
+    expect(here).not.toContain(key);
+    expect(here).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(agentKeyFor(key, 'https://tunnel.example.com/some/path')).toBe(here);
+    expect(agentKeyFor(key, 'https://TUNNEL.example.com:443')).toBe(here);
+    expect(agentKeyFor(key, 'https://other.example.com')).not.toBe(here);
+    expect(agentKeyFor(key, 'http://tunnel.example.com')).not.toBe(here);
+    expect(agentKeyFor(`${key}x`, 'https://tunnel.example.com')).not.toBe(here);
   });
 });

@@ -128,10 +128,14 @@ export class AgentConnection implements TunnelEntry {
       transport: {
         sendPieces: (pieces, _size, done) => {
           // The agent's close frame has arrived (it said GOING_AWAY and closed): what is left to send has no
-          // reader, and the socket's 'close' ends the session. Handing it to ws would fail the write, and the
-          // session would end with that error: a warning on every graceful agent exit.
+          // reader. The session ends now, without an error: handed to ws, the write would fail and end it with
+          // that error, a warning on every graceful agent exit. Now, not at the socket's 'close', which comes
+          // a round trip later: a graceful close frees the agent's names before its close() has resolved.
           if (socket.readyState !== OPEN) {
-            process.nextTick(done);
+            process.nextTick(() => {
+              this.session.transportClosed();
+              done();
+            });
             return;
           }
           sendCorkedPieces(socket, options.beneath, pieces, done);
