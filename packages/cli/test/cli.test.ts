@@ -13,9 +13,14 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [cliBin, ...args]);
+    const { stdout, stderr } = await run(process.execPath, [cliBin, ...args], {
+      env: { ...process.env, TUNNEL2_TOKEN_SECRET: undefined, ...env },
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -62,6 +67,84 @@ describe('tunnel2 CLI', () => {
       );
       expect(stderr.split('\n')).toHaveLength(2);
     }
+  });
+
+  // Issue "The everyday loop, polished", 5: a usage error printed the whole help and exited 1.
+  it('a usage error exits 2 with the error, one usage line and where the help is, for every command', async () => {
+    const cases: [args: string[], error: string, usage: string][] = [
+      [['http', '--bogus', '3000'], "unknown option '--bogus'", 'tunnel2 http [options] <target>'],
+      [['http'], "missing required argument 'target'", 'tunnel2 http [options] <target>'],
+      [
+        ['http', '3000', '--server'],
+        "option '-s, --server <url>' argument missing",
+        'tunnel2 http [options] <target>',
+      ],
+      [['http', '3000', 'extra'], "too many arguments for 'http'", 'tunnel2 http [options] <target>'],
+      [
+        ['http', '3000', '--host-header='],
+        "option '--host-header <mode>' argument '' is invalid",
+        'tunnel2 http [options] <target>',
+      ],
+      [['tcp', '--nope', '5432'], "unknown option '--nope'", 'tunnel2 tcp [options] <target>'],
+      [['tcp'], "missing required argument 'target'", 'tunnel2 tcp [options] <target>'],
+      [
+        ['tcp', '5432', '--remote-port'],
+        "option '--remote-port <port>' argument missing",
+        'tunnel2 tcp [options] <target>',
+      ],
+      [['start', '--nope'], "unknown option '--nope'", 'tunnel2 start [options] [names...]'],
+      [
+        ['start', '--config'],
+        "option '-c, --config <file>' argument missing",
+        'tunnel2 start [options] [names...]',
+      ],
+      [['server', '--config'], "option '-c, --config <file>' argument missing", 'tunnel2 server [options]'],
+      [['token'], "required option '--secret <secret>' not specified", 'tunnel2 token [options]'],
+      [['token', '--secret'], "option '--secret <secret>' argument missing", 'tunnel2 token [options]'],
+      [
+        ['token', '--secret', '0123456789abcdef', '--ttl', 'x'],
+        '--ttl x: a positive whole number of seconds',
+        'tunnel2 token [options]',
+      ],
+      [['bogus'], "unknown command 'bogus'", 'tunnel2 [options] [command]'],
+    ];
+    const results = await Promise.all(cases.map(([args]) => cli(args)));
+    cases.forEach(([args, error, usage], i) => {
+      const { code, stdout, stderr } = results[i]!;
+      const command = usage.split(' [')[0];
+      expect({ args, code, stdout }).toEqual({ args, code: 2, stdout: '' });
+      const lines = stderr.split('\n');
+      expect(lines).toHaveLength(4);
+      expect(lines[0]).toContain(`tunnel2: ${error}`);
+      expect(lines.slice(1)).toEqual([`usage: ${usage}`, `see ${command} --help`, '']);
+    });
+  });
+
+  it('token: a secret shorter than the edge takes is refused (exit 2); one the edge takes mints a token', async () => {
+    // The edge's own bound, as `tunnel2 server --token-secret` applies it.
+    expect(() => buildEdge({ port: 0, logger: silent, auth: { tokenSecret: 'x'.repeat(15) } })).toThrow(
+      /at least 16 characters/,
+    );
+    const short = await cli(['token', '--secret', 'x'.repeat(15)]);
+    expect(short.code).toBe(2);
+    expect(short.stdout).toBe('');
+    expect(short.stderr.split('\n')[0]).toBe(
+      'tunnel2: the token secret is 15 characters; the edge takes at least 16 (e.g. openssl rand -hex 32)',
+    );
+    const fromEnv = await cli(['token'], { TUNNEL2_TOKEN_SECRET: 'short' });
+    expect(fromEnv.code).toBe(2);
+    expect(fromEnv.stderr).toMatch(/^tunnel2: the token secret is 5 characters;/);
+    const ok = await cli(['token', '--secret', 'x'.repeat(16), '--subject', 'alice']);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/^t2\.[\w-]+\.[\w-]+\n$/);
+  });
+
+  it('token --help shows examples', async () => {
+    const { code, stdout } = await cli(['token', '--help']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('Examples:');
+    expect(stdout).toContain('tunnel2 token --secret');
+    expect(stdout).toContain('at least 16 characters');
   });
 
   it('--json reports a bad target as one error event, exit code 2', async () => {
