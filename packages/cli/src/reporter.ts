@@ -1,6 +1,7 @@
 import type { SessionInfo } from './agent-session.js';
 import type { AgentError } from './errors.js';
 import type { RequestReport } from './forward-exchange.js';
+import { cutText, finishingText, type InFlightUnit } from './in-flight-text.js';
 import type { LineOutput } from './line-writer.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
 import type { ReconnectingEvent } from './tunnel.js';
@@ -15,7 +16,19 @@ export interface Reporter {
   error(error: AgentError): void;
   /** Advice on what to do next (`code`: a stable TUNNEL2_HINT_* name), e.g. how to get an edge. */
   hint(code: string, message: string): void;
-  closed(): void;
+  /**
+   * The first Ctrl-C (or SIGTERM) came with `count` requests or connections in flight: they are let finish
+   * (up to the close's grace), unless a second one comes.
+   */
+  finishing(count: number, unit: InFlightUnit): void;
+  /** `cut`: a second Ctrl-C stopped the command at once, with these still in flight. */
+  closed(cut?: InFlightCut): void;
+}
+
+/** What a second Ctrl-C cut: the requests or connections still in flight. */
+export interface InFlightCut {
+  count: number;
+  unit: InFlightUnit;
 }
 
 type Write = (line: string) => void;
@@ -52,7 +65,9 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
         fatal: error.fatal,
       }),
     hint: (code, message) => emit('hint', { code, message }),
-    closed: () => emit('closed', {}),
+    // A script reads the outcome from `closed` (its `cut`) and the exit status; the human line goes to nobody.
+    finishing: () => {},
+    closed: (cut) => emit('closed', cut === undefined ? {} : { cut: cut.count }),
   };
 }
 
@@ -102,8 +117,11 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
     hint(_code, message) {
       err(`tunnel2: ${message}\n`);
     },
-    closed() {
-      err('tunnel2: closed\n');
+    finishing(count, unit) {
+      err(`tunnel2: ${finishingText(count, unit)}\n`);
+    },
+    closed(cut) {
+      err(cut === undefined ? 'tunnel2: closed\n' : `tunnel2: ${cutText(cut.count, cut.unit)}\n`);
     },
   };
 }

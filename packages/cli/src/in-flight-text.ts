@@ -1,0 +1,21 @@
+/** What a command's tunnels carry: HTTP tunnels requests, TCP tunnels connections, `tunnel2 start` maybe both. */
+export type InFlightUnit = 'requests' | 'connections' | 'requests and connections';
+
+/** `1 request`, `2 connections`, `3 requests and connections`. */
+export function inFlightCount(count: number, unit: InFlightUnit): string {
+  return `${count} ${count === 1 && unit !== 'requests and connections' ? unit.slice(0, -1) : unit}`;
+}
+
+/**
+ * After the first Ctrl-C (or SIGTERM) with some still in flight: they are let finish, and the way out is said
+ * (as npm, cargo and docker compose say it).
+ */
+export function finishingText(count: number, unit: InFlightUnit): string {
+  return `finishing ${inFlightCount(count, unit)} (Ctrl-C again to stop now)`;
+}
+
+/** After the second: what stopping now cut, in one line. */
+export function cutText(count: number, unit: InFlightUnit): string {
+  if (count === 0) return 'stopped now; nothing was in flight';
+  return `stopped now; ${inFlightCount(count, unit)} in flight ${count === 1 ? 'was' : 'were'} cut short`;
+}
