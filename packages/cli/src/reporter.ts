@@ -44,6 +44,8 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
   const line = (event: string, fields: object): string =>
     `${JSON.stringify({ event, time: new Date().toISOString(), ...tunnel, ...fields })}\n`;
   const emit = (event: string, fields: object): void => out.write(line(event, fields));
+  // `closed` is the last event: a request or connection cut by the close may report after it.
+  let over = false;
   return {
     ready: (info, target, inspectorUrl) =>
       emit('ready', {
@@ -53,8 +55,12 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
         target,
         ...(inspectorUrl === undefined ? {} : { inspectorUrl }),
       }),
-    request: (report) => out.writeBatched(line('request', report)),
-    connection: (report) => out.writeBatched(line('connection', report)),
+    request: (report) => {
+      if (!over) out.writeBatched(line('request', report));
+    },
+    connection: (report) => {
+      if (!over) out.writeBatched(line('connection', report));
+    },
     reconnecting: (event) => emit('reconnecting', event),
     error: (error) =>
       emit('error', {
@@ -67,7 +73,10 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
     hint: (code, message) => emit('hint', { code, message }),
     // A script reads the outcome from `closed` (its `cut`) and the exit status; the human line goes to nobody.
     finishing: () => {},
-    closed: (cut) => emit('closed', cut === undefined ? {} : { cut: cut.count }),
+    closed: (cut) => {
+      over = true;
+      emit('closed', cut === undefined ? {} : { cut: cut.count });
+    },
   };
 }
 
@@ -84,6 +93,8 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
   const prefix = options.tunnel === undefined ? '' : `${options.tunnel}  `;
   const out = (line: string): void => stdout.write(line === '\n' ? line : prefix + line);
   let announced: string | undefined;
+  // The closing line is the last: a request or connection cut by the close may report after it.
+  let over = false;
   return {
     ready(info, target, inspectorUrl) {
       if (announced !== undefined) {
@@ -103,10 +114,10 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
       out('\n');
     },
     request(r) {
-      stdout.writeBatched(prefix + requestLine(r));
+      if (!over) stdout.writeBatched(prefix + requestLine(r));
     },
     connection(c) {
-      stdout.writeBatched(prefix + connectionLine(c));
+      if (!over) stdout.writeBatched(prefix + connectionLine(c));
     },
     reconnecting(e) {
       err(`tunnel2: connection lost (${e.reason}); reconnecting in ${(e.delayMs / 1000).toFixed(1)} s\n`);
@@ -121,6 +132,7 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
       err(`tunnel2: ${finishingText(count, unit)}\n`);
     },
     closed(cut) {
+      over = true;
       err(cut === undefined ? 'tunnel2: closed\n' : `tunnel2: ${cutText(cut.count, cut.unit)}\n`);
     },
   };

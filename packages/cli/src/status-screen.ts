@@ -233,6 +233,8 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
   };
 
   const count = (u: ActivityUnit, line: string): void => {
+    // The closing line is the last: a request or connection cut by the close may report after it.
+    if (finished) return;
     const c = counter(u);
     c.total++;
     c.rate.hit();

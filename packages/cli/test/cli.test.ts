@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { buildEdge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
@@ -187,6 +190,46 @@ describe('tunnel2 CLI', () => {
     agent.kill('SIGINT');
     expect(await agent.exited).toBe(0);
     expect(agent.events.map((e) => e.event)).toContain('closed');
+  });
+
+  it('--json through a pipe (the worker): a second SIGINT stops at once, exit 130, closed says what it cut', async () => {
+    let held: (() => void) | undefined;
+    const arrived = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    const backend = createServer(() => held?.());
+    backend.listen(0, '127.0.0.1');
+    await once(backend, 'listening');
+    cleanups.push(() => {
+      backend.closeAllConnections();
+      backend.close();
+    });
+    const edge = buildEdge({ port: 0, logger: silent });
+    const { port, url } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const backendPort = (backend.address() as AddressInfo).port;
+    const agent = spawnCli([
+      'http',
+      String(backendPort),
+      '--server',
+      url,
+      '--subdomain',
+      'jsoncut',
+      '--json',
+    ]);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await agent.waitFor('ready');
+    const answer = send({ port, path: '/held', headers: ['Host', `jsoncut.localhost:${port}`] }).then(
+      (res) => res.status,
+      () => 'failed',
+    );
+    await arrived;
+    agent.kill('SIGINT');
+    agent.kill('SIGINT');
+    // The backend never answers: exiting did not wait for it.
+    expect(await agent.exited).toBe(130);
+    expect(agent.events.at(-1)).toMatchObject({ event: 'closed', cut: 1 });
+    expect(await answer).not.toBe(200);
   });
 
   it('human output starts with the public URL', async () => {

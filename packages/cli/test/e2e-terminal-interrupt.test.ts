@@ -1,12 +1,13 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { buildEdge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from './support/http-client.js';
 import { type PtyCli, ptyCli } from './support/pty-cli.js';
 import { silent } from './support/stack.js';
+import { portRange, startEchoServer } from './support/tcp-stack.js';
 
 // Issue "The everyday loop, polished", 2: Ctrl-C with requests in flight, a second Ctrl-C, and a resize, as a
 // user at a real terminal sees them (a pty: Ctrl-C is typed, so the terminal echoes ^C and sends SIGINT).
@@ -175,6 +176,39 @@ describe('Ctrl-C at a terminal (a real pty)', () => {
     expect(end.slice(-2)).toEqual(['^C', 'tunnel2: closed']);
     expect(agent.raw()).not.toContain('finishing');
     expectTerminalRestored(agent.raw());
+  });
+
+  it('tunnel2 tcp: the same two steps, counting connections', async () => {
+    const echo = await startEchoServer();
+    cleanups.push(() => echo.server.close());
+    const server = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
+    const { url } = await server.listen();
+    cleanups.push(() => server.close(0));
+    const agent = agentInPty(['tcp', String(echo.port), '--server', url]);
+    const screen = await agent.waitForScreen(
+      (l) => online(l) && l.some((line) => / {2}tcp:\/\//.test(line)),
+      'the public port',
+    );
+    const publicPort = Number(/:(\d+) ->/.exec(screen.find((line) => line.includes('tcp://')) ?? '')?.[1]);
+    const client = connect(publicPort, '127.0.0.1');
+    client.on('error', () => {});
+    cleanups.push(() => client.destroy());
+    client.write('ping');
+    // The echo answered: the connection is open end to end.
+    await once(client, 'data');
+    // Not events.once: it would reject on the reset's 'error', which comes first.
+    const ended = new Promise((resolve) => client.on('close', resolve));
+    agent.ctrlC();
+    await agent.waitForScreen(
+      (l) => (l[0] ?? '').includes('finishing 1 connection (Ctrl-C again to stop now)'),
+      'the header saying finishing 1 connection',
+    );
+    agent.ctrlC();
+    expect(await agent.exited).toBe(130);
+    const end = agent.terminal.lines().filter((line) => line !== '');
+    expect(end.at(-1)).toBe('tunnel2: stopped now; 1 connection in flight was cut short');
+    expectTerminalRestored(agent.raw());
+    await ended;
   });
 
   it('a resize keeps the request lines that were on screen', async () => {
