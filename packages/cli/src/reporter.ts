@@ -71,8 +71,7 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
         fatal: error.fatal,
       }),
     hint: (code, message) => emit('hint', { code, message }),
-    // A script reads the outcome from `closed` (its `cut`) and the exit status; the human line goes to nobody.
-    finishing: () => {},
+    finishing: (count) => emit('finishing', { count }),
     closed: (cut) => {
       over = true;
       emit('closed', cut === undefined ? {} : { cut: cut.count });

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
@@ -50,6 +51,18 @@ describe('tunnel2 CLI', () => {
     for (const flag of ['--server', '--subdomain', '--token', '--host-header', '--json', 'Examples:']) {
       expect(stdout).toContain(flag);
     }
+  });
+
+  it("the README's tunnel2 http table lists every flag http --help has", async () => {
+    const { stdout } = await cli(['http', '--help']);
+    const flags = [...stdout.matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1] ?? '');
+    expect(flags).toContain('--basic-auth');
+    const readme = await readFile(new URL('../../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('### `tunnel2 http <target>`'));
+    const table = section.slice(0, section.indexOf('\n\n', section.indexOf('| flag')));
+    // --help is commander's own; the table covers the tunnel's flags.
+    const listed = (flag: string) => new RegExp(`(^|[^\\w-])${flag}(?![\\w-])`).test(table);
+    expect(flags.filter((flag) => flag !== '--help' && !listed(flag))).toEqual([]);
   });
 
   it('a bad target is one line with the accepted forms and exit code 2, at once', async () => {
@@ -225,6 +238,8 @@ describe('tunnel2 CLI', () => {
     );
     await arrived;
     agent.kill('SIGINT');
+    // Heard before the second is sent: two signals sent at once may reach the process as one.
+    expect(await agent.waitFor('finishing')).toMatchObject({ count: 1 });
     agent.kill('SIGINT');
     // The backend never answers: exiting did not wait for it.
     expect(await agent.exited).toBe(130);

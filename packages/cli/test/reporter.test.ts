@@ -79,7 +79,7 @@ describe('stopping', () => {
     ]);
   });
 
-  it('--json: closed carries the count cut, and nothing comes after it', () => {
+  it('--json: finishing and closed carry the counts, and nothing comes after closed', () => {
     const lines: string[] = [];
     const out: LineOutput = {
       write: (line) => void lines.push(line),
@@ -98,6 +98,7 @@ describe('stopping', () => {
       outcome: 'reset',
     });
     expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([
+      expect.objectContaining({ event: 'finishing', count: 2 }),
       expect.objectContaining({ event: 'closed', cut: 2 }),
     ]);
   });
