@@ -1,9 +1,10 @@
 /** What a command's tunnels carry: HTTP tunnels requests, TCP tunnels connections, `tunnel2 start` maybe both. */
 export type InFlightUnit = 'requests' | 'connections' | 'requests and connections';
 
-/** `1 request`, `2 connections`, `3 requests and connections`. */
+/** `1 request`, `2 connections`, `1 request or connection`, `3 requests and connections`. */
 export function inFlightCount(count: number, unit: InFlightUnit): string {
-  return `${count} ${count === 1 && unit !== 'requests and connections' ? unit.slice(0, -1) : unit}`;
+  if (count !== 1) return `${count} ${unit}`;
+  return unit === 'requests and connections' ? '1 request or connection' : `1 ${unit.slice(0, -1)}`;
 }
 
 /**

@@ -1,6 +1,9 @@
 import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { buildEdge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -209,6 +212,46 @@ describe('Ctrl-C at a terminal (a real pty)', () => {
     expect(end.at(-1)).toBe('tunnel2: stopped now; 1 connection in flight was cut short');
     expectTerminalRestored(agent.raw());
     await ended;
+  });
+
+  it('tunnel2 start: the session of a file with HTTP and TCP tunnels, counted together', async () => {
+    const backend = await heldBackend();
+    const echo = await startEchoServer();
+    cleanups.push(() => echo.server.close());
+    const server = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
+    const { port, url } = await server.listen();
+    cleanups.push(() => server.close(0));
+    const dir = await mkdtemp(join(tmpdir(), 'tunnel2-ctrlc-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const config = join(dir, 'tunnel2.yml');
+    await writeFile(
+      config,
+      [
+        `server: ${url}`,
+        'tunnels:',
+        `  web: { target: ${backend.port}, subdomain: ctrlcweb, inspect: false }`,
+        `  db: { proto: tcp, target: ${echo.port} }`,
+      ].join('\n'),
+    );
+    const agent = agentInPty(['start', '--all', '--config', config]);
+    await agent.waitForScreen((l) => online(l) && l.some((line) => line.startsWith('  db ')), 'both rows');
+    const answer = send({ port, path: '/slow', headers: ['Host', `ctrlcweb.localhost:${port}`] });
+    await backend.arrived(1);
+    agent.ctrlC();
+    await agent.waitForScreen(
+      (l) => l.includes('tunnel2: finishing 1 request or connection (Ctrl-C again to stop now)'),
+      'the log line saying what is finishing',
+    );
+    backend.release();
+    expect((await answer).status).toBe(200);
+    expect(await agent.exited).toBe(0);
+    expect(
+      agent.terminal
+        .lines()
+        .filter((line) => line !== '')
+        .at(-1),
+    ).toBe('tunnel2: closed');
+    expectTerminalRestored(agent.raw());
   });
 
   it('a resize keeps the request lines that were on screen', async () => {

@@ -71,10 +71,12 @@ describe('stopping', () => {
   it('human: finishing says how many and how to stop now; a cut close says what it cut, and is the last line', () => {
     const { lines, reporter } = human();
     reporter.finishing(1, 'requests');
+    reporter.finishing(1, 'requests and connections');
     reporter.closed({ count: 3, unit: 'requests and connections' });
     reporter.request(report);
     expect(lines).toEqual([
       'tunnel2: finishing 1 request (Ctrl-C again to stop now)\n',
+      'tunnel2: finishing 1 request or connection (Ctrl-C again to stop now)\n',
       'tunnel2: stopped now; 3 requests and connections in flight were cut short\n',
     ]);
   });
