@@ -287,7 +287,8 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     finishing(count, u) {
       state = { kind: 'finishing', open: count, unit: u };
       say(`tunnel2: ${finishingText(count, u)}\n`);
-      // At once, with the line: the header is what the user looks at after Ctrl-C.
+      // At once, with the line: the header is what the user looks at after Ctrl-C (once it is drawn).
+      if (height === 0) return;
       draw();
       schedule();
     },
