@@ -133,6 +133,12 @@ export async function runTunnelCommand(
         // Heard until the end: a second signal that found no listener would end the process by default,
         // with nothing said and the terminal left in the view's state.
         stopListening();
+        // The closing line is the last: a request or connection cut by the close may report after it (the
+        // reporters of `tunnel2 start`'s tunnels, one each, hear no closed() of their own).
+        for (const t of [tunnel, ...tunnel.tunnels]) {
+          t.removeAllListeners('request');
+          t.removeAllListeners('connection');
+        }
         reporter.closed(cut);
         stdout.flush();
         stopWatchingStdout();
