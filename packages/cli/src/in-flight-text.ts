@@ -15,8 +15,15 @@ export function finishingText(count: number, unit: InFlightUnit): string {
   return `finishing ${inFlightCount(count, unit)} (Ctrl-C again to stop now)`;
 }
 
-/** After the second: what stopping now cut, in one line. */
-export function cutText(count: number, unit: InFlightUnit): string {
+/**
+ * What stopping cut, in one line: after the second Ctrl-C, or (`afterMs`) once the first one's grace ran out
+ * with some still in flight.
+ */
+export function cutText(count: number, unit: InFlightUnit, afterMs?: number): string {
+  const were = count === 1 ? 'was' : 'were';
+  if (afterMs !== undefined) {
+    return `closed; ${inFlightCount(count, unit)} still in flight after ${afterMs / 1000} s ${were} cut short`;
+  }
   if (count === 0) return 'stopped now; nothing was in flight';
-  return `stopped now; ${inFlightCount(count, unit)} in flight ${count === 1 ? 'was' : 'were'} cut short`;
+  return `stopped now; ${inFlightCount(count, unit)} in flight ${were} cut short`;
 }

@@ -25,10 +25,12 @@ export interface Reporter {
   closed(cut?: InFlightCut): void;
 }
 
-/** What a second Ctrl-C cut: the requests or connections still in flight. */
+/** What stopping cut: the requests or connections still in flight at a second Ctrl-C, or at the grace's end. */
 export interface InFlightCut {
   count: number;
   unit: InFlightUnit;
+  /** Cut because the first Ctrl-C's grace (this long) ran out, not by a second Ctrl-C. */
+  afterMs?: number | undefined;
 }
 
 type Write = (line: string) => void;
@@ -132,7 +134,9 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
     },
     closed(cut) {
       over = true;
-      err(cut === undefined ? 'tunnel2: closed\n' : `tunnel2: ${cutText(cut.count, cut.unit)}\n`);
+      err(
+        cut === undefined ? 'tunnel2: closed\n' : `tunnel2: ${cutText(cut.count, cut.unit, cut.afterMs)}\n`,
+      );
     },
   };
 }

@@ -159,6 +159,32 @@ describe('Ctrl-C at a terminal (a real pty)', () => {
     for (const status of await Promise.all(answers)) expect(status).not.toBe(200);
   });
 
+  it('first Ctrl-C, and a request that never ends: cut when the grace (5 s) runs out, exit 0, and said so', async () => {
+    const backend = await heldBackend();
+    const { port, url } = await edge();
+    const agent = agentInPty([
+      'http',
+      String(backend.port),
+      '--server',
+      url,
+      '--subdomain',
+      'ctrlcgrace',
+      '--no-inspect',
+    ]);
+    await agent.waitForScreen(online, 'online');
+    const answer = send({ port, path: '/never', headers: ['Host', `ctrlcgrace.localhost:${port}`] }).then(
+      (res) => res.status,
+      () => 'failed',
+    );
+    await backend.arrived(1);
+    agent.ctrlC();
+    expect(await agent.exited).toBe(0);
+    const end = agent.terminal.lines().filter((line) => line !== '');
+    expect(end.at(-1)).toBe('tunnel2: closed; 1 request still in flight after 5 s was cut short');
+    expectTerminalRestored(agent.raw());
+    expect(await answer).not.toBe(200);
+  });
+
   it('Ctrl-C with nothing in flight: closes at once, exit 0, ^C on its own line', async () => {
     const backend = await createTestBackend();
     cleanups.push(() => backend.close());

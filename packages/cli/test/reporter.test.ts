@@ -73,11 +73,13 @@ describe('stopping', () => {
     reporter.finishing(1, 'requests');
     reporter.finishing(1, 'requests and connections');
     reporter.closed({ count: 3, unit: 'requests and connections' });
+    reporter.closed({ count: 1, unit: 'requests', afterMs: 5_000 });
     reporter.request(report);
     expect(lines).toEqual([
       'tunnel2: finishing 1 request (Ctrl-C again to stop now)\n',
       'tunnel2: finishing 1 request or connection (Ctrl-C again to stop now)\n',
       'tunnel2: stopped now; 3 requests and connections in flight were cut short\n',
+      'tunnel2: closed; 1 request still in flight after 5 s was cut short\n',
     ]);
   });
 

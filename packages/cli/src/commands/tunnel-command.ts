@@ -84,6 +84,9 @@ function inFlightUnit(tunnel: Tunnel): InFlightUnit {
   return tcp.some(Boolean) ? 'requests and connections' : 'requests';
 }
 
+/** How long the first Ctrl-C (or SIGTERM) lets requests in flight finish. */
+const GRACE_MS = 5_000;
+
 /** The exit status of a process stopped by a signal, as a shell reports it (SIGINT 130, SIGTERM 143). */
 const SIGNAL_EXIT: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
 
@@ -129,7 +132,16 @@ export async function runTunnelCommand(
       if (stopping) return;
       stopping = true;
       exitCode = code;
-      void tunnel.close().then(() => {
+      // The grace is timed here, so that what its end cuts is counted and said (the tunnel's own, later,
+      // is only a backstop).
+      const grace = setTimeout(() => {
+        const open = inFlight();
+        if (open === 0 || cut !== undefined) return;
+        cut = { count: open, unit: inFlightUnit(tunnel), afterMs: GRACE_MS };
+        void tunnel.close(0);
+      }, GRACE_MS);
+      void tunnel.close(2 * GRACE_MS).then(() => {
+        clearTimeout(grace);
         // Heard until the end: a second signal that found no listener would end the process by default,
         // with nothing said and the terminal left in the view's state.
         stopListening();
