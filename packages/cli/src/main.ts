@@ -183,8 +183,9 @@ program
   .addHelpText(
     'after',
     '\nExamples:\n' +
-      '  $ tunnel2 server --token-secret "$(openssl rand -hex 32)"   # the edge; keep the secret\n' +
-      '  $ tunnel2 token --secret "$SECRET" --subject alice          # a token for alice, valid 30 days\n' +
+      '  $ SECRET="$(openssl rand -hex 32)"                  # the edge and this command share it: keep it\n' +
+      '  $ tunnel2 server --token-secret "$SECRET"           # the edge, accepting tokens signed with it\n' +
+      '  $ tunnel2 token --secret "$SECRET" --subject alice  # a token for alice, valid 30 days\n' +
       '  $ TUNNEL2_TOKEN_SECRET="$SECRET" tunnel2 token --subject ci --ttl 86400\n' +
       '  $ tunnel2 http 3000 --token "$TOKEN" --server https://tunnel.example.com\n',
   )
