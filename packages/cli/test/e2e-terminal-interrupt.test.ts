@@ -159,6 +159,43 @@ describe('Ctrl-C at a terminal (a real pty)', () => {
     for (const status of await Promise.all(answers)) expect(status).not.toBe(200);
   });
 
+  it('--no-tty on a terminal: the same two steps in the plain log, ^C on a line of its own', async () => {
+    const backend = await heldBackend();
+    const { port, url } = await edge();
+    const agent = agentInPty([
+      'http',
+      String(backend.port),
+      '--server',
+      url,
+      '--subdomain',
+      'ctrlcplain',
+      '--no-inspect',
+      '--no-tty',
+    ]);
+    await agent.waitForScreen((l) => l.some((line) => line.startsWith('tunnel2: forwarding')), 'the URL');
+    void send({ port, path: '/slow', headers: ['Host', `ctrlcplain.localhost:${port}`] }).catch(() => {});
+    await backend.arrived(1);
+    agent.ctrlC();
+    await agent.waitForScreen(
+      (l) => l.includes('tunnel2: finishing 1 request (Ctrl-C again to stop now)'),
+      'the line saying what is finishing',
+    );
+    agent.ctrlC();
+    expect(await agent.exited).toBe(130);
+    const end = agent.terminal.lines().filter((line) => line !== '');
+    // The cut request's own line, then the closing one (stdout's batched lines go out before stderr's).
+    expect(
+      end.slice(-5).map((line) => line.replace(/^\d\d:\d\d:\d\d {2}(.*) \d+\.\d ms/, '$1 N ms')),
+    ).toEqual([
+      '^C',
+      'tunnel2: finishing 1 request (Ctrl-C again to stop now)',
+      '^C',
+      'GET     /slow  ---  N ms  (session closed)',
+      'tunnel2: stopped now; 1 request in flight was cut short',
+    ]);
+    expect(agent.raw()).not.toContain('\x1b');
+  });
+
   it('first Ctrl-C, and a request that never ends: cut when the grace (5 s) runs out, exit 0, and said so', async () => {
     const backend = await heldBackend();
     const { port, url } = await edge();

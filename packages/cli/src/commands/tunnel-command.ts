@@ -151,6 +151,8 @@ export async function runTunnelCommand(
           t.removeAllListeners('request');
           t.removeAllListeners('connection');
         }
+        // The request lines still batched for stdout go before the closing line, which goes to stderr.
+        stdout.flush();
         reporter.closed(cut);
         stdout.flush();
         stopWatchingStdout();
