@@ -61,6 +61,7 @@ flags:
   --connections <n,...>  max: connection counts, one stage each (default 50,100);
                          fixed-rate scenarios: connections per stage (default rate/10, at least 1)
   --target <url>         your service: the direct side, and what the kit's own edge + agent tunnel to;
+                         a URL, host:port or a port, as tunnel2 http takes it (3000, localhost:3000);
                          its path (if any) is the request path (default: a test backend, /loadtest/get)
   --tunnel-url <url>     an existing tunnel's public URL as the tunnel side (no edge or agent started);
                          without --target only the tunnel side runs
@@ -199,7 +200,8 @@ export function parseBenchArgs(
     }
   }
 
-  const choice = parseTargetFlags(values, (file) => resolve(cwd, file));
+  const target = values.target === undefined ? undefined : targetUrlOf(values.target);
+  const choice = parseTargetFlags({ ...values, target }, (file) => resolve(cwd, file));
   const sides: SideName[] = choice.sides;
 
   const inspect = values.inspect ?? defaultInspectMode();
@@ -270,6 +272,17 @@ const OPTIONS = {
   'max-p99': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/**
+ * `--target` as `tunnel2 http` takes it: a port (`3000`: localhost) or `host:port[/path]` is an http:// URL;
+ * anything else is left for the URL check to accept or refuse (with the forms it takes).
+ */
+export function targetUrlOf(text: string): string {
+  const trimmed = text.trim();
+  if (/^\d+$/.test(trimmed)) return `http://localhost:${trimmed}`;
+  if (/^(\[[0-9a-f:.]+\]|[^:/\s[\]]+):\d+(\/\S*)?$/i.test(trimmed)) return `http://${trimmed}`;
+  return text;
+}
 
 function parse(args: string[]) {
   return parseArgs({ args, allowPositionals: true, strict: true, options: OPTIONS });

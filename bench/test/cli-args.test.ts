@@ -173,6 +173,14 @@ describe('your own service: --target, --tunnel-url and the request shape', () =>
     expect(parse('spike', '--target', 'http://[::1]:8080/', '--only', 'direct').sides).toEqual(['direct']);
   });
 
+  it('--target takes a port or host:port as tunnel2 http does (an http:// URL on that host)', () => {
+    expect(parse('ramp', '--target', 'localhost:8000').targetUrl).toBe('http://localhost:8000/');
+    expect(parse('ramp', '--target', '8000').targetUrl).toBe('http://localhost:8000/');
+    expect(parse('ramp', '--target', '127.0.0.1:8000/health').targetUrl).toBe('http://127.0.0.1:8000/health');
+    expect(parse('ramp', '--target', '127.0.0.1:8000/health').request.paths).toEqual(['/health']);
+    expect(parse('ramp', '--target', '[::1]:8000').targetUrl).toBe('http://[::1]:8000/');
+  });
+
   it('--tunnel-url: alone it is the tunnel side only; with --target both sides', () => {
     const alone = parse('constant', '--tunnel-url', 'https://abc.tunnel.example.test/ping');
     expect(alone.sides).toEqual(['tunnel']);
@@ -247,8 +255,8 @@ describe('your own service: --target, --tunnel-url and the request shape', () =>
   });
 
   it('refuses each mistake with one line naming the flag', () => {
-    expect(usage('ramp', '--target', 'localhost:3000')).toBe(
-      '--target "localhost:3000" is not an http:// or https:// URL',
+    expect(usage('ramp', '--target', 'notaport')).toBe(
+      '--target "notaport" is not an http:// or https:// URL',
     );
     expect(usage('ramp', '--target', 'ftp://x/')).toMatch(/^--target "ftp:\/\/x\/" is not an http/);
     expect(usage('ramp', '--tunnel-url', 'nope')).toMatch(/^--tunnel-url "nope" is not an http/);

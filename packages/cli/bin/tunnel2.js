@@ -94,7 +94,13 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
       worker.postMessage({ type: 'resize', columns: process.stdout.columns, rows: process.stdout.rows });
     if (tty) process.stdout.on('resize', onResize);
     for (const signal of ['SIGINT', 'SIGTERM']) {
-      process.on(signal, () => worker.postMessage({ type: 'signal', signal }));
+      process.on(signal, () => {
+        // A terminal echoed ^C without ending the line: the worker's next line must not follow it there
+        // (src/ctrl-c-echo.ts, for the worker, whose streams are pipes to this thread).
+        if (signal === 'SIGINT' && process.stdout.isTTY) process.stdout.write('\n');
+        else if (signal === 'SIGINT' && process.stderr.isTTY) process.stderr.write('\n');
+        worker.postMessage({ type: 'signal', signal });
+      });
     }
     // stdout's reader may go away while the tunnel serves (`tunnel2 http 3000 --json | head -1`): unheard, the
     // write error would end the process, and the tunnel with it. The pipe from the worker is undone by then

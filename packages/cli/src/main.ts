@@ -1,5 +1,11 @@
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { VERSION } from './version.js';
+
+/** The code of a usage error the CLI finds itself in what commander parsed (exit 2, as commander's own). */
+const USAGE_ERROR = 'tunnel2.usage';
+
+/** The edge refuses a shorter --token-secret (packages/edge/src/edge-options.ts; cli.test.ts checks both). */
+const MIN_TOKEN_SECRET_LENGTH = 16;
 
 function hostHeaderArg(value: string): string {
   if (value.trim() === '') throw new InvalidArgumentError('expected rewrite, preserve or a host value');
@@ -16,11 +22,30 @@ function serverOption(): Option {
   );
 }
 
+/**
+ * Commander's codes for a command line it cannot take: a usage error, exit 2 (as POSIX utilities, npm and
+ * git do), told apart from a failure of the command itself (exit 1).
+ */
+const USAGE_ERROR_CODES: ReadonlySet<string> = new Set([
+  'commander.unknownOption',
+  'commander.unknownCommand',
+  'commander.missingArgument',
+  'commander.optionMissingArgument',
+  'commander.missingMandatoryOptionValue',
+  'commander.excessArguments',
+  'commander.invalidArgument',
+  'commander.conflictingOption',
+  USAGE_ERROR,
+]);
+
 const program = new Command()
   .name('tunnel2')
   .description('Expose a local HTTP server on a public URL through one WebSocket.')
   .version(VERSION, '-v, --version')
-  .showHelpAfterError();
+  // Inherited by every command defined below: errors are thrown to the catch at the end (which sets the
+  // exit status) instead of exiting, and read `tunnel2: ...` as the CLI's other errors do.
+  .exitOverride()
+  .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'tunnel2: ')) });
 
 /**
  * A command is over: the process ends by itself once nothing is left open, its last output written (in a
@@ -150,20 +175,53 @@ program
   .description('mint a signed agent token for an edge started with --token-secret')
   .requiredOption(
     '--secret <secret>',
-    'the edge token secret (env TUNNEL2_TOKEN_SECRET)',
+    `the edge token secret, at least ${MIN_TOKEN_SECRET_LENGTH} characters (env TUNNEL2_TOKEN_SECRET)`,
     process.env.TUNNEL2_TOKEN_SECRET,
   )
   .option('--subject <name>', 'who the token is for: tokens of one subject share names', 'agent')
   .option('--ttl <seconds>', 'validity in seconds', '2592000')
-  .action(async (options: { secret: string; subject: string; ttl: string }) => {
+  .addHelpText(
+    'after',
+    '\nExamples:\n' +
+      '  $ SECRET="$(openssl rand -hex 32)"                  # the edge and this command share it: keep it\n' +
+      '  $ tunnel2 server --token-secret "$SECRET"           # the edge, accepting tokens signed with it\n' +
+      '  $ tunnel2 token --secret "$SECRET" --subject alice  # a token for alice, valid 30 days\n' +
+      '  $ TUNNEL2_TOKEN_SECRET="$SECRET" tunnel2 token --subject ci --ttl 86400\n' +
+      '  $ tunnel2 http 3000 --token "$TOKEN" --server https://tunnel.example.com\n',
+  )
+  .action(async (options: { secret: string; subject: string; ttl: string }, command: Command) => {
+    // A secret the edge would refuse mints tokens no edge accepts: refused here, before anyone uses one.
+    if (options.secret.length < MIN_TOKEN_SECRET_LENGTH) {
+      command.error(
+        `tunnel2: the token secret is ${options.secret.length} characters; the edge takes at least ${MIN_TOKEN_SECRET_LENGTH} (e.g. openssl rand -hex 32)`,
+        { exitCode: 2, code: USAGE_ERROR },
+      );
+    }
     const ttl = Number(options.ttl);
-    if (!Number.isInteger(ttl) || ttl <= 0)
-      throw new InvalidArgumentError(`--ttl ${options.ttl}: a positive number of seconds`);
+    if (!Number.isInteger(ttl) || ttl <= 0) {
+      command.error(`tunnel2: --ttl ${options.ttl}: a positive whole number of seconds`, {
+        exitCode: 2,
+        code: USAGE_ERROR,
+      });
+    }
     const { createSignedToken } = await import('@tunnel2/edge');
     process.stdout.write(`${createSignedToken(options.secret, options.subject, ttl)}\n`);
   });
 
+// A usage error is said in three lines: what is wrong, the command's usage line, and where the rest is (not
+// the whole help, which would push the error off the screen).
+program.showHelpAfterError(`usage: tunnel2 ${program.usage()}\nsee tunnel2 --help`);
+for (const command of program.commands) {
+  const name = `tunnel2 ${command.name()}`;
+  command.showHelpAfterError(`usage: ${name} ${command.usage()}\nsee ${name} --help`);
+}
+
 program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof CommanderError) {
+    // Commander said it already (the error, or the help or version asked for).
+    process.exitCode = USAGE_ERROR_CODES.has(err.code) ? 2 : err.exitCode;
+    return;
+  }
   process.stderr.write(`tunnel2: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exitCode = 1;
 });

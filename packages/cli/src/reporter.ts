@@ -1,6 +1,7 @@
 import type { SessionInfo } from './agent-session.js';
 import type { AgentError } from './errors.js';
 import type { RequestReport } from './forward-exchange.js';
+import { cutText, finishingText, type InFlightUnit } from './in-flight-text.js';
 import type { LineOutput } from './line-writer.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
 import type { ReconnectingEvent } from './tunnel.js';
@@ -15,7 +16,21 @@ export interface Reporter {
   error(error: AgentError): void;
   /** Advice on what to do next (`code`: a stable TUNNEL2_HINT_* name), e.g. how to get an edge. */
   hint(code: string, message: string): void;
-  closed(): void;
+  /**
+   * The first Ctrl-C (or SIGTERM) came with `count` requests or connections in flight: they are let finish
+   * (up to the close's grace), unless a second one comes.
+   */
+  finishing(count: number, unit: InFlightUnit): void;
+  /** `cut`: a second Ctrl-C stopped the command at once, with these still in flight. */
+  closed(cut?: InFlightCut): void;
+}
+
+/** What stopping cut: the requests or connections still in flight at a second Ctrl-C, or at the grace's end. */
+export interface InFlightCut {
+  count: number;
+  unit: InFlightUnit;
+  /** Cut because the first Ctrl-C's grace (this long) ran out, not by a second Ctrl-C. */
+  afterMs?: number | undefined;
 }
 
 type Write = (line: string) => void;
@@ -31,6 +46,8 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
   const line = (event: string, fields: object): string =>
     `${JSON.stringify({ event, time: new Date().toISOString(), ...tunnel, ...fields })}\n`;
   const emit = (event: string, fields: object): void => out.write(line(event, fields));
+  // `closed` is the last event: a request or connection cut by the close may report after it.
+  let over = false;
   return {
     ready: (info, target, inspectorUrl) =>
       emit('ready', {
@@ -40,8 +57,12 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
         target,
         ...(inspectorUrl === undefined ? {} : { inspectorUrl }),
       }),
-    request: (report) => out.writeBatched(line('request', report)),
-    connection: (report) => out.writeBatched(line('connection', report)),
+    request: (report) => {
+      if (!over) out.writeBatched(line('request', report));
+    },
+    connection: (report) => {
+      if (!over) out.writeBatched(line('connection', report));
+    },
     reconnecting: (event) => emit('reconnecting', event),
     error: (error) =>
       emit('error', {
@@ -52,7 +73,11 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
         fatal: error.fatal,
       }),
     hint: (code, message) => emit('hint', { code, message }),
-    closed: () => emit('closed', {}),
+    finishing: (count) => emit('finishing', { count }),
+    closed: (cut) => {
+      over = true;
+      emit('closed', cut === undefined ? {} : { cut: cut.count });
+    },
   };
 }
 
@@ -69,6 +94,8 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
   const prefix = options.tunnel === undefined ? '' : `${options.tunnel}  `;
   const out = (line: string): void => stdout.write(line === '\n' ? line : prefix + line);
   let announced: string | undefined;
+  // The closing line is the last: a request or connection cut by the close may report after it.
+  let over = false;
   return {
     ready(info, target, inspectorUrl) {
       if (announced !== undefined) {
@@ -88,10 +115,10 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
       out('\n');
     },
     request(r) {
-      stdout.writeBatched(prefix + requestLine(r));
+      if (!over) stdout.writeBatched(prefix + requestLine(r));
     },
     connection(c) {
-      stdout.writeBatched(prefix + connectionLine(c));
+      if (!over) stdout.writeBatched(prefix + connectionLine(c));
     },
     reconnecting(e) {
       err(`${reconnectLine(e, announced !== undefined)}\n`);
@@ -103,8 +130,14 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
     hint(_code, message) {
       err(`tunnel2: ${message}\n`);
     },
-    closed() {
-      err('tunnel2: closed\n');
+    finishing(count, unit) {
+      err(`tunnel2: ${finishingText(count, unit)}\n`);
+    },
+    closed(cut) {
+      over = true;
+      err(
+        cut === undefined ? 'tunnel2: closed\n' : `tunnel2: ${cutText(cut.count, cut.unit, cut.afterMs)}\n`,
+      );
     },
   };
 }

@@ -1,12 +1,17 @@
 import { isMainThread, parentPort } from 'node:worker_threads';
+import { endEchoedCtrlC } from './ctrl-c-echo.js';
 
 /**
  * Calls `onSignal` on SIGINT/SIGTERM. In the bin's worker the signals arrive from the main thread as
- * messages, since only the main thread receives process signals. Returns a function that stops listening.
+ * messages, since only the main thread receives process signals (and the bin ends the line of an echoed
+ * ^C itself). Returns a function that stops listening.
  */
 export function onShutdownSignal(onSignal: (signal: string) => void): () => void {
   if (isMainThread || parentPort === null) {
-    const handler = (signal: NodeJS.Signals): void => onSignal(signal);
+    const handler = (signal: NodeJS.Signals): void => {
+      if (signal === 'SIGINT') endEchoedCtrlC();
+      onSignal(signal);
+    };
     process.on('SIGINT', handler);
     process.on('SIGTERM', handler);
     return () => {

@@ -1,5 +1,7 @@
 import type { SessionStats } from './agent-session.js';
+import { finishingText } from './in-flight-text.js';
 import type { LineOutput } from './line-writer.js';
+import { createLogTail } from './log-tail.js';
 import { RateWindow } from './rate-window.js';
 import {
   connectionLine,
@@ -45,6 +47,8 @@ export interface StatusScreen extends Reporter {
    * its lines are prefixed by it, and it counts in `unit` beside the others of the same kind.
    */
   tunnel(label: string, unit: ActivityUnit): Reporter;
+  /** The header is on screen and the terminal not yet given back (closed() gives it back). */
+  readonly active: boolean;
 }
 
 /** The row key of the session's own tunnel (`http`, `tcp`): no config-file label can equal it. */
@@ -60,6 +64,15 @@ const SAVE_CURSOR = '\x1b7';
 const RESTORE_CURSOR = '\x1b8';
 
 /**
+ * The terminal as the shell had it: no scroll region (resetting it homes the cursor, hence the save and
+ * restore), default colours (when the view used any: NO_COLOR means no SGR at all), the cursor shown.
+ * Written last, whatever the view wrote before.
+ */
+export function terminalReset(colour: boolean): string {
+  return `${SAVE_CURSOR}${ESC}r${RESTORE_CURSOR}${colour ? `${ESC}0m` : ''}${SHOW_CURSOR}`;
+}
+
+/**
  * The terminal view: a status header on the top rows, and the request lines scrolling below it inside a
  * scroll region (DECSTBM), so the header never moves and is redrawn in place. Each redraw is one write (the
  * cursor hidden, saved, moved, restored), at most once per `refreshMs` and only when its text changed.
@@ -67,10 +80,21 @@ const RESTORE_CURSOR = '\x1b8';
  */
 export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
   const { out, err, terminal, colour } = options;
+  const tail = createLogTail();
   // The stderr lines (reconnects, errors, hints, the closing line) are the plain log's own.
-  const plain = createHumanReporter(out, err);
+  /** A line of the log on stderr: kept for a resize to draw again. */
+  const logErr = (line: string): void => {
+    tail.add(line);
+    err(line);
+  };
+  const plain = createHumanReporter(out, logErr);
   /** A ready was shown: a retry is then a lost connection, not a first connect still trying. */
   let connectedOnce = false;
+  /** A line of the log below the header, now. */
+  const say = (line: string): void => {
+    tail.add(line);
+    out.write(line);
+  };
   const refreshMs = options.refreshMs ?? 250;
   const idleRefreshMs = options.idleRefreshMs ?? 5_000;
   const counters = new Map<ActivityUnit, { total: number; rate: RateWindow }>();
@@ -103,7 +127,12 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
 
   const lines = (): string[] => {
     const stats = source?.sessionStats;
-    const shown: SessionState = state.kind === 'online' && stats?.draining ? { kind: 'draining' } : state;
+    const shown: SessionState =
+      state.kind === 'online' && stats?.draining
+        ? { kind: 'draining' }
+        : state.kind === 'finishing'
+          ? { ...state, open: stats?.openStreams ?? 0 }
+          : state;
     const { columns, rows } = terminal.size();
     const all = renderStatus(
       {
@@ -128,9 +157,13 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     const { rows } = terminal.size();
     let text = HIDE_CURSOR;
     if (layout) {
-      // First time: newlines push what the screen showed into the scrollback instead of erasing it.
-      text += height === 0 ? '\n'.repeat(rows) : `${ESC}2J`;
+      // First time: newlines push what the screen showed into the scrollback instead of erasing it. Later
+      // (a resize, a new tunnel row) the screen is cleared and the latest log lines drawn again below the
+      // header, leaving the last row for the cursor.
+      const again = height !== 0;
+      text += again ? `${ESC}2J` : '\n'.repeat(rows);
       text += `${ESC}${header.length + 1};${rows}r${ESC}${header.length + 1};1H`;
+      if (again) text += tail.last(rows - header.length - 1, terminal.size().columns);
       height = header.length;
       layoutRows = rows;
     }
@@ -150,6 +183,8 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     if (!layout && text === drawn) return;
     relayout = false;
     drawn = text;
+    // Lines still batched go out first: drawn again after the clear, they must not come a second time.
+    if (layout && height !== 0) out.flush();
     out.write(frame(header, layout));
   };
 
@@ -195,7 +230,7 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     const before = tunnels.get(key);
     tunnels.set(key, row);
     if (before !== undefined) {
-      out.write(
+      say(
         prefix +
           (row.url === before.url
             ? `reconnected: ${row.url}\n`
@@ -209,9 +244,12 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
   };
 
   const count = (u: ActivityUnit, line: string): void => {
+    // The closing line is the last: a request or connection cut by the close may report after it.
+    if (finished) return;
     const c = counter(u);
     c.total++;
     c.rate.hit();
+    tail.add(line);
     out.writeBatched(line);
     schedule();
   };
@@ -253,7 +291,7 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       state = { kind: 'reconnecting', attempt: e.attempt };
       start();
       schedule();
-      err(`${reconnectLine(e, connectedOnce)}\n`);
+      logErr(`${reconnectLine(e, connectedOnce)}\n`);
     },
     error: (e) => plain.error(e),
     hint(code, message) {
@@ -263,18 +301,29 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       schedule();
       plain.hint(code, message);
     },
-    closed() {
+    finishing(count, u) {
+      state = { kind: 'finishing', open: count, unit: u };
+      say(`tunnel2: ${finishingText(count, u)}\n`);
+      // At once, with the line: the header is what the user looks at after Ctrl-C (once it is drawn).
+      if (height === 0) return;
+      draw();
+      schedule();
+    },
+    closed(cut) {
       state = { kind: 'offline' };
       if (timer !== undefined) clearTimeout(timer);
       stopResize?.();
       if (height !== 0) {
-        // The last header stays on screen; the scroll region goes (which homes the cursor, hence the save
-        // and restore), and the shell continues below the last log line.
-        out.write(`${frame(lines(), false)}${SAVE_CURSOR}${ESC}r${RESTORE_CURSOR}`);
+        // The last header stays on screen, the terminal is the shell's again, and the shell continues
+        // below the last log line.
+        out.write(`${frame(lines(), false)}${terminalReset(colour)}`);
         out.flush();
       }
       finished = true;
-      plain.closed();
+      plain.closed(cut);
+    },
+    get active() {
+      return height !== 0 && !finished;
     },
   };
   return screen;

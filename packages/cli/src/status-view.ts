@@ -1,9 +1,13 @@
+import { finishingText, type InFlightUnit } from './in-flight-text.js';
+
 /** Where the session is, as the header shows it. */
 export type SessionState =
   | { kind: 'connecting' }
   | { kind: 'online' }
   | { kind: 'reconnecting'; attempt: number }
   | { kind: 'draining' }
+  /** After a first Ctrl-C: `open` requests or connections still in flight, let finish. */
+  | { kind: 'finishing'; open: number; unit: InFlightUnit }
   | { kind: 'offline' };
 
 /** One tunnel of the session: a list, so that several tunnels over one session each get their line. */
@@ -59,11 +63,14 @@ const STATE_STYLE: Record<SessionState['kind'], Style> = {
   online: Style.Green,
   reconnecting: Style.Yellow,
   draining: Style.Yellow,
+  finishing: Style.Yellow,
   offline: Style.Red,
 };
 
 function stateText(state: SessionState): string {
-  return state.kind === 'reconnecting' ? `reconnecting (attempt ${state.attempt})` : state.kind;
+  if (state.kind === 'reconnecting') return `reconnecting (attempt ${state.attempt})`;
+  if (state.kind === 'finishing') return finishingText(state.open, state.unit);
+  return state.kind;
 }
 
 /**

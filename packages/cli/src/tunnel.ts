@@ -246,12 +246,17 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     });
   }
 
-  /** Graceful: stops taking requests, lets in-flight ones finish (up to graceMs), closes. */
+  /**
+   * Graceful: stops taking requests, lets in-flight ones finish (up to graceMs), closes. Called again with
+   * 0 while a graceful close waits (a second Ctrl-C), it cuts what is still in flight now.
+   */
   async close(graceMs = 5_000): Promise<void> {
     if (!this.#closing) {
       this.#closing = true;
       this.#wake?.();
       await this.#session?.close(graceMs);
+    } else if (graceMs === 0) {
+      await this.#session?.close(0);
     }
     // The loop releases everything as it ends; a tunnel never started has only its pool to let go.
     await (this.#loop ?? this.#release());

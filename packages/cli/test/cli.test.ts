@@ -1,4 +1,8 @@
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { buildEdge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
@@ -13,9 +17,14 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [cliBin, ...args]);
+    const { stdout, stderr } = await run(process.execPath, [cliBin, ...args], {
+      env: { ...process.env, TUNNEL2_TOKEN_SECRET: undefined, ...env },
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -44,6 +53,18 @@ describe('tunnel2 CLI', () => {
     }
   });
 
+  it("the README's tunnel2 http table lists every flag http --help has", async () => {
+    const { stdout } = await cli(['http', '--help']);
+    const flags = [...stdout.matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1] ?? '');
+    expect(flags).toContain('--basic-auth');
+    const readme = await readFile(new URL('../../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('### `tunnel2 http <target>`'));
+    const table = section.slice(0, section.indexOf('\n\n', section.indexOf('| flag')));
+    // --help is commander's own; the table covers the tunnel's flags.
+    const listed = (flag: string) => new RegExp(`(^|[^\\w-])${flag}(?![\\w-])`).test(table);
+    expect(flags.filter((flag) => flag !== '--help' && !listed(flag))).toEqual([]);
+  });
+
   it('a bad target is one line with the accepted forms and exit code 2, at once', async () => {
     for (const target of ['not a port!', 'notaport', '99999', 'ftp://x', '0', 'localhost:']) {
       // No --server: nothing is dialled, the target is refused before anything starts.
@@ -62,6 +83,84 @@ describe('tunnel2 CLI', () => {
       );
       expect(stderr.split('\n')).toHaveLength(2);
     }
+  });
+
+  // Issue "The everyday loop, polished", 5: a usage error printed the whole help and exited 1.
+  it('a usage error exits 2 with the error, one usage line and where the help is, for every command', async () => {
+    const cases: [args: string[], error: string, usage: string][] = [
+      [['http', '--bogus', '3000'], "unknown option '--bogus'", 'tunnel2 http [options] <target>'],
+      [['http'], "missing required argument 'target'", 'tunnel2 http [options] <target>'],
+      [
+        ['http', '3000', '--server'],
+        "option '-s, --server <url>' argument missing",
+        'tunnel2 http [options] <target>',
+      ],
+      [['http', '3000', 'extra'], "too many arguments for 'http'", 'tunnel2 http [options] <target>'],
+      [
+        ['http', '3000', '--host-header='],
+        "option '--host-header <mode>' argument '' is invalid",
+        'tunnel2 http [options] <target>',
+      ],
+      [['tcp', '--nope', '5432'], "unknown option '--nope'", 'tunnel2 tcp [options] <target>'],
+      [['tcp'], "missing required argument 'target'", 'tunnel2 tcp [options] <target>'],
+      [
+        ['tcp', '5432', '--remote-port'],
+        "option '--remote-port <port>' argument missing",
+        'tunnel2 tcp [options] <target>',
+      ],
+      [['start', '--nope'], "unknown option '--nope'", 'tunnel2 start [options] [names...]'],
+      [
+        ['start', '--config'],
+        "option '-c, --config <file>' argument missing",
+        'tunnel2 start [options] [names...]',
+      ],
+      [['server', '--config'], "option '-c, --config <file>' argument missing", 'tunnel2 server [options]'],
+      [['token'], "required option '--secret <secret>' not specified", 'tunnel2 token [options]'],
+      [['token', '--secret'], "option '--secret <secret>' argument missing", 'tunnel2 token [options]'],
+      [
+        ['token', '--secret', '0123456789abcdef', '--ttl', 'x'],
+        '--ttl x: a positive whole number of seconds',
+        'tunnel2 token [options]',
+      ],
+      [['bogus'], "unknown command 'bogus'", 'tunnel2 [options] [command]'],
+    ];
+    const results = await Promise.all(cases.map(([args]) => cli(args)));
+    cases.forEach(([args, error, usage], i) => {
+      const { code, stdout, stderr } = results[i]!;
+      const command = usage.split(' [')[0];
+      expect({ args, code, stdout }).toEqual({ args, code: 2, stdout: '' });
+      const lines = stderr.split('\n');
+      expect(lines).toHaveLength(4);
+      expect(lines[0]).toContain(`tunnel2: ${error}`);
+      expect(lines.slice(1)).toEqual([`usage: ${usage}`, `see ${command} --help`, '']);
+    });
+  });
+
+  it('token: a secret shorter than the edge takes is refused (exit 2); one the edge takes mints a token', async () => {
+    // The edge's own bound, as `tunnel2 server --token-secret` applies it.
+    expect(() => buildEdge({ port: 0, logger: silent, auth: { tokenSecret: 'x'.repeat(15) } })).toThrow(
+      /at least 16 characters/,
+    );
+    const short = await cli(['token', '--secret', 'x'.repeat(15)]);
+    expect(short.code).toBe(2);
+    expect(short.stdout).toBe('');
+    expect(short.stderr.split('\n')[0]).toBe(
+      'tunnel2: the token secret is 15 characters; the edge takes at least 16 (e.g. openssl rand -hex 32)',
+    );
+    const fromEnv = await cli(['token'], { TUNNEL2_TOKEN_SECRET: 'short' });
+    expect(fromEnv.code).toBe(2);
+    expect(fromEnv.stderr).toMatch(/^tunnel2: the token secret is 5 characters;/);
+    const ok = await cli(['token', '--secret', 'x'.repeat(16), '--subject', 'alice']);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/^t2\.[\w-]+\.[\w-]+\n$/);
+  });
+
+  it('token --help shows examples', async () => {
+    const { code, stdout } = await cli(['token', '--help']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('Examples:');
+    expect(stdout).toContain('tunnel2 token --secret');
+    expect(stdout).toContain('at least 16 characters');
   });
 
   it('--json reports a bad target as one error event, exit code 2', async () => {
@@ -104,6 +203,48 @@ describe('tunnel2 CLI', () => {
     agent.kill('SIGINT');
     expect(await agent.exited).toBe(0);
     expect(agent.events.map((e) => e.event)).toContain('closed');
+  });
+
+  it('--json through a pipe (the worker): a second SIGINT stops at once, exit 130, closed says what it cut', async () => {
+    let held: (() => void) | undefined;
+    const arrived = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    const backend = createServer(() => held?.());
+    backend.listen(0, '127.0.0.1');
+    await once(backend, 'listening');
+    cleanups.push(() => {
+      backend.closeAllConnections();
+      backend.close();
+    });
+    const edge = buildEdge({ port: 0, logger: silent });
+    const { port, url } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const backendPort = (backend.address() as AddressInfo).port;
+    const agent = spawnCli([
+      'http',
+      String(backendPort),
+      '--server',
+      url,
+      '--subdomain',
+      'jsoncut',
+      '--json',
+    ]);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await agent.waitFor('ready');
+    const answer = send({ port, path: '/held', headers: ['Host', `jsoncut.localhost:${port}`] }).then(
+      (res) => res.status,
+      () => 'failed',
+    );
+    await arrived;
+    agent.kill('SIGINT');
+    // Heard before the second is sent: two signals sent at once may reach the process as one.
+    expect(await agent.waitFor('finishing')).toMatchObject({ count: 1 });
+    agent.kill('SIGINT');
+    // The backend never answers: exiting did not wait for it.
+    expect(await agent.exited).toBe(130);
+    expect(agent.events.at(-1)).toMatchObject({ event: 'closed', cut: 1 });
+    expect(await answer).not.toBe(200);
   });
 
   it('human output starts with the public URL', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { LineOutput } from '../src/line-writer.js';
-import { createHumanReporter } from '../src/reporter.js';
+import { createHumanReporter, createJsonReporter } from '../src/reporter.js';
 
 function human() {
   const lines: string[] = [];
@@ -61,6 +61,49 @@ describe('human reporter', () => {
     expect(lines.slice(-2)).toEqual([
       'reconnected: tcp://localhost:1\n',
       'reconnected at a new address: tcp://localhost:2 (the previous one was taken)\n',
+    ]);
+  });
+});
+
+describe('stopping', () => {
+  const report = { method: 'GET', path: '/slow', status: 0, durationMs: 9, bytes: 0, error: 'reset' };
+
+  it('human: finishing says how many and how to stop now; a cut close says what it cut, and is the last line', () => {
+    const { lines, reporter } = human();
+    reporter.finishing(1, 'requests');
+    reporter.finishing(1, 'requests and connections');
+    reporter.closed({ count: 3, unit: 'requests and connections' });
+    reporter.closed({ count: 1, unit: 'requests', afterMs: 5_000 });
+    reporter.request(report);
+    expect(lines).toEqual([
+      'tunnel2: finishing 1 request (Ctrl-C again to stop now)\n',
+      'tunnel2: finishing 1 request or connection (Ctrl-C again to stop now)\n',
+      'tunnel2: stopped now; 3 requests and connections in flight were cut short\n',
+      'tunnel2: closed; 1 request still in flight after 5 s was cut short\n',
+    ]);
+  });
+
+  it('--json: finishing and closed carry the counts, and nothing comes after closed', () => {
+    const lines: string[] = [];
+    const out: LineOutput = {
+      write: (line) => void lines.push(line),
+      writeBatched: (line) => void lines.push(line),
+      flush: () => {},
+    };
+    const reporter = createJsonReporter(out);
+    reporter.finishing(2, 'connections');
+    reporter.closed({ count: 2, unit: 'connections' });
+    reporter.connection({
+      clientAddress: '127.0.0.1',
+      clientPort: 1,
+      bytesIn: 0,
+      bytesOut: 0,
+      durationMs: 1,
+      outcome: 'reset',
+    });
+    expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([
+      expect.objectContaining({ event: 'finishing', count: 2 }),
+      expect.objectContaining({ event: 'closed', cut: 2 }),
     ]);
   });
 });

@@ -97,6 +97,44 @@ describe('the status screen', () => {
     expect(frame).toContain('\x1b[2;1H\x1b[2K  http://app.localh…');
   });
 
+  it('after a resize draws the latest log lines again below the header, as many as fit', () => {
+    const { view, frames, resize, errs } = screen();
+    view.ready(info, 'http://localhost:3000');
+    for (const path of ['/1', '/2', '/3', '/4']) view.request({ ...request, path });
+    view.reconnecting({ attempt: 1, delayMs: 0, reason: 'gone' });
+    expect(errs.at(-1)).toMatch(/^tunnel2: connection lost/);
+    // 7 rows: 3 of header, 4 below it, the last of them left for the cursor.
+    resize({ columns: 60, rows: 7 });
+    vi.advanceTimersByTime(250);
+    const frame = frames().at(-1) ?? '';
+    const region = '\x1b[4;7r\x1b[4;1H';
+    const log = frame.slice(frame.indexOf(region) + region.length, frame.indexOf('\x1b7'));
+    expect(log.split('\n').map((line) => line.replace(/^\d\d:\d\d:\d\d {2}/, ''))).toEqual([
+      'GET     /3  404  1.0 ms',
+      'GET     /4  404  1.0 ms',
+      'tunnel2: connection lost (gone); reconnecting in 0.0 s',
+      '',
+    ]);
+  });
+
+  it('finishing: the header and a log line say how many are still in flight; closed with a cut says what it cut', () => {
+    const { view, frames, writes, errs, stats } = screen(true);
+    view.ready(info, 'x');
+    stats.sessionStats = { rttMs: 2, openStreams: 2, draining: true };
+    view.finishing(2, 'requests');
+    expect(writes).toContain('tunnel2: finishing 2 requests (Ctrl-C again to stop now)\n');
+    expect(frames().at(-1)).toContain('finishing 2 requests (Ctrl-C again to stop now)');
+    // The count follows the requests as they finish.
+    stats.sessionStats = { rttMs: 2, openStreams: 1, draining: true };
+    vi.advanceTimersByTime(250);
+    expect(frames().at(-1)).toContain('finishing 1 request (Ctrl-C again to stop now)');
+    view.closed({ count: 1, unit: 'requests' });
+    // With colour on, the reset of colours comes last, before the cursor is shown again.
+    expect(writes.at(-1)?.endsWith('\x1b7\x1b[r\x1b8\x1b[0m\x1b[?25h')).toBe(true);
+    expect(errs.at(-1)).toBe('tunnel2: stopped now; 1 request in flight was cut short\n');
+    expect(view.active).toBe(false);
+  });
+
   it('colours request statuses only with colour on', () => {
     const plain = screen(false);
     plain.view.ready(info, 'x');
@@ -113,7 +151,8 @@ describe('the status screen', () => {
     view.ready(info, 'x');
     view.closed();
     expect(writes.at(-1)).toContain('offline');
-    expect(writes.at(-1)?.endsWith('\x1b8\x1b[?25h\x1b7\x1b[r\x1b8')).toBe(true);
+    // Without colour no SGR at all, the reset neither.
+    expect(writes.at(-1)?.endsWith('\x1b8\x1b[?25h\x1b7\x1b[r\x1b8\x1b[?25h')).toBe(true);
     expect(errs.at(-1)).toBe('tunnel2: closed\n');
     const count = writes.length;
     vi.advanceTimersByTime(10_000);

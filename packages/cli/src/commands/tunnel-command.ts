@@ -1,10 +1,19 @@
+import { writeSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 import { type Logger, pino } from 'pino';
 import { loadAgentKey } from '../agent-key.js';
 import { AgentError, USAGE_ERRORS } from '../errors.js';
+import type { InFlightUnit } from '../in-flight-text.js';
 import { createLineWriter, droppedText, type LineWriter } from '../line-writer.js';
-import { createHumanReporter, createJsonReporter, jsonDroppedLine, type Reporter } from '../reporter.js';
+import {
+  createHumanReporter,
+  createJsonReporter,
+  type InFlightCut,
+  jsonDroppedLine,
+  type Reporter,
+} from '../reporter.js';
 import { onShutdownSignal } from '../shutdown-signal.js';
-import { createStatusScreen, type StatusScreen } from '../status-screen.js';
+import { createStatusScreen, type StatusScreen, terminalReset } from '../status-screen.js';
 import { onStdoutClosed } from '../stdout-closed.js';
 import { stdoutTerminal, unblockStdoutTerminal } from '../terminal.js';
 import type { Tunnel } from '../tunnel.js';
@@ -42,6 +51,13 @@ function commandOutput(options: OutputOptions): CommandOutput {
   const colour = options.color !== false && !process.env.NO_COLOR;
   const screen =
     terminal === undefined ? undefined : createStatusScreen({ out: stdout, err: writeErr, terminal, colour });
+  if (screen !== undefined && isMainThread) {
+    // However the process ends (an uncaught error, an exit from elsewhere), the shell gets its terminal back
+    // as it was: written at once, since the view's own writes to a terminal are asynchronous (terminal.ts).
+    process.once('exit', () => {
+      if (screen.active) writeSync(1, terminalReset(colour));
+    });
+  }
   const reporter = options.json
     ? createJsonReporter(stdout)
     : (screen ?? createHumanReporter(stdout, writeErr));
@@ -71,10 +87,25 @@ export function allowIpList(value: string | undefined): string[] | undefined {
     .filter((s) => s !== '');
 }
 
+/** What a tunnel and the tunnels its session carries count in flight: requests, connections, or both. */
+function inFlightUnit(tunnel: Tunnel): InFlightUnit {
+  const tcp = [tunnel, ...tunnel.tunnels].map((t) => t.target.origin.startsWith('tcp:'));
+  if (tcp.every(Boolean)) return 'connections';
+  return tcp.some(Boolean) ? 'requests and connections' : 'requests';
+}
+
+/** How long the first Ctrl-C (or SIGTERM) lets requests in flight finish. */
+const GRACE_MS = 5_000;
+
+/** The exit status of a process stopped by a signal, as a shell reports it (SIGINT 130, SIGTERM 143). */
+const SIGNAL_EXIT: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
+
 /**
  * A tunnel command from start to exit status: builds the tunnel (an invalid target or option is reported, exit 2),
- * lets the command subscribe to its events, then runs it until Ctrl-C (exit 0) or a refusal retrying
- * cannot fix (exit 1). `onStartFailure` hears what start() rejected with.
+ * lets the command subscribe to its events, then runs it until Ctrl-C or a refusal retrying cannot fix
+ * (exit 1). The first Ctrl-C (or SIGTERM) lets the requests in flight finish, saying so, and exits 0; a
+ * second one stops at once, saying what it cut, with the status of a process ended by that signal (130).
+ * `onStartFailure` hears what start() rejected with.
  */
 export async function runTunnelCommand(
   options: OutputOptions,
@@ -104,18 +135,52 @@ export async function runTunnelCommand(
   tunnel.on('reconnecting', (event) => reporter.reconnecting(event));
   return new Promise<number>((resolve) => {
     let stopping = false;
+    let exitCode = 0;
+    let cut: InFlightCut | undefined;
+    const inFlight = (): number => tunnel.sessionStats?.openStreams ?? 0;
     const stop = (code: number): void => {
       if (stopping) return;
       stopping = true;
-      stopListening();
-      void tunnel.close().then(() => {
-        reporter.closed();
+      exitCode = code;
+      // The grace is timed here, so that what its end cuts is counted and said (the tunnel's own, later,
+      // is only a backstop).
+      const grace = setTimeout(() => {
+        const open = inFlight();
+        if (open === 0 || cut !== undefined) return;
+        cut = { count: open, unit: inFlightUnit(tunnel), afterMs: GRACE_MS };
+        void tunnel.close(0);
+      }, GRACE_MS);
+      void tunnel.close(2 * GRACE_MS).then(() => {
+        clearTimeout(grace);
+        // Heard until the end: a second signal that found no listener would end the process by default,
+        // with nothing said and the terminal left in the view's state.
+        stopListening();
+        // The closing line is the last: a request or connection cut by the close may report after it (the
+        // reporters of `tunnel2 start`'s tunnels, one each, hear no closed() of their own).
+        for (const t of [tunnel, ...tunnel.tunnels]) {
+          t.removeAllListeners('request');
+          t.removeAllListeners('connection');
+        }
+        // The request lines still batched for stdout go before the closing line, which goes to stderr.
+        stdout.flush();
+        reporter.closed(cut);
         stdout.flush();
         stopWatchingStdout();
-        resolve(code);
+        resolve(exitCode);
       });
     };
-    const stopListening = onShutdownSignal(() => stop(0));
+    const stopListening = onShutdownSignal((signal) => {
+      if (!stopping) {
+        const open = inFlight();
+        if (open > 0) reporter.finishing(open, inFlightUnit(tunnel));
+        stop(0);
+      } else if (cut === undefined) {
+        // The second: what the first let finish is cut now (the clients hear a reset, not a hang).
+        cut = { count: inFlight(), unit: inFlightUnit(tunnel) };
+        exitCode = SIGNAL_EXIT[signal] ?? 130;
+        void tunnel.close(0);
+      }
+    });
     tunnel.on('error', (error: AgentError) => {
       reporter.error(error);
       // A refusal retrying cannot fix (bad token, name taken over): stop with a failure status.

@@ -15,6 +15,8 @@ export interface PtyCli {
   waitForScreen(test: (lines: string[]) => boolean, what: string): Promise<string[]>;
   resize(columns: number, rows: number): void;
   signal(name: 'INT' | 'TERM' | 'KILL'): void;
+  /** Types Ctrl-C: the terminal echoes `^C` and sends SIGINT, as for a user at the keyboard. */
+  ctrlC(): void;
   /** Stops reading the terminal (its output stalls in the kernel, as in a frozen emulator), or reads again. */
   pause(): void;
   resume(): void;
@@ -79,6 +81,9 @@ export function ptyCli(
     },
     signal(name) {
       child.stdin.write(`signal ${name}\n`);
+    },
+    ctrlC() {
+      child.stdin.write('ctrl-c\n');
     },
     pause() {
       child.stdin.write('pause\n');

@@ -4,6 +4,7 @@ usage: pty-run.py <columns> <rows> <command> [args...]
 The pty's output is copied to stdout as it comes. Lines on stdin steer it:
   resize <columns> <rows>   sets the window size (the kernel sends SIGWINCH to the command)
   signal <NAME>             sends the signal (INT, TERM) to the command
+  ctrl-c                    types Ctrl-C: the terminal echoes ^C and sends SIGINT to the command
   pause / resume            stops / starts reading the pty (a terminal that does not read: its output stalls);
                             a signal or the end of stdin resumes it, so that the helper sees the command end
 Exits with the command's exit status once it ended and its output was read.
@@ -55,6 +56,8 @@ def main():
                 child.send_signal(getattr(signal, 'SIG' + words[1]))
                 if master not in watching:
                     watching.append(master)
+            elif words[:1] == ['ctrl-c']:
+                os.write(master, b'\x03')
             elif words[:1] == ['pause'] and master in watching:
                 watching.remove(master)
             elif words[:1] == ['resume'] and master not in watching:
