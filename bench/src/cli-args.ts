@@ -57,7 +57,8 @@ flags:
   --rate <rps>           constant: the target rate
   --minutes <n>          constant: length of the run (fractions allowed)
   --duration <s>         seconds per stage (constant: instead of --minutes)
-  --warmup <s>           seconds of discarded load before the first stage of each side (default 10)
+  --warmup <s>           seconds of discarded load before the first stage of each side (default: each
+                         stage gets its own, 10 % of its length, 1-10 s, left out of every figure)
   --connections <n,...>  max: connection counts, one stage each (default 50,100);
                          fixed-rate scenarios: connections per stage (default rate/10, at least 1)
   --target <url>         your service: the direct side, and what the kit's own edge + agent tunnel to;
