@@ -132,12 +132,13 @@ export function agentUrl(
 }
 
 /**
- * What an edge is told of the agent's key: a hash of it keyed to the edge's origin. The key lives for years
- * in the user's config directory and proves a name is theirs; an edge (anyone's, self-hosted) must not learn
- * what would let it claim the user's names on another edge.
+ * What an edge is told of the agent's key: a hash of it keyed to the edge's host name. The key lives for
+ * years in the user's config directory and proves a name is theirs; an edge (anyone's, self-hosted) must
+ * not learn what would let it claim the user's names on another edge. The host, not the origin: the nodes
+ * of one cluster on one host and the same edge by http:// or https:// see one owner.
  */
 export function agentKeyFor(key: string, server: string): string {
-  return createHmac('sha256', key).update(new URL(server).origin).digest('base64url');
+  return createHmac('sha256', key).update(new URL(server).hostname).digest('base64url');
 }
 
 /** Opens one WebSocket to the edge, runs the handshake, and forwards every stream the edge opens. */

@@ -86,14 +86,15 @@ describe('the agent key file', () => {
 describe('what an edge is told of the key', () => {
   const key = 'k'.repeat(43);
 
-  it('is a hash keyed to the edge origin: one edge cannot claim your names on another', () => {
+  it('is a hash keyed to the edge host: one edge cannot claim your names on another', () => {
     const here = agentKeyFor(key, 'https://tunnel.example.com');
     expect(here).not.toContain(key);
     expect(here).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(agentKeyFor(key, 'https://tunnel.example.com/some/path')).toBe(here);
     expect(agentKeyFor(key, 'https://TUNNEL.example.com:443')).toBe(here);
     expect(agentKeyFor(key, 'https://other.example.com')).not.toBe(here);
-    expect(agentKeyFor(key, 'http://tunnel.example.com')).not.toBe(here);
+    expect(agentKeyFor(key, 'http://tunnel.example.com:8080')).toBe(here);
+    expect(agentKeyFor(key, 'https://example.com')).not.toBe(here);
     expect(agentKeyFor(`${key}x`, 'https://tunnel.example.com')).not.toBe(here);
   });
 });

@@ -11,6 +11,7 @@ import { createTestBackend } from '@tunnel2/test-backend';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
+import { crashedAgent } from './support/crashed-agent.js';
 import { send } from './support/http-client.js';
 import { type Backend, silent, until } from './support/stack.js';
 
@@ -133,8 +134,8 @@ describe('error pages in Chromium', () => {
 
   it('tunnel offline: names the agent and says to start it again', async () => {
     const { edge, port, url } = await startEdge();
-    const tunnel = await connect({ target: backend.port, server: url, subdomain: 'gone' });
-    await tunnel.close(0);
+    // Crashed, not closed: a graceful close frees the name at once (404), a lost agent keeps it in its grace.
+    await crashedAgent({ server: url, target: backend.port, subdomain: 'gone' });
     await until(() => edge.sessions.get('gone') === undefined);
     await visit('tunnel-offline', `http://gone.localhost:${port}/`, {
       status: 502,
