@@ -4,9 +4,16 @@
 //   pnpm exec tsc -b && node scripts/error-page-screenshots.ts
 // Writes docs/error-page-<case>.png, and docs/error-page-unknown-tunnel-dark.png.
 
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { createRequire } from 'node:module';
 import { type AddressInfo, createServer as createTcpServer, connect as tcpConnect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { connect, type Tunnel } from '@tunnel2/cli';
 import { buildEdge, type Edge, type EdgeOptions } from '@tunnel2/edge';
@@ -36,6 +43,7 @@ const playwright = (await import(pathToFileURL(requireFromCli.resolve('playwrigh
 };
 const { chromium } = playwright.default;
 const docs = fileURLToPath(new URL('../docs/', import.meta.url));
+const cliBin = fileURLToPath(new URL('../packages/cli/bin/tunnel2.js', import.meta.url));
 const silent = pino({ level: 'silent' });
 const closers: (() => Promise<unknown>)[] = [];
 
@@ -75,6 +83,38 @@ async function tunnel(edge: Edge, target: number | string, subdomain: string, mo
   return t;
 }
 
+/**
+ * An agent that dies (SIGKILL) once its tunnel is up, as the page's visitors meet it: its name stays
+ * reserved for its return and its URL answers "tunnel offline" (a graceful close frees the name: a 404).
+ * The real CLI in a process of its own, with a throwaway config directory for its agent key.
+ */
+async function crashedAgent(edge: Edge, subdomain: string): Promise<void> {
+  const home = mkdtempSync(join(tmpdir(), 'tunnel2-error-page-agent-'));
+  closers.push(async () => rmSync(home, { recursive: true, force: true }));
+  const args = [
+    'http',
+    String(appPort),
+    '--server',
+    edge.url,
+    '--subdomain',
+    subdomain,
+    '--json',
+    '--no-inspect',
+  ];
+  const child = spawn(process.execPath, [cliBin, ...args], {
+    env: { ...process.env, XDG_CONFIG_HOME: home },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = once(child, 'exit');
+  for await (const line of createInterface({ input: child.stdout! })) {
+    if ((JSON.parse(line) as { event?: string }).event === 'ready') break;
+  }
+  child.kill('SIGKILL');
+  await exited;
+  // The edge sees the session end when its heartbeat finds the socket dead (a few seconds).
+  while (edge.sessions.get(subdomain) !== undefined) await delay(50);
+}
+
 /** A GET through the edge by Host, its status (the rate-limit case spends its burst with it). */
 function get(port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -93,9 +133,7 @@ await tunnel(main.edge, `localhost:${await downPort()}`, 'myapp');
 await tunnel(main.edge, appPort, 'slow');
 await tunnel(main.edge, appPort, 'private', { basicAuth: 'user:secret' });
 await tunnel(limitedEdge.edge, appPort, 'popular');
-const gone = await connect({ target: appPort, server: main.edge.url, subdomain: 'gone' });
-await gone.close(0);
-while (main.edge.sessions.get('gone') !== undefined) await new Promise((resolve) => setImmediate(resolve));
+await crashedAgent(main.edge, 'gone');
 
 const at = (name: string, port: number, path = '/') => `http://${name}.localhost:${port}${path}`;
 const cases: {

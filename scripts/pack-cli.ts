@@ -463,7 +463,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     `${packed.name}@${packed.version}: ${tarball}\n` +
       `  tarball ${kb(packed.size)}, unpacked ${kb(packed.unpackedSize)}, ${packed.files.length} files, no dependencies\n` +
       `  bundled: ${packed.bundled.length} packages (THIRD-PARTY-NOTICES.md)\n` +
-      `  publish with: npm publish ${tarball}\n`,
+      // A release is a tag (README, Releasing): npm publish by hand would skip the tests, the provenance and
+      // the repository field the workflow gives it.
+      `  install it anywhere: npm i -g ${tarball.startsWith('/') ? tarball : `./${tarball}`}\n` +
+      `  release it: push the tag v${packed.version} (.github/workflows/release.yml)\n`,
   );
   if (args.includes('--check')) {
     const problems = await lintPackage(packed);

@@ -6,7 +6,8 @@
 //                                   [--repository <https url>]
 //
 // 1. Versions: every workspace package has the same version, and with --tag (the pushed tag) the tag is
-//    `v<that version>`. --check-only stops here.
+//    `v<that version>`. --check-only stops here. A publish needs --tag: only a tag releases (--dry-run
+//    does without).
 // 2. Builds the workspace (`tsc -b`, unless --no-build) and packs @tunnel2/cli and @tunnel2/bench with
 //    scripts/pack-cli.ts and scripts/pack-bench.ts (the tarballs go to --out, default release/), with
 //    `repository` set to --repository (default, in GitHub Actions: the repository the workflow runs in), which
@@ -147,6 +148,13 @@ async function main(): Promise<number> {
   const version = Object.values(versions)[0]!;
   say(`version ${version}${values.tag === undefined ? '' : ` matches the tag ${values.tag}`}`);
   if (values['check-only']) return 0;
+  if (values.tag === undefined && !values['dry-run']) {
+    // Only a pushed tag releases: a manual run from a branch would publish a version no tag names.
+    process.stderr.write(
+      'release: a publish needs --tag v<version> (the pushed tag); --dry-run without one\n',
+    );
+    return 2;
+  }
 
   if (!values['no-build']) {
     say('building the workspace (tsc -b)');

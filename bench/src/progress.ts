@@ -1,5 +1,6 @@
 import type { LoadTick } from './load-runner.js';
 import type { ScenarioName, SideName, SideReport } from './report-schema.js';
+import { LOW_SAMPLE_MARK, type PercentileKey, samplesNeeded } from './sample-sufficiency.js';
 import type { StagePlan } from './scenarios.js';
 
 /** What the run tells a person watching it (on stderr, so stdout stays free for the report path). */
@@ -77,12 +78,25 @@ export function createProgress(scenario: ScenarioName, options: ProgressOptions)
       line(
         `${prefix} stage ${stage.index}/${stageCount} ${label} done: ${report.requests} requests, ` +
           `${fmt(report.successPct, 2)} % ok${errors ? ` (${errors})` : ''}, ${fmt(report.achievedRps)} rps, ` +
-          `p50 ${fmt(report.latencyMs.p50, 2)} ms, p99 ${fmt(report.latencyMs.p99, 2)} ms ` +
-          `(corrected ${fmt(report.correctedP99Ms, 2)} ms)${cpuText(report)}` +
+          `p50 ${fmt(report.latencyMs.p50, 2)} ms${mark(report, 'p50')}, ` +
+          `p99 ${fmt(report.latencyMs.p99, 2)} ms${mark(report, 'p99')} ` +
+          `(corrected ${fmt(report.correctedP99Ms, 2)} ms${mark(report, 'p99')}${fewText(report)})${cpuText(report)}` +
           `${report.keptUp ? '' : `  SHORT: ${report.shortfall}`}`,
       );
     },
   };
+}
+
+/** " ~" after a percentile read from too few samples, as report.md and report.html mark it. */
+function mark(report: SideReport, key: PercentileKey): string {
+  return report.lowSamplePercentiles?.includes(key) ? ` ${LOW_SAMPLE_MARK}` : '';
+}
+
+/** "; 61 answers, a p99 needs 1,000" when the p99 is marked: the line is read before any report. */
+function fewText(report: SideReport): string {
+  if (!report.lowSamplePercentiles?.includes('p99')) return '';
+  const needed = samplesNeeded('p99').toLocaleString('en-US');
+  return `; ${(report.latencySamples ?? report.requests).toLocaleString('en-US')} answers, a p99 needs ${needed}`;
 }
 
 /** ", tunnel CPU 262 µs/req (edge 116 + agent 146)", or the backend's on the direct side; "" when unknown. */

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,6 +98,8 @@ describe('the inspector page at 800 px, its Raw view, Host labels, favicon and H
     });
 
   beforeAll(async () => {
+    // The README's promise for a machine without the package: one line naming it, not playwright's trace.
+    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(true);
     rewrite = await startInspectedStack(await backend(), 'polish');
     preserve = await startInspectedStack(await backend(), 'polish-same', { hostHeader: 'preserve' });
     browser = await chromium.launch({

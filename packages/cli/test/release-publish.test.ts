@@ -29,6 +29,7 @@ interface Step {
   env?: Record<string, string>;
 }
 interface Workflow {
+  env: Record<string, string>;
   on: { push: { tags: string[] }; workflow_dispatch: { inputs: Record<string, { type: string }> } };
   jobs: Record<string, { needs?: string; permissions?: Record<string, string>; steps: Step[] }>;
 }
@@ -54,7 +55,17 @@ describe('versions', () => {
   it('--provenance without a repository to name exits 2 before packing', async () => {
     const env = npmEnv();
     delete env.GITHUB_REPOSITORY;
-    const refused = await run(process.execPath, [SCRIPT, '--no-build', '--provenance'], { env }).then(
+    const { version } = JSON.parse(await readFile(join(repoRoot, 'packages', 'cli', 'package.json'), 'utf8'));
+    const args = [
+      SCRIPT,
+      '--no-build',
+      '--provenance',
+      '--tag',
+      `v${version}`,
+      '--registry',
+      'http://127.0.0.1:9/',
+    ];
+    const refused = await run(process.execPath, args, { env }).then(
       () => undefined,
       (err: { code?: number; stderr?: string }) => err,
     );
@@ -62,6 +73,22 @@ describe('versions', () => {
       code: 2,
       stderr: expect.stringContaining('--provenance needs --repository <url>'),
     });
+  });
+
+  it('a publish without --tag (a manual run from a branch) exits 2 before packing: only a tag releases', async () => {
+    // A registry where nothing listens: were the refusal gone, nothing could reach npm's.
+    const out = await mkdtemp(join(tmpdir(), 'tunnel2-release-untagged-'));
+    const args = [SCRIPT, '--no-build', '--out', out, '--registry', 'http://127.0.0.1:9/'];
+    const refused = await run(process.execPath, args, { env: npmEnv() }).then(
+      () => undefined,
+      (err: { code?: number; stderr?: string }) => err,
+    );
+    expect(refused).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('a publish needs --tag v<version>'),
+    });
+    expect(await readdir(out)).toEqual([]);
+    await rm(out, { recursive: true, force: true });
   });
 
   it('the script exits 1 naming the mismatch', async () => {
@@ -94,6 +121,9 @@ describe('the release workflow', () => {
     const workflow = parse(await readFile(WORKFLOW, 'utf8')) as Workflow;
     expect(workflow.on.push.tags).toEqual(['v*']);
     expect(workflow.on.workflow_dispatch.inputs['dry-run']).toMatchObject({ type: 'boolean' });
+    // Only a tag publishes and pushes: a manual run from a branch is a dry run whatever its input says
+    // (else it would publish an untagged version and push :latest from a branch).
+    expect(workflow.env.DRY_RUN).toContain("github.ref_type != 'tag'");
     const { test, npm, image } = workflow.jobs;
     // The full test command (the README's, after install) and the version check gate both publishing jobs.
     const runs = (steps: Step[]): string[] => steps.map((s) => s.run ?? '');

@@ -1,8 +1,10 @@
 // The README's test command is what CI runs (.ci/run, verbatim), the README names every system package
 // .ci/run installs for it, and the command says what it is doing during the long typecheck.
 
+import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../../../scripts/pack-cli.js';
 import { parseBuildLine } from '../../../scripts/typecheck.js';
@@ -79,4 +81,24 @@ describe('scripts/typecheck.ts reads tsc -b --verbose', () => {
       kind: 'other',
     });
   });
+});
+
+describe('scripts/typecheck.ts --build-only', () => {
+  it('prints a line per project of the build, then the total (the workspace is built: each is up to date)', async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [join(repoRoot, 'scripts', 'typecheck.ts'), '--build-only'],
+      { cwd: repoRoot, timeout: 120_000 },
+    );
+    const lines = stdout.trimEnd().split('\n');
+    const projects = /^typecheck: (\d+) projects \(tsc -b\)$/.exec(lines[0] ?? '');
+    expect(projects, stdout).not.toBeNull();
+    const count = Number(projects![1]);
+    const perProject = lines.slice(1, -1);
+    expect(perProject).toHaveLength(count);
+    for (const line of perProject)
+      expect(line).toMatch(/^typecheck: (packages\/[a-z-]+|bench) (up to date|built \(\d+\.\d s\))$/);
+    expect(perProject).toContain('typecheck: packages/cli up to date');
+    expect(lines.at(-1)).toMatch(/^typecheck: packages (up to date|built) in \d+\.\d s$/);
+  }, 150_000);
 });

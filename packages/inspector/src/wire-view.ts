@@ -49,9 +49,25 @@ function asText(bytes: Buffer): string | undefined {
   return /[\x00-\x08\x0e-\x1f\x7f]/.test(text) ? undefined : text;
 }
 
+/**
+ * A head field (or start-line part) with its control characters as Unicode's control pictures (CR as ␍, ESC
+ * as ␛): the heads come from the edge and the backend, and a CR/LF inside a field would otherwise print as a
+ * header line the peer never sent, an ESC reach the terminal the text is pasted into. Fields are latin1 on
+ * the wire (no code unit above U+00FF), so a picture in the text is always one of these. A tab is kept: the
+ * field grammar allows it.
+ */
+function visible(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what is replaced
+  return text.replace(/[\x00-\x08\x0a-\x1f\x7f]/g, (c) =>
+    String.fromCharCode(c === '\x7f' ? 0x2421 : 0x2400 + c.charCodeAt(0)),
+  );
+}
+
 function headLines(startLine: string, headers: readonly string[]): string {
-  let head = `${startLine}\r\n`;
-  for (let i = 0; i + 1 < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  let head = `${visible(startLine)}\r\n`;
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    head += `${visible(headers[i]!)}: ${visible(headers[i + 1]!)}\r\n`;
+  }
   return `${head}\r\n`;
 }
 

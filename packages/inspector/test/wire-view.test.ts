@@ -130,6 +130,35 @@ describe('GET /api/entries/:id/raw', () => {
     });
   });
 
+  it('shows control characters of hostile head fields as visible symbols: no forged line, no terminal escape', async () => {
+    // The heads come from the edge and the backend: a CR/LF inside a field would otherwise print as a header
+    // line the peer never sent, and an ESC would reach whoever copies the text into a terminal.
+    const inspector = await inspectorFor('http://127.0.0.1:9');
+    const r = inspector.capture.begin({
+      method: 'GET',
+      target: '/a\r\nX-Forged-Target: 1',
+      headers: ['Host', 'a.example', 'X-Evil\x1b[31m', 'v\r\nX-Forged: 1\x00\x7f', 'X-Tab', 'a\tb'],
+    })!;
+    r.responseHead(200, ['Set-Cookie', 'a=1\nX-Forged-Response: 2'], undefined, 'OK\r\nX-Forged-Reason: 3');
+    const raw = await rawOf(inspector, r.finish()!);
+    const requestLines = raw.request.head.split('\r\n');
+    expect(requestLines).toEqual([
+      'GET /a\u240d\u240aX-Forged-Target: 1 HTTP/1.1',
+      'Host: a.example',
+      'X-Evil\u241b[31m: v\u240d\u240aX-Forged: 1\u2400\u2421',
+      // A tab is part of a field value's grammar: kept.
+      'X-Tab: a\tb',
+      '',
+      '',
+    ]);
+    expect(raw.response?.head.split('\r\n')).toEqual([
+      'HTTP/1.1 200 OK\u240d\u240aX-Forged-Reason: 3',
+      'Set-Cookie: a=1\u240aX-Forged-Response: 2',
+      '',
+      '',
+    ]);
+  });
+
   it('answers 404 for an entry it does not have, and 405 for anything but GET', async () => {
     const inspector = await inspectorFor('http://127.0.0.1:9');
     expect((await fetch(`${inspector.url}/api/entries/42/raw`)).status).toBe(404);
