@@ -107,6 +107,27 @@ describe('the human log line', () => {
     expect(line.length).toBeLessThan(400);
   });
 
+  it('never lets a message, a field name or an error type move the cursor or reorder the line either', () => {
+    // Fastify logs an error with its message as the line's message, and a message can repeat a header; a
+    // logged object's keys and an agent's strings can come from a peer. C1 controls (\u009b is CSI on
+    // terminals that read 8-bit controls), bidi overrides and line separators are escaped as in values.
+    const hostile = `a${ESC}[2J\r\u009b1m\u202e\u2028b`;
+    const line = formatHumanLine(
+      {
+        level: 50,
+        time: Date.now(),
+        msg: hostile,
+        [hostile]: 1,
+        agent: hostile,
+        err: { type: hostile, message: '' },
+      },
+      plain,
+    );
+    expect(line.split('\n')).toHaveLength(2);
+    expect(line).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    expect(line).toContain('a\\u001b[2J\\r\\u009b1m\\u202e\\u2028b');
+  });
+
   it('is coloured only when asked, bold red for errors', () => {
     const record = { level: 50, time: Date.now(), msg: 'boom' };
     expect(formatHumanLine(record, plain)).not.toContain(ESC);
