@@ -352,7 +352,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     const addresses = edgeAddresses(baseUrl());
     return (
       'tunnel2 edge\n\n' +
-      `Agents connect with:  npx tunnel2 http <port> --server ${addresses.server}\n` +
+      `Agents connect with:  ${addresses.agentCommand}\n` +
+      '                      (tunnel2 is the command of the @tunnel2/cli package)\n' +
       `Tunnels answer at:    ${addresses.tunnelByHost}  or  ${addresses.tunnelByPath}\n` +
       // How busy an edge is, is the operator's business: shown only when asked for.
       (options.showSessionCount ? `Sessions on this node: ${sessions.size}\n` : '') +
