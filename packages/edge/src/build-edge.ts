@@ -25,6 +25,7 @@ import {
   sendRefusal,
 } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
+import { answerFrameworkError, ignoreBody } from './framework-answers.js';
 import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
 import { connectionCapFromOpenFiles } from './open-files.js';
@@ -288,7 +289,10 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     // Tunnelled bodies never pass through Fastify; its own routes are small.
     bodyLimit: 64 * 1024,
     clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
   });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', ignoreBody);
 
   const agentEndpoint = createAgentEndpoint({
     options,
