@@ -2,7 +2,7 @@ import { type IncomingHttpHeaders, request } from 'node:http';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildEdge } from '../src/build-edge.js';
-import { errorBody, negotiateErrorFormat } from '../src/error-page.js';
+import { askOfFields, errorBody, negotiateErrorFormat } from '../src/error-page.js';
 import { edgeAnswer } from '../src/error-response.js';
 import { EdgeErrorCode } from '../src/errors.js';
 
@@ -43,6 +43,29 @@ describe('negotiateErrorFormat', () => {
   it('reads a bounded number of ranges', () => {
     const many = `${'x/y, '.repeat(100)}text/html`;
     expect(negotiateErrorFormat(many)).toBe('text');
+  });
+});
+
+describe('askOfFields', () => {
+  it('joins every Accept field, and reads Host and the request id from a raw head', () => {
+    const ask = askOfFields('GET', [
+      'Accept',
+      'text/plain;q=0.1',
+      'HOST',
+      'x.example.test',
+      'accept',
+      'text/html',
+      'X-Request-Id',
+      'r-1',
+      'dangling',
+    ]);
+    expect(ask).toEqual({
+      accept: 'text/plain;q=0.1, text/html',
+      method: 'GET',
+      host: 'x.example.test',
+      requestId: 'r-1',
+    });
+    expect(negotiateErrorFormat(ask.accept)).toBe('html');
   });
 });
 
