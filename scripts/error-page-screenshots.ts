@@ -4,9 +4,14 @@
 //   pnpm exec tsc -b && node scripts/error-page-screenshots.ts
 // Writes docs/error-page-<case>.png, and docs/error-page-unknown-tunnel-dark.png.
 
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { createRequire } from 'node:module';
 import { type AddressInfo, createServer as createTcpServer, connect as tcpConnect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { connect, type Tunnel } from '@tunnel2/cli';
 import { buildEdge, type Edge, type EdgeOptions } from '@tunnel2/edge';
@@ -36,6 +41,7 @@ const playwright = (await import(pathToFileURL(requireFromCli.resolve('playwrigh
 };
 const { chromium } = playwright.default;
 const docs = fileURLToPath(new URL('../docs/', import.meta.url));
+const cliBin = fileURLToPath(new URL('../packages/cli/bin/tunnel2.js', import.meta.url));
 const silent = pino({ level: 'silent' });
 const closers: (() => Promise<unknown>)[] = [];
 
@@ -93,8 +99,28 @@ await tunnel(main.edge, `localhost:${await downPort()}`, 'myapp');
 await tunnel(main.edge, appPort, 'slow');
 await tunnel(main.edge, appPort, 'private', { basicAuth: 'user:secret' });
 await tunnel(limitedEdge.edge, appPort, 'popular');
-const gone = await connect({ target: appPort, server: main.edge.url, subdomain: 'gone' });
-await gone.close(0);
+// A crashed agent (SIGKILL), not a closed one: a graceful close frees its name at once ("not found").
+const gone = spawn(
+  process.execPath,
+  [
+    cliBin,
+    'http',
+    String(appPort),
+    '--server',
+    main.edge.url,
+    '--subdomain',
+    'gone',
+    '--json',
+    '--no-inspect',
+  ],
+  {
+    stdio: ['ignore', 'pipe', 'ignore'],
+    env: { ...process.env, XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'tunnel2-shots-')) },
+  },
+);
+for await (const line of createInterface({ input: gone.stdout! }))
+  if (line.includes('"event":"ready"')) break;
+gone.kill('SIGKILL');
 while (main.edge.sessions.get('gone') !== undefined) await new Promise((resolve) => setImmediate(resolve));
 
 const at = (name: string, port: number, path = '/') => `http://${name}.localhost:${port}${path}`;

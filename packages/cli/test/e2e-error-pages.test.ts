@@ -12,6 +12,7 @@ import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
 import { send } from './support/http-client.js';
+import { spawnCli } from './support/processes.js';
 import { type Backend, silent, until } from './support/stack.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -133,8 +134,12 @@ describe('error pages in Chromium', () => {
 
   it('tunnel offline: names the agent and says to start it again', async () => {
     const { edge, port, url } = await startEdge();
-    const tunnel = await connect({ target: backend.port, server: url, subdomain: 'gone' });
-    await tunnel.close(0);
+    const agent = spawnCli(['http', String(backend.port), '--server', url, '--subdomain', 'gone', '--json']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await agent.waitFor('ready');
+    // A crash, not a close: a graceful close frees the name at once, and the page would be "not found".
+    agent.kill('SIGKILL');
+    await agent.exited;
     await until(() => edge.sessions.get('gone') === undefined);
     await visit('tunnel-offline', `http://gone.localhost:${port}/`, {
       status: 502,
