@@ -39,9 +39,10 @@ export function heldByOther(
       holder: 'other',
     };
   }
-  // A reservation's end is its disconnect plus the grace (the same on every node of a cluster).
+  // A reservation's end is its disconnect plus the grace (the same on every node of a cluster). Whole
+  // seconds down for the past and up for the future, so "N s ago, free in M s" adds up to the grace.
   const freeInS = Math.max(1, Math.ceil((record.expiresAt - now) / 1000));
-  const agoS = Math.max(0, Math.round((now - (record.expiresAt - reconnectGraceMs)) / 1000));
+  const agoS = Math.max(0, Math.floor((now - (record.expiresAt - reconnectGraceMs)) / 1000));
   return {
     code: EdgeErrorCode.NAME_IN_USE,
     message: `subdomain "${name}" is reserved for the agent that disconnected ${agoS} s ago, free in ${freeInS} s`,
