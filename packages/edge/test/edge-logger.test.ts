@@ -271,4 +271,36 @@ describe('the log at exit', () => {
       Array.from({ length: 1000 }, (_, i) => i),
     );
   });
+
+  it('a write waiting for a full non-blocking pipe is written too, in order, once the reader reads again', async () => {
+    // stderr is a pipe made non-blocking (by Node, as soon as anything touches process.stderr): a write
+    // the kernel takes in part waits to be tried again. The process exits meanwhile; the reader reads
+    // only once the exit has begun (the child says so on stdout).
+    const sinkModule = new URL('../dist/log-sink.js', import.meta.url).href;
+    const script = `import { writeSync } from 'node:fs';
+      const { createLogSink } = await import(${JSON.stringify(sinkModule)});
+      process.on('exit', () => writeSync(1, 'exiting\\n'));
+      void process.stderr;
+      const sink = createLogSink({ droppedLine: (n) => 'dropped ' + n + '\\n' });
+      for (let i = 0; i < 2000; i++) sink.write(i + ' ' + 'x'.repeat(100) + '\\n');
+      setTimeout(() => process.exit(0), 100);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stderr.pause();
+    let stderr = '';
+    child.stdout.once('data', () => {
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      child.stderr.resume();
+    });
+    const [code] = (await once(child, 'close')) as [number];
+    expect(code).toBe(0);
+    const numbers = stderr
+      .trim()
+      .split('\n')
+      .map((line) => Number(line.split(' ')[0]));
+    expect(numbers).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+  });
 });
