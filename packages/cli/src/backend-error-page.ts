@@ -1,4 +1,10 @@
-import { type ErrorAsk, type ErrorFacts, errorBody, negotiateErrorFormat } from '@tunnel2/edge/error-page';
+import {
+  askOfFields,
+  type ErrorAsk,
+  type ErrorFacts,
+  errorBody,
+  negotiateErrorFormat,
+} from '@tunnel2/edge/error-page';
 import type { RawHeaders } from '@tunnel2/protocol';
 import type { BackendErrorAnswer, BackendErrorCode } from './backend-error.js';
 import type { Target } from './target.js';
@@ -47,14 +53,7 @@ export function targetLabel(target: Target): string {
 
 /** The ask of a tunnelled request: its Accept (every field, joined), its method and its request id. */
 export function askOfRequest(method: string, headers: RawHeaders): ErrorAsk {
-  const ask: ErrorAsk = { accept: undefined, method };
-  for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i]!.toLowerCase();
-    if (name === 'accept')
-      ask.accept = ask.accept === undefined ? headers[i + 1] : `${ask.accept}, ${headers[i + 1]}`;
-    else if (name === 'x-request-id') ask.requestId = headers[i + 1];
-  }
-  return ask;
+  return askOfFields(method, headers);
 }
 
 /** The content type and body of a backend error for `ask` (the plain-text line when it asks for no other). */

@@ -26,7 +26,7 @@ const humanLine = (level: string, message: string) =>
 async function serverInPty(args: string[], env?: NodeJS.ProcessEnv) {
   const server = ptyCli(['server', '--port', '0', ...args], { columns: 160, rows: 30, env });
   cleanups.push(() => server.kill());
-  const screen = await server.waitForScreen(has('agents:  npx tunnel2 http'), 'the banner');
+  const screen = await server.waitForScreen(has('agents:  tunnel2 http'), 'the banner');
   const agents = screen.find((line) => line.startsWith('agents:'))!;
   const serverUrl = /--server (\S+)/.exec(agents)![1]!;
   const listening = screen.find((line) => line.startsWith('tunnel2 edge listening on'))!;
@@ -178,7 +178,7 @@ describe('the banner and the landing page', () => {
       const banner = server.terminal.lines();
       const landing = await send({ port, path: '/', headers: ['Host', `localhost:${port}`] });
       const page = landing.body.toString();
-      expect(page).toContain(`npx tunnel2 http <port> --server ${serverUrl}\n`);
+      expect(page).toContain(`Agents connect with:  tunnel2 http <port> --server ${serverUrl}\n`);
       // Listening on every interface is no address to give: the page's is.
       expect(serverUrl).toBe(`http://localhost:${port}`);
       const tunnels = banner.find((line) => line.startsWith('tunnels:'))!;

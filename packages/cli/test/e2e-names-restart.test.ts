@@ -110,6 +110,26 @@ describe('restart keeps your name', () => {
     expect(edge.sessions.get('twice')).toBeDefined();
   });
 
+  it('a second run of the same key is refused a TCP port the first serves, and the first keeps it', async () => {
+    const tcpEdge = buildEdge({ port: 0, logger: silent, tcpPorts: portRange() });
+    const edgeUrl = (await tcpEdge.listen()).url;
+    cleanups.push(() => void tcpEdge.close(0));
+    const home = configHome();
+    const first = spawnCli(['tcp', '1', '--server', edgeUrl, '--json'], { XDG_CONFIG_HOME: home });
+    cleanups.push(() => first.kill('SIGKILL'));
+    const port = Number(new URL(String((await first.waitFor('ready')).url)).port);
+    const second = await cli(['tcp', '1', '--server', edgeUrl, '--remote-port', String(port)], {
+      XDG_CONFIG_HOME: home,
+    });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(
+      new RegExp(
+        `port ${port} is already served by another tunnel2 run of yours, since \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ: stop that one first`,
+      ),
+    );
+    expect(first.events.filter((e) => e.event === 'error' || e.event === 'reconnecting')).toEqual([]);
+  });
+
   it("a name another agent serves is 'taken by another agent'", async () => {
     const first = agent('theirs', configHome());
     await first.waitFor('ready');

@@ -145,7 +145,15 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     }
     const name = requested ?? randomSessionName();
     const run = headerValue(req, AGENT_RUN_HEADER)?.slice(0, 64);
-    const ownRun = heldBySelf(name, sessions.get(name), { owner, run, anonymous: auth.anonymous });
+    const self = { owner, run, anonymous: auth.anonymous };
+    const portRun =
+      tcpPort === undefined ? undefined : heldBySelf(`port ${tcpPort.port}`, tcpPort.connection, self);
+    if (tcpPort !== undefined && portRun !== undefined) {
+      endpoint.tcp?.abandon(tcpPort);
+      rejectUpgrade(socket, nameHeld({ ...portRun, code: EdgeErrorCode.TCP_PORT_UNAVAILABLE }));
+      return;
+    }
+    const ownRun = heldBySelf(`subdomain "${name}"`, sessions.get(name), self);
     if (ownRun !== undefined) {
       if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
       rejectUpgrade(socket, nameHeld(ownRun));

@@ -25,6 +25,7 @@ import {
   sendRefusal,
 } from './error-response.js';
 import { EdgeErrorCode } from './errors.js';
+import { answerFrameworkError, ignoreBody } from './framework-answers.js';
 import { InFlight } from './in-flight.js';
 import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
 import { connectionCapFromOpenFiles } from './open-files.js';
@@ -288,7 +289,10 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     // Tunnelled bodies never pass through Fastify; its own routes are small.
     bodyLimit: 64 * 1024,
     clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
   });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', ignoreBody);
 
   const agentEndpoint = createAgentEndpoint({
     options,
@@ -352,7 +356,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     const addresses = edgeAddresses(baseUrl());
     return (
       'tunnel2 edge\n\n' +
-      `Agents connect with:  npx tunnel2 http <port> --server ${addresses.server}\n` +
+      `Agents connect with:  ${addresses.agentCommand}\n` +
+      '                      (tunnel2 is the command of the @tunnel2/cli package)\n' +
       `Tunnels answer at:    ${addresses.tunnelByHost}  or  ${addresses.tunnelByPath}\n` +
       // How busy an edge is, is the operator's business: shown only when asked for.
       (options.showSessionCount ? `Sessions on this node: ${sessions.size}\n` : '') +

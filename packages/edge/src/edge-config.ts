@@ -160,7 +160,8 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     ...integer(1_000, HOUR),
   },
   reconnectGraceMs: {
-    description: "how long a disconnected session's name stays reserved for its owner",
+    description:
+      "how long a lost session's names and TCP ports stay reserved for its owner (an agent that closes gracefully frees them at once)",
     default: MINUTE,
     ...integer(0, 24 * HOUR),
   },

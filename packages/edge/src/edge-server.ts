@@ -250,7 +250,7 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
     const addresses = server.edge.addresses();
     io.stdout(
       `tunnel2 edge listening on ${server.url}\n` +
-        `agents:  npx tunnel2 http <port> --server ${addresses.server}\n` +
+        `agents:  ${addresses.agentCommand}\n` +
         `tunnels: ${addresses.tunnelByHost}  and  ${addresses.tunnelByPath}\n` +
         (server.adminUrl === undefined ? '' : `ops:     ${server.adminUrl}/healthz  /readyz  /metrics\n`),
     );

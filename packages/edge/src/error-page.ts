@@ -17,6 +17,27 @@ export interface ErrorAsk {
 }
 
 /**
+ * The ask of a request whose head is known as raw fields (name, value, ...): a head carried on a node link
+ * (cluster/link-request.ts) or to the agent (its backend errors). Every Accept field counts, joined as Node
+ * joins them; the head is bounded by the edge's header limit, and so is this.
+ */
+export function askOfFields(
+  method: string | undefined,
+  fields: readonly string[],
+): ErrorAsk & { host?: string | undefined } {
+  const ask: ErrorAsk & { host?: string | undefined } = { accept: undefined, method };
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = fields[i]!.toLowerCase();
+    const value = fields[i + 1]!;
+    if (name === 'accept') ask.accept = ask.accept === undefined ? value : `${ask.accept}, ${value}`;
+    else if (name === 'host') ask.host = value;
+    // request-id.ts's REQUEST_ID_HEADER, not imported: this module loads nothing else of the edge.
+    else if (name === 'x-request-id') ask.requestId = value;
+  }
+  return ask;
+}
+
+/**
  * Headers of every negotiated error answer, on top of `cache-control: no-store` and `nosniff`: the page
  * loads nothing and runs nothing, and a cache keeps the forms apart.
  */

@@ -45,7 +45,7 @@ export function formatHumanLine(record: Record<string, unknown>, style: HumanLin
   const level = typeof record.level === 'number' ? record.level : 30;
   const paint = (code: string, text: string): string => (style.colour ? `${code}${text}${RESET}` : text);
   const levelName = (levelNames[level] ?? String(level)).padEnd(5);
-  const message = typeof record.msg === 'string' ? record.msg : '';
+  const message = typeof record.msg === 'string' ? printable(record.msg) : '';
   const fields: string[] = [];
   const err = errorOf(record.err);
   for (const key of leadingKeys) {
@@ -69,7 +69,7 @@ export function formatHumanLine(record: Record<string, unknown>, style: HumanLin
 }
 
 function field(key: string, value: unknown, paint: (code: string, text: string) => string): string {
-  return `${paint(DIM, `${key}=`)}${shown(value)}`;
+  return `${paint(DIM, `${printable(key)}=`)}${shown(value)}`;
 }
 
 /** A value as one token: bare when it has no spaces, quoted (JSON) otherwise; objects compact JSON. */
@@ -78,9 +78,21 @@ function shown(value: unknown): string {
   if (typeof value === 'string') text = /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
   else if (typeof value === 'number' || typeof value === 'boolean') text = String(value);
   else text = JSON.stringify(value) ?? String(value);
-  // Control characters from a client (a URL, a header) must not move the terminal's cursor.
-  text = text.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  text = printable(text);
   return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS - 1)}…` : text;
+}
+
+/**
+ * Characters that act on a terminal rather than show: C0 and C1 controls (ESC starts a sequence that moves
+ * the cursor or retitles the window, \u009b is CSI itself on a terminal reading 8-bit controls), the
+ * Unicode line separators and the bidi overrides that reorder what follows. They come from peers (a URL, a
+ * header repeated in an error message, an agent's HELLO), so they are shown as `\uXXXX` wherever they
+ * are: the message, a field's name or its value.
+ */
+const unprintable = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+
+function printable(text: string): string {
+  return text.replace(unprintable, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 interface ShownError {
@@ -112,6 +124,6 @@ function clock(time: unknown): string {
 function indent(stack: string): string {
   return stack
     .split('\n')
-    .map((line) => `    ${line.replace(/\p{Cc}/gu, '')}`)
+    .map((line) => `    ${printable(line)}`)
     .join('\n');
 }

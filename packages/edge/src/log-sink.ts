@@ -64,11 +64,18 @@ export function createLogSink(options: LogSinkOptions): LogSink {
   let dropped = 0;
   /** The reader is gone (EPIPE, a closed descriptor): nothing more is written, nothing more kept. */
   let gone = false;
+  /** The write in flight met a full non-blocking pipe (EAGAIN) and waits to be tried again: not under way. */
+  let retrying = false;
   let flushWaiters: Array<(err?: Error) => void> = [];
   const unhookExit = writeAtExit(() => {
-    if (gone || queuedChars === 0) return;
-    if (inFlight !== undefined && performance.now() - inFlightSince > STUCK_MS) return;
-    writeAllSync(fd, Buffer.from(queued.join('')));
+    if (gone) return;
+    // A write waiting for its retry is not on the thread pool: its bytes go now, before the queue (else the
+    // log would lose them and still read as complete). A write under way for long has a stopped reader.
+    const waiting = retrying ? inFlight : undefined;
+    if (!retrying && inFlight !== undefined && performance.now() - inFlightSince > STUCK_MS) return;
+    const rest = queued.join('') + (dropped > 0 ? options.droppedLine(dropped) : '');
+    if (waiting === undefined && rest === '') return;
+    writeAllSync(fd, Buffer.concat([Buffer.from(waiting ?? ''), Buffer.from(rest)]));
   });
 
   const settleFlushes = (): void => {
@@ -98,7 +105,11 @@ export function createLogSink(options: LogSinkOptions): LogSink {
     const onWritten = (err: NodeJS.ErrnoException | null, written: number): void => {
       if (err) {
         if (err.code === 'EAGAIN') {
-          setTimeout(writeInFlight, RETRY_MS).unref();
+          retrying = true;
+          setTimeout(() => {
+            retrying = false;
+            writeInFlight();
+          }, RETRY_MS).unref();
           return;
         }
         // EPIPE, EBADF...: there is no one left to tell.

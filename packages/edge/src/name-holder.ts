@@ -39,9 +39,10 @@ export function heldByOther(
       holder: 'other',
     };
   }
-  // A reservation's end is its disconnect plus the grace (the same on every node of a cluster).
+  // A reservation's end is its disconnect plus the grace (the same on every node of a cluster). Whole
+  // seconds down for the past and up for the future, so "N s ago, free in M s" adds up to the grace.
   const freeInS = Math.max(1, Math.ceil((record.expiresAt - now) / 1000));
-  const agoS = Math.max(0, Math.round((now - (record.expiresAt - reconnectGraceMs)) / 1000));
+  const agoS = Math.max(0, Math.floor((now - (record.expiresAt - reconnectGraceMs)) / 1000));
   return {
     code: EdgeErrorCode.NAME_IN_USE,
     message: `subdomain "${name}" is reserved for the agent that disconnected ${agoS} s ago, free in ${freeInS} s`,
@@ -52,14 +53,15 @@ export function heldByOther(
 
 /**
  * A live tunnel of the same anonymous owner that another run of that owner asks for: refused (see `self`
- * above). Undefined when the claim may go ahead: a token's claim, no live entry on this node, another
+ * above). `subject` names it in the message: `subdomain "x"`, or `port 40000` for a TCP port (the same
+ * rule: a second run must not silently take a port from the first either). Undefined when the claim may go ahead: a token's claim, no live entry on this node, another
  * owner's (the registry decides), the same run reconnecting (it replaces its older connection, which may
  * be half-open), an agent that sent no run id (an older agent: it takes over as before), or one that said
  * it is leaving. A live entry on another node of a cluster is not seen here: the registry records no run,
  * so there the newer run takes over and the older one stops, as with a token.
  */
 export function heldBySelf(
-  name: string,
+  subject: string,
   entry: TunnelEntry | undefined,
   claim: { owner: string; run: string | undefined; anonymous: boolean },
 ): NameRefusal | undefined {
@@ -70,7 +72,7 @@ export function heldBySelf(
   const since = new Date(entry.connection.connectedAt).toISOString().replace(/\.\d+Z$/, 'Z');
   return {
     code: EdgeErrorCode.NAME_IN_USE,
-    message: `subdomain "${name}" is already served by another tunnel2 run of yours, since ${since}: stop that one first`,
+    message: `${subject} is already served by another tunnel2 run of yours, since ${since}: stop that one first`,
     holder: 'self',
   };
 }

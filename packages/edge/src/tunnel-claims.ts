@@ -87,11 +87,17 @@ export function createTunnelClaims(options: TunnelClaimsOptions) {
       port = claim.port;
     }
     const name = requested ?? randomSessionName();
-    const ownRun = heldBySelf(name, sessions.get(name), {
+    const self = {
       owner: connection.owner,
       run: connection.run,
       anonymous: options.anonymousAddress(connection) !== undefined,
-    });
+    };
+    const portRun = port === undefined ? undefined : heldBySelf(`port ${port.port}`, port.connection, self);
+    if (port !== undefined && portRun !== undefined) {
+      tcp?.abandon(port);
+      return { code: EdgeErrorCode.TCP_PORT_UNAVAILABLE, message: portRun.message };
+    }
+    const ownRun = heldBySelf(`subdomain "${name}"`, sessions.get(name), self);
     if (ownRun !== undefined) {
       if (port !== undefined) tcp?.abandon(port);
       return { code: ownRun.code, message: ownRun.message };

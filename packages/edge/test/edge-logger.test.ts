@@ -107,6 +107,27 @@ describe('the human log line', () => {
     expect(line.length).toBeLessThan(400);
   });
 
+  it('never lets a message, a field name or an error type move the cursor or reorder the line either', () => {
+    // Fastify logs an error with its message as the line's message, and a message can repeat a header; a
+    // logged object's keys and an agent's strings can come from a peer. C1 controls (\u009b is CSI on
+    // terminals that read 8-bit controls), bidi overrides and line separators are escaped as in values.
+    const hostile = `a${ESC}[2J\r\u009b1m\u202e\u2028b`;
+    const line = formatHumanLine(
+      {
+        level: 50,
+        time: Date.now(),
+        msg: hostile,
+        [hostile]: 1,
+        agent: hostile,
+        err: { type: hostile, message: '' },
+      },
+      plain,
+    );
+    expect(line.split('\n')).toHaveLength(2);
+    expect(line.slice(0, -1)).not.toMatch(/[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u);
+    expect(line).toContain('a\\u001b[2J\\r\\u009b1m\\u202e\\u2028b');
+  });
+
   it('is coloured only when asked, bold red for errors', () => {
     const record = { level: 50, time: Date.now(), msg: 'boom' };
     expect(formatHumanLine(record, plain)).not.toContain(ESC);
@@ -249,5 +270,37 @@ describe('the log at exit', () => {
     expect(lines.map((line) => (JSON.parse(line) as { i: number }).i)).toEqual(
       Array.from({ length: 1000 }, (_, i) => i),
     );
+  });
+
+  it('a write waiting for a full non-blocking pipe is written too, in order, once the reader reads again', async () => {
+    // stderr is a pipe made non-blocking (by Node, as soon as anything touches process.stderr): a write
+    // the kernel takes in part waits to be tried again. The process exits meanwhile; the reader reads
+    // only once the exit has begun (the child says so on stdout).
+    const sinkModule = new URL('../dist/log-sink.js', import.meta.url).href;
+    const script = `import { writeSync } from 'node:fs';
+      const { createLogSink } = await import(${JSON.stringify(sinkModule)});
+      process.on('exit', () => writeSync(1, 'exiting\\n'));
+      void process.stderr;
+      const sink = createLogSink({ droppedLine: (n) => 'dropped ' + n + '\\n' });
+      for (let i = 0; i < 2000; i++) sink.write(i + ' ' + 'x'.repeat(100) + '\\n');
+      setTimeout(() => process.exit(0), 100);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stderr.pause();
+    let stderr = '';
+    child.stdout.once('data', () => {
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      child.stderr.resume();
+    });
+    const [code] = (await once(child, 'close')) as [number];
+    expect(code).toBe(0);
+    const numbers = stderr
+      .trim()
+      .split('\n')
+      .map((line) => Number(line.split(' ')[0]));
+    expect(numbers).toEqual(Array.from({ length: 2000 }, (_, i) => i));
   });
 });

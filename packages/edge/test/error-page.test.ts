@@ -1,5 +1,8 @@
-import { describe, expect, it } from 'vitest';
-import { errorBody, negotiateErrorFormat } from '../src/error-page.js';
+import { type IncomingHttpHeaders, request } from 'node:http';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildEdge } from '../src/build-edge.js';
+import { askOfFields, errorBody, negotiateErrorFormat } from '../src/error-page.js';
 import { edgeAnswer } from '../src/error-response.js';
 import { EdgeErrorCode } from '../src/errors.js';
 
@@ -40,6 +43,29 @@ describe('negotiateErrorFormat', () => {
   it('reads a bounded number of ranges', () => {
     const many = `${'x/y, '.repeat(100)}text/html`;
     expect(negotiateErrorFormat(many)).toBe('text');
+  });
+});
+
+describe('askOfFields', () => {
+  it('joins every Accept field, and reads Host and the request id from a raw head', () => {
+    const ask = askOfFields('GET', [
+      'Accept',
+      'text/plain;q=0.1',
+      'HOST',
+      'x.example.test',
+      'accept',
+      'text/html',
+      'X-Request-Id',
+      'r-1',
+      'dangling',
+    ]);
+    expect(ask).toEqual({
+      accept: 'text/plain;q=0.1, text/html',
+      method: 'GET',
+      host: 'x.example.test',
+      requestId: 'r-1',
+    });
+    expect(negotiateErrorFormat(ask.accept)).toBe('html');
   });
 });
 
@@ -188,5 +214,63 @@ describe('errorBody', () => {
     const html = body.toString();
     expect(html).toContain('your local server at localhost:3000');
     expect(html).toContain('<code>tunnel2 http &lt;b&gt;</code>');
+  });
+});
+
+describe("the edge's own host: Fastify's answers in the edge's form", () => {
+  const cleanups: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  async function edgeOnPort(): Promise<number> {
+    const edge = buildEdge({ port: 0, logger: pino({ level: 'silent' }) });
+    const { port } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    return port;
+  }
+
+  function send(port: number, method: string, path: string, headers: Record<string, string>, body?: string) {
+    return new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>((resolve, reject) => {
+      const req = request({ port, host: '127.0.0.1', method, path, headers }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  it('a URL Fastify cannot decode is a 400 edge answer: a page for a browser, the line for curl', async () => {
+    const port = await edgeOnPort();
+    const host = `localhost:${port}`;
+    const page = await send(port, 'GET', '/%zz', { host, accept: FIREFOX });
+    expect(page.status).toBe(400);
+    expect(page.headers['x-tunnel2-error']).toBe(EdgeErrorCode.BAD_REQUEST);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.headers['x-content-type-options']).toBe('nosniff');
+    expect(page.body).toContain('TUNNEL2_ERR_BAD_REQUEST');
+    const line = await send(port, 'GET', '/%zz', { host, accept: '*/*' });
+    expect(line.status).toBe(400);
+    expect(line.headers['content-type']).toBe('text/plain; charset=utf-8');
+    expect(line.body).toBe('malformed request: "/%zz" is not a valid URL\n');
+  });
+
+  it('a body sent to a URL that is no tunnel is not parsed: the 404 of every unknown URL, whatever it holds', async () => {
+    const port = await edgeOnPort();
+    const answer = await send(
+      port,
+      'POST',
+      '/nothing',
+      { host: `localhost:${port}`, accept: 'text/html', 'content-type': 'application/json' },
+      '{bad json',
+    );
+    expect(answer.status).toBe(404);
+    expect(answer.headers['x-tunnel2-error']).toBe(EdgeErrorCode.UNKNOWN_SESSION);
+    expect(answer.headers['content-type']).toBe('text/html; charset=utf-8');
   });
 });

@@ -164,4 +164,60 @@ describe('TCP tunnels a session lists', () => {
       tcp.close();
     }
   });
+
+  it("a second run of the same key is refused the port the first run's session serves; the first keeps it", async () => {
+    const logger = pino({ level: 'silent' });
+    const sessions = new SessionTable({
+      registry: createMemoryRegistry(),
+      nodeId: 'node-a',
+      leaseTtlMs: 60_000,
+      reconnectGraceMs: 60_000,
+      maxArrivalWaiters: 8,
+      logger,
+    });
+    tables.push(sessions);
+    const tcp = new TcpTunnels({
+      range: await freeRange(4),
+      host: '127.0.0.1',
+      maxPortsPerOwner: 4,
+      reconnectGraceMs: 60_000,
+      logger,
+    });
+    const claims = createTunnelClaims({
+      sessions,
+      tcp,
+      logger,
+      maxNamesPerOwner: 10,
+      reconnectGraceMs: 60_000,
+      namesHeld: () => 0,
+      anonymousAddress: () => '192.0.2.1',
+      urlsFor: (name) => ({ url: name, urls: [name] }),
+      tcpUrlFor: (port) => String(port),
+    });
+    const run = (id: string): AgentConnection =>
+      ({
+        owner: 'key-a',
+        name: `main-${id}`,
+        run: id,
+        connectedAt: Date.now(),
+        session: { closed: false },
+      }) as unknown as AgentConnection;
+    try {
+      const first = await claims.claim(run('r1'), [{ tcp: 'any' }]);
+      const served = first.entries[0]!;
+      const port = served.port!;
+      tcp.attach(port, served);
+      const second = await claims.claim(run('r2'), [{ tcp: port.port }]);
+      expect(second.entries).toEqual([]);
+      expect(second.answers).toMatchObject([{ error: { code: EdgeErrorCode.TCP_PORT_UNAVAILABLE } }]);
+      expect(JSON.stringify(second.answers)).toContain(
+        `port ${port.port} is already served by another tunnel2 run of yours`,
+      );
+      expect(port.connection).toBe(served);
+      // The same run reconnecting takes it over, as before.
+      expect((await claims.claim(run('r1'), [{ tcp: port.port }])).entries).toHaveLength(1);
+    } finally {
+      tcp.close();
+    }
+  });
 });

@@ -11,10 +11,10 @@ import {
   type TcpHead,
 } from '@tunnel2/protocol';
 import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../admission.js';
-import { type EdgeAsk, edgeAnswer } from '../error-response.js';
+import { askOfFields } from '../error-page.js';
+import { edgeAnswer } from '../error-response.js';
 import { publishRefusal } from '../refusal-channel.js';
 import type { Refusal } from '../refusals.js';
-import { REQUEST_ID_HEADER } from '../request-id.js';
 import type { SessionTable } from '../session-table.js';
 import type { LinkShares } from './link-shares.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
@@ -56,23 +56,6 @@ function takeMetadata(head: RequestHead): { name: string; client: string } | und
   const meta = { name: fields[n - 3]!, client: fields[n - 1]! };
   fields.length = n - 4;
   return meta;
-}
-
-/**
- * What the public client asked for, read from the head the ingress carried here: the refusal this node
- * writes is relayed to that client as it is, so its form must be the one the client's Accept chose.
- */
-function askOfHead(head: RequestHead): EdgeAsk {
-  const ask: EdgeAsk = { accept: undefined, method: head.method };
-  const fields = head.headers;
-  for (let i = 0; i < fields.length; i += 2) {
-    const name = fields[i]!.toLowerCase();
-    if (name === 'accept')
-      ask.accept = ask.accept === undefined ? fields[i + 1] : `${ask.accept}, ${fields[i + 1]}`;
-    else if (name === 'host') ask.host = fields[i + 1];
-    else if (name === REQUEST_ID_HEADER) ask.requestId = fields[i + 1];
-  }
-  return ask;
 }
 
 /** The two fields the checks read, in one pass; the rest of the head goes to the agent untouched. */
@@ -245,7 +228,9 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
     for (const chunk of this.#early) early += chunk.length;
     this.#early = [];
     stream.consume(early);
-    const ask = this.#head === undefined ? undefined : askOfHead(this.#head);
+    // What the public client asked for, read from the head the ingress carried here: the refusal is relayed
+    // to that client as it is, so its form must be the one the client's Accept chose.
+    const ask = this.#head === undefined ? undefined : askOfFields(this.#head.method, this.#head.headers);
     const answer = edgeAnswer(refusal.code, refusal.message, refusal.retryAfterS, refusal.headers, ask);
     stream.sendHeaders(
       encodeResponseHead(
