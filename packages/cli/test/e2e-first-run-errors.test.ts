@@ -121,6 +121,32 @@ describe('no edge at the address', () => {
     );
   });
 
+  it("a hostile edge's words reach the terminal without its control characters (no escape sequences, no fake lines)", async () => {
+    // What an edge writes is as hostile as any other input: an escape sequence in a refusal would reach the
+    // user's terminal (OSC 52 writes the clipboard, CSI 2J clears the screen), a newline would forge a line.
+    const ESC = String.fromCharCode(27);
+    const BEL = String.fromCharCode(7);
+    const CSI8 = String.fromCharCode(0x9b);
+    const evil = `subdomain "x" is ${ESC}]52;c;ZXZpbA==${BEL}taken${ESC}[2J${CSI8}31m\ntunnel2: ready at http://evil.example/`;
+    const hostile = createServer((_req, res) => {
+      res.writeHead(409, {
+        'content-type': 'text/plain; charset=utf-8',
+        'x-tunnel2-error': 'TUNNEL2_ERR_NAME_IN_USE',
+        'x-tunnel2-name-holder': 'other',
+      });
+      res.end(evil);
+    });
+    hostile.listen(0, '127.0.0.1');
+    await once(hostile, 'listening');
+    cleanups.push(() => hostile.close());
+    const server = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
+    const { code, stderr } = await cli(['http', '3000', '--server', server, '-n', 'x', '--no-inspect']);
+    expect(code).toBe(1);
+    expect(stderr).toContain('edge refused the tunnel (409): subdomain "x" is ');
+    expect([...stderr].filter((c) => c !== '\n' && (c < ' ' || (c >= '\x7f' && c <= '\x9f')))).toEqual([]);
+    expect(stderr.split('\n').filter((line) => line.startsWith('tunnel2: ready'))).toEqual([]);
+  });
+
   it('no hint when the edge answered: a later outage is only reconnect lines', async () => {
     const own = buildEdge({ port: 0, logger: silent });
     const { url: ownUrl } = await own.listen();
