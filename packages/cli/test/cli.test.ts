@@ -53,17 +53,35 @@ describe('tunnel2 CLI', () => {
     }
   });
 
-  it("the README's tunnel2 http table lists every flag http --help has", async () => {
-    const { stdout } = await cli(['http', '--help']);
-    const flags = [...stdout.matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1] ?? '');
-    expect(flags).toContain('--basic-auth');
-    const readme = await readFile(new URL('../../../README.md', import.meta.url), 'utf8');
-    const section = readme.slice(readme.indexOf('### `tunnel2 http <target>`'));
-    const table = section.slice(0, section.indexOf('\n\n', section.indexOf('| flag')));
-    // --help is commander's own; the table covers the tunnel's flags.
-    const listed = (flag: string) => new RegExp(`(^|[^\\w-])${flag}(?![\\w-])`).test(table);
-    expect(flags.filter((flag) => flag !== '--help' && !listed(flag))).toEqual([]);
-  });
+  // The repository's README and the package's (the page npm shows, and the one in the tarball) alike.
+  for (const [label, readmePath] of [
+    ['README.md', '../../../README.md'],
+    ['packages/cli/README.md', '../README.md'],
+  ] as const) {
+    it(`${label}: the tunnel2 http table lists every flag http --help has`, async () => {
+      const { stdout } = await cli(['http', '--help']);
+      const flags = [...stdout.matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1] ?? '');
+      expect(flags).toContain('--basic-auth');
+      const readme = await readFile(new URL(readmePath, import.meta.url), 'utf8');
+      const section = readme.slice(readme.indexOf('# `tunnel2 http <target>`'));
+      const table = section.slice(0, section.indexOf('\n\n', section.indexOf('| flag')));
+      // --help is commander's own; the table covers the tunnel's flags.
+      const listed = (flag: string) => new RegExp(`(^|[^\\w-])${flag}(?![\\w-])`).test(table);
+      expect(flags.filter((flag) => flag !== '--help' && !listed(flag))).toEqual([]);
+    });
+
+    it(`${label}: the tunnel2 tcp section names every flag tcp --help has`, async () => {
+      const { stdout } = await cli(['tcp', '--help']);
+      const flags = [...stdout.matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1] ?? '');
+      expect(flags).toContain('--remote-port');
+      const readme = await readFile(new URL(readmePath, import.meta.url), 'utf8');
+      const start = readme.indexOf('# `tunnel2 tcp <target>`');
+      expect(start).toBeGreaterThan(-1);
+      const section = readme.slice(start, readme.indexOf('\n#', start + 1));
+      const listed = (flag: string) => new RegExp(`(^|[^\\w-])${flag}(?![\\w-])`).test(section);
+      expect(flags.filter((flag) => flag !== '--help' && !listed(flag))).toEqual([]);
+    });
+  }
 
   it('a bad target is one line with the accepted forms and exit code 2, at once', async () => {
     for (const target of ['not a port!', 'notaport', '99999', 'ftp://x', '0', 'localhost:']) {
