@@ -137,7 +137,11 @@ export function agentUrl(
  * what would let it claim the user's names on another edge.
  */
 export function agentKeyFor(key: string, server: string): string {
-  return createHmac('sha256', key).update(new URL(server).origin).digest('base64url');
+  // `ws://` and `http://` name the same edge (agentUrl dials the one for the other): one origin for both.
+  const url = new URL(server);
+  if (url.protocol === 'ws:') url.protocol = 'http:';
+  else if (url.protocol === 'wss:') url.protocol = 'https:';
+  return createHmac('sha256', key).update(url.origin).digest('base64url');
 }
 
 /** Opens one WebSocket to the edge, runs the handshake, and forwards every stream the edge opens. */

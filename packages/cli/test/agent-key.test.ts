@@ -96,4 +96,10 @@ describe('what an edge is told of the key', () => {
     expect(agentKeyFor(key, 'http://tunnel.example.com')).not.toBe(here);
     expect(agentKeyFor(`${key}x`, 'https://tunnel.example.com')).not.toBe(here);
   });
+
+  it('is the same for the ws(s):// form of the same edge (--server takes both; the agent dials the same URL)', () => {
+    expect(agentKeyFor(key, 'wss://tunnel.example.com')).toBe(agentKeyFor(key, 'https://tunnel.example.com'));
+    expect(agentKeyFor(key, 'ws://localhost:8080/')).toBe(agentKeyFor(key, 'http://localhost:8080'));
+    expect(agentKeyFor(key, 'ws://localhost:80')).toBe(agentKeyFor(key, 'http://localhost'));
+  });
 });
