@@ -132,16 +132,14 @@ export function agentUrl(
 }
 
 /**
- * What an edge is told of the agent's key: a hash of it keyed to the edge's origin. The key lives for years
- * in the user's config directory and proves a name is theirs; an edge (anyone's, self-hosted) must not learn
- * what would let it claim the user's names on another edge.
+ * What an edge is told of the agent's key: a hash of it keyed to the edge's host name. The key lives for
+ * years in the user's config directory and proves a name is theirs; an edge (anyone's, self-hosted) must not
+ * learn what would let it claim the user's names on another. The host, not the origin: the nodes of a cluster
+ * reached on their own ports, and the ws(s):// and http(s):// forms of one --server, are one edge, where a
+ * restart after a crash must reclaim its names through whichever it reaches.
  */
 export function agentKeyFor(key: string, server: string): string {
-  // `ws://` and `http://` name the same edge (agentUrl dials the one for the other): one origin for both.
-  const url = new URL(server);
-  if (url.protocol === 'ws:') url.protocol = 'http:';
-  else if (url.protocol === 'wss:') url.protocol = 'https:';
-  return createHmac('sha256', key).update(url.origin).digest('base64url');
+  return createHmac('sha256', key).update(new URL(server).hostname).digest('base64url');
 }
 
 /** Opens one WebSocket to the edge, runs the handshake, and forwards every stream the edge opens. */

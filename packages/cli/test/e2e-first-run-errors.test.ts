@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildEdge, type Edge } from '@tunnel2/edge';
@@ -145,6 +145,33 @@ describe('no edge at the address', () => {
     expect(stderr).toContain('edge refused the tunnel (409): subdomain "x" is ');
     expect([...stderr].filter((c) => c !== '\n' && (c < ' ' || (c >= '\x7f' && c <= '\x9f')))).toEqual([]);
     expect(stderr.split('\n').filter((line) => line.startsWith('tunnel2: ready'))).toEqual([]);
+  });
+
+  it('Ctrl-C while the connect to the edge hangs (no answer to the upgrade): stops at once, no error, exit 0', async () => {
+    // An address that takes the connection and never answers (a stuck proxy, an edge frozen): the connect
+    // waited out its 10 s handshake timeout before Ctrl-C, and a second or third one, could end the command,
+    // which then reported the timeout as an error and suggested running an edge.
+    const held: Socket[] = [];
+    const mute = createNetServer((socket) => {
+      held.push(socket);
+      socket.on('error', () => {});
+    });
+    mute.listen(0, '127.0.0.1');
+    await once(mute, 'listening');
+    cleanups.push(() => {
+      for (const socket of held) socket.destroy();
+      mute.close();
+    });
+    const server = `http://127.0.0.1:${(mute.address() as AddressInfo).port}`;
+    const agent = spawnCli(['http', '3000', '--json', '--no-inspect', '--server', server]);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await until(() => held.length > 0);
+    const hungUp = once(held[0]!, 'close');
+    agent.kill('SIGINT');
+    expect(await agent.exited).toBe(0);
+    // The agent hung up itself (the edge side never answered, and never will).
+    await hungUp;
+    expect(agent.events.map((e) => e.event)).toEqual(['closed']);
   });
 
   it('no hint when the edge answered: a later outage is only reconnect lines', async () => {
