@@ -78,6 +78,11 @@ interface SessionOptions {
   /** The protocol versions offered; only tests change it (to play an older or newer agent). */
   versions?: VersionRange | undefined;
   /**
+   * Aborted when the tunnel closes while this connect is under way: it stops at once (the socket is
+   * dropped) instead of waiting out the handshake timeout of an address that never answers.
+   */
+  signal?: AbortSignal | undefined;
+  /**
    * More tunnels over this session (PROTOCOL.md "Several tunnels on one session"): what each asks of the
    * edge (`name`, `tcp`, `protect`) and where its streams go.
    */
@@ -182,6 +187,15 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       settled = true;
       reject(error);
     };
+    options.signal?.addEventListener(
+      'abort',
+      () => {
+        if (settled) return;
+        fail(new AgentError(AgentErrorCode.EDGE_UNREACHABLE, 'connect cancelled: the tunnel is closing'));
+        socket.terminate();
+      },
+      { once: true },
+    );
 
     const extras = (options.extras ?? []).map((extra) => extra.forwarding);
     const session = new MuxSession({

@@ -78,6 +78,8 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   #session: ConnectedSession | undefined;
   #closing = false;
   #wake: (() => void) | undefined;
+  /** The connect under way, if any: close() cancels it rather than wait for an edge that may never answer. */
+  #connecting: AbortController | undefined;
   #loop: Promise<void> | undefined;
   #inspector: Inspector | undefined;
   #released: Promise<void> | undefined;
@@ -254,6 +256,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     if (!this.#closing) {
       this.#closing = true;
       this.#wake?.();
+      this.#connecting?.abort();
       await this.#session?.close(graceMs);
     } else if (graceMs === 0) {
       await this.#session?.close(0);
@@ -318,8 +321,11 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     while (!this.#closing) {
       let reason: string;
       let immediate = false;
+      const connecting = new AbortController();
+      this.#connecting = connecting;
       try {
         const session = await connectSession({
+          signal: connecting.signal,
           server: this.server,
           agentPath: this.#options.agentPath ?? '/_tunnel2/connect',
           name,
@@ -336,6 +342,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           ...this.#forwarding(grantedPort ?? requestedPort),
           ...(this.#extras.length > 0 ? { extras: this.#extras.map((extra) => extra.#extraAsk()) } : {}),
         });
+        this.#connecting = undefined;
         if (this.#closing) {
           await session.close(0);
           break;
@@ -382,6 +389,9 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           error.code === AgentErrorCode.EDGE_GOING_AWAY &&
           performance.now() - upSince >= IMMEDIATE_RECONNECT_AFTER_MS;
       } catch (err) {
+        this.#connecting = undefined;
+        // Closed meanwhile (the connect cancelled, or failing as it was): nothing to report or retry.
+        if (this.#closing) break;
         const error =
           err instanceof AgentError
             ? err

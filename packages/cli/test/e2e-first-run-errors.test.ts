@@ -154,6 +154,8 @@ describe('no edge at the address', () => {
     const held: Socket[] = [];
     const mute = createNetServer((socket) => {
       held.push(socket);
+      // Read (and drop) what comes, so that the agent hanging up is seen.
+      socket.resume();
       socket.on('error', () => {});
     });
     mute.listen(0, '127.0.0.1');
