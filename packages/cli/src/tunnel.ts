@@ -245,6 +245,14 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       this.once('ready', onReady);
       this.on('error', onError);
       this.#loop = this.#run();
+      // Closed before any ready (during the first connect, or its backoff): said, rather than never settled.
+      // After a ready or a refusal this changes nothing (a promise settles once).
+      const ended = (err?: unknown): void => {
+        this.off('error', onError);
+        this.off('ready', onReady);
+        reject(err ?? new AgentError(AgentErrorCode.CLOSED, 'the tunnel was closed before it started'));
+      };
+      this.#loop.then(() => ended(), ended);
     });
   }
 
