@@ -24,6 +24,7 @@ import { type RefusalContext, refusalMessage } from './refusal-message.js';
 import { dispatchStream, type Forwarding, forwardStream } from './stream-dispatch.js';
 import type { Target, TcpTarget } from './target.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
+import { terminalSafe } from './terminal-text.js';
 import { edgeRangeOf, versionMismatch } from './version-mismatch.js';
 
 export interface SessionInfo {
@@ -425,6 +426,9 @@ function readSessionInfo(meta: Record<string, unknown>): SessionInfo | undefined
   const { name, url, urls, tcp } = meta;
   if (typeof name !== 'string' || typeof url !== 'string') return undefined;
   const list = Array.isArray(urls) ? urls.filter((u): u is string => typeof u === 'string') : [url];
+  // Printed on the user's terminal as they are (the ready line, the header): an edge whose name or URLs hold
+  // a control character is not believed (an escape sequence would be the terminal's to obey).
+  if ([name, url, ...list].some((text) => terminalSafe(text) !== text)) return undefined;
   const port = typeof tcp === 'object' && tcp !== null ? (tcp as { port?: unknown }).port : undefined;
   return { name, url, urls: list, ...(typeof port === 'number' ? { tcp: { port } } : {}) };
 }

@@ -1,0 +1,69 @@
+// An edge's HELLO is as hostile as any other input: the name and URLs it hands the agent are printed on the
+// user's terminal (the ready line, the status header), where an escape sequence would be obeyed (OSC 52 sets
+// the clipboard, CSI 2J clears the screen) and a newline would forge a line. Played here from the protocol.
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Hello, MuxSession } from '@tunnel2/protocol';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
+import { AgentErrorCode, connect } from '../src/index.js';
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** An edge that answers every HELLO with `info` as its session info. */
+async function playEdge(info: Record<string, unknown>): Promise<string> {
+  const http = createServer();
+  const wss = new WebSocketServer({ server: http, perMessageDeflate: false });
+  http.listen(0, '127.0.0.1');
+  await once(http, 'listening');
+  cleanups.push(async () => {
+    for (const client of wss.clients) client.terminate();
+    wss.close();
+    await new Promise((resolve) => http.close(resolve));
+  });
+  wss.on('connection', (ws) => {
+    const session = new MuxSession({
+      role: 'edge',
+      settings: { heartbeatIntervalMs: 0 },
+      transport: {
+        send: (message, done) => ws.send(message, { binary: true }, done),
+        close: () => ws.close(),
+      },
+      handler: {
+        onHello: (_hello: Hello) => session.sendHello(info, true),
+        onClose: () => {},
+      },
+    });
+    ws.on('message', (data) => session.receive(data as Buffer));
+    ws.on('close', () => session.transportClosed());
+  });
+  return `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+}
+
+const ESC = String.fromCharCode(27);
+
+describe("an edge's session info with control characters", () => {
+  for (const [what, info] of [
+    ['the URL', { name: 'app', url: `http://app.example/${ESC}]52;c;ZXZpbA==${String.fromCharCode(7)}` }],
+    ['the name', { name: `app${ESC}[2J`, url: 'http://app.example/' }],
+    ['a listed URL', { name: 'app', url: 'http://app.example/', urls: ['http://app.example/\ntunnel2: x'] }],
+  ] as const) {
+    it(`in ${what}: the session is refused as a broken handshake, nothing is announced`, async () => {
+      const server = await playEdge(info);
+      await expect(connect({ target: 1, server, inspect: false })).rejects.toMatchObject({
+        code: AgentErrorCode.HANDSHAKE_FAILED,
+      });
+    });
+  }
+
+  it('a clean one is taken as it is', async () => {
+    const server = await playEdge({ name: 'app', url: 'http://app.example/' });
+    const tunnel = await connect({ target: 1, server, inspect: false });
+    cleanups.push(() => tunnel.close(0));
+    expect(tunnel.info).toMatchObject({ name: 'app', url: 'http://app.example/' });
+  });
+});
