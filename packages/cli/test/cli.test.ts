@@ -53,6 +53,21 @@ describe('tunnel2 CLI', () => {
     }
   });
 
+  it("--json's help names every event the README's --json table lists (http: request; tcp: connection)", async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+    const table = readme.slice(readme.indexOf('### `--json` events'), readme.indexOf('With `tunnel2 start`'));
+    const events = [...table.matchAll(/^\| `(\w+)` /gm)].map((m) => m[1] ?? '');
+    expect(events).toContain('finishing');
+    for (const [command, other] of [
+      ['http', 'connection'],
+      ['tcp', 'request'],
+    ] as const) {
+      const { stdout } = await cli([command, '--help']);
+      const json = stdout.slice(stdout.indexOf('--json'), stdout.indexOf('--log-level')).replace(/\s+/g, ' ');
+      expect(events.filter((event) => event !== other && !json.includes(event))).toEqual([]);
+    }
+  });
+
   // The repository's README and the package's (the page npm shows, and the one in the tarball) alike.
   for (const [label, readmePath] of [
     ['README.md', '../../../README.md'],
