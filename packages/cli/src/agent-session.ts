@@ -18,6 +18,7 @@ import {
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { BackendQueue } from './backend-queue.js';
+import { notAnEdge, unreachable } from './connect-failure-text.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
 import { type RefusalContext, refusalMessage } from './refusal-message.js';
@@ -370,11 +371,21 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
     socket.on('unexpected-response', (_req, res) => {
       const chunks: Buffer[] = [];
       let size = 0;
+      let read = false;
+      // What is kept of the body is all that is read: a server whose body never ends (or is huge) must not
+      // hold the connect for good (the handshake timeout does not run while bytes arrive).
+      const BODY_KEPT = 4096;
       res.on('data', (chunk: Buffer) => {
-        if (size < 4096) chunks.push(chunk);
+        chunks.push(chunk);
         size += chunk.length;
+        if (size < BODY_KEPT) return;
+        res.destroy();
+        answered();
       });
-      res.on('end', () => {
+      res.on('end', () => answered());
+      const answered = (): void => {
+        if (read) return;
+        read = true;
         const status = res.statusCode ?? 0;
         const text = Buffer.concat(chunks).toString('utf8').trim().slice(0, 500);
         const header = res.headers['x-tunnel2-error'];
@@ -389,8 +400,11 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           fail(
             new AgentError(
               AgentErrorCode.EDGE_REFUSED,
-              `${options.server} is not a tunnel2 edge (HTTP ${status}): check --server <url> or TUNNEL2_SERVER`,
-              { status, fatal: true },
+              notAnEdge(options.server, status, res.headers.location),
+              {
+                status,
+                fatal: true,
+              },
             ),
           );
           socket.terminate();
@@ -417,7 +431,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           ),
         );
         socket.terminate();
-      });
+      };
     });
   });
 }
@@ -460,19 +474,4 @@ function readExtraAnswers(answers: unknown, asked: number): ExtraTunnelAnswer[] 
       },
     };
   });
-}
-
-/** Why nothing answered at `server`: a host name that does not resolve is said in so many words. */
-function unreachable(server: string, err: Error): string {
-  const code = (err as { code?: unknown }).code;
-  if (code === 'ENOTFOUND') return `no such host: ${new URL(server).hostname} (the edge at ${server})`;
-  // A resolver that did not answer (offline, a DNS server down) is not a host that does not exist.
-  if (code === 'EAI_AGAIN')
-    return `cannot resolve ${new URL(server).hostname}: the DNS server did not answer (EAI_AGAIN)`;
-  return `cannot reach the edge at ${server}: ${describe(err)}`;
-}
-
-function describe(err: Error): string {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' ? code : err.message;
 }

@@ -176,6 +176,47 @@ describe('no edge at the address', () => {
     expect(agent.events.map((e) => e.event)).toEqual(['closed']);
   });
 
+  it('a server that redirects (http:// to https://, as a proxy in front of an edge does) names where to, exit 1', async () => {
+    const web = createServer((_req, res) => {
+      res.writeHead(301, {
+        location: 'https://tunnel.example.com/_tunnel2/connect',
+        'content-type': 'text/html',
+      });
+      res.end('<html><body>Moved</body></html>');
+    });
+    web.listen(0, '127.0.0.1');
+    await once(web, 'listening');
+    cleanups.push(() => web.close());
+    const server = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+    const { code, stderr } = await cli(['http', '3000', '--server', server, '--no-inspect']);
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      `tunnel2: ${server} redirects to https://tunnel.example.com/_tunnel2/connect (HTTP 301): if the edge is there, use --server https://tunnel.example.com\ntunnel2: closed\n`,
+    );
+  });
+
+  it('a server that answers with a body that never ends is still named (its body is not read past a few KiB)', async () => {
+    const web = createServer((_req, res) => {
+      res.writeHead(404, { 'content-type': 'text/html' });
+      const chunk = Buffer.alloc(16 * 1024, 'x');
+      const more = (): void => {
+        while (res.write(chunk)) {}
+        res.once('drain', more);
+      };
+      more();
+    });
+    web.listen(0, '127.0.0.1');
+    await once(web, 'listening');
+    cleanups.push(() => {
+      web.closeAllConnections();
+      web.close();
+    });
+    const server = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+    const { code, stderr } = await cli(['http', '3000', '--server', server, '--no-inspect']);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`tunnel2: ${server} is not a tunnel2 edge (HTTP 404)`);
+  });
+
   it('no hint when the edge answered: a later outage is only reconnect lines', async () => {
     const own = buildEdge({ port: 0, logger: silent });
     const { url: ownUrl } = await own.listen();
