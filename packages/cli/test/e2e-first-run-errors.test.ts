@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +23,18 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 afterAll(() => edge.close(0));
+
+/** A web server that is not an edge, answering every request with `handler`: its URL, to give as --server. */
+async function webServer(handler: RequestListener): Promise<string> {
+  const web = createServer(handler);
+  web.listen(0, '127.0.0.1');
+  await once(web, 'listening');
+  cleanups.push(() => {
+    web.closeAllConnections();
+    web.close();
+  });
+  return `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+}
 
 describe('no edge at the address', () => {
   it('--json: after the first failure one hint event, then only the usual reconnect events', async () => {
@@ -106,14 +118,10 @@ describe('no edge at the address', () => {
   });
 
   it('a web server that is not an edge: one line "is not a tunnel2 edge (HTTP 404)", none of its page, exit 1', async () => {
-    const web = createServer((_req, res) => {
+    const server = await webServer((_req, res) => {
       res.writeHead(404, { 'content-type': 'text/html' });
       res.end('<!DOCTYPE html><html><body><h1>Not Found</h1></body></html>');
     });
-    web.listen(0, '127.0.0.1');
-    await once(web, 'listening');
-    cleanups.push(() => web.close());
-    const server = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
     const { code, stderr } = await cli(['http', '3000', '--server', server, '--no-inspect']);
     expect(code).toBe(1);
     expect(stderr).toBe(
@@ -128,7 +136,7 @@ describe('no edge at the address', () => {
     const BEL = String.fromCharCode(7);
     const CSI8 = String.fromCharCode(0x9b);
     const evil = `subdomain "x" is ${ESC}]52;c;ZXZpbA==${BEL}taken${ESC}[2J${CSI8}31m\ntunnel2: ready at http://evil.example/`;
-    const hostile = createServer((_req, res) => {
+    const server = await webServer((_req, res) => {
       res.writeHead(409, {
         'content-type': 'text/plain; charset=utf-8',
         'x-tunnel2-error': 'TUNNEL2_ERR_NAME_IN_USE',
@@ -136,10 +144,6 @@ describe('no edge at the address', () => {
       });
       res.end(evil);
     });
-    hostile.listen(0, '127.0.0.1');
-    await once(hostile, 'listening');
-    cleanups.push(() => hostile.close());
-    const server = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
     const { code, stderr } = await cli(['http', '3000', '--server', server, '-n', 'x', '--no-inspect']);
     expect(code).toBe(1);
     expect(stderr).toContain('edge refused the tunnel (409): subdomain "x" is ');
@@ -177,17 +181,13 @@ describe('no edge at the address', () => {
   });
 
   it('a server that redirects (http:// to https://, as a proxy in front of an edge does) names where to, exit 1', async () => {
-    const web = createServer((_req, res) => {
+    const server = await webServer((_req, res) => {
       res.writeHead(301, {
         location: 'https://tunnel.example.com/_tunnel2/connect',
         'content-type': 'text/html',
       });
       res.end('<html><body>Moved</body></html>');
     });
-    web.listen(0, '127.0.0.1');
-    await once(web, 'listening');
-    cleanups.push(() => web.close());
-    const server = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
     const { code, stderr } = await cli(['http', '3000', '--server', server, '--no-inspect']);
     expect(code).toBe(1);
     expect(stderr).toBe(
@@ -196,7 +196,7 @@ describe('no edge at the address', () => {
   });
 
   it('a server that answers with a body that never ends is still named (its body is not read past a few KiB)', async () => {
-    const web = createServer((_req, res) => {
+    const server = await webServer((_req, res) => {
       res.writeHead(404, { 'content-type': 'text/html' });
       const chunk = Buffer.alloc(16 * 1024, 'x');
       const more = (): void => {
@@ -205,13 +205,6 @@ describe('no edge at the address', () => {
       };
       more();
     });
-    web.listen(0, '127.0.0.1');
-    await once(web, 'listening');
-    cleanups.push(() => {
-      web.closeAllConnections();
-      web.close();
-    });
-    const server = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
     const { code, stderr } = await cli(['http', '3000', '--server', server, '--no-inspect']);
     expect(code).toBe(1);
     expect(stderr).toContain(`tunnel2: ${server} is not a tunnel2 edge (HTTP 404)`);

@@ -1,13 +1,9 @@
 // An edge's HELLO is as hostile as any other input: the name and URLs it hands the agent are printed on the
 // user's terminal (the ready line, the status header), where an escape sequence would be obeyed (OSC 52 sets
 // the clipboard, CSI 2J clears the screen) and a newline would forge a line. Played here from the protocol.
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { type Hello, MuxSession } from '@tunnel2/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer } from 'ws';
 import { AgentErrorCode, connect } from '../src/index.js';
+import { startPlayedEdge } from './support/played-edge.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -16,32 +12,9 @@ afterEach(async () => {
 
 /** An edge that answers every HELLO with `info` as its session info. */
 async function playEdge(info: Record<string, unknown>): Promise<string> {
-  const http = createServer();
-  const wss = new WebSocketServer({ server: http, perMessageDeflate: false });
-  http.listen(0, '127.0.0.1');
-  await once(http, 'listening');
-  cleanups.push(async () => {
-    for (const client of wss.clients) client.terminate();
-    wss.close();
-    await new Promise((resolve) => http.close(resolve));
-  });
-  wss.on('connection', (ws) => {
-    const session = new MuxSession({
-      role: 'edge',
-      settings: { heartbeatIntervalMs: 0 },
-      transport: {
-        send: (message, done) => ws.send(message, { binary: true }, done),
-        close: () => ws.close(),
-      },
-      handler: {
-        onHello: (_hello: Hello) => session.sendHello(info, true),
-        onClose: () => {},
-      },
-    });
-    ws.on('message', (data) => session.receive(data as Buffer));
-    ws.on('close', () => session.transportClosed());
-  });
-  return `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  const played = await startPlayedEdge((_hello, session) => session.sendHello(info, true));
+  cleanups.push(() => played.close());
+  return played.url;
 }
 
 const ESC = String.fromCharCode(27);
