@@ -21,7 +21,7 @@ export interface Reporter {
    * The first Ctrl-C (or SIGTERM) came with `count` requests or connections in flight: they are let finish
    * (up to the close's grace), unless a second one comes.
    */
-  finishing(count: number, unit: InFlightUnit): void;
+  finishing(count: number, unit: InFlightUnit, signal?: string): void;
   /** `cut`: a second Ctrl-C stopped the command at once, with these still in flight. */
   closed(cut?: InFlightCut): void;
 }
@@ -132,8 +132,8 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
     hint(_code, message) {
       err(`tunnel2: ${message}\n`);
     },
-    finishing(count, unit) {
-      err(`tunnel2: ${finishingText(count, unit)}\n`);
+    finishing(count, unit, signal) {
+      err(`tunnel2: ${finishingText(count, unit, signal)}\n`);
     },
     closed(cut) {
       over = true;

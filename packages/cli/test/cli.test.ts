@@ -9,7 +9,7 @@ import { createTestBackend } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from './support/http-client.js';
 import { cliBin, type Spawned, spawnCli } from './support/processes.js';
-import { silent } from './support/stack.js';
+import { silent, until } from './support/stack.js';
 
 const run = promisify(execFile);
 const cleanups: (() => unknown)[] = [];
@@ -236,6 +236,46 @@ describe('tunnel2 CLI', () => {
     agent.kill('SIGINT');
     expect(await agent.exited).toBe(0);
     expect(agent.events.map((e) => e.event)).toContain('closed');
+  });
+
+  it('SIGTERM (a process manager stopping it): finishing says a second SIGTERM stops now, not Ctrl-C; then exit 143', async () => {
+    let held: (() => void) | undefined;
+    const arrived = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    const backend = createServer(() => held?.());
+    backend.listen(0, '127.0.0.1');
+    await once(backend, 'listening');
+    cleanups.push(() => {
+      backend.closeAllConnections();
+      backend.close();
+    });
+    const edge = buildEdge({ port: 0, logger: silent });
+    const { port, url } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const backendPort = (backend.address() as AddressInfo).port;
+    const agent = spawnCli([
+      'http',
+      String(backendPort),
+      '--server',
+      url,
+      '--subdomain',
+      'termed',
+      '--no-inspect',
+    ]);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    // Human output: its first line on stdout is the forwarding line (the tunnel is up).
+    expect((await agent.waitFor('text')).line).toMatch(/^tunnel2: forwarding /);
+    const answer = send({ port, path: '/held', headers: ['Host', `termed.localhost:${port}`] }).catch(
+      () => undefined,
+    );
+    await arrived;
+    agent.kill('SIGTERM');
+    await until(() => agent.stderr().includes('finishing'));
+    expect(agent.stderr()).toContain('tunnel2: finishing 1 request (SIGTERM again to stop now)\n');
+    agent.kill('SIGTERM');
+    expect(await agent.exited).toBe(143);
+    await answer;
   });
 
   it('--json through a pipe (the worker): a second SIGINT stops at once, exit 130, closed says what it cut', async () => {
