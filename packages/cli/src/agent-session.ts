@@ -18,12 +18,14 @@ import {
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { BackendQueue } from './backend-queue.js';
+import { notAnEdge, unreachable } from './connect-failure-text.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
 import { type RefusalContext, refusalMessage } from './refusal-message.js';
 import { dispatchStream, type Forwarding, forwardStream } from './stream-dispatch.js';
 import type { Target, TcpTarget } from './target.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
+import { terminalSafe } from './terminal-text.js';
 import { edgeRangeOf, versionMismatch } from './version-mismatch.js';
 
 export interface SessionInfo {
@@ -77,6 +79,11 @@ interface SessionOptions {
   refusal?: RefusalContext | undefined;
   /** The protocol versions offered; only tests change it (to play an older or newer agent). */
   versions?: VersionRange | undefined;
+  /**
+   * Aborted when the tunnel closes while this connect is under way: it stops at once (the socket is
+   * dropped) instead of waiting out the handshake timeout of an address that never answers.
+   */
+  signal?: AbortSignal | undefined;
   /**
    * More tunnels over this session (PROTOCOL.md "Several tunnels on one session"): what each asks of the
    * edge (`name`, `tcp`, `protect`) and where its streams go.
@@ -133,9 +140,10 @@ export function agentUrl(
 
 /**
  * What an edge is told of the agent's key: a hash of it keyed to the edge's host name. The key lives for
- * years in the user's config directory and proves a name is theirs; an edge (anyone's, self-hosted) must
- * not learn what would let it claim the user's names on another edge. The host, not the origin: the nodes
- * of one cluster on one host and the same edge by http:// or https:// see one owner.
+ * years in the user's config directory and proves a name is theirs; an edge (anyone's, self-hosted) must not
+ * learn what would let it claim the user's names on another. The host, not the origin: the nodes of a cluster
+ * reached on their own ports, and the ws(s):// and http(s):// forms of one --server, are one edge, where a
+ * restart after a crash must reclaim its names through whichever it reaches.
  */
 export function agentKeyFor(key: string, server: string): string {
   return createHmac('sha256', key).update(new URL(server).hostname).digest('base64url');
@@ -181,6 +189,15 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       settled = true;
       reject(error);
     };
+    options.signal?.addEventListener(
+      'abort',
+      () => {
+        if (settled) return;
+        fail(new AgentError(AgentErrorCode.EDGE_UNREACHABLE, 'connect cancelled: the tunnel is closing'));
+        socket.terminate();
+      },
+      { once: true },
+    );
 
     const extras = (options.extras ?? []).map((extra) => extra.forwarding);
     const session = new MuxSession({
@@ -354,11 +371,21 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
     socket.on('unexpected-response', (_req, res) => {
       const chunks: Buffer[] = [];
       let size = 0;
+      let read = false;
+      // What is kept of the body is all that is read: a server whose body never ends (or is huge) must not
+      // hold the connect for good (the handshake timeout does not run while bytes arrive).
+      const BODY_KEPT = 4096;
       res.on('data', (chunk: Buffer) => {
-        if (size < 4096) chunks.push(chunk);
+        chunks.push(chunk);
         size += chunk.length;
+        if (size < BODY_KEPT) return;
+        res.destroy();
+        answered();
       });
-      res.on('end', () => {
+      res.on('end', () => answered());
+      const answered = (): void => {
+        if (read) return;
+        read = true;
         const status = res.statusCode ?? 0;
         const text = Buffer.concat(chunks).toString('utf8').trim().slice(0, 500);
         const header = res.headers['x-tunnel2-error'];
@@ -373,8 +400,11 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           fail(
             new AgentError(
               AgentErrorCode.EDGE_REFUSED,
-              `${options.server} is not a tunnel2 edge (HTTP ${status}): check --server <url> or TUNNEL2_SERVER`,
-              { status, fatal: true },
+              notAnEdge(options.server, status, res.headers.location),
+              {
+                status,
+                fatal: true,
+              },
             ),
           );
           socket.terminate();
@@ -401,7 +431,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           ),
         );
         socket.terminate();
-      });
+      };
     });
   });
 }
@@ -410,6 +440,9 @@ function readSessionInfo(meta: Record<string, unknown>): SessionInfo | undefined
   const { name, url, urls, tcp } = meta;
   if (typeof name !== 'string' || typeof url !== 'string') return undefined;
   const list = Array.isArray(urls) ? urls.filter((u): u is string => typeof u === 'string') : [url];
+  // Printed on the user's terminal as they are (the ready line, the header): an edge whose name or URLs hold
+  // a control character is not believed (an escape sequence would be the terminal's to obey).
+  if ([name, url, ...list].some((text) => terminalSafe(text) !== text)) return undefined;
   const port = typeof tcp === 'object' && tcp !== null ? (tcp as { port?: unknown }).port : undefined;
   return { name, url, urls: list, ...(typeof port === 'number' ? { tcp: { port } } : {}) };
 }
@@ -441,19 +474,4 @@ function readExtraAnswers(answers: unknown, asked: number): ExtraTunnelAnswer[] 
       },
     };
   });
-}
-
-/** Why nothing answered at `server`: a host name that does not resolve is said in so many words. */
-function unreachable(server: string, err: Error): string {
-  const code = (err as { code?: unknown }).code;
-  if (code === 'ENOTFOUND') return `no such host: ${new URL(server).hostname} (the edge at ${server})`;
-  // A resolver that did not answer (offline, a DNS server down) is not a host that does not exist.
-  if (code === 'EAI_AGAIN')
-    return `cannot resolve ${new URL(server).hostname}: the DNS server did not answer (EAI_AGAIN)`;
-  return `cannot reach the edge at ${server}: ${describe(err)}`;
-}
-
-function describe(err: Error): string {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' ? code : err.message;
 }

@@ -9,10 +9,12 @@ export function inFlightCount(count: number, unit: InFlightUnit): string {
 
 /**
  * After the first Ctrl-C (or SIGTERM) with some still in flight: they are let finish, and the way out is said
- * (as npm, cargo and docker compose say it).
+ * (as npm, cargo and docker compose say it): the same signal again (a process manager's log must not tell
+ * its reader to type Ctrl-C).
  */
-export function finishingText(count: number, unit: InFlightUnit): string {
-  return `finishing ${inFlightCount(count, unit)} (Ctrl-C again to stop now)`;
+export function finishingText(count: number, unit: InFlightUnit, signal = 'SIGINT'): string {
+  const again = signal === 'SIGINT' ? 'Ctrl-C' : signal;
+  return `finishing ${inFlightCount(count, unit)} (${again} again to stop now)`;
 }
 
 /**

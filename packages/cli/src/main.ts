@@ -92,7 +92,10 @@ program
   .option('--no-inspect', 'do not capture requests or serve the inspector')
   .option('--inspect-body-limit <bytes>', 'bytes the inspector keeps of each body (default 1m)')
   .option('--inspect-budget <bytes>', 'memory all inspector entries together may hold (default 64m)')
-  .option('--json', 'one JSON event per line on stdout (ready, request, reconnecting, error, closed)')
+  .option(
+    '--json',
+    'one JSON event per line on stdout (ready, request, reconnecting, error, hint, finishing, closed, dropped)',
+  )
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
   .option('--no-tty', 'plain line log even when stdout is a terminal (no status header)')
   .option('--no-color', 'no colours in the terminal view (as NO_COLOR=1 does)')
@@ -114,7 +117,10 @@ program
   .option('-t, --token <token>', 'agent token (env TUNNEL2_TOKEN)')
   .option('--remote-port <port>', "ask for this public port of the edge's TCP range (default: a free one)")
   .option('--allow-ip <cidrs>', 'only these client addresses may connect (comma-separated CIDRs)')
-  .option('--json', 'one JSON event per line on stdout (ready, connection, reconnecting, error, closed)')
+  .option(
+    '--json',
+    'one JSON event per line on stdout (ready, connection, reconnecting, error, hint, finishing, closed, dropped)',
+  )
   .option('--log-level <level>', 'diagnostic log level on stderr', 'warn')
   .option('--no-tty', 'plain line log even when stdout is a terminal (no status header)')
   .option('--no-color', 'no colours in the terminal view (as NO_COLOR=1 does)')

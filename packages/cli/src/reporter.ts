@@ -4,6 +4,7 @@ import type { RequestReport } from './forward-exchange.js';
 import { cutText, finishingText, type InFlightUnit } from './in-flight-text.js';
 import type { LineOutput } from './line-writer.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
+import { terminalSafe } from './terminal-text.js';
 import type { ReconnectingEvent } from './tunnel.js';
 
 export interface Reporter {
@@ -20,7 +21,7 @@ export interface Reporter {
    * The first Ctrl-C (or SIGTERM) came with `count` requests or connections in flight: they are let finish
    * (up to the close's grace), unless a second one comes.
    */
-  finishing(count: number, unit: InFlightUnit): void;
+  finishing(count: number, unit: InFlightUnit, signal?: string): void;
   /** `cut`: a second Ctrl-C stopped the command at once, with these still in flight. */
   closed(cut?: InFlightCut): void;
 }
@@ -125,13 +126,14 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
     },
     error(e) {
       // One line per attempt: a failure that is retried is said by the reconnect line that follows it.
-      if (e.fatal) err(`tunnel2: ${e.message}\n`);
+      // Its words may be an edge's (a refusal's text): shown, never obeyed by the terminal.
+      if (e.fatal) err(`tunnel2: ${terminalSafe(e.message)}\n`);
     },
     hint(_code, message) {
       err(`tunnel2: ${message}\n`);
     },
-    finishing(count, unit) {
-      err(`tunnel2: ${finishingText(count, unit)}\n`);
+    finishing(count, unit, signal) {
+      err(`tunnel2: ${finishingText(count, unit, signal)}\n`);
     },
     closed(cut) {
       over = true;
@@ -149,9 +151,11 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
 export function reconnectLine(e: ReconnectingEvent, wasConnected: boolean): string {
   const delay = `${(e.delayMs / 1000).toFixed(1)} s`;
   const attempt = e.attempt > 0 ? ` (attempt ${e.attempt})` : '';
+  // The reason may carry an edge's words (its refusal, its close reason).
+  const reason = terminalSafe(e.reason);
   return wasConnected
-    ? `tunnel2: connection lost (${e.reason}); reconnecting in ${delay}${attempt}`
-    : `tunnel2: ${e.reason}; retrying in ${delay}${attempt}`;
+    ? `tunnel2: connection lost (${reason}); reconnecting in ${delay}${attempt}`
+    : `tunnel2: ${reason}; retrying in ${delay}${attempt}`;
 }
 
 /** A request's line; `styleStatus` colours the status on a terminal. */
@@ -160,9 +164,10 @@ export function requestLine(
   styleStatus: (status: number, text: string) => string = (_, text) => text,
 ): string {
   return activityLine(
-    `${r.method.padEnd(7)} ${r.path}  ${styleStatus(r.status, String(r.status || '---'))}`,
+    // The method and path are a public client's (as the edge passed them on).
+    `${terminalSafe(r.method).padEnd(7)} ${terminalSafe(r.path)}  ${styleStatus(r.status, String(r.status || '---'))}`,
     r.durationMs,
-    r.error,
+    r.error === undefined ? undefined : terminalSafe(r.error),
   );
 }
 

@@ -301,9 +301,9 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       schedule();
       plain.hint(code, message);
     },
-    finishing(count, u) {
-      state = { kind: 'finishing', open: count, unit: u };
-      say(`tunnel2: ${finishingText(count, u)}\n`);
+    finishing(count, u, signal) {
+      state = { kind: 'finishing', open: count, unit: u, signal };
+      say(`tunnel2: ${finishingText(count, u, signal)}\n`);
       // At once, with the line: the header is what the user looks at after Ctrl-C (once it is drawn).
       if (height === 0) return;
       draw();

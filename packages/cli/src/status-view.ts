@@ -7,7 +7,7 @@ export type SessionState =
   | { kind: 'reconnecting'; attempt: number }
   | { kind: 'draining' }
   /** After a first Ctrl-C: `open` requests or connections still in flight, let finish. */
-  | { kind: 'finishing'; open: number; unit: InFlightUnit }
+  | { kind: 'finishing'; open: number; unit: InFlightUnit; signal?: string | undefined }
   | { kind: 'offline' };
 
 /** One tunnel of the session: a list, so that several tunnels over one session each get their line. */
@@ -69,7 +69,7 @@ const STATE_STYLE: Record<SessionState['kind'], Style> = {
 
 function stateText(state: SessionState): string {
   if (state.kind === 'reconnecting') return `reconnecting (attempt ${state.attempt})`;
-  if (state.kind === 'finishing') return finishingText(state.open, state.unit);
+  if (state.kind === 'finishing') return finishingText(state.open, state.unit, state.signal);
   return state.kind;
 }
 

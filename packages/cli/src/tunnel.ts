@@ -78,6 +78,8 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   #session: ConnectedSession | undefined;
   #closing = false;
   #wake: (() => void) | undefined;
+  /** The connect under way, if any: close() cancels it rather than wait for an edge that may never answer. */
+  #connecting: AbortController | undefined;
   #loop: Promise<void> | undefined;
   #inspector: Inspector | undefined;
   #released: Promise<void> | undefined;
@@ -243,6 +245,14 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       this.once('ready', onReady);
       this.on('error', onError);
       this.#loop = this.#run();
+      // Closed before any ready (during the first connect, or its backoff): said, rather than never settled.
+      // After a ready or a refusal this changes nothing (a promise settles once).
+      const ended = (err?: unknown): void => {
+        this.off('error', onError);
+        this.off('ready', onReady);
+        reject(err ?? new AgentError(AgentErrorCode.CLOSED, 'the tunnel was closed before it started'));
+      };
+      this.#loop.then(() => ended(), ended);
     });
   }
 
@@ -254,6 +264,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     if (!this.#closing) {
       this.#closing = true;
       this.#wake?.();
+      this.#connecting?.abort();
       await this.#session?.close(graceMs);
     } else if (graceMs === 0) {
       await this.#session?.close(0);
@@ -318,8 +329,11 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     while (!this.#closing) {
       let reason: string;
       let immediate = false;
+      const connecting = new AbortController();
+      this.#connecting = connecting;
       try {
         const session = await connectSession({
+          signal: connecting.signal,
           server: this.server,
           agentPath: this.#options.agentPath ?? '/_tunnel2/connect',
           name,
@@ -336,6 +350,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           ...this.#forwarding(grantedPort ?? requestedPort),
           ...(this.#extras.length > 0 ? { extras: this.#extras.map((extra) => extra.#extraAsk()) } : {}),
         });
+        this.#connecting = undefined;
         if (this.#closing) {
           await session.close(0);
           break;
@@ -382,6 +397,9 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           error.code === AgentErrorCode.EDGE_GOING_AWAY &&
           performance.now() - upSince >= IMMEDIATE_RECONNECT_AFTER_MS;
       } catch (err) {
+        this.#connecting = undefined;
+        // Closed meanwhile (the connect cancelled, or failing as it was): nothing to report or retry.
+        if (this.#closing) break;
         const error =
           err instanceof AgentError
             ? err

@@ -86,15 +86,22 @@ describe('the agent key file', () => {
 describe('what an edge is told of the key', () => {
   const key = 'k'.repeat(43);
 
-  it('is a hash keyed to the edge host: one edge cannot claim your names on another', () => {
+  it('is a hash keyed to the edge host name: one edge cannot claim your names on another', () => {
     const here = agentKeyFor(key, 'https://tunnel.example.com');
     expect(here).not.toContain(key);
     expect(here).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(agentKeyFor(key, 'https://tunnel.example.com/some/path')).toBe(here);
     expect(agentKeyFor(key, 'https://TUNNEL.example.com:443')).toBe(here);
     expect(agentKeyFor(key, 'https://other.example.com')).not.toBe(here);
-    expect(agentKeyFor(key, 'http://tunnel.example.com:8080')).toBe(here);
-    expect(agentKeyFor(key, 'https://example.com')).not.toBe(here);
     expect(agentKeyFor(`${key}x`, 'https://tunnel.example.com')).not.toBe(here);
+  });
+
+  it("is the same for every form of one host (scheme, port), so a cluster's nodes on one host are one edge", () => {
+    // Nodes of a cluster reached on their own ports, and --server's ws(s):// and http(s):// forms of one
+    // edge: a restart after a crash must not be a stranger to its own names on any of them.
+    const here = agentKeyFor(key, 'https://tunnel.example.com');
+    expect(agentKeyFor(key, 'wss://tunnel.example.com')).toBe(here);
+    expect(agentKeyFor(key, 'http://tunnel.example.com:8080')).toBe(here);
+    expect(agentKeyFor(key, 'ws://127.0.0.1:4001/')).toBe(agentKeyFor(key, 'http://127.0.0.1:4002'));
   });
 });

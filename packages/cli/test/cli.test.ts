@@ -9,7 +9,7 @@ import { createTestBackend } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from './support/http-client.js';
 import { cliBin, type Spawned, spawnCli } from './support/processes.js';
-import { silent } from './support/stack.js';
+import { silent, until } from './support/stack.js';
 
 const run = promisify(execFile);
 const cleanups: (() => unknown)[] = [];
@@ -53,17 +53,50 @@ describe('tunnel2 CLI', () => {
     }
   });
 
-  it("the README's tunnel2 http table lists every flag http --help has", async () => {
-    const { stdout } = await cli(['http', '--help']);
-    const flags = [...stdout.matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1] ?? '');
-    expect(flags).toContain('--basic-auth');
-    const readme = await readFile(new URL('../../../README.md', import.meta.url), 'utf8');
-    const section = readme.slice(readme.indexOf('### `tunnel2 http <target>`'));
-    const table = section.slice(0, section.indexOf('\n\n', section.indexOf('| flag')));
-    // --help is commander's own; the table covers the tunnel's flags.
-    const listed = (flag: string) => new RegExp(`(^|[^\\w-])${flag}(?![\\w-])`).test(table);
-    expect(flags.filter((flag) => flag !== '--help' && !listed(flag))).toEqual([]);
+  it("--json's help names every event the README's --json table lists (http: request; tcp: connection)", async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+    const table = readme.slice(readme.indexOf('### `--json` events'), readme.indexOf('With `tunnel2 start`'));
+    const events = [...table.matchAll(/^\| `(\w+)` /gm)].map((m) => m[1] ?? '');
+    expect(events).toContain('finishing');
+    for (const [command, other] of [
+      ['http', 'connection'],
+      ['tcp', 'request'],
+    ] as const) {
+      const { stdout } = await cli([command, '--help']);
+      const json = stdout.slice(stdout.indexOf('--json'), stdout.indexOf('--log-level')).replace(/\s+/g, ' ');
+      expect(events.filter((event) => event !== other && !json.includes(event))).toEqual([]);
+    }
   });
+
+  // The repository's README and the package's (the page npm shows, and the one in the tarball) alike.
+  for (const [label, readmePath] of [
+    ['README.md', '../../../README.md'],
+    ['packages/cli/README.md', '../README.md'],
+  ] as const) {
+    it(`${label}: the tunnel2 http table lists every flag http --help has`, async () => {
+      const { stdout } = await cli(['http', '--help']);
+      const flags = [...stdout.matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1] ?? '');
+      expect(flags).toContain('--basic-auth');
+      const readme = await readFile(new URL(readmePath, import.meta.url), 'utf8');
+      const section = readme.slice(readme.indexOf('# `tunnel2 http <target>`'));
+      const table = section.slice(0, section.indexOf('\n\n', section.indexOf('| flag')));
+      // --help is commander's own; the table covers the tunnel's flags.
+      const listed = (flag: string) => new RegExp(`(^|[^\\w-])${flag}(?![\\w-])`).test(table);
+      expect(flags.filter((flag) => flag !== '--help' && !listed(flag))).toEqual([]);
+    });
+
+    it(`${label}: the tunnel2 tcp section names every flag tcp --help has`, async () => {
+      const { stdout } = await cli(['tcp', '--help']);
+      const flags = [...stdout.matchAll(/^ {2}(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1] ?? '');
+      expect(flags).toContain('--remote-port');
+      const readme = await readFile(new URL(readmePath, import.meta.url), 'utf8');
+      const start = readme.indexOf('# `tunnel2 tcp <target>`');
+      expect(start).toBeGreaterThan(-1);
+      const section = readme.slice(start, readme.indexOf('\n#', start + 1));
+      const listed = (flag: string) => new RegExp(`(^|[^\\w-])${flag}(?![\\w-])`).test(section);
+      expect(flags.filter((flag) => flag !== '--help' && !listed(flag))).toEqual([]);
+    });
+  }
 
   it('a bad target is one line with the accepted forms and exit code 2, at once', async () => {
     for (const target of ['not a port!', 'notaport', '99999', 'ftp://x', '0', 'localhost:']) {
@@ -203,6 +236,46 @@ describe('tunnel2 CLI', () => {
     agent.kill('SIGINT');
     expect(await agent.exited).toBe(0);
     expect(agent.events.map((e) => e.event)).toContain('closed');
+  });
+
+  it('SIGTERM (a process manager stopping it): finishing says a second SIGTERM stops now, not Ctrl-C; then exit 143', async () => {
+    let held: (() => void) | undefined;
+    const arrived = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    const backend = createServer(() => held?.());
+    backend.listen(0, '127.0.0.1');
+    await once(backend, 'listening');
+    cleanups.push(() => {
+      backend.closeAllConnections();
+      backend.close();
+    });
+    const edge = buildEdge({ port: 0, logger: silent });
+    const { port, url } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const backendPort = (backend.address() as AddressInfo).port;
+    const agent = spawnCli([
+      'http',
+      String(backendPort),
+      '--server',
+      url,
+      '--subdomain',
+      'termed',
+      '--no-inspect',
+    ]);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    // Human output: its first line on stdout is the forwarding line (the tunnel is up).
+    expect((await agent.waitFor('text')).line).toMatch(/^tunnel2: forwarding /);
+    const answer = send({ port, path: '/held', headers: ['Host', `termed.localhost:${port}`] }).catch(
+      () => undefined,
+    );
+    await arrived;
+    agent.kill('SIGTERM');
+    await until(() => agent.stderr().includes('finishing'));
+    expect(agent.stderr()).toContain('tunnel2: finishing 1 request (SIGTERM again to stop now)\n');
+    agent.kill('SIGTERM');
+    expect(await agent.exited).toBe(143);
+    await answer;
   });
 
   it('--json through a pipe (the worker): a second SIGINT stops at once, exit 130, closed says what it cut', async () => {

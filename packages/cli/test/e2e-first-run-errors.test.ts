@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type RequestListener } from 'node:http';
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildEdge, type Edge } from '@tunnel2/edge';
@@ -23,6 +23,18 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 afterAll(() => edge.close(0));
+
+/** A web server that is not an edge, answering every request with `handler`: its URL, to give as --server. */
+async function webServer(handler: RequestListener): Promise<string> {
+  const web = createServer(handler);
+  web.listen(0, '127.0.0.1');
+  await once(web, 'listening');
+  cleanups.push(() => {
+    web.closeAllConnections();
+    web.close();
+  });
+  return `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+}
 
 describe('no edge at the address', () => {
   it('--json: after the first failure one hint event, then only the usual reconnect events', async () => {
@@ -106,19 +118,96 @@ describe('no edge at the address', () => {
   });
 
   it('a web server that is not an edge: one line "is not a tunnel2 edge (HTTP 404)", none of its page, exit 1', async () => {
-    const web = createServer((_req, res) => {
+    const server = await webServer((_req, res) => {
       res.writeHead(404, { 'content-type': 'text/html' });
       res.end('<!DOCTYPE html><html><body><h1>Not Found</h1></body></html>');
     });
-    web.listen(0, '127.0.0.1');
-    await once(web, 'listening');
-    cleanups.push(() => web.close());
-    const server = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
     const { code, stderr } = await cli(['http', '3000', '--server', server, '--no-inspect']);
     expect(code).toBe(1);
     expect(stderr).toBe(
       `tunnel2: ${server} is not a tunnel2 edge (HTTP 404): check --server <url> or TUNNEL2_SERVER\ntunnel2: closed\n`,
     );
+  });
+
+  it("a hostile edge's words reach the terminal without its control characters (no escape sequences, no fake lines)", async () => {
+    // What an edge writes is as hostile as any other input: an escape sequence in a refusal would reach the
+    // user's terminal (OSC 52 writes the clipboard, CSI 2J clears the screen), a newline would forge a line.
+    const ESC = String.fromCharCode(27);
+    const BEL = String.fromCharCode(7);
+    const CSI8 = String.fromCharCode(0x9b);
+    const evil = `subdomain "x" is ${ESC}]52;c;ZXZpbA==${BEL}taken${ESC}[2J${CSI8}31m\ntunnel2: ready at http://evil.example/`;
+    const server = await webServer((_req, res) => {
+      res.writeHead(409, {
+        'content-type': 'text/plain; charset=utf-8',
+        'x-tunnel2-error': 'TUNNEL2_ERR_NAME_IN_USE',
+        'x-tunnel2-name-holder': 'other',
+      });
+      res.end(evil);
+    });
+    const { code, stderr } = await cli(['http', '3000', '--server', server, '-n', 'x', '--no-inspect']);
+    expect(code).toBe(1);
+    expect(stderr).toContain('edge refused the tunnel (409): subdomain "x" is ');
+    expect([...stderr].filter((c) => c !== '\n' && (c < ' ' || (c >= '\x7f' && c <= '\x9f')))).toEqual([]);
+    expect(stderr.split('\n').filter((line) => line.startsWith('tunnel2: ready'))).toEqual([]);
+  });
+
+  it('Ctrl-C while the connect to the edge hangs (no answer to the upgrade): stops at once, no error, exit 0', async () => {
+    // An address that takes the connection and never answers (a stuck proxy, an edge frozen): the connect
+    // waited out its 10 s handshake timeout before Ctrl-C, and a second or third one, could end the command,
+    // which then reported the timeout as an error and suggested running an edge.
+    const held: Socket[] = [];
+    const mute = createNetServer((socket) => {
+      held.push(socket);
+      // Read (and drop) what comes, so that the agent hanging up is seen.
+      socket.resume();
+      socket.on('error', () => {});
+    });
+    mute.listen(0, '127.0.0.1');
+    await once(mute, 'listening');
+    cleanups.push(() => {
+      for (const socket of held) socket.destroy();
+      mute.close();
+    });
+    const server = `http://127.0.0.1:${(mute.address() as AddressInfo).port}`;
+    const agent = spawnCli(['http', '3000', '--json', '--no-inspect', '--server', server]);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await until(() => held.length > 0);
+    const hungUp = once(held[0]!, 'close');
+    agent.kill('SIGINT');
+    expect(await agent.exited).toBe(0);
+    // The agent hung up itself (the edge side never answered, and never will).
+    await hungUp;
+    expect(agent.events.map((e) => e.event)).toEqual(['closed']);
+  });
+
+  it('a server that redirects (http:// to https://, as a proxy in front of an edge does) names where to, exit 1', async () => {
+    const server = await webServer((_req, res) => {
+      res.writeHead(301, {
+        location: 'https://tunnel.example.com/_tunnel2/connect',
+        'content-type': 'text/html',
+      });
+      res.end('<html><body>Moved</body></html>');
+    });
+    const { code, stderr } = await cli(['http', '3000', '--server', server, '--no-inspect']);
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      `tunnel2: ${server} redirects to https://tunnel.example.com/_tunnel2/connect (HTTP 301): if the edge is there, use --server https://tunnel.example.com\ntunnel2: closed\n`,
+    );
+  });
+
+  it('a server that answers with a body that never ends is still named (its body is not read past a few KiB)', async () => {
+    const server = await webServer((_req, res) => {
+      res.writeHead(404, { 'content-type': 'text/html' });
+      const chunk = Buffer.alloc(16 * 1024, 'x');
+      const more = (): void => {
+        while (res.write(chunk)) {}
+        res.once('drain', more);
+      };
+      more();
+    });
+    const { code, stderr } = await cli(['http', '3000', '--server', server, '--no-inspect']);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`tunnel2: ${server} is not a tunnel2 edge (HTTP 404)`);
   });
 
   it('no hint when the edge answered: a later outage is only reconnect lines', async () => {

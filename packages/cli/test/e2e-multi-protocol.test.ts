@@ -17,8 +17,9 @@ import {
   StreamResetError,
 } from '@tunnel2/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket, { WebSocketServer } from 'ws';
+import WebSocket from 'ws';
 import { AgentErrorCode, connect, connectMany } from '../src/index.js';
+import { startPlayedEdge } from './support/played-edge.js';
 import { silent } from './support/stack.js';
 
 const cleanups: (() => unknown)[] = [];
@@ -127,16 +128,6 @@ interface PlayedEdge {
  * one answer per listed tunnel (else none, as an edge that predates them).
  */
 async function playEdge(answerTunnels: boolean): Promise<PlayedEdge> {
-  const http = createServer();
-  const wss = new WebSocketServer({ server: http, perMessageDeflate: false });
-  http.listen(0, '127.0.0.1');
-  await once(http, 'listening');
-  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  cleanups.push(async () => {
-    for (const client of wss.clients) client.terminate();
-    wss.close();
-    await new Promise((resolve) => http.close(resolve));
-  });
   let gotHello: (meta: Record<string, unknown>) => void = () => {};
   let gotSession: (session: MuxSession) => void = () => {};
   const hello = new Promise<Record<string, unknown>>((resolve) => {
@@ -145,39 +136,25 @@ async function playEdge(answerTunnels: boolean): Promise<PlayedEdge> {
   const sessionReady = new Promise<MuxSession>((resolve) => {
     gotSession = resolve;
   });
-  wss.on('connection', (ws) => {
-    const session = new MuxSession({
-      role: 'edge',
-      settings: { heartbeatIntervalMs: 0 },
-      transport: {
-        send: (message, done) => ws.send(message, { binary: true }, done),
-        close: () => ws.close(),
-      },
-      handler: {
-        onHello: (h: Hello) => {
-          gotHello(h.meta);
-          const asks = Array.isArray(h.meta.tunnels) ? h.meta.tunnels : [];
-          const info = (name: string) => ({
-            name,
-            url: `http://${name}.played/`,
-            urls: [`http://${name}.played/`],
-          });
-          session.sendHello(
-            {
-              ...info('own'),
-              ...(answerTunnels ? { tunnels: asks.map((_, i) => info(`listed${i + 1}`)) } : {}),
-            },
-            true,
-          );
-          gotSession(session);
-        },
-        onClose: () => {},
-      },
+  const played = await startPlayedEdge((h, session) => {
+    gotHello(h.meta);
+    const asks = Array.isArray(h.meta.tunnels) ? h.meta.tunnels : [];
+    const info = (name: string) => ({
+      name,
+      url: `http://${name}.played/`,
+      urls: [`http://${name}.played/`],
     });
-    ws.on('message', (data) => session.receive(data as Buffer));
-    ws.on('close', () => session.transportClosed());
+    session.sendHello(
+      {
+        ...info('own'),
+        ...(answerTunnels ? { tunnels: asks.map((_, i) => info(`listed${i + 1}`)) } : {}),
+      },
+      true,
+    );
+    gotSession(session);
   });
-  return { url, hello, session: sessionReady };
+  cleanups.push(() => played.close());
+  return { url: played.url, hello, session: sessionReady };
 }
 
 /** Opens a stream with `payload` as its first HEADERS; resolves with its reset code, or 'answered'. */

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer, connect as netConnect } from 'node:net';
+import { type AddressInfo, createServer, connect as netConnect, type Socket } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentErrorCode, connect, connectMany, connectTcp, Tunnel } from '../src/index.js';
@@ -92,6 +92,28 @@ describe('a tunnel stopped by a refusal releases what it holds', () => {
     await tunnel.close(0);
     await expect(started).rejects.toMatchObject({ code: AgentErrorCode.CLOSED });
     expect(await answers(tunnel.inspectorUrl ?? '')).toBe(false);
+  });
+
+  it('closed while its first connect hangs (an address that never answers): close() returns, start() rejects', async () => {
+    const held: Socket[] = [];
+    const mute = createServer((socket) => {
+      held.push(socket);
+      socket.resume();
+    });
+    mute.listen(0, '127.0.0.1');
+    await once(mute, 'listening');
+    cleanups.push(async () => {
+      for (const socket of held) socket.destroy();
+      mute.close();
+    });
+    const { port } = mute.address() as AddressInfo;
+    const tunnel = new Tunnel({ target: 1, server: `http://127.0.0.1:${port}`, inspect: false });
+    tunnel.on('error', () => {});
+    const connected = once(mute, 'connection');
+    const started = tunnel.start();
+    await connected;
+    await tunnel.close();
+    await expect(started).rejects.toMatchObject({ code: AgentErrorCode.CLOSED });
   });
 
   it('replaced by another agent at runtime: the inspector stops listening', async () => {

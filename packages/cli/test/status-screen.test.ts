@@ -103,8 +103,8 @@ describe('the status screen', () => {
     for (const path of ['/1', '/2', '/3', '/4']) view.request({ ...request, path });
     view.reconnecting({ attempt: 1, delayMs: 0, reason: 'gone' });
     expect(errs.at(-1)).toMatch(/^tunnel2: connection lost/);
-    // 7 rows: 3 of header, 4 below it, the last of them left for the cursor.
-    resize({ columns: 60, rows: 7 });
+    // 7 rows: 3 of header, 4 below it, the last of them left for the cursor (80 columns: no line wraps).
+    resize({ columns: 80, rows: 7 });
     vi.advanceTimersByTime(250);
     const frame = frames().at(-1) ?? '';
     const region = '\x1b[4;7r\x1b[4;1H';

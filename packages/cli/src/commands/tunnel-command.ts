@@ -172,7 +172,7 @@ export async function runTunnelCommand(
     const stopListening = onShutdownSignal((signal) => {
       if (!stopping) {
         const open = inFlight();
-        if (open > 0) reporter.finishing(open, inFlightUnit(tunnel));
+        if (open > 0) reporter.finishing(open, inFlightUnit(tunnel), signal);
         stop(0);
       } else if (cut === undefined) {
         // The second: what the first let finish is cut now (the clients hear a reset, not a hang).
