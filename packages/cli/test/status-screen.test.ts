@@ -106,11 +106,22 @@ describe('the status screen', () => {
     // 7 rows: 3 of header, 4 below it, the last of them left for the cursor (80 columns: no line wraps).
     resize({ columns: 80, rows: 7 });
     vi.advanceTimersByTime(250);
-    const frame = frames().at(-1) ?? '';
     const region = '\x1b[4;7r\x1b[4;1H';
-    const log = frame.slice(frame.indexOf(region) + region.length, frame.indexOf('\x1b7'));
-    // The reconnect line is wider than 60 columns: it takes two rows, so one request line fewer fits.
-    expect(log.split('\n').map((line) => line.replace(/^\d\d:\d\d:\d\d {2}/, ''))).toEqual([
+    const logRows = (): string[] => {
+      const frame = frames().at(-1) ?? '';
+      const log = frame.slice(frame.indexOf(region) + region.length, frame.indexOf('\x1b7'));
+      return log.split('\n').map((line) => line.replace(/^\d\d:\d\d:\d\d {2}/, ''));
+    };
+    expect(logRows()).toEqual([
+      'GET     /3  404  1.0 ms',
+      'GET     /4  404  1.0 ms',
+      'tunnel2: connection lost (gone); reconnecting in 0.0 s (attempt 1)',
+      '',
+    ]);
+    // At 60 columns the reconnect line takes two rows, so one request line fewer fits.
+    resize({ columns: 60, rows: 7 });
+    vi.advanceTimersByTime(250);
+    expect(logRows()).toEqual([
       'GET     /4  404  1.0 ms',
       'tunnel2: connection lost (gone); reconnecting in 0.0 s (attempt 1)',
       '',
