@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
-import type { BackendErrorAnswer } from './backend-error.js';
+import type { BackendErrorAnswer } from './backend-error-answer.js';
 import { AgentError, AgentErrorCode } from './errors.js';
 import { readUserFile } from './user-file.js';
 
