@@ -20,7 +20,7 @@ import WebSocket from 'ws';
 import type { BackendQueue } from './backend-queue.js';
 import { notAnEdge, unreachable } from './connect-failure-text.js';
 import { AgentError, AgentErrorCode } from './errors.js';
-import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
+import type { HostHeaderMode, RequestReport } from './forward-options.js';
 import { type RefusalContext, refusalMessage } from './refusal-message.js';
 import { dispatchStream, type Forwarding, forwardStream } from './stream-dispatch.js';
 import type { Target, TcpTarget } from './target.js';

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import type { ProtocolSettings, VersionRange } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { AgentError, AgentErrorCode } from './errors.js';
-import type { HostHeaderMode } from './forward-exchange.js';
+import type { HostHeaderMode } from './forward-options.js';
 
 export interface ConnectOptions {
   /** The tunnel's name in a config file (`tunnels.<name>`): it prefixes its output and its errors. */

@@ -1,7 +1,7 @@
 export type { SessionInfo, SessionStats } from './agent-session.js';
 export type { ConnectOptions, InspectOptions } from './connect-options.js';
 export { AgentError, AgentErrorCode } from './errors.js';
-export type { RequestReport } from './forward-exchange.js';
+export type { RequestReport } from './forward-options.js';
 export { parseTarget, type Target } from './target.js';
 export type { TcpConnectionReport } from './tcp-forward.js';
 export {

@@ -1,6 +1,6 @@
 import type { SessionInfo } from './agent-session.js';
 import type { AgentError } from './errors.js';
-import type { RequestReport } from './forward-exchange.js';
+import type { RequestReport } from './forward-options.js';
 import { cutText, finishingText, type InFlightUnit } from './in-flight-text.js';
 import type { LineOutput } from './line-writer.js';
 import type { TcpConnectionReport } from './tcp-forward.js';

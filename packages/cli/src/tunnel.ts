@@ -23,7 +23,8 @@ import {
   resolveServer,
 } from './connect-options.js';
 import { AgentError, AgentErrorCode } from './errors.js';
-import { forwardHeaders, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
+import { forwardHeaders } from './forward-exchange.js';
+import type { HostHeaderMode, RequestReport } from './forward-options.js';
 import type { RefusalContext } from './refusal-message.js';
 import { parseTarget, parseTcpTarget, type Target, type TcpTarget, tcpTargetLabel } from './target.js';
 import { httpsOptions, poolTlsOptions, resolveTargetTls } from './target-tls.js';
