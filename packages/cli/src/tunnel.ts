@@ -8,10 +8,8 @@ import {
   connectSession,
   type ExtraTunnelAnswer,
   type ExtraTunnelAsk,
-  type HttpForwarding,
   type SessionInfo,
   type SessionStats,
-  type TcpForwarding,
 } from './agent-session.js';
 import { BackendQueue } from './backend-queue.js';
 import { backoffDelay } from './backoff.js';
@@ -26,6 +24,7 @@ import { AgentError, AgentErrorCode } from './errors.js';
 import { forwardHeaders } from './forward-exchange.js';
 import type { HostHeaderMode, RequestReport } from './forward-options.js';
 import type { RefusalContext } from './refusal-message.js';
+import type { HttpForwarding, TcpForwarding } from './stream-dispatch.js';
 import { parseTarget, parseTcpTarget, type Target, type TcpTarget, tcpTargetLabel } from './target.js';
 import { httpsOptions, poolTlsOptions, resolveTargetTls } from './target-tls.js';
 import type { TcpConnectionReport } from './tcp-forward.js';
