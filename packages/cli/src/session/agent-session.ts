@@ -16,17 +16,17 @@ import {
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { notAnEdge, unreachable } from './connect-failure-text.js';
-import { AgentError, AgentErrorCode } from './errors.js';
-import { type RefusalContext, refusalMessage } from './refusal-message.js';
+import { AgentError, AgentErrorCode } from '../errors.js';
 import {
   dispatchStream,
   type Forwarding,
   forwardStream,
   type HttpForwarding,
   type TcpForwarding,
-} from './stream-dispatch.js';
-import { terminalSafe } from './terminal-text.js';
+} from '../forwarding/stream-dispatch.js';
+import { terminalSafe } from '../terminal-text.js';
+import { notAnEdge, unreachable } from './connect-failure-text.js';
+import { type RefusalContext, refusalMessage } from './refusal-message.js';
 import { edgeRangeOf, versionMismatch } from './version-mismatch.js';
 
 export interface SessionInfo {
