@@ -133,7 +133,7 @@ function serveLink(socket: Socket, pool: Pool, backend: URL): void {
 }
 
 function runAgent(backend: URL): void {
-  // As tunnel2's agent creates its Pool (packages/cli/src/tunnel.ts), one request per connection.
+  // As tunnel2's agent creates its Pool (packages/cli/src/session/tunnel.ts), one request per connection.
   const pool = new Pool(backend.origin, {
     connections: 256,
     keepAliveTimeout: 30_000,

@@ -81,7 +81,7 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
   // generation scavenges less often).
   import('node:worker_threads').then(({ Worker }) => {
     // A worker's stdout is a pipe to this thread: whether it ends in a terminal, and the terminal's size and
-    // resizes, are known only here (src/terminal.ts reads them).
+    // resizes, are known only here (src/terminal/terminal.ts reads them).
     const tty = process.stdout.isTTY === true;
     const worker = new Worker(main, {
       argv: process.argv.slice(2),
@@ -96,7 +96,7 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
     for (const signal of ['SIGINT', 'SIGTERM']) {
       process.on(signal, () => {
         // A terminal echoed ^C without ending the line: the worker's next line must not follow it there
-        // (src/ctrl-c-echo.ts, for the worker, whose streams are pipes to this thread).
+        // (src/terminal/ctrl-c-echo.ts, for the worker, whose streams are pipes to this thread).
         if (signal === 'SIGINT' && process.stdout.isTTY) process.stdout.write('\n');
         else if (signal === 'SIGINT' && process.stderr.isTTY) process.stderr.write('\n');
         worker.postMessage({ type: 'signal', signal });
@@ -105,7 +105,7 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
     // stdout's reader may go away while the tunnel serves (`tunnel2 http 3000 --json | head -1`): unheard, the
     // write error would end the process, and the tunnel with it. The pipe from the worker is undone by then
     // (Readable#pipe drops a destination that errors); what the worker still sends is discarded, and the
-    // worker is told so that it stops writing lines and says so once on stderr (src/stdout-closed.ts).
+    // worker is told so that it stops writing lines and says so once on stderr (src/terminal/stdout-closed.ts).
     process.stdout.on('error', (err) => {
       worker.stdout.resume();
       worker.postMessage({ type: 'stdout-closed', code: err.code || err.name });

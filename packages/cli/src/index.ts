@@ -1,9 +1,9 @@
-export type { SessionInfo, SessionStats } from './agent-session.js';
-export type { ConnectOptions, InspectOptions } from './connect-options.js';
 export { AgentError, AgentErrorCode } from './errors.js';
-export type { RequestReport } from './forward-exchange.js';
-export { parseTarget, type Target } from './target.js';
-export type { TcpConnectionReport } from './tcp-forward.js';
+export type { RequestReport } from './forwarding/forward-options.js';
+export { parseTarget, type Target } from './forwarding/target.js';
+export type { TcpConnectionReport } from './forwarding/tcp-forward.js';
+export type { SessionInfo, SessionStats } from './session/agent-session.js';
+export type { ConnectOptions, InspectOptions } from './session/connect-options.js';
 export {
   connect,
   connectTcp,
@@ -11,11 +11,11 @@ export {
   type TcpConnectOptions,
   Tunnel,
   type TunnelEvents,
-} from './tunnel.js';
+} from './session/tunnel.js';
 export {
   type ConnectManyOptions,
   connectMany,
   createTunnels,
   type NamedTunnelOptions,
-} from './tunnel-group.js';
+} from './session/tunnel-group.js';
 export { VERSION } from './version.js';

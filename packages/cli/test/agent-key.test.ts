@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { agentKeyDir, loadAgentKey } from '../src/agent-key.js';
-import { agentKeyFor } from '../src/agent-session.js';
+import { agentKeyDir, loadAgentKey } from '../src/config/agent-key.js';
+import { agentKeyFor } from '../src/session/agent-session.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -43,7 +43,7 @@ describe('the agent key file', () => {
 
   it('eight processes creating it at once all end with the same key, and no temporary file is left', async () => {
     const xdg = home();
-    const module = fileURLToPath(new URL('../dist/agent-key.js', import.meta.url));
+    const module = fileURLToPath(new URL('../dist/config/agent-key.js', import.meta.url));
     const script = `import(${JSON.stringify(module)}).then((m) => process.stdout.write(m.loadAgentKey({ warn: (l) => process.stderr.write(l) }).key))`;
     const runs = await Promise.all(
       Array.from({ length: 8 }, () =>

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkTunnelConfig, loadTunnelConfig } from '../src/config-file.js';
+import { checkTunnelConfig, loadTunnelConfig } from '../src/config/config-file.js';
 
 const check = (tunnels: Record<string, unknown>) => checkTunnelConfig('t.yml', { tunnels });
 

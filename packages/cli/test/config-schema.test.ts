@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { HTTP_KEYS, TCP_KEYS, TOP_KEYS } from '../src/config-file.js';
+import { HTTP_KEYS, TCP_KEYS, TOP_KEYS } from '../src/config/config-file.js';
 
 interface ObjectSchema {
   properties: Record<string, { const?: string }>;

@@ -168,7 +168,7 @@ describe('the terminal view (a real pty)', () => {
     const pipeText = mask(`${piped.events.map((e) => String(e.line)).join('\n')}\n`);
     expect(ttyText).not.toContain('\x1b');
     // stderr shares the pty: the closing line follows the stdout lines there, after the newline that ends
-    // the line a terminal echoes ^C on (src/ctrl-c-echo.ts; a pipe gets none).
+    // the line a terminal echoes ^C on (src/terminal/ctrl-c-echo.ts; a pipe gets none).
     expect(ttyText).toBe(`${pipeText}\ntunnel2: closed\n`);
     expect(pipeText).toMatch(
       /^tunnel2: forwarding http:\/\/plainlog\.localhost:\d+\/ -> http:\/\/localhost:\d+\n/,

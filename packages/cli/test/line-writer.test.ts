@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createLineWriter } from '../src/line-writer.js';
+import { createLineWriter } from '../src/terminal/line-writer.js';
 
 function sink(): { stream: NodeJS.WritableStream; writes: string[] } {
   const writes: string[] = [];

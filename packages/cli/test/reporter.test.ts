@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LineOutput } from '../src/line-writer.js';
-import { createHumanReporter, createJsonReporter } from '../src/reporter.js';
+import type { LineOutput } from '../src/terminal/line-writer.js';
+import { createHumanReporter, createJsonReporter } from '../src/terminal/reporter.js';
 
 function human() {
   const lines: string[] = [];

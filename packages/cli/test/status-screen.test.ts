@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { SessionStats } from '../src/agent-session.js';
-import type { LineOutput } from '../src/line-writer.js';
-import { createStatusScreen } from '../src/status-screen.js';
-import type { Terminal, TerminalSize } from '../src/terminal.js';
+import type { SessionStats } from '../src/session/agent-session.js';
+import type { LineOutput } from '../src/terminal/line-writer.js';
+import { createStatusScreen } from '../src/terminal/status-screen.js';
+import type { Terminal, TerminalSize } from '../src/terminal/terminal.js';
 
 const info = { name: 'app', url: 'http://app.localhost:8080/', urls: ['http://app.localhost:8080/'] };
 const request = { method: 'GET', path: '/a', status: 404, durationMs: 1, bytes: 0 };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RateWindow } from '../src/rate-window.js';
-import { renderStatus, type StatusSnapshot } from '../src/status-view.js';
+import { RateWindow } from '../src/terminal/rate-window.js';
+import { renderStatus, type StatusSnapshot } from '../src/terminal/status-view.js';
 
 // Built from a string: the linter refuses control characters in a regex literal.
 const SGR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');

@@ -1,7 +1,6 @@
-import { BodyCapture } from './body-capture.js';
+import { BodyCapture, type CaptureBudget } from './body-capture.js';
 import { type EntryExtras, requestLine } from './captured-entry.js';
 import type { EntryError, InFlightExchange } from './entry.js';
-import type { EntryStore } from './entry-store.js';
 import { splitTarget } from './stored-entry.js';
 import { WsFrameCounter } from './ws-frame-counter.js';
 
@@ -9,6 +8,15 @@ import { WsFrameCounter } from './ws-frame-counter.js';
 const KEPT_HEADS_BYTES = 4 * 1024;
 /** Room for both heads of a typical exchange, so most slots never grow. */
 const INITIAL_HEADS_BYTES = 1024;
+
+/**
+ * The store as a slot sees it: the budget its bodies are captured against, and where the exchange goes when
+ * it ends (EntryStore). Named here, not imported from entry-store.ts, since the store makes the slots.
+ */
+export interface SlotStore extends CaptureBudget {
+  /** Stores the finished exchange in `slot` and returns its id; the slot goes back to the pool. */
+  add(slot: ExchangeSlot): string;
+}
 
 /**
  * What the capture records of one exchange while it runs, reused from one exchange to the next (see
@@ -22,7 +30,7 @@ export class ExchangeSlot {
   generation = 0;
   /** The store's number for the exchange now in the slot (see EntryStore.openSlot): its in-flight key. */
   seq = 0;
-  readonly store: EntryStore;
+  readonly store: SlotStore;
   bodyLimit = 0;
   /** Both heads in the protocol's encoding: the request's at 0, the response's right after it. */
   heads: Buffer = Buffer.allocUnsafeSlow(INITIAL_HEADS_BYTES);
@@ -53,7 +61,7 @@ export class ExchangeSlot {
   livePrev: ExchangeSlot | undefined = undefined;
   liveNext: ExchangeSlot | undefined = undefined;
 
-  constructor(store: EntryStore) {
+  constructor(store: SlotStore) {
     this.store = store;
     this.request = new BodyCapture(0, store);
     this.response = new BodyCapture(0, store);

@@ -1,6 +1,6 @@
 import { type AgentError, AgentErrorCode } from '../errors.js';
-import type { Reporter } from '../reporter.js';
-import type { Tunnel } from '../tunnel.js';
+import type { Tunnel } from '../session/tunnel.js';
+import type { Reporter } from '../terminal/reporter.js';
 
 /** The `hint` event's code when no edge answered the first connect. */
 export const NO_EDGE_HINT = 'TUNNEL2_HINT_NO_EDGE';

@@ -1,7 +1,7 @@
-import type { InspectOptions } from '../connect-options.js';
 import { AgentError, AgentErrorCode } from '../errors.js';
-import { readCaFile } from '../target-tls.js';
-import { Tunnel } from '../tunnel.js';
+import { readCaFile } from '../forwarding/target-tls.js';
+import type { InspectOptions } from '../session/connect-options.js';
+import { Tunnel } from '../session/tunnel.js';
 import { allowIpList, cliAgentKey, runTunnelCommand } from './tunnel-command.js';
 
 export interface HttpCommandOptions {

@@ -1,4 +1,4 @@
-import { onShutdownSignal } from '../shutdown-signal.js';
+import { onShutdownSignal } from '../terminal/shutdown-signal.js';
 import { VERSION } from '../version.js';
 
 /**

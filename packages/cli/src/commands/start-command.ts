@@ -1,9 +1,9 @@
-import { DEFAULT_CONFIG_FILE, loadTunnelConfig } from '../config-file.js';
-import { resolveServer } from '../connect-options.js';
+import { DEFAULT_CONFIG_FILE, loadTunnelConfig } from '../config/config-file.js';
 import { AgentError, AgentErrorCode } from '../errors.js';
-import { createLineWriter } from '../line-writer.js';
-import { createHumanReporter, createJsonReporter } from '../reporter.js';
-import { createTunnels } from '../tunnel-group.js';
+import { resolveServer } from '../session/connect-options.js';
+import { createTunnels } from '../session/tunnel-group.js';
+import { createLineWriter } from '../terminal/line-writer.js';
+import { createHumanReporter, createJsonReporter } from '../terminal/reporter.js';
 import { cliAgentKey, type OutputOptions, runTunnelCommand } from './tunnel-command.js';
 
 export interface StartCommandOptions extends OutputOptions {

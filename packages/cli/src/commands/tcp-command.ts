@@ -1,5 +1,5 @@
 import { AgentError, AgentErrorCode } from '../errors.js';
-import { Tunnel } from '../tunnel.js';
+import { Tunnel } from '../session/tunnel.js';
 import { allowIpList, cliAgentKey, runTunnelCommand } from './tunnel-command.js';
 
 export interface TcpCommandOptions {

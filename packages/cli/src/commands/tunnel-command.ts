@@ -1,22 +1,22 @@
 import { writeSync } from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
 import { type Logger, pino } from 'pino';
-import { loadAgentKey } from '../agent-key.js';
+import { loadAgentKey } from '../config/agent-key.js';
 import { AgentError, USAGE_ERRORS } from '../errors.js';
-import type { InFlightUnit } from '../in-flight-text.js';
-import { createLineWriter, droppedText, type LineWriter } from '../line-writer.js';
+import type { Tunnel } from '../session/tunnel.js';
+import type { InFlightUnit } from '../terminal/in-flight-text.js';
+import { createLineWriter, droppedText, type LineWriter } from '../terminal/line-writer.js';
 import {
   createHumanReporter,
   createJsonReporter,
   type InFlightCut,
   jsonDroppedLine,
   type Reporter,
-} from '../reporter.js';
-import { onShutdownSignal } from '../shutdown-signal.js';
-import { createStatusScreen, type StatusScreen, terminalReset } from '../status-screen.js';
-import { onStdoutClosed } from '../stdout-closed.js';
-import { stdoutTerminal, unblockStdoutTerminal } from '../terminal.js';
-import type { Tunnel } from '../tunnel.js';
+} from '../terminal/reporter.js';
+import { onShutdownSignal } from '../terminal/shutdown-signal.js';
+import { createStatusScreen, type StatusScreen, terminalReset } from '../terminal/status-screen.js';
+import { onStdoutClosed } from '../terminal/stdout-closed.js';
+import { stdoutTerminal, unblockStdoutTerminal } from '../terminal/terminal.js';
 import { hintWhenNoEdge } from './edge-hint.js';
 
 /** What every tunnel command (`http`, `tcp`) writes to: stdout lines, stderr, and the diagnostic log. */

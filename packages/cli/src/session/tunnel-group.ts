@@ -1,5 +1,5 @@
+import { AgentError, AgentErrorCode } from '../errors.js';
 import type { ConnectOptions } from './connect-options.js';
-import { AgentError, AgentErrorCode } from './errors.js';
 import { Tunnel } from './tunnel.js';
 
 /** One tunnel of connectMany(): its name (output prefix) and its own options. */

@@ -1,4 +1,4 @@
-import { AgentError, AgentErrorCode } from './errors.js';
+import { AgentError, AgentErrorCode } from '../errors.js';
 import type { TargetTls } from './target-tls.js';
 
 /** The local server requests are forwarded to. */

@@ -1,4 +1,4 @@
-import { terminalSafe } from './terminal-text.js';
+import { terminalSafe } from '../terminal-text.js';
 
 // The words for a connect that found no edge: nothing answered, or something that is not an edge did.
 

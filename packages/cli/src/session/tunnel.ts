@@ -3,17 +3,29 @@ import { EventEmitter } from 'node:events';
 import type { Inspector } from '@tunnel2/inspector';
 import { type Logger, pino } from 'pino';
 import Pool from 'undici/lib/dispatcher/pool.js';
+import { AgentError, AgentErrorCode } from '../errors.js';
+import { BackendQueue } from '../forwarding/backend-queue.js';
+import { forwardHeaders } from '../forwarding/forward-exchange.js';
+import type { HostHeaderMode, RequestReport } from '../forwarding/forward-options.js';
+import type { HttpForwarding, TcpForwarding } from '../forwarding/stream-dispatch.js';
+import {
+  parseTarget,
+  parseTcpTarget,
+  type Target,
+  type TcpTarget,
+  tcpTargetLabel,
+} from '../forwarding/target.js';
+import { httpsOptions, poolTlsOptions, resolveTargetTls } from '../forwarding/target-tls.js';
+import type { TcpConnectionReport } from '../forwarding/tcp-forward.js';
+import { VERSION } from '../version.js';
 import {
   type ConnectedSession,
   connectSession,
   type ExtraTunnelAnswer,
   type ExtraTunnelAsk,
-  type HttpForwarding,
   type SessionInfo,
   type SessionStats,
-  type TcpForwarding,
 } from './agent-session.js';
-import { BackendQueue } from './backend-queue.js';
 import { backoffDelay } from './backoff.js';
 import {
   type ConnectOptions,
@@ -22,14 +34,8 @@ import {
   resolveProtection,
   resolveServer,
 } from './connect-options.js';
-import { AgentError, AgentErrorCode } from './errors.js';
-import { forwardHeaders, type HostHeaderMode, type RequestReport } from './forward-exchange.js';
 import type { RefusalContext } from './refusal-message.js';
-import { parseTarget, parseTcpTarget, type Target, type TcpTarget, tcpTargetLabel } from './target.js';
-import { httpsOptions, poolTlsOptions, resolveTargetTls } from './target-tls.js';
-import type { TcpConnectionReport } from './tcp-forward.js';
 import { refusedTunnels } from './tunnel-refusals.js';
-import { VERSION } from './version.js';
 
 export interface ReconnectingEvent {
   attempt: number;

@@ -3,18 +3,18 @@ import { basename, dirname, extname, resolve } from 'node:path';
 // parser. (A dynamic import('yaml') broke in the published bundle: esbuild's chunk for that CommonJS
 // package exports only a default, and `parse` came out undefined.)
 import { LineCounter, parse, YAMLParseError } from 'yaml';
+import { AgentError, AgentErrorCode } from '../errors.js';
+import { parseTarget, parseTcpTarget } from '../forwarding/target.js';
+import { readCaFile } from '../forwarding/target-tls.js';
 import {
   firstInvalidIp,
   isBasicAuth,
   isServerUrl,
   resolveHostHeader,
   SERVER_URL_EXPECTED,
-} from './connect-options.js';
-import { AgentError, AgentErrorCode } from './errors.js';
-import { parseTarget, parseTcpTarget } from './target.js';
-import { readCaFile } from './target-tls.js';
-import type { NamedTunnelOptions } from './tunnel-group.js';
-import { readUserFile } from './user-file.js';
+} from '../session/connect-options.js';
+import type { NamedTunnelOptions } from '../session/tunnel-group.js';
+import { readUserFile } from '../user-file.js';
 
 /** The file `tunnel2 start` reads when no --config is given (docs/config-file.md). */
 export const DEFAULT_CONFIG_FILE = 'tunnel2.yml';

@@ -1,26 +1,13 @@
 import { ERROR_PAGE_HEADERS } from '@tunnel2/edge/error-page';
 import type { ExchangeRecorder } from '@tunnel2/inspector';
 import { encodeResponseHead, type MuxStream, type RawHeaders } from '@tunnel2/protocol';
+import type { BackendErrorAnswer } from './backend-error-answer.js';
 import { askOfRequest, backendErrorBody } from './backend-error-page.js';
 import type { Target } from './target.js';
 import { describeTlsError } from './target-tls.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
 const { maxHeaderSize } = process.getBuiltinModule('node:http');
-
-export type BackendErrorCode =
-  | 'TUNNEL2_ERR_BACKEND_UNREACHABLE'
-  | 'TUNNEL2_ERR_BACKEND_CLOSED'
-  | 'TUNNEL2_ERR_BACKEND_TIMEOUT'
-  | 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE'
-  | 'TUNNEL2_ERR_TARGET_TLS';
-
-/** The synthetic answer the agent sends when the backend gave no usable response head. */
-export interface BackendErrorAnswer {
-  status: number;
-  message: string;
-  code: BackendErrorCode;
-}
 
 /** The error's stable code (undici's `UND_ERR_*`, llhttp's `HPE_*`, a system `E*`), else its name. */
 export function backendErrorCode(error: Error): string {

@@ -1,5 +1,5 @@
+import { AgentError, AgentErrorCode } from '../errors.js';
 import type { ExtraTunnelAnswer } from './agent-session.js';
-import { AgentError, AgentErrorCode } from './errors.js';
 import { type RefusalContext, refusalMessage } from './refusal-message.js';
 
 /**

@@ -1,6 +1,6 @@
 import { decodeRequestHead, type MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
-import type { RequestReport } from './forward-exchange.js';
+import type { RequestReport } from './forward-options.js';
 
 const REQUEST_ID = 'x-request-id';
 

@@ -11,7 +11,7 @@ import {
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
-import type { ForwardOptions } from './forward-exchange.js';
+import type { ForwardOptions } from './forward-options.js';
 import { httpsOptions } from './target-tls.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").

@@ -1,5 +1,5 @@
 import { type VersionRange, versionRangesOf } from '@tunnel2/protocol';
-import { AgentError, AgentErrorCode } from './errors.js';
+import { AgentError, AgentErrorCode } from '../errors.js';
 
 function shown(range: VersionRange): string {
   return range.minVersion === range.maxVersion

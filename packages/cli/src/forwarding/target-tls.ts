@@ -1,9 +1,9 @@
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
-import type { BackendErrorAnswer } from './backend-error.js';
-import { AgentError, AgentErrorCode } from './errors.js';
-import { readUserFile } from './user-file.js';
+import { AgentError, AgentErrorCode } from '../errors.js';
+import { readUserFile } from '../user-file.js';
+import type { BackendErrorAnswer } from './backend-error-answer.js';
 
 /** How the agent checks an `https://` target's certificate. */
 export interface TargetTls {

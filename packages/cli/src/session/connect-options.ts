@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { ProtocolSettings, VersionRange } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
-import { AgentError, AgentErrorCode } from './errors.js';
-import type { HostHeaderMode } from './forward-exchange.js';
+import { AgentError, AgentErrorCode } from '../errors.js';
+import type { HostHeaderMode } from '../forwarding/forward-options.js';
 
 export interface ConnectOptions {
   /** The tunnel's name in a config file (`tunnels.<name>`): it prefixes its output and its errors. */

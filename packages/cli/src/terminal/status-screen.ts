@@ -1,4 +1,4 @@
-import type { SessionStats } from './agent-session.js';
+import type { SessionStats } from '../session/agent-session.js';
 import { finishingText } from './in-flight-text.js';
 import type { LineOutput } from './line-writer.js';
 import { createLogTail } from './log-tail.js';

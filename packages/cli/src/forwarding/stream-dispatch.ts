@@ -1,9 +1,36 @@
+import type { InspectorCapture } from '@tunnel2/inspector';
 import { decodeTunnelTag, ErrorCode, type MuxSession, type MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
-import type { HttpForwarding, TcpForwarding } from './agent-session.js';
+import type { BackendQueue } from './backend-queue.js';
 import { ForwardExchange } from './forward-exchange.js';
+import type { HostHeaderMode, RequestReport } from './forward-options.js';
 import { traceStream } from './request-trace.js';
-import { forwardTcpStream } from './tcp-forward.js';
+import type { Target, TcpTarget } from './target.js';
+import { forwardTcpStream, type TcpConnectionReport } from './tcp-forward.js';
+
+// What a session forwards to is declared here, beside the dispatch that reads it, not in agent-session.ts:
+// the session imports this module, and a type imported back would close a circle.
+
+/** An HTTP tunnel's session: every stream is a request for the backend. */
+export interface HttpForwarding {
+  /** The backend pool behind the agent's own line of waiting requests. */
+  backend: BackendQueue;
+  target: Target;
+  hostHeader: HostHeaderMode;
+  onReport: (report: RequestReport) => void;
+  /** The inspector's hook, when it is on. */
+  capture?: InspectorCapture | undefined;
+}
+
+/** A TCP tunnel's session: every stream is a public client's connection for the target. */
+export interface TcpForwarding {
+  /** The port asked of the edge (undefined for whichever is free). */
+  remotePort: number | undefined;
+  target: TcpTarget;
+  /** How long a connect to the target may take (TCP_CONNECT_TIMEOUT_MS when left out). */
+  connectTimeoutMs?: number | undefined;
+  onConnection: (report: TcpConnectionReport) => void;
+}
 
 /** Where one tunnel's streams go: its HTTP backend or its TCP target. */
 export type Forwarding = { http: HttpForwarding; tcp?: undefined } | { tcp: TcpForwarding; http?: undefined };

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { ExchangeRecorder, InspectorCapture } from '@tunnel2/inspector';
+import type { ExchangeRecorder } from '@tunnel2/inspector';
 import {
   decodeRequestHead,
   ErrorCode,
@@ -12,35 +12,10 @@ import {
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
 import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
-import type { BackendQueue } from './backend-queue.js';
 import { isReplayable, isStaleConnection } from './backend-retry.js';
+import type { ForwardOptions, HostHeaderMode, RequestReport } from './forward-options.js';
 import { expectsContinue, isWebSocketUpgrade, NodeHttpExchange } from './node-http-exchange.js';
 import type { Target } from './target.js';
-
-export type HostHeaderMode = 'rewrite' | 'preserve' | { value: string };
-
-export interface RequestReport {
-  method: string;
-  path: string;
-  status: number;
-  durationMs: number;
-  /** Response body bytes sent back through the tunnel. */
-  bytes: number;
-  /** Set when the exchange did not complete normally. */
-  error?: string;
-}
-
-export interface ForwardOptions {
-  /** The backend pool, behind the agent's own line (a cancelled request leaves it without a connection). */
-  backend: BackendQueue;
-  target: Target;
-  hostHeader: HostHeaderMode;
-  /** The edge's frame limit, which bounds a response head. */
-  maxHeadSize: number;
-  onReport: (report: RequestReport) => void;
-  /** The inspector's hook; absent when it is off, and then no capture code runs at all. */
-  capture?: InspectorCapture | undefined;
-}
 
 type DispatchController = Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[0];
 

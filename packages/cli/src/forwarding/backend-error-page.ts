@@ -6,7 +6,7 @@ import {
   negotiateErrorFormat,
 } from '@tunnel2/edge/error-page';
 import type { RawHeaders } from '@tunnel2/protocol';
-import type { BackendErrorAnswer, BackendErrorCode } from './backend-error.js';
+import type { BackendErrorAnswer, BackendErrorCode } from './backend-error-answer.js';
 import type { Target } from './target.js';
 
 /**

@@ -1,6 +1,5 @@
 import { createHmac } from 'node:crypto';
 import type { Socket } from 'node:net';
-import type { InspectorCapture } from '@tunnel2/inspector';
 import {
   ErrorCode,
   type Hello,
@@ -17,15 +16,17 @@ import {
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import type { BackendQueue } from './backend-queue.js';
+import { AgentError, AgentErrorCode } from '../errors.js';
+import {
+  dispatchStream,
+  type Forwarding,
+  forwardStream,
+  type HttpForwarding,
+  type TcpForwarding,
+} from '../forwarding/stream-dispatch.js';
+import { terminalSafe } from '../terminal-text.js';
 import { notAnEdge, unreachable } from './connect-failure-text.js';
-import { AgentError, AgentErrorCode } from './errors.js';
-import type { HostHeaderMode, RequestReport } from './forward-exchange.js';
 import { type RefusalContext, refusalMessage } from './refusal-message.js';
-import { dispatchStream, type Forwarding, forwardStream } from './stream-dispatch.js';
-import type { Target, TcpTarget } from './target.js';
-import type { TcpConnectionReport } from './tcp-forward.js';
-import { terminalSafe } from './terminal-text.js';
 import { edgeRangeOf, versionMismatch } from './version-mismatch.js';
 
 export interface SessionInfo {
@@ -34,27 +35,6 @@ export interface SessionInfo {
   urls: string[];
   /** A TCP tunnel's public port (its url is `tcp://host:port`). */
   tcp?: { port: number };
-}
-
-/** An HTTP tunnel's session: every stream is a request for the backend. */
-export interface HttpForwarding {
-  /** The backend pool behind the agent's own line of waiting requests. */
-  backend: BackendQueue;
-  target: Target;
-  hostHeader: HostHeaderMode;
-  onReport: (report: RequestReport) => void;
-  /** The inspector's hook, when it is on. */
-  capture?: InspectorCapture | undefined;
-}
-
-/** A TCP tunnel's session: every stream is a public client's connection for the target. */
-export interface TcpForwarding {
-  /** The port asked of the edge (undefined for whichever is free). */
-  remotePort: number | undefined;
-  target: TcpTarget;
-  /** How long a connect to the target may take (TCP_CONNECT_TIMEOUT_MS when left out). */
-  connectTimeoutMs?: number | undefined;
-  onConnection: (report: TcpConnectionReport) => void;
 }
 
 export type AgentSessionOptions = SessionOptions &

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, linkSync, mkdirSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { readUserFile } from './user-file.js';
+import { readUserFile } from '../user-file.js';
 
 /**
  * An anonymous agent's identity across runs. The edge reserves a name for its owner for a grace after a

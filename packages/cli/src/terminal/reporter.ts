@@ -1,11 +1,11 @@
-import type { SessionInfo } from './agent-session.js';
-import type { AgentError } from './errors.js';
-import type { RequestReport } from './forward-exchange.js';
+import type { AgentError } from '../errors.js';
+import type { RequestReport } from '../forwarding/forward-options.js';
+import type { TcpConnectionReport } from '../forwarding/tcp-forward.js';
+import type { SessionInfo } from '../session/agent-session.js';
+import type { ReconnectingEvent } from '../session/tunnel.js';
+import { terminalSafe } from '../terminal-text.js';
 import { cutText, finishingText, type InFlightUnit } from './in-flight-text.js';
 import type { LineOutput } from './line-writer.js';
-import type { TcpConnectionReport } from './tcp-forward.js';
-import { terminalSafe } from './terminal-text.js';
-import type { ReconnectingEvent } from './tunnel.js';
 
 export interface Reporter {
   /** `inspectorUrl`: the request inspector's address, when it is on. */

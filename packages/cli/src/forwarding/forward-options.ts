@@ -1,0 +1,34 @@
+import type { InspectorCapture } from '@tunnel2/inspector';
+import type { BackendQueue } from './backend-queue.js';
+import type { Target } from './target.js';
+
+/**
+ * What one forwarded request is given and what it reports, apart from the exchanges that carry it: the
+ * undici one (forward-exchange.ts) hands upgrades and 100-continue to the node:http one
+ * (node-http-exchange.ts) with these same options, so neither has to import the other for them.
+ */
+
+export type HostHeaderMode = 'rewrite' | 'preserve' | { value: string };
+
+export interface RequestReport {
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+  /** Response body bytes sent back through the tunnel. */
+  bytes: number;
+  /** Set when the exchange did not complete normally. */
+  error?: string;
+}
+
+export interface ForwardOptions {
+  /** The backend pool, behind the agent's own line (a cancelled request leaves it without a connection). */
+  backend: BackendQueue;
+  target: Target;
+  hostHeader: HostHeaderMode;
+  /** The edge's frame limit, which bounds a response head. */
+  maxHeadSize: number;
+  onReport: (report: RequestReport) => void;
+  /** The inspector's hook; absent when it is off, and then no capture code runs at all. */
+  capture?: InspectorCapture | undefined;
+}
