@@ -6,10 +6,10 @@ import { createMemoryRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { SessionTable } from '../src/agents/session-table.js';
 import { LINK_PATH, NODE_AUTH_HEADER, NodeAuth } from '../src/cluster/node-auth.js';
 import { NodeLinkServer } from '../src/cluster/node-link-server.js';
-import { InFlight } from '../src/in-flight.js';
-import { SessionTable } from '../src/session-table.js';
+import { InFlight } from '../src/exchange/in-flight.js';
 
 const SECRET = 'a-cluster-secret-of-at-least-32-characters';
 const cleanups: (() => unknown)[] = [];

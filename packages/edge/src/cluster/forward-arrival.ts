@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { rejectUpgrade, sendRefusal } from '../error-response.js';
-import { hopOrigin } from '../forwarding-headers.js';
-import { isIdempotent, requestHasBody } from '../raw-http.js';
-import { unreachableOwner } from '../refusals.js';
-import type { TunnelIngressOptions } from '../tunnel-ingress.js';
+import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
+import { unreachableOwner } from '../answers/refusals.js';
+import { isIdempotent, requestHasBody } from '../exchange/raw-http.js';
+import { hopOrigin } from '../public/forwarding-headers.js';
+import type { TunnelIngressOptions } from '../public/tunnel-ingress.js';
 import type { Cluster } from './cluster.js';
 import { type HopOutcome, isNotHere } from './node-hop.js';
 import type { OwnerEntry } from './owner-cache.js';

@@ -1,11 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, type StreamResetError } from '@tunnel2/protocol';
-import { encodeHead } from '../admission.js';
-import { normalizeAddress } from '../client-address.js';
-import { sendRefusal } from '../error-response.js';
-import { forwardedHeaders } from '../forwarding-headers.js';
-import type { IngressRoute } from '../ingress-route.js';
-import { isIdempotent, requestHasBody } from '../raw-http.js';
+import { sendRefusal } from '../answers/error-response.js';
 import {
   agentDisconnected,
   bodyTooLarge,
@@ -15,9 +10,14 @@ import {
   offline,
   type Refusal,
   unreachableOwner,
-} from '../refusals.js';
-import { TunnelExchange } from '../tunnel-exchange.js';
-import type { TunnelIngressOptions } from '../tunnel-ingress.js';
+} from '../answers/refusals.js';
+import { isIdempotent, requestHasBody } from '../exchange/raw-http.js';
+import { TunnelExchange } from '../exchange/tunnel-exchange.js';
+import { encodeHead } from '../public/admission.js';
+import { normalizeAddress } from '../public/client-address.js';
+import { forwardedHeaders } from '../public/forwarding-headers.js';
+import type { IngressRoute } from '../public/ingress-route.js';
+import type { TunnelIngressOptions } from '../public/tunnel-ingress.js';
 import type { Cluster } from './cluster.js';
 import { forwardRequest, unreachable } from './forward-arrival.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';

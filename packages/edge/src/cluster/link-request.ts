@@ -10,12 +10,12 @@ import {
   type StreamHandler,
   type TcpHead,
 } from '@tunnel2/protocol';
-import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../admission.js';
-import { askOfFields } from '../error-page.js';
-import { edgeAnswer } from '../error-response.js';
-import { publishRefusal } from '../refusal-channel.js';
-import type { Refusal } from '../refusals.js';
-import type { SessionTable } from '../session-table.js';
+import type { SessionTable } from '../agents/session-table.js';
+import { askOfFields } from '../answers/error-page.js';
+import { edgeAnswer } from '../answers/error-response.js';
+import { publishRefusal } from '../answers/refusal-channel.js';
+import type { Refusal } from '../answers/refusals.js';
+import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../public/admission.js';
 import type { LinkShares } from './link-shares.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
 import { StreamSplice } from './stream-splice.js';

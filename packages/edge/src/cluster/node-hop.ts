@@ -5,8 +5,8 @@ import { pipeline, Readable } from 'node:stream';
 import { withoutHopByHop } from '@tunnel2/protocol';
 import type { Dispatcher, Pool } from 'undici';
 import { EdgeErrorCode } from '../errors.js';
-import { writeInformational } from '../informational.js';
-import { isIdempotent, pairs } from '../raw-http.js';
+import { writeInformational } from '../exchange/informational.js';
+import { isIdempotent, pairs } from '../exchange/raw-http.js';
 import type { OwnerEntry } from './owner-cache.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").

@@ -11,11 +11,11 @@ import {
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { rejectUpgrade } from '../error-response.js';
+import type { SessionTable } from '../agents/session-table.js';
+import { rejectUpgrade } from '../answers/error-response.js';
+import { nodeAuthRefusal } from '../answers/refusals.js';
 import { EdgeErrorCode } from '../errors.js';
-import type { InFlight } from '../in-flight.js';
-import { nodeAuthRefusal } from '../refusals.js';
-import type { SessionTable } from '../session-table.js';
+import type { InFlight } from '../exchange/in-flight.js';
 import { LinkRequest, type LinkRequestContext, type LinkTcpArrival } from './link-request.js';
 import { linkSessionOptions, versionRefusal } from './link-settings.js';
 import { LinkShares } from './link-shares.js';

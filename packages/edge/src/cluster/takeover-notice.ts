@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { isValidSessionName } from '../ingress-route.js';
+import { isValidSessionName } from '../public/ingress-route.js';
 import { NODE_AUTH_HEADER } from './node-auth.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
