@@ -5,7 +5,7 @@ import type { AgentConnection } from '../src/agents/agent-connection.js';
 import { SharedTcpPorts } from '../src/cluster/tcp/shared-tcp-ports.js';
 import { EdgeErrorCode } from '../src/errors.js';
 import { InFlight } from '../src/exchange/in-flight.js';
-import type { TcpPort } from '../src/tcp/tcp-tunnels.js';
+import type { TcpPort } from '../src/tcp/tcp-port.js';
 import { freeRange } from './support/free-range.js';
 import { loneCluster } from './support/lone-cluster.js';
 

@@ -4,7 +4,8 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AgentConnection } from '../src/agents/agent-connection.js';
 import { EdgeErrorCode } from '../src/errors.js';
-import { type TcpPort, TcpTunnels } from '../src/tcp/tcp-tunnels.js';
+import type { TcpPort } from '../src/tcp/tcp-port.js';
+import { TcpTunnels } from '../src/tcp/tcp-tunnels.js';
 import { freeRange } from './support/free-range.js';
 
 const GRACE_MS = 60_000;

@@ -17,9 +17,10 @@ import {
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { type CompiledProtection, compileProtection } from '../public/public-protection.js';
+import type { ExtraTunnel } from './extra-tunnel.js';
 import { StreamSlots, type StreamSlotsOptions } from './stream-slots.js';
 import { TokenBucket } from './token-bucket.js';
-import type { ExtraTunnel, TunnelEntry } from './tunnel-entry.js';
+import type { AgentSession } from './tunnel-entry.js';
 
 /** ws's WebSocket.OPEN, without importing ws at run time here. */
 const OPEN = 1;
@@ -67,7 +68,7 @@ export interface AgentConnectionOptions {
 }
 
 /** One agent's WebSocket on the edge, and the multiplexed session running over it. */
-export class AgentConnection implements TunnelEntry {
+export class AgentConnection implements AgentSession {
   readonly name: string;
   /** The session's own tunnel: its heads carry no tunnel tag. */
   readonly tag = 0;

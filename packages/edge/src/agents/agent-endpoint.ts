@@ -8,7 +8,8 @@ import { rejectUpgrade } from '../answers/error-response.js';
 import { EdgeErrorCode } from '../errors.js';
 import type { ClientOriginResolver } from '../public/client-address.js';
 import type { ResolvedEdgeOptions } from '../settings/edge-options.js';
-import type { TcpPort, TcpPortTable } from '../tcp/tcp-tunnels.js';
+import type { TcpPort } from '../tcp/tcp-port.js';
+import type { TcpPortTable } from '../tcp/tcp-tunnels.js';
 import { agentAccount } from './agent-account.js';
 import { createAgentAuthenticator } from './agent-auth.js';
 import { AgentConnection } from './agent-connection.js';
@@ -16,6 +17,7 @@ import { heldByOther, heldBySelf, NAME_HOLDER_HEADER, type NameRefusal } from '.
 import { nameRefusal, ownerKey, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
 import { createTunnelClaims } from './tunnel-claims.js';
+import type { AgentSession } from './tunnel-entry.js';
 
 export interface AgentEndpointOptions {
   options: ResolvedEdgeOptions;
@@ -53,7 +55,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
   const authenticator = createAgentAuthenticator(options.auth);
   // The client address of each live anonymous session. Anonymous agents pick their own agent key, so a
   // new key per connection would escape a limit counted by key: they are counted by address instead.
-  const anonymousAddress = new WeakMap<AgentConnection, string>();
+  const anonymousAddress = new WeakMap<AgentSession, string>();
   const countAnonymousFrom = (address: string): number => {
     let count = 0;
     for (const tunnel of sessions.tunnels()) if (anonymousAddress.get(tunnel.connection) === address) count++;

@@ -1,8 +1,7 @@
 import { ErrorCode } from '@tunnel2/protocol';
 import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
-import type { AgentConnection } from './agent-connection.js';
-import type { TunnelEntry } from './tunnel-entry.js';
+import type { AgentSession, TunnelEntry } from './tunnel-entry.js';
 
 export interface SessionTableOptions {
   registry: SessionRegistry;
@@ -85,7 +84,7 @@ export class SessionTable {
   }
 
   /** The agent sessions on this node, each once (a session's own tunnel stands for it). */
-  *connections(): IterableIterator<AgentConnection> {
+  *connections(): IterableIterator<AgentSession> {
     for (const entry of this.#local.values()) if (entry.tag === 0) yield entry.connection;
   }
 

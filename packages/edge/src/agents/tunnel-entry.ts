@@ -1,7 +1,5 @@
 import type { MuxSession } from '@tunnel2/protocol';
 import type { CompiledProtection } from '../public/public-protection.js';
-import type { TcpPort } from '../tcp/tcp-tunnels.js';
-import type { AgentConnection } from './agent-connection.js';
 import type { StreamSlots } from './stream-slots.js';
 import type { TokenBucket } from './token-bucket.js';
 
@@ -26,8 +24,8 @@ export interface TunnelEntry {
   readonly protection: CompiledProtection | undefined;
   /** 0: the session's own tunnel (untagged heads); n ≥ 1: the agent's n-th listed tunnel. */
   readonly tag: number;
-  /** The agent connection carrying it. */
-  readonly connection: AgentConnection;
+  /** The agent connection carrying it (the session's own entry: an AgentConnection). */
+  readonly connection: AgentSession;
   readonly session: MuxSession;
   readonly slots: StreamSlots;
   readonly rate: TokenBucket | undefined;
@@ -40,61 +38,14 @@ export interface TunnelEntry {
   close(code?: number, reason?: string): void;
 }
 
-/** A tunnel an agent listed in its HELLO, served over that agent's session. */
-export class ExtraTunnel implements TunnelEntry {
-  readonly name: string;
-  epoch: number;
-  readonly owner: string;
-  readonly account: string;
-  /** The TCP port claimed for it (a TCP tunnel). */
-  readonly port: TcpPort | undefined;
-  readonly protection: CompiledProtection | undefined;
-  readonly tag: number;
-  readonly connection: AgentConnection;
-
-  constructor(fields: {
-    name: string;
-    epoch: number;
-    port: TcpPort | undefined;
-    protection: CompiledProtection | undefined;
-    tag: number;
-    connection: AgentConnection;
-  }) {
-    this.name = fields.name;
-    this.epoch = fields.epoch;
-    this.owner = fields.connection.owner;
-    this.account = fields.connection.account;
-    this.port = fields.port;
-    this.protection = fields.protection;
-    this.tag = fields.tag;
-    this.connection = fields.connection;
-  }
-
-  get tcpPort(): number | undefined {
-    return this.port?.port;
-  }
-  get session(): MuxSession {
-    return this.connection.session;
-  }
-  get leaving(): boolean {
-    return this.connection.leaving;
-  }
-  get slots(): StreamSlots {
-    return this.connection.slots;
-  }
-  get rate(): TokenBucket | undefined {
-    return this.connection.rate;
-  }
-  get ready(): boolean {
-    return this.connection.ready;
-  }
-  drain(reason: string): void {
-    this.connection.drain(reason);
-  }
-  handOver(reason: string): void {
-    this.connection.handOver(reason);
-  }
-  close(code?: number, reason?: string): void {
-    this.connection.close(code, reason);
-  }
+/**
+ * The session's own tunnel (tag 0), which carries the others: what an entry's users read of the agent
+ * connection behind it. AgentConnection is the one implementation; declared here so that entries, the
+ * session table and the TCP ports need not import the connection (which imports its extra tunnels).
+ */
+export interface AgentSession extends TunnelEntry {
+  /** The agent's run id (`x-tunnel2-agent-run`), when it sent one (name-holder.ts). */
+  readonly run: string | undefined;
+  /** When the agent connected (ms since the epoch). */
+  readonly connectedAt: number;
 }

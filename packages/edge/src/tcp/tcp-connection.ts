@@ -3,7 +3,7 @@ import { bridgeSocket, ErrorCode, encodeTcpHead, encodeTunnelTag, type MuxStream
 import type { Logger } from 'pino';
 import type { InFlight } from '../exchange/in-flight.js';
 import { normalizeAddress } from '../public/client-address.js';
-import type { TcpPort } from './tcp-tunnels.js';
+import type { TcpPort } from './tcp-port.js';
 
 /** What the metrics read at scrape time; nothing is labelled per connection. */
 export interface TcpCounters {

@@ -1,4 +1,4 @@
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer } from 'node:net';
 import { ErrorCode } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { agentAccount } from '../agents/agent-account.js';
@@ -6,6 +6,7 @@ import type { TunnelEntry } from '../agents/tunnel-entry.js';
 import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../exchange/in-flight.js';
 import { acceptTcpConnection, type TcpCounters } from './tcp-connection.js';
+import { TcpPort } from './tcp-port.js';
 import type { TcpPortRange } from './tcp-port-range.js';
 
 export interface TcpTunnelsOptions {
@@ -22,28 +23,6 @@ export interface TcpTunnelsOptions {
   /** The edge's count of work in flight: a drain waits for open connections too. */
   inFlight?: InFlight;
   logger: Logger;
-}
-
-/** A public port claimed by an owner, and the session serving it when one is connected. */
-export class TcpPort {
-  readonly port: number;
-  readonly owner: string;
-  /** Whom the port counts against for the limit (agent-account.ts): the token, or an anonymous agent's address. */
-  readonly account: string;
-  readonly server: Server;
-  connection: TunnelEntry | undefined;
-  /** Once a session has served it, the port is its owner's reservation: a failed reconnect keeps it. */
-  attached = false;
-  graceTimer: NodeJS.Timeout | undefined;
-  /** When its grace began, in the order graces begin on this node (the oldest is given back first). */
-  graceOrder = 0;
-  readonly sockets = new Set<Socket>();
-  constructor(port: number, owner: string, server: Server, account = owner) {
-    this.port = port;
-    this.owner = owner;
-    this.server = server;
-    this.account = account;
-  }
 }
 
 export type TcpClaim = { ok: true; port: TcpPort } | { ok: false; code: EdgeErrorCode; message: string };

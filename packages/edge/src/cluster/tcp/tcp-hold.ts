@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { InFlight } from '../../exchange/in-flight.js';
 import { acceptTcpConnection, type TcpCounters } from '../../tcp/tcp-connection.js';
-import type { TcpPort } from '../../tcp/tcp-tunnels.js';
+import type { TcpPort } from '../../tcp/tcp-port.js';
 import { CLUSTER_MAX_ROUNDS, CLUSTER_POLL_MS, type Cluster, type OwnerFinding } from '../cluster.js';
 import type { OwnerEntry } from '../owner-cache.js';
 import { carryTcpConnection } from './tcp-carry.js';
