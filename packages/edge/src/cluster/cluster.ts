@@ -3,7 +3,7 @@ import { type ProtocolSettings, type WindowBudget, withoutHopByHop } from '@tunn
 import type { NodeRecord, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../public/client-address.js';
-import { isForwardingField } from '../public/forwarding-headers.js';
+import { type HopOrigin, isForwardingField } from '../public/forwarding-headers.js';
 import {
   NODE_AUTH_HEADER,
   NODE_CLIENT_HEADER,
@@ -60,16 +60,6 @@ export interface ResolvedClusterOptions {
   connectionsPerNode: number;
   nodeLink: boolean;
   unsignedNodeRecords: boolean;
-}
-
-/** What the first node decided about a client, carried to the serving node under the signature. */
-export interface HopOrigin {
-  peer: string;
-  client: string;
-  chain: string | undefined;
-  proto: string;
-  host: string;
-  prefix: string;
 }
 
 export interface ClusterCounters {

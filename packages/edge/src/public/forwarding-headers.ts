@@ -1,6 +1,5 @@
 import type { IncomingMessage } from 'node:http';
 import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
-import type { HopOrigin } from '../cluster/cluster.js';
 import {
   LINK_CLIENT_HEADER,
   LINK_SESSION_HEADER,
@@ -67,6 +66,16 @@ function decideForwarding(
     }
   }
   return { peer, proto, host, prefix };
+}
+
+/** What the first node decided about a client, carried to the serving node under the signature (cluster.ts). */
+export interface HopOrigin {
+  peer: string;
+  client: string;
+  chain: string | undefined;
+  proto: string;
+  host: string;
+  prefix: string;
 }
 
 /** What this node decided about a client, for the node it forwards the request to. */

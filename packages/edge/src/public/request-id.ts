@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { Edge } from '../build-edge.js';
 import { resolveIngressRoute } from './ingress-route.js';
 
 /** The header that carries a request's id from the client (or a proxy in front) through the edge to the agent. */
@@ -43,11 +42,20 @@ export function ensureRequestId(req: IncomingMessage): string {
 }
 
 /**
+ * What the ids hook into: an Edge (build-edge.ts) is one. Named by shape, so the public side does not
+ * import the module that assembles it.
+ */
+export interface RequestIdHost {
+  readonly app: { readonly server: Server };
+  readonly options: { readonly domain: string };
+}
+
+/**
  * Gives every public request and upgrade an id before the edge routes it (the listeners are prepended, so
  * they run before the tunnel encodes the head), and logs each request at debug level with that id.
  * Returns a function that removes the listeners.
  */
-export function installRequestIds(edge: Edge, logger: Logger): () => void {
+export function installRequestIds(edge: RequestIdHost, logger: Logger): () => void {
   const server = edge.app.server;
   const log = logger.child({ component: 'ingress' });
   const domain = edge.options.domain;
