@@ -18,6 +18,7 @@ import {
 } from './answers/error-response.js';
 import { edgeStopping, nodeAuthRefusal } from './answers/refusals.js';
 import { Cluster } from './cluster/cluster.js';
+import { createCrossNodeForwarder } from './cluster/cross-node-forwarder.js';
 import { LINK_PATH } from './cluster/node-auth.js';
 import { NodeLinkServer } from './cluster/node-link-server.js';
 import { TAKEOVER_PATH } from './cluster/takeover-notice.js';
@@ -204,7 +205,16 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     maxRequestBodyBytes: options.maxRequestBodyBytes,
     reconnectWaitMs: options.reconnectWaitMs,
     clients,
-    cluster,
+    crossNode:
+      cluster === undefined
+        ? undefined
+        : createCrossNodeForwarder(cluster, {
+            clients,
+            inFlight,
+            logger,
+            responseTimeoutMs: options.responseTimeoutMs,
+            maxRequestBodyBytes: options.maxRequestBodyBytes,
+          }),
     startup: new StartupGrace(options.startupGraceMs),
     isDraining: () => draining,
   };

@@ -4,11 +4,11 @@ import { ErrorCode, type MuxStream, StreamResetError } from '@tunnel2/protocol';
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Cluster, OwnerFinding } from '../src/cluster/cluster.js';
+import type { Cluster } from '../src/cluster/cluster.js';
 import type { LinkOpening } from '../src/cluster/node-link.js';
-import type { OwnerEntry } from '../src/cluster/owner-cache.js';
 import { TcpHolds, type TcpHoldsOptions } from '../src/cluster/tcp/tcp-hold.js';
 import { InFlight } from '../src/exchange/in-flight.js';
+import type { OwnerEntry, OwnerFinding } from '../src/public/cross-node.js';
 import type { TcpCounters } from '../src/tcp/tcp-connection.js';
 import { loneCluster } from './support/lone-cluster.js';
 

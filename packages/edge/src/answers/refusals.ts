@@ -1,5 +1,4 @@
 import type { SessionTable } from '../agents/session-table.js';
-import type { OwnerEntry } from '../cluster/owner-cache.js';
 import { EdgeErrorCode } from '../errors.js';
 import { isValidSessionName } from '../public/ingress-route.js';
 import { quoteForEcho } from './echo.js';
@@ -12,7 +11,7 @@ export interface Refusal {
   headers?: Record<string, string>;
 }
 
-export const unreachableOwner = (name: string, owner: OwnerEntry): Refusal => ({
+export const unreachableOwner = (name: string, owner: { readonly nodeId: string }): Refusal => ({
   code: EdgeErrorCode.NODE_UNREACHABLE,
   message: `tunnel ${name}: the edge node holding it (${quoteForEcho(owner.nodeId, 64)}) cannot be reached`,
   retryAfterS: 5,

@@ -3,6 +3,7 @@ import { type ProtocolSettings, type WindowBudget, withoutHopByHop } from '@tunn
 import type { NodeRecord, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../public/client-address.js';
+import type { OwnerEntry, OwnerFinding } from '../public/cross-node.js';
 import { type HopOrigin, isForwardingField } from '../public/forwarding-headers.js';
 import {
   NODE_AUTH_HEADER,
@@ -13,7 +14,7 @@ import {
 } from './node-auth.js';
 import { NodeHop } from './node-hop.js';
 import { NodeLinks } from './node-link.js';
-import { OwnerCache, type OwnerEntry } from './owner-cache.js';
+import { OwnerCache } from './owner-cache.js';
 import { NoticeSender, parseTakeoverTarget, type TakeoverNotice, takeoverTarget } from './takeover-notice.js';
 
 /** Cluster mode of an edge: how other nodes reach this one and how node-to-node traffic is authenticated. */
@@ -85,23 +86,8 @@ function single(value: string | string[] | undefined): string {
   return typeof value === 'string' ? value : '';
 }
 
-/** What the registry says about a name a request is waiting for (see `Cluster.find`). */
-export type OwnerFinding =
-  | { state: 'remote'; entry: OwnerEntry }
-  | { state: 'here' }
-  | { state: 'pending' }
-  | { state: 'none' };
-
 /** How soon a failed announcement is tried again (while the registry is unreachable). */
 const ANNOUNCE_RETRY_MS = 500;
-
-/**
- * How often a request or a TCP connection waiting for its agent asks the registry where the agent is now
- * (tunnel-ingress.ts, tcp-hold.ts).
- */
-export const CLUSTER_POLL_MS = 200;
-/** Bound on the rounds of one such wait, whatever the clock does (reconnectWaitMs is at most 60 s). */
-export const CLUSTER_MAX_ROUNDS = 400;
 
 /**
  * How long the registry's answer about a name is shared with every later asker. Requests waiting for one

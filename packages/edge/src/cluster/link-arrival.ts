@@ -15,20 +15,16 @@ import { isIdempotent, requestHasBody } from '../exchange/raw-http.js';
 import { TunnelExchange } from '../exchange/tunnel-exchange.js';
 import { encodeHead } from '../public/admission.js';
 import { normalizeAddress } from '../public/client-address.js';
+import type { OwnerEntry } from '../public/cross-node.js';
 import { forwardedHeaders } from '../public/forwarding-headers.js';
 import type { IngressRoute } from '../public/ingress-route.js';
-import type { TunnelIngressOptions } from '../public/tunnel-ingress.js';
 import type { Cluster } from './cluster.js';
-import { forwardRequest, unreachable } from './forward-arrival.js';
+import { type ForwardingContext, forwardRequest, unreachable } from './forward-arrival.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
 import type { NodeLinks } from './node-link.js';
-import type { OwnerEntry } from './owner-cache.js';
 import { AGENT_LOST } from './stream-splice.js';
 
-type Ingress = Pick<
-  TunnelIngressOptions,
-  'clients' | 'inFlight' | 'logger' | 'responseTimeoutMs' | 'maxRequestBodyBytes'
->;
+type Ingress = ForwardingContext;
 
 /**
  * Carries one public request to the node holding its session over the link to that node, through the

@@ -15,10 +15,6 @@ import {
   unknownSession,
   unreachableOwner,
 } from '../answers/refusals.js';
-import { CLUSTER_MAX_ROUNDS, CLUSTER_POLL_MS, type Cluster, type OwnerFinding } from '../cluster/cluster.js';
-import { forwardRequest, forwardUpgrade } from '../cluster/forward-arrival.js';
-import { forwardOverLink } from '../cluster/link-arrival.js';
-import type { OwnerEntry } from '../cluster/owner-cache.js';
 import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../exchange/in-flight.js';
 import { requestHasBody } from '../exchange/raw-http.js';
@@ -26,6 +22,13 @@ import { TunnelExchange } from '../exchange/tunnel-exchange.js';
 import { UpgradeTunnel } from '../exchange/upgrade-tunnel.js';
 import { acquireStream, admit, encodeTunnelHead } from './admission.js';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
+import {
+  CLUSTER_MAX_ROUNDS,
+  CLUSTER_POLL_MS,
+  type CrossNodeForwarder,
+  type OwnerEntry,
+  type OwnerFinding,
+} from './cross-node.js';
 import { forwardedHeaders } from './forwarding-headers.js';
 import { type IngressRoute, isValidSessionName } from './ingress-route.js';
 import type { StartupGrace } from './startup-grace.js';
@@ -42,7 +45,7 @@ export interface TunnelIngressOptions {
   /** Decides who a request comes from (the peer, or what a trusted proxy in front says). */
   clients: ClientOriginResolver;
   /** Cluster mode: finds the node holding a name and carries requests there. Undefined on one node. */
-  cluster?: Cluster | undefined;
+  crossNode?: CrossNodeForwarder | undefined;
   /** The window after start in which a name nobody holds waits for its agent, then gets 503 (not 404). */
   startup: StartupGrace;
   /** True once the edge's drain began (SIGTERM): its sessions were told to stop with it. */
@@ -66,7 +69,7 @@ interface Arrival {
    * be sent again (no body, nothing written to the client) whose owner cannot be reached or no longer
    * holds the session is handed to `lost` instead of being refused.
    */
-  forward(owner: OwnerEntry, cluster: Cluster, lost?: (owner: OwnerEntry) => void): void;
+  forward(owner: OwnerEntry, crossNode: CrossNodeForwarder, lost?: (owner: OwnerEntry) => void): void;
 }
 
 /**
@@ -83,14 +86,14 @@ function dispatch(
   const connection = options.sessions.get(route.name);
   // In a cluster, a session draining here (its agent told to go elsewhere) is looked for on other nodes;
   // a request another node forwarded is never forwarded again and gets "offline" so that node looks.
-  const leaving = connection !== undefined && options.cluster !== undefined && connection.session.draining;
+  const leaving = connection !== undefined && options.crossNode !== undefined && connection.session.draining;
   if (leaving && arrival.via !== undefined) {
     arrival.refuse(offline(route.name));
     return;
   }
   // One node draining: its agents were told to stop with it and nothing else can carry the request. Said
   // as the edge's drain (503 DRAINING, retry), not as a busy tunnel whose agent is shutting down.
-  if (connection !== undefined && options.cluster === undefined && options.isDraining()) {
+  if (connection !== undefined && options.crossNode === undefined && options.isDraining()) {
     arrival.refuse(nodeStopping(route.name));
     return;
   }
@@ -138,15 +141,15 @@ async function awaitAgent(
   options: TunnelIngressOptions,
 ): Promise<void> {
   // The one cluster branch: the owner is another node. A request another node forwarded is answered here.
-  const cluster = options.cluster;
-  if (cluster !== undefined && arrival.via === undefined && isValidSessionName(route.name)) {
+  const crossNode = options.crossNode;
+  if (crossNode !== undefined && arrival.via === undefined && isValidSessionName(route.name)) {
     // In flight from here: a draining node must not tear down under a request whose owner is being looked
     // up (a registry round trip). The forward and the wait below count themselves before this finishes.
     options.inFlight.start();
     try {
       let owner: OwnerEntry | undefined;
       try {
-        owner = await cluster.owner(route.name);
+        owner = await crossNode.owner(route.name);
       } catch {
         owner = undefined; // missingSession below asks again and says the registry is unreachable
       }
@@ -156,7 +159,7 @@ async function awaitAgent(
       // A waiting request counts as in flight: a draining node must not stop under it.
       const wait = (): void => {
         options.inFlight.start();
-        void awaitAcrossNodes(arrival, route, options, cluster, deadline, passed, lost).finally(() =>
+        void awaitAcrossNodes(arrival, route, options, crossNode, deadline, passed, lost).finally(() =>
           options.inFlight.finish(),
         );
       };
@@ -164,7 +167,7 @@ async function awaitAgent(
         passed.add(ownerKey(gone));
         wait();
       };
-      if (owner !== undefined) arrival.forward(owner, cluster, lost);
+      if (owner !== undefined) arrival.forward(owner, crossNode, lost);
       else wait();
     } finally {
       options.inFlight.finish();
@@ -255,7 +258,7 @@ async function awaitAcrossNodes(
   arrival: Arrival,
   route: IngressRoute,
   options: TunnelIngressOptions,
-  cluster: Cluster,
+  crossNode: CrossNodeForwarder,
   deadline: number,
   passed: Set<string>,
   lost: (owner: OwnerEntry) => void,
@@ -269,7 +272,7 @@ async function awaitAcrossNodes(
     }
     let finding: OwnerFinding;
     try {
-      finding = await cluster.find(route.name);
+      finding = await crossNode.find(route.name);
     } catch {
       if (!arrival.gone) arrival.refuse(registryUnavailable(route.name));
       return;
@@ -285,7 +288,7 @@ async function awaitAcrossNodes(
     }
     if (finding.state === 'remote') {
       if (!passed.has(ownerKey(finding.entry))) {
-        arrival.forward(finding.entry, cluster, lost);
+        arrival.forward(finding.entry, crossNode, lost);
         return;
       }
       last = finding.entry;
@@ -341,11 +344,8 @@ class HttpArrival implements Arrival {
     this.via = via;
   }
 
-  forward(owner: OwnerEntry, cluster: Cluster, lost?: (owner: OwnerEntry) => void): void {
-    const links = cluster.links;
-    if (links !== undefined && !links.viaHop(owner.url))
-      forwardOverLink(this.req, this.#res, this.#route, owner, cluster, links, this.#options, lost);
-    else forwardRequest(this.req, this.#res, this.#route.name, owner, cluster, this.#options, lost);
+  forward(owner: OwnerEntry, crossNode: CrossNodeForwarder, lost?: (owner: OwnerEntry) => void): void {
+    crossNode.forwardRequest(this.req, this.#res, this.#route, owner, lost);
   }
 
   get gone(): boolean {
@@ -366,8 +366,8 @@ class HttpArrival implements Arrival {
     const { req } = this;
     const inFlight = this.#options.inFlight;
     inFlight.start();
-    const cluster = this.#options.cluster;
-    if (cluster !== undefined) this.#res.setHeader('x-tunnel2-node', cluster.nodeId);
+    const crossNode = this.#options.crossNode;
+    if (crossNode !== undefined) this.#res.setHeader('x-tunnel2-node', crossNode.nodeId);
     const exchange = new TunnelExchange(req, this.#res, stream, {
       name: this.#route.name,
       responseTimeoutMs: this.#options.responseTimeoutMs,
@@ -405,8 +405,8 @@ export function handleTunnelUpgrade(
     req,
     upgrade: true,
     via,
-    forward(owner, cluster) {
-      forwardUpgrade(req, socket, head, route.name, owner, cluster, options);
+    forward(owner, crossNode) {
+      crossNode.forwardUpgrade(req, socket, head, route, owner);
     },
     refuse: (refusal) => rejectUpgrade(socket, refusal),
     start(stream, payload) {

@@ -3,9 +3,9 @@ import { bridgeSocket, ErrorCode, encodeTcpHead, type MuxStream } from '@tunnel2
 import type { Logger } from 'pino';
 import type { InFlight } from '../../exchange/in-flight.js';
 import { normalizeAddress } from '../../public/client-address.js';
+import type { OwnerEntry } from '../../public/cross-node.js';
 import type { TcpCounters } from '../../tcp/tcp-connection.js';
 import type { Cluster } from '../cluster.js';
-import type { OwnerEntry } from '../owner-cache.js';
 
 export interface TcpCarryContext {
   cluster: Cluster;

@@ -1,10 +1,15 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { InFlight } from '../../exchange/in-flight.js';
+import {
+  CLUSTER_MAX_ROUNDS,
+  CLUSTER_POLL_MS,
+  type OwnerEntry,
+  type OwnerFinding,
+} from '../../public/cross-node.js';
 import { acceptTcpConnection, type TcpCounters } from '../../tcp/tcp-connection.js';
 import type { TcpPort } from '../../tcp/tcp-port.js';
-import { CLUSTER_MAX_ROUNDS, CLUSTER_POLL_MS, type Cluster, type OwnerFinding } from '../cluster.js';
-import type { OwnerEntry } from '../owner-cache.js';
+import type { Cluster } from '../cluster.js';
 import { carryTcpConnection } from './tcp-carry.js';
 
 export interface TcpHoldsOptions {
