@@ -3,15 +3,15 @@ import { type ProtocolSettings, type WindowBudget, withoutHopByHop } from '@tunn
 import type { NodeRecord, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../public/client-address.js';
-import type { OwnerEntry, OwnerFinding } from '../public/cross-node.js';
-import { type HopOrigin, isForwardingField } from '../public/forwarding-headers.js';
 import {
   NODE_AUTH_HEADER,
   NODE_CLIENT_HEADER,
   NODE_PEER_HEADER,
-  NodeAuth,
-  type SignedFields,
-} from './node-auth.js';
+  type OwnerEntry,
+  type OwnerFinding,
+} from '../public/cross-node.js';
+import { type HopOrigin, isForwardingField } from '../public/forwarding-headers.js';
+import { NodeAuth, type SignedFields } from './node-auth.js';
 import { NodeHop } from './node-hop.js';
 import { NodeLinks } from './node-link.js';
 import { OwnerCache } from './owner-cache.js';

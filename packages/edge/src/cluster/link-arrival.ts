@@ -16,11 +16,11 @@ import { TunnelExchange } from '../exchange/tunnel-exchange.js';
 import { encodeHead } from '../public/admission.js';
 import { normalizeAddress } from '../public/client-address.js';
 import type { OwnerEntry } from '../public/cross-node.js';
+import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from '../public/cross-node.js';
 import { forwardedHeaders } from '../public/forwarding-headers.js';
 import type { IngressRoute } from '../public/ingress-route.js';
 import type { Cluster } from './cluster.js';
 import { type ForwardingContext, forwardRequest, unreachable } from './forward-arrival.js';
-import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
 import type { NodeLinks } from './node-link.js';
 import { AGENT_LOST } from './stream-splice.js';
 

@@ -16,8 +16,8 @@ import { edgeAnswer } from '../answers/error-response.js';
 import { publishRefusal } from '../answers/refusal-channel.js';
 import type { Refusal } from '../answers/refusals.js';
 import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../public/admission.js';
+import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from '../public/cross-node.js';
 import type { LinkShares } from './link-shares.js';
-import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from './node-auth.js';
 import { StreamSplice } from './stream-splice.js';
 
 /** Where a link stream opened with a TCP head goes (the node's TCP ports, see shared-tcp-ports.ts). */

@@ -6,6 +6,21 @@ import type { IngressRoute } from './ingress-route.js';
 // plugs in behind it (cluster/cross-node-forwarder.ts), so nothing under public/ imports cluster/: on one
 // node there is no forwarder, and a second ingress (HTTP/2) would use the same one.
 
+// The fields one node states to another. The cluster writes them and believes them only when signed (a
+// hop) or on an authenticated link; the ingress strips them from every client's request
+// (forwarding-headers.ts), so they are named here rather than in cluster/.
+/** The header a node signs a forwarded request with. */
+export const NODE_AUTH_HEADER = 'x-tunnel2-node-auth';
+/** The client's TCP peer as the first node saw it (appended to X-Forwarded-For by the serving node). */
+export const NODE_PEER_HEADER = 'x-tunnel2-node-peer';
+/** The client address the first node decided on (what allow-lists are checked against). */
+export const NODE_CLIENT_HEADER = 'x-tunnel2-node-client';
+
+/** On a link stream's request head: the session the request is for (the ingress routed it). */
+export const LINK_SESSION_HEADER = 'x-tunnel2-link-session';
+/** On a link stream's request head: the client address the ingress decided on (for allow-lists). */
+export const LINK_CLIENT_HEADER = 'x-tunnel2-link-client';
+
 /** Where a session lives, as this node last learned it from the registry (the owner cache keeps these). */
 export interface OwnerEntry {
   readonly nodeId: string;

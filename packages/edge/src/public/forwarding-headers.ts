@@ -1,13 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
+import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
 import {
   LINK_CLIENT_HEADER,
   LINK_SESSION_HEADER,
   NODE_AUTH_HEADER,
   NODE_CLIENT_HEADER,
   NODE_PEER_HEADER,
-} from '../cluster/node-auth.js';
-import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
+} from './cross-node.js';
 import type { IngressRoute } from './ingress-route.js';
 
 // The six fields a client could use to lie about where a request came from, and the five one node states to
