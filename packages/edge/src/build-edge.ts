@@ -19,8 +19,8 @@ import {
 import { edgeStopping, nodeAuthRefusal } from './answers/refusals.js';
 import { Cluster } from './cluster/cluster.js';
 import { createCrossNodeForwarder } from './cluster/cross-node-forwarder.js';
+import { NodeLinkServer } from './cluster/link/node-link-server.js';
 import { LINK_PATH } from './cluster/node-auth.js';
-import { NodeLinkServer } from './cluster/node-link-server.js';
 import { TAKEOVER_PATH } from './cluster/takeover-notice.js';
 import { SharedTcpPorts } from './cluster/tcp/shared-tcp-ports.js';
 import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';

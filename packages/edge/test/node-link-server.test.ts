@@ -7,8 +7,8 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { SessionTable } from '../src/agents/session-table.js';
+import { NodeLinkServer } from '../src/cluster/link/node-link-server.js';
 import { LINK_PATH, NodeAuth } from '../src/cluster/node-auth.js';
-import { NodeLinkServer } from '../src/cluster/node-link-server.js';
 import { InFlight } from '../src/exchange/in-flight.js';
 import { NODE_AUTH_HEADER } from '../src/public/cross-node.js';
 

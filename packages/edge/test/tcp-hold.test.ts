@@ -5,7 +5,7 @@ import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Cluster } from '../src/cluster/cluster.js';
-import type { LinkOpening } from '../src/cluster/node-link.js';
+import type { LinkOpening } from '../src/cluster/link/node-link.js';
 import { TcpHolds, type TcpHoldsOptions } from '../src/cluster/tcp/tcp-hold.js';
 import { InFlight } from '../src/exchange/in-flight.js';
 import type { OwnerEntry, OwnerFinding } from '../src/public/cross-node.js';

@@ -3,7 +3,7 @@
  * client address (issue #29). An anonymous agent picks its own agent key, a new one per connection if it
  * likes, so anything counted by key would bound nothing: its sessions on this edge
  * (`maxSessionsPerOwner`, agent-endpoint.ts), its TCP ports (`maxTcpPortsPerOwner`, on one node and across
- * a cluster) and its share of a node link (cluster/link-shares.ts, from the account the registry records)
+ * a cluster) and its share of a node link (cluster/link/link-shares.ts, from the account the registry records)
  * are counted by address. The owner (the key) still decides who may take a name or port back within its
  * grace. Owner keys are base64url hashes (session-name.ts `ownerKey`), so `addr:` never collides with one.
  */

@@ -16,7 +16,7 @@ export interface TunnelEntry {
   readonly owner: string;
   /**
    * Whom it counts against (agent-account.ts): its owner, or an anonymous agent's client address. Recorded
-   * with its claim, so a node link counts its share by it (cluster/link-shares.ts).
+   * with its claim, so a node link counts its share by it (cluster/link/link-shares.ts).
    */
   readonly account: string;
   /** The public TCP port this tunnel serves, else undefined (an HTTP tunnel). */

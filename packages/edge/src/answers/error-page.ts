@@ -18,7 +18,7 @@ export interface ErrorAsk {
 
 /**
  * The ask of a request whose head is known as raw fields (name, value, ...): a head carried on a node link
- * (cluster/link-request.ts) or to the agent (its backend errors). Every Accept field counts, joined as Node
+ * (cluster/link/link-request.ts) or to the agent (its backend errors). Every Accept field counts, joined as Node
  * joins them; the head is bounded by the edge's header limit, and so is this.
  */
 export function askOfFields(

@@ -52,7 +52,7 @@ export function askOf(req: IncomingMessage): EdgeAsk {
  * browser, JSON for a client that asks for it; a HEAD gets the headers alone. Without an `ask` (no
  * request known) it is the plain text, and nothing says it varies. `extraHeaders` come last (names and
  * values the edge chose, never the client's). One place for every path that answers: a public response
- * here, a refusal a holder writes on a node link for another node to relay (cluster/link-request.ts),
+ * here, a refusal a holder writes on a node link for another node to relay (cluster/link/link-request.ts),
  * which is why the client's ask travels with the call rather than being read from a response.
  */
 export function edgeAnswer(

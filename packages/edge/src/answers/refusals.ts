@@ -31,7 +31,7 @@ export const busy = (name: string): Refusal => ({
 
 /**
  * The request's tunnel, its owner or its client already has a quarter of the streams of the link to the
- * node holding the tunnel open (cluster/link-shares.ts): no one tenant may hold more of what every tenant
+ * node holding the tunnel open (cluster/link/link-shares.ts): no one tenant may hold more of what every tenant
  * between two nodes shares.
  */
 export const linkShareFull = (name: string): Refusal => ({

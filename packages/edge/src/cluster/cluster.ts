@@ -11,9 +11,9 @@ import {
   type OwnerFinding,
 } from '../public/cross-node.js';
 import { type HopOrigin, isForwardingField } from '../public/forwarding-headers.js';
+import { NodeLinks } from './link/node-link.js';
 import { NodeAuth, type SignedFields } from './node-auth.js';
 import { NodeHop } from './node-hop.js';
-import { NodeLinks } from './node-link.js';
 import { OwnerCache } from './owner-cache.js';
 import { NoticeSender, parseTakeoverTarget, type TakeoverNotice, takeoverTarget } from './takeover-notice.js';
 

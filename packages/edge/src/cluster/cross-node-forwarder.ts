@@ -1,7 +1,7 @@
 import type { CrossNodeForwarder } from '../public/cross-node.js';
 import type { Cluster } from './cluster.js';
 import { type ForwardingContext, forwardRequest, forwardUpgrade } from './forward-arrival.js';
-import { forwardOverLink } from './link-arrival.js';
+import { forwardOverLink } from './link/link-arrival.js';
 
 /**
  * The cluster behind the ingress's CrossNodeForwarder (public/cross-node.ts): owner lookups are the

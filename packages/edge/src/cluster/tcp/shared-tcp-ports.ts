@@ -11,8 +11,8 @@ import { TcpPort } from '../../tcp/tcp-port.js';
 import type { TcpPortRange } from '../../tcp/tcp-port-range.js';
 import { type TcpClaim, type TcpPortTable, tooMany } from '../../tcp/tcp-tunnels.js';
 import type { Cluster } from '../cluster.js';
-import type { LinkTcpArrival } from '../link-request.js';
-import { StreamSplice } from '../stream-splice.js';
+import type { LinkTcpArrival } from '../link/link-request.js';
+import { StreamSplice } from '../link/stream-splice.js';
 import { TCP_ACCEPTED } from './tcp-carry.js';
 import { MAX_HELD_TCP_CONNECTIONS, TcpHolds } from './tcp-hold.js';
 

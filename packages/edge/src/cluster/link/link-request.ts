@@ -10,13 +10,13 @@ import {
   type StreamHandler,
   type TcpHead,
 } from '@tunnel2/protocol';
-import type { SessionTable } from '../agents/session-table.js';
-import { askOfFields } from '../answers/error-page.js';
-import { edgeAnswer } from '../answers/error-response.js';
-import { publishRefusal } from '../answers/refusal-channel.js';
-import type { Refusal } from '../answers/refusals.js';
-import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../public/admission.js';
-import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from '../public/cross-node.js';
+import type { SessionTable } from '../../agents/session-table.js';
+import { askOfFields } from '../../answers/error-page.js';
+import { edgeAnswer } from '../../answers/error-response.js';
+import { publishRefusal } from '../../answers/refusal-channel.js';
+import type { Refusal } from '../../answers/refusals.js';
+import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../../public/admission.js';
+import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from '../../public/cross-node.js';
 import type { LinkShares } from './link-shares.js';
 import { StreamSplice } from './stream-splice.js';
 

@@ -11,16 +11,16 @@ import {
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
-import type { SessionTable } from '../agents/session-table.js';
-import { rejectUpgrade } from '../answers/error-response.js';
-import { nodeAuthRefusal } from '../answers/refusals.js';
-import { EdgeErrorCode } from '../errors.js';
-import type { InFlight } from '../exchange/in-flight.js';
-import { NODE_AUTH_HEADER } from '../public/cross-node.js';
+import type { SessionTable } from '../../agents/session-table.js';
+import { rejectUpgrade } from '../../answers/error-response.js';
+import { nodeAuthRefusal } from '../../answers/refusals.js';
+import { EdgeErrorCode } from '../../errors.js';
+import type { InFlight } from '../../exchange/in-flight.js';
+import { NODE_AUTH_HEADER } from '../../public/cross-node.js';
+import type { NodeAuth } from '../node-auth.js';
 import { LinkRequest, type LinkRequestContext, type LinkTcpArrival } from './link-request.js';
 import { linkSessionOptions, versionRefusal } from './link-settings.js';
 import { LinkShares } from './link-shares.js';
-import type { NodeAuth } from './node-auth.js';
 import { NonceWindow } from './nonce-window.js';
 
 export interface NodeLinkServerOptions {

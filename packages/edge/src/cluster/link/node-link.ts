@@ -14,11 +14,11 @@ import {
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { NODE_AUTH_HEADER } from '../public/cross-node.js';
+import { NODE_AUTH_HEADER } from '../../public/cross-node.js';
+import { LINK_PATH, type NodeAuth } from '../node-auth.js';
+import type { HopCounters } from '../node-hop.js';
 import { linkSessionOptions, versionRefusal } from './link-settings.js';
 import { LinkShares, type LinkTenant } from './link-shares.js';
-import { LINK_PATH, type NodeAuth } from './node-auth.js';
-import type { HopCounters } from './node-hop.js';
 
 /** What opening a stream to a peer came to. */
 export type LinkOpening =

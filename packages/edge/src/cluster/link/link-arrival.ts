@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, type StreamResetError } from '@tunnel2/protocol';
-import { sendRefusal } from '../answers/error-response.js';
+import { sendRefusal } from '../../answers/error-response.js';
 import {
   agentDisconnected,
   bodyTooLarge,
@@ -10,17 +10,17 @@ import {
   offline,
   type Refusal,
   unreachableOwner,
-} from '../answers/refusals.js';
-import { isIdempotent, requestHasBody } from '../exchange/raw-http.js';
-import { TunnelExchange } from '../exchange/tunnel-exchange.js';
-import { encodeHead } from '../public/admission.js';
-import { normalizeAddress } from '../public/client-address.js';
-import type { OwnerEntry } from '../public/cross-node.js';
-import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from '../public/cross-node.js';
-import { forwardedHeaders } from '../public/forwarding-headers.js';
-import type { IngressRoute } from '../public/ingress-route.js';
-import type { Cluster } from './cluster.js';
-import { type ForwardingContext, forwardRequest, unreachable } from './forward-arrival.js';
+} from '../../answers/refusals.js';
+import { isIdempotent, requestHasBody } from '../../exchange/raw-http.js';
+import { TunnelExchange } from '../../exchange/tunnel-exchange.js';
+import { encodeHead } from '../../public/admission.js';
+import { normalizeAddress } from '../../public/client-address.js';
+import type { OwnerEntry } from '../../public/cross-node.js';
+import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from '../../public/cross-node.js';
+import { forwardedHeaders } from '../../public/forwarding-headers.js';
+import type { IngressRoute } from '../../public/ingress-route.js';
+import type { Cluster } from '../cluster.js';
+import { type ForwardingContext, forwardRequest, unreachable } from '../forward-arrival.js';
 import type { NodeLinks } from './node-link.js';
 import { AGENT_LOST } from './stream-splice.js';
 
