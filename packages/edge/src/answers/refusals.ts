@@ -1,6 +1,4 @@
-import type { SessionTable } from '../agents/session-table.js';
 import { EdgeErrorCode } from '../errors.js';
-import { isValidSessionName } from '../public/ingress-route.js';
 import { quoteForEcho } from './echo.js';
 
 /** Why a public request cannot be carried to its tunnel, as the edge answers it. */
@@ -98,24 +96,3 @@ export const unknownSession = (name: string): Refusal => ({
   code: EdgeErrorCode.UNKNOWN_SESSION,
   message: `no tunnel named ${quoteForEcho(name)} is connected to this edge`,
 });
-
-/** The name has no live agent on this node: unknown, invalid, reserved for a reconnecting agent, or unknowable. */
-export async function missingSession(name: string, sessions: SessionTable): Promise<Refusal> {
-  if (!isValidSessionName(name)) {
-    return {
-      code: EdgeErrorCode.UNKNOWN_SESSION,
-      message: `no tunnel named ${quoteForEcho(name)}: not a valid session name`,
-    };
-  }
-  try {
-    const record = await sessions.lookup(name);
-    if (record !== undefined) {
-      return offline(name);
-    }
-  } catch {
-    // A registry that cannot answer must not turn into a misleading 404, nor wait for an agent that may
-    // well be connected to another node: a prompt 503 with its own code.
-    return registryUnavailable(name);
-  }
-  return unknownSession(name);
-}

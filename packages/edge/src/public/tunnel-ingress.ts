@@ -7,7 +7,6 @@ import type { TunnelEntry } from '../agents/tunnel-entry.js';
 import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
 import {
   agentPending,
-  missingSession,
   nodeStopping,
   offline,
   type Refusal,
@@ -31,6 +30,7 @@ import {
 } from './cross-node.js';
 import { forwardedHeaders } from './forwarding-headers.js';
 import { type IngressRoute, isValidSessionName } from './ingress-route.js';
+import { missingSession } from './missing-session.js';
 import type { StartupGrace } from './startup-grace.js';
 
 export interface TunnelIngressOptions {
