@@ -37,7 +37,7 @@ const SERVER_ONLY = ['/node_modules/fastify/', 'packages/edge/', 'packages/regis
  * The edge's error-page template (`@tunnel2/edge/error-page`), which the agent renders its backend errors
  * with: self-contained modules that import nothing else of the edge, allowed on the agent path.
  */
-const AGENT_SHARED = /packages\/edge\/dist\/error-(page|format|html|facts)\.js$/;
+const AGENT_SHARED = /packages\/edge\/dist\/answers\/error-(page|format|html|facts)\.js$/;
 /** Optional native add-ons of ws, loaded in a try/catch: left out, ws uses its JS fallbacks. */
 const OPTIONAL_NATIVE = ['bufferutil', 'utf-8-validate'];
 /** Files of the published package besides package.json, README.md and LICENSE. */

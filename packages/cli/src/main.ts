@@ -4,7 +4,7 @@ import { VERSION } from './version.js';
 /** The code of a usage error the CLI finds itself in what commander parsed (exit 2, as commander's own). */
 const USAGE_ERROR = 'tunnel2.usage';
 
-/** The edge refuses a shorter --token-secret (packages/edge/src/edge-options.ts; cli.test.ts checks both). */
+/** The edge refuses a shorter --token-secret (packages/edge/src/settings/edge-options.ts; cli.test.ts checks both). */
 const MIN_TOKEN_SECRET_LENGTH = 16;
 
 function hostHeaderArg(value: string): string {

@@ -5,7 +5,7 @@
 //   node packages/edge/scripts/log-cost.ts
 import { openSync } from 'node:fs';
 import { type Logger, pino } from 'pino';
-import { createEdgeLogger, redactedPaths } from '../dist/edge-logger.js';
+import { createEdgeLogger, redactedPaths } from '../dist/operations/edge-logger.js';
 
 const fd = openSync('/dev/null', 'w');
 const lines = 100_000;

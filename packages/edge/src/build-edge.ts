@@ -4,17 +4,9 @@ import type { Duplex } from 'node:stream';
 import { ErrorCode, WindowBudget } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
 import { type Logger, pino } from 'pino';
-import { createAgentEndpoint } from './agent-endpoint.js';
-import { ClientOriginResolver } from './client-address.js';
-import { Cluster } from './cluster/cluster.js';
-import { LINK_PATH } from './cluster/node-auth.js';
-import { NodeLinkServer } from './cluster/node-link-server.js';
-import { SharedTcpPorts } from './cluster/shared-tcp-ports.js';
-import { TAKEOVER_PATH } from './cluster/takeover-notice.js';
-import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
-import { quoteForEcho } from './echo.js';
-import { type EdgeAddresses, edgeAddresses } from './edge-addresses.js';
-import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './edge-options.js';
+import { createAgentEndpoint } from './agents/agent-endpoint.js';
+import { SessionTable } from './agents/session-table.js';
+import { quoteForEcho } from './answers/echo.js';
 import {
   answerClientError,
   askOf,
@@ -23,18 +15,27 @@ import {
   rejectUpgrade,
   sendEdgeError,
   sendRefusal,
-} from './error-response.js';
+} from './answers/error-response.js';
+import { edgeStopping, nodeAuthRefusal } from './answers/refusals.js';
+import { Cluster } from './cluster/cluster.js';
+import { createCrossNodeForwarder } from './cluster/cross-node-forwarder.js';
+import { NodeLinkServer } from './cluster/link/node-link-server.js';
+import { LINK_PATH } from './cluster/node-auth.js';
+import { TAKEOVER_PATH } from './cluster/takeover-notice.js';
+import { SharedTcpPorts } from './cluster/tcp/shared-tcp-ports.js';
+import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
+import { type EdgeAddresses, edgeAddresses } from './edge-addresses.js';
 import { EdgeErrorCode } from './errors.js';
-import { answerFrameworkError, ignoreBody } from './framework-answers.js';
-import { InFlight } from './in-flight.js';
-import { hostnameOf, resolveIngressRoute } from './ingress-route.js';
-import { connectionCapFromOpenFiles } from './open-files.js';
-import { type DropReason, PublicConnections } from './public-connections.js';
-import { edgeStopping, nodeAuthRefusal } from './refusals.js';
-import { SessionTable } from './session-table.js';
-import { StartupGrace } from './startup-grace.js';
-import { type TcpPortTable, TcpTunnels } from './tcp-tunnels.js';
-import { handleTunnelRequest, handleTunnelUpgrade } from './tunnel-ingress.js';
+import { InFlight } from './exchange/in-flight.js';
+import { connectionCapFromOpenFiles } from './operations/open-files.js';
+import { ClientOriginResolver } from './public/client-address.js';
+import { answerFrameworkError, ignoreBody } from './public/framework-answers.js';
+import { hostnameOf, resolveIngressRoute } from './public/ingress-route.js';
+import { type DropReason, PublicConnections } from './public/public-connections.js';
+import { StartupGrace } from './public/startup-grace.js';
+import { handleTunnelRequest, handleTunnelUpgrade } from './public/tunnel-ingress.js';
+import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './settings/edge-options.js';
+import { type TcpPortTable, TcpTunnels } from './tcp/tcp-tunnels.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
 const { createServer } = process.getBuiltinModule('node:http');
@@ -204,7 +205,16 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     maxRequestBodyBytes: options.maxRequestBodyBytes,
     reconnectWaitMs: options.reconnectWaitMs,
     clients,
-    cluster,
+    crossNode:
+      cluster === undefined
+        ? undefined
+        : createCrossNodeForwarder(cluster, {
+            clients,
+            inFlight,
+            logger,
+            responseTimeoutMs: options.responseTimeoutMs,
+            maxRequestBodyBytes: options.maxRequestBodyBytes,
+          }),
     startup: new StartupGrace(options.startupGraceMs),
     isDraining: () => draining,
   };

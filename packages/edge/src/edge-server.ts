@@ -1,17 +1,17 @@
 import { redactRedisUrl } from '@tunnel2/registry';
 import type { Logger } from 'pino';
-import { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './admin-server.js';
 import { buildEdge, type Edge } from './build-edge.js';
-import { parseEdgeCommand } from './edge-args.js';
-import { type EdgeSettings, redactedConfig } from './edge-config.js';
-import { edgeHelp, helpWidth } from './edge-help.js';
-import { createEdgeLogger } from './edge-logger.js';
-import { resolveEdgeOptions } from './edge-options.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
-import { createEdgeMetrics, type EdgeMetrics } from './metrics.js';
-import { installRequestIds } from './request-id.js';
-import { MAX_TOKEN_FILE_BYTES, readSettingsFile, SettingsFileProblem } from './settings-file.js';
-import { toEdgeOptions } from './settings-to-options.js';
+import { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './operations/admin-server.js';
+import { createEdgeLogger } from './operations/edge-logger.js';
+import { createEdgeMetrics, type EdgeMetrics } from './operations/metrics.js';
+import { installRequestIds } from './public/request-id.js';
+import { parseEdgeCommand } from './settings/edge-args.js';
+import { type EdgeSettings, redactedConfig } from './settings/edge-config.js';
+import { edgeHelp, helpWidth } from './settings/edge-help.js';
+import { resolveEdgeOptions } from './settings/edge-options.js';
+import { MAX_TOKEN_FILE_BYTES, readSettingsFile, SettingsFileProblem } from './settings/settings-file.js';
+import { toEdgeOptions } from './settings/settings-to-options.js';
 import { openSharedRegistry } from './shared-registry.js';
 
 export interface EdgeServer {

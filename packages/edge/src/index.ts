@@ -1,8 +1,17 @@
-export { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './admin-server.js';
-export { type AgentAuthOptions, createAgentAuthenticator, createSignedToken } from './agent-auth.js';
-export { AGENT_KEY_HEADER } from './agent-endpoint.js';
+export { type AgentAuthOptions, createAgentAuthenticator, createSignedToken } from './agents/agent-auth.js';
+export { AGENT_KEY_HEADER } from './agents/agent-endpoint.js';
+export { randomSessionName, reservedNames } from './agents/session-name.js';
 export { buildEdge, type Edge } from './build-edge.js';
-export { parseEdgeCommand } from './edge-args.js';
+export { type EdgeCommandIo, type EdgeServer, runEdgeCommand, startEdgeServer } from './edge-server.js';
+export { EdgeError, EdgeErrorCode, statusByCode } from './errors.js';
+export { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './operations/admin-server.js';
+export { createEdgeLogger, redactedPaths } from './operations/edge-logger.js';
+export { createEdgeMetrics, type EdgeMetrics, refusalReasonByCode } from './operations/metrics.js';
+export { type IngressRoute, isValidSessionName, resolveIngressRoute } from './public/ingress-route.js';
+export type { PublicProtection } from './public/public-protection.js';
+export { ensureRequestId, installRequestIds, REQUEST_ID_HEADER } from './public/request-id.js';
+export { MAX_STARTUP_WAITERS, StartupGrace } from './public/startup-grace.js';
+export { parseEdgeCommand } from './settings/edge-args.js';
 export {
   type EdgeSettings,
   edgeSettingSpecs,
@@ -13,16 +22,7 @@ export {
   redactedConfig,
   type SettingSource,
   settingsReference,
-} from './edge-config.js';
-export { edgeHelp } from './edge-help.js';
-export { createEdgeLogger, redactedPaths } from './edge-logger.js';
-export type { EdgeOptions, ResolvedEdgeOptions } from './edge-options.js';
-export { type EdgeCommandIo, type EdgeServer, runEdgeCommand, startEdgeServer } from './edge-server.js';
-export { EdgeError, EdgeErrorCode, statusByCode } from './errors.js';
-export { type IngressRoute, isValidSessionName, resolveIngressRoute } from './ingress-route.js';
-export { createEdgeMetrics, type EdgeMetrics, refusalReasonByCode } from './metrics.js';
-export type { PublicProtection } from './public-protection.js';
-export { ensureRequestId, installRequestIds, REQUEST_ID_HEADER } from './request-id.js';
-export { randomSessionName, reservedNames } from './session-name.js';
-export { toEdgeOptions } from './settings-to-options.js';
-export { MAX_STARTUP_WAITERS, StartupGrace } from './startup-grace.js';
+} from './settings/edge-config.js';
+export { edgeHelp } from './settings/edge-help.js';
+export type { EdgeOptions, ResolvedEdgeOptions } from './settings/edge-options.js';
+export { toEdgeOptions } from './settings/settings-to-options.js';

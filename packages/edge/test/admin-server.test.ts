@@ -2,9 +2,9 @@ import { request } from 'node:http';
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type AdminServer, startAdminServer } from '../src/admin-server.js';
 import { buildEdge, type Edge } from '../src/build-edge.js';
-import { createEdgeMetrics, type EdgeMetrics } from '../src/metrics.js';
+import { type AdminServer, startAdminServer } from '../src/operations/admin-server.js';
+import { createEdgeMetrics, type EdgeMetrics } from '../src/operations/metrics.js';
 
 const silent = pino({ level: 'silent' });
 const cleanups: (() => Promise<unknown> | unknown)[] = [];

@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildEdge, type Edge } from '../src/build-edge.js';
-import { createEdgeMetrics } from '../src/metrics.js';
+import { createEdgeMetrics } from '../src/operations/metrics.js';
 import { freeRange } from './support/free-range.js';
 
 // The agent endpoint claims a name (and a TCP port) before it hands the socket to `ws` for the WebSocket

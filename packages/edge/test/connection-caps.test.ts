@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseEdgeCommand } from '../src/edge-args.js';
-import { resolveEdgeOptions } from '../src/edge-options.js';
 import { buildEdge, type Edge, type EdgeOptions } from '../src/index.js';
-import { createEdgeMetrics } from '../src/metrics.js';
-import { toEdgeOptions } from '../src/settings-to-options.js';
+import { createEdgeMetrics } from '../src/operations/metrics.js';
+import { parseEdgeCommand } from '../src/settings/edge-args.js';
+import { resolveEdgeOptions } from '../src/settings/edge-options.js';
+import { toEdgeOptions } from '../src/settings/settings-to-options.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {

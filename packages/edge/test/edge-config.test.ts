@@ -5,11 +5,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultSettings, type ProtocolSettings } from '@tunnel2/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEdgeCommand } from '../src/edge-args.js';
-import { edgeSettingSpecs, envOf, flagOf, settingKeys, settingsReference } from '../src/edge-config.js';
-import { resolveEdgeOptions } from '../src/edge-options.js';
 import { runEdgeCommand } from '../src/edge-server.js';
 import { EdgeError, EdgeErrorCode } from '../src/errors.js';
+import { parseEdgeCommand } from '../src/settings/edge-args.js';
+import {
+  edgeSettingSpecs,
+  envOf,
+  flagOf,
+  settingKeys,
+  settingsReference,
+} from '../src/settings/edge-config.js';
+import { resolveEdgeOptions } from '../src/settings/edge-options.js';
 
 let dir: string;
 beforeAll(async () => {

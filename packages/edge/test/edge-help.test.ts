@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { edgeSettingSpecs, envOf, flagOf, settingKeys } from '../src/edge-config.js';
-import { edgeHelp, helpGroupOf, helpWidth, wrap } from '../src/edge-help.js';
 import { runEdgeCommand } from '../src/edge-server.js';
-import { humanBytes, humanDuration } from '../src/human-units.js';
+import { edgeSettingSpecs, envOf, flagOf, settingKeys } from '../src/settings/edge-config.js';
+import { edgeHelp, helpGroupOf, helpWidth, wrap } from '../src/settings/edge-help.js';
+import { humanBytes, humanDuration } from '../src/settings/human-units.js';
 
 /** Runs the whole command as the bins do, capturing its output. */
 async function run(argv: string[], env: NodeJS.ProcessEnv = {}, columns?: number) {

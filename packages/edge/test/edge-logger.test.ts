@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { colourWanted, createEdgeLogger, humanLogWanted } from '../src/edge-logger.js';
 import { EdgeError, EdgeErrorCode } from '../src/errors.js';
-import { formatHumanLine } from '../src/human-log-line.js';
-import { createLogSink } from '../src/log-sink.js';
+import { colourWanted, createEdgeLogger, humanLogWanted } from '../src/operations/edge-logger.js';
+import { formatHumanLine } from '../src/operations/human-log-line.js';
+import { createLogSink } from '../src/operations/log-sink.js';
 
 const ESC = String.fromCharCode(27);
 const plain = { colour: false, stacks: false };
@@ -252,7 +252,7 @@ describe('the log sink: a reader that stops reading', () => {
 describe('the log at exit', () => {
   it('a process that exits at once after logging (an uncaught error, process.exit) still writes its lines', async () => {
     // The built logger (pnpm exec tsc -b), as the bins run it.
-    const logger = new URL('../dist/edge-logger.js', import.meta.url).href;
+    const logger = new URL('../dist/operations/edge-logger.js', import.meta.url).href;
     const script = `const { createEdgeLogger } = await import(${JSON.stringify(logger)});
       const logger = createEdgeLogger({ level: 'info', format: 'json' });
       for (let i = 0; i < 1000; i++) logger.info({ i }, 'line');
@@ -276,7 +276,7 @@ describe('the log at exit', () => {
     // stderr is a pipe made non-blocking (by Node, as soon as anything touches process.stderr): a write
     // the kernel takes in part waits to be tried again. The process exits meanwhile; the reader reads
     // only once the exit has begun (the child says so on stdout).
-    const sinkModule = new URL('../dist/log-sink.js', import.meta.url).href;
+    const sinkModule = new URL('../dist/operations/log-sink.js', import.meta.url).href;
     const script = `import { writeSync } from 'node:fs';
       const { createLogSink } = await import(${JSON.stringify(sinkModule)});
       process.on('exit', () => writeSync(1, 'exiting\\n'));

@@ -1,9 +1,9 @@
 import { type IncomingHttpHeaders, request } from 'node:http';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { askOfFields, errorBody, negotiateErrorFormat } from '../src/answers/error-page.js';
+import { edgeAnswer } from '../src/answers/error-response.js';
 import { buildEdge } from '../src/build-edge.js';
-import { askOfFields, errorBody, negotiateErrorFormat } from '../src/error-page.js';
-import { edgeAnswer } from '../src/error-response.js';
 import { EdgeErrorCode } from '../src/errors.js';
 
 const CHROME =

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hostnameOf, isValidSessionName, resolveIngressRoute } from '../src/ingress-route.js';
+import { hostnameOf, isValidSessionName, resolveIngressRoute } from '../src/public/ingress-route.js';
 
 describe('resolveIngressRoute', () => {
   it('routes <name>.<domain> by host, keeping the whole target', () => {

@@ -7,7 +7,7 @@ import {
   LINK_SESSION_WINDOW,
   LINK_STREAM_WINDOW,
   linkSessionOptions,
-} from '../src/cluster/link-settings.js';
+} from '../src/cluster/link/link-settings.js';
 import { handlerWith, linkPair, turnsUntil } from './support/link-pair.js';
 
 const noHandler = { onHello: () => {}, onClose: () => {} };

@@ -1,7 +1,7 @@
 import type { MuxStream } from '@tunnel2/protocol';
 import { describe, expect, it } from 'vitest';
-import { LINK_EAGER_GROWTH, LINK_STREAM_WINDOW } from '../src/cluster/link-settings.js';
-import { LinkShares, type LinkTenant } from '../src/cluster/link-shares.js';
+import { LINK_EAGER_GROWTH, LINK_STREAM_WINDOW } from '../src/cluster/link/link-settings.js';
+import { LinkShares, type LinkTenant } from '../src/cluster/link/link-shares.js';
 import { handlerWith, linkPair, turnsUntil } from './support/link-pair.js';
 
 const KiB = 1024;

@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildEdge } from '../src/build-edge.js';
-import { createEdgeMetrics } from '../src/metrics.js';
+import { createEdgeMetrics } from '../src/operations/metrics.js';
 
 const silent = pino({ level: 'silent' });
 const cleanups: (() => Promise<unknown> | unknown)[] = [];

@@ -1,6 +1,6 @@
 import type { SessionRecord } from '@tunnel2/registry';
 import { describe, expect, it } from 'vitest';
-import { heldByOther } from '../src/name-holder.js';
+import { heldByOther } from '../src/agents/name-holder.js';
 
 const GRACE = 60_000;
 const reserved = (disconnectedAt: number): SessionRecord => ({

@@ -6,10 +6,11 @@ import { createMemoryRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { LINK_PATH, NODE_AUTH_HEADER, NodeAuth } from '../src/cluster/node-auth.js';
-import { NodeLinkServer } from '../src/cluster/node-link-server.js';
-import { InFlight } from '../src/in-flight.js';
-import { SessionTable } from '../src/session-table.js';
+import { SessionTable } from '../src/agents/session-table.js';
+import { NodeLinkServer } from '../src/cluster/link/node-link-server.js';
+import { LINK_PATH, NodeAuth } from '../src/cluster/node-auth.js';
+import { InFlight } from '../src/exchange/in-flight.js';
+import { NODE_AUTH_HEADER } from '../src/public/cross-node.js';
 
 const SECRET = 'a-cluster-secret-of-at-least-32-characters';
 const cleanups: (() => unknown)[] = [];

@@ -13,10 +13,10 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { buildEdge } from '../src/build-edge.js';
-import { LINK_TENANT_STREAMS, type LinkTenant } from '../src/cluster/link-shares.js';
+import { LINK_TENANT_STREAMS, type LinkTenant } from '../src/cluster/link/link-shares.js';
+import { type LinkOpening, NodeLinks } from '../src/cluster/link/node-link.js';
 import { NodeAuth } from '../src/cluster/node-auth.js';
 import type { HopCounters } from '../src/cluster/node-hop.js';
-import { type LinkOpening, NodeLinks } from '../src/cluster/node-link.js';
 
 const SECRET = 'a-cluster-secret-of-at-least-32-characters';
 const TENANT = { session: 'shop', account: undefined, client: '127.0.0.1' };

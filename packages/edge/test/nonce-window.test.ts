@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NonceWindow } from '../src/cluster/nonce-window.js';
+import { NonceWindow } from '../src/cluster/link/nonce-window.js';
 
 describe('NonceWindow', () => {
   it('takes a nonce once and refuses it again until it expires', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { OwnerCache, type OwnerEntry } from '../src/cluster/owner-cache.js';
+import { OwnerCache } from '../src/cluster/owner-cache.js';
+import type { OwnerEntry } from '../src/public/cross-node.js';
 
 function entry(nodeId: string, epoch: number): OwnerEntry {
   return { nodeId, url: `http://${nodeId}.test:8080`, epoch };

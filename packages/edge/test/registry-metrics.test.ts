@@ -8,7 +8,7 @@ import {
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildEdge } from '../src/build-edge.js';
-import { createEdgeMetrics } from '../src/metrics.js';
+import { createEdgeMetrics } from '../src/operations/metrics.js';
 
 const silent = pino({ level: 'silent' });
 const SECRET = 'a-cluster-secret-of-at-least-32-characters';

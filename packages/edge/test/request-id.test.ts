@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { ensureRequestId, newRequestId } from '../src/request-id.js';
+import { ensureRequestId, newRequestId } from '../src/public/request-id.js';
 
 function request(rawHeaders: string[]): IncomingMessage {
   const headers: Record<string, string> = {};

@@ -1,7 +1,7 @@
 import { encodeResponseHead } from '@tunnel2/protocol';
 import { describe, expect, it } from 'vitest';
-import { MAX_INTERIM_HEADS } from '../src/informational.js';
-import { ResponseFraming } from '../src/response-framing.js';
+import { MAX_INTERIM_HEADS } from '../src/exchange/informational.js';
+import { ResponseFraming } from '../src/exchange/response-framing.js';
 
 const encode = (status: number, headers: string[] = []): Buffer =>
   encodeResponseHead({ status, statusMessage: '', headers }, 1 << 16);

@@ -4,7 +4,7 @@ import {
   fieldsAreValid,
   type HeadCheck,
   type HeadRequest,
-} from '../src/response-head-check.js';
+} from '../src/exchange/response-head-check.js';
 
 const get: HeadRequest = { method: 'GET', upgrade: false };
 

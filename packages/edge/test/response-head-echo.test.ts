@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkResponseHead, type HeadCheck } from '../src/response-head-check.js';
+import { checkResponseHead, type HeadCheck } from '../src/exchange/response-head-check.js';
 
 function problem(result: HeadCheck): string {
   if (result.ok) throw new Error('expected the head to be rejected');

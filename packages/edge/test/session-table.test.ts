@@ -9,8 +9,8 @@ import {
 } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AgentConnection } from '../src/agent-connection.js';
-import { REASSERT_CONCURRENCY, SessionTable } from '../src/session-table.js';
+import type { AgentConnection } from '../src/agents/agent-connection.js';
+import { REASSERT_CONCURRENCY, SessionTable } from '../src/agents/session-table.js';
 
 /** The part of a connection the table uses: its name, epoch, owner, account, and close(). */
 interface FakeConnection {

@@ -1,15 +1,15 @@
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AgentConnection } from '../src/agent-connection.js';
-import { SharedTcpPorts } from '../src/cluster/shared-tcp-ports.js';
+import type { AgentConnection } from '../src/agents/agent-connection.js';
+import { SharedTcpPorts } from '../src/cluster/tcp/shared-tcp-ports.js';
 import { EdgeErrorCode } from '../src/errors.js';
-import { InFlight } from '../src/in-flight.js';
-import type { TcpPort } from '../src/tcp-tunnels.js';
+import { InFlight } from '../src/exchange/in-flight.js';
+import type { TcpPort } from '../src/tcp/tcp-port.js';
 import { freeRange } from './support/free-range.js';
 import { loneCluster } from './support/lone-cluster.js';
 
-// A cluster node's TCP ports (cluster/shared-tcp-ports.ts) on the memory registry, with another node's
+// A cluster node's TCP ports (cluster/tcp/shared-tcp-ports.ts) on the memory registry, with another node's
 // claims written into the registry directly: how ports in their grace count against an account across
 // nodes (issue #29, defect 2). The same through real edges on a real redis-server:
 // packages/cli/test/e2e-tcp-port-hoarding.test.ts.

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { StartupGrace } from '../src/startup-grace.js';
+import { StartupGrace } from '../src/public/startup-grace.js';
 
 afterEach(() => {
   vi.useRealTimers();

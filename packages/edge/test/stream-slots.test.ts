@@ -1,6 +1,6 @@
 import type { MuxSession, MuxStream } from '@tunnel2/protocol';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type SlotWaiter, StreamSlots } from '../src/stream-slots.js';
+import { type SlotWaiter, StreamSlots } from '../src/agents/stream-slots.js';
 
 /** The part of a session StreamSlots uses: its open streams, the peer's limit and openStream(). */
 function fakeSession(peerLimit: number) {

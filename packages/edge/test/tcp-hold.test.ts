@@ -4,15 +4,15 @@ import { ErrorCode, type MuxStream, StreamResetError } from '@tunnel2/protocol';
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Cluster, OwnerFinding } from '../src/cluster/cluster.js';
-import type { LinkOpening } from '../src/cluster/node-link.js';
-import type { OwnerEntry } from '../src/cluster/owner-cache.js';
-import { TcpHolds, type TcpHoldsOptions } from '../src/cluster/tcp-hold.js';
-import { InFlight } from '../src/in-flight.js';
-import type { TcpCounters } from '../src/tcp-connection.js';
+import type { Cluster } from '../src/cluster/cluster.js';
+import type { LinkOpening } from '../src/cluster/link/node-link.js';
+import { TcpHolds, type TcpHoldsOptions } from '../src/cluster/tcp/tcp-hold.js';
+import { InFlight } from '../src/exchange/in-flight.js';
+import type { OwnerEntry, OwnerFinding } from '../src/public/cross-node.js';
+import type { TcpCounters } from '../src/tcp/tcp-connection.js';
 import { loneCluster } from './support/lone-cluster.js';
 
-// Connections held while their port's agent is away (cluster/tcp-hold.ts), against a real Cluster on the
+// Connections held while their port's agent is away (cluster/tcp/tcp-hold.ts), against a real Cluster on the
 // memory registry and real loopback sockets: what is bounded (per port, per node, in time) and what a
 // draining node counts as in flight. Then against a stand-in for the cluster's registry answers and node
 // links (real client sockets still): what a holder's answers do to a held connection. The carry across

@@ -2,9 +2,10 @@ import { connect } from 'node:net';
 import { ErrorCode } from '@tunnel2/protocol';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { AgentConnection } from '../src/agent-connection.js';
+import type { AgentConnection } from '../src/agents/agent-connection.js';
 import { EdgeErrorCode } from '../src/errors.js';
-import { type TcpPort, TcpTunnels } from '../src/tcp-tunnels.js';
+import type { TcpPort } from '../src/tcp/tcp-port.js';
+import { TcpTunnels } from '../src/tcp/tcp-tunnels.js';
 import { freeRange } from './support/free-range.js';
 
 const GRACE_MS = 60_000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TokenBucket } from '../src/token-bucket.js';
+import { TokenBucket } from '../src/agents/token-bucket.js';
 
 describe('TokenBucket', () => {
   it('grants the burst at once, then refuses with the seconds until the next token', () => {

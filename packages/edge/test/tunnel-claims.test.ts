@@ -1,12 +1,12 @@
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AgentConnection } from '../src/agent-connection.js';
+import type { AgentConnection } from '../src/agents/agent-connection.js';
+import { ExtraTunnel } from '../src/agents/extra-tunnel.js';
+import { SessionTable } from '../src/agents/session-table.js';
+import { createTunnelClaims } from '../src/agents/tunnel-claims.js';
 import { EdgeErrorCode } from '../src/errors.js';
-import { SessionTable } from '../src/session-table.js';
-import { TcpTunnels } from '../src/tcp-tunnels.js';
-import { createTunnelClaims } from '../src/tunnel-claims.js';
-import { ExtraTunnel } from '../src/tunnel-entry.js';
+import { TcpTunnels } from '../src/tcp/tcp-tunnels.js';
 import { freeRange } from './support/free-range.js';
 
 const tables: SessionTable[] = [];

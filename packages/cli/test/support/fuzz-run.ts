@@ -17,7 +17,7 @@ import { type Answer, helloPayload, rawFrameBytes, type Sequence } from './fuzz-
 export const QUEUE_BOUND = 8 * 1024 * 1024;
 /**
  * Interim responses a public client may see for one request: the edge's own cap (MAX_INTERIM_HEADS in
- * packages/edge/src/informational.ts); a flood of them (the model sends 2,000 or more) fails the request.
+ * packages/edge/src/exchange/informational.ts); a flood of them (the model sends 2,000 or more) fails the request.
  */
 export const INTERIM_BOUND = 32;
 /** After its session is gone, a public request the fuzzer made settles within this (502, an abort, ...). */

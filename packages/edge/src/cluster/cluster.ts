@@ -2,18 +2,19 @@ import type { IncomingMessage } from 'node:http';
 import { type ProtocolSettings, type WindowBudget, withoutHopByHop } from '@tunnel2/protocol';
 import type { NodeRecord, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
-import type { ClientOrigin } from '../client-address.js';
-import { isForwardingField } from '../forwarding-headers.js';
+import type { ClientOrigin } from '../public/client-address.js';
 import {
   NODE_AUTH_HEADER,
   NODE_CLIENT_HEADER,
   NODE_PEER_HEADER,
-  NodeAuth,
-  type SignedFields,
-} from './node-auth.js';
+  type OwnerEntry,
+  type OwnerFinding,
+} from '../public/cross-node.js';
+import { type HopOrigin, isForwardingField } from '../public/forwarding-headers.js';
+import { NodeLinks } from './link/node-link.js';
+import { NodeAuth, type SignedFields } from './node-auth.js';
 import { NodeHop } from './node-hop.js';
-import { NodeLinks } from './node-link.js';
-import { OwnerCache, type OwnerEntry } from './owner-cache.js';
+import { OwnerCache } from './owner-cache.js';
 import { NoticeSender, parseTakeoverTarget, type TakeoverNotice, takeoverTarget } from './takeover-notice.js';
 
 /** Cluster mode of an edge: how other nodes reach this one and how node-to-node traffic is authenticated. */
@@ -62,16 +63,6 @@ export interface ResolvedClusterOptions {
   unsignedNodeRecords: boolean;
 }
 
-/** What the first node decided about a client, carried to the serving node under the signature. */
-export interface HopOrigin {
-  peer: string;
-  client: string;
-  chain: string | undefined;
-  proto: string;
-  host: string;
-  prefix: string;
-}
-
 export interface ClusterCounters {
   /** Cross-node requests and upgrades by outcome. */
   forwarded: Record<'ok' | 'unreachable' | 'aborted' | 'not_here', number>;
@@ -95,23 +86,8 @@ function single(value: string | string[] | undefined): string {
   return typeof value === 'string' ? value : '';
 }
 
-/** What the registry says about a name a request is waiting for (see `Cluster.find`). */
-export type OwnerFinding =
-  | { state: 'remote'; entry: OwnerEntry }
-  | { state: 'here' }
-  | { state: 'pending' }
-  | { state: 'none' };
-
 /** How soon a failed announcement is tried again (while the registry is unreachable). */
 const ANNOUNCE_RETRY_MS = 500;
-
-/**
- * How often a request or a TCP connection waiting for its agent asks the registry where the agent is now
- * (tunnel-ingress.ts, tcp-hold.ts).
- */
-export const CLUSTER_POLL_MS = 200;
-/** Bound on the rounds of one such wait, whatever the clock does (reconnectWaitMs is at most 60 s). */
-export const CLUSTER_MAX_ROUNDS = 400;
 
 /**
  * How long the registry's answer about a name is shared with every later asker. Requests waiting for one

@@ -1,15 +1,31 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { rejectUpgrade, sendRefusal } from '../error-response.js';
-import { hopOrigin } from '../forwarding-headers.js';
-import { isIdempotent, requestHasBody } from '../raw-http.js';
-import { unreachableOwner } from '../refusals.js';
-import type { TunnelIngressOptions } from '../tunnel-ingress.js';
+import type { Logger } from 'pino';
+import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
+import { unreachableOwner } from '../answers/refusals.js';
+import type { InFlight } from '../exchange/in-flight.js';
+import { isIdempotent, requestHasBody } from '../exchange/raw-http.js';
+import type { ClientOriginResolver } from '../public/client-address.js';
+import type { OwnerEntry } from '../public/cross-node.js';
+import { hopOrigin } from '../public/forwarding-headers.js';
 import type { Cluster } from './cluster.js';
 import { type HopOutcome, isNotHere } from './node-hop.js';
-import type { OwnerEntry } from './owner-cache.js';
 
-type Ingress = Pick<TunnelIngressOptions, 'clients' | 'inFlight' | 'logger'>;
+/**
+ * What a forwarded request needs of the public ingress: the same values the ingress itself runs with
+ * (build-edge.ts hands both the same ones).
+ */
+export interface ForwardingContext {
+  /** Decides who a request comes from (the peer, or what a trusted proxy in front says). */
+  clients: ClientOriginResolver;
+  /** Counts requests in flight (for drain and metrics). */
+  inFlight: InFlight;
+  logger: Logger;
+  responseTimeoutMs: number;
+  maxRequestBodyBytes: number;
+}
+
+type Ingress = Pick<ForwardingContext, 'clients' | 'inFlight' | 'logger'>;
 
 /**
  * Failures that happen before a request leaves this node (the peer's port refused or never accepted the

@@ -1,19 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** The header a node signs a forwarded request with. */
-export const NODE_AUTH_HEADER = 'x-tunnel2-node-auth';
-/** The client's TCP peer as the first node saw it (appended to X-Forwarded-For by the serving node). */
-export const NODE_PEER_HEADER = 'x-tunnel2-node-peer';
-/** The client address the first node decided on (what allow-lists are checked against). */
-export const NODE_CLIENT_HEADER = 'x-tunnel2-node-client';
-
 /** Where a node opens its link to a peer (a WebSocket carrying the multiplexed protocol). */
 export const LINK_PATH = '/_tunnel2/node-link';
-/** On a link stream's request head: the session the request is for (the ingress routed it). */
-export const LINK_SESSION_HEADER = 'x-tunnel2-link-session';
-/** On a link stream's request head: the client address the ingress decided on (for allow-lists). */
-export const LINK_CLIENT_HEADER = 'x-tunnel2-link-client';
-
 /** How far a signature's timestamp may be from this node's clock: tolerates skew, bounds replay. */
 export const MAX_SKEW_MS = 30_000;
 

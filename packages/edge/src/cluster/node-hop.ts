@@ -5,9 +5,9 @@ import { pipeline, Readable } from 'node:stream';
 import { withoutHopByHop } from '@tunnel2/protocol';
 import type { Dispatcher, Pool } from 'undici';
 import { EdgeErrorCode } from '../errors.js';
-import { writeInformational } from '../informational.js';
-import { isIdempotent, pairs } from '../raw-http.js';
-import type { OwnerEntry } from './owner-cache.js';
+import { writeInformational } from '../exchange/informational.js';
+import { isIdempotent, pairs } from '../exchange/raw-http.js';
+import type { OwnerEntry } from '../public/cross-node.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
 // node:https and node:tls load with the first TLS peer: an edge whose links are plain never needs them.

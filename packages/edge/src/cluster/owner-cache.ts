@@ -1,15 +1,4 @@
-/** Where a session lives, as this node last learned it from the registry. */
-export interface OwnerEntry {
-  readonly nodeId: string;
-  readonly url: string;
-  readonly epoch: number;
-  /**
-   * Whom the session counts against, as the registry has it (its token's owner key, or an anonymous
-   * agent's `addr:<ip>`, agent-account.ts): its share of a node link is counted by it too. The owner key
-   * for a record an older node wrote, which has no account.
-   */
-  readonly account?: string | undefined;
-}
+import type { OwnerEntry } from '../public/cross-node.js';
 
 export interface OwnerCacheOptions {
   /** Entries kept at most; the least recently stored goes first. */

@@ -1,5 +1,5 @@
 import { MuxSession, type MuxStream, type StreamHandler, WindowBudget } from '@tunnel2/protocol';
-import { linkSessionOptions } from '../../src/cluster/link-settings.js';
+import { linkSessionOptions } from '../../src/cluster/link/link-settings.js';
 
 /** The two ends of a node link with the link's settings, wired to each other in memory (no socket). */
 export interface LinkPair {

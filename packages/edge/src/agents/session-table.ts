@@ -1,0 +1,310 @@
+import { ErrorCode } from '@tunnel2/protocol';
+import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
+import type { Logger } from 'pino';
+import type { AgentSession, TunnelEntry } from './tunnel-entry.js';
+
+export interface SessionTableOptions {
+  registry: SessionRegistry;
+  nodeId: string;
+  leaseTtlMs: number;
+  reconnectGraceMs: number;
+  /** Requests that may wait at once for one name's agent to reconnect. */
+  maxArrivalWaiters: number;
+  logger: Logger;
+  /** A claim here took a name over from a live record (cluster mode tells that record's node at once). */
+  onTakeover?: ((replaced: SessionRecord, claimed: SessionRecord) => void) | undefined;
+}
+
+type ArrivalWaiter = (connection: TunnelEntry | undefined) => void;
+
+/**
+ * Lost leases re-asserted at once after a renewal round (two registry round trips each). One at a time,
+ * 20,000 sessions lost to a Redis restarted empty would take ~40 s, longer than a lease; this many in
+ * flight bounds the registry's load while a node's sessions come back within a round or two.
+ */
+export const REASSERT_CONCURRENCY = 64;
+
+export type AdmitResult = { ok: true; epoch: number } | { ok: false; record: SessionRecord | undefined };
+
+/**
+ * The sessions connected to this edge node, kept in step with the shared registry: a name is claimed
+ * before the WebSocket upgrade, its lease renewed while connected, and marked disconnected (reserved for
+ * its owner for a grace period) when the socket goes away. Epochs make sure an older connection that
+ * closes late cannot remove a newer one.
+ */
+export class SessionTable {
+  readonly #local = new Map<string, TunnelEntry>();
+  readonly #options: SessionTableOptions;
+  readonly #renewTimer: NodeJS.Timeout;
+  /** Requests waiting for a reconnecting agent, by name. */
+  readonly #arrivals = new Map<string, Set<ArrivalWaiter>>();
+  /** The last renewal could not reach the registry (logged once per outage). */
+  #renewFailing = false;
+  /** A round still waiting on a slow registry: the next tick is skipped, rounds never pile up. */
+  #renewing = false;
+
+  constructor(options: SessionTableOptions) {
+    this.#options = options;
+    // One timer for every session on this node, not one per session.
+    this.#renewTimer = setInterval(
+      () => {
+        if (this.#renewing) return;
+        this.#renewing = true;
+        void this.#renewAll().finally(() => {
+          this.#renewing = false;
+        });
+      },
+      Math.max(250, Math.floor(options.leaseTtlMs / 3)),
+    );
+    this.#renewTimer.unref();
+  }
+
+  /** Agent sessions (WebSockets) on this node; a session serving several tunnels counts once. */
+  get size(): number {
+    let count = 0;
+    for (const entry of this.#local.values()) if (entry.tag === 0) count++;
+    return count;
+  }
+
+  /** Names served on this node (each tunnel of a session counts). */
+  get names(): number {
+    return this.#local.size;
+  }
+
+  /** The live, handshaken tunnel for a name on this node. */
+  get(name: string): TunnelEntry | undefined {
+    return this.#local.get(name);
+  }
+
+  /** Names served on this node that belong to `owner` (bounded per token, every tunnel of a session counts). */
+  countOwnedBy(owner: string): number {
+    let count = 0;
+    for (const connection of this.#local.values()) if (connection.owner === owner) count++;
+    return count;
+  }
+
+  /** The agent sessions on this node, each once (a session's own tunnel stands for it). */
+  *connections(): IterableIterator<AgentSession> {
+    for (const entry of this.#local.values()) if (entry.tag === 0) yield entry.connection;
+  }
+
+  /** Every tunnel served on this node. */
+  tunnels(): IterableIterator<TunnelEntry> {
+    return this.#local.values();
+  }
+
+  /** The registry's view of a name (used to tell "never heard of it" from "its agent is away"). */
+  lookup(name: string): Promise<SessionRecord | undefined> {
+    return this.#options.registry.lookup(name);
+  }
+
+  /** Claims `name` for `owner`, counting against `account` (agent-account.ts; the registry records it). */
+  async admit(name: string, owner: string, account = owner): Promise<AdmitResult> {
+    const result = await this.#options.registry.claim({
+      name,
+      owner,
+      account,
+      nodeId: this.#options.nodeId,
+      ttlMs: this.#options.leaseTtlMs,
+    });
+    if (!result.ok) return { ok: false, record: result.record };
+    if (result.replaced !== undefined) this.#options.onTakeover?.(result.replaced, result.record);
+    return { ok: true, epoch: result.record.epoch };
+  }
+
+  /**
+   * Another node says its claim numbered `epoch` took `name` over. The local connection closes (as at a
+   * lost renewal) only if its epoch is older: epochs only grow, so a newer claim replaced it; a late or
+   * replayed notice finds an equal or newer epoch here and closes nothing. True when it closed one.
+   */
+  supersede(name: string, epoch: number, holder: Pick<SessionRecord, 'nodeId' | 'owner'>): boolean {
+    const connection = this.#local.get(name);
+    if (connection === undefined || connection.epoch >= epoch) return false;
+    this.#lose(connection, holder);
+    return true;
+  }
+
+  /** A claimed name whose WebSocket never became a session. */
+  async abandon(name: string, epoch: number): Promise<void> {
+    await this.#options.registry.release(name, epoch);
+  }
+
+  /** The connection finished its handshake: it now serves the name, replacing an older connection. */
+  activate(connection: TunnelEntry): void {
+    const previous = this.#local.get(connection.name);
+    this.#local.set(connection.name, connection);
+    if (previous !== undefined && previous !== connection) {
+      this.#options.logger.info({ session: connection.name }, 'newer connection replaces the older one');
+      previous.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection for this name');
+    }
+    const waiters = this.#arrivals.get(connection.name);
+    if (waiters !== undefined) {
+      this.#arrivals.delete(connection.name);
+      for (const waiter of waiters) waiter(connection);
+    }
+  }
+
+  /**
+   * Waits up to `timeoutMs` for `name`'s agent to come back on this node, then calls `done` with its
+   * connection (or undefined). Returns a cancel function, or undefined when too many already wait for
+   * this name. This path is taken only while an agent is away, so a timer per waiter is affordable; the
+   * count per name is bounded.
+   */
+  awaitArrival(name: string, timeoutMs: number, done: ArrivalWaiter): (() => void) | undefined {
+    let waiters = this.#arrivals.get(name);
+    if (waiters === undefined) {
+      waiters = new Set();
+      this.#arrivals.set(name, waiters);
+    }
+    if (waiters.size >= this.#options.maxArrivalWaiters) return undefined;
+    const set = waiters;
+    const leave = (): void => {
+      clearTimeout(timer);
+      set.delete(waiter);
+      if (set.size === 0 && this.#arrivals.get(name) === set) this.#arrivals.delete(name);
+    };
+    const waiter: ArrivalWaiter = (connection) => {
+      clearTimeout(timer);
+      done(connection);
+    };
+    const timer = setTimeout(() => {
+      leave();
+      done(undefined);
+    }, timeoutMs);
+    timer.unref();
+    set.add(waiter);
+    return leave;
+  }
+
+  /**
+   * The connection is gone; its name stays reserved for the owner for the grace period, unless its agent
+   * said it was leaving (a graceful close): then the name is free at once, in the registry every node reads.
+   */
+  async deactivate(connection: TunnelEntry): Promise<void> {
+    if (this.#local.get(connection.name) === connection) this.#local.delete(connection.name);
+    try {
+      await this.#options.registry.markDisconnected(
+        connection.name,
+        connection.epoch,
+        connection.leaving ? 0 : this.#options.reconnectGraceMs,
+      );
+    } catch (err) {
+      this.#options.logger.warn({ err, session: connection.name }, 'registry markDisconnected failed');
+    }
+  }
+
+  close(): void {
+    clearInterval(this.#renewTimer);
+    const waiters = [...this.#arrivals.values()];
+    this.#arrivals.clear();
+    for (const set of waiters) for (const waiter of set) waiter(undefined);
+  }
+
+  /**
+   * Renews every lease of this node in one registry call (one round trip per batch in Redis), so lease
+   * upkeep costs at most one round trip per session per lease period however many sessions a node holds.
+   * While the registry is down nothing is closed: connected sessions keep serving on this node. A lease
+   * the registry no longer knows (it expired during the outage, or Redis restarted empty) is re-asserted.
+   */
+  async #renewAll(): Promise<void> {
+    const connections = [...this.#local.values()];
+    if (connections.length === 0) return;
+    let renewed: boolean[];
+    try {
+      renewed = await this.#options.registry.renewMany(
+        connections.map((connection) => ({ name: connection.name, epoch: connection.epoch })),
+        this.#options.leaseTtlMs,
+      );
+    } catch (err) {
+      if (!this.#renewFailing) {
+        this.#options.logger.warn(
+          { err, sessions: connections.length },
+          'lease renewal failed: sessions keep serving on this node, re-asserted once the registry is back',
+        );
+      }
+      this.#renewFailing = true;
+      return;
+    }
+    if (this.#renewFailing) {
+      this.#renewFailing = false;
+      this.#options.logger.info({ sessions: connections.length }, 'session registry reachable again');
+    }
+    const lost = connections.filter(
+      (connection, i) => renewed[i] !== true && this.#local.get(connection.name) === connection,
+    );
+    // The workers share one iterator: each takes the next lost session when its previous one is done.
+    const next = lost.values();
+    const worker = async (): Promise<void> => {
+      for (const connection of next) await this.#reassert(connection);
+    };
+    await Promise.all(Array.from({ length: Math.min(REASSERT_CONCURRENCY, lost.length) }, worker));
+  }
+
+  /**
+   * A renewal was refused. If another claim holds the name now (the same token reconnected on another
+   * node, or another agent took the name after our lease expired), this connection closes: never two live
+   * owners. If the name has no record at all, the lease simply ran out while the registry was away: claim
+   * it again for the same owner (a new, higher epoch fences anything older). The claim can still find a
+   * record made after the lookup (the agent reconnected elsewhere meanwhile): that newer claim wins, ours
+   * is released and this connection closes, as if the lookup had seen it.
+   */
+  async #reassert(connection: TunnelEntry): Promise<void> {
+    const { registry, nodeId, leaseTtlMs, logger } = this.#options;
+    const log = { session: connection.name, epoch: connection.epoch };
+    try {
+      const record = await registry.lookup(connection.name);
+      if (this.#local.get(connection.name) !== connection) return;
+      if (record === undefined) {
+        const claimed = await registry.claim({
+          name: connection.name,
+          owner: connection.owner,
+          account: connection.account,
+          nodeId,
+          ttlMs: leaseTtlMs,
+        });
+        if (this.#local.get(connection.name) !== connection) {
+          if (claimed.ok) await registry.release(connection.name, claimed.record.epoch);
+          return;
+        }
+        if (claimed.ok && claimed.replaced !== undefined && claimed.replaced.epoch > connection.epoch) {
+          // Releasing leaves the name free for a moment; the newer holder's next renewal claims it back.
+          await registry.release(connection.name, claimed.record.epoch);
+          this.#lose(connection, claimed.replaced);
+          return;
+        }
+        if (claimed.ok) {
+          logger.info({ ...log, newEpoch: claimed.record.epoch }, 'lease re-asserted after it expired');
+          connection.epoch = claimed.record.epoch;
+          return;
+        }
+        this.#lose(connection, claimed.record);
+        return;
+      }
+      if (record.nodeId === nodeId && record.epoch === connection.epoch) return; // renewed meanwhile
+      this.#lose(connection, record);
+    } catch (err) {
+      // The registry went away again between the renewal and this: the next round tries again.
+      this.#renewFailing = true;
+      logger.warn({ err, ...log }, 'could not re-assert a lease; trying again next round');
+    }
+  }
+
+  #lose(connection: TunnelEntry, holder: Pick<SessionRecord, 'nodeId' | 'owner'>): void {
+    this.#local.delete(connection.name);
+    if (holder.owner === connection.owner) {
+      // The same agent reconnected through another node: tell this one it was replaced (the CLI stops
+      // rather than reconnecting and taking the name back).
+      this.#options.logger.warn(
+        { session: connection.name, holder: holder.nodeId },
+        'session taken over by the same agent on another node; closing',
+      );
+      connection.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection on another edge node');
+      return;
+    }
+    this.#options.logger.warn(
+      { session: connection.name, holder: holder.nodeId },
+      'lease lost to another owner; closing',
+    );
+    connection.close(ErrorCode.GOING_AWAY, 'session taken over elsewhere');
+  }
+}

@@ -1,0 +1,27 @@
+import type { CrossNodeForwarder } from '../public/cross-node.js';
+import type { Cluster } from './cluster.js';
+import { type ForwardingContext, forwardRequest, forwardUpgrade } from './forward-arrival.js';
+import { forwardOverLink } from './link/link-arrival.js';
+
+/**
+ * The cluster behind the ingress's CrossNodeForwarder (public/cross-node.ts): owner lookups are the
+ * cluster's, and the one choice of path for a request is made here, over the node link when one reaches
+ * the owner (and the link does not send that owner through the hop), else over the HTTP hop. An upgrade
+ * always takes the hop (a raw pipe once it connects).
+ */
+export function createCrossNodeForwarder(cluster: Cluster, context: ForwardingContext): CrossNodeForwarder {
+  return {
+    nodeId: cluster.nodeId,
+    owner: (name) => cluster.owner(name),
+    find: (name) => cluster.find(name),
+    forwardRequest(req, res, route, owner, lost) {
+      const links = cluster.links;
+      if (links !== undefined && !links.viaHop(owner.url))
+        forwardOverLink(req, res, route, owner, cluster, links, context, lost);
+      else forwardRequest(req, res, route.name, owner, cluster, context, lost);
+    },
+    forwardUpgrade(req, socket, head, route, owner) {
+      forwardUpgrade(req, socket, head, route.name, owner, cluster, context);
+    },
+  };
+}

@@ -1,0 +1,120 @@
+import type { IncomingMessage } from 'node:http';
+import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
+import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
+import {
+  LINK_CLIENT_HEADER,
+  LINK_SESSION_HEADER,
+  NODE_AUTH_HEADER,
+  NODE_CLIENT_HEADER,
+  NODE_PEER_HEADER,
+} from './cross-node.js';
+import type { IngressRoute } from './ingress-route.js';
+
+// The six fields a client could use to lie about where a request came from, and the five one node states to
+// another. Length first: most header names are not 9, 15-19, 21 or 22 characters long, and skip the lowercase copy.
+const forwardingFields: ReadonlySet<string> = new Set([
+  'forwarded',
+  'x-real-ip',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-prefix',
+  // What one edge node vouches for to another: never passed on, and believed only when signed.
+  NODE_AUTH_HEADER,
+  NODE_PEER_HEADER,
+  NODE_CLIENT_HEADER,
+  // What an ingress node states on a link stream (believed because the link is authenticated).
+  LINK_SESSION_HEADER,
+  LINK_CLIENT_HEADER,
+]);
+
+export function isForwardingField(name: string): boolean {
+  const n = name.length;
+  return (
+    (n === 9 || (n >= 15 && n <= 19) || n === 21 || n === 22) && forwardingFields.has(name.toLowerCase())
+  );
+}
+
+/** A host[:port] as a Host field may carry it: a DNS name, IPv4 or [IPv6], optional port. */
+const validHost =
+  /^(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*\.?|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
+/** A path prefix: starts with `/`, visible ASCII only. */
+const validPrefix = /^\/[\x21-\x7e]*$/;
+
+/** The one value of a single-valued field a trusted proxy set, or undefined when absent or repeated. */
+function single(value: string | string[] | undefined): string | undefined {
+  return typeof value === 'string' ? value.trim() : undefined;
+}
+
+/** What the edge states about a request's client in X-Forwarded-*: its own view, or a trusted proxy's. */
+function decideForwarding(
+  req: IncomingMessage,
+  origin: ClientOrigin | undefined,
+): { peer: string; proto: string; host: string; prefix: string } {
+  const peer = origin?.peer ?? req.socket.remoteAddress ?? '';
+  let proto: string = 'encrypted' in req.socket ? 'https' : 'http';
+  let host = req.headers.host ?? '';
+  let prefix = '';
+  if (origin?.trustedPeer === true) {
+    const givenProto = single(req.headers['x-forwarded-proto'])?.toLowerCase();
+    if (givenProto === 'http' || givenProto === 'https') proto = givenProto;
+    const givenHost = single(req.headers['x-forwarded-host']);
+    if (givenHost !== undefined && givenHost.length <= 255 && validHost.test(givenHost)) host = givenHost;
+    const givenPrefix = single(req.headers['x-forwarded-prefix']);
+    if (givenPrefix !== undefined && givenPrefix.length <= 1024 && validPrefix.test(givenPrefix)) {
+      prefix = givenPrefix.endsWith('/') ? givenPrefix.slice(0, -1) : givenPrefix;
+    }
+  }
+  return { peer, proto, host, prefix };
+}
+
+/** What the first node decided about a client, carried to the serving node under the signature (cluster.ts). */
+export interface HopOrigin {
+  peer: string;
+  client: string;
+  chain: string | undefined;
+  proto: string;
+  host: string;
+  prefix: string;
+}
+
+/** What this node decided about a client, for the node it forwards the request to. */
+export function hopOrigin(req: IncomingMessage, clients: ClientOriginResolver): HopOrigin {
+  const origin = clients.trustsAnyone ? clients.resolve(req) : undefined;
+  const decided = decideForwarding(req, origin);
+  return {
+    ...decided,
+    client: origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
+    chain: origin?.chain,
+  };
+}
+
+/**
+ * The request's headers as the backend receives them: hop-by-hop fields dropped, every forwarding field
+ * the client sent removed, and the edge's own set. From a trusted proxy (`origin.trustedPeer`), its
+ * X-Forwarded-For chain is kept with the proxy appended, and its X-Forwarded-Proto / -Host / -Prefix are
+ * taken when valid. Forwarded and X-Real-IP never pass: the edge states the same in X-Forwarded-*.
+ */
+export function forwardedHeaders(
+  req: IncomingMessage,
+  route: IngressRoute,
+  origin: ClientOrigin | undefined,
+): RawHeaders {
+  const headers = withoutHopByHop(req.rawHeaders);
+  let write = 0;
+  for (let read = 0; read < headers.length; read += 2) {
+    if (isForwardingField(headers[read]!)) continue;
+    headers[write] = headers[read]!;
+    headers[write + 1] = headers[read + 1]!;
+    write += 2;
+  }
+  headers.length = write;
+  const { peer, proto, host, prefix: given } = decideForwarding(req, origin);
+  let prefix = given;
+  headers.push('X-Forwarded-For', origin?.chain === undefined ? peer : `${origin.chain}, ${peer}`);
+  headers.push('X-Forwarded-Proto', proto);
+  headers.push('X-Forwarded-Host', host);
+  if (route.via === 'path') prefix += `/session/${route.name}`;
+  if (prefix !== '') headers.push('X-Forwarded-Prefix', prefix);
+  return headers;
+}
