@@ -50,12 +50,5 @@ module.exports = {
     // make circles between packages impossible, so only the files under src are read.
     doNotFollow: { path: ['node_modules', '(^|/)dist/'] },
     exclude: { path: ['(^|/)dist/', '(^|/)node_modules/'] },
-    // The edge's 19 circles of today, one entry per import that closes one (written by `depcruise ...
-    // --output-type baseline`, then kept to packages/edge). They are the other half of issue 31: the edge
-    // laid out by concern breaks them. Only these circles are let through; any other circle, in the edge or
-    // anywhere, fails. Removed when the edge layout lands: delete the next line and the file.
-    knownViolations: require('./.dependency-cruiser-known-edge-cycles.json'),
-    // An entry whose circle is gone fails the check too, so the list cannot outlive the circles it excuses.
-    baseline: { staleEntriesSeverity: 'error' },
   },
 };
