@@ -20,7 +20,7 @@ import { requestHasBody } from '../exchange/raw-http.js';
 import { TunnelExchange } from '../exchange/tunnel-exchange.js';
 import { UpgradeTunnel } from '../exchange/upgrade-tunnel.js';
 import { acquireStream, admit, encodeTunnelHead } from './admission.js';
-import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
+import type { ClientOrigin, ClientOriginResolver } from './client-address.js';
 import {
   CLUSTER_MAX_ROUNDS,
   CLUSTER_POLL_MS,
@@ -31,6 +31,7 @@ import {
 import { forwardedHeaders } from './forwarding-headers.js';
 import { type IngressRoute, isValidSessionName } from './ingress-route.js';
 import { missingSession } from './missing-session.js';
+import { type PublicRequest, resolvePublicRequest } from './public-request.js';
 import type { StartupGrace } from './startup-grace.js';
 
 export interface TunnelIngressOptions {
@@ -54,7 +55,8 @@ export interface TunnelIngressOptions {
 
 /** One public request or upgrade, as the routing below needs it: it is refused, or started on a stream. */
 interface Arrival {
-  readonly req: IncomingMessage;
+  /** What the request is, resolved once (public-request.ts). */
+  readonly request: PublicRequest;
   readonly upgrade: boolean;
   refuse(refusal: Refusal): void;
   start(stream: MuxStream, payload: Buffer): void;
@@ -62,8 +64,6 @@ interface Arrival {
   readonly gone: boolean;
   /** Calls `onGone` if the client disconnects; returns the unsubscribe. */
   watch(onGone: () => void): () => void;
-  /** The client as another node vouched for it (a forwarded request); such a request is never forwarded. */
-  readonly via: ClientOrigin | undefined;
   /**
    * Carries the arrival to the node holding its session (cluster mode). With `lost`, a request that can
    * be sent again (no body, nothing written to the client) whose owner cannot be reached or no longer
@@ -87,7 +87,7 @@ function dispatch(
   // In a cluster, a session draining here (its agent told to go elsewhere) is looked for on other nodes;
   // a request another node forwarded is never forwarded again and gets "offline" so that node looks.
   const leaving = connection !== undefined && options.crossNode !== undefined && connection.session.draining;
-  if (leaving && arrival.via !== undefined) {
+  if (leaving && arrival.request.vouched) {
     arrival.refuse(offline(route.name));
     return;
   }
@@ -114,24 +114,13 @@ function prepare(
   connection: TunnelEntry,
   options: TunnelIngressOptions,
 ): { payload: Buffer } | { refusal: Refusal } {
-  const req = arrival.req;
-  // Only read when the operator trusts a proxy in front; otherwise nothing the client wrote is looked at.
-  const origin = arrival.via ?? (options.clients.trustsAnyone ? options.clients.resolve(req) : undefined);
-  const refusal = admit(
-    connection,
-    route.name,
-    {
-      authorization: req.headers.authorization,
-      clientAddress: origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
-      declaredLength: Number(req.headers['content-length'] ?? 0),
-    },
-    options.maxRequestBodyBytes,
-  );
+  const request = arrival.request;
+  const refusal = admit(connection, route.name, request, options.maxRequestBodyBytes);
   if (refusal !== undefined) return { refusal };
-  const headers = forwardedHeaders(req, route, origin);
+  const headers = forwardedHeaders(request.req, route, request.origin);
   // An upgrade keeps the two fields that ask for it; everything else hop-by-hop is dropped.
-  if (arrival.upgrade) headers.push('Connection', 'Upgrade', 'Upgrade', String(req.headers.upgrade));
-  return encodeTunnelHead({ method: req.method ?? 'GET', target: route.target, headers }, connection);
+  if (arrival.upgrade) headers.push('Connection', 'Upgrade', 'Upgrade', String(request.req.headers.upgrade));
+  return encodeTunnelHead({ method: request.method, target: route.target, headers }, connection);
 }
 
 /** The name has no live agent here: a reserved name waits (bounded) for its agent to reconnect. */
@@ -142,7 +131,7 @@ async function awaitAgent(
 ): Promise<void> {
   // The one cluster branch: the owner is another node. A request another node forwarded is answered here.
   const crossNode = options.crossNode;
-  if (crossNode !== undefined && arrival.via === undefined && isValidSessionName(route.name)) {
+  if (crossNode !== undefined && !arrival.request.vouched && isValidSessionName(route.name)) {
     // In flight from here: a draining node must not tear down under a request whose owner is being looked
     // up (a registry round trip). The forward and the wait below count themselves before this finishes.
     options.inFlight.start();
@@ -184,7 +173,7 @@ async function awaitAgent(
   // A forwarded request is answered at once: the node that forwarded it does the waiting.
   if (
     refusal.code === EdgeErrorCode.UNKNOWN_SESSION &&
-    arrival.via === undefined &&
+    !arrival.request.vouched &&
     startupWait(route.name, options)
   ) {
     awaitClaim(arrival, route, options);
@@ -323,29 +312,19 @@ async function awaitAcrossNodes(
  * one object per request, its methods live on the prototype.
  */
 class HttpArrival implements Arrival {
-  readonly req: IncomingMessage;
+  readonly request: PublicRequest;
   readonly upgrade = false;
   readonly #res: ServerResponse;
-  readonly #route: IngressRoute;
   readonly #options: TunnelIngressOptions;
-  readonly via: ClientOrigin | undefined;
 
-  constructor(
-    req: IncomingMessage,
-    res: ServerResponse,
-    route: IngressRoute,
-    options: TunnelIngressOptions,
-    via: ClientOrigin | undefined,
-  ) {
-    this.req = req;
+  constructor(request: PublicRequest, res: ServerResponse, options: TunnelIngressOptions) {
+    this.request = request;
     this.#res = res;
-    this.#route = route;
     this.#options = options;
-    this.via = via;
   }
 
   forward(owner: OwnerEntry, crossNode: CrossNodeForwarder, lost?: (owner: OwnerEntry) => void): void {
-    crossNode.forwardRequest(this.req, this.#res, this.#route, owner, lost);
+    crossNode.forwardRequest(this.request.req, this.#res, this.request.route, owner, lost);
   }
 
   get gone(): boolean {
@@ -363,13 +342,13 @@ class HttpArrival implements Arrival {
   }
 
   start(stream: MuxStream, payload: Buffer): void {
-    const { req } = this;
+    const { req, route } = this.request;
     const inFlight = this.#options.inFlight;
     inFlight.start();
     const crossNode = this.#options.crossNode;
     if (crossNode !== undefined) this.#res.setHeader('x-tunnel2-node', crossNode.nodeId);
     const exchange = new TunnelExchange(req, this.#res, stream, {
-      name: this.#route.name,
+      name: route.name,
       responseTimeoutMs: this.#options.responseTimeoutMs,
       maxRequestBodyBytes: this.#options.maxRequestBodyBytes,
       onFinish: () => inFlight.finish(),
@@ -389,7 +368,8 @@ export function handleTunnelRequest(
   options: TunnelIngressOptions,
   via?: ClientOrigin,
 ): void {
-  dispatch(new HttpArrival(req, res, route, options, via), route, options, false);
+  const request = resolvePublicRequest(req, route, options.clients, via);
+  dispatch(new HttpArrival(request, res, options), route, options, false);
 }
 
 /** Carries a public WebSocket upgrade into the tunnel: the backend's answer decides what happens next. */
@@ -402,9 +382,8 @@ export function handleTunnelUpgrade(
   via?: ClientOrigin,
 ): void {
   const arrival: Arrival = {
-    req,
+    request: resolvePublicRequest(req, route, options.clients, via),
     upgrade: true,
-    via,
     forward(owner, crossNode) {
       crossNode.forwardUpgrade(req, socket, head, route, owner);
     },
