@@ -1,6 +1,6 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { IngressRoute } from './ingress-route.js';
+import type { PublicRequest } from './public-request.js';
 
 // Cluster mode as the public ingress sees it. The ingress declares what it needs here and the cluster
 // plugs in behind it (cluster/cross-node-forwarder.ts), so nothing under public/ imports cluster/: on one
@@ -61,18 +61,12 @@ export interface CrossNodeForwarder {
   owner(name: string): Promise<OwnerEntry | undefined>;
   /** Where `name` stands, asked of the registry itself while a request waits for its agent. */
   find(name: string): Promise<OwnerFinding>;
+  /** Carries the request as the ingress resolved it: the cluster never works its client out again. */
   forwardRequest(
-    req: IncomingMessage,
+    request: PublicRequest,
     res: ServerResponse,
-    route: IngressRoute,
     owner: OwnerEntry,
     lost?: (owner: OwnerEntry) => void,
   ): void;
-  forwardUpgrade(
-    req: IncomingMessage,
-    socket: Duplex,
-    head: Buffer,
-    route: IngressRoute,
-    owner: OwnerEntry,
-  ): void;
+  forwardUpgrade(request: PublicRequest, socket: Duplex, head: Buffer, owner: OwnerEntry): void;
 }

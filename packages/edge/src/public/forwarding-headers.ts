@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
-import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
+import type { ClientOrigin } from './client-address.js';
 import {
   LINK_CLIENT_HEADER,
   LINK_SESSION_HEADER,
@@ -8,7 +8,7 @@ import {
   NODE_CLIENT_HEADER,
   NODE_PEER_HEADER,
 } from './cross-node.js';
-import type { IngressRoute } from './ingress-route.js';
+import type { PublicRequest } from './public-request.js';
 
 // The six fields a client could use to lie about where a request came from, and the five one node states to
 // another. Length first: most header names are not 9, 15-19, 21 or 22 characters long, and skip the lowercase copy.
@@ -79,14 +79,10 @@ export interface HopOrigin {
 }
 
 /** What this node decided about a client, for the node it forwards the request to. */
-export function hopOrigin(req: IncomingMessage, clients: ClientOriginResolver): HopOrigin {
-  const origin = clients.trustsAnyone ? clients.resolve(req) : undefined;
-  const decided = decideForwarding(req, origin);
-  return {
-    ...decided,
-    client: origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
-    chain: origin?.chain,
-  };
+export function hopOrigin(request: PublicRequest): HopOrigin {
+  const { origin } = request;
+  const decided = decideForwarding(request.req, origin);
+  return { ...decided, client: request.clientAddress, chain: origin?.chain };
 }
 
 /**
@@ -95,11 +91,8 @@ export function hopOrigin(req: IncomingMessage, clients: ClientOriginResolver): 
  * X-Forwarded-For chain is kept with the proxy appended, and its X-Forwarded-Proto / -Host / -Prefix are
  * taken when valid. Forwarded and X-Real-IP never pass: the edge states the same in X-Forwarded-*.
  */
-export function forwardedHeaders(
-  req: IncomingMessage,
-  route: IngressRoute,
-  origin: ClientOrigin | undefined,
-): RawHeaders {
+export function forwardedHeaders(request: PublicRequest): RawHeaders {
+  const { req, route, origin } = request;
   const headers = withoutHopByHop(req.rawHeaders);
   let write = 0;
   for (let read = 0; read < headers.length; read += 2) {

@@ -117,7 +117,7 @@ function prepare(
   const request = arrival.request;
   const refusal = admit(connection, route.name, request, options.maxRequestBodyBytes);
   if (refusal !== undefined) return { refusal };
-  const headers = forwardedHeaders(request.req, route, request.origin);
+  const headers = forwardedHeaders(request);
   // An upgrade keeps the two fields that ask for it; everything else hop-by-hop is dropped.
   if (arrival.upgrade) headers.push('Connection', 'Upgrade', 'Upgrade', String(request.req.headers.upgrade));
   return encodeTunnelHead({ method: request.method, target: route.target, headers }, connection);
@@ -324,7 +324,7 @@ class HttpArrival implements Arrival {
   }
 
   forward(owner: OwnerEntry, crossNode: CrossNodeForwarder, lost?: (owner: OwnerEntry) => void): void {
-    crossNode.forwardRequest(this.request.req, this.#res, this.request.route, owner, lost);
+    crossNode.forwardRequest(this.request, this.#res, owner, lost);
   }
 
   get gone(): boolean {
@@ -381,11 +381,12 @@ export function handleTunnelUpgrade(
   options: TunnelIngressOptions,
   via?: ClientOrigin,
 ): void {
+  const request = resolvePublicRequest(req, route, options.clients, via);
   const arrival: Arrival = {
-    request: resolvePublicRequest(req, route, options.clients, via),
+    request,
     upgrade: true,
     forward(owner, crossNode) {
-      crossNode.forwardUpgrade(req, socket, head, route, owner);
+      crossNode.forwardUpgrade(request, socket, head, owner);
     },
     refuse: (refusal) => rejectUpgrade(socket, refusal),
     start(stream, payload) {
