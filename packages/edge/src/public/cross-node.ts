@@ -43,7 +43,7 @@ export type OwnerFinding =
 
 /**
  * How often a request or a TCP connection waiting for its agent asks the registry where the agent is now
- * (tunnel-ingress.ts, cluster/tcp/tcp-hold.ts).
+ * (session-routing.ts, cluster/tcp/tcp-hold.ts).
  */
 export const CLUSTER_POLL_MS = 200;
 /** Bound on the rounds of one such wait, whatever the clock does (reconnectWaitMs is at most 60 s). */
