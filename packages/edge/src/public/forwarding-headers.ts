@@ -1,6 +1,4 @@
-import type { IncomingMessage } from 'node:http';
 import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
-import type { ClientOrigin } from './client-address.js';
 import {
   LINK_CLIENT_HEADER,
   LINK_SESSION_HEADER,
@@ -35,39 +33,6 @@ export function isForwardingField(name: string): boolean {
   );
 }
 
-/** A host[:port] as a Host field may carry it: a DNS name, IPv4 or [IPv6], optional port. */
-const validHost =
-  /^(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*\.?|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
-/** A path prefix: starts with `/`, visible ASCII only. */
-const validPrefix = /^\/[\x21-\x7e]*$/;
-
-/** The one value of a single-valued field a trusted proxy set, or undefined when absent or repeated. */
-function single(value: string | string[] | undefined): string | undefined {
-  return typeof value === 'string' ? value.trim() : undefined;
-}
-
-/** What the edge states about a request's client in X-Forwarded-*: its own view, or a trusted proxy's. */
-function decideForwarding(
-  req: IncomingMessage,
-  origin: ClientOrigin | undefined,
-): { peer: string; proto: string; host: string; prefix: string } {
-  const peer = origin?.peer ?? req.socket.remoteAddress ?? '';
-  let proto: string = 'encrypted' in req.socket ? 'https' : 'http';
-  let host = req.headers.host ?? '';
-  let prefix = '';
-  if (origin?.trustedPeer === true) {
-    const givenProto = single(req.headers['x-forwarded-proto'])?.toLowerCase();
-    if (givenProto === 'http' || givenProto === 'https') proto = givenProto;
-    const givenHost = single(req.headers['x-forwarded-host']);
-    if (givenHost !== undefined && givenHost.length <= 255 && validHost.test(givenHost)) host = givenHost;
-    const givenPrefix = single(req.headers['x-forwarded-prefix']);
-    if (givenPrefix !== undefined && givenPrefix.length <= 1024 && validPrefix.test(givenPrefix)) {
-      prefix = givenPrefix.endsWith('/') ? givenPrefix.slice(0, -1) : givenPrefix;
-    }
-  }
-  return { peer, proto, host, prefix };
-}
-
 /** What the first node decided about a client, carried to the serving node under the signature (cluster.ts). */
 export interface HopOrigin {
   peer: string;
@@ -80,9 +45,7 @@ export interface HopOrigin {
 
 /** What this node decided about a client, for the node it forwards the request to. */
 export function hopOrigin(request: PublicRequest): HopOrigin {
-  const { origin } = request;
-  const decided = decideForwarding(request.req, origin);
-  return { ...decided, client: request.clientAddress, chain: origin?.chain };
+  return { ...request.forwarding, client: request.clientAddress, chain: request.origin?.chain };
 }
 
 /**
@@ -102,7 +65,7 @@ export function forwardedHeaders(request: PublicRequest): RawHeaders {
     write += 2;
   }
   headers.length = write;
-  const { peer, proto, host, prefix: given } = decideForwarding(req, origin);
+  const { peer, proto, host, prefix: given } = request.forwarding;
   let prefix = given;
   headers.push('X-Forwarded-For', origin?.chain === undefined ? peer : `${origin.chain}, ${peer}`);
   headers.push('X-Forwarded-Proto', proto);
