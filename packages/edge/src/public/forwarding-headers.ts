@@ -45,7 +45,14 @@ export interface HopOrigin {
 
 /** What this node decided about a client, for the node it forwards the request to. */
 export function hopOrigin(request: PublicRequest): HopOrigin {
-  return { ...request.forwarding, client: request.clientAddress, chain: request.origin?.chain };
+  return {
+    peer: request.peer,
+    proto: request.forwardedProto,
+    host: request.forwardedHost,
+    prefix: request.forwardedPrefix,
+    client: request.clientAddress,
+    chain: request.origin?.chain,
+  };
 }
 
 /**
@@ -65,11 +72,11 @@ export function forwardedHeaders(request: PublicRequest): RawHeaders {
     write += 2;
   }
   headers.length = write;
-  const { peer, proto, host, prefix: given } = request.forwarding;
-  let prefix = given;
+  const { peer } = request;
+  let prefix = request.forwardedPrefix;
   headers.push('X-Forwarded-For', origin?.chain === undefined ? peer : `${origin.chain}, ${peer}`);
-  headers.push('X-Forwarded-Proto', proto);
-  headers.push('X-Forwarded-Host', host);
+  headers.push('X-Forwarded-Proto', request.forwardedProto);
+  headers.push('X-Forwarded-Host', request.forwardedHost);
   if (route.via === 'path') prefix += `/session/${route.name}`;
   if (prefix !== '') headers.push('X-Forwarded-Prefix', prefix);
   return headers;

@@ -10,7 +10,7 @@ import type { IngressRoute } from './ingress-route.js';
  * after its own parsing (today HTTP/1.1, tunnel-ingress.ts); what follows reads it and nothing else
  * about who the client is.
  */
-export interface PublicRequest extends AdmissionRequest {
+export interface PublicRequest extends AdmissionRequest, ForwardingFacts {
   /** The message itself: its raw headers and body travel on, as the exchange reads them. */
   readonly req: IncomingMessage;
   /** Which tunnel, and the path its backend sees. */
@@ -24,8 +24,6 @@ export interface PublicRequest extends AdmissionRequest {
   readonly origin: ClientOrigin | undefined;
   /** True when another node forwarded it and vouched for its client: such a request is never forwarded. */
   readonly vouched: boolean;
-  /** What the forwarding headers state about the client, whichever way the request travels on. */
-  readonly forwarding: ForwardingFacts;
 }
 
 /**
@@ -33,12 +31,12 @@ export interface PublicRequest extends AdmissionRequest {
  * the backend, and for the node a request is carried to).
  */
 export interface ForwardingFacts {
-  /** The TCP peer the edge saw. */
+  /** The TCP peer the edge saw (appended to X-Forwarded-For). */
   readonly peer: string;
-  readonly proto: string;
-  readonly host: string;
+  readonly forwardedProto: string;
+  readonly forwardedHost: string;
   /** The path prefix a trusted proxy in front stated, without its trailing `/`; empty otherwise. */
-  readonly prefix: string;
+  readonly forwardedPrefix: string;
 }
 
 /**
@@ -63,7 +61,10 @@ export function resolvePublicRequest(
     authorization: req.headers.authorization,
     clientAddress: origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
     declaredLength: Number(req.headers['content-length'] ?? 0),
-    forwarding: decideForwarding(req, origin),
+    peer: origin?.peer ?? req.socket.remoteAddress ?? '',
+    forwardedProto: forwardedProto(req, origin),
+    forwardedHost: forwardedHost(req, origin),
+    forwardedPrefix: forwardedPrefix(req, origin),
   };
 }
 
@@ -78,21 +79,26 @@ function single(value: string | string[] | undefined): string | undefined {
   return typeof value === 'string' ? value.trim() : undefined;
 }
 
-/** What the edge states about a request's client in X-Forwarded-*: its own view, or a trusted proxy's. */
-function decideForwarding(req: IncomingMessage, origin: ClientOrigin | undefined): ForwardingFacts {
-  const peer = origin?.peer ?? req.socket.remoteAddress ?? '';
-  let proto: string = 'encrypted' in req.socket ? 'https' : 'http';
-  let host = req.headers.host ?? '';
-  let prefix = '';
-  if (origin?.trustedPeer === true) {
-    const givenProto = single(req.headers['x-forwarded-proto'])?.toLowerCase();
-    if (givenProto === 'http' || givenProto === 'https') proto = givenProto;
-    const givenHost = single(req.headers['x-forwarded-host']);
-    if (givenHost !== undefined && givenHost.length <= 255 && validHost.test(givenHost)) host = givenHost;
-    const givenPrefix = single(req.headers['x-forwarded-prefix']);
-    if (givenPrefix !== undefined && givenPrefix.length <= 1024 && validPrefix.test(givenPrefix)) {
-      prefix = givenPrefix.endsWith('/') ? givenPrefix.slice(0, -1) : givenPrefix;
-    }
-  }
-  return { peer, proto, host, prefix };
+// What the edge states in X-Forwarded-Proto / -Host / -Prefix: its own view, or a trusted proxy's when
+// valid. Three strings rather than an object: the request value holds them without another allocation.
+
+function forwardedProto(req: IncomingMessage, origin: ClientOrigin | undefined): string {
+  const own = 'encrypted' in req.socket ? 'https' : 'http';
+  if (origin?.trustedPeer !== true) return own;
+  const given = single(req.headers['x-forwarded-proto'])?.toLowerCase();
+  return given === 'http' || given === 'https' ? given : own;
+}
+
+function forwardedHost(req: IncomingMessage, origin: ClientOrigin | undefined): string {
+  const own = req.headers.host ?? '';
+  if (origin?.trustedPeer !== true) return own;
+  const given = single(req.headers['x-forwarded-host']);
+  return given !== undefined && given.length <= 255 && validHost.test(given) ? given : own;
+}
+
+function forwardedPrefix(req: IncomingMessage, origin: ClientOrigin | undefined): string {
+  if (origin?.trustedPeer !== true) return '';
+  const given = single(req.headers['x-forwarded-prefix']);
+  if (given === undefined || given.length > 1024 || !validPrefix.test(given)) return '';
+  return given.endsWith('/') ? given.slice(0, -1) : given;
 }
