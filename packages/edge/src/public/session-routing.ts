@@ -78,9 +78,10 @@ export interface TunnelIngressOptions {
 }
 
 /**
- * Routes an arrival to its session: checks what the agent asked the edge to enforce and the session's
- * limits, then opens a stream — at once, or after a bounded wait for a free slot, or (when the agent is
- * reconnecting) after a bounded wait for it to come back.
+ * Routes an arrival to its session: to the local forwarder when its agent is live here (`forwardHere`:
+ * the agent's protection and the session's limits, then a stream at once or after a bounded wait for a
+ * free slot); else to the wait for its agent (`awaitAgent`), which carries it to another node or comes
+ * back here once the agent arrives.
  */
 export function dispatch(
   arrival: Arrival,

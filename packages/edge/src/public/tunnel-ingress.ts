@@ -45,7 +45,7 @@ export function handleTunnelUpgrade(
  * A plain public request as an arrival. A class rather than an object of closures: the hot path allocates
  * one object per request, its methods live on the prototype.
  */
-export class HttpArrival implements Arrival {
+class HttpArrival implements Arrival {
   readonly request: PublicRequest;
   readonly upgrade = false;
   readonly #res: ServerResponse;
