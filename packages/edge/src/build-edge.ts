@@ -209,7 +209,6 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       cluster === undefined
         ? undefined
         : createCrossNodeForwarder(cluster, {
-            clients,
             inFlight,
             logger,
             responseTimeoutMs: options.responseTimeoutMs,

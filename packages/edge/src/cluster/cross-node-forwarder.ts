@@ -14,14 +14,14 @@ export function createCrossNodeForwarder(cluster: Cluster, context: ForwardingCo
     nodeId: cluster.nodeId,
     owner: (name) => cluster.owner(name),
     find: (name) => cluster.find(name),
-    forwardRequest(req, res, route, owner, lost) {
+    forwardRequest(request, res, owner, lost) {
       const links = cluster.links;
       if (links !== undefined && !links.viaHop(owner.url))
-        forwardOverLink(req, res, route, owner, cluster, links, context, lost);
-      else forwardRequest(req, res, route.name, owner, cluster, context, lost);
+        forwardOverLink(request, res, owner, cluster, links, context, lost);
+      else forwardRequest(request, res, owner, cluster, context, lost);
     },
-    forwardUpgrade(req, socket, head, route, owner) {
-      forwardUpgrade(req, socket, head, route.name, owner, cluster, context);
+    forwardUpgrade(request, socket, head, owner) {
+      forwardUpgrade(request, socket, head, owner, cluster, context);
     },
   };
 }

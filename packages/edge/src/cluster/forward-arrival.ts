@@ -1,13 +1,13 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
 import { unreachableOwner } from '../answers/refusals.js';
 import type { InFlight } from '../exchange/in-flight.js';
 import { isIdempotent, requestHasBody } from '../exchange/raw-http.js';
-import type { ClientOriginResolver } from '../public/client-address.js';
 import type { OwnerEntry } from '../public/cross-node.js';
 import { hopOrigin } from '../public/forwarding-headers.js';
+import type { PublicRequest } from '../public/public-request.js';
 import type { Cluster } from './cluster.js';
 import { type HopOutcome, isNotHere } from './node-hop.js';
 
@@ -16,8 +16,6 @@ import { type HopOutcome, isNotHere } from './node-hop.js';
  * (build-edge.ts hands both the same ones).
  */
 export interface ForwardingContext {
-  /** Decides who a request comes from (the peer, or what a trusted proxy in front says). */
-  clients: ClientOriginResolver;
   /** Counts requests in flight (for drain and metrics). */
   inFlight: InFlight;
   logger: Logger;
@@ -25,7 +23,7 @@ export interface ForwardingContext {
   maxRequestBodyBytes: number;
 }
 
-type Ingress = Pick<ForwardingContext, 'clients' | 'inFlight' | 'logger'>;
+type Ingress = Pick<ForwardingContext, 'inFlight' | 'logger'>;
 
 /**
  * Failures that happen before a request leaves this node (the peer's port refused or never accepted the
@@ -45,15 +43,16 @@ function neverSent(err: unknown): boolean {
  * already have given to its backend is sent again only when its method is idempotent.
  */
 export function forwardRequest(
-  req: IncomingMessage,
+  request: PublicRequest,
   res: ServerResponse,
-  name: string,
   owner: OwnerEntry,
   cluster: Cluster,
   options: Ingress,
   lost?: (owner: OwnerEntry) => void,
 ): void {
-  const headers = cluster.hopHeaders(req, hopOrigin(req, options.clients));
+  const { req, route } = request;
+  const name = route.name;
+  const headers = cluster.hopHeaders(req, hopOrigin(request));
   // With Expect: 100-continue the owner's backend decides on the body: the hop relays its 100 or its
   // early final answer.
   const hasBody = requestHasBody(req);
@@ -89,15 +88,16 @@ export function forwardRequest(
 
 /** Relays a public WebSocket upgrade to the node holding its session (a raw pipe once it connects). */
 export function forwardUpgrade(
-  req: IncomingMessage,
+  request: PublicRequest,
   socket: Duplex,
   head: Buffer,
-  name: string,
   owner: OwnerEntry,
   cluster: Cluster,
   options: Ingress,
 ): void {
-  const headers = cluster.hopHeaders(req, hopOrigin(req, options.clients));
+  const { req } = request;
+  const name = request.route.name;
+  const headers = cluster.hopHeaders(req, hopOrigin(request));
   options.inFlight.start();
   cluster.hop.forwardUpgrade(owner, req, socket, head, headers, {
     failed: (err) => {

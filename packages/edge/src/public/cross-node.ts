@@ -1,6 +1,6 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { IngressRoute } from './ingress-route.js';
+import type { PublicRequest } from './public-request.js';
 
 // Cluster mode as the public ingress sees it. The ingress declares what it needs here and the cluster
 // plugs in behind it (cluster/cross-node-forwarder.ts), so nothing under public/ imports cluster/: on one
@@ -43,7 +43,7 @@ export type OwnerFinding =
 
 /**
  * How often a request or a TCP connection waiting for its agent asks the registry where the agent is now
- * (tunnel-ingress.ts, cluster/tcp/tcp-hold.ts).
+ * (session-routing.ts, cluster/tcp/tcp-hold.ts).
  */
 export const CLUSTER_POLL_MS = 200;
 /** Bound on the rounds of one such wait, whatever the clock does (reconnectWaitMs is at most 60 s). */
@@ -61,18 +61,12 @@ export interface CrossNodeForwarder {
   owner(name: string): Promise<OwnerEntry | undefined>;
   /** Where `name` stands, asked of the registry itself while a request waits for its agent. */
   find(name: string): Promise<OwnerFinding>;
+  /** Carries the request as the ingress resolved it: the cluster never works its client out again. */
   forwardRequest(
-    req: IncomingMessage,
+    request: PublicRequest,
     res: ServerResponse,
-    route: IngressRoute,
     owner: OwnerEntry,
     lost?: (owner: OwnerEntry) => void,
   ): void;
-  forwardUpgrade(
-    req: IncomingMessage,
-    socket: Duplex,
-    head: Buffer,
-    route: IngressRoute,
-    owner: OwnerEntry,
-  ): void;
+  forwardUpgrade(request: PublicRequest, socket: Duplex, head: Buffer, owner: OwnerEntry): void;
 }

@@ -1,6 +1,4 @@
-import type { IncomingMessage } from 'node:http';
 import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
-import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
 import {
   LINK_CLIENT_HEADER,
   LINK_SESSION_HEADER,
@@ -8,7 +6,7 @@ import {
   NODE_CLIENT_HEADER,
   NODE_PEER_HEADER,
 } from './cross-node.js';
-import type { IngressRoute } from './ingress-route.js';
+import type { PublicRequest } from './public-request.js';
 
 // The six fields a client could use to lie about where a request came from, and the five one node states to
 // another. Length first: most header names are not 9, 15-19, 21 or 22 characters long, and skip the lowercase copy.
@@ -35,39 +33,6 @@ export function isForwardingField(name: string): boolean {
   );
 }
 
-/** A host[:port] as a Host field may carry it: a DNS name, IPv4 or [IPv6], optional port. */
-const validHost =
-  /^(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*\.?|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
-/** A path prefix: starts with `/`, visible ASCII only. */
-const validPrefix = /^\/[\x21-\x7e]*$/;
-
-/** The one value of a single-valued field a trusted proxy set, or undefined when absent or repeated. */
-function single(value: string | string[] | undefined): string | undefined {
-  return typeof value === 'string' ? value.trim() : undefined;
-}
-
-/** What the edge states about a request's client in X-Forwarded-*: its own view, or a trusted proxy's. */
-function decideForwarding(
-  req: IncomingMessage,
-  origin: ClientOrigin | undefined,
-): { peer: string; proto: string; host: string; prefix: string } {
-  const peer = origin?.peer ?? req.socket.remoteAddress ?? '';
-  let proto: string = 'encrypted' in req.socket ? 'https' : 'http';
-  let host = req.headers.host ?? '';
-  let prefix = '';
-  if (origin?.trustedPeer === true) {
-    const givenProto = single(req.headers['x-forwarded-proto'])?.toLowerCase();
-    if (givenProto === 'http' || givenProto === 'https') proto = givenProto;
-    const givenHost = single(req.headers['x-forwarded-host']);
-    if (givenHost !== undefined && givenHost.length <= 255 && validHost.test(givenHost)) host = givenHost;
-    const givenPrefix = single(req.headers['x-forwarded-prefix']);
-    if (givenPrefix !== undefined && givenPrefix.length <= 1024 && validPrefix.test(givenPrefix)) {
-      prefix = givenPrefix.endsWith('/') ? givenPrefix.slice(0, -1) : givenPrefix;
-    }
-  }
-  return { peer, proto, host, prefix };
-}
-
 /** What the first node decided about a client, carried to the serving node under the signature (cluster.ts). */
 export interface HopOrigin {
   peer: string;
@@ -79,13 +44,14 @@ export interface HopOrigin {
 }
 
 /** What this node decided about a client, for the node it forwards the request to. */
-export function hopOrigin(req: IncomingMessage, clients: ClientOriginResolver): HopOrigin {
-  const origin = clients.trustsAnyone ? clients.resolve(req) : undefined;
-  const decided = decideForwarding(req, origin);
+export function hopOrigin(request: PublicRequest): HopOrigin {
   return {
-    ...decided,
-    client: origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
-    chain: origin?.chain,
+    peer: request.peer,
+    proto: request.forwardedProto,
+    host: request.forwardedHost,
+    prefix: request.forwardedPrefix,
+    client: request.clientAddress,
+    chain: request.origin?.chain,
   };
 }
 
@@ -95,11 +61,8 @@ export function hopOrigin(req: IncomingMessage, clients: ClientOriginResolver): 
  * X-Forwarded-For chain is kept with the proxy appended, and its X-Forwarded-Proto / -Host / -Prefix are
  * taken when valid. Forwarded and X-Real-IP never pass: the edge states the same in X-Forwarded-*.
  */
-export function forwardedHeaders(
-  req: IncomingMessage,
-  route: IngressRoute,
-  origin: ClientOrigin | undefined,
-): RawHeaders {
+export function forwardedHeaders(request: PublicRequest): RawHeaders {
+  const { req, route, origin } = request;
   const headers = withoutHopByHop(req.rawHeaders);
   let write = 0;
   for (let read = 0; read < headers.length; read += 2) {
@@ -109,11 +72,11 @@ export function forwardedHeaders(
     write += 2;
   }
   headers.length = write;
-  const { peer, proto, host, prefix: given } = decideForwarding(req, origin);
-  let prefix = given;
+  const { peer } = request;
+  let prefix = request.forwardedPrefix;
   headers.push('X-Forwarded-For', origin?.chain === undefined ? peer : `${origin.chain}, ${peer}`);
-  headers.push('X-Forwarded-Proto', proto);
-  headers.push('X-Forwarded-Host', host);
+  headers.push('X-Forwarded-Proto', request.forwardedProto);
+  headers.push('X-Forwarded-Host', request.forwardedHost);
   if (route.via === 'path') prefix += `/session/${route.name}`;
   if (prefix !== '') headers.push('X-Forwarded-Prefix', prefix);
   return headers;

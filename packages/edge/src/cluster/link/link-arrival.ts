@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { ErrorCode, type StreamResetError } from '@tunnel2/protocol';
 import { sendRefusal } from '../../answers/error-response.js';
 import {
@@ -14,11 +14,10 @@ import {
 import { isIdempotent, requestHasBody } from '../../exchange/raw-http.js';
 import { TunnelExchange } from '../../exchange/tunnel-exchange.js';
 import { encodeHead } from '../../public/admission.js';
-import { normalizeAddress } from '../../public/client-address.js';
 import type { OwnerEntry } from '../../public/cross-node.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from '../../public/cross-node.js';
 import { forwardedHeaders } from '../../public/forwarding-headers.js';
-import type { IngressRoute } from '../../public/ingress-route.js';
+import type { PublicRequest } from '../../public/public-request.js';
 import type { Cluster } from '../cluster.js';
 import { type ForwardingContext, forwardRequest, unreachable } from '../forward-arrival.js';
 import type { NodeLinks } from './node-link.js';
@@ -38,24 +37,23 @@ type Ingress = ForwardingContext;
  * its method is also idempotent. Otherwise it is answered as that hop, or one node, would.
  */
 export function forwardOverLink(
-  req: IncomingMessage,
+  request: PublicRequest,
   res: ServerResponse,
-  route: IngressRoute,
   owner: OwnerEntry,
   cluster: Cluster,
   links: NodeLinks,
   options: Ingress,
   lost?: (owner: OwnerEntry) => void,
 ): void {
+  const { req, route } = request;
   const name = route.name;
-  const origin = options.clients.trustsAnyone ? options.clients.resolve(req) : undefined;
-  const declared = Number(req.headers['content-length'] ?? 0);
+  const declared = request.declaredLength;
   if (declared > options.maxRequestBodyBytes) {
     sendRefusal(res, bodyTooLarge(declared, options.maxRequestBodyBytes));
     return;
   }
-  const headers = forwardedHeaders(req, route, origin);
-  const client = origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? '');
+  const headers = forwardedHeaders(request);
+  const client = request.clientAddress;
   headers.push(LINK_SESSION_HEADER, name, LINK_CLIENT_HEADER, client);
   const hasBody = requestHasBody(req);
   // Once the head is on the link, the holder may have given it to its agent: only a method that may run
@@ -86,7 +84,7 @@ export function forwardOverLink(
         return;
       }
       if ('failed' in opening) {
-        if (opening.failed === 'refused') forwardRequest(req, res, name, owner, cluster, options, lost);
+        if (opening.failed === 'refused') forwardRequest(request, res, owner, cluster, options, lost);
         else if (opening.failed === 'full') refuse(busy(name));
         else if (opening.failed === 'share') refuse(linkShareFull(name));
         else if (opening.failed === 'stopping') refuse(nodeStopping(name));
@@ -96,7 +94,7 @@ export function forwardOverLink(
       }
       const { stream } = opening;
       const encoded = encodeHead(
-        { method: req.method ?? 'GET', target: route.target, headers },
+        { method: request.method, target: route.target, headers },
         opening.maxFrameSize,
       );
       if ('refusal' in encoded) {
