@@ -32,8 +32,8 @@ import type {
   SessionRole,
 } from './mux-session-options.js';
 import { MuxStream, type StreamHost } from './mux-stream.js';
-import { OutboundBatch } from './outbound-batch.js';
 import { RoundTripMeter } from './round-trip-meter.js';
+import { SessionWriter } from './session-writer.js';
 import { guardStream } from './stream-guard.js';
 import { WindowBudget } from './window-budget.js';
 
@@ -60,14 +60,9 @@ export class MuxSession implements StreamHost {
   readonly #transport: FrameTransport;
   readonly #handler: SessionHandler;
   readonly #decoder: FrameDecoder;
-  readonly #batch: OutboundBatch;
-  readonly #highWaterMark: number;
+  readonly #writer: SessionWriter;
   readonly #flood: FloodGuard;
-  #flushScheduled = false;
-  #outstanding = 0;
-  #congested = false;
   #creditWaiters = new Set<MuxStream>();
-  #drainWaiters = new Set<MuxStream>();
   #sessionRecvWindow: number;
   #sessionUnacked = 0;
   #nextStreamId: number;
@@ -87,12 +82,21 @@ export class MuxSession implements StreamHost {
     this.#transport = options.transport;
     this.#handler = options.handler;
     this.localSettings = resolveSettings(options.settings);
-    this.#highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
     this.#flood = new FloodGuard(options.floodLimits);
     // Validated by the owner's options (the edge's probeTimeoutMs); a negative value means none.
     this.#probeTimeoutMs = Math.max(0, options.probeTimeoutMs ?? 0);
     this.#skipPingWhenPinged = options.skipPingWhenPinged ?? false;
-    this.#batch = new OutboundBatch(options.maxMessageSize ?? 256 * 1024);
+    this.#writer = new SessionWriter(
+      options.transport,
+      options.maxMessageSize ?? 256 * 1024,
+      options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK,
+      this.#flood,
+      {
+        failed: (error) => this.transportClosed(error),
+        // Guarded: this runs from the transport's callback, where a handler's throw would escape the session.
+        drained: (stream) => this.#guard(stream, () => stream.notifyDrain()),
+      },
+    );
     this.#sessionRecvWindow = this.localSettings.initialSessionWindow;
     const tuning = resolveWindowTuning(options);
     const tuned =
@@ -115,7 +119,7 @@ export class MuxSession implements StreamHost {
     return this.#closed;
   }
   get congested(): boolean {
-    return this.#congested;
+    return this.#writer.congested;
   }
   get peerMaxFrameSize(): number {
     return this.peerSettings.maxFrameSize;
@@ -129,7 +133,7 @@ export class MuxSession implements StreamHost {
   }
   /** Bytes written to the transport and not yet confirmed flushed. */
   get bufferedBytes(): number {
-    return this.#outstanding + this.#batch.bytes;
+    return this.#writer.bufferedBytes;
   }
 
   /**
@@ -211,7 +215,7 @@ export class MuxSession implements StreamHost {
   close(code: number = ErrorCode.NO_ERROR, reason = 'closing', error?: Error): void {
     if (this.#closed) return;
     this.goAway(code, reason);
-    this.#write();
+    this.#writer.write();
     this.#transport.close(code === ErrorCode.NO_ERROR ? 1000 : 1002, reason.slice(0, 120));
     this.transportClosed(error);
   }
@@ -232,7 +236,7 @@ export class MuxSession implements StreamHost {
     }
     this.streams.clear();
     this.#creditWaiters.clear();
-    this.#drainWaiters.clear();
+    this.#writer.stop();
     this.#handler.onClose(error);
   }
 
@@ -241,13 +245,7 @@ export class MuxSession implements StreamHost {
   enqueue(type: number, flags: number, streamId: number, payload: Buffer | undefined): void {
     if (this.#closed) return;
     this.framesSent++;
-    this.#batch.add(type, flags, streamId, payload);
-    if (!this.#congested && this.#outstanding + this.#batch.bytes > this.#highWaterMark)
-      this.#congested = true;
-    if (!this.#flushScheduled) {
-      this.#flushScheduled = true;
-      setImmediate(this.#flush);
-    }
+    this.#writer.enqueue(type, flags, streamId, payload);
   }
 
   waitForSessionCredit(stream: MuxStream): void {
@@ -255,7 +253,7 @@ export class MuxSession implements StreamHost {
   }
 
   waitForDrain(stream: MuxStream): void {
-    this.#drainWaiters.add(stream);
+    this.#writer.waitForDrain(stream);
   }
 
   creditSession(bytes: number): void {
@@ -271,47 +269,13 @@ export class MuxSession implements StreamHost {
   streamClosed(stream: MuxStream): void {
     this.streams.delete(stream.id);
     this.#creditWaiters.delete(stream);
-    this.#drainWaiters.delete(stream);
+    this.#writer.forget(stream);
     if (this.#closed) return;
     this.#handler.onStreamClosed?.(stream);
     if (this.streams.size === 0) this.#handler.onIdle?.();
   }
 
   // ---- internals ----
-
-  readonly #flush = (): void => {
-    this.#flushScheduled = false;
-    if (this.#closed) return;
-    this.#write();
-  };
-
-  #write(): void {
-    if (this.#batch.empty) return;
-    const answers = this.#flood.takeBatch();
-    this.#batch.drainTo(
-      this.#transport,
-      (bytes) => {
-        this.#outstanding += bytes;
-      },
-      (bytes, last, error) => this.#onSent(bytes, last ? answers : 0, error),
-    );
-  }
-
-  #onSent(bytes: number, answers: number, error: Error | null | undefined): void {
-    this.#outstanding -= bytes;
-    this.#flood.written(answers);
-    if (error) {
-      this.transportClosed(error);
-      return;
-    }
-    if (this.#congested && this.#outstanding + this.#batch.bytes <= this.#highWaterMark >>> 1) {
-      this.#congested = false;
-      const waiters = [...this.#drainWaiters];
-      this.#drainWaiters.clear();
-      // Guarded: this runs from the transport's callback, where a handler's throw would escape the session.
-      for (const stream of waiters) this.#guard(stream, () => stream.notifyDrain());
-    }
-  }
 
   /**
    * Queues an answer the peer can provoke without limit (a PING ACK, the refusal of a stream it opened).
