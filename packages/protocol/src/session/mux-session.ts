@@ -1,30 +1,30 @@
 import {
-  MAX_WINDOW,
-  type ProtocolSettings,
-  resolveSettings,
-  resolveWindowTuning,
-  settingsBeforeHello,
-} from './config.js';
-import { ErrorCode, errorCodeName, FrameFlags, FrameType, ownVersionRange } from './constants.js';
-import {
   type GoAway,
   goAwayPayload,
   parseGoAway,
   parseReset,
   parseWindowUpdate,
   u32Payload,
-} from './control-frames.js';
+} from '../codec/control-frames.js';
+import { type Frame, FrameDecoder } from '../codec/frame-codec.js';
+import { encodeHelloPayload, type Hello, parseHello } from '../codec/hello.js';
+import {
+  MAX_WINDOW,
+  type ProtocolSettings,
+  resolveSettings,
+  resolveWindowTuning,
+  settingsBeforeHello,
+} from '../config.js';
+import { ErrorCode, errorCodeName, FrameFlags, FrameType, ownVersionRange } from '../constants.js';
 import {
   frameError,
   PeerTimeoutError,
   ProtocolError,
   ProtocolErrorCode,
   StreamResetError,
-} from './errors.js';
+} from '../errors.js';
 import { FloodGuard } from './flood-guard.js';
-import { type Frame, FrameDecoder } from './frame-codec.js';
 import { agreedHeartbeat, type Heartbeat } from './heartbeat.js';
-import { encodeHelloPayload, type Hello, parseHello } from './hello.js';
 import type {
   FrameTransport,
   MuxSessionOptions,

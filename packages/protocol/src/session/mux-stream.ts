@@ -1,6 +1,6 @@
-import { ErrorCode, FrameFlags, FrameType } from './constants.js';
-import { u32Payload } from './control-frames.js';
-import { ProtocolError, ProtocolErrorCode, type StreamResetError } from './errors.js';
+import { u32Payload } from '../codec/control-frames.js';
+import { ErrorCode, FrameFlags, FrameType } from '../constants.js';
+import { ProtocolError, ProtocolErrorCode, type StreamResetError } from '../errors.js';
 import { ReceiveWindow, type TuningHost } from './receive-window.js';
 import type { WindowBudget } from './window-budget.js';
 

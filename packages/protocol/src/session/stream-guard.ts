@@ -1,5 +1,5 @@
-import { ErrorCode, errorCodeName } from './constants.js';
-import { ProtocolError, ProtocolErrorCode, StreamResetError } from './errors.js';
+import { ErrorCode, errorCodeName } from '../constants.js';
+import { ProtocolError, ProtocolErrorCode, StreamResetError } from '../errors.js';
 import type { SessionHandler } from './mux-session-options.js';
 import type { MuxStream } from './mux-stream.js';
 

@@ -1,5 +1,5 @@
-import { ErrorCode } from './constants.js';
-import { ProtocolError, ProtocolErrorCode } from './errors.js';
+import { ErrorCode } from '../constants.js';
+import { ProtocolError, ProtocolErrorCode } from '../errors.js';
 
 /**
  * Several tunnels on one session (PROTOCOL.md "Several tunnels on one session"). The session's own tunnel

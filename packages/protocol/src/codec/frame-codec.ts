@@ -1,5 +1,5 @@
-import { ErrorCode, FRAME_HEADER_SIZE, FrameFlags, FrameType, MAX_FRAME_LENGTH_FIELD } from './constants.js';
-import { frameError, ProtocolError, ProtocolErrorCode } from './errors.js';
+import { ErrorCode, FRAME_HEADER_SIZE, FrameFlags, FrameType, MAX_FRAME_LENGTH_FIELD } from '../constants.js';
+import { frameError, ProtocolError, ProtocolErrorCode } from '../errors.js';
 
 /** One decoded frame. `payload` is a view into the received bytes, not a copy. */
 export interface Frame {

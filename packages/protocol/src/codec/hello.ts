@@ -1,4 +1,4 @@
-import { defaultSettings, type ProtocolSettings, validateSettings } from './config.js';
+import { defaultSettings, type ProtocolSettings, validateSettings } from '../config.js';
 import {
   ErrorCode,
   FrameFlags,
@@ -6,8 +6,8 @@ import {
   ownVersionRange,
   SettingId,
   type VersionRange,
-} from './constants.js';
-import { frameError, ProtocolError, ProtocolErrorCode } from './errors.js';
+} from '../constants.js';
+import { frameError, ProtocolError, ProtocolErrorCode } from '../errors.js';
 import { encodeFrame } from './frame-codec.js';
 
 /** A side's handshake: the versions it speaks, its settings, and free-form metadata (session info). */

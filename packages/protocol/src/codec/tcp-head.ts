@@ -1,5 +1,5 @@
-import { ErrorCode } from './constants.js';
-import { ProtocolError, ProtocolErrorCode } from './errors.js';
+import { ErrorCode } from '../constants.js';
+import { ProtocolError, ProtocolErrorCode } from '../errors.js';
 
 /**
  * The head that opens a TCP stream (edge → agent): which public port a client connected to, and from

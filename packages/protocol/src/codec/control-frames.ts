@@ -1,6 +1,6 @@
-import { MAX_WINDOW } from './config.js';
-import { FrameType } from './constants.js';
-import { frameError } from './errors.js';
+import { MAX_WINDOW } from '../config.js';
+import { FrameType } from '../constants.js';
+import { frameError } from '../errors.js';
 import { encodeFrame } from './frame-codec.js';
 
 /** A u32 payload: RESET's error code, WINDOW_UPDATE's increment. */

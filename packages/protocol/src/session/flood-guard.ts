@@ -1,6 +1,6 @@
-import { type FloodLimits, resolveFloodLimits } from './config.js';
-import { ErrorCode } from './constants.js';
-import { ProtocolError, ProtocolErrorCode } from './errors.js';
+import { type FloodLimits, resolveFloodLimits } from '../config.js';
+import { ErrorCode } from '../constants.js';
+import { ProtocolError, ProtocolErrorCode } from '../errors.js';
 
 /**
  * A session's flood bounds (FloodLimits, PROTOCOL.md §9): answers the peer can provoke without limit (PING

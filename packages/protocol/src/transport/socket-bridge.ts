@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
-import type { StreamResetError } from './errors.js';
-import type { MuxStream } from './mux-stream.js';
+import type { StreamResetError } from '../errors.js';
+import type { MuxStream } from '../session/mux-stream.js';
 
 /** A TCP socket as the bridge needs it: a duplex that can also close with RST (net.Socket). */
 export type BridgedSocket = Duplex & { resetAndDestroy(): unknown; readonly connecting: boolean };

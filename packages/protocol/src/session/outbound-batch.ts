@@ -1,5 +1,5 @@
-import { FRAME_HEADER_SIZE } from './constants.js';
-import { writeFrameHeader } from './frame-codec.js';
+import { writeFrameHeader } from '../codec/frame-codec.js';
+import { FRAME_HEADER_SIZE } from '../constants.js';
 import type { FrameTransport } from './mux-session-options.js';
 
 /**

@@ -1,5 +1,5 @@
-import { ErrorCode } from './constants.js';
-import { ProtocolError, ProtocolErrorCode } from './errors.js';
+import { ErrorCode } from '../constants.js';
+import { ProtocolError, ProtocolErrorCode } from '../errors.js';
 
 /**
  * Headers as a flat list of name/value pairs in wire order, like Node's `rawHeaders`:

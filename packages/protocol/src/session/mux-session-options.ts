@@ -1,6 +1,6 @@
-import type { FloodLimits, ProtocolSettings } from './config.js';
-import type { GoAway } from './control-frames.js';
-import type { Hello } from './hello.js';
+import type { GoAway } from '../codec/control-frames.js';
+import type { Hello } from '../codec/hello.js';
+import type { FloodLimits, ProtocolSettings } from '../config.js';
 import type { MuxStream } from './mux-stream.js';
 import type { WindowBudget } from './window-budget.js';
 
