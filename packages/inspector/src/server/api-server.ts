@@ -1,19 +1,19 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { toCurl } from './curl.js';
-import { matches, parseFilter } from './entry-filter.js';
-import type { EntryStore } from './entry-store.js';
-import { toEntry, toSummary } from './entry-view.js';
-import { InspectorError, InspectorErrorCode, inspectorErrorStatus } from './errors.js';
+import type { EntryStore } from '../capture/entry-store.js';
+import { parseEdits, type ReplayTarget, replay } from '../capture/replay.js';
+import type { StoredEntry } from '../entries/stored-entry.js';
+import { InspectorError, InspectorErrorCode, inspectorErrorStatus } from '../errors.js';
+import { serveStatic } from '../static-files.js';
+import { toCurl } from '../views/curl.js';
+import { matches, parseFilter } from '../views/entry-filter.js';
+import { toEntry, toSummary } from '../views/entry-view.js';
+import { harFileName } from '../views/har-file-name.js';
+import { streamHar } from '../views/har-stream.js';
+import { toInFlightSummary } from '../views/inflight-view.js';
+import { TimeSlicer } from '../views/time-slicer.js';
+import { hostsOf, rawExchange } from '../views/wire-view.js';
 import type { EventStream } from './event-stream.js';
-import { harFileName } from './har-file-name.js';
-import { streamHar } from './har-stream.js';
-import { toInFlightSummary } from './inflight-view.js';
 import { crossOriginRefusal } from './origin-guard.js';
-import { parseEdits, type ReplayTarget, replay } from './replay.js';
-import { serveStatic } from './static-files.js';
-import type { StoredEntry } from './stored-entry.js';
-import { TimeSlicer } from './time-slicer.js';
-import { hostsOf, rawExchange } from './wire-view.js';
 import type { WorkGate } from './work-gate.js';
 
 export interface ApiContext {

@@ -1,6 +1,6 @@
-import type { EntryHosts } from './entry.js';
-import { forwardOf, type ReplayTarget } from './replay.js';
-import { headerValue, type StoredBody, type StoredEntry } from './stored-entry.js';
+import { forwardOf, type ReplayTarget } from '../capture/replay.js';
+import type { EntryHosts } from '../entries/entry.js';
+import { headerValue, type StoredBody, type StoredEntry } from '../entries/stored-entry.js';
 
 /**
  * An entry as it crossed the wire: each message as HTTP/1.1 text (`GET /api/entries/:id/raw`), and the Host

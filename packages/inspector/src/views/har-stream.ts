@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
+import type { StoredEntry } from '../entries/stored-entry.js';
 import { encodeSlice, HAR_EPILOGUE, type HarOptions, harEntryParts, harPrologue } from './har.js';
-import type { StoredEntry } from './stored-entry.js';
 import { TimeSlicer } from './time-slicer.js';
 
 /** A reader that takes nothing for this long while the export waits for it is dropped: it holds a place. */

@@ -1,4 +1,4 @@
-import { InspectorError, InspectorErrorCode } from './errors.js';
+import { InspectorError, InspectorErrorCode } from '../errors.js';
 
 /**
  * Expensive reads at once (HAR exports, body searches: each walks every stored body): the page needs one or

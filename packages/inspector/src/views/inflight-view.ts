@@ -1,8 +1,8 @@
 import { decodeRequestHead } from '@tunnel2/protocol';
-import type { InFlightSummary } from './entry.js';
+import type { ExchangeSlot } from '../capture/exchange-slot.js';
+import type { InFlightSummary } from '../entries/entry.js';
+import { flightKeyOf } from '../entries/stored-entry.js';
 import { pairs } from './entry-view.js';
-import type { ExchangeSlot } from './exchange-slot.js';
-import { flightKeyOf } from './stored-entry.js';
 
 /**
  * The API's view of an exchange still running, built only when a client asks (the page polls while it is

@@ -1,10 +1,10 @@
 import { EventEmitter } from 'node:events';
+import { CapturedEntry, type EntryExtras } from '../entries/captured-entry.js';
+import type { StoredEntry } from '../entries/stored-entry.js';
+import { InspectorError, InspectorErrorCode } from '../errors.js';
 import type { CaptureBudget } from './body-capture.js';
-import { CapturedEntry, type EntryExtras } from './captured-entry.js';
 import { EntryArena } from './entry-arena.js';
-import { InspectorError, InspectorErrorCode } from './errors.js';
 import { ExchangeSlot } from './exchange-slot.js';
-import type { StoredEntry } from './stored-entry.js';
 
 export interface EntryStoreOptions {
   /** All entries together stay within this many bytes (default 64 MiB). */

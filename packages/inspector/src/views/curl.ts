@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { withoutHopByHop } from '@tunnel2/protocol';
-import type { StoredEntry } from './stored-entry.js';
+import type { StoredEntry } from '../entries/stored-entry.js';
 
 /** Fields the edge adds to every request: sent again they would only be replaced (or refused). */
 const EDGE_ADDED = new Set([

@@ -1,8 +1,8 @@
 import { encodeRequestHead, encodeResponseHead } from '@tunnel2/protocol';
-import type { EntryError } from './entry.js';
+import type { EntryError } from '../entries/entry.js';
+import { headerValue } from '../entries/stored-entry.js';
 import type { EntryStore } from './entry-store.js';
 import { type ExchangeSlot, roundMs } from './exchange-slot.js';
-import { headerValue } from './stored-entry.js';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 /** A head the inspector encodes itself (a flat list given) may be this large; past it, its fields are dropped. */

@@ -1,4 +1,4 @@
-import type { Body, Entry, EntrySummary } from './entry.js';
+import type { Body, Entry, EntrySummary } from '../entries/entry.js';
 import {
   clientOf,
   flightKeyOf,
@@ -6,7 +6,7 @@ import {
   type StoredBody,
   type StoredEntry,
   splitTarget,
-} from './stored-entry.js';
+} from '../entries/stored-entry.js';
 
 export function toSummary(entry: StoredEntry): EntrySummary {
   const { path, query } = splitTarget(entry.target);

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
+import type { StoredEntry } from '../entries/stored-entry.js';
+import { clientOf, headerValue } from '../entries/stored-entry.js';
 import { pairs } from './entry-view.js';
-import type { StoredEntry } from './stored-entry.js';
-import { clientOf, headerValue } from './stored-entry.js';
 
 export interface HarOptions {
   /** Replace Authorization, Cookie and Set-Cookie values with "[redacted]". */

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { InspectorError, InspectorErrorCode } from './errors.js';
+import { InspectorError, InspectorErrorCode } from '../errors.js';
 
 /** A reader whose socket holds more than this unsent is too slow: it is dropped, not buffered for. */
 export const MAX_PENDING_BYTES = 1024 * 1024;

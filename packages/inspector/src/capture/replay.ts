@@ -1,11 +1,11 @@
 import type { ClientRequest } from 'node:http';
 import type { ConnectionOptions } from 'node:tls';
 import { withoutHopByHop } from '@tunnel2/protocol';
+import type { EntryError } from '../entries/entry.js';
+import type { StoredEntry } from '../entries/stored-entry.js';
+import { InspectorError, InspectorErrorCode } from '../errors.js';
 import { ExchangeRecorder } from './capture.js';
-import type { EntryError } from './entry.js';
 import type { EntryStore } from './entry-store.js';
-import { InspectorError, InspectorErrorCode } from './errors.js';
-import type { StoredEntry } from './stored-entry.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
 const { request: httpRequest } = process.getBuiltinModule('node:http');

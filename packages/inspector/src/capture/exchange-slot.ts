@@ -1,7 +1,7 @@
+import { type EntryExtras, requestLine } from '../entries/captured-entry.js';
+import type { EntryError, InFlightExchange } from '../entries/entry.js';
+import { splitTarget } from '../entries/stored-entry.js';
 import { BodyCapture, type CaptureBudget } from './body-capture.js';
-import { type EntryExtras, requestLine } from './captured-entry.js';
-import type { EntryError, InFlightExchange } from './entry.js';
-import { splitTarget } from './stored-entry.js';
 import { WsFrameCounter } from './ws-frame-counter.js';
 
 /** Head bytes larger than this are not kept for the next exchange when the slot goes back to the pool. */

@@ -1,6 +1,6 @@
+import type { StoredEntry } from '../entries/stored-entry.js';
+import { InspectorError, InspectorErrorCode } from '../errors.js';
 import { searchedBytes } from './entry-view.js';
-import { InspectorError, InspectorErrorCode } from './errors.js';
-import type { StoredEntry } from './stored-entry.js';
 import { TimeSlicer } from './time-slicer.js';
 
 export interface EntryFilter {
