@@ -40,11 +40,18 @@ const cliRules = layerRules(
 );
 /** The protocol (packages/protocol/README.md). */
 const protocolRules = layerRules('packages/protocol', ['transport', 'session', 'codec'], ['index']);
+/** The inspector (packages/inspector/README.md, "How it is built"). */
+const inspectorRules = layerRules(
+  'packages/inspector',
+  ['server', 'views', 'capture', 'entries'],
+  ['index', 'inspector'],
+);
 
 module.exports = {
   forbidden: [
     ...cliRules,
     ...protocolRules,
+    ...inspectorRules,
     {
       name: 'no-circular',
       severity: 'error',
