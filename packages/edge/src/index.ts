@@ -1,3 +1,4 @@
+export type { PublicProtection } from './access/public-protection.js';
 export { type AgentAuthOptions, createAgentAuthenticator, createSignedToken } from './agents/agent-auth.js';
 export { AGENT_KEY_HEADER } from './agents/agent-endpoint.js';
 export { randomSessionName, reservedNames } from './agents/session-name.js';
@@ -8,7 +9,6 @@ export { type AdminServer, answerOps, type OpsProbes, startAdminServer } from '.
 export { createEdgeLogger, redactedPaths } from './operations/edge-logger.js';
 export { createEdgeMetrics, type EdgeMetrics, refusalReasonByCode } from './operations/metrics.js';
 export { type IngressRoute, isValidSessionName, resolveIngressRoute } from './public/ingress-route.js';
-export type { PublicProtection } from './public/public-protection.js';
 export { ensureRequestId, installRequestIds, REQUEST_ID_HEADER } from './public/request-id.js';
 export { MAX_STARTUP_WAITERS, StartupGrace } from './public/startup-grace.js';
 export { parseEdgeCommand } from './settings/edge-args.js';

@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
+import { compileProtection } from '../access/public-protection.js';
 import { EdgeErrorCode } from '../errors.js';
-import { compileProtection } from '../public/public-protection.js';
-import type { TcpPort } from '../tcp/tcp-port.js';
 import type { TcpPortTable } from '../tcp/tcp-tunnels.js';
 import type { AgentConnection, ClaimedTunnels } from './agent-connection.js';
 import { ExtraTunnel } from './extra-tunnel.js';
 import { heldByOther, heldBySelf } from './name-holder.js';
 import { nameRefusal, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
+import type { TcpPort } from './tcp-port.js';
 
 export interface TunnelClaimsOptions {
   sessions: SessionTable;

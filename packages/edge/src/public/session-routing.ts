@@ -1,5 +1,6 @@
 import type { MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
+import type { ClientOriginResolver } from '../access/client-address.js';
 import type { SessionTable } from '../agents/session-table.js';
 import type { TunnelEntry } from '../agents/tunnel-entry.js';
 import {
@@ -14,7 +15,6 @@ import {
 import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../exchange/in-flight.js';
 import { acquireStream, admit, encodeTunnelHead } from './admission.js';
-import type { ClientOriginResolver } from './client-address.js';
 import {
   CLUSTER_MAX_ROUNDS,
   CLUSTER_POLL_MS,

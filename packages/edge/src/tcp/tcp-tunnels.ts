@@ -2,11 +2,11 @@ import { createServer } from 'node:net';
 import { ErrorCode } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { agentAccount } from '../agents/agent-account.js';
+import { TcpPort } from '../agents/tcp-port.js';
 import type { TunnelEntry } from '../agents/tunnel-entry.js';
 import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../exchange/in-flight.js';
 import { acceptTcpConnection, type TcpCounters } from './tcp-connection.js';
-import { TcpPort } from './tcp-port.js';
 import type { TcpPortRange } from './tcp-port-range.js';
 
 export interface TcpTunnelsOptions {

@@ -1,7 +1,7 @@
 import type { Server } from 'node:net';
 import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
-import { TcpPort } from '../../tcp/tcp-port.js';
+import { TcpPort } from '../../agents/tcp-port.js';
 
 /** The registry's key space for ports: `tcp:<port>`, beside the session names (which have no colon). */
 export const TCP_SPACE = 'tcp';

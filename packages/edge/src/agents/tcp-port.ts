@@ -1,5 +1,5 @@
 import type { Server, Socket } from 'node:net';
-import type { TunnelEntry } from '../agents/tunnel-entry.js';
+import type { TunnelEntry } from './tunnel-entry.js';
 
 /** A public port claimed by an owner, and the session serving it when one is connected. */
 export class TcpPort {
