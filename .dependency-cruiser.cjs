@@ -11,17 +11,21 @@
 /**
  * A package's folders, top to bottom (its README.md, "Source layout" or "Direction of imports"): a folder
  * imports only the folders below it, and the shared files at the top of src (errors, constants, ...) import
- * no folder. The entries (`entries`: index.ts, main.ts, ...) may import any.
+ * no folder. The entries (`entries`: index.ts, main.ts, ...) may import any. `upward` names the imports up
+ * that a folder still makes, each said in its map (`{ agents: ['settings'] }`); every other one fails.
  */
-function layerRules(pkg, layers, entries) {
+function layerRules(pkg, layers, entries, upward = {}) {
   const src = `^${pkg}/src/`;
-  const downward = layers.slice(1).map((layer, i) => ({
-    name: `${pkg.split('/').pop()}-${layer}-imports-down`,
-    severity: 'error',
-    comment: `${pkg}/src/${layer}/ may not import ${layers.slice(0, i + 1).join(', ')}: they sit above it.`,
-    from: { path: `${src}${layer}/` },
-    to: { path: `${src}(${layers.slice(0, i + 1).join('|')})/` },
-  }));
+  const downward = layers.slice(1).map((layer, i) => {
+    const above = layers.slice(0, i + 1).filter((folder) => !(upward[layer] ?? []).includes(folder));
+    return {
+      name: `${pkg.split('/').pop()}-${layer}-imports-down`,
+      severity: 'error',
+      comment: `${pkg}/src/${layer}/ may not import ${above.join(', ')}: they sit above it.`,
+      from: { path: `${src}${layer}/` },
+      to: { path: `${src}(${above.join('|')})/` },
+    };
+  });
   const shared = {
     name: `${pkg.split('/').pop()}-shared-imports-no-folder`,
     severity: 'error',
@@ -29,7 +33,14 @@ function layerRules(pkg, layers, entries) {
     from: { path: `${src}[^/]+[.]ts$`, pathNot: `${src}(${entries.join('|')})[.]ts$` },
     to: { path: `${src}[^/]+/` },
   };
-  return [...downward, shared];
+  const entryRule = {
+    name: `${pkg.split('/').pop()}-folders-import-no-entry`,
+    severity: 'error',
+    comment: `${entries.join(', ')} assemble ${pkg}: no folder imports them (declare the type it needs instead).`,
+    from: { path: `${src}[^/]+/` },
+    to: { path: `${src}(${entries.join('|')})[.]ts$` },
+  };
+  return [...downward, shared, entryRule];
 }
 
 /** The CLI (packages/cli/README.md, "Source layout"). */
@@ -40,6 +51,17 @@ const cliRules = layerRules(
 );
 /** The protocol (packages/protocol/README.md). */
 const protocolRules = layerRules('packages/protocol', ['transport', 'session', 'codec'], ['index']);
+/**
+ * The edge (packages/edge/README.md, "Direction of imports"). Still upward, each said in its folder's map:
+ * `agents/agent-endpoint.ts` reads the resolved options (`settings/`); `answers/` reads the request id header
+ * (`public/`) and `abortResponse` (`exchange/`), left while the HTTP/2 work reshapes those folders.
+ */
+const edgeRules = layerRules(
+  'packages/edge',
+  ['operations', 'settings', 'cluster', 'tcp', 'public', 'agents', 'access', 'exchange', 'answers'],
+  ['main', 'index', 'build-edge', 'edge-server'],
+  { agents: ['settings'], answers: ['public', 'exchange'] },
+);
 /** The inspector (packages/inspector/README.md, "How it is built"). */
 const inspectorRules = layerRules(
   'packages/inspector',
@@ -51,6 +73,7 @@ module.exports = {
   forbidden: [
     ...cliRules,
     ...protocolRules,
+    ...edgeRules,
     ...inspectorRules,
     {
       name: 'no-circular',

@@ -3,13 +3,14 @@ import { ErrorCode, encodeTcpHead, encodeTunnelTag, type MuxStream, type TcpHead
 import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { agentAccount } from '../../agents/agent-account.js';
+import type { TcpClaim } from '../../agents/port-claims.js';
 import type { TcpPort } from '../../agents/tcp-port.js';
 import type { TunnelEntry } from '../../agents/tunnel-entry.js';
 import { EdgeErrorCode } from '../../errors.js';
 import type { InFlight } from '../../exchange/in-flight.js';
 import { acceptTcpConnection, type TcpCounters } from '../../tcp/tcp-connection.js';
 import type { TcpPortRange } from '../../tcp/tcp-port-range.js';
-import { type TcpClaim, type TcpPortTable, tooMany } from '../../tcp/tcp-tunnels.js';
+import { type TcpPortTable, tooMany } from '../../tcp/tcp-tunnels.js';
 import type { Cluster } from '../cluster.js';
 import type { LinkTcpArrival } from '../link/link-request.js';
 import { StreamSplice } from '../link/stream-splice.js';
