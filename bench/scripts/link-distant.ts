@@ -6,11 +6,11 @@
 // Bounded: rounds × 4 sizes, each request gives up after 30 s; loopback only. Build first (`pnpm exec tsc -b`).
 import { request } from 'node:http';
 import { freePort } from '@tunnel2/test-services';
-import { startAgentService, startBackendService, startEdgeService } from '../dist/bench-stack.js';
-import type { ChildService } from '../dist/child-service.js';
-import { clusterNodeArgs } from '../dist/cluster-stack.js';
-import { createDelayLink } from '../dist/delay-link.js';
-import { startRedisServer } from '../dist/redis-server.js';
+import { createDelayLink } from '../dist/processes/delay-link.js';
+import { startAgentService, startBackendService, startEdgeService } from '../dist/stacks/bench-stack.js';
+import type { ChildService } from '../dist/stacks/child-service.js';
+import { clusterNodeArgs } from '../dist/stacks/cluster-stack.js';
+import { startRedisServer } from '../dist/stacks/redis-server.js';
 
 const [rttArg, roundsArg] = process.argv.slice(2);
 const rttMs = Number(rttArg ?? 20);
