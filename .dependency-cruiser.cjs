@@ -62,6 +62,12 @@ const edgeRules = layerRules(
   ['main', 'index', 'build-edge', 'edge-server'],
   { agents: ['settings'], answers: ['public', 'exchange'] },
 );
+/** The bench kit (bench/README.md, "Source layout"). */
+const benchRules = layerRules(
+  'bench',
+  ['runs', 'reports', 'scenarios', 'measure', 'stacks', 'processes', 'plan'],
+  ['main'],
+);
 /** The inspector (packages/inspector/README.md, "How it is built"). */
 const inspectorRules = layerRules(
   'packages/inspector',
@@ -75,6 +81,7 @@ module.exports = {
     ...protocolRules,
     ...edgeRules,
     ...inspectorRules,
+    ...benchRules,
     {
       name: 'no-circular',
       severity: 'error',

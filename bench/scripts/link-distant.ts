@@ -1,5 +1,5 @@
 // What a node link's stream windows cost between distant nodes: downloads of a few sizes across a link that
-// holds every byte for half a round trip each way (bench/src/delay-link.ts in front of the holder's node URL),
+// holds every byte for half a round trip each way (bench/src/processes/delay-link.ts in front of the holder's node URL),
 // one after the other, timed from the request to the last byte. Every process is its own: redis-server, two
 // `tunnel2 server` nodes, the test backend and one agent (on the holder); the delay link runs here.
 //   node bench/scripts/link-distant.ts [rttMs=20] [rounds=10]

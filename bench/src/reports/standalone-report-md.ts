@@ -64,7 +64,7 @@ export function renderBulkMarkdown(report: StandaloneReport<BulkResult>): string
       ? 'Cold (`--cold`): each transfer ran through freshly started processes, with no warm-up. '
       : 'Each transfer follows a discarded warm-up transfer of the same kind, whose rate is shown beside it. ') +
     'The client ' +
-    'reads and writes a raw socket (bench/src/bulk-client.ts); its own CPU is shown too, as it shares the ' +
+    'reads and writes a raw socket (bench/src/measure/bulk-client.ts); its own CPU is shown too, as it shares the ' +
     'machine with the processes it measures.\n\n' +
     '| direction | side | bytes | time | MB/s | warm-up (discarded) | edge RSS · CPU | agent RSS · CPU | backend RSS · CPU | client CPU | error |\n' +
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n' +
