@@ -2,37 +2,86 @@
  * Import circles are forbidden in every package's src (issue 31): a circle means two modules each need the
  * other to be read, so neither has one job, and the import order decides which one sees the other
  * half-loaded. `pnpm lint:circles` (part of `pnpm test`) runs this over every packages/<name>/src and
- * bench/src and prints each circle, and each import that goes up the CLI's folders.
+ * bench/src and prints each circle, and each import that goes up a package's folders (layerRules below).
  *
  * Type-only imports count (`tsPreCompilationDeps: true`): `import type` erases at build time, but a type
  * circle is the same tangle of concerns, and the next value import along it makes it a runtime one.
  */
 
 /**
- * The CLI's folders, top to bottom (packages/cli/README.md, "Source layout"): a folder imports only the
- * folders below it, and the shared files at the top of src (errors, version, ...) import no folder. main.ts
- * and index.ts, the two entries, may import any.
+ * A package's folders, top to bottom (its README.md, "Source layout" or "Direction of imports"): a folder
+ * imports only the folders below it, and the shared files at the top of src (errors, constants, ...) import
+ * no folder. The entries (`entries`: index.ts, main.ts, ...) may import any. `upward` names the imports up
+ * that a folder still makes, each said in its map (`{ agents: ['settings'] }`); every other one fails.
  */
-const cliLayers = ['commands', 'config', 'terminal', 'session', 'forwarding'];
-const cliLayerRules = cliLayers.slice(1).map((layer, i) => ({
-  name: `cli-${layer}-imports-down`,
-  severity: 'error',
-  comment: `packages/cli/src/${layer}/ may not import ${cliLayers.slice(0, i + 1).join(', ')}: they sit above it.`,
-  from: { path: `^packages/cli/src/${layer}/` },
-  to: { path: `^packages/cli/src/(${cliLayers.slice(0, i + 1).join('|')})/` },
-}));
+function layerRules(pkg, layers, entries, upward = {}) {
+  const src = `^${pkg}/src/`;
+  const downward = layers.slice(1).map((layer, i) => {
+    const above = layers.slice(0, i + 1).filter((folder) => !(upward[layer] ?? []).includes(folder));
+    return {
+      name: `${pkg.split('/').pop()}-${layer}-imports-down`,
+      severity: 'error',
+      comment: `${pkg}/src/${layer}/ may not import ${above.join(', ')}: they sit above it.`,
+      from: { path: `${src}${layer}/` },
+      to: { path: `${src}(${above.join('|')})/` },
+    };
+  });
+  const shared = {
+    name: `${pkg.split('/').pop()}-shared-imports-no-folder`,
+    severity: 'error',
+    comment: `The files at the top of ${pkg}/src besides ${entries.join(', ')} are below every folder.`,
+    from: { path: `${src}[^/]+[.]ts$`, pathNot: `${src}(${entries.join('|')})[.]ts$` },
+    to: { path: `${src}[^/]+/` },
+  };
+  const entryRule = {
+    name: `${pkg.split('/').pop()}-folders-import-no-entry`,
+    severity: 'error',
+    comment: `${entries.join(', ')} assemble ${pkg}: no folder imports them (declare the type it needs instead).`,
+    from: { path: `${src}[^/]+/` },
+    to: { path: `${src}(${entries.join('|')})[.]ts$` },
+  };
+  return [...downward, shared, entryRule];
+}
+
+/** The CLI (packages/cli/README.md, "Source layout"). */
+const cliRules = layerRules(
+  'packages/cli',
+  ['commands', 'config', 'terminal', 'session', 'forwarding'],
+  ['main', 'index'],
+);
+/** The protocol (packages/protocol/README.md). */
+const protocolRules = layerRules('packages/protocol', ['transport', 'session', 'codec'], ['index']);
+/**
+ * The edge (packages/edge/README.md, "Direction of imports"). Still upward, each said in its folder's map:
+ * `agents/agent-endpoint.ts` reads the resolved options (`settings/`); `answers/` reads the request id header
+ * (`public/`) and `abortResponse` (`exchange/`), left while the HTTP/2 work reshapes those folders.
+ */
+const edgeRules = layerRules(
+  'packages/edge',
+  ['operations', 'settings', 'cluster', 'tcp', 'public', 'agents', 'access', 'exchange', 'answers'],
+  ['main', 'index', 'build-edge', 'edge-server'],
+  { agents: ['settings'], answers: ['public', 'exchange'] },
+);
+/** The bench kit (bench/README.md, "Source layout"). */
+const benchRules = layerRules(
+  'bench',
+  ['runs', 'reports', 'scenarios', 'processes', 'measure', 'stacks', 'plan'],
+  ['main'],
+);
+/** The inspector (packages/inspector/README.md, "How it is built"). */
+const inspectorRules = layerRules(
+  'packages/inspector',
+  ['server', 'views', 'capture', 'entries'],
+  ['index', 'inspector'],
+);
 
 module.exports = {
   forbidden: [
-    ...cliLayerRules,
-    {
-      name: 'cli-shared-imports-no-folder',
-      severity: 'error',
-      comment:
-        'The files at the top of packages/cli/src besides main.ts and index.ts are below every folder.',
-      from: { path: '^packages/cli/src/[^/]+[.]ts$', pathNot: '^packages/cli/src/(main|index)[.]ts$' },
-      to: { path: '^packages/cli/src/[^/]+/' },
-    },
+    ...cliRules,
+    ...protocolRules,
+    ...edgeRules,
+    ...inspectorRules,
+    ...benchRules,
     {
       name: 'no-circular',
       severity: 'error',

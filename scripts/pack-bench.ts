@@ -90,7 +90,7 @@ function stubStandalone(): Plugin {
   return {
     name: 'no-standalone-scenarios',
     setup(b) {
-      b.onLoad({ filter: /[\\/]bench[\\/]dist[\\/]standalone-scenarios\.js$/ }, () => ({
+      b.onLoad({ filter: /[\\/]bench[\\/]dist[\\/]runs[\\/]standalone-scenarios\.js$/ }, () => ({
         contents: STANDALONE_STUB,
         loader: 'js',
       }));

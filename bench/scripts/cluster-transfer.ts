@@ -5,10 +5,10 @@
 //   node bench/scripts/cluster-transfer.ts [rounds=3] [MiB=1024]
 // Round 0 warms up with 128 MiB each way and is not counted. Build first (`pnpm exec tsc -b`).
 import { request } from 'node:http';
-import type { LoadTarget } from '../dist/bench-stack.js';
-import { bulkDownload, bulkUpload } from '../dist/bulk-client.js';
-import { type ClusterNode, startClusterStack } from '../dist/cluster-stack.js';
-import { readCpuMs, readStatusKb } from '../dist/process-stats.js';
+import { bulkDownload, bulkUpload } from '../dist/measure/bulk-client.js';
+import { readCpuMs, readStatusKb } from '../dist/measure/process-stats.js';
+import type { LoadTarget } from '../dist/stacks/bench-stack.js';
+import { type ClusterNode, startClusterStack } from '../dist/stacks/cluster-stack.js';
 
 const [roundsArg, mibArg] = process.argv.slice(2);
 const rounds = Number(roundsArg ?? 3);

@@ -12,10 +12,10 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { createInterface } from 'node:readline';
-import { jsonEvent, startBackendService, targetOf } from '../dist/bench-stack.js';
-import { runLoad } from '../dist/load-runner.js';
-import { readCpuMs } from '../dist/process-stats.js';
+import { runLoad } from '../dist/measure/load-runner.js';
+import { readCpuMs } from '../dist/measure/process-stats.js';
 import { runtime } from '../dist/runtime-paths.js';
+import { jsonEvent, startBackendService, targetOf } from '../dist/stacks/bench-stack.js';
 
 const [stagesArg = '20,50,100,200,500,1000', durationArg = '10'] = process.argv.slice(2);
 const stages = stagesArg.split(',').map(Number);

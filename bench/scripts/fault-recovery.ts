@@ -8,10 +8,10 @@
 // 200 agents need about 15 GB. Build first (`pnpm exec tsc -b`).
 import { Agent as HttpAgent, type IncomingMessage, request } from 'node:http';
 import { parseArgs } from 'node:util';
-import { startAgentService, startBackendService, targetOf } from '../dist/bench-stack.js';
-import { type ChildService, startChildService } from '../dist/child-service.js';
-import { transportErrorKind } from '../dist/outcome-counter.js';
+import { transportErrorKind } from '../dist/measure/outcome-counter.js';
 import { runtime } from '../dist/runtime-paths.js';
+import { startAgentService, startBackendService, targetOf } from '../dist/stacks/bench-stack.js';
+import { type ChildService, startChildService } from '../dist/stacks/child-service.js';
 
 const { values } = parseArgs({
   options: {

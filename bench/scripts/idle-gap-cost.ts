@@ -5,8 +5,8 @@
 // Each gap is preceded by 500 requests without one (warm JIT). Build first (`pnpm exec tsc -b`).
 import { Agent, request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type LoadTarget, startBenchStack } from '../dist/bench-stack.js';
-import { readCpuMs } from '../dist/process-stats.js';
+import { readCpuMs } from '../dist/measure/process-stats.js';
+import { type LoadTarget, startBenchStack } from '../dist/stacks/bench-stack.js';
 
 const [countArg, gapsArg] = process.argv.slice(2);
 const count = Number(countArg ?? 200);

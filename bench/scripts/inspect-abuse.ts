@@ -12,17 +12,17 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { request } from 'node:http';
+import { runLoad } from '../dist/measure/load-runner.js';
+import { meterProcess, readStatusKb } from '../dist/measure/process-stats.js';
+import { runtime } from '../dist/runtime-paths.js';
 import {
   benchNodeFlags,
   jsonEvent,
   startBackendService,
   startEdgeService,
   targetOf,
-} from '../dist/bench-stack.js';
-import { startChildService } from '../dist/child-service.js';
-import { runLoad } from '../dist/load-runner.js';
-import { meterProcess, readStatusKb } from '../dist/process-stats.js';
-import { runtime } from '../dist/runtime-paths.js';
+} from '../dist/stacks/bench-stack.js';
+import { startChildService } from '../dist/stacks/child-service.js';
 
 const MiB = 1024 * 1024;
 

@@ -4,9 +4,10 @@
 //   node bench/scripts/inspect-concurrent.ts [rounds=5] [rate=1000] [duration=10] [connections=rate/10]
 // Prints each round's agent CPU per request (from /proc) on and off, their ratio, and the medians. Build first.
 // INSPECT_CONCURRENT_CONTROL=1: both agents with the inspector off (an A/A run: the bias of the method itself).
-import { type LoadTarget, startAgentService, startBenchStack, targetOf } from '../dist/bench-stack.js';
-import { runLoad } from '../dist/load-runner.js';
-import { readCpuMs } from '../dist/process-stats.js';
+
+import { runLoad } from '../dist/measure/load-runner.js';
+import { readCpuMs } from '../dist/measure/process-stats.js';
+import { type LoadTarget, startAgentService, startBenchStack, targetOf } from '../dist/stacks/bench-stack.js';
 
 const [rounds = 5, rate = 1000, duration = 10, connectionsArg] = process.argv.slice(2).map(Number);
 const connections = connectionsArg ?? Math.max(1, Math.ceil(rate / 10));

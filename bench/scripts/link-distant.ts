@@ -1,16 +1,16 @@
 // What a node link's stream windows cost between distant nodes: downloads of a few sizes across a link that
-// holds every byte for half a round trip each way (bench/src/delay-link.ts in front of the holder's node URL),
+// holds every byte for half a round trip each way (bench/src/processes/delay-link.ts in front of the holder's node URL),
 // one after the other, timed from the request to the last byte. Every process is its own: redis-server, two
 // `tunnel2 server` nodes, the test backend and one agent (on the holder); the delay link runs here.
 //   node bench/scripts/link-distant.ts [rttMs=20] [rounds=10]
 // Bounded: rounds × 4 sizes, each request gives up after 30 s; loopback only. Build first (`pnpm exec tsc -b`).
 import { request } from 'node:http';
 import { freePort } from '@tunnel2/test-services';
-import { startAgentService, startBackendService, startEdgeService } from '../dist/bench-stack.js';
-import type { ChildService } from '../dist/child-service.js';
-import { clusterNodeArgs } from '../dist/cluster-stack.js';
-import { createDelayLink } from '../dist/delay-link.js';
-import { startRedisServer } from '../dist/redis-server.js';
+import { createDelayLink } from '../dist/processes/delay-link.js';
+import { startAgentService, startBackendService, startEdgeService } from '../dist/stacks/bench-stack.js';
+import type { ChildService } from '../dist/stacks/child-service.js';
+import { clusterNodeArgs } from '../dist/stacks/cluster-stack.js';
+import { startRedisServer } from '../dist/stacks/redis-server.js';
 
 const [rttArg, roundsArg] = process.argv.slice(2);
 const rttMs = Number(rttArg ?? 20);

@@ -10,10 +10,10 @@ import { once } from 'node:events';
 import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { freePort } from '@tunnel2/test-services';
-import { startAgentService, startBackendService, startEdgeService } from '../dist/bench-stack.js';
-import type { ChildService } from '../dist/child-service.js';
-import { clusterNodeArgs } from '../dist/cluster-stack.js';
-import { startRedisServer } from '../dist/redis-server.js';
+import { startAgentService, startBackendService, startEdgeService } from '../dist/stacks/bench-stack.js';
+import type { ChildService } from '../dist/stacks/child-service.js';
+import { clusterNodeArgs } from '../dist/stacks/cluster-stack.js';
+import { startRedisServer } from '../dist/stacks/redis-server.js';
 
 const [hogsArg, downloadsArg, secondsArg] = process.argv.slice(2);
 const hogs = Number(hogsArg ?? 7);

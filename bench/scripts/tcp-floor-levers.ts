@@ -3,11 +3,12 @@
 // lever set, round by round, so the machine's drift falls on every set alike.
 //   node bench/scripts/tcp-floor-levers.ts [rounds=5] [MiB=256] ['<name>=<relay flags>' ...]
 // Prints each transfer (MB/s, edge + agent CPU ms from /proc, peak RSS) and per set the medians. Build first.
-import { startBackendService, targetOf } from '../dist/bench-stack.js';
-import { bulkDownload, bulkUpload } from '../dist/bulk-client.js';
-import type { ChildService } from '../dist/child-service.js';
-import { startRelay } from '../dist/floor-scenario.js';
-import { readCpuMs, readStatusKb } from '../dist/process-stats.js';
+
+import { bulkDownload, bulkUpload } from '../dist/measure/bulk-client.js';
+import { readCpuMs, readStatusKb } from '../dist/measure/process-stats.js';
+import { startRelay } from '../dist/scenarios/floor-scenario.js';
+import { startBackendService, targetOf } from '../dist/stacks/bench-stack.js';
+import type { ChildService } from '../dist/stacks/child-service.js';
 
 const [roundsArg, mibArg, ...setArgs] = process.argv.slice(2);
 const rounds = Number(roundsArg ?? 5);

@@ -1,17 +1,17 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BenchOptions, parseBenchArgs, USAGE } from './cli-args.js';
 import { BenchError, BenchErrorCode } from './errors.js';
-import { preflight } from './preflight.js';
-import { createProgress } from './progress.js';
-import { renderHtml } from './report-html.js';
-import { buildReport, renderJson } from './report-json.js';
-import { renderMarkdown } from './report-md.js';
-import { runScenario } from './run-scenario.js';
+import { type BenchOptions, parseBenchArgs, USAGE } from './plan/cli-args.js';
+import { isStandalone, planStages } from './plan/scenarios.js';
+import { planWarmup, warmupGiven } from './plan/warmup-plan.js';
+import { renderHtml } from './reports/report-html.js';
+import { renderMarkdown } from './reports/report-md.js';
+import { preflight } from './runs/preflight.js';
+import { createProgress } from './runs/progress.js';
+import { buildReport, renderJson } from './runs/report-json.js';
+import { runScenario } from './runs/run-scenario.js';
+import { type ScenarioStack, stackSides, startScenarioStack, targetSide } from './runs/target-stack.js';
 import { runtime } from './runtime-paths.js';
-import { isStandalone, planStages } from './scenarios.js';
-import { type ScenarioStack, stackSides, startScenarioStack, targetSide } from './target-stack.js';
-import { planWarmup, warmupGiven } from './warmup-plan.js';
 
 /** Exit codes: the contract CI scripts rely on. */
 const EXIT = { OK: 0, GATE_FAILED: 1, USAGE: 2, RUN_FAILED: 3, INTERRUPTED: 130 } as const;
@@ -60,7 +60,7 @@ if (isStandalone(standalone) && targetFlag !== undefined) {
   const note = (line: string): void => writeErr(`[${standalone}] ${line}\n`);
   try {
     // Loaded here only: they need the repository (Redis, HAProxy, ...), and the published bundle stubs them.
-    const { runStandalone } = await import('./standalone-scenarios.js');
+    const { runStandalone } = await import('./runs/standalone-scenarios.js');
     process.exitCode = await runStandalone(standalone, argv.slice(1), defaultOut, note);
   } catch (err) {
     if (!(err instanceof BenchError && err.code === BenchErrorCode.USAGE)) throw err;

@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ClusterResult } from '../src/cluster-scenario.js';
-import type { StandaloneReport } from '../src/standalone-report-md.js';
+import type { StandaloneReport } from '../src/reports/standalone-report-md.js';
+import type { ClusterResult } from '../src/scenarios/cluster-scenario.js';
 import { runBench } from './support/run-bench.js';
 
 // `pnpm bench cluster` end to end (real redis-server, three `tunnel2 server`, HAProxy), at short durations.

@@ -10,7 +10,7 @@ import {
   startHttpsBackend,
   type TestCertificates,
 } from '../../packages/cli/test/support/https-backend.js';
-import type { BenchReport } from '../src/report-schema.js';
+import type { BenchReport } from '../src/plan/report-schema.js';
 import { runBench } from './support/run-bench.js';
 
 // A developer's service on https:// with a self-signed certificate (a dev server's `--https`): the load

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { BenchReport } from '../src/report-schema.js';
+import type { BenchReport } from '../src/plan/report-schema.js';
 import { runBench } from './support/run-bench.js';
 
 // Every scenario, end to end, exactly as `pnpm bench` runs it (the built bench/dist/main.js, a real backend,

@@ -2,12 +2,12 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { BulkResult } from '../src/bulk-scenario.js';
-import type { FloorResult } from '../src/floor-scenario.js';
-import type { SessionsResult } from '../src/sessions-scenario.js';
-import type { StandaloneReport } from '../src/standalone-report-md.js';
-import type { WanGate } from '../src/wan-report.js';
-import type { WanResult } from '../src/wan-scenario.js';
+import type { StandaloneReport } from '../src/reports/standalone-report-md.js';
+import type { WanGate } from '../src/reports/wan-report.js';
+import type { BulkResult } from '../src/scenarios/bulk-scenario.js';
+import type { FloorResult } from '../src/scenarios/floor-scenario.js';
+import type { SessionsResult } from '../src/scenarios/sessions-scenario.js';
+import type { WanResult } from '../src/scenarios/wan-scenario.js';
 import { runBench } from './support/run-bench.js';
 
 // `pnpm bench bulk` and `pnpm bench sessions` (memory and Redis registry) end to end, as the built bench runs them, at small sizes.

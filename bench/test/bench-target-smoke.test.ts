@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgentService, startEdgeService } from '../src/bench-stack.js';
-import type { ChildService } from '../src/child-service.js';
-import type { BenchReport } from '../src/report-schema.js';
+import type { BenchReport } from '../src/plan/report-schema.js';
+import { startAgentService, startEdgeService } from '../src/stacks/bench-stack.js';
+import type { ChildService } from '../src/stacks/child-service.js';
 import { runBench } from './support/run-bench.js';
 
 // The kit pointed at someone else's service: a plain node:http server (not tunnel2's test backend) as

@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { TcpGate } from '../src/tcp-report.js';
-import type { TcpResult } from '../src/tcp-scenario.js';
+import type { TcpGate } from '../src/reports/tcp-report.js';
+import type { TcpResult } from '../src/scenarios/tcp-scenario.js';
 import { runBench } from './support/run-bench.js';
 
 // `pnpm bench tcp` end to end as the built bench runs it: a real backend, edge (--tcp-ports) and

@@ -3,8 +3,8 @@ import { getEventListeners } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createTestBackend, deterministicSha256 } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
-import { bulkDownload, bulkUpload, chunkedUpload, download } from '../src/bulk-client.js';
 import { BenchErrorCode } from '../src/errors.js';
+import { bulkDownload, bulkUpload, chunkedUpload, download } from '../src/measure/bulk-client.js';
 
 // The bulk bench's raw-socket HTTP/1.1 client against real loopback servers that answer byte by byte as
 // scripted, so every framing case (a head split across reads, a short body, a wrong status) is exercised.

@@ -2,10 +2,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseBenchArgs } from '../src/cli-args.js';
 import { BenchError, BenchErrorCode } from '../src/errors.js';
-import { redactArgv, statusMatcher } from '../src/request-shape.js';
-import { planStages } from '../src/scenarios.js';
+import { parseBenchArgs } from '../src/plan/cli-args.js';
+import { redactArgv, statusMatcher } from '../src/plan/request-shape.js';
+import { planStages } from '../src/plan/scenarios.js';
 
 const parse = (...argv: string[]) => {
   const parsed = parseBenchArgs(argv, '/work', '/repo/bench/results', new Date('2026-01-02T03:04:05Z'));

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createDelayLink, type DelayLink } from '../src/delay-link.js';
+import { createDelayLink, type DelayLink } from '../src/processes/delay-link.js';
 
 // The WAN link of `pnpm bench wan`: delays each direction, keeps order and every byte, holds a bounded amount.
 

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestBackend, type TestBackend } from '@tunnel2/test-backend';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ChildService, startChildService } from '../src/child-service.js';
-import { FrameKind, FrameReader, FrameWriter } from '../src/http-relay-frames.js';
+import { FrameKind, FrameReader, FrameWriter } from '../src/processes/http-relay-frames.js';
+import { type ChildService, startChildService } from '../src/stacks/child-service.js';
 
 // The HTTP floor of `pnpm bench floor`: its framing, and the two processes carrying real HTTP both ways.
 
@@ -15,7 +15,10 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-const bin = join(fileURLToPath(new URL('.', import.meta.url)), '../dist/http-relay-floor-process.js');
+const bin = join(
+  fileURLToPath(new URL('.', import.meta.url)),
+  '../dist/processes/http-relay-floor-process.js',
+);
 
 function listening(line: string): string | undefined {
   const parsed: unknown = JSON.parse(line);

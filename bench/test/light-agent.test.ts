@@ -1,7 +1,7 @@
 import { ErrorCode, MuxSession } from '@tunnel2/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
-import { connectLightAgent } from '../src/light-agent.js';
+import { connectLightAgent } from '../src/stacks/light-agent.js';
 
 // The sessions scenario's light agent against a real WebSocket server playing an edge that ends the
 // session instead of answering HELLO (as the edge does for an unsupported version or a bad protection

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LoadTarget } from '../src/bench-stack.js';
-import { runLoad } from '../src/load-runner.js';
+import { runLoad } from '../src/measure/load-runner.js';
+import type { LoadTarget } from '../src/stacks/bench-stack.js';
 
 // The load runner against small real servers that misbehave on purpose: every failure the reports this
 // kit grew from saw must land in its own error kind, and pacing must be a real, even rate.

@@ -18,7 +18,7 @@ import {
 } from '../../packages/cli/test/support/local-registry.js';
 import { type PackedBench, packBench } from '../../scripts/pack-bench.js';
 import { packCli, readJson } from '../../scripts/pack-cli.js';
-import type { BenchReport } from '../src/report-schema.js';
+import type { BenchReport } from '../src/plan/report-schema.js';
 
 const run = promisify(execFile);
 

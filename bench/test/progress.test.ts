@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createProgress } from '../src/progress.js';
-import type { SideReport } from '../src/report-schema.js';
-import { lowSamplePercentiles } from '../src/sample-sufficiency.js';
-import type { StagePlan } from '../src/scenarios.js';
+import type { SideReport } from '../src/plan/report-schema.js';
+import { lowSamplePercentiles } from '../src/plan/sample-sufficiency.js';
+import type { StagePlan } from '../src/plan/scenarios.js';
+import { createProgress } from '../src/runs/progress.js';
 
 // The line each finished stage prints on stderr: what a person watching the run reads before any report.
 

@@ -2,16 +2,16 @@ import { createHash, randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jsonEvent, type LoadTarget, startBackendService, targetOf } from '../src/bench-stack.js';
-import { chunkedUpload, download } from '../src/bulk-client.js';
-import { type ChildService, startChildService } from '../src/child-service.js';
-import { readStatusKb } from '../src/process-stats.js';
+import { chunkedUpload, download } from '../src/measure/bulk-client.js';
+import { readStatusKb } from '../src/measure/process-stats.js';
+import { jsonEvent, type LoadTarget, startBackendService, targetOf } from '../src/stacks/bench-stack.js';
+import { type ChildService, startChildService } from '../src/stacks/child-service.js';
 
 // The floor relay pair (the built relay-floor-process.js, as `pnpm bench floor` and `tcp` run it) between a
 // raw client and the test backend: a client that stops reading mid-download must stall the relay, not fill
 // its memory (the link and the sockets honour every write()'s verdict), and then get every byte.
 
-const relayBin = fileURLToPath(new URL('../dist/relay-floor-process.js', import.meta.url));
+const relayBin = fileURLToPath(new URL('../dist/processes/relay-floor-process.js', import.meta.url));
 const DOWNLOAD = 512 * 2 ** 20;
 const started: ChildService[] = [];
 let backend: ChildService;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { renderHtml } from '../src/report-html.js';
-import { renderMarkdown } from '../src/report-md.js';
-import type { BenchReport, SecondPoint, SideReport, StageReport } from '../src/report-schema.js';
-import { lowSamplePercentiles } from '../src/sample-sufficiency.js';
-import { planWarmup, proportionalWarmupSec, warmupGiven } from '../src/warmup-plan.js';
+import type { BenchReport, SecondPoint, SideReport, StageReport } from '../src/plan/report-schema.js';
+import { lowSamplePercentiles } from '../src/plan/sample-sufficiency.js';
+import { planWarmup, proportionalWarmupSec, warmupGiven } from '../src/plan/warmup-plan.js';
+import { renderHtml } from '../src/reports/report-html.js';
+import { renderMarkdown } from '../src/reports/report-md.js';
 
 // report.md and report.html from a report built here: what a reader sees of the per-second record, of a
 // percentile read from too few samples, of the units and of each stage's warm-up.

@@ -4,7 +4,7 @@ import {
   lowSamplePercentiles,
   samplesNeeded,
   tooFewSamples,
-} from '../src/sample-sufficiency.js';
+} from '../src/plan/sample-sufficiency.js';
 
 // A percentile read from n samples is flagged when fewer than 10 lie beyond it: n · (1 − p) < 10.
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSecondSeries } from '../src/second-series.js';
+import { createSecondSeries } from '../src/measure/second-series.js';
 
 // The per-second record of a stage, fed with explicit completion times (ms, as performance.now() gives).
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { SessionsRedisResult } from '../src/sessions-redis.js';
-import type { SessionsResult } from '../src/sessions-scenario.js';
-import { sessionsGate } from '../src/standalone-scenarios.js';
+import { sessionsGate } from '../src/runs/standalone-scenarios.js';
+import type { SessionsRedisResult } from '../src/scenarios/sessions-redis.js';
+import type { SessionsResult } from '../src/scenarios/sessions-scenario.js';
 
 // What fails `pnpm bench sessions`, on results shaped like real runs'.
 

@@ -60,7 +60,7 @@ function summary(text) {
   if (process.env.GITHUB_STEP_SUMMARY) appendFileSync(process.env.GITHUB_STEP_SUMMARY, `${text}\n`);
 }
 
-/** The kit's own SECRET_HEADER (bench/src/request-shape.ts): header values the log must not show. */
+/** The kit's own SECRET_HEADER (bench/src/plan/request-shape.ts): header values the log must not show. */
 const SECRET_HEADER = /auth|cookie|token|secret|key|session|password|signature/i;
 
 /** The command line as the log may show it: secret --header values replaced, as the kit's reports do. */

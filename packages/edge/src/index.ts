@@ -1,14 +1,14 @@
+export type { PublicProtection } from './access/public-protection.js';
 export { type AgentAuthOptions, createAgentAuthenticator, createSignedToken } from './agents/agent-auth.js';
 export { AGENT_KEY_HEADER } from './agents/agent-endpoint.js';
-export { randomSessionName, reservedNames } from './agents/session-name.js';
+export { isValidSessionName, randomSessionName, reservedNames } from './agents/session-name.js';
 export { buildEdge, type Edge } from './build-edge.js';
 export { type EdgeCommandIo, type EdgeServer, runEdgeCommand, startEdgeServer } from './edge-server.js';
 export { EdgeError, EdgeErrorCode, statusByCode } from './errors.js';
 export { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './operations/admin-server.js';
 export { createEdgeLogger, redactedPaths } from './operations/edge-logger.js';
 export { createEdgeMetrics, type EdgeMetrics, refusalReasonByCode } from './operations/metrics.js';
-export { type IngressRoute, isValidSessionName, resolveIngressRoute } from './public/ingress-route.js';
-export type { PublicProtection } from './public/public-protection.js';
+export { type IngressRoute, resolveIngressRoute } from './public/ingress-route.js';
 export { ensureRequestId, installRequestIds, REQUEST_ID_HEADER } from './public/request-id.js';
 export { MAX_STARTUP_WAITERS, StartupGrace } from './public/startup-grace.js';
 export { parseEdgeCommand } from './settings/edge-args.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressBlock } from '../src/public/address-block.js';
+import { addressBlock } from '../src/access/address-block.js';
 
 describe('addressBlock', () => {
   it('keeps an IPv4 address, and gives an IPv6 address its /64 in one spelling', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { compileAddressBlocks } from '../src/access/client-address.js';
+import { compileProtection } from '../src/access/public-protection.js';
 import { quoteForEcho } from '../src/answers/echo.js';
-import { compileAddressBlocks } from '../src/public/client-address.js';
-import { compileProtection } from '../src/public/public-protection.js';
 
 describe('quoteForEcho', () => {
   it('quotes, escapes control characters and cuts long values with an ellipsis', () => {

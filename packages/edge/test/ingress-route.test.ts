@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { hostnameOf, isValidSessionName, resolveIngressRoute } from '../src/public/ingress-route.js';
+import { isValidSessionName } from '../src/agents/session-name.js';
+import { hostnameOf, resolveIngressRoute } from '../src/public/ingress-route.js';
 
 describe('resolveIngressRoute', () => {
   it('routes <name>.<domain> by host, keeping the whole target', () => {

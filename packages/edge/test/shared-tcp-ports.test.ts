@@ -2,10 +2,10 @@ import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentConnection } from '../src/agents/agent-connection.js';
+import type { TcpPort } from '../src/agents/tcp-port.js';
 import { SharedTcpPorts } from '../src/cluster/tcp/shared-tcp-ports.js';
 import { EdgeErrorCode } from '../src/errors.js';
 import { InFlight } from '../src/exchange/in-flight.js';
-import type { TcpPort } from '../src/tcp/tcp-port.js';
 import { freeRange } from './support/free-range.js';
 import { loneCluster } from './support/lone-cluster.js';
 

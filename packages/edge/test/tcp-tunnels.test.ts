@@ -3,8 +3,8 @@ import { ErrorCode } from '@tunnel2/protocol';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AgentConnection } from '../src/agents/agent-connection.js';
+import type { TcpPort } from '../src/agents/tcp-port.js';
 import { EdgeErrorCode } from '../src/errors.js';
-import type { TcpPort } from '../src/tcp/tcp-port.js';
 import { TcpTunnels } from '../src/tcp/tcp-tunnels.js';
 import { freeRange } from './support/free-range.js';
 

@@ -1,7 +1,9 @@
 // What the agent (packages/cli) uses; the package's own tests import ../src directly.
 
-export type { ExchangeRecorder } from './capture.js';
-export { createCapture, type InspectorCapture, type RequestStart } from './capture.js';
+export type { ExchangeRecorder } from './capture/capture.js';
+export { createCapture, type InspectorCapture, type RequestStart } from './capture/capture.js';
+export { EntryStore } from './capture/entry-store.js';
+export type { ReplayTarget } from './capture/replay.js';
 export type {
   Body,
   Entry,
@@ -11,12 +13,10 @@ export type {
   InFlightExchange,
   InFlightSummary,
   WebSocketTraffic,
-} from './entry.js';
-export { EntryStore } from './entry-store.js';
-export { toEntry } from './entry-view.js';
+} from './entries/entry.js';
+export type { StoredEntry } from './entries/stored-entry.js';
 export { InspectorError, InspectorErrorCode } from './errors.js';
-export { toHar } from './har.js';
 export { createInspector, type Inspector, type InspectorOptions } from './inspector.js';
-export type { ReplayTarget } from './replay.js';
-export type { StoredEntry } from './stored-entry.js';
-export type { RawExchange, RawMessage } from './wire-view.js';
+export { toEntry } from './views/entry-view.js';
+export { toHar } from './views/har.js';
+export type { RawExchange, RawMessage } from './views/wire-view.js';

@@ -1,15 +1,15 @@
 import type { Server } from 'node:http';
-import { createApiHandler } from './api-server.js';
-import { createCapture, DEFAULT_BODY_LIMIT, type InspectorCapture } from './capture.js';
-import { EntryStore } from './entry-store.js';
-import { toSummary } from './entry-view.js';
+import { createCapture, DEFAULT_BODY_LIMIT, type InspectorCapture } from './capture/capture.js';
+import { EntryStore } from './capture/entry-store.js';
+import type { ReplayTarget } from './capture/replay.js';
 import { InspectorError, InspectorErrorCode } from './errors.js';
-import { EventStream, PING_INTERVAL_MS } from './event-stream.js';
-import { nameFromPublicUrl } from './har-file-name.js';
-import { createHostGuard } from './host-guard.js';
-import type { ReplayTarget } from './replay.js';
+import { createApiHandler } from './server/api-server.js';
+import { EventStream, PING_INTERVAL_MS } from './server/event-stream.js';
+import { createHostGuard } from './server/host-guard.js';
+import { WorkGate } from './server/work-gate.js';
 import { defaultStaticDir } from './static-files.js';
-import { WorkGate } from './work-gate.js';
+import { toSummary } from './views/entry-view.js';
+import { nameFromPublicUrl } from './views/har-file-name.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
 const { createServer } = process.getBuiltinModule('node:http');

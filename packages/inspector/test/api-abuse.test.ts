@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createInspector, type Inspector } from '../src/inspector.js';
-import { MAX_EXPENSIVE_READS } from '../src/work-gate.js';
+import { MAX_EXPENSIVE_READS } from '../src/server/work-gate.js';
 import { fillStore } from './support/full-store.js';
 
 const MiB = 1024 * 1024;

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { harFileName, nameFromPublicUrl } from '../src/har-file-name.js';
 import { createInspector, type Inspector } from '../src/inspector.js';
+import { harFileName, nameFromPublicUrl } from '../src/views/har-file-name.js';
 
 const open: Inspector[] = [];
 afterEach(async () => {

@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { type IncomingMessage, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_READERS } from '../src/event-stream.js';
 import { createInspector, type Inspector } from '../src/inspector.js';
+import { MAX_READERS } from '../src/server/event-stream.js';
 
 const open: Inspector[] = [];
 afterEach(async () => {

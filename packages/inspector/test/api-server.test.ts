@@ -2,10 +2,10 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { EntrySummary, InFlightSummary } from '../src/entry.js';
-import { toSummary } from '../src/entry-view.js';
+import type { EntrySummary, InFlightSummary } from '../src/entries/entry.js';
+import type { StoredEntry } from '../src/entries/stored-entry.js';
 import { createInspector, type Inspector } from '../src/inspector.js';
-import type { StoredEntry } from '../src/stored-entry.js';
+import { toSummary } from '../src/views/entry-view.js';
 
 interface Seen {
   req: IncomingMessage;

@@ -1,9 +1,9 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { createCapture } from '../src/capture.js';
-import { matches, parseFilter, SEARCH_SLICE_BYTES, searchWindows } from '../src/entry-filter.js';
-import { EntryStore } from '../src/entry-store.js';
-import { toEntry, toSummary } from '../src/entry-view.js';
+import { createCapture } from '../src/capture/capture.js';
+import { EntryStore } from '../src/capture/entry-store.js';
+import { matches, parseFilter, SEARCH_SLICE_BYTES, searchWindows } from '../src/views/entry-filter.js';
+import { toEntry, toSummary } from '../src/views/entry-view.js';
 
 function record(store: EntryStore, bodyLimit: number, body: Buffer, headers: string[] = []) {
   const recorder = createCapture(store, bodyLimit).begin({ method: 'POST', target: '/x?y=1', headers });

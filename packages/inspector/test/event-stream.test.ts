@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EventStream, MAX_PENDING_BYTES, MAX_READERS } from '../src/event-stream.js';
+import { EventStream, MAX_PENDING_BYTES, MAX_READERS } from '../src/server/event-stream.js';
 
 interface Fixture {
   server: Server;

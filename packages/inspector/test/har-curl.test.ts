@@ -4,11 +4,11 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCapture } from '../src/capture.js';
-import { toCurl } from '../src/curl.js';
-import { EntryStore } from '../src/entry-store.js';
-import { toHar } from '../src/har.js';
-import type { StoredEntry } from '../src/stored-entry.js';
+import { createCapture } from '../src/capture/capture.js';
+import { EntryStore } from '../src/capture/entry-store.js';
+import type { StoredEntry } from '../src/entries/stored-entry.js';
+import { toCurl } from '../src/views/curl.js';
+import { toHar } from '../src/views/har.js';
 
 const require = createRequire(import.meta.url);
 const run = promisify(execFile);

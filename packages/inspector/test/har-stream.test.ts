@@ -3,9 +3,9 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createCapture } from '../src/capture.js';
-import { EntryStore } from '../src/entry-store.js';
-import { streamHar } from '../src/har-stream.js';
+import { createCapture } from '../src/capture/capture.js';
+import { EntryStore } from '../src/capture/entry-store.js';
+import { streamHar } from '../src/views/har-stream.js';
 import { textBody } from './support/full-store.js';
 
 describe('streamHar', () => {

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Entry } from '../src/entry.js';
+import type { Entry } from '../src/entries/entry.js';
 import { createInspector, type Inspector } from '../src/inspector.js';
 import {
   AGENT_ANSWER_HOP,
@@ -12,7 +12,7 @@ import {
   REPLAY_RESPONSE_HOP,
   REQUEST_HOP,
   RESPONSE_HOP,
-} from '../src/wire-view.js';
+} from '../src/views/wire-view.js';
 
 const open: { close(): unknown }[] = [];
 afterEach(async () => {

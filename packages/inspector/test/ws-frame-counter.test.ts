@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WsFrameCounter } from '../src/ws-frame-counter.js';
+import { WsFrameCounter } from '../src/capture/ws-frame-counter.js';
 
 /** One frame as RFC 6455 §5.2 lays it out (the mask is applied: its bytes are payload to the counter). */
 function frame(opcode: number, payload: Buffer, options: { fin?: boolean; mask?: boolean } = {}): Buffer {

@@ -1,24 +1,29 @@
+export * from './codec/control-frames.js';
+export * from './codec/frame-codec.js';
+export * from './codec/hello.js';
+export { withoutHopByHop } from './codec/hop-by-hop.js';
+export * from './codec/http-head.js';
+export * from './codec/tcp-head.js';
+export * from './codec/tunnel-tag.js';
 export * from './config.js';
 export * from './constants.js';
-export * from './control-frames.js';
 export * from './errors.js';
-export * from './frame-codec.js';
-export { PROBE_QUIET_MS } from './heartbeat.js';
-export * from './hello.js';
-export { withoutHopByHop } from './hop-by-hop.js';
-export * from './http-head.js';
-export * from './mux-session.js';
-export * from './mux-session-options.js';
-export { MuxStream, type StreamHandler } from './mux-stream.js';
-export { OutboundBatch } from './outbound-batch.js';
-export { type BridgedSocket, type BridgeOptions, type BridgeResult, bridgeSocket } from './socket-bridge.js';
-export * from './tcp-head.js';
-export * from './tunnel-tag.js';
-export { WindowBudget } from './window-budget.js';
+export { PROBE_QUIET_MS } from './session/heartbeat.js';
+export * from './session/mux-session.js';
+export * from './session/mux-session-options.js';
+export { MuxStream, type StreamHandler } from './session/mux-stream.js';
+export { OutboundBatch } from './session/outbound-batch.js';
+export { WindowBudget } from './session/window-budget.js';
+export {
+  type BridgedSocket,
+  type BridgeOptions,
+  type BridgeResult,
+  bridgeSocket,
+} from './transport/socket-bridge.js';
 export {
   type CorkableStream,
   type FragmentSocket,
   sendCorkedPieces,
   WS_FRAGMENT_SIZE,
-} from './ws-fragments.js';
-export { maskingNeeded, zeroMask } from './ws-masking.js';
+} from './transport/ws-fragments.js';
+export { maskingNeeded, zeroMask } from './transport/ws-masking.js';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ReceiveWindow } from '../src/receive-window.js';
-import { WindowBudget } from '../src/window-budget.js';
+import { ReceiveWindow } from '../src/session/receive-window.js';
+import { WindowBudget } from '../src/session/window-budget.js';
 
 afterEach(() => {
   vi.restoreAllMocks();

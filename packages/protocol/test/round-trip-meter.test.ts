@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RoundTripMeter } from '../src/round-trip-meter.js';
+import { RoundTripMeter } from '../src/session/round-trip-meter.js';
 
 describe('RoundTripMeter', () => {
   it('reports the shortest of three startup samples, and only then', () => {

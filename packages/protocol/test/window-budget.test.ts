@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ReceiveWindow, type TuningHost } from '../src/receive-window.js';
-import { WindowBudget } from '../src/window-budget.js';
+import { ReceiveWindow, type TuningHost } from '../src/session/receive-window.js';
+import { WindowBudget } from '../src/session/window-budget.js';
 
 const KiB = 1024;
 

@@ -16,7 +16,7 @@ import {
 } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import { type CompiledProtection, compileProtection } from '../public/public-protection.js';
+import { type CompiledProtection, compileProtection } from '../access/public-protection.js';
 import type { ExtraTunnel } from './extra-tunnel.js';
 import { StreamSlots, type StreamSlotsOptions } from './stream-slots.js';
 import { TokenBucket } from './token-bucket.js';

@@ -4,18 +4,18 @@ import type { Duplex } from 'node:stream';
 import type { WindowBudget } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
+import type { ClientOriginResolver } from '../access/client-address.js';
 import { rejectUpgrade } from '../answers/error-response.js';
 import { EdgeErrorCode } from '../errors.js';
-import type { ClientOriginResolver } from '../public/client-address.js';
 import type { ResolvedEdgeOptions } from '../settings/edge-options.js';
-import type { TcpPort } from '../tcp/tcp-port.js';
-import type { TcpPortTable } from '../tcp/tcp-tunnels.js';
 import { agentAccount } from './agent-account.js';
 import { createAgentAuthenticator } from './agent-auth.js';
 import { AgentConnection } from './agent-connection.js';
 import { heldByOther, heldBySelf, NAME_HOLDER_HEADER, type NameRefusal } from './name-holder.js';
+import type { PortClaims } from './port-claims.js';
 import { nameRefusal, ownerKey, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
+import type { TcpPort } from './tcp-port.js';
 import { createTunnelClaims } from './tunnel-claims.js';
 import type { AgentSession } from './tunnel-entry.js';
 
@@ -31,7 +31,7 @@ export interface AgentEndpointOptions {
   /** Decides an agent's client address (the peer, or what a trusted proxy in front says). */
   clients: ClientOriginResolver;
   /** The public TCP ports, when the operator configured a range. */
-  tcp: TcpPortTable | undefined;
+  tcp: PortClaims | undefined;
   /** The public address of a TCP tunnel's port (`tcp://host:port`). */
   tcpUrlFor: (port: number) => string;
 }

@@ -1,7 +1,7 @@
 import type { MuxSession } from '@tunnel2/protocol';
-import type { CompiledProtection } from '../public/public-protection.js';
-import type { TcpPort } from '../tcp/tcp-port.js';
+import type { CompiledProtection } from '../access/public-protection.js';
 import type { StreamSlots } from './stream-slots.js';
+import type { TcpPort } from './tcp-port.js';
 import type { TokenBucket } from './token-bucket.js';
 import type { AgentSession, TunnelEntry } from './tunnel-entry.js';
 

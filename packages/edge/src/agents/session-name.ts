@@ -1,7 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { quoteForEcho } from '../answers/echo.js';
 import { EdgeErrorCode } from '../errors.js';
-import { isValidSessionName } from '../public/ingress-route.js';
+
+const label = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** True for a valid DNS label (lowercase letters, digits, inner hyphens, 1–63 chars). */
+export function isValidSessionName(name: string): boolean {
+  return label.test(name);
+}
 
 /** Names an operator's own services are likely to use; agents cannot claim them. */
 export const reservedNames: ReadonlySet<string> = new Set([

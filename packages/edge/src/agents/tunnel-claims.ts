@@ -1,17 +1,17 @@
 import type { Logger } from 'pino';
+import { compileProtection } from '../access/public-protection.js';
 import { EdgeErrorCode } from '../errors.js';
-import { compileProtection } from '../public/public-protection.js';
-import type { TcpPort } from '../tcp/tcp-port.js';
-import type { TcpPortTable } from '../tcp/tcp-tunnels.js';
 import type { AgentConnection, ClaimedTunnels } from './agent-connection.js';
 import { ExtraTunnel } from './extra-tunnel.js';
 import { heldByOther, heldBySelf } from './name-holder.js';
+import type { PortClaims } from './port-claims.js';
 import { nameRefusal, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
+import type { TcpPort } from './tcp-port.js';
 
 export interface TunnelClaimsOptions {
   sessions: SessionTable;
-  tcp: TcpPortTable | undefined;
+  tcp: PortClaims | undefined;
   logger: Logger;
   /** Names one owner may hold on this edge (every tunnel of a session counts). */
   maxNamesPerOwner: number;

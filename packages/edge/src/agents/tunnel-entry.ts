@@ -1,5 +1,5 @@
 import type { MuxSession } from '@tunnel2/protocol';
-import type { CompiledProtection } from '../public/public-protection.js';
+import type { CompiledProtection } from '../access/public-protection.js';
 import type { StreamSlots } from './stream-slots.js';
 import type { TokenBucket } from './token-bucket.js';
 

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { type ProtocolSettings, type WindowBudget, withoutHopByHop } from '@tunnel2/protocol';
 import type { NodeRecord, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
-import type { ClientOrigin } from '../public/client-address.js';
+import type { ClientOrigin } from '../access/client-address.js';
 import {
   NODE_AUTH_HEADER,
   NODE_CLIENT_HEADER,

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
+import { isValidSessionName } from '../agents/session-name.js';
 import { NODE_AUTH_HEADER } from '../public/cross-node.js';
-import { isValidSessionName } from '../public/ingress-route.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
 const { request: httpRequest } = process.getBuiltinModule('node:http');

@@ -1,12 +1,16 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { MuxSession } from '@tunnel2/protocol';
+import type { MuxSession, WindowBudget } from '@tunnel2/protocol';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { SessionTable } from '../agents/session-table.js';
 import { type RefusalMessage, refusalChannel } from '../answers/refusal-channel.js';
-import type { Edge } from '../build-edge.js';
-import { REGISTRY_OPERATIONS } from '../cluster/timed-registry.js';
+import type { Cluster } from '../cluster/cluster.js';
+import { REGISTRY_OPERATIONS, type RegistryTimings } from '../cluster/timed-registry.js';
 import { EdgeErrorCode } from '../errors.js';
+import type { DropReason } from '../public/public-connections.js';
+import type { ResolvedEdgeOptions } from '../settings/edge-options.js';
+import type { TcpPortTable } from '../tcp/tcp-tunnels.js';
 import { collectProcessMetrics } from './process-metrics.js';
 
 /** Why the edge answered instead of tunnelling, coarse enough to alert on. */
@@ -101,11 +105,27 @@ interface ByteTotals {
 }
 
 /**
+ * What the metrics read of an edge; `build-edge.ts`'s `Edge` is one. Declared here so that this folder imports
+ * nothing above it: the assembly imports operations/, not the reverse.
+ */
+export interface MeteredEdge {
+  readonly app: { readonly server: Server };
+  readonly options: Pick<ResolvedEdgeOptions, 'agentPath'>;
+  readonly sessions: SessionTable;
+  readonly inFlight: number;
+  readonly windowBudget: Pick<WindowBudget, 'used'>;
+  readonly publicConnections: { readonly dropped: Readonly<Record<DropReason, number>> };
+  readonly tcp: TcpPortTable | undefined;
+  readonly cluster: Cluster | undefined;
+  readonly registryTimings: RegistryTimings;
+}
+
+/**
  * Prometheus metrics of one edge. Nothing here runs per frame: per-request work is one 'close' listener and
  * a pre-bound counter child; sessions, streams, frames, bytes and buffered bytes are read from the objects
  * that already count them when Prometheus scrapes.
  */
-export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
+export function createEdgeMetrics(edge: MeteredEdge, version: string): EdgeMetrics {
   const registry = new Registry();
   collectProcessMetrics(registry);
   const server = edge.app.server;

@@ -1,15 +1,10 @@
+import { isValidSessionName } from '../agents/session-name.js';
+
 /** Where a public request goes: the session name and the path the backend should see. */
 export interface IngressRoute {
   name: string;
   target: string;
   via: 'host' | 'path';
-}
-
-const label = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-
-/** True for a valid DNS label (lowercase letters, digits, inner hyphens, 1–63 chars). */
-export function isValidSessionName(name: string): boolean {
-  return label.test(name);
 }
 
 /** The host without its port, lowercased; undefined when absent. Handles `[::1]:8080`. */

@@ -1,8 +1,8 @@
+import { isValidSessionName } from '../agents/session-name.js';
 import type { SessionTable } from '../agents/session-table.js';
 import { quoteForEcho } from '../answers/echo.js';
 import { offline, type Refusal, registryUnavailable, unknownSession } from '../answers/refusals.js';
 import { EdgeErrorCode } from '../errors.js';
-import { isValidSessionName } from './ingress-route.js';
 
 /** The name has no live agent on this node: unknown, invalid, reserved for a reconnecting agent, or unknowable. */
 export async function missingSession(name: string, sessions: SessionTable): Promise<Refusal> {

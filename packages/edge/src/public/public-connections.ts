@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { normalizeAddress } from './client-address.js';
+import { normalizeAddress } from '../access/client-address.js';
 import { RateLimitedWarning } from './rate-limited-warning.js';
 
 /** Why the public port closed a connection at accept: the open-file cap, or one address's cap. */

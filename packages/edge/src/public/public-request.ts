@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
+import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from '../access/client-address.js';
 import type { AdmissionRequest } from './admission.js';
-import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
 import type { IngressRoute } from './ingress-route.js';
 
 /**

@@ -1,5 +1,7 @@
 import type { MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
+import type { ClientOriginResolver } from '../access/client-address.js';
+import { isValidSessionName } from '../agents/session-name.js';
 import type { SessionTable } from '../agents/session-table.js';
 import type { TunnelEntry } from '../agents/tunnel-entry.js';
 import {
@@ -14,7 +16,6 @@ import {
 import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../exchange/in-flight.js';
 import { acquireStream, admit, encodeTunnelHead } from './admission.js';
-import type { ClientOriginResolver } from './client-address.js';
 import {
   CLUSTER_MAX_ROUNDS,
   CLUSTER_POLL_MS,
@@ -23,7 +24,7 @@ import {
   type OwnerFinding,
 } from './cross-node.js';
 import { forwardedHeaders } from './forwarding-headers.js';
-import { type IngressRoute, isValidSessionName } from './ingress-route.js';
+import type { IngressRoute } from './ingress-route.js';
 import { missingSession } from './missing-session.js';
 import type { PublicRequest } from './public-request.js';
 import type { StartupGrace } from './startup-grace.js';

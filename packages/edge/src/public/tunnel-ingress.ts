@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { MuxStream } from '@tunnel2/protocol';
+import type { ClientOrigin } from '../access/client-address.js';
 import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
 import type { Refusal } from '../answers/refusals.js';
 import { requestHasBody } from '../exchange/raw-http.js';
 import { TunnelExchange } from '../exchange/tunnel-exchange.js';
 import { UpgradeTunnel } from '../exchange/upgrade-tunnel.js';
-import type { ClientOrigin } from './client-address.js';
 import type { CrossNodeForwarder, OwnerEntry } from './cross-node.js';
 import type { IngressRoute } from './ingress-route.js';
 import { type PublicRequest, resolvePublicRequest } from './public-request.js';

@@ -3,10 +3,10 @@ import type { BlockList } from 'node:net';
 import { defaultWindowTuning, MAX_WINDOW, type ProtocolSettings } from '@tunnel2/protocol';
 import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
+import { compileAddressBlocks } from '../access/client-address.js';
 import type { AgentAuthOptions } from '../agents/agent-auth.js';
 import type { ClusterOptions, ResolvedClusterOptions } from '../cluster/cluster.js';
 import { EdgeError, EdgeErrorCode } from '../errors.js';
-import { compileAddressBlocks } from '../public/client-address.js';
 import { parseTcpPortRange, type TcpPortRange } from '../tcp/tcp-port-range.js';
 
 export interface EdgeOptions {

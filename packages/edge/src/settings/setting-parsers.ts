@@ -1,4 +1,4 @@
-import { compileAddressBlocks } from '../public/client-address.js';
+import { compileAddressBlocks } from '../access/client-address.js';
 
 // The parsers behind the edge's settings table (edge-config.ts): each turns a raw value (a string from a flag
 // or a variable, any JSON value from the config file) into a typed one, or throws a ValueProblem saying what

@@ -1,9 +1,9 @@
 import type { Socket } from 'node:net';
 import { bridgeSocket, ErrorCode, encodeTcpHead, encodeTunnelTag, type MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
+import { normalizeAddress } from '../access/client-address.js';
+import type { TcpPort } from '../agents/tcp-port.js';
 import type { InFlight } from '../exchange/in-flight.js';
-import { normalizeAddress } from '../public/client-address.js';
-import type { TcpPort } from './tcp-port.js';
 
 /** What the metrics read at scrape time; nothing is labelled per connection. */
 export interface TcpCounters {

@@ -2,11 +2,12 @@ import { createServer } from 'node:net';
 import { ErrorCode } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { agentAccount } from '../agents/agent-account.js';
+import type { PortClaims, TcpClaim } from '../agents/port-claims.js';
+import { TcpPort } from '../agents/tcp-port.js';
 import type { TunnelEntry } from '../agents/tunnel-entry.js';
 import { EdgeErrorCode } from '../errors.js';
 import type { InFlight } from '../exchange/in-flight.js';
 import { acceptTcpConnection, type TcpCounters } from './tcp-connection.js';
-import { TcpPort } from './tcp-port.js';
 import type { TcpPortRange } from './tcp-port-range.js';
 
 export interface TcpTunnelsOptions {
@@ -25,27 +26,17 @@ export interface TcpTunnelsOptions {
   logger: Logger;
 }
 
-export type TcpClaim = { ok: true; port: TcpPort } | { ok: false; code: EdgeErrorCode; message: string };
-
 /**
- * Who holds which public TCP port, as the agent endpoint uses it: one node's own table (TcpTunnels), or a
- * cluster's, claimed in the shared registry (cluster/shared-tcp-ports.ts).
+ * Who holds which public TCP port: the claims an agent's session makes (`PortClaims`), and what the edge
+ * counts and starts. One node's own table (TcpTunnels), or a cluster's, claimed in the shared registry
+ * (cluster/tcp/shared-tcp-ports.ts).
  */
-export interface TcpPortTable {
+export interface TcpPortTable extends PortClaims {
   readonly counters: TcpCounters;
   /** Ports held on this node. */
   readonly size: number;
   /** Called once the edge listens (a cluster node listens on the whole range then). */
   start(): Promise<void>;
-  /**
-   * Claims `requested` (or any free port) for `owner`. `address`: an anonymous agent's client address, which
-   * its ports count against instead of its owner key. An account at its limit gives back its oldest port in
-   * the reconnect grace to make room; with none in grace, the claim is refused (TOO_MANY_TCP_PORTS).
-   */
-  claim(owner: string, requested: number | undefined, address?: string): Promise<TcpClaim>;
-  abandon(port: TcpPort): void;
-  attach(port: TcpPort, connection: TunnelEntry): void;
-  detach(port: TcpPort, connection: TunnelEntry): void;
   close(): void;
 }
 

@@ -1,5 +1,5 @@
 import { type MuxStream, WindowBudget } from '@tunnel2/protocol';
-import { addressBlock } from '../../public/address-block.js';
+import { addressBlock } from '../../access/address-block.js';
 import { LINK_EAGER_GROWTH, LINK_GROWTH_BUDGET, LINK_MAX_STREAMS } from './link-settings.js';
 
 /** Whom a link stream serves: each of the three may hold at most a share of one link. */

@@ -3,16 +3,18 @@ import { ErrorCode, encodeTcpHead, encodeTunnelTag, type MuxStream, type TcpHead
 import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { agentAccount } from '../../agents/agent-account.js';
+import type { TcpClaim } from '../../agents/port-claims.js';
+import type { TcpPort } from '../../agents/tcp-port.js';
 import type { TunnelEntry } from '../../agents/tunnel-entry.js';
 import { EdgeErrorCode } from '../../errors.js';
 import type { InFlight } from '../../exchange/in-flight.js';
 import { acceptTcpConnection, type TcpCounters } from '../../tcp/tcp-connection.js';
-import { TcpPort } from '../../tcp/tcp-port.js';
 import type { TcpPortRange } from '../../tcp/tcp-port-range.js';
-import { type TcpClaim, type TcpPortTable, tooMany } from '../../tcp/tcp-tunnels.js';
+import { type TcpPortTable, tooMany } from '../../tcp/tcp-tunnels.js';
 import type { Cluster } from '../cluster.js';
 import type { LinkTcpArrival } from '../link/link-request.js';
 import { StreamSplice } from '../link/stream-splice.js';
+import { HeldPort, portKey, renewPortLeases, TCP_SPACE } from './port-leases.js';
 import { TCP_ACCEPTED } from './tcp-carry.js';
 import { MAX_HELD_TCP_CONNECTIONS, TcpHolds } from './tcp-hold.js';
 
@@ -32,21 +34,6 @@ export interface SharedTcpPortsOptions {
   /** Connections this node may hold waiting at once, every port together. */
   maxHeldPerNode?: number;
   logger: Logger;
-}
-
-/** The registry's key space for ports: `tcp:<port>`, beside the session names (which have no colon). */
-export const TCP_SPACE = 'tcp';
-const keyOf = (port: number): string => `${TCP_SPACE}:${port}`;
-
-/** A port this node holds in the registry: the epoch of its latest claim, and of the session serving it. */
-class HeldPort extends TcpPort {
-  epoch: number;
-  /** The claim the serving session attached under: its end marks exactly that claim disconnected. */
-  servedEpoch = 0;
-  constructor(port: number, owner: string, server: Server, epoch: number, account: string) {
-    super(port, owner, server, account);
-    this.epoch = epoch;
-  }
 }
 
 /**
@@ -140,10 +127,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       // Its own port again (a reconnect, here or on another node): not one more port.
       const again =
         requested !== undefined &&
-        owned.some((record) => record.name === keyOf(requested) && record.owner === owner);
+        owned.some((record) => record.name === portKey(requested) && record.owner === owner);
       if (requested !== undefined && !again) {
         // Another owner's port is refused before anything of this account is given back for it.
-        const holder = await registry.lookup(keyOf(requested));
+        const holder = await registry.lookup(portKey(requested));
         if (holder !== undefined && holder.owner !== owner)
           return refuse(EdgeErrorCode.TCP_PORT_UNAVAILABLE, `port ${requested} is in use by another agent`);
       }
@@ -151,7 +138,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       // An owner's own ports are not candidates for another: claiming one would take it over from itself.
       const own = new Set(owned.map((record) => record.name));
       for (const candidate of this.#candidates(requested)) {
-        if (requested === undefined && own.has(keyOf(candidate))) continue;
+        if (requested === undefined && own.has(portKey(candidate))) continue;
         if (this.#closed) return refuse(EdgeErrorCode.DRAINING, 'this edge is shutting down');
         if (!this.#listeners.has(candidate)) {
           if (requested !== undefined)
@@ -162,7 +149,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
           continue;
         }
         const result = await registry.claim({
-          name: keyOf(candidate),
+          name: portKey(candidate),
           owner,
           account,
           nodeId: this.#options.cluster.nodeId,
@@ -176,7 +163,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         // Counted after claiming (the registry cannot count and claim in one step across nodes): two
         // claims racing past the limit on two nodes both see it, and both give their port back.
         if (!again && (await registry.listOwned(account, TCP_SPACE)).length > maxPortsPerOwner) {
-          await registry.release(keyOf(candidate), result.record.epoch);
+          await registry.release(portKey(candidate), result.record.epoch);
           return refused;
         }
         // The same owner's live claim on another node (its agent came back elsewhere): that node stops
@@ -204,7 +191,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     }
     this.#forget(held);
     void this.#options.registry
-      .release(keyOf(held.port), held.epoch)
+      .release(portKey(held.port), held.epoch)
       .catch((err: unknown) => this.#options.logger.warn({ err, port: held.port }, 'TCP: release failed'));
   }
 
@@ -316,7 +303,9 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     const excess = owned.length - this.#options.maxPortsPerOwner + 1;
     if (excess <= 0) return true;
     const inGrace = owned
-      .filter((record) => !record.connected && (requested === undefined || record.name !== keyOf(requested)))
+      .filter(
+        (record) => !record.connected && (requested === undefined || record.name !== portKey(requested)),
+      )
       .sort((a, b) => a.expiresAt - b.expiresAt);
     if (inGrace.length < excess) return false;
     for (const record of inGrace.slice(0, excess)) {
@@ -380,7 +369,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     const { registry, logger } = this.#options;
     const reconnectGraceMs = leaving ? 0 : this.#options.reconnectGraceMs;
     void registry
-      .markDisconnected(keyOf(held.port), held.servedEpoch, reconnectGraceMs)
+      .markDisconnected(portKey(held.port), held.servedEpoch, reconnectGraceMs)
       .catch((err: unknown) => logger.warn({ err, port: held.port }, 'TCP: markDisconnected failed'));
     if (reconnectGraceMs === 0 || this.#closed) {
       this.#forget(held);
@@ -409,51 +398,23 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     else connection?.close(ErrorCode.GOING_AWAY, 'TCP port taken over elsewhere');
   }
 
-  /**
-   * Renews the leases of the ports served here in one registry call. A refused renewal means another claim
-   * holds the port now (it closes the session serving it here), or the lease ran out while the registry
-   * was away (claimed again for the same owner).
-   */
+  /** Renews the leases of the ports served here (port-leases.ts); a registry that is away is retried next round. */
   async #renewAll(): Promise<void> {
     const served = [...this.#held.values()].filter(
       (h) => h.connection !== undefined && h.graceTimer === undefined,
     );
     if (served.length === 0) return;
-    const { registry, logger } = this.#options;
+    const { registry, logger, leaseTtlMs } = this.#options;
     try {
-      const renewed = await registry.renewMany(
-        served.map((held) => ({ name: keyOf(held.port), epoch: held.epoch })),
-        this.#options.leaseTtlMs,
-      );
-      let lost = false;
-      for (const [i, held] of served.entries()) {
-        if (renewed[i] === true || this.#held.get(held.port) !== held) continue;
-        const record = await registry.lookup(keyOf(held.port));
-        if (this.#held.get(held.port) !== held) continue;
-        if (record !== undefined) {
-          if (record.epoch !== held.epoch || record.nodeId !== this.#options.cluster.nodeId)
-            this.#lose(held, record);
-          continue;
-        }
-        const claimed = await registry.claim({
-          name: keyOf(held.port),
-          owner: held.owner,
-          nodeId: this.#options.cluster.nodeId,
-          ttlMs: this.#options.leaseTtlMs,
-        });
-        if (claimed.ok) {
-          logger.info(
-            { port: held.port, epoch: claimed.record.epoch },
-            'TCP: port lease re-asserted after it expired',
-          );
-          held.epoch = claimed.record.epoch;
-          held.servedEpoch = claimed.record.epoch;
-          // A registry that lost the port (restarted empty) lost this node's announcement too: without it
-          // the other nodes cannot carry connections here until the next announcement round.
-          lost = true;
-        } else this.#lose(held, claimed.record);
-      }
-      if (lost) this.#options.cluster.announceNow();
+      const reasserted = await renewPortLeases(served, {
+        registry,
+        logger,
+        leaseTtlMs,
+        nodeId: this.#options.cluster.nodeId,
+        current: (held) => this.#held.get(held.port) === held,
+        lose: (held, holder) => this.#lose(held, holder),
+      });
+      if (reasserted) this.#options.cluster.announceNow();
     } catch (err) {
       logger.warn({ err }, 'TCP: port lease renewal failed; ports keep serving, retried next round');
     }

@@ -1,8 +1,8 @@
 import type { Socket } from 'node:net';
 import { bridgeSocket, ErrorCode, encodeTcpHead, type MuxStream } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
+import { normalizeAddress } from '../../access/client-address.js';
 import type { InFlight } from '../../exchange/in-flight.js';
-import { normalizeAddress } from '../../public/client-address.js';
 import type { OwnerEntry } from '../../public/cross-node.js';
 import type { TcpCounters } from '../../tcp/tcp-connection.js';
 import type { Cluster } from '../cluster.js';

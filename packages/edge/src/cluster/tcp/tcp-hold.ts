@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
+import type { TcpPort } from '../../agents/tcp-port.js';
 import type { InFlight } from '../../exchange/in-flight.js';
 import {
   CLUSTER_MAX_ROUNDS,
@@ -8,7 +9,6 @@ import {
   type OwnerFinding,
 } from '../../public/cross-node.js';
 import { acceptTcpConnection, type TcpCounters } from '../../tcp/tcp-connection.js';
-import type { TcpPort } from '../../tcp/tcp-port.js';
 import type { Cluster } from '../cluster.js';
 import { carryTcpConnection } from './tcp-carry.js';
 

@@ -1,0 +1,205 @@
+import { bulkDownload, bulkUpload } from '../measure/bulk-client.js';
+import { meterSelf, readCpuMs, readStatusKb } from '../measure/process-stats.js';
+import type { SideName } from '../plan/report-schema.js';
+import type { BenchStack } from '../stacks/bench-stack.js';
+import type { ChildService } from '../stacks/child-service.js';
+
+/**
+ * `pnpm bench bulk`: one large download and one large upload per side, measured as MB/s (10^6 bytes per
+ * second), with the edge's and the agent's CPU and RSS sampled through the transfer (the RSS must stay
+ * flat: nothing may buffer a body). Bodies are streamed with backpressure on both ends of the bench too,
+ * so the bench itself never holds more than one chunk.
+ */
+export interface BulkSettings {
+  bytes: number;
+  sides: SideName[];
+  /**
+   * A transfer of this size, the same side and direction, runs right before each measured one and is
+   * discarded: the first megabytes through fresh processes run unoptimized code. 0: none.
+   */
+  warmupBytes: number;
+  /**
+   * `--cold`: every transfer through freshly started processes (backend, edge, agent), with no warm-up: what
+   * a user's first large transfer after `tunnel2 http` gets, JIT compilation and heap growth included.
+   */
+  cold: boolean;
+}
+
+export interface RssTrace {
+  startMb: number;
+  peakMb: number;
+  endMb: number;
+  cpuMs: number;
+}
+
+export interface BulkTransfer {
+  direction: 'download' | 'upload';
+  side: SideName;
+  bytes: number;
+  seconds: number;
+  mbPerSec: number;
+  /** Bytes that did not arrive, or an error: a transfer that lost data is reported, never averaged in. */
+  error: string | null;
+  /** The discarded warm-up transfer right before this one (null when there was none); shown, not hidden. */
+  warmup: { bytes: number; mbPerSec: number; error: string | null } | null;
+  edge: RssTrace | null;
+  agent: RssTrace | null;
+  backend: RssTrace | null;
+  /** CPU of the bench's own client (the whole bench process) during the transfer, ms: the instrument's cost. */
+  clientCpuMs: number;
+}
+
+export interface BulkResult {
+  scenario: 'bulk';
+  bytes: number;
+  warmupBytes: number;
+  /** Each transfer ran through freshly started processes (`--cold`). */
+  cold: boolean;
+  transfers: BulkTransfer[];
+}
+
+const UPLOAD_CHUNK = Buffer.alloc(256 * 1024, 0x5a);
+
+/** Samples a process's RSS every 100 ms; the kernel's own peak (VmHWM) would include start-up. */
+function traceProcess(service: ChildService | undefined): { stop(): RssTrace | null } {
+  if (service === undefined) return { stop: () => null };
+  const rss = (): number => (readStatusKb(service.pid, 'VmRSS') ?? Number.NaN) / 1024;
+  const startMb = rss();
+  const startCpu = readCpuMs(service.pid) ?? Number.NaN;
+  let peakMb = startMb;
+  const timer = setInterval(() => {
+    peakMb = Math.max(peakMb, rss());
+  }, 100);
+  return {
+    stop() {
+      clearInterval(timer);
+      const endMb = rss();
+      return {
+        startMb,
+        peakMb: Math.max(peakMb, endMb),
+        endMb,
+        cpuMs: (readCpuMs(service.pid) ?? Number.NaN) - startCpu,
+      };
+    },
+  };
+}
+
+async function measure(
+  stack: BenchStack,
+  side: SideName,
+  direction: BulkTransfer['direction'],
+  bytes: number,
+): Promise<BulkTransfer> {
+  const target = side === 'direct' ? stack.direct : stack.tunnel;
+  if (target === undefined) throw new Error(`the ${side} side is not running`);
+  const traces = [stack.edge, stack.agent, stack.backend].map((s) =>
+    side === 'tunnel' || s === stack.backend ? traceProcess(s) : traceProcess(undefined),
+  );
+  const started = performance.now();
+  const client = meterSelf();
+  let moved = 0;
+  let error: string | null = null;
+  try {
+    moved = await (direction === 'download'
+      ? bulkDownload(target, bytes)
+      : bulkUpload(target, bytes, UPLOAD_CHUNK));
+    if (moved !== bytes) error = `${moved} of ${bytes} bytes arrived`;
+  } catch (err) {
+    error = err instanceof Error ? err.message : String(err);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const clientCpuMs = client.stop()?.cpuMs ?? Number.NaN;
+  const [edge, agent, backend] = traces.map((t) => t.stop());
+  return {
+    direction,
+    side,
+    warmup: null,
+    bytes: moved,
+    seconds,
+    mbPerSec: moved / seconds / 1e6,
+    error,
+    edge: edge ?? null,
+    agent: agent ?? null,
+    backend: backend ?? null,
+    clientCpuMs,
+  };
+}
+
+async function warmUp(
+  stack: BenchStack,
+  side: SideName,
+  direction: BulkTransfer['direction'],
+  bytes: number,
+): Promise<NonNullable<BulkTransfer['warmup']>> {
+  const { mbPerSec, error } = await measure(stack, side, direction, bytes);
+  return { bytes, mbPerSec, error };
+}
+
+/** Opens the processes a transfer runs through; `cold` opens a fresh set for every transfer. */
+export type OpenStack = () => Promise<BenchStack>;
+
+export async function runBulkBench(
+  openStack: OpenStack,
+  settings: BulkSettings,
+  note: (line: string) => void,
+): Promise<BulkResult> {
+  const transfers: BulkTransfer[] = [];
+  let stack: BenchStack | undefined;
+  try {
+    for (const direction of ['download', 'upload'] as const) {
+      for (const side of settings.sides) {
+        if (settings.cold) {
+          await stack?.close();
+          stack = undefined;
+        }
+        stack ??= await openStack();
+        transfers.push(await transfer(stack, settings, direction, side, note));
+      }
+    }
+  } finally {
+    await stack?.close();
+  }
+  return {
+    scenario: 'bulk',
+    bytes: settings.bytes,
+    warmupBytes: settings.warmupBytes,
+    cold: settings.cold,
+    transfers,
+  };
+}
+
+/**
+ * One measured transfer (after its warm-up) through `stack`'s side; `label` names it in the notes (another
+ * scenario may measure its own pair of processes as the 'tunnel' side of a stack view).
+ */
+export async function transfer(
+  stack: BenchStack,
+  settings: Pick<BulkSettings, 'bytes' | 'warmupBytes' | 'cold'>,
+  direction: BulkTransfer['direction'],
+  side: SideName,
+  note: (line: string) => void,
+  label: string = side,
+): Promise<BulkTransfer> {
+  const warmup = settings.warmupBytes > 0 ? await warmUp(stack, side, direction, settings.warmupBytes) : null;
+  if (warmup !== null) {
+    note(
+      `${direction} ${label}: warm-up ${(settings.warmupBytes / 2 ** 20).toFixed(0)} MiB (discarded): ` +
+        (warmup.error ?? `${warmup.mbPerSec.toFixed(0)} MB/s`),
+    );
+  }
+  note(
+    `${direction} ${label}: ${(settings.bytes / 2 ** 20).toFixed(0)} MiB${settings.cold ? ', fresh processes' : ''}`,
+  );
+  const result = { ...(await measure(stack, side, direction, settings.bytes)), warmup };
+  const rss =
+    result.edge && result.agent
+      ? `, RSS edge ${result.edge.startMb.toFixed(0)}→${result.edge.peakMb.toFixed(0)} MB, agent ` +
+        `${result.agent.startMb.toFixed(0)}→${result.agent.peakMb.toFixed(0)} MB`
+      : '';
+  note(
+    `  ${result.mbPerSec.toFixed(0)} MB/s in ${result.seconds.toFixed(2)} s${rss}, ` +
+      `client CPU ${result.clientCpuMs.toFixed(0)} ms` +
+      (result.error ? ` — ERROR: ${result.error}` : ''),
+  );
+  return result;
+}

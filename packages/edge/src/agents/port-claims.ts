@@ -1,0 +1,22 @@
+import type { EdgeErrorCode } from '../errors.js';
+import type { TcpPort } from './tcp-port.js';
+import type { TunnelEntry } from './tunnel-entry.js';
+
+export type TcpClaim = { ok: true; port: TcpPort } | { ok: false; code: EdgeErrorCode; message: string };
+
+/**
+ * What an agent's session needs of the table of public TCP ports: claiming a port, giving it back, and
+ * saying which session serves it. Declared here so this folder imports nothing of `../tcp/`; one node's
+ * table (`../tcp/tcp-tunnels.ts`) and a cluster's (`../cluster/tcp/shared-tcp-ports.ts`) implement it.
+ */
+export interface PortClaims {
+  /**
+   * Claims `requested` (or any free port) for `owner`. `address`: an anonymous agent's client address, which
+   * its ports count against instead of its owner key. An account at its limit gives back its oldest port in
+   * the reconnect grace to make room; with none in grace, the claim is refused (TOO_MANY_TCP_PORTS).
+   */
+  claim(owner: string, requested: number | undefined, address?: string): Promise<TcpClaim>;
+  abandon(port: TcpPort): void;
+  attach(port: TcpPort, connection: TunnelEntry): void;
+  detach(port: TcpPort, connection: TunnelEntry): void;
+}

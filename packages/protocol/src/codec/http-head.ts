@@ -1,0 +1,171 @@
+import { ErrorCode } from '../constants.js';
+import { ProtocolError, ProtocolErrorCode } from '../errors.js';
+
+/**
+ * Headers as a flat list of name/value pairs in wire order, like Node's `rawHeaders`:
+ * [name0, value0, name1, value1, ...]. Keeps case, order and repeated names (Set-Cookie).
+ */
+export type RawHeaders = string[];
+
+export interface RequestHead {
+  method: string;
+  /** The request target as received (origin-form path and query, percent-encoding untouched). */
+  target: string;
+  headers: RawHeaders;
+}
+
+export interface ResponseHead {
+  status: number;
+  statusMessage: string;
+  headers: RawHeaders;
+}
+
+// Strings are latin1 on the wire: HTTP/1.1 field bytes map 1:1 to latin1 code units, which is what
+// Node's http parser produces, so every byte round-trips.
+const ENC = 'latin1';
+
+function malformed(message: string): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.MALFORMED_HEAD, ErrorCode.PROTOCOL_ERROR, message);
+}
+
+function tooLarge(what: string, size: number, limit: number): ProtocolError {
+  return new ProtocolError(
+    ProtocolErrorCode.HEAD_TOO_LARGE,
+    ErrorCode.HEADERS_TOO_LARGE,
+    `${what} of ${size} bytes exceeds the limit of ${limit}`,
+  );
+}
+
+function headersSize(headers: RawHeaders): number {
+  if (headers.length % 2 !== 0) throw malformed('raw headers must come in name/value pairs');
+  if (headers.length / 2 > 0xff_ff) throw tooLarge('header count', headers.length / 2, 0xff_ff);
+  let size = 2;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    const value = headers[i + 1]!;
+    if (name.length > 0xff_ff) throw tooLarge('header name', name.length, 0xff_ff);
+    if (value.length > 0xff_ff) throw tooLarge('header value', value.length, 0xff_ff);
+    size += 4 + name.length + value.length;
+  }
+  return size;
+}
+
+/**
+ * Writes a latin1 string and returns its length. Header fields are short, and for short strings a plain
+ * loop beats a call into native code (the native write was ~8 % of the agent's CPU under load).
+ */
+function writeLatin1(out: Buffer, value: string, offset: number): number {
+  const length = value.length;
+  if (length > 48) return out.write(value, offset, ENC);
+  for (let i = 0; i < length; i++) out[offset + i] = value.charCodeAt(i) & 0xff;
+  return length;
+}
+
+function writeHeaders(out: Buffer, offset: number, headers: RawHeaders): number {
+  out.writeUInt16BE(headers.length / 2, offset);
+  let o = offset + 2;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    const value = headers[i + 1]!;
+    out.writeUInt16BE(name.length, o);
+    o += 2;
+    o += writeLatin1(out, name, o);
+    out.writeUInt16BE(value.length, o);
+    o += 2;
+    o += writeLatin1(out, value, o);
+  }
+  return o;
+}
+
+class Reader {
+  offset = 0;
+  readonly buf: Buffer;
+  constructor(buf: Buffer) {
+    this.buf = buf;
+  }
+  need(n: number, what: string): void {
+    if (this.offset + n > this.buf.length) throw malformed(`head ends inside ${what}`);
+  }
+  u8(what: string): number {
+    this.need(1, what);
+    return this.buf[this.offset++]!;
+  }
+  u16(what: string): number {
+    this.need(2, what);
+    const v = this.buf.readUInt16BE(this.offset);
+    this.offset += 2;
+    return v;
+  }
+  str(length: number, what: string): string {
+    this.need(length, what);
+    const s = this.buf.toString(ENC, this.offset, this.offset + length);
+    this.offset += length;
+    return s;
+  }
+  headers(): RawHeaders {
+    const count = this.u16('header count');
+    const headers: RawHeaders = new Array<string>(count * 2);
+    for (let i = 0; i < count; i++) {
+      headers[2 * i] = this.str(this.u16('header name length'), 'header name');
+      headers[2 * i + 1] = this.str(this.u16('header value length'), 'header value');
+    }
+    return headers;
+  }
+  end(): void {
+    if (this.offset !== this.buf.length)
+      throw malformed(`${this.buf.length - this.offset} trailing bytes after head`);
+  }
+}
+
+/** Request head payload: method (u8 len + bytes), target (u16 len + bytes), headers. */
+export function encodeRequestHead(head: RequestHead, limit: number): Buffer {
+  if (head.method.length === 0 || head.method.length > 0xff)
+    throw malformed(`bad method length ${head.method.length}`);
+  if (head.target.length > 0xff_ff) throw tooLarge('request target', head.target.length, 0xff_ff);
+  const size = 1 + head.method.length + 2 + head.target.length + headersSize(head.headers);
+  if (size > limit) throw tooLarge('request head', size, limit);
+  const out = Buffer.allocUnsafe(size);
+  out[0] = head.method.length;
+  let o = 1 + writeLatin1(out, head.method, 1);
+  out.writeUInt16BE(head.target.length, o);
+  o += 2;
+  o += writeLatin1(out, head.target, o);
+  writeHeaders(out, o, head.headers);
+  return out;
+}
+
+export function decodeRequestHead(payload: Buffer): RequestHead {
+  const r = new Reader(payload);
+  const method = r.str(r.u8('method length'), 'method');
+  if (method.length === 0) throw malformed('empty method');
+  const target = r.str(r.u16('target length'), 'target');
+  const headers = r.headers();
+  r.end();
+  return { method, target, headers };
+}
+
+/** Response head payload: status (u16), reason (u8 len + bytes), headers. */
+export function encodeResponseHead(head: ResponseHead, limit: number): Buffer {
+  if (!Number.isInteger(head.status) || head.status < 100 || head.status > 999) {
+    throw malformed(`bad status ${head.status}`);
+  }
+  const reason = head.statusMessage.length > 0xff ? head.statusMessage.slice(0, 0xff) : head.statusMessage;
+  const size = 2 + 1 + reason.length + headersSize(head.headers);
+  if (size > limit) throw tooLarge('response head', size, limit);
+  const out = Buffer.allocUnsafe(size);
+  out.writeUInt16BE(head.status, 0);
+  out[2] = reason.length;
+  const o = 3 + out.write(reason, 3, ENC);
+  writeHeaders(out, o, head.headers);
+  return out;
+}
+
+export function decodeResponseHead(payload: Buffer): ResponseHead {
+  const r = new Reader(payload);
+  const status = r.u16('status');
+  if (status < 100 || status > 999) throw malformed(`bad status ${status}`);
+  const statusMessage = r.str(r.u8('reason length'), 'reason');
+  const headers = r.headers();
+  r.end();
+  return { status, statusMessage, headers };
+}
