@@ -1,7 +1,6 @@
 import { defaultWindowTuning, type ProtocolSettings } from '@tunnel2/protocol';
 import { isRedisUrl, redactRedisUrl } from '@tunnel2/registry';
 import type { AgentAuthOptions } from '../agents/agent-auth.js';
-import { EdgeError, EdgeErrorCode } from '../errors.js';
 import { parseTcpPortRange } from '../tcp/tcp-port-range.js';
 import {
   DEFAULT_EDGE_WINDOW_BUDGET,
@@ -22,7 +21,6 @@ import {
   parseBoolean,
   type SettingSpec,
   text,
-  ValueProblem,
 } from './setting-parsers.js';
 
 /**
@@ -390,7 +388,6 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
 };
 
 export type SettingKey = keyof EdgeSettings;
-export type SettingSource = 'flag' | 'env' | 'file' | 'default';
 
 export const settingKeys = Object.keys(edgeSettingSpecs) as SettingKey[];
 
@@ -408,79 +405,6 @@ export function isBooleanSetting(key: SettingKey): boolean {
 
 export function isListSetting(key: SettingKey): boolean {
   return Array.isArray(edgeSettingSpecs[key].default);
-}
-
-export interface LoadedConfig {
-  settings: EdgeSettings;
-  sources: Record<SettingKey, SettingSource>;
-}
-
-export interface ConfigInputs {
-  /** Values from flags, keyed by setting (already split by the flag parser). */
-  flags: Partial<Record<SettingKey, unknown>>;
-  env: NodeJS.ProcessEnv;
-  /** Parsed JSON of the config file, and its path for errors. */
-  file?: { path: string; content: unknown };
-}
-
-function invalidSetting(key: SettingKey, raw: unknown, where: string, allowed: string): EdgeError {
-  const spec: SettingSpec<unknown> = edgeSettingSpecs[key];
-  const shown = spec.secret
-    ? '<redacted>'
-    : typeof raw === 'string'
-      ? (spec.redact?.(raw) ?? raw)
-      : JSON.stringify(raw);
-  return new EdgeError(
-    EdgeErrorCode.INVALID_CONFIG,
-    `invalid setting ${key}=${shown} (from ${where}): must be ${allowed}`,
-  );
-}
-
-/** Applies precedence (flag > env > file > default) and validates every value; throws naming the setting. */
-export function loadEdgeConfig(inputs: ConfigInputs): LoadedConfig {
-  const fileValues = checkFile(inputs.file);
-  const settings = {} as Record<SettingKey, unknown>;
-  const sources = {} as Record<SettingKey, SettingSource>;
-  for (const key of settingKeys) {
-    const spec = edgeSettingSpecs[key] as SettingSpec<unknown>;
-    const candidates: [SettingSource, unknown, string][] = [
-      ['flag', inputs.flags[key], `--${flagOf(key)}`],
-      ['env', inputs.env[envOf(key)], envOf(key)],
-      ['file', fileValues[key], `${inputs.file?.path ?? 'config file'}: ${key}`],
-    ];
-    const chosen = candidates.find(([, raw]) => raw !== undefined);
-    if (chosen === undefined) {
-      settings[key] = spec.default;
-      sources[key] = 'default';
-      continue;
-    }
-    const [source, raw, where] = chosen;
-    try {
-      settings[key] = spec.parse(raw);
-    } catch (err) {
-      if (err instanceof ValueProblem) throw invalidSetting(key, raw, where, spec.allowed);
-      throw err;
-    }
-    sources[key] = source;
-  }
-  return { settings: settings as unknown as EdgeSettings, sources };
-}
-
-function checkFile(file: ConfigInputs['file']): Partial<Record<SettingKey, unknown>> {
-  if (file === undefined) return {};
-  const { content, path } = file;
-  if (typeof content !== 'object' || content === null || Array.isArray(content)) {
-    throw new EdgeError(EdgeErrorCode.INVALID_CONFIG, `invalid config file ${path}: must be a JSON object`);
-  }
-  for (const key of Object.keys(content)) {
-    if (!(key in edgeSettingSpecs)) {
-      throw new EdgeError(
-        EdgeErrorCode.INVALID_CONFIG,
-        `unknown setting "${key}" in ${path}: known settings are ${settingKeys.join(', ')}`,
-      );
-    }
-  }
-  return content as Partial<Record<SettingKey, unknown>>;
 }
 
 /** The effective configuration with secrets redacted, for --print-config and the startup log. */
@@ -502,19 +426,4 @@ export function redactedConfig(settings: EdgeSettings): Record<string, unknown> 
 
 function isRegistry(value: string): boolean {
   return value === 'memory' || isRedisUrl(value);
-}
-
-/** A markdown table of every setting, for docs/self-hosting.md (a test keeps the docs equal to it). */
-export function settingsReference(): string {
-  const rows = settingKeys.map((key) => {
-    const spec = edgeSettingSpecs[key];
-    const def = spec.default === undefined ? 'unset' : JSON.stringify(spec.default);
-    const flag = `${spec.short ? `-${spec.short}, ` : ''}--${flagOf(key)}`;
-    return `| \`${key}\` | \`${flag}\` | \`${envOf(key)}\` | ${def} | ${spec.allowed} | ${spec.description.replaceAll('|', '\\|')} |`;
-  });
-  return [
-    '| setting (file key) | flag | variable | default | allowed | meaning |',
-    '| --- | --- | --- | --- | --- | --- |',
-    ...rows,
-  ].join('\n');
 }
