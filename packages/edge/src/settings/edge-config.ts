@@ -33,6 +33,11 @@ export interface EdgeSettings {
   domain: string;
   publicUrl: string | undefined;
   agentPath: string;
+  /** Certificate files (PEM, chain after the leaf), the n-th going with the n-th of tlsKey. */
+  tlsCert: string[];
+  tlsKey: string[];
+  httpPort: number | undefined;
+  acmeDir: string | undefined;
   nodeId: string | undefined;
   /** `memory`, or a redis:// / rediss:// / redis+cluster:// / rediss+cluster:// URL shared by several nodes. */
   registry: string;
@@ -90,9 +95,9 @@ export type LogLevel = (typeof logLevels)[number];
 
 // The compiler keeps the table complete: an EdgeOptions field (or auth / protocol field) added without a
 // setting here fails this line, so no edge option can be set in code but not by an operator.
-// `cluster` is set from nodeUrl + clusterSecret; its tuning knobs (cache TTL, connect timeout) keep
+// `cluster` is set from nodeUrl + clusterSecret, `tls` from tlsCert + tlsKey (+ httpPort, acmeDir); its tuning knobs (cache TTL, connect timeout) keep
 // their defaults until measurements under a real load balancer say an operator needs them.
-type Unconfigurable = 'logger' | 'auth' | 'protocol' | 'cluster';
+type Unconfigurable = 'logger' | 'auth' | 'protocol' | 'cluster' | 'tls';
 type MissingSettings =
   | Exclude<keyof EdgeOptions, keyof EdgeSettings | Unconfigurable>
   | Exclude<keyof AgentAuthOptions, keyof EdgeSettings>
@@ -133,6 +138,35 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     description: 'path where agents open their WebSocket',
     default: '/_tunnel2/connect',
     ...text((v) => v.startsWith('/'), 'a path starting with /'),
+  },
+  tlsCert: {
+    description:
+      'serve HTTPS (h2 and http/1.1 by ALPN) and wss:// on the public port with this PEM certificate (chain after it); repeat with tlsKey for several pairs, chosen by SNI (exact names before wildcards, else the first); reloaded when the files change or on SIGHUP (unset: plain HTTP, as behind a TLS terminator)',
+    default: [],
+    ...list(
+      undefined,
+      'a list of PEM file paths (repeat the flag; comma-separated in a variable, an array in the file)',
+    ),
+  },
+  tlsKey: {
+    description: 'the private key (PEM, unencrypted) of the tlsCert at the same position',
+    default: [],
+    ...list(
+      undefined,
+      'a list of PEM file paths (repeat the flag; comma-separated in a variable, an array in the file)',
+    ),
+  },
+  httpPort: {
+    description:
+      'with tlsCert: a plain HTTP port on the same host answering every request with 308 to https:// (ACME HTTP-01 challenges served from acmeDir) (unset: none)',
+    default: undefined,
+    ...optionalInteger(0, 65535),
+  },
+  acmeDir: {
+    description:
+      'with httpPort: the folder whose files answer /.well-known/acme-challenge/<token> (the webroot of certbot --webroot and similar)',
+    default: undefined,
+    ...optionalText(),
   },
   nodeId: {
     description:
