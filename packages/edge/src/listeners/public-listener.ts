@@ -78,8 +78,10 @@ export function createPublicListener(options: PublicListenerOptions): PublicList
     tlsServer.on('secureConnection', (socket: TLSSocket) =>
       take(socket.alpnProtocol === 'h2' ? 'h2' : 'http/1.1', socket),
     );
-    // A failed or timed-out handshake: Node has destroyed the socket; a scanner's noise, not a warning.
+    // A failed or timed-out handshake (a scanner's noise, not a warning). With a listener here Node leaves
+    // the socket open: a client that never sends its hello would hold its connection for good.
     tlsServer.on('tlsClientError', (err: NodeJS.ErrnoException, socket: TLSSocket) => {
+      socket.destroy();
       logger.debug(
         { err: { code: err.code, message: err.message }, remote: socket.remoteAddress },
         'TLS handshake failed',
