@@ -7,7 +7,7 @@ import { connect as netConnect } from 'node:net';
 import { join } from 'node:path';
 import { type TLSSocket, connect as tlsConnect } from 'node:tls';
 import { promisify } from 'node:util';
-import { buildEdge, type Edge } from '@tunnel2/edge';
+import { buildEdge, createEdgeMetrics, type Edge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { findCommand, type IssuedCertificate, makeTestCa, type TestCa } from '@tunnel2/test-services';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -193,6 +193,11 @@ describe('TLS at the edge', () => {
     expect(edge.tls?.reloads.failed).toBeGreaterThanOrEqual(1);
     expect((await servedCertificate(port, ca.ca.cert, 'localhost')).serialNumber).toBe(served);
     expect((await httpsGet(port, 'localhost')).status).toBe(200);
+    const metrics = createEdgeMetrics(edge, 'test');
+    cleanups.push(() => metrics.close());
+    const { body } = await metrics.render();
+    expect(body).toMatch(/^tunnel2_edge_tls_reloads_total\{result="failed"\} [1-9]/m);
+    expect(body).toMatch(/^tunnel2_edge_tls_reloads_total\{result="ok"\} 0/m);
     // The same on a reload asked for (SIGHUP's path), with a half-written certificate.
     await writeFile(cert, '-----BEGIN CERTIFICATE-----\nMIIB');
     expect(edge.tls?.reload('SIGHUP')).toEqual({ changed: 0, failed: 1 });
