@@ -220,6 +220,27 @@ describe('TLS at the edge', () => {
     expect((await httpsGet(port, 'localhost')).status).toBe(200);
   });
 
+  it('drains like the plain port: a kept-alive TLS connection and a handshake still pending are closed by close()', async () => {
+    const edge = buildEdge({
+      port: 0,
+      logger: silent,
+      keepAliveTimeoutMs: 200,
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }] },
+    });
+    const { port } = await edge.listen();
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    cleanups.push(() => agent.destroy());
+    expect((await httpsGet(port, 'localhost', '/', agent)).status).toBe(200);
+    const pending = netConnect(port, '127.0.0.1');
+    await once(pending, 'connect');
+    await edge.close(5_000);
+    await once(pending, 'close');
+    // The port no longer accepts.
+    const refused = netConnect(port, '127.0.0.1');
+    const [err] = (await once(refused, 'error')) as [NodeJS.ErrnoException];
+    expect(err.code).toBe('ECONNREFUSED');
+  });
+
   it('redirects the plain httpPort to https with 308 and serves ACME challenges from acmeDir, nothing outside it', async () => {
     const acme = join(ca.dir, 'acme');
     await mkdir(acme);

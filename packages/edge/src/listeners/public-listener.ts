@@ -37,8 +37,6 @@ export interface PublicListenerOptions {
  */
 export interface PublicListener {
   readonly server: NetServer;
-  /** Whether the port speaks TLS (URLs are https://, agents use wss://). */
-  readonly secure: boolean;
   /** Closes every connection the port accepted (the last step of a stop); handshakes still running too. */
   destroyAll(): void;
 }
@@ -58,7 +56,7 @@ export function createPublicListener(options: PublicListenerOptions): PublicList
       if (!admit(socket)) socket.destroy();
     });
     // Its connections are the HTTP/1.1 server's own, closed by closeAllConnections.
-    return { server: http1, secure: false, destroyAll: () => {} };
+    return { server: http1, destroyAll: () => {} };
   }
   let server: NetServer;
   if (tls === undefined) {
@@ -104,7 +102,6 @@ export function createPublicListener(options: PublicListenerOptions): PublicList
   server.on('listening', () => http1.emit('listening'));
   return {
     server,
-    secure: tls !== undefined,
     destroyAll() {
       for (const socket of accepted) socket.destroy();
     },
