@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type IssuedCertificate, makeTestCa, type TestCa } from '@tunnel2/test-services';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Spawned, spawnNode } from './support/processes.js';
+import { type Spawned, spawnCli, spawnNode } from './support/processes.js';
 import { until } from './support/stack.js';
 import { servedCertificate } from './support/tls-edge.js';
 
@@ -139,5 +139,40 @@ describe('tunnel2-edge with TLS settings', () => {
     // SIGTERM still drains and stops.
     spawned.kill('SIGTERM');
     expect(await spawned.exited).toBe(0);
+  });
+
+  it('reloads on SIGHUP as `tunnel2 server` too, which keeps the default action of SIGHUP without TLS', async () => {
+    const withTls = spawnCli([
+      'server',
+      '--port',
+      '0',
+      '--json',
+      '--log-format',
+      'json',
+      '--tls-cert',
+      pair.certFile,
+      '--tls-key',
+      pair.keyFile,
+    ]);
+    cleanups.push(() => {
+      withTls.kill('SIGKILL');
+      return withTls.exited;
+    });
+    await withTls.waitFor('listening');
+    withTls.kill('SIGHUP');
+    await until(() => withTls.stderr().includes('TLS certificates unchanged'), {
+      what: 'the SIGHUP log line',
+      timeoutMs: 10_000,
+    });
+    expect(withTls.child.exitCode).toBe(null);
+    const plain = spawnCli(['server', '--port', '0', '--json']);
+    cleanups.push(() => {
+      plain.kill('SIGKILL');
+      return plain.exited;
+    });
+    await plain.waitFor('listening');
+    plain.kill('SIGHUP');
+    await plain.exited;
+    expect(plain.child.signalCode).toBe('SIGHUP');
   });
 });
