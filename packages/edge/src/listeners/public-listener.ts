@@ -61,7 +61,10 @@ export function createPublicListener(options: PublicListenerOptions): PublicList
   let server: NetServer;
   if (tls === undefined) {
     const choosePlain = options.choosePlain!;
-    server = new NetServer({ allowHalfOpen: true, noDelay: true }, (socket) => choosePlain(socket, take));
+    // A connection admit refused is already destroyed: nothing to choose for it.
+    server = new NetServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
+      if (!socket.destroyed) choosePlain(socket, take);
+    });
   } else {
     const certificates = tls.certificates;
     const tlsServer = createTlsServer({
