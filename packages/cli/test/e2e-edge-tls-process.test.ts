@@ -1,4 +1,4 @@
-import { copyFile, mkdir } from 'node:fs/promises';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type IssuedCertificate, makeTestCa, type TestCa } from '@tunnel2/test-services';
@@ -97,6 +97,16 @@ describe('tunnel2-edge with TLS settings', () => {
     expect(parsed.tlsCert).toEqual([pair.certFile, other.certFile]);
     expect(parsed.tlsKey).toEqual([pair.keyFile, other.keyFile]);
     expect(config).not.toContain('PRIVATE KEY');
+    // The config file: one pair as strings, or several as arrays.
+    const file = join(ca.dir, 'edge.json');
+    await writeFile(file, JSON.stringify({ tlsCert: pair.certFile, tlsKey: pair.keyFile }));
+    const fromFile = edge(['--config', file, '--print-config']);
+    expect(await fromFile.exited).toBe(0);
+    const fileConfig = JSON.parse(
+      fromFile.events.map((e) => (e.event === 'text' ? String(e.line) : JSON.stringify(e))).join('\n'),
+    ) as Record<string, unknown>;
+    expect(fileConfig.tlsCert).toEqual([pair.certFile]);
+    expect(fileConfig.tlsKey).toEqual([pair.keyFile]);
   });
 
   it('reloads its certificates on SIGHUP and keeps serving', async () => {
