@@ -11,10 +11,12 @@ import { buildEdge, createEdgeMetrics, type Edge } from '@tunnel2/edge';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { findCommand, type IssuedCertificate, makeTestCa, type TestCa } from '@tunnel2/test-services';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket, { type ClientOptions } from 'ws';
 import { send } from './support/http-client.js';
 import { spawnCli } from './support/processes.js';
 import { silent } from './support/stack.js';
 import { servedCertificate, watchedLog } from './support/tls-edge.js';
+import { startWsBackend } from './support/ws-backend.js';
 
 const run = promisify(execFile);
 
@@ -313,5 +315,31 @@ describe('a tunnel through a TLS edge', () => {
       `https://secure.localhost:${port}/loadtest/ping`,
     ]);
     expect(stdout.trim().split('\n').at(-1)).toBe('200 HTTPS');
+  });
+
+  it('carries a tunnelled WebSocket over wss:// on the same port (HTTP/1.1 upgrade)', async () => {
+    const backend = await startWsBackend();
+    cleanups.push(() => backend.close());
+    const { port, edge } = await tlsEdge({
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }] },
+    });
+    const agent = spawnCli(
+      ['http', String(backend.port), '--server', edge.url, '--subdomain', 'secure', '--json'],
+      { NODE_EXTRA_CA_CERTS: ca.ca.file },
+    );
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await agent.waitFor('ready');
+    // The SNI passes through to tls.connect (ws's types do not list it).
+    const options: ClientOptions & { servername: string } = {
+      headers: { host: `secure.localhost:${port}` },
+      servername: 'secure.localhost',
+      ca: ca.ca.cert,
+    };
+    const ws = new WebSocket(`wss://127.0.0.1:${port}/echo`, options);
+    cleanups.push(() => ws.terminate());
+    await once(ws, 'open');
+    ws.send('over tls');
+    const [message] = (await once(ws, 'message')) as [Buffer];
+    expect(message.toString()).toBe('over tls');
   });
 });
