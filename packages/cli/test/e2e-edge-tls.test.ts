@@ -186,7 +186,11 @@ describe('TLS at the edge', () => {
     const mark = log.lines.length;
     // A key that is not the certificate's: the pair is refused whole.
     await copyFile(other.keyFile, key);
-    const warning = await log.waitFor('TLS certificate not reloaded', mark);
+    // The whole line: a reload that caught the copy half-way would say something else first.
+    const warning = await log.waitFor(
+      `TLS certificate not reloaded, the previous one is kept: invalid setting tlsKey=${key}: is not the key`,
+      mark,
+    );
     expect(warning.level).toBe(40);
     expect(warning.file).toBe(key);
     expect(String(warning.msg)).toContain(
