@@ -58,7 +58,18 @@ const protocolRules = layerRules('packages/protocol', ['transport', 'session', '
  */
 const edgeRules = layerRules(
   'packages/edge',
-  ['operations', 'settings', 'cluster', 'tcp', 'public', 'agents', 'access', 'exchange', 'answers'],
+  [
+    'listeners',
+    'operations',
+    'settings',
+    'cluster',
+    'tcp',
+    'public',
+    'agents',
+    'access',
+    'exchange',
+    'answers',
+  ],
   ['main', 'index', 'build-edge', 'edge-server'],
   { agents: ['settings'], answers: ['public', 'exchange'] },
 );

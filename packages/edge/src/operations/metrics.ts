@@ -8,7 +8,6 @@ import { type RefusalMessage, refusalChannel } from '../answers/refusal-channel.
 import type { Cluster } from '../cluster/cluster.js';
 import { REGISTRY_OPERATIONS, type RegistryTimings } from '../cluster/timed-registry.js';
 import { EdgeErrorCode } from '../errors.js';
-import type { DropReason } from '../public/public-connections.js';
 import type { ResolvedEdgeOptions } from '../settings/edge-options.js';
 import type { TcpPortTable } from '../tcp/tcp-tunnels.js';
 import { collectProcessMetrics } from './process-metrics.js';
@@ -114,7 +113,10 @@ export interface MeteredEdge {
   readonly sessions: SessionTable;
   readonly inFlight: number;
   readonly windowBudget: Pick<WindowBudget, 'used'>;
-  readonly publicConnections: { readonly dropped: Readonly<Record<DropReason, number>> };
+  /** Public connections closed at accept, by reason (`listeners/public-connections.ts`). */
+  readonly publicConnections: { readonly dropped: Readonly<Record<'open_files' | 'per_address', number>> };
+  /** TLS on the public port: its certificate reloads by result; undefined for a plain port. */
+  readonly tls: { readonly reloads: Readonly<Record<string, number>> } | undefined;
   readonly tcp: TcpPortTable | undefined;
   readonly cluster: Cluster | undefined;
   readonly registryTimings: RegistryTimings;
@@ -256,6 +258,17 @@ export function createEdgeMetrics(edge: MeteredEdge, version: string): EdgeMetri
     'reason',
     () => edge.publicConnections.dropped,
   );
+
+  const tls = edge.tls;
+  if (tls !== undefined) {
+    countFrom(
+      registry,
+      'tunnel2_edge_tls_reloads_total',
+      'TLS certificate reloads (file change, poll, SIGHUP) that changed a pair: result="ok", or "failed" (a pair did not load and kept its previous certificate)',
+      'result',
+      () => tls.reloads,
+    );
+  }
 
   // TCP tunnels: read from the port table's counters at scrape time, nothing per connection here.
   const tcp = edge.tcp;
