@@ -29,7 +29,7 @@ import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './exchange/in-flight.js';
 import { EdgeHttp2Request, EdgeHttp2Response } from './listeners/http2-messages.js';
 import { DEFAULT_HTTP2_LIMITS, PublicHttp2Server } from './listeners/http2-server.js';
-import { sniffPreface } from './listeners/preface-sniff.js';
+import { PrefaceSniffer } from './listeners/preface-sniff.js';
 import { connectionCapFromOpenFiles } from './operations/open-files.js';
 import { ClientOriginResolver } from './public/client-address.js';
 import { answerFrameworkError, ignoreBody } from './public/framework-answers.js';
@@ -239,6 +239,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       app.server.emit(expectsContinue ? 'checkContinue' : 'request', req, res),
   });
 
+  let sniffer: PrefaceSniffer | undefined;
   const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
     const onRequest = (
       req: IncomingMessage | EdgeHttp2Request,
@@ -300,7 +301,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     // with prior knowledge), anything else to this server's own connection handling, as it was.
     const http1Connection = server.listeners('connection') as ((socket: Socket) => void)[];
     server.removeAllListeners('connection');
-    const sniffTargets = {
+    sniffer = new PrefaceSniffer(options.headersTimeoutMs, {
       http1(socket: Socket, read: Buffer): void {
         for (const listener of http1Connection) listener.call(server, socket);
         // What was read goes to the HTTP parser first; the rest it reads from the socket itself.
@@ -308,10 +309,11 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         socket.resume();
       },
       http2: (socket: Socket): void => http2.handle(socket),
-    };
+    });
+    const sniff = sniffer;
     server.on('connection', (socket: Socket) => {
       if (!connections.add(socket)) socket.destroy();
-      else sniffPreface(socket, options.headersTimeoutMs, sniffTargets);
+      else sniff.sniff(socket);
     });
     // Past maxConnections (set at listen from the open-file limit) Node closes a new connection itself.
     server.on('drop', () => connections.droppedAtOpenFiles());
@@ -529,6 +531,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // request read from here gets a 503 (onRequest).
       stopping = true;
       app.server.closeIdleConnections();
+      sniffer?.closeIdle();
       for (const connection of [...sessions.connections()])
         connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
       sessions.close();

@@ -121,6 +121,16 @@ export class EdgeHttp2Response extends Http2ServerResponse<EdgeHttp2Request> {
     stream.close(code);
   }
 
+  /** A head that ends the stream (HEADERS with END_STREAM): a gRPC trailers-only answer must be one frame. */
+  endWithHead(status: number, fields: string[]): void {
+    const stream = this.stream;
+    if (stream.destroyed || stream.headersSent) return;
+    this.statusCode = status;
+    stream.respond({ ...h2Fields(fields), ':status': status }, { endStream: true });
+    // The compatibility layer's own state: ended, so 'close' reads as a finished response.
+    this.end();
+  }
+
   /** An interim head (102, a 1xx other than 100 and 103) as a HEADERS frame before the final one. */
   sendInterim(status: number, fields: string[]): void {
     const stream = this.stream;
