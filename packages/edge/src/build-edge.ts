@@ -252,7 +252,19 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         sendRefusal(res, edgeStopping);
         return;
       }
-      const problem = req instanceof EdgeHttp2Request ? undefined : headProblem(req);
+      const http2 = req instanceof EdgeHttp2Request;
+      if (http2 && req.method === 'CONNECT') {
+        // HTTP/1.1's CONNECT never gets here (its own event, below); over HTTP/2 it is a request like any.
+        sendEdgeError(
+          res,
+          EdgeErrorCode.METHOD_NOT_ALLOWED,
+          'CONNECT is not served: this edge is not a forward proxy',
+          undefined,
+          { allow: ALLOWED_METHODS },
+        );
+        return;
+      }
+      const problem = http2 ? undefined : headProblem(req);
       if (problem !== undefined) {
         sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
         return;
