@@ -1,10 +1,7 @@
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { ErrorCode, type RequestHead } from '@tunnel2/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type Tunnel } from '../src/index.js';
 import { h2c, h2Request } from './support/h2-client.js';
 import { hostileAgent, responseHead } from './support/hostile-agent.js';
 import { silent, until } from './support/stack.js';
@@ -12,13 +9,11 @@ import { silent, until } from './support/stack.js';
 // The edge's half of gRPC (PROTOCOL.md, HTTP/2 and gRPC): its own errors in the gRPC form, grpc-timeout,
 // the agent's `http2` capability, request trailers carried as a second head, and tunnel resets mapped to
 // RST_STREAM codes. The agent is one written in the test (it says `http2` and answers as each test asks),
-// or the current CLI agent where an agent without `http2` is the point.
+// or one that says nothing of `http2` where an agent from before HTTP/2 is the point.
 
 let edge: Edge;
 let port: number;
 const closers: (() => void)[] = [];
-let oldAgent: Tunnel;
-let backend: Server;
 /** Heads (request and trailers) the test agent received, by target. */
 const heads = new Map<string, { head: RequestHead; at: number }[]>();
 const resets: string[] = [];
@@ -96,20 +91,19 @@ beforeAll(async () => {
       { http2: true },
     ),
   );
-  backend = createServer((_req, res) => res.end('ok'));
-  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  oldAgent = await connect({
-    target: (backend.address() as AddressInfo).port,
-    server: edge.url,
-    subdomain: 'legacy',
-  });
+  // An agent from before HTTP/2: its HELLO says nothing of `http2`.
+  closers.push(
+    await hostileAgent(edge.url, 'legacy', (stream) => {
+      stream.sendHeaders(responseHead(200, ['content-length', '2']), false);
+      stream.write(Buffer.from('ok'));
+      stream.end();
+    }),
+  );
 });
 
 afterAll(async () => {
   for (const close of closers) close();
-  await oldAgent.close(0);
   await edge.close(0);
-  await new Promise((resolve) => backend.close(resolve));
 });
 
 describe('gRPC errors answered by the edge', () => {
@@ -155,7 +149,7 @@ describe('gRPC errors answered by the edge', () => {
     expect(answer.headers['grpc-status']).toBe('12');
     expect(answer.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_AGENT_TOO_OLD');
     const message = decodeURIComponent(String(answer.headers['grpc-message']));
-    expect(message).toMatch(/tunnel2\/\S+/);
+    expect(message).toMatch(/its agent \(hostile\)/);
     expect(message).toMatch(/upgrade @tunnel2\/cli/);
     expect(plain.status).toBe(200);
     expect(plain.body.toString()).toBe('ok');
