@@ -70,7 +70,7 @@ const edgeRules = layerRules(
     'exchange',
     'answers',
   ],
-  ['main', 'index', 'build-edge', 'edge-server'],
+  ['main', 'index', 'build-edge', 'edge-server', 'edge-routes'],
   { agents: ['settings'], answers: ['public', 'exchange'] },
 );
 /** The bench kit (bench/README.md, "Source layout"). */

@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, WindowBudget } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
@@ -7,31 +8,31 @@ import { ClientOriginResolver } from './access/client-address.js';
 import { createAgentEndpoint } from './agents/agent-endpoint.js';
 import { SessionTable } from './agents/session-table.js';
 import { quoteForEcho } from './answers/echo.js';
-import {
-  answerClientError,
-  askOf,
-  EDGE_ANSWER_HEADERS,
-  edgeAnswer,
-  rejectUpgrade,
-  sendEdgeError,
-  sendRefusal,
-} from './answers/error-response.js';
+import { answerClientError, rejectUpgrade, sendEdgeError, sendRefusal } from './answers/error-response.js';
 import { edgeStopping, nodeAuthRefusal } from './answers/refusals.js';
 import { Cluster } from './cluster/cluster.js';
 import { createCrossNodeForwarder } from './cluster/cross-node-forwarder.js';
 import { NodeLinkServer } from './cluster/link/node-link-server.js';
 import { LINK_PATH } from './cluster/node-auth.js';
-import { TAKEOVER_PATH } from './cluster/takeover-notice.js';
 import { SharedTcpPorts } from './cluster/tcp/shared-tcp-ports.js';
 import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { type EdgeAddresses, edgeAddresses } from './edge-addresses.js';
+import { registerEdgeRoutes } from './edge-routes.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './exchange/in-flight.js';
-import { createHttp1Server, headProblem, isWebSocketUpgrade } from './listeners/http1-server.js';
+import {
+  ALLOWED_METHODS,
+  createHttp1Server,
+  headProblem,
+  isWebSocketUpgrade,
+} from './listeners/http1-server.js';
+import { EdgeHttp2Request, EdgeHttp2Response } from './listeners/http2-messages.js';
+import { DEFAULT_HTTP2_LIMITS, PublicHttp2Server } from './listeners/http2-server.js';
+import { PrefaceSniffer } from './listeners/preface-sniff.js';
 import { type DropReason, PublicConnections } from './listeners/public-connections.js';
 import { type EdgeTls, PublicPort } from './listeners/public-port.js';
 import { answerFrameworkError, ignoreBody } from './public/framework-answers.js';
-import { hostnameOf, resolveIngressRoute } from './public/ingress-route.js';
+import { resolveIngressRoute } from './public/ingress-route.js';
 import { StartupGrace } from './public/startup-grace.js';
 import { handleTunnelRequest, handleTunnelUpgrade } from './public/tunnel-ingress.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './settings/edge-options.js';
@@ -197,42 +198,89 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     return { url: hostUrl.href, urls: [hostUrl.href, pathUrl.href] };
   };
 
-  const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server =>
-    createHttp1Server({
+  // HTTP/2 on the public side: its requests join HTTP/1.1's below ('request', so request ids and metrics
+  // see them too) once the connection is known to speak it (the preface on the plain port, or ALPN).
+  const http2 = new PublicHttp2Server({
+    limits: { ...DEFAULT_HTTP2_LIMITS, maxHeaderListSize: options.maxHeaderBytes },
+    idleTimeoutMs: options.keepAliveTimeoutMs,
+    logger,
+    onRequest: (req, res, expectsContinue) =>
+      app.server.emit(expectsContinue ? 'checkContinue' : 'request', req, res),
+  });
+
+  // A plain connection's first bytes decide its protocol (the HTTP/2 preface: h2c with prior knowledge); the
+  // public port says, per connection, where each protocol is taken (choosePlain below).
+  type PlainTake = (protocol: 'h2' | 'http/1.1', socket: Duplex) => void;
+  const plainTakes = new WeakMap<Socket, PlainTake>();
+  const sniffer = new PrefaceSniffer(options.headersTimeoutMs, {
+    http1(socket: Socket, read: Buffer): void {
+      plainTakes.get(socket)?.('http/1.1', socket);
+      // What was read goes to the HTTP parser first; the rest it reads from the socket itself.
+      socket.emit('data', read);
+      socket.resume();
+    },
+    http2: (socket: Socket): void => plainTakes.get(socket)?.('h2', socket),
+  });
+  const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
+    const onRequest = (
+      req: IncomingMessage | EdgeHttp2Request,
+      res: ServerResponse | EdgeHttp2Response,
+      expectsContinue: boolean,
+    ): void => {
+      // Draining: no connection is kept for a next request, which the teardown would no longer carry.
+      if (draining) res.shouldKeepAlive = false;
+      if (stopping) {
+        sendRefusal(res, edgeStopping);
+        return;
+      }
+      const http2 = req instanceof EdgeHttp2Request;
+      if (http2 && req.method === 'CONNECT') {
+        // HTTP/1.1's CONNECT never gets here (its own event, below); over HTTP/2 it is a request like any.
+        sendEdgeError(
+          res,
+          EdgeErrorCode.METHOD_NOT_ALLOWED,
+          'CONNECT is not served: this edge is not a forward proxy',
+          undefined,
+          { allow: ALLOWED_METHODS },
+        );
+        return;
+      }
+      const problem = http2 ? undefined : headProblem(req);
+      if (problem !== undefined) {
+        sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
+        return;
+      }
+      const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
+      if (route !== undefined) {
+        // Another node's forwarded request: believed for its client only when its signature verifies.
+        const via = cluster?.verify(req);
+        if (via === 'forged') {
+          sendRefusal(res, nodeAuthRefusal);
+          return;
+        }
+        // With Expect: 100-continue the backend decides: its 100 is relayed, or its early final answer.
+        handleTunnelRequest(req, res, route, ingress, via);
+        return;
+      }
+      if (expectsContinue) res.writeContinue();
+      if (req instanceof EdgeHttp2Request || res instanceof EdgeHttp2Response) {
+        // The edge's own pages are HTTP/1.1 (Fastify's); over HTTP/2 only tunnels are served.
+        sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, notTunnel(req.url ?? '/'));
+        return;
+      }
+      fastifyHandler(req, res);
+    };
+    // HTTP/2 requests reach this server's 'request' and 'checkContinue' too (PublicHttp2Server's onRequest).
+    return createHttp1Server({
       headersTimeoutMs: options.headersTimeoutMs,
       requestTimeoutMs: options.requestTimeoutMs,
       keepAliveTimeoutMs: options.keepAliveTimeoutMs,
       idleTimeoutMs: options.idleTimeoutMs,
       maxHeaderBytes: options.maxHeaderBytes,
       connections,
-      onRequest(req, res, expectsContinue) {
-        // Draining: no connection is kept for a next request, which the teardown would no longer carry.
-        if (draining) res.shouldKeepAlive = false;
-        if (stopping) {
-          sendRefusal(res, edgeStopping);
-          return;
-        }
-        const problem = headProblem(req);
-        if (problem !== undefined) {
-          sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
-          return;
-        }
-        const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
-        if (route !== undefined) {
-          // Another node's forwarded request: believed for its client only when its signature verifies.
-          const via = cluster?.verify(req);
-          if (via === 'forged') {
-            sendRefusal(res, nodeAuthRefusal);
-            return;
-          }
-          // With Expect: 100-continue the backend decides: its 100 is relayed, or its early final answer.
-          handleTunnelRequest(req, res, route, ingress, via);
-          return;
-        }
-        if (expectsContinue) res.writeContinue();
-        fastifyHandler(req, res);
-      },
+      onRequest,
     });
+  };
 
   const app = Fastify({
     loggerInstance: logger,
@@ -256,6 +304,13 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     headersTimeoutMs: options.headersTimeoutMs,
     maxHeaderBytes: options.maxHeaderBytes,
     logger,
+    // HTTP/2: after ALPN h2 on the TLS port; on a plain port, a connection whose first bytes are the
+    // HTTP/2 preface (h2c with prior knowledge), the bytes read to tell being handed to HTTP/1.1 otherwise.
+    http2: (socket) => http2.handle(socket),
+    choosePlain: (socket, take) => {
+      plainTakes.set(socket, take);
+      sniffer.sniff(socket);
+    },
   });
 
   const agentEndpoint = createAgentEndpoint({
@@ -314,66 +369,14 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     });
   });
 
-  app.get('/', async (request, reply) => {
-    reply.type('text/plain; charset=utf-8').headers(EDGE_ANSWER_HEADERS);
-    const host = hostnameOf(request.headers.host) ?? options.domain;
-    const addresses = edgeAddresses(baseUrl());
-    return (
-      'tunnel2 edge\n\n' +
-      `Agents connect with:  ${addresses.agentCommand}\n` +
-      '                      (tunnel2 is the command of the @tunnel2/cli package)\n' +
-      `Tunnels answer at:    ${addresses.tunnelByHost}  or  ${addresses.tunnelByPath}\n` +
-      // How busy an edge is, is the operator's business: shown only when asked for.
-      (options.showSessionCount ? `Sessions on this node: ${sessions.size}\n` : '') +
-      (host !== options.domain
-        ? `\n(host ${quoteForEcho(host)} is not a tunnel under ${options.domain})\n`
-        : '')
-    );
-  });
-
-  if (cluster !== undefined) {
-    // Another node took a name over from a connection here (see cluster/takeover-notice.ts). Without a
-    // signature this path answers like every unknown path does; only on a host that is not a tunnel's.
-    app.post(TAKEOVER_PATH, (request, reply) => {
-      const notice = cluster.verifyNotice(request.raw);
-      if (notice === undefined) return reply.callNotFound();
-      reply.hijack();
-      if (notice === 'forged') {
-        sendRefusal(reply.raw, nodeAuthRefusal);
-        return;
-      }
-      if (notice === 'invalid') {
-        sendEdgeError(reply.raw, EdgeErrorCode.BAD_REQUEST, 'not a takeover notice for this node');
-        return;
-      }
-      const holder = { nodeId: notice.fromNode, owner: notice.owner };
-      const closed = notice.name.startsWith('tcp:')
-        ? (sharedTcp?.supersede(Number(notice.name.slice(4)), notice.epoch, holder) ?? false)
-        : sessions.supersede(notice.name, notice.epoch, holder);
-      cluster.counters.takeovers[closed ? 'closed' : 'kept']++;
-      const body = JSON.stringify({ closed });
-      reply.raw.writeHead(200, {
-        ...EDGE_ANSWER_HEADERS,
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(body),
-      });
-      reply.raw.end(body);
-    });
-  }
-
-  // Not a tunnel URL: the edge's own 404, in the form the client asked for (a page for a browser).
-  app.setNotFoundHandler((request, reply) => {
-    const answer = edgeAnswer(
-      EdgeErrorCode.UNKNOWN_SESSION,
-      `not found: ${quoteForEcho(request.url)} is not a tunnel URL. Use ${publicPort.scheme}://<name>.${options.domain}:${boundPort}/ ` +
-        'or /session/<name>/...',
-      undefined,
-      undefined,
-      askOf(request.raw),
-    );
-    reply.hijack();
-    reply.raw.writeHead(answer.status, answer.headers);
-    reply.raw.end(answer.body);
+  // The edge's own pages: the landing page, the takeover notice between nodes, the 404 for other URLs.
+  const notTunnel = registerEdgeRoutes(app, {
+    options,
+    sessions,
+    cluster,
+    sharedTcp,
+    baseUrl,
+    ownBase: () => `${publicPort.scheme}://<name>.${options.domain}:${boundPort}/`,
   });
 
   const edge: Edge = {
@@ -416,6 +419,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     async close(graceMs = 10_000) {
       const deadline = Date.now() + graceMs;
       draining = true;
+      http2.drain();
       linkServer?.drain();
       for (const connection of [...sessions.connections()]) {
         if (cluster === undefined) connection.drain('edge shutting down');
@@ -436,11 +440,16 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // keepAliveTimeoutBuffer is recent (Node 24.6, 22.19); before it the margin was the same second.
       const margin = (app.server as { keepAliveTimeoutBuffer?: number }).keepAliveTimeoutBuffer ?? 1_000;
       const keptAlive = app.server.keepAliveTimeout + margin;
-      await Promise.all([inFlight.idle(left), connections.closed(Math.min(left, keptAlive))]);
+      await Promise.all([
+        inFlight.idle(left),
+        connections.closed(Math.min(left, keptAlive)),
+        http2.closed(left),
+      ]);
       // Connections still idle go now. Requests still running are answered by the sessions' close; a
       // request read from here gets a 503 (onRequest).
       stopping = true;
       app.server.closeIdleConnections();
+      sniffer.closeIdle();
       for (const connection of [...sessions.connections()])
         connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
       sessions.close();
@@ -453,6 +462,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       await new Promise((resolve) => setImmediate(resolve));
       app.server.closeAllConnections();
       publicPort.destroyAll();
+      http2.destroy();
       await app.close();
       publicPort.closeFed();
       connections.close();

@@ -1,12 +1,13 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { EdgeError, EdgeErrorCode, statusByCode } from '../errors.js';
+import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
 import { abortResponse } from '../exchange/response-abort.js';
 import { REQUEST_ID_HEADER } from '../public/request-id.js';
 import type { ErrorFacts } from './error-facts.js';
 import { negotiateErrorFormat } from './error-format.js';
 import { edgeErrorFacts } from './error-hints.js';
 import { ERROR_PAGE_HEADERS, type ErrorAsk, errorBody } from './error-page.js';
+import { grpcAnswerHeaders, isGrpcContentType } from './grpc-answer.js';
 import { publishRefusal } from './refusal-channel.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
@@ -32,16 +33,19 @@ export interface EdgeAnswer {
 export interface EdgeAsk extends ErrorAsk {
   /** The Host the client asked for, named on the page as the edge it reached. */
   host?: string | undefined;
+  /** A gRPC call (its content type): answered in the gRPC form (grpc-answer.ts), whatever it accepts. */
+  grpc?: boolean | undefined;
 }
 
 /** The ask of a request that reached the edge's HTTP server. */
-export function askOf(req: IncomingMessage): EdgeAsk {
+export function askOf(req: Pick<PublicMessage, 'headers' | 'method'>): EdgeAsk {
   const requestId = req.headers[REQUEST_ID_HEADER];
   return {
     accept: req.headers.accept,
     method: req.method,
     host: req.headers.host,
     requestId: typeof requestId === 'string' ? requestId : undefined,
+    grpc: isGrpcContentType(req.headers['content-type']),
   };
 }
 
@@ -62,6 +66,15 @@ export function edgeAnswer(
   extraHeaders?: Readonly<Record<string, string>>,
   ask?: EdgeAsk,
 ): EdgeAnswer {
+  const status = statusByCode[code];
+  if (ask?.grpc === true) {
+    // Trailers-only: HTTP status 200 and no body, the outcome in grpc-status (HTTP/2 ends the stream here).
+    const headers = grpcAnswerHeaders(code, status, message);
+    headers.push('content-length', '0');
+    if (retryAfterS !== undefined) headers.push('retry-after', String(retryAfterS));
+    if (extraHeaders !== undefined) headers.push(...Object.entries(extraHeaders).flat());
+    return { status: 200, headers, body: Buffer.alloc(0) };
+  }
   const format = ask === undefined ? 'text' : negotiateErrorFormat(ask.accept);
   const { contentType, body } = errorBody(
     format === 'text' ? plainFacts(code, message) : edgeErrorFacts(code, message, retryAfterS, ask ?? {}),
@@ -78,7 +91,7 @@ export function edgeAnswer(
   headers.push('x-tunnel2-error', code);
   if (retryAfterS !== undefined) headers.push('retry-after', String(retryAfterS));
   if (extraHeaders !== undefined) headers.push(...Object.entries(extraHeaders).flat());
-  return { status: statusByCode[code], headers, body: ask?.method === 'HEAD' ? Buffer.alloc(0) : body };
+  return { status, headers, body: ask?.method === 'HEAD' ? Buffer.alloc(0) : body };
 }
 
 /** The plain-text form needs the message alone. */
@@ -91,7 +104,7 @@ function plainFacts(code: EdgeErrorCode, message: string): ErrorFacts {
  * `edgeAnswer`).
  */
 export function sendEdgeError(
-  res: ServerResponse,
+  res: PublicResponse,
   code: EdgeErrorCode,
   message: string,
   retryAfterS?: number,
@@ -102,14 +115,19 @@ export function sendEdgeError(
     return;
   }
   const answer = edgeAnswer(code, message, retryAfterS, extraHeaders, askOf(res.req));
-  res.writeHead(answer.status, answer.headers);
-  res.end(answer.body);
+  // HTTP/2: a head without a body ends the stream with it (a gRPC trailers-only answer must).
+  if (answer.body.length === 0 && res.endWithHead !== undefined)
+    res.endWithHead(answer.status, answer.headers);
+  else {
+    res.writeHead(answer.status, answer.headers);
+    res.end(answer.body);
+  }
   publishRefusal(res.req.socket, code);
 }
 
 /** Answers a public request with a refusal, everything it carries included (Retry-After, its headers). */
 export function sendRefusal(
-  res: ServerResponse,
+  res: PublicResponse,
   refusal: Readonly<{
     code: EdgeErrorCode;
     message: string;
@@ -189,8 +207,9 @@ function classify(error: ClientError): { code: EdgeErrorCode; message: string } 
         code: EdgeErrorCode.HEADERS_TOO_LARGE,
         message: 'the request head is larger than this edge accepts',
       };
-    // HTTP/1.2, HTTP/3.0, ... and the HTTP/2 connection preface (PRI * HTTP/2.0): a version this port
-    // does not speak, which RFC 9110 §15.6.6 answers with 505.
+    // HTTP/1.2, HTTP/3.0, ... and a `PRI * HTTP/2.0` line that is not the whole HTTP/2 preface (the
+    // preface itself is served as h2c before this parser sees it): a version HTTP/1 does not speak, which
+    // RFC 9110 §15.6.6 answers with 505.
     case 'HPE_INVALID_VERSION':
     case 'HPE_PAUSED_H2_UPGRADE':
       return {
