@@ -261,7 +261,10 @@ export class H2Exchange implements StreamHandler {
       this.#owed = 0;
       this.#stream.consume(owed);
     });
-    h2.on('wantTrailers', () => h2.sendTrailers(this.#trailers ?? {}));
+    h2.on('wantTrailers', () => {
+      // A stream cancelled meanwhile (its close() ends the writable side first) has nothing to send.
+      if (!h2.closed && !h2.destroyed) h2.sendTrailers(this.#trailers ?? {});
+    });
     h2.on('headers', (headers, _flags, raw?: string[]) => this.#onInterim(headers, raw));
     h2.on('response', (headers, flags, raw?: string[]) => this.#onResponse(headers, flags, raw));
     h2.on('data', (chunk: Buffer) => {
