@@ -156,6 +156,52 @@ describe('an h2c backend', () => {
   });
 });
 
+describe('a backend connection lost under a request', () => {
+  it('an idempotent request without a body is sent again on a new connection', async () => {
+    let calls = 0;
+    backend.routes.set('/flaky', (stream) => {
+      calls++;
+      // The first time the whole connection goes, as a backend closing an idle one at that moment would.
+      if (calls === 1) stream.session?.destroy();
+      else {
+        stream.respond({ ':status': 200 });
+        stream.end('second try');
+      }
+    });
+    const res = await send({ port, path: '/flaky', headers: ['host', host()] });
+    expect(res.status).toBe(200);
+    expect(res.body.toString()).toBe('second try');
+    expect(calls).toBe(2);
+  });
+
+  it('a POST, and a gRPC call, are not: the client is told the backend closed the connection', async () => {
+    let calls = 0;
+    backend.routes.set('/lost', (stream) => {
+      calls++;
+      stream.session?.destroy();
+    });
+    const post = await send({
+      port,
+      path: '/lost',
+      method: 'POST',
+      headers: ['host', host()],
+      body: Buffer.from('once'),
+    });
+    expect(post.status).toBe(502);
+    expect(post.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_CLOSED');
+    const grpc = await send({
+      port,
+      path: '/lost',
+      method: 'POST',
+      headers: ['host', host(), 'content-type', 'application/grpc'],
+      body: Buffer.from([0, 0, 0, 0, 0]),
+    });
+    expect(grpc.headers['grpc-status']).toBe('14');
+    expect(grpc.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_CLOSED');
+    expect(calls).toBe(2);
+  });
+});
+
 describe('a backend that is down', () => {
   let down: Tunnel;
   beforeAll(async () => {
