@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { request } from 'node:http';
+import { createServer as createHttpServer, request } from 'node:http';
 import { constants as h2 } from 'node:http2';
-import { createServer } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
@@ -208,7 +208,7 @@ describe('a backend that is down', () => {
     // A port that was free a moment ago: nothing listens on it.
     const probe = createServer().listen(0, '127.0.0.1');
     await once(probe, 'listening');
-    const free = (probe.address() as import('node:net').AddressInfo).port;
+    const free = (probe.address() as AddressInfo).port;
     await new Promise((resolve) => probe.close(resolve));
     down = await connect({ target: free, server: edge.url, subdomain: 'h2c-down', h2c: true });
   });
@@ -236,6 +236,29 @@ describe('a backend that is down', () => {
       /refused connection on localhost:/,
     );
     expect(res.length).toBe(0);
+  });
+});
+
+describe('an HTTP/1.1 server run with --h2c', () => {
+  it('answers 502 saying the backend does not speak HTTP/2', async () => {
+    const server = createHttpServer((_req, res) => res.end('h1'));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const h1 = await connect({
+      target: (server.address() as AddressInfo).port,
+      server: edge.url,
+      subdomain: 'h1-as-h2c',
+      h2c: true,
+    });
+    try {
+      const res = await send({ port, path: '/', headers: ['host', `h1-as-h2c.localhost:${port}`] });
+      expect(res.status).toBe(502);
+      expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_INVALID_RESPONSE');
+      expect(res.body.toString()).toMatch(/does not speak HTTP\/2 with prior knowledge.*without --h2c/);
+    } finally {
+      await h1.close(0);
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 

@@ -56,6 +56,8 @@ const SPREAD_ABOVE = 100;
 /** Receive window of each backend stream, and of a whole backend session. */
 const STREAM_WINDOW = 256 * 1024;
 const SESSION_WINDOW = 16 * 1024 * 1024;
+/** The code of a dial answered with something other than HTTP/2 (backend-error.ts words it). */
+export const NOT_HTTP2 = 'TUNNEL2_ERR_BACKEND_NOT_HTTP2_SERVER';
 /** A backend that takes the connection but never sends its SETTINGS (not HTTP/2 at all) is given up on. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -225,7 +227,11 @@ export class H2Backend {
     timer.unref();
     session.on('error', (err) => {
       retire();
-      if (!ready) reject(err);
+      if (ready) return;
+      // nghttp2's "Protocol error" before any SETTINGS: the bytes that came back were not HTTP/2 (an
+      // HTTP/1.1 server answering the preface with a 400), which the user can fix by dropping --h2c.
+      const notH2 = (err as { code?: unknown }).code === 'ERR_HTTP2_ERROR';
+      reject(notH2 ? Object.assign(new Error(err.message, { cause: err }), { code: NOT_HTTP2 }) : err);
     });
     session.on('goaway', retire);
     session.on('close', () => {
