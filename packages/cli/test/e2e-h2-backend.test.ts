@@ -67,6 +67,26 @@ describe('an h2c backend', () => {
     expect(res.sha256).toBe(sha256(body));
   });
 
+  it('Expect: 100-continue: the agent says 100 once the backend stream is open, and the body follows', async () => {
+    backend.routes.set('/upload', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.pipe(stream);
+    });
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      path: '/upload',
+      method: 'POST',
+      headers: { host: host(), expect: '100-continue', 'content-length': '5' },
+      agent: false,
+    });
+    req.on('continue', () => req.end('hello'));
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    let body = '';
+    for await (const chunk of res) body += String(chunk);
+    expect(body).toBe('hello');
+  });
+
   it("passes the backend's trailers on: an HTTP/1.1 client reads them as chunked trailers", async () => {
     backend.routes.set('/trailers', (stream) => {
       stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });

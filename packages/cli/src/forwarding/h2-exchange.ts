@@ -16,6 +16,7 @@ import { isReplayable } from './backend-retry.js';
 import { forwardHeaders } from './forward-headers.js';
 import type { ForwardOptions, RequestReport } from './forward-options.js';
 import { isGrpcRequest } from './grpc-form.js';
+import { expectsContinue } from './node-http-exchange.js';
 import type { H2Backend } from './h2-backend.js';
 import { serverNameOf } from './target-tls.js';
 
@@ -217,6 +218,13 @@ export class H2Exchange implements StreamHandler {
           return;
         }
         this.#attach(h2);
+        // Expect: 100-continue waits at the edge for the backend's word (PROTOCOL.md §3). The header is not
+        // sent on (forwardHeaders drops it) and the stream is open to take the body, so the agent says 100
+        // itself, as Envoy does towards HTTP/2 upstreams.
+        if (!this.#headEnded && !this.#replayed && expectsContinue(head.headers) && !this.#stream.closed) {
+          const interim = encodeResponseHead({ status: 100, statusMessage: '', headers: [] }, 1024);
+          this.#stream.sendHeaders(interim, false);
+        }
       },
       (err: Error) => {
         if (!this.#cancelled) this.#failBeforeHead(err);
