@@ -16,8 +16,8 @@ import { isReplayable } from './backend-retry.js';
 import { forwardHeaders } from './forward-headers.js';
 import type { ForwardOptions, RequestReport } from './forward-options.js';
 import { isGrpcRequest } from './grpc-form.js';
-import { expectsContinue } from './node-http-exchange.js';
 import type { H2Backend } from './h2-backend.js';
+import { expectsContinue } from './node-http-exchange.js';
 import { serverNameOf } from './target-tls.js';
 
 /** RFC 9113 §8.2.2: connection-specific fields an HTTP/2 request must not carry (node:http2 throws on them). */
@@ -317,7 +317,11 @@ export class H2Exchange implements StreamHandler {
     h2.on('trailers', (headers, _flags, raw?: string[]) => {
       this.#responseTrailers = responseFields(raw, headers);
     });
-    h2.on('end', () => this.#onResponseEnd());
+    // node:http2 also ends the readable side of a stream the backend reset with CANCEL (without an 'error'):
+    // only an end with no reset code is the response's END_STREAM; the rest is read on 'close'.
+    h2.on('end', () => {
+      if ((h2.rstCode ?? H2_NO_ERROR) === H2_NO_ERROR) this.#onResponseEnd();
+    });
     let failure: Error | undefined;
     // A stream error (the backend's RST_STREAM, a lost session) is read on 'close', with the code.
     h2.on('error', (err) => {
