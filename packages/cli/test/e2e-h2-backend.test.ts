@@ -5,6 +5,7 @@ import { constants as h2 } from 'node:http2';
 import { type AddressInfo, createServer } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RequestReport } from '../src/forwarding/forward-options.js';
 import { connect, type Tunnel } from '../src/index.js';
 import { type H2TestBackend, startH2Backend } from './support/h2-backend.js';
 import { send, sha256 } from './support/http-client.js';
@@ -108,7 +109,19 @@ describe('an h2c backend', () => {
         { endStream: true },
       );
     });
+    const reported = new Promise<RequestReport>((resolve) => {
+      const listener = (report: RequestReport): void => {
+        if (report.path !== '/trailers-only') return;
+        tunnel.off('request', listener);
+        resolve(report);
+      };
+      tunnel.on('request', listener);
+    });
     const res = await send({ port, path: '/trailers-only', headers: ['host', host()] });
+    // The request line: a complete exchange, not one cut short.
+    const report = await reported;
+    expect(report.status).toBe(200);
+    expect(report.error).toBeUndefined();
     expect(res.status).toBe(200);
     expect(res.headers['grpc-status']).toBe('5');
     expect(res.headers['grpc-message']).toBe('nope');
