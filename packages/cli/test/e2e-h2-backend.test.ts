@@ -177,6 +177,46 @@ describe('an h2c backend', () => {
     expect(await closed).toBe(h2.NGHTTP2_CANCEL);
   });
 
+  it('200 clients that go away mid-response: every backend stream is cancelled and none is left counted', async () => {
+    let open = 0;
+    let cancelled = 0;
+    backend.routes.set('/abandoned', (stream) => {
+      open++;
+      stream.respond({ ':status': 200 });
+      stream.write('first');
+      stream.on('close', () => {
+        if (stream.rstCode === h2.NGHTTP2_CANCEL) cancelled++;
+      });
+    });
+    const clients = Array.from({ length: 200 }, () => {
+      const req = request({
+        host: '127.0.0.1',
+        port,
+        path: '/abandoned',
+        headers: { host: host() },
+        agent: false,
+      });
+      req.on('error', () => {});
+      req.end();
+      return req;
+    });
+    await until(() => open === 200);
+    // 200 streams at once took two connections (a new one past 100 streams on each).
+    const sessionsBefore = backend.sessions;
+    for (const req of clients) req.destroy();
+    await until(() => cancelled === 200);
+    // Had the pool kept counting them, the next 150 at once would have needed a third connection.
+    backend.routes.set('/after', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('ok');
+    });
+    const answers = await Promise.all(
+      Array.from({ length: 150 }, () => send({ port, path: '/after', headers: ['host', host()] })),
+    );
+    expect(answers.every((r) => r.status === 200)).toBe(true);
+    expect(backend.sessions).toBe(sessionsBefore);
+  });
+
   it("a backend's RST_STREAM mid-response aborts the client's response", async () => {
     backend.routes.set('/reset', (stream) => {
       stream.respond({ ':status': 200 });
