@@ -275,6 +275,35 @@ describe('a backend connection lost under a request', () => {
   });
 });
 
+describe('a backend that resets a stream before answering', () => {
+  it('a response head larger than HTTP/2 lets through: 502 naming it, not a failure of the tunnel', async () => {
+    backend.routes.set('/big-head', (stream) => {
+      stream.respond({ ':status': 200, 'x-a': 'a'.repeat(40_000), 'x-b': 'b'.repeat(40_000) });
+      stream.end('x');
+    });
+    const res = await send({ port, path: '/big-head', headers: ['host', host()] });
+    expect(res.status).toBe(502);
+    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_INVALID_RESPONSE');
+    expect(res.body.toString()).toMatch(/FRAME_SIZE_ERROR/);
+  });
+
+  it('INTERNAL_ERROR before the head: 502 saying the backend reset it, and UNAVAILABLE for a gRPC call', async () => {
+    backend.routes.set('/crash', (stream) => stream.close(h2.NGHTTP2_INTERNAL_ERROR));
+    const res = await send({ port, path: '/crash', headers: ['host', host()] });
+    expect(res.status).toBe(502);
+    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_CLOSED');
+    expect(res.body.toString()).toMatch(/reset the stream before answering \(HTTP\/2 INTERNAL_ERROR\)/);
+    const grpc = await send({
+      port,
+      path: '/crash',
+      method: 'POST',
+      headers: ['host', host(), 'content-type', 'application/grpc'],
+      body: Buffer.from([0, 0, 0, 0, 0]),
+    });
+    expect(grpc.headers['grpc-status']).toBe('14');
+  });
+});
+
 describe('a backend that is down', () => {
   let down: Tunnel;
   beforeAll(async () => {

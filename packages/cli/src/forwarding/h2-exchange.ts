@@ -11,7 +11,13 @@ import {
   type StreamResetError,
   withoutHopByHop,
 } from '@tunnel2/protocol';
-import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
+import {
+  backendErrorCode,
+  describeBackendError,
+  describeBackendReset,
+  sendBackendErrorAnswer,
+} from './backend-error.js';
+import type { BackendErrorAnswer } from './backend-error-answer.js';
 import { isReplayable } from './backend-retry.js';
 import { forwardHeaders } from './forward-headers.js';
 import type { ForwardOptions, RequestReport } from './forward-options.js';
@@ -429,6 +435,10 @@ export class H2Exchange implements StreamHandler {
       return;
     }
     if (rstCode !== H2_NO_ERROR && (failure === undefined || isStreamError(failure))) {
+      if (!this.#responseStarted && rstCode !== H2_CANCEL && rstCode !== H2_REFUSED_STREAM) {
+        this.#answerBeforeHead(describeBackendReset(rstCode, this.#options.target.host));
+        return;
+      }
       // The backend reset the stream: the client sees the same kind of reset (mapping item 4).
       this.#stream.reset(resetCodeOfRst(rstCode));
       this.#report(`backend reset the stream (HTTP/2 code ${rstCode})`, 'backend_reset');
@@ -447,10 +457,13 @@ export class H2Exchange implements StreamHandler {
 
   /** No usable head from the backend: the agent's own answer (502 page, or the gRPC form for a call). */
   #failBeforeHead(error: Error): void {
+    this.#answerBeforeHead(describeBackendError(error, this.#options.target.host, false));
+  }
+
+  #answerBeforeHead(described: BackendErrorAnswer): void {
     if (this.#finished || this.#stream.closed) return;
     this.#record();
     const head = this.#head!;
-    const described = describeBackendError(error, this.#options.target.host, false);
     this.#status = this.#grpc ? 200 : described.status;
     sendBackendErrorAnswer(this.#stream, described, this.#options.maxHeadSize, this.#recorder, {
       method: head.method,
