@@ -247,6 +247,27 @@ describe('a backend connection lost under a request', () => {
     expect(calls).toBe(2);
   });
 
+  it('a backend that says GOAWAY (a graceful restart): its stream finishes, the next request gets a new connection', async () => {
+    backend.routes.set('/bye', (stream) => {
+      // GOAWAY with the last stream id this one: it is answered, nothing more is taken on this connection.
+      stream.session?.close();
+      stream.respond({ ':status': 200 });
+      stream.end('bye');
+    });
+    backend.routes.set('/next', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('next');
+    });
+    // A live connection first (earlier tests may have ended theirs): /bye goes out on it.
+    await send({ port, path: '/next', headers: ['host', host()] });
+    const before = backend.sessions;
+    const bye = await send({ port, path: '/bye', headers: ['host', host()] });
+    expect(bye.body.toString()).toBe('bye');
+    const next = await send({ port, path: '/next', headers: ['host', host()] });
+    expect(next.body.toString()).toBe('next');
+    expect(backend.sessions).toBe(before + 1);
+  });
+
   it('a POST, and a gRPC call, are not: the client is told the backend closed the connection', async () => {
     let calls = 0;
     backend.routes.set('/lost', (stream) => {
