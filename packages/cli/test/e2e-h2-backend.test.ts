@@ -360,6 +360,19 @@ describe('a backend that is down', () => {
     );
     expect(res.length).toBe(0);
   });
+
+  it('leaves no stream open: the body that waited for a backend stream is consumed', async () => {
+    const res = await send({
+      port,
+      path: '/pkg.Svc/Upload',
+      method: 'POST',
+      headers: ['host', `h2c-down.localhost:${port}`, 'content-type', 'application/grpc'],
+      body: Buffer.alloc(100_000, 1),
+    });
+    expect(res.headers['grpc-status']).toBe('14');
+    // Left open, the stream would hold a graceful close (Ctrl-C, SIGTERM) for its whole grace.
+    await until(() => down.sessionStats?.openStreams === 0, { what: 'no open stream', timeoutMs: 5_000 });
+  });
 });
 
 describe('an HTTP/1.1 server run with --h2c', () => {

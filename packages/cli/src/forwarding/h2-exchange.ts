@@ -380,6 +380,12 @@ export class H2Exchange implements StreamHandler {
   }
 
   #answerBeforeHead(described: BackendErrorAnswer): void {
+    // No backend stream will take the request body: what was queued for one is consumed now (what still
+    // comes is, by #writeBody without a stream), or the tunnel stream would wait for that credit and stay
+    // open, holding a graceful close for its whole grace.
+    const queued = this.#queued ?? [];
+    this.#queued = undefined;
+    for (const frame of queued) if ('data' in frame) this.#stream.consume(frame.data.length);
     if (this.#finished || this.#stream.closed) return;
     this.#record();
     const head = this.#head!;
