@@ -83,7 +83,7 @@ export class H2Backend {
     return this.#chosen;
   }
 
-  /** Sessions open now (for tests and the status figures). */
+  /** Sessions open now. */
   get sessions(): number {
     return this.#slots.length;
   }
