@@ -3,6 +3,7 @@ import type { ExchangeRecorder } from '@tunnel2/inspector';
 import { encodeResponseHead, type MuxStream, type RawHeaders } from '@tunnel2/protocol';
 import type { BackendErrorAnswer } from './backend-error-answer.js';
 import { askOfRequest, backendErrorBody } from './backend-error-page.js';
+import { grpcStatusOfHttp, isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
 import type { Target } from './target.js';
 import { describeTlsError } from './target-tls.js';
 
@@ -62,6 +63,9 @@ export function describeBackendError(error: Error, host: string, answerBegun: bo
     case 'UND_ERR_HEADERS_OVERFLOW':
     case 'HPE_HEADER_OVERFLOW':
       return invalid(`sent a response head larger than ${maxHeaderSize} bytes`);
+    // `--h2c` towards a server that answered the HTTP/2 preface with something else (h2-backend.ts).
+    case 'TUNNEL2_ERR_BACKEND_NOT_HTTP2_SERVER':
+      return invalid('does not speak HTTP/2 with prior knowledge (an HTTP/1.1 server? run without --h2c)');
     // The head fitted undici's limit but not one tunnel frame (the edge's maxFrameSize).
     case 'TUNNEL2_ERR_HEAD_TOO_LARGE':
       return invalid(`sent a response head larger than the tunnel carries (${error.message})`);
@@ -88,6 +92,53 @@ export function describeBackendError(error: Error, host: string, answerBegun: bo
   }
 }
 
+/** RFC 9113 §7 error codes by value, as messages name them. */
+const h2ErrorNames = [
+  'NO_ERROR',
+  'PROTOCOL_ERROR',
+  'INTERNAL_ERROR',
+  'FLOW_CONTROL_ERROR',
+  'SETTINGS_TIMEOUT',
+  'STREAM_CLOSED',
+  'FRAME_SIZE_ERROR',
+  'REFUSED_STREAM',
+  'CANCEL',
+  'COMPRESSION_ERROR',
+  'CONNECT_ERROR',
+  'ENHANCE_YOUR_CALM',
+  'INADEQUATE_SECURITY',
+  'HTTP_1_1_REQUIRED',
+];
+/** Codes that say the bytes were refused as HTTP/2 (by either side), not that the backend gave up. */
+const h2Malformed: ReadonlySet<string> = new Set([
+  'PROTOCOL_ERROR',
+  'FRAME_SIZE_ERROR',
+  'COMPRESSION_ERROR',
+  'ENHANCE_YOUR_CALM',
+]);
+
+/**
+ * An HTTP/2 backend stream reset before any response head (other than CANCEL and REFUSED_STREAM, which
+ * travel on as resets): the agent answers, as Envoy does for an upstream reset before headers, rather than
+ * leave the edge to call it a failure of the tunnel. A code that refuses the bytes (a response head larger
+ * than the agent takes: FRAME_SIZE_ERROR) is an invalid response; any other, the backend giving up.
+ */
+export function describeBackendReset(rstCode: number, host: string): BackendErrorAnswer {
+  const name = h2ErrorNames[rstCode] ?? `0x${rstCode.toString(16)}`;
+  if (h2Malformed.has(name)) {
+    return {
+      status: 502,
+      message: `tunnel2: backend on ${host} sent a response HTTP/2 refused (${name}; a response head too large?)`,
+      code: 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE',
+    };
+  }
+  return {
+    status: 502,
+    message: `tunnel2: backend on ${host} reset the stream before answering (HTTP/2 ${name})`,
+    code: 'TUNNEL2_ERR_BACKEND_CLOSED',
+  };
+}
+
 /** The request a backend error answers: the page's form follows its Accept, a HEAD gets no body. */
 export interface AnsweredRequest {
   method: string;
@@ -100,6 +151,7 @@ export interface AnsweredRequest {
  * response: its `x-tunnel2-error` code and a body in the form the client asked for (backend-error-page.ts):
  * the short text line for curl and scripts, a page for a browser, JSON. Negotiated, so `Vary: Accept`; the
  * headers the edge puts on its own answers (no-store, nosniff, a CSP that lets the page load nothing).
+ * A gRPC call gets the same error in the gRPC form instead (grpc-form.ts): a gRPC client reads no page.
  */
 export function sendBackendErrorAnswer(
   stream: MuxStream,
@@ -108,6 +160,16 @@ export function sendBackendErrorAnswer(
   recorder: ExchangeRecorder | undefined,
   request: AnsweredRequest,
 ): void {
+  if (isGrpcRequest(request.headers)) {
+    const grpcStatus = grpcStatusOfHttp(answer.status);
+    sendGrpcErrorAnswer(
+      stream,
+      { grpcStatus, message: answer.message, code: answer.code },
+      maxHeadSize,
+      recorder,
+    );
+    return;
+  }
   const ask = askOfRequest(request.method, request.headers);
   const { contentType, body } = backendErrorBody(answer, request.target, ask);
   const headers = [
