@@ -8,9 +8,11 @@ import { type BulkResult, runBulkBench } from './bulk-scenario.js';
 import { USAGE } from './cli-args.js';
 import { clusterGate, renderClusterMarkdown } from './cluster-report.js';
 import { runClusterBench } from './cluster-scenario.js';
+import { runCompareCommand } from './compare-command.js';
 import { DEFAULT_LINK_BUFFER_BYTES } from './delay-link.js';
 import { BenchError, BenchErrorCode, usageError } from './errors.js';
 import { type FloorResult, runFloorBench } from './floor-scenario.js';
+import { h2Command } from './h2-command.js';
 import { commandLine, describeEnvironment } from './report-json.js';
 import type { SideName } from './report-schema.js';
 import { type StandaloneName, WAN_USAGE } from './scenarios.js';
@@ -169,6 +171,7 @@ export async function runStandalone(
 ): Promise<number> {
   if (name === 'npx') return runNpx(argv);
   if (name === 'tcp') return runTcpCommand(argv, defaultOutDir, note);
+  if (name === 'h2') return runCompareCommand(name, h2Command, argv, defaultOutDir, note);
   const flags = parse(argv, {
     out: { type: 'string' },
     only: { type: 'string' },
@@ -215,6 +218,9 @@ export async function runStandalone(
     cluster: ['out', 'rate', 'rates', 'duration', 'warmup', 'fault-rate', 'settle'],
     wan: ['out', 'rtt', 'size', 'time-limit'],
     tcp: [],
+    h2: [],
+    grpc: [],
+    tls: [],
   };
   for (const flag of Object.keys(flags)) {
     if (!applies[name].includes(flag)) throw usageError(`--${flag} does not apply to the ${name} scenario`);
