@@ -132,6 +132,8 @@ export function startAgentService(
   inspect: boolean = defaultInspectMode() === 'on',
   /** An https:// backend's certificate is not checked (tunnel2 http --insecure). */
   insecure = false,
+  /** More flags for `tunnel2 http` (`--h2c` for a gRPC backend). */
+  extraArgs: readonly string[] = [],
 ): Promise<ChildService> {
   return startChildService({
     name: 'agent (tunnel2 http)',
@@ -150,6 +152,7 @@ export function startAgentService(
       // The agent's request inspector is on by default, as for a user; BENCH_INSPECT=off measures without it.
       ...(inspect ? ['--inspect', '127.0.0.1:0'] : ['--no-inspect']),
       ...(insecure ? ['--insecure'] : []),
+      ...extraArgs,
     ],
     ready: (line) => {
       const url = jsonEvent(line, 'ready')?.url;

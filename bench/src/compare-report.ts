@@ -59,7 +59,7 @@ export function rowTable(rows: readonly CompareRow[]): Table {
       'generator',
       'ok / finished',
       'errors',
-      'rate (req/s)',
+      'rate (req/s; streams: messages/s)',
       'p50 (ms)',
       'p99 (ms)',
       'mean (ms)',
@@ -88,7 +88,12 @@ export function rowTable(rows: readonly CompareRow[]): Table {
             fixed(r.latencyMs.p99, 2),
             fixed(r.latencyMs.mean, 2),
             fixed(r.latencyMs.max, 2),
-            ...(streams ? [fixed(r.bytesPerSec === null ? null : r.bytesPerSec / 1e6, 1), rssText(r)] : []),
+            ...(streams
+              ? [
+                  fixed(r.mode === 'stream' && r.bytesPerSec !== null ? r.bytesPerSec / 1e6 : null, 1),
+                  rssText(r),
+                ]
+              : []),
             fixed(r.betweenCpuPerRequestUs),
             processCpu(r),
           ],

@@ -12,6 +12,7 @@ import { runCompareCommand } from './compare-command.js';
 import { DEFAULT_LINK_BUFFER_BYTES } from './delay-link.js';
 import { BenchError, BenchErrorCode, usageError } from './errors.js';
 import { type FloorResult, runFloorBench } from './floor-scenario.js';
+import { grpcCommand } from './grpc-command.js';
 import { h2Command } from './h2-command.js';
 import { commandLine, describeEnvironment } from './report-json.js';
 import type { SideName } from './report-schema.js';
@@ -172,6 +173,7 @@ export async function runStandalone(
   if (name === 'npx') return runNpx(argv);
   if (name === 'tcp') return runTcpCommand(argv, defaultOutDir, note);
   if (name === 'h2') return runCompareCommand(name, h2Command, argv, defaultOutDir, note);
+  if (name === 'grpc') return runCompareCommand(name, grpcCommand, argv, defaultOutDir, note);
   const flags = parse(argv, {
     out: { type: 'string' },
     only: { type: 'string' },
