@@ -134,8 +134,11 @@ export function startAgentService(
   insecure = false,
   /** More flags for `tunnel2 http` (`--h2c` for a gRPC backend). */
   extraArgs: readonly string[] = [],
+  /** Added to the bench's environment (NODE_EXTRA_CA_CERTS for an edge with a test certificate). */
+  env?: NodeJS.ProcessEnv,
 ): Promise<ChildService> {
   return startChildService({
+    ...(env === undefined ? {} : { env }),
     name: 'agent (tunnel2 http)',
     args: [
       ...benchNodeFlags(),

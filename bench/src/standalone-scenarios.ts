@@ -25,6 +25,7 @@ import {
   type StandaloneReport,
 } from './standalone-report-md.js';
 import { runTcpCommand } from './tcp-command.js';
+import { tlsCommand } from './tls-command.js';
 import { renderWanMarkdown, wanGate } from './wan-report.js';
 import { runWanBench } from './wan-scenario.js';
 
@@ -174,6 +175,7 @@ export async function runStandalone(
   if (name === 'tcp') return runTcpCommand(argv, defaultOutDir, note);
   if (name === 'h2') return runCompareCommand(name, h2Command, argv, defaultOutDir, note);
   if (name === 'grpc') return runCompareCommand(name, grpcCommand, argv, defaultOutDir, note);
+  if (name === 'tls') return runCompareCommand(name, tlsCommand, argv, defaultOutDir, note);
   const flags = parse(argv, {
     out: { type: 'string' },
     only: { type: 'string' },
@@ -220,6 +222,7 @@ export async function runStandalone(
     cluster: ['out', 'rate', 'rates', 'duration', 'warmup', 'fault-rate', 'settle'],
     wan: ['out', 'rtt', 'size', 'time-limit'],
     tcp: [],
+    // Their own commands (compare-command.ts) parse their flags.
     h2: [],
     grpc: [],
     tls: [],
