@@ -46,15 +46,16 @@ function durationMs(text: string): number | null {
 
 /** The figures of h2load's summary; throws when a line it must print is missing. */
 export function parseH2loadOutput(text: string): RowLoad {
-  const finished = /finished in ([\d.]+)s/.exec(text);
+  const finished = /finished in ([\d.]+(?:us|ms|s)),/.exec(text);
   const requests =
     /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(
       text,
     );
   const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(text);
-  const traffic = /traffic: .*?\((\d+)\) total/.exec(text);
+  const traffic = /\((\d+)\) data/.exec(text);
   const timing = /time for request:\s+(\S+)\s+(\S+)\s+(\S+)/.exec(text);
-  if (finished === null || requests === null || codes === null) {
+  const elapsedMs = finished === null ? null : durationMs(finished[1]!);
+  if (elapsedMs === null || requests === null || codes === null) {
     throw new BenchError(BenchErrorCode.LOAD_GENERATOR, `h2load printed no summary: ${text.slice(-400)}`);
   }
   // h2load: "errored" is the subset of "failed" that got no HTTP answer (reset, closed), "timeout" a subset of it.
@@ -70,7 +71,7 @@ export function parseH2loadOutput(text: string): RowLoad {
   add('timeout', timeout);
   add('reset', (errored ?? 0) - (timeout ?? 0));
   return {
-    durationSec: Number(finished[1]),
+    durationSec: elapsedMs / 1000,
     requests: done ?? 0,
     ok: ok ?? 0,
     errors,
