@@ -27,6 +27,9 @@ import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { type EdgeAddresses, edgeAddresses } from './edge-addresses.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './exchange/in-flight.js';
+import { EdgeHttp2Request, EdgeHttp2Response } from './listeners/http2-messages.js';
+import { DEFAULT_HTTP2_LIMITS, PublicHttp2Server } from './listeners/http2-server.js';
+import { sniffPreface } from './listeners/preface-sniff.js';
 import { connectionCapFromOpenFiles } from './operations/open-files.js';
 import { ClientOriginResolver } from './public/client-address.js';
 import { answerFrameworkError, ignoreBody } from './public/framework-answers.js';
@@ -226,15 +229,29 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     return { url: hostUrl.href, urls: [hostUrl.href, pathUrl.href] };
   };
 
+  // HTTP/2 on the public side: its requests join HTTP/1.1's below ('request', so request ids and metrics
+  // see them too) once the connection is known to speak it (the preface on the plain port, or ALPN).
+  const http2 = new PublicHttp2Server({
+    limits: { ...DEFAULT_HTTP2_LIMITS, maxHeaderListSize: options.maxHeaderBytes },
+    idleTimeoutMs: options.keepAliveTimeoutMs,
+    logger,
+    onRequest: (req, res, expectsContinue) =>
+      app.server.emit(expectsContinue ? 'checkContinue' : 'request', req, res),
+  });
+
   const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
-    const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
+    const onRequest = (
+      req: IncomingMessage | EdgeHttp2Request,
+      res: ServerResponse | EdgeHttp2Response,
+      expectsContinue: boolean,
+    ): void => {
       // Draining: no connection is kept for a next request, which the teardown would no longer carry.
       if (draining) res.shouldKeepAlive = false;
       if (stopping) {
         sendRefusal(res, edgeStopping);
         return;
       }
-      const problem = headProblem(req);
+      const problem = req instanceof EdgeHttp2Request ? undefined : headProblem(req);
       if (problem !== undefined) {
         sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
         return;
@@ -252,6 +269,11 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         return;
       }
       if (expectsContinue) res.writeContinue();
+      if (req instanceof EdgeHttp2Request || res instanceof EdgeHttp2Response) {
+        // The edge's own pages are HTTP/1.1 (Fastify's); over HTTP/2 only tunnels are served.
+        sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, notTunnel(req.url ?? '/'));
+        return;
+      }
       fastifyHandler(req, res);
     };
     const server = createServer(
@@ -274,8 +296,22 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     // stopped reading or sending) is closed; Node re-arms it on every read and write, no timer per request.
     // Off by default: a quiet SSE stream is silent too.
     server.setTimeout(options.idleTimeoutMs);
+    // Each plain connection's first bytes decide its protocol: the HTTP/2 preface goes to HTTP/2 (h2c
+    // with prior knowledge), anything else to this server's own connection handling, as it was.
+    const http1Connection = server.listeners('connection') as ((socket: Socket) => void)[];
+    server.removeAllListeners('connection');
+    const sniffTargets = {
+      http1(socket: Socket, read: Buffer): void {
+        for (const listener of http1Connection) listener.call(server, socket);
+        // What was read goes to the HTTP parser first; the rest it reads from the socket itself.
+        socket.emit('data', read);
+        socket.resume();
+      },
+      http2: (socket: Socket): void => http2.handle(socket),
+    };
     server.on('connection', (socket: Socket) => {
       if (!connections.add(socket)) socket.destroy();
+      else sniffPreface(socket, options.headersTimeoutMs, sniffTargets);
     });
     // Past maxConnections (set at listen from the open-file limit) Node closes a new connection itself.
     server.on('drop', () => connections.droppedAtOpenFiles());
@@ -407,11 +443,13 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   }
 
   // Not a tunnel URL: the edge's own 404, in the form the client asked for (a page for a browser).
+  const notTunnel = (url: string): string =>
+    `not found: ${quoteForEcho(url)} is not a tunnel URL. Use http://<name>.${options.domain}:${boundPort}/ ` +
+    'or /session/<name>/...';
   app.setNotFoundHandler((request, reply) => {
     const answer = edgeAnswer(
       EdgeErrorCode.UNKNOWN_SESSION,
-      `not found: ${quoteForEcho(request.url)} is not a tunnel URL. Use http://<name>.${options.domain}:${boundPort}/ ` +
-        'or /session/<name>/...',
+      notTunnel(request.url),
       undefined,
       undefined,
       askOf(request.raw),
@@ -461,6 +499,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     async close(graceMs = 10_000) {
       const deadline = Date.now() + graceMs;
       draining = true;
+      http2.drain();
       linkServer?.drain();
       for (const connection of [...sessions.connections()]) {
         if (cluster === undefined) connection.drain('edge shutting down');
@@ -481,7 +520,11 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // keepAliveTimeoutBuffer is recent (Node 24.6, 22.19); before it the margin was the same second.
       const margin = (app.server as { keepAliveTimeoutBuffer?: number }).keepAliveTimeoutBuffer ?? 1_000;
       const keptAlive = app.server.keepAliveTimeout + margin;
-      await Promise.all([inFlight.idle(left), connections.closed(Math.min(left, keptAlive))]);
+      await Promise.all([
+        inFlight.idle(left),
+        connections.closed(Math.min(left, keptAlive)),
+        http2.closed(left),
+      ]);
       // Connections still idle go now. Requests still running are answered by the sessions' close; a
       // request read from here gets a 503 (onRequest).
       stopping = true;
@@ -497,6 +540,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // leave before the connections are cut.
       await new Promise((resolve) => setImmediate(resolve));
       app.server.closeAllConnections();
+      http2.destroy();
       await app.close();
       connections.close();
       if (options.ownsRegistry) await options.registry.close();

@@ -3,6 +3,7 @@ import type { ExchangeRecorder } from '@tunnel2/inspector';
 import { encodeResponseHead, type MuxStream, type RawHeaders } from '@tunnel2/protocol';
 import type { BackendErrorAnswer } from './backend-error-answer.js';
 import { askOfRequest, backendErrorBody } from './backend-error-page.js';
+import { grpcStatusOfHttp, isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
 import type { Target } from './target.js';
 import { describeTlsError } from './target-tls.js';
 
@@ -62,6 +63,9 @@ export function describeBackendError(error: Error, host: string, answerBegun: bo
     case 'UND_ERR_HEADERS_OVERFLOW':
     case 'HPE_HEADER_OVERFLOW':
       return invalid(`sent a response head larger than ${maxHeaderSize} bytes`);
+    // `--h2c` towards a server that answered the HTTP/2 preface with something else (h2-backend.ts).
+    case 'TUNNEL2_ERR_BACKEND_NOT_HTTP2_SERVER':
+      return invalid('does not speak HTTP/2 with prior knowledge (an HTTP/1.1 server? run without --h2c)');
     // The head fitted undici's limit but not one tunnel frame (the edge's maxFrameSize).
     case 'TUNNEL2_ERR_HEAD_TOO_LARGE':
       return invalid(`sent a response head larger than the tunnel carries (${error.message})`);
@@ -100,6 +104,7 @@ export interface AnsweredRequest {
  * response: its `x-tunnel2-error` code and a body in the form the client asked for (backend-error-page.ts):
  * the short text line for curl and scripts, a page for a browser, JSON. Negotiated, so `Vary: Accept`; the
  * headers the edge puts on its own answers (no-store, nosniff, a CSP that lets the page load nothing).
+ * A gRPC call gets the same error in the gRPC form instead (grpc-form.ts): a gRPC client reads no page.
  */
 export function sendBackendErrorAnswer(
   stream: MuxStream,
@@ -108,6 +113,16 @@ export function sendBackendErrorAnswer(
   recorder: ExchangeRecorder | undefined,
   request: AnsweredRequest,
 ): void {
+  if (isGrpcRequest(request.headers)) {
+    const grpcStatus = grpcStatusOfHttp(answer.status);
+    sendGrpcErrorAnswer(
+      stream,
+      { grpcStatus, message: answer.message, code: answer.code },
+      maxHeadSize,
+      recorder,
+    );
+    return;
+  }
   const ask = askOfRequest(request.method, request.headers);
   const { contentType, body } = backendErrorBody(answer, request.target, ask);
   const headers = [
