@@ -171,4 +171,16 @@ describe('pnpm bench h2, grpc, tls (smoke)', () => {
       1,
     );
   });
+
+  it('refuses a flag another scenario takes, or a bad value, with exit 2 naming it, before anything starts', async () => {
+    const unknown = await runBench(['h2', '--message-kib', '4']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("'--message-kib'");
+    const zero = await runBench(['grpc', '--rate', '0']);
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toContain('--rate 0: expected a whole number ≥ 1');
+    const rates = await runBench(['tls', '--rates', '100,x']);
+    expect(rates.code).toBe(2);
+    expect(rates.stderr).toContain('--rates x');
+  });
 });
