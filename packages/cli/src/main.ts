@@ -85,6 +85,8 @@ program
     'https:// target: accept its certificate even if self-signed, expired or for another host',
   )
   .option('--ca <file>', 'https:// target: also trust this CA (PEM file), e.g. mkcert -CAROOT/rootCA.pem')
+  .option('--h2c', 'the backend speaks HTTP/2 with prior knowledge (gRPC servers): streams, trailers, resets')
+  .option('--http1', 'https:// target: HTTP/1.1 only (by default h2 is used when the backend offers it)')
   .option(
     '--inspect <host:port>',
     'serve the request inspector here (default 127.0.0.1:4040, next free port)',
@@ -101,7 +103,7 @@ program
   .option('--no-color', 'no colours in the terminal view (as NO_COLOR=1 does)')
   .addHelpText(
     'after',
-    '\nExamples:\n  $ tunnel2 http 3000\n  $ tunnel2 http localhost:5173 --subdomain myapp --server https://tunnel.example.com\n  $ tunnel2 http 8080 --json | jq .\n  $ tunnel2 http https://localhost:8443 --insecure\n',
+    '\nExamples:\n  $ tunnel2 http 3000\n  $ tunnel2 http localhost:5173 --subdomain myapp --server https://tunnel.example.com\n  $ tunnel2 http 8080 --json | jq .\n  $ tunnel2 http https://localhost:8443 --insecure\n  $ tunnel2 http 50051 --h2c                # a gRPC server\n',
   )
   .action(async (target: string, options) => {
     // Each command loads only what it needs: the agent never loads the edge, the edge never loads undici.

@@ -23,6 +23,10 @@ export interface HttpCommandOptions {
   insecure?: boolean;
   /** `--ca <file>`: a PEM CA trusted for an https:// target, read once here. */
   ca?: string;
+  /** `--h2c`: the backend speaks HTTP/2 with prior knowledge. */
+  h2c?: boolean;
+  /** `--http1`: an https:// target is spoken to over HTTP/1.1 only. */
+  http1?: boolean;
 }
 
 function byteCount(flag: string, value: string | undefined): number | undefined {
@@ -79,11 +83,16 @@ export function runHttpCommand(target: string, options: HttpCommandOptions): Pro
         inspect: resolveInspect(options),
         insecure: options.insecure,
         ca: options.ca === undefined ? undefined : readCaFile(options.ca),
+        h2c: options.h2c,
+        http1: options.http1,
         logger,
       }),
     (tunnel, reporter) => {
       const targetLabel = tunnel.target.origin + tunnel.target.basePath;
-      tunnel.on('ready', (info) => reporter.ready(info, targetLabel, tunnel.inspectorUrl));
+      tunnel.on('ready', (info) =>
+        reporter.ready(info, targetLabel, tunnel.inspectorUrl, tunnel.backendProtocol),
+      );
+      tunnel.on('hint', (hint) => reporter.hint(hint.code, hint.message));
       tunnel.on('request', (report) => reporter.request(report));
     },
     (err, reporter) => {

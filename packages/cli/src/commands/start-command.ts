@@ -77,7 +77,10 @@ export async function runStartCommand(names: string[], options: StartCommandOpti
             ? createJsonReporter(output.stdout, { tunnel: tunnel.label })
             : createHumanReporter(output.stdout, writeErr, { tunnel: tunnel.label });
         const targetLabel = tunnel.target.origin + tunnel.target.basePath;
-        tunnel.on('ready', (info) => reporter.ready(info, targetLabel, tunnel.inspectorUrl));
+        tunnel.on('ready', (info) =>
+          reporter.ready(info, targetLabel, tunnel.inspectorUrl, tunnel.backendProtocol),
+        );
+        tunnel.on('hint', (hint) => reporter.hint(hint.code, hint.message));
         tunnel.on('request', (report) => reporter.request(report));
         tunnel.on('connection', (report) => reporter.connection(report));
       }

@@ -4,6 +4,7 @@ import { basename, dirname, extname, resolve } from 'node:path';
 // package exports only a default, and `parse` came out undefined.)
 import { LineCounter, parse, YAMLParseError } from 'yaml';
 import { AgentError, AgentErrorCode } from '../errors.js';
+import { resolveBackendMode } from '../forwarding/backend-mode.js';
 import { parseTarget, parseTcpTarget } from '../forwarding/target.js';
 import { readCaFile } from '../forwarding/target-tls.js';
 import {
@@ -38,6 +39,8 @@ export const HTTP_KEYS = [
   'inspect',
   'insecure',
   'ca',
+  'h2c',
+  'http1',
 ];
 export const TCP_KEYS = ['proto', 'target', 'remote_port', 'allow_ip'];
 /** A tunnel's name: it prefixes output lines, so it stays short and plain. */
@@ -194,7 +197,44 @@ function checkTunnel(
   if (typeof inspect !== 'boolean')
     throw invalid(file, `${path}.inspect`, `expected true or false, got ${shown(inspect)}`);
   const tls = checkTargetTls(file, baseDir, path, target, fields);
-  return { name, target, subdomain, hostHeader, basicAuth, allowIps, inspect: inspect ? {} : false, ...tls };
+  const protocol = checkBackendProtocol(file, path, target, fields);
+  return {
+    name,
+    target,
+    subdomain,
+    hostHeader,
+    basicAuth,
+    allowIps,
+    inspect: inspect ? {} : false,
+    ...tls,
+    ...protocol,
+  };
+}
+
+/** `h2c` and `http1` (as --h2c and --http1): booleans, and not a combination the agent would refuse. */
+function checkBackendProtocol(
+  file: string,
+  path: string,
+  target: string,
+  fields: Record<string, unknown>,
+): { h2c?: boolean; http1?: boolean } {
+  const out: { h2c?: boolean; http1?: boolean } = {};
+  for (const key of ['h2c', 'http1'] as const) {
+    const value = fields[key];
+    if (value === undefined) continue;
+    if (typeof value !== 'boolean')
+      throw invalid(file, `${path}.${key}`, `expected true or false, got ${shown(value)}`);
+    out[key] = value;
+  }
+  try {
+    resolveBackendMode(parseTarget(target).origin, out);
+  } catch (err) {
+    if (!(err instanceof AgentError)) throw err;
+    // The flag's wording, with the file's keys in place of the flags.
+    const why = err.message.replace(/--h2c/g, 'h2c').replace(/--http1/g, 'http1');
+    throw invalid(file, `${path}.h2c`, why);
+  }
+  return out;
 }
 
 /**

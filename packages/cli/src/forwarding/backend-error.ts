@@ -3,6 +3,7 @@ import type { ExchangeRecorder } from '@tunnel2/inspector';
 import { encodeResponseHead, type MuxStream, type RawHeaders } from '@tunnel2/protocol';
 import type { BackendErrorAnswer } from './backend-error-answer.js';
 import { askOfRequest, backendErrorBody } from './backend-error-page.js';
+import { grpcStatusOfHttp, isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
 import type { Target } from './target.js';
 import { describeTlsError } from './target-tls.js';
 
@@ -100,6 +101,7 @@ export interface AnsweredRequest {
  * response: its `x-tunnel2-error` code and a body in the form the client asked for (backend-error-page.ts):
  * the short text line for curl and scripts, a page for a browser, JSON. Negotiated, so `Vary: Accept`; the
  * headers the edge puts on its own answers (no-store, nosniff, a CSP that lets the page load nothing).
+ * A gRPC call gets the same error in the gRPC form instead (grpc-form.ts): a gRPC client reads no page.
  */
 export function sendBackendErrorAnswer(
   stream: MuxStream,
@@ -108,6 +110,16 @@ export function sendBackendErrorAnswer(
   recorder: ExchangeRecorder | undefined,
   request: AnsweredRequest,
 ): void {
+  if (isGrpcRequest(request.headers)) {
+    const grpcStatus = grpcStatusOfHttp(answer.status);
+    sendGrpcErrorAnswer(
+      stream,
+      { grpcStatus, message: answer.message, code: answer.code },
+      maxHeadSize,
+      recorder,
+    );
+    return;
+  }
   const ask = askOfRequest(request.method, request.headers);
   const { contentType, body } = backendErrorBody(answer, request.target, ask);
   const headers = [

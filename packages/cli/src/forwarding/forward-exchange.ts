@@ -13,33 +13,16 @@ import {
 import type { Dispatcher } from 'undici';
 import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
 import { isReplayable, isStaleConnection } from './backend-retry.js';
-import type { ForwardOptions, HostHeaderMode, RequestReport } from './forward-options.js';
+import { forwardHeaders } from './forward-headers.js';
+import type { ForwardOptions, RequestReport } from './forward-options.js';
+import { GrpcStatus, isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
+import { H2Exchange } from './h2-exchange.js';
 import { expectsContinue, isWebSocketUpgrade, NodeHttpExchange } from './node-http-exchange.js';
-import type { Target } from './target.js';
+
+// The head's own module: the HTTP/2 exchange builds its head from it too.
+export { forwardHeaders } from './forward-headers.js';
 
 type DispatchController = Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[0];
-
-// Fields undici refuses, plus those that only described the public hop (the edge already answered 100).
-const dropOnForward = new Set(['expect', 'host']);
-
-/**
- * A request head as the agent sends it to the local target: hop-by-hop fields and Expect out, Host as `mode`
- * says (the target's, the public one, or a given value). The inspector's replays go through it too.
- */
-export function forwardHeaders(raw: RawHeaders, target: Target, mode: HostHeaderMode): string[] {
-  const headers = withoutHopByHop(raw);
-  const out: string[] = [];
-  let publicHost: string | undefined;
-  for (let i = 0; i < headers.length; i += 2) {
-    const lower = headers[i]!.toLowerCase();
-    if (lower === 'host') publicHost = headers[i + 1];
-    if (dropOnForward.has(lower)) continue;
-    out.push(headers[i]!, headers[i + 1]!);
-  }
-  const host = mode === 'rewrite' ? target.host : mode === 'preserve' ? publicHost : mode.value;
-  if (host !== undefined) out.unshift('host', host);
-  return out;
-}
 
 /**
  * One tunnelled request on the agent: stream → undici request to the local target, and the response
@@ -80,10 +63,16 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   // ---- StreamHandler: frames from the edge ----
 
   onHeaders(payload: Buffer, endStream: boolean): void {
-    if (this.#requestSeen) return; // request trailers: undici cannot send them; dropped
+    // Request trailers (PROTOCOL.md "HTTP/2 and gRPC"): undici cannot send them to an HTTP/1.1 backend;
+    // dropped, as HTTP/1.1 proxies do.
+    if (this.#requestSeen) return;
     this.#requestSeen = true;
     const head = decodeRequestHead(payload);
-    if (isWebSocketUpgrade(head.headers) || expectsContinue(head.headers)) {
+    const h2 = this.#options.h2;
+    // An HTTP/2 backend, or an https:// one whose ALPN choice is not known yet (the HTTP/2 exchange hands
+    // the stream back here, as a new exchange, if it picks HTTP/1.1). WebSocket upgrades stay HTTP/1.1.
+    const toH2 = h2 !== undefined && h2.protocol !== 'http/1.1';
+    if (isWebSocketUpgrade(head.headers) || (!toH2 && expectsContinue(head.headers))) {
       new NodeHttpExchange(this.#stream, this.#options).start(
         head,
         forwardHeaders(head.headers, this.#options.target, this.#options.hostHeader),
@@ -91,9 +80,21 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       );
       return;
     }
+    if (toH2) {
+      new H2Exchange(
+        this.#stream,
+        { ...this.#options, h2 },
+        () => new ForwardExchange(this.#stream, this.#options),
+      ).start(head, payload, endStream);
+      return;
+    }
     this.#method = head.method;
     this.#path = head.target;
     this.#requestHeaders = head.headers;
+    if (isGrpcRequest(head.headers)) {
+      this.#refuseGrpc(payload);
+      return;
+    }
     this.#recorder = this.#options.capture?.begin({
       method: head.method,
       target: head.target,
@@ -262,6 +263,34 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       this.#options.maxHeadSize,
       this.#recorder,
       { method: this.#method, headers: this.#requestHeaders, target: this.#options.target },
+    );
+    this.#report(message, code);
+  }
+
+  /**
+   * A gRPC call for an HTTP/1.1 backend cannot work (gRPC needs HTTP/2 end to end and trailers): the client
+   * is told in its own form, and the user what to run instead.
+   */
+  #refuseGrpc(payload: Buffer): void {
+    this.#recorder = this.#options.capture?.begin({
+      method: this.#method,
+      target: this.#path,
+      headers: this.#requestHeaders,
+      encodedHead: payload,
+    });
+    const target = this.#options.target;
+    const message =
+      `tunnel2: a gRPC call needs an HTTP/2 backend, and ${target.host} is forwarded to over HTTP/1.1; ` +
+      (target.origin.startsWith('https:')
+        ? 'it did not offer h2 (ALPN): enable HTTP/2 on it, or drop --http1'
+        : `run \`tunnel2 http ${target.host} --h2c\` for a backend that speaks HTTP/2 (gRPC servers do)`);
+    const code = 'TUNNEL2_ERR_BACKEND_NOT_HTTP2';
+    this.#status = 200;
+    sendGrpcErrorAnswer(
+      this.#stream,
+      { grpcStatus: GrpcStatus.UNIMPLEMENTED, message, code },
+      this.#options.maxHeadSize,
+      this.#recorder,
     );
     this.#report(message, code);
   }

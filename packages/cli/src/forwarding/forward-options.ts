@@ -1,5 +1,6 @@
 import type { InspectorCapture } from '@tunnel2/inspector';
 import type { BackendQueue } from './backend-queue.js';
+import type { H2Backend } from './h2-backend.js';
 import type { Target } from './target.js';
 
 /**
@@ -31,4 +32,9 @@ export interface ForwardOptions {
   onReport: (report: RequestReport) => void;
   /** The inspector's hook; absent when it is off, and then no capture code runs at all. */
   capture?: InspectorCapture | undefined;
+  /**
+   * The HTTP/2 backend (`--h2c`, or an https:// target without `--http1`): requests go there, except
+   * WebSocket upgrades, and all of them once ALPN has chosen HTTP/1.1. Absent: HTTP/1.1 only.
+   */
+  h2?: H2Backend | undefined;
 }

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { BackendQueue } from './backend-queue.js';
 import { ForwardExchange } from './forward-exchange.js';
 import type { HostHeaderMode, RequestReport } from './forward-options.js';
+import type { H2Backend } from './h2-backend.js';
 import { traceStream } from './request-trace.js';
 import type { Target, TcpTarget } from './target.js';
 import { forwardTcpStream, type TcpConnectionReport } from './tcp-forward.js';
@@ -20,6 +21,8 @@ export interface HttpForwarding {
   onReport: (report: RequestReport) => void;
   /** The inspector's hook, when it is on. */
   capture?: InspectorCapture | undefined;
+  /** The HTTP/2 backend, for `--h2c` and https:// targets without `--http1`. */
+  h2?: H2Backend | undefined;
 }
 
 /** A TCP tunnel's session: every stream is a public client's connection for the target. */
@@ -57,6 +60,7 @@ export function forwardStream(
     hostHeader: http.hostHeader,
     maxHeadSize: session.peerSettings.maxFrameSize,
     capture: http.capture,
+    h2: http.h2,
     onReport: traced ? (report) => onReport(report) : http.onReport,
   });
   if (traced) onReport = traceStream(stream, logger, http.onReport);

@@ -95,6 +95,8 @@ export interface ConnectedSession {
   stats(): SessionStats;
   /** One answer per listed tunnel, in order (empty when none were listed). */
   extras: ExtraTunnelAnswer[];
+  /** The edge's HELLO ACK said `http2`: it serves HTTP/2 (and gRPC) to public clients. */
+  edgeHttp2: boolean;
   /** Resolves when the session ends, with the reason when it was not a local close. */
   closed: Promise<Error | undefined>;
   /** Graceful: GOAWAY, wait for in-flight requests (up to graceMs), then close. */
@@ -234,6 +236,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           resolve({
             info,
             extras: answers,
+            edgeHttp2: hello.meta.http2 === true,
             closed,
             close: (graceMs) => closeGracefully(graceMs),
             stats: () => ({
@@ -319,6 +322,9 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
       session.sendHello(
         {
           agent: `tunnel2/${options.version}`,
+          // PROTOCOL.md "HTTP/2 and gRPC": this agent passes request trailers on and can speak HTTP/2 to its
+          // backend, so the edge may send it gRPC calls.
+          http2: true,
           ...(options.protect ? { protect: options.protect } : {}),
           // The stream kinds beyond HTTP this agent takes: the edge opens TCP streams only when listed.
           ...streamKinds(options),

@@ -31,6 +31,13 @@ export interface ConnectOptions {
   insecure?: boolean;
   /** An https:// target: PEM of a private CA to trust besides Node's bundled ones (the CLI's --ca <file>). */
   ca?: string | Buffer;
+  /**
+   * The backend speaks HTTP/2 with prior knowledge (`--h2c`: gRPC servers, h2c-only apps). Not with an
+   * https:// target (ALPN chooses there) nor with `http1`.
+   */
+  h2c?: boolean;
+  /** An https:// target: HTTP/1.1 only, even if the backend offers h2 (`--http1`). */
+  http1?: boolean;
   /** Backend connections kept by the pool. */
   connections?: number;
   protocol?: Partial<ProtocolSettings>;

@@ -14,6 +14,8 @@ export type NamedTunnelOptions = { name: string } & Pick<
   | 'tcp'
   | 'connections'
   | 'insecure'
+  | 'h2c'
+  | 'http1'
   | 'ca'
 >;
 

@@ -4,9 +4,11 @@ import type { Inspector } from '@tunnel2/inspector';
 import { type Logger, pino } from 'pino';
 import Pool from 'undici/lib/dispatcher/pool.js';
 import { AgentError, AgentErrorCode } from '../errors.js';
+import { resolveBackendMode } from '../forwarding/backend-mode.js';
 import { BackendQueue } from '../forwarding/backend-queue.js';
 import { forwardHeaders } from '../forwarding/forward-exchange.js';
 import type { HostHeaderMode, RequestReport } from '../forwarding/forward-options.js';
+import { type BackendProtocol, H2Backend } from '../forwarding/h2-backend.js';
 import type { HttpForwarding, TcpForwarding } from '../forwarding/stream-dispatch.js';
 import {
   parseTarget,
@@ -15,7 +17,7 @@ import {
   type TcpTarget,
   tcpTargetLabel,
 } from '../forwarding/target.js';
-import { httpsOptions, poolTlsOptions, resolveTargetTls } from '../forwarding/target-tls.js';
+import { httpsOptions, poolTlsOptions, resolveTargetTls, serverNameOf } from '../forwarding/target-tls.js';
 import type { TcpConnectionReport } from '../forwarding/tcp-forward.js';
 import { VERSION } from '../version.js';
 import {
@@ -50,6 +52,8 @@ export interface TunnelEvents {
   connection: [TcpConnectionReport];
   reconnecting: [ReconnectingEvent];
   error: [AgentError];
+  /** Advice that changes nothing by itself (`code`: a stable TUNNEL2_HINT_* name), e.g. an edge to upgrade. */
+  hint: [{ code: string; message: string }];
   /** Once, when the tunnel has let go of everything: after close(), or a refusal that ended it. */
   close: [];
 }
@@ -58,6 +62,12 @@ export interface TunnelEvents {
 const TCP_PORT_UNAVAILABLE = 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE';
 /** The edge's code for a name another owner holds. */
 const NAME_IN_USE = 'TUNNEL2_ERR_NAME_IN_USE';
+
+/** The `hint` code of an HTTP/2 backend behind an edge that serves no HTTP/2 to its clients. */
+export const EDGE_NO_HTTP2_HINT = 'TUNNEL2_HINT_EDGE_NO_HTTP2';
+
+/** How long start() waits to learn whether an https:// backend picks h2, so the ready line can say it. */
+const ALPN_PROBE_MS = 2_000;
 
 /** A drained session that lasted at least this long reconnects without the backoff's first pause. */
 const IMMEDIATE_RECONNECT_AFTER_MS = 1_000;
@@ -74,7 +84,9 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   info: SessionInfo | undefined;
   readonly #options: ConnectOptions;
   /** An HTTP tunnel's backend pool and queue; a TCP tunnel's target (it has neither). */
-  readonly #kind: { pool: Pool; backend: BackendQueue } | { tcp: TcpTarget };
+  readonly #kind: { pool: Pool; backend: BackendQueue; h2: H2Backend | undefined } | { tcp: TcpTarget };
+  /** The edge was told about this HTTP/2 backend's lack of HTTP/2 at the edge once: not on every reconnect. */
+  #warnedNoHttp2 = false;
   readonly #logger: Logger;
   readonly #agentKey: string;
   /** This Tunnel's own id: the edge tells its reconnects from another run that holds the same key. */
@@ -122,7 +134,50 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       bodyTimeout: 0,
       ...(tls === undefined ? {} : poolTlsOptions(tls)),
     });
-    this.#kind = { pool, backend: new BackendQueue(pool) };
+    const mode = resolveBackendMode(this.target.origin, options);
+    const h2 = mode === undefined ? undefined : new H2Backend({ origin: this.target.origin, mode, tls });
+    this.#kind = { pool, backend: new BackendQueue(pool), h2 };
+  }
+
+  /**
+   * What this tunnel speaks to its backend: `h2c`, `h2` (an https:// target that chose it by ALPN) or
+   * `http/1.1`; undefined for an https:// target not reached yet, and for a TCP tunnel.
+   */
+  get backendProtocol(): BackendProtocol | undefined {
+    if (!('pool' in this.#kind)) return undefined;
+    return this.#kind.h2 === undefined ? 'http/1.1' : this.#kind.h2.protocol;
+  }
+
+  /** For an https:// target offered h2: one handshake to learn the backend's choice (bounded, never fails). */
+  async #probeBackend(): Promise<void> {
+    const h2 = 'pool' in this.#kind ? this.#kind.h2 : undefined;
+    if (h2 === undefined || h2.protocol !== undefined) return;
+    const servername = serverNameOf(forwardHeaders([], this.target, this.#hostHeader));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      h2.probe(servername),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, ALPN_PROBE_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * After each ready: an HTTP/2 backend behind an edge whose HELLO ACK did not say `http2` (it predates
+   * HTTP/2) cannot be reached by gRPC or HTTP/2 clients; said once per run, naming the edge.
+   */
+  #adviseOnEdge(edgeHttp2: boolean): void {
+    const protocol = this.backendProtocol;
+    if (edgeHttp2 || this.#warnedNoHttp2 || (protocol !== 'h2c' && protocol !== 'h2')) return;
+    this.#warnedNoHttp2 = true;
+    this.emit('hint', {
+      code: EDGE_NO_HTTP2_HINT,
+      message:
+        `the edge at ${this.server} does not serve HTTP/2: gRPC and HTTP/2 clients cannot reach this ` +
+        `${protocol} backend through it (HTTP/1.1 clients still can); upgrade the edge ` +
+        '(@tunnel2/edge, or `tunnel2 server` of @tunnel2/cli)',
+    });
   }
 
   get url(): string | undefined {
@@ -227,6 +282,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   async start(options: { failFast?: boolean } = {}): Promise<SessionInfo> {
     try {
       for (const tunnel of this.tunnels) await tunnel.#startInspector();
+      for (const tunnel of this.tunnels) await tunnel.#probeBackend();
     } catch (err) {
       await this.#release();
       throw err;
@@ -284,6 +340,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     this.#released ??= (async () => {
       if ('pool' in this.#kind) {
         this.#kind.backend.close();
+        this.#kind.h2?.close();
         await this.#kind.pool.close();
       }
       await this.#inspector?.close();
@@ -321,6 +378,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         hostHeader: this.#hostHeader,
         onReport: (report) => this.emit('request', report),
         capture: this.#inspector?.capture,
+        h2: kind.h2,
       },
     };
   }
@@ -380,12 +438,14 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         attempt = 0;
         const upSince = performance.now();
         this.emit('ready', session.info);
+        this.#adviseOnEdge(session.edgeHttp2);
         for (const [i, extra] of this.#extras.entries()) {
           const answer = session.extras[i];
           if (answer === undefined || !('info' in answer)) continue;
           extra.info = answer.info;
           extra.#granted = { name: answer.info.name, port: answer.info.tcp?.port };
           extra.emit('ready', answer.info);
+          extra.#adviseOnEdge(session.edgeHttp2);
         }
         const error = await session.closed;
         this.#session = undefined;

@@ -8,8 +8,11 @@ import { cutText, finishingText, type InFlightUnit } from './in-flight-text.js';
 import type { LineOutput } from './line-writer.js';
 
 export interface Reporter {
-  /** `inspectorUrl`: the request inspector's address, when it is on. */
-  ready(info: SessionInfo, target: string, inspectorUrl?: string): void;
+  /**
+   * `inspectorUrl`: the request inspector's address, when it is on. `backendProtocol`: what an HTTP tunnel
+   * speaks to its backend (`http/1.1`, `h2c`, `h2`), when known.
+   */
+  ready(info: SessionInfo, target: string, inspectorUrl?: string, backendProtocol?: string): void;
   request(report: RequestReport): void;
   /** A TCP tunnel's connection ended. */
   connection(report: TcpConnectionReport): void;
@@ -50,12 +53,13 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
   // `closed` is the last event: a request or connection cut by the close may report after it.
   let over = false;
   return {
-    ready: (info, target, inspectorUrl) =>
+    ready: (info, target, inspectorUrl, backendProtocol) =>
       emit('ready', {
         name: info.name,
         url: info.url,
         urls: info.urls,
         target,
+        ...(backendProtocol === undefined ? {} : { backendProtocol }),
         ...(inspectorUrl === undefined ? {} : { inspectorUrl }),
       }),
     request: (report) => {
@@ -98,7 +102,7 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
   // The closing line is the last: a request or connection cut by the close may report after it.
   let over = false;
   return {
-    ready(info, target, inspectorUrl) {
+    ready(info, target, inspectorUrl, backendProtocol) {
       if (announced !== undefined) {
         // A TCP tunnel whose port was taken while it was away comes back on another one.
         out(
@@ -110,7 +114,7 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
         return;
       }
       announced = info.url;
-      out(`tunnel2: forwarding ${info.url} -> ${target}\n`);
+      out(`tunnel2: forwarding ${info.url} -> ${targetWithProtocol(target, backendProtocol)}\n`);
       for (const url of info.urls.filter((u) => u !== info.url)) out(`         also at  ${url}\n`);
       if (inspectorUrl !== undefined) out(`       inspector  ${inspectorUrl}\n`);
       out('\n');
@@ -142,6 +146,11 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
       );
     },
   };
+}
+
+/** The target as a line shows it: with its protocol when that is HTTP/2 (`http://localhost:50051 (h2c)`). */
+export function targetWithProtocol(target: string, backendProtocol: string | undefined): string {
+  return backendProtocol === 'h2c' || backendProtocol === 'h2' ? `${target} (${backendProtocol})` : target;
 }
 
 /**

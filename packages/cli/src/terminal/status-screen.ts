@@ -9,6 +9,7 @@ import {
   type Reporter,
   reconnectLine,
   requestLine,
+  targetWithProtocol,
 } from './reporter.js';
 import {
   type ActivityUnit,
@@ -268,9 +269,16 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
       const prefix = `${label}  `;
       return {
         ...screen,
-        ready: (info, target, inspectorUrl) =>
+        ready: (info, target, inspectorUrl, backendProtocol) =>
           ready(
-            { name: info.name, label, url: info.url, urls: info.urls, target, inspectorUrl },
+            {
+              name: info.name,
+              label,
+              url: info.url,
+              urls: info.urls,
+              target: targetWithProtocol(target, backendProtocol),
+              inspectorUrl,
+            },
             label,
             prefix,
           ),
@@ -278,8 +286,18 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
         connection: (c) => count(u, prefix + connectionLine(c)),
       };
     },
-    ready(info, target, inspectorUrl) {
-      ready({ name: info.name, url: info.url, urls: info.urls, target, inspectorUrl }, OWN_TUNNEL, '');
+    ready(info, target, inspectorUrl, backendProtocol) {
+      ready(
+        {
+          name: info.name,
+          url: info.url,
+          urls: info.urls,
+          target: targetWithProtocol(target, backendProtocol),
+          inspectorUrl,
+        },
+        OWN_TUNNEL,
+        '',
+      );
     },
     request(r) {
       count(unit, requestText(r));

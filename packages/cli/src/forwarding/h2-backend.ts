@@ -1,0 +1,231 @@
+import type { ClientHttp2Session } from 'node:http2';
+import type { TLSSocket } from 'node:tls';
+import type { TargetTls } from './target-tls.js';
+
+// node:http2 and node:tls are loaded when the first HTTP/2 session is dialled, not with the agent: a tunnel
+// to an HTTP/1.1 backend never pays for them (the agent's start-up footprint is measured in a test).
+const http2 = (): typeof import('node:http2') => process.getBuiltinModule('node:http2');
+const tlsModule = (): typeof import('node:tls') => process.getBuiltinModule('node:tls');
+
+/**
+ * The HTTP/2 side of a tunnel's backend: a few node:http2 client sessions to the target, shared by every
+ * request (streams are multiplexed; a new one goes to the least-loaded session below the backend's
+ * SETTINGS_MAX_CONCURRENT_STREAMS, and a session is added when all are full, up to `maxSessions`).
+ *
+ * node:http2 and not undici's `allowH2`: undici 8 hands back no RST_STREAM code (a backend's CANCEL and
+ * REFUSED_STREAM cannot be told from a failure), has no way to send request trailers (gRPC clients send
+ * none today, but HTTP/2 allows them and the contract carries them), and its h2 path takes no part in the
+ * pause/resume the tunnel's windows rely on for a request body. node:http2 gives all four directly.
+ *
+ * A session that says GOAWAY or closes is retired at once (its streams in flight finish); the next request
+ * dials again, so a backend that restarts is reached with no state kept here.
+ */
+
+/** What a tunnel asked of its backend's protocol. */
+export type BackendMode =
+  /** `--h2c`: HTTP/2 with prior knowledge on plain TCP (gRPC servers). */
+  | 'h2c'
+  /** An https:// target without `--http1`: ALPN offers h2 and http/1.1, the backend picks. */
+  | 'alpn';
+
+/** The protocol a tunnel's backend speaks, as the `ready` event says it. */
+export type BackendProtocol = 'h2c' | 'h2' | 'http/1.1';
+
+export interface H2BackendOptions {
+  /** `http://host:port` (h2c) or `https://host:port` (ALPN). */
+  origin: string;
+  mode: BackendMode;
+  tls?: TargetTls | undefined;
+  /** Sessions kept at most (default 4): streams beyond their concurrency limits wait in node:http2. */
+  maxSessions?: number;
+}
+
+interface Slot {
+  session: ClientHttp2Session;
+  /** Streams this agent opened on it that have not closed. */
+  active: number;
+  /** The SNI it was opened with: sessions are reused only for requests that would send the same. */
+  servername: string;
+}
+
+/** A session for a request, or word that the backend chose HTTP/1.1 (ALPN): the request goes that way. */
+export type OpenedSession = { session: ClientHttp2Session; release: () => void } | 'http/1.1';
+
+/** Streams above this many on each session make a new session worth dialling (below the max). */
+const SPREAD_ABOVE = 100;
+
+export class H2Backend {
+  readonly #options: H2BackendOptions;
+  readonly #slots: Slot[] = [];
+  /** Dials under way, by SNI: requests arriving meanwhile wait for the same one. */
+  readonly #dialling = new Map<string, Promise<OpenedSession>>();
+  #chosen: BackendProtocol | undefined;
+  #closed = false;
+
+  constructor(options: H2BackendOptions) {
+    this.#options = options;
+    if (options.mode === 'h2c') this.#chosen = 'h2c';
+  }
+
+  /** What the backend speaks: known at once for h2c, after the first TLS handshake for ALPN. */
+  get protocol(): BackendProtocol | undefined {
+    return this.#chosen;
+  }
+
+  /** Sessions open now (for tests and the status figures). */
+  get sessions(): number {
+    return this.#slots.length;
+  }
+
+  /**
+   * A session to open one stream on: the least-loaded one for `servername`, or a new one when every one is
+   * busy and fewer than maxSessions exist. `release` is called once when the stream closes.
+   */
+  open(servername: string): Promise<OpenedSession> {
+    if (this.#closed) return Promise.reject(new Error('the tunnel is closing'));
+    if (this.#chosen === 'http/1.1') return Promise.resolve('http/1.1');
+    const best = this.#leastLoaded(servername);
+    const max = this.#options.maxSessions ?? 4;
+    const count = this.#slots.filter((s) => s.servername === servername).length;
+    if (best !== undefined && (best.active < this.#limitOf(best) || count >= max)) {
+      return Promise.resolve(this.#take(best));
+    }
+    const pending = this.#dialling.get(servername);
+    if (pending !== undefined) return pending.then((opened) => this.#reuse(opened, servername));
+    const dial = this.#dial(servername).finally(() => this.#dialling.delete(servername));
+    this.#dialling.set(servername, dial);
+    return dial;
+  }
+
+  /**
+   * Dials once to learn the protocol an https:// target picks, so that the `ready` line can say it.
+   * Failures are swallowed: a backend that is down is learnt about by the first request.
+   */
+  async probe(servername: string): Promise<BackendProtocol | undefined> {
+    if (this.#chosen !== undefined) return this.#chosen;
+    try {
+      const opened = await this.open(servername);
+      if (opened !== 'http/1.1') opened.release();
+    } catch {
+      // said by the first request instead
+    }
+    return this.#chosen;
+  }
+
+  /** Closes every session (streams in flight are cut) and refuses new requests. */
+  close(): void {
+    this.#closed = true;
+    for (const slot of this.#slots.splice(0)) slot.session.destroy();
+  }
+
+  #limitOf(slot: Slot): number {
+    const advertised = slot.session.remoteSettings.maxConcurrentStreams ?? 100;
+    return Math.min(advertised, SPREAD_ABOVE);
+  }
+
+  #leastLoaded(servername: string): Slot | undefined {
+    let best: Slot | undefined;
+    for (const slot of this.#slots) {
+      if (slot.servername !== servername || slot.session.closed || slot.session.destroyed) continue;
+      if (best === undefined || slot.active < best.active) best = slot;
+    }
+    return best;
+  }
+
+  #take(slot: Slot): OpenedSession {
+    slot.active++;
+    let released = false;
+    return {
+      session: slot.session,
+      release: () => {
+        if (released) return;
+        released = true;
+        slot.active--;
+      },
+    };
+  }
+
+  /** A request that waited for another's dial takes the least-loaded session once it is there. */
+  #reuse(opened: OpenedSession, servername: string): OpenedSession {
+    if (opened === 'http/1.1') return opened;
+    opened.release();
+    const best = this.#leastLoaded(servername);
+    if (best === undefined) throw new Error('the backend closed the HTTP/2 session');
+    return this.#take(best);
+  }
+
+  #dial(servername: string): Promise<OpenedSession> {
+    const { origin, mode, tls } = this.#options;
+    return new Promise<OpenedSession>((resolve, reject) => {
+      const url = new URL(origin);
+      const connectOptions = { maxSessionMemory: 64, peerMaxConcurrentStreams: 1000 };
+      let session: ClientHttp2Session;
+      if (mode === 'h2c') {
+        session = http2().connect(origin, connectOptions);
+      } else {
+        // ALPN by hand: node:http2 offers h2 only and fails when the backend has no HTTP/2. Offering both,
+        // the backend's choice decides, and an HTTP/1.1 one is handed to the undici path.
+        const socket: TLSSocket = tlsModule().connect({
+          host: url.hostname.replace(/^\[|\]$/g, ''),
+          port: Number(url.port || 443),
+          ALPNProtocols: ['h2', 'http/1.1'],
+          ...(servername === '' ? {} : { servername }),
+          rejectUnauthorized: tls?.rejectUnauthorized ?? true,
+          ...(tls?.ca === undefined ? {} : { ca: tls.ca }),
+        });
+        const failed = (err: Error): void => reject(err);
+        socket.once('error', failed);
+        socket.once('secureConnect', () => {
+          socket.off('error', failed);
+          if (socket.alpnProtocol !== 'h2') {
+            this.#chosen = 'http/1.1';
+            socket.destroy();
+            resolve('http/1.1');
+            return;
+          }
+          this.#chosen = 'h2';
+          const h2 = http2().connect(origin, { ...connectOptions, createConnection: () => socket });
+          this.#adopt(h2, servername, resolve, reject);
+        });
+        return;
+      }
+      this.#adopt(session, servername, resolve, reject);
+    });
+  }
+
+  /** Waits for the session's SETTINGS, then pools it; retires it on GOAWAY, close or error. */
+  #adopt(
+    session: ClientHttp2Session,
+    servername: string,
+    resolve: (opened: OpenedSession) => void,
+    reject: (err: Error) => void,
+  ): void {
+    const slot: Slot = { session, active: 0, servername };
+    const retire = (): void => {
+      const index = this.#slots.indexOf(slot);
+      if (index >= 0) this.#slots.splice(index, 1);
+    };
+    let ready = false;
+    session.on('error', (err) => {
+      retire();
+      if (!ready) reject(err);
+    });
+    session.on('goaway', retire);
+    session.on('close', () => {
+      retire();
+      if (!ready) reject(Object.assign(new Error('backend closed the connection'), { code: 'ECONNRESET' }));
+    });
+    // An idle session keeps no agent alive on its own: the tunnel's WebSocket does.
+    session.unref();
+    session.once('remoteSettings', () => {
+      ready = true;
+      if (this.#closed) {
+        session.destroy();
+        reject(new Error('the tunnel is closing'));
+        return;
+      }
+      this.#slots.push(slot);
+      resolve(this.#take(slot));
+    });
+  }
+}

@@ -1,0 +1,439 @@
+import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { ExchangeRecorder } from '@tunnel2/inspector';
+import {
+  decodeRequestHead,
+  ErrorCode,
+  encodeResponseHead,
+  type MuxStream,
+  type RawHeaders,
+  type RequestHead,
+  type StreamHandler,
+  type StreamResetError,
+  withoutHopByHop,
+} from '@tunnel2/protocol';
+import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
+import { forwardHeaders } from './forward-headers.js';
+import type { ForwardOptions, RequestReport } from './forward-options.js';
+import { isGrpcRequest } from './grpc-form.js';
+import type { H2Backend } from './h2-backend.js';
+import { serverNameOf } from './target-tls.js';
+
+/** RFC 9113 §8.2.2: connection-specific fields an HTTP/2 request must not carry (node:http2 throws on them). */
+const notOnH2 = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+  'te',
+  'host',
+]);
+
+// RST_STREAM codes of RFC 9113 §7 the mapping keeps apart (node:http2's constants, without loading it here).
+const H2_NO_ERROR = 0x0;
+const H2_REFUSED_STREAM = 0x7;
+const H2_CANCEL = 0x8;
+/** A response ended by the backend's HEADERS carrying END_STREAM: a trailers-only answer. */
+const FLAG_END_STREAM = 0x1;
+
+/**
+ * The tunnel's RESET for a backend's RST_STREAM (PROTOCOL.md "HTTP/2 and gRPC", resets): CANCEL and
+ * REFUSED_STREAM keep their meaning (the edge passes them on as the same HTTP/2 codes), anything else is
+ * the backend's failure.
+ */
+export function resetCodeOfRst(rstCode: number): number {
+  if (rstCode === H2_CANCEL) return ErrorCode.CANCEL;
+  if (rstCode === H2_REFUSED_STREAM) return ErrorCode.REFUSED_STREAM;
+  return ErrorCode.BACKEND_ERROR;
+}
+
+/**
+ * A request head for an HTTP/2 backend: pseudo-header fields from the method, path and the Host the
+ * backend is to see (`forwarded` is forwardHeaders' output, Host first), the other fields lower-cased with
+ * repeated names as lists, and `te: trailers` for a gRPC call (gRPC servers refuse a call without it).
+ */
+export function h2RequestHeaders(
+  method: string,
+  path: string,
+  scheme: 'http' | 'https',
+  forwarded: readonly string[],
+  grpc: boolean,
+): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = { ':method': method, ':path': path, ':scheme': scheme };
+  for (let i = 0; i < forwarded.length; i += 2) {
+    const name = forwarded[i]!.toLowerCase();
+    const value = forwarded[i + 1]!;
+    if (name === 'host') {
+      headers[':authority'] ??= value;
+      continue;
+    }
+    if (notOnH2.has(name) || name.startsWith(':')) continue;
+    const previous = headers[name];
+    if (previous === undefined) headers[name] = value;
+    else if (Array.isArray(previous)) previous.push(value);
+    else headers[name] = [String(previous), value];
+  }
+  if (grpc) headers.te = 'trailers';
+  return headers;
+}
+
+/** Raw name/value pairs of a response or trailer block, without pseudo-header and hop-by-hop fields. */
+function responseFields(raw: readonly string[] | undefined, headers: IncomingHttpHeaders): RawHeaders {
+  const out: RawHeaders = [];
+  if (raw !== undefined) {
+    for (let i = 0; i < raw.length; i += 2) {
+      if (!raw[i]!.startsWith(':')) out.push(raw[i]!, raw[i + 1]!);
+    }
+  } else {
+    for (const [name, value] of Object.entries(headers)) {
+      if (name.startsWith(':') || value === undefined) continue;
+      for (const v of Array.isArray(value) ? value : [String(value)]) out.push(name, v);
+    }
+  }
+  return withoutHopByHop(out);
+}
+
+/** Trailer fields as node:http2 sends them: lower-cased, without pseudo-header and hop-by-hop fields. */
+function trailerObject(raw: RawHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  const fields = withoutHopByHop(raw);
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i]!.toLowerCase();
+    if (name.startsWith(':') || notOnH2.has(name)) continue;
+    const previous = out[name];
+    if (previous === undefined) out[name] = fields[i + 1]!;
+    else if (Array.isArray(previous)) previous.push(fields[i + 1]!);
+    else out[name] = [String(previous), fields[i + 1]!];
+  }
+  return out;
+}
+
+/** Frames of the tunnel stream that came while the backend session was being opened. */
+type Queued = { data: Buffer } | { trailers: Buffer } | { end: true };
+
+/** The exchange's options with the HTTP/2 backend it forwards to. */
+export type H2ForwardOptions = ForwardOptions & { h2: H2Backend };
+
+/**
+ * One tunnelled request forwarded to an HTTP/2 backend as one stream of a pooled session; the response's
+ * head, body and trailers come back as the tunnel's frames (a trailers-only answer as one final head with
+ * END_STREAM). Credit for request bytes goes back only once the backend stream took them (write() true, else
+ * its 'drain'); the backend stream is paused while the tunnel stream has no credit. Resets cross both ways.
+ */
+export class H2Exchange implements StreamHandler {
+  readonly #stream: MuxStream;
+  readonly #options: H2ForwardOptions;
+  /** Builds the HTTP/1.1 exchange for an https:// target whose backend chose HTTP/1.1 by ALPN. */
+  readonly #fallback: () => StreamHandler;
+  readonly #started = performance.now();
+  #head: RequestHead | undefined;
+  #payload: Buffer | undefined;
+  #headEnded = false;
+  #grpc = false;
+  /** Frames that arrived before the backend stream existed, in order (bounded by the stream's window). */
+  #queued: Queued[] | undefined = [];
+  #h2: ClientHttp2Stream | undefined;
+  #release: (() => void) | undefined;
+  #trailers: OutgoingHttpHeaders | undefined;
+  #owed = 0;
+  #status = 0;
+  #bytes = 0;
+  #responseStarted = false;
+  #responseTrailers: RawHeaders | undefined;
+  #cancelled = false;
+  #finished = false;
+  #recorder: ExchangeRecorder | undefined;
+
+  constructor(stream: MuxStream, options: H2ForwardOptions, fallback: () => StreamHandler) {
+    this.#stream = stream;
+    this.#options = options;
+    this.#fallback = fallback;
+    stream.handler = this;
+  }
+
+  /** Takes the request's head (as the edge sent it) and opens the backend stream for it. */
+  start(head: RequestHead, payload: Buffer, endStream: boolean): void {
+    this.#head = head;
+    this.#payload = payload;
+    this.#headEnded = endStream;
+    this.#grpc = isGrpcRequest(head.headers);
+    const { target, hostHeader } = this.#options;
+    const forwarded = forwardHeaders(head.headers, target, hostHeader);
+    const servername = target.origin.startsWith('https:') ? serverNameOf(forwarded) : '';
+    this.#options.h2.open(servername).then(
+      (opened) => {
+        if (opened === 'http/1.1') {
+          this.#toHttp1();
+          return;
+        }
+        this.#release = opened.release;
+        if (this.#cancelled) {
+          opened.release();
+          return;
+        }
+        this.#recorder = this.#options.capture?.begin({
+          method: head.method,
+          target: head.target,
+          headers: head.headers,
+          encodedHead: payload,
+        });
+        const scheme = target.origin.startsWith('https:') ? 'https' : 'http';
+        let h2: ClientHttp2Stream;
+        try {
+          h2 = opened.session.request(
+            h2RequestHeaders(head.method, target.basePath + head.target, scheme, forwarded, this.#grpc),
+            { endStream: endStream, waitForTrailers: !endStream },
+          );
+        } catch (err) {
+          opened.release();
+          this.#failBeforeHead(err as Error);
+          return;
+        }
+        this.#attach(h2);
+      },
+      (err: Error) => {
+        if (this.#cancelled) return;
+        this.#recorder = this.#options.capture?.begin({
+          method: head.method,
+          target: head.target,
+          headers: head.headers,
+          encodedHead: payload,
+        });
+        this.#failBeforeHead(err);
+      },
+    );
+  }
+
+  // ---- StreamHandler: frames from the edge ----
+
+  onHeaders(payload: Buffer, _endStream: boolean): void {
+    // The first head went to start(); a second one is the request's trailers (PROTOCOL.md, request trailers).
+    if (this.#queued !== undefined) {
+      this.#queued.push({ trailers: payload });
+      return;
+    }
+    this.#takeTrailers(payload);
+  }
+
+  onData(chunk: Buffer): void {
+    if (this.#queued !== undefined) {
+      this.#queued.push({ data: chunk });
+      return;
+    }
+    this.#recorder?.requestData(chunk);
+    this.#writeBody(chunk);
+  }
+
+  onEnd(): void {
+    if (this.#queued !== undefined) {
+      this.#queued.push({ end: true });
+      return;
+    }
+    this.#endBody();
+  }
+
+  onReset(error: StreamResetError): void {
+    const cancelled = error.protocolCode === ErrorCode.CANCEL;
+    this.#report(
+      cancelled ? 'client went away' : error.message,
+      cancelled ? 'client_went_away' : 'stream_reset',
+    );
+    this.#cancelled = true;
+    this.#queued = undefined;
+    // Whatever the client's reason, the backend hears CANCEL: it is told to stop, not that it failed.
+    if (this.#h2 !== undefined && !this.#h2.closed) this.#h2.close(H2_CANCEL);
+  }
+
+  onDrain(): void {
+    if (this.#h2?.isPaused()) this.#h2.resume();
+  }
+
+  // ---- the backend stream ----
+
+  #attach(h2: ClientHttp2Stream): void {
+    this.#h2 = h2;
+    const queued = this.#queued ?? [];
+    this.#queued = undefined;
+    h2.on('drain', () => {
+      if (this.#owed === 0 || this.#stream.closed) return;
+      const owed = this.#owed;
+      this.#owed = 0;
+      this.#stream.consume(owed);
+    });
+    h2.on('wantTrailers', () => {
+      // A stream cancelled meanwhile (its close() ends the writable side first) has nothing to send.
+      if (!h2.closed && !h2.destroyed) h2.sendTrailers(this.#trailers ?? {});
+    });
+    h2.on('headers', (headers, _flags, raw?: string[]) => this.#onInterim(headers, raw));
+    h2.on('response', (headers, flags, raw?: string[]) => this.#onResponse(headers, flags, raw));
+    h2.on('data', (chunk: Buffer) => {
+      this.#bytes += chunk.length;
+      this.#recorder?.responseData(chunk);
+      if (!this.#stream.closed && !this.#stream.write(chunk)) h2.pause();
+    });
+    h2.on('trailers', (headers, _flags, raw?: string[]) => {
+      this.#responseTrailers = responseFields(raw, headers);
+    });
+    h2.on('end', () => this.#onResponseEnd());
+    let failure: Error | undefined;
+    // A stream error (the backend's RST_STREAM, a lost session) is read on 'close', with the code.
+    h2.on('error', (err) => {
+      failure = err;
+    });
+    h2.on('close', () => {
+      this.#release?.();
+      this.#onClose(h2.rstCode ?? H2_NO_ERROR, failure);
+    });
+    for (const frame of queued) {
+      if ('data' in frame) this.onData(frame.data);
+      else if ('trailers' in frame) this.#takeTrailers(frame.trailers);
+      else this.#endBody();
+    }
+  }
+
+  #writeBody(chunk: Buffer): void {
+    const h2 = this.#h2;
+    if (h2 === undefined || h2.closed || h2.destroyed || this.#headEnded) {
+      this.#stream.consume(chunk.length);
+      return;
+    }
+    if (h2.write(chunk)) this.#stream.consume(chunk.length);
+    else this.#owed += chunk.length;
+  }
+
+  #endBody(): void {
+    if (this.#headEnded) return;
+    const h2 = this.#h2;
+    if (h2 !== undefined && !h2.closed && !h2.destroyed) h2.end();
+  }
+
+  #takeTrailers(payload: Buffer): void {
+    try {
+      this.#trailers = trailerObject(decodeRequestHead(payload).headers);
+    } catch {
+      // A malformed trailer head carries nothing the backend could use; the body still ends.
+    }
+  }
+
+  #onInterim(headers: IncomingHttpHeaders, raw: string[] | undefined): void {
+    const status = Number(headers[':status']);
+    // 100 answered the edge's own Expect handling; a second one means nothing to the client.
+    if (!(status > 100 && status < 200) || this.#stream.closed) return;
+    const head = encodeResponseHead(
+      { status, statusMessage: '', headers: responseFields(raw, headers) },
+      this.#options.maxHeadSize,
+    );
+    this.#stream.sendHeaders(head, false);
+  }
+
+  #onResponse(headers: IncomingHttpHeaders, flags: number, raw: string[] | undefined): void {
+    if (this.#stream.closed) return;
+    const status = Number(headers[':status']);
+    const fields = responseFields(raw, headers);
+    let head: Buffer;
+    try {
+      head = encodeResponseHead({ status, statusMessage: '', headers: fields }, this.#options.maxHeadSize);
+    } catch (err) {
+      this.#h2?.close(H2_CANCEL);
+      this.#failBeforeHead(err as Error);
+      return;
+    }
+    this.#status = status;
+    this.#responseStarted = true;
+    this.#recorder?.responseHead(status, fields, head);
+    // A trailers-only answer (gRPC's errors): one final head with END_STREAM, as the backend sent it.
+    const only = (flags & FLAG_END_STREAM) !== 0;
+    this.#stream.sendHeaders(head, only);
+  }
+
+  #onResponseEnd(): void {
+    if (this.#stream.closed || !this.#responseStarted) return;
+    const trailers = this.#responseTrailers;
+    if (trailers !== undefined && trailers.length > 0) {
+      this.#stream.sendHeaders(
+        encodeResponseHead({ status: 200, statusMessage: '', headers: trailers }, this.#options.maxHeadSize),
+        true,
+      );
+    } else if (!this.#stream.localEnded) {
+      this.#stream.end();
+    }
+    this.#report(undefined);
+  }
+
+  #onClose(rstCode: number, failure: Error | undefined): void {
+    if (this.#finished) return;
+    if (this.#stream.closed) {
+      this.#report(
+        failure?.message ?? 'stream closed',
+        failure ? backendErrorCode(failure) : 'stream_closed',
+      );
+      return;
+    }
+    if (rstCode !== H2_NO_ERROR && (failure === undefined || isStreamError(failure))) {
+      // The backend reset the stream: the client sees the same kind of reset (mapping item 4).
+      this.#stream.reset(resetCodeOfRst(rstCode));
+      this.#report(`backend reset the stream (HTTP/2 code ${rstCode})`, 'backend_reset');
+      return;
+    }
+    if (!this.#responseStarted) {
+      this.#failBeforeHead(failure ?? Object.assign(new Error('stream closed'), { code: 'ECONNRESET' }));
+      return;
+    }
+    // Part of the body is already on its way: the client must see the response aborted.
+    this.#stream.reset(ErrorCode.BACKEND_ERROR);
+    const code = failure ? backendErrorCode(failure) : 'ECONNRESET';
+    this.#report(`backend failed mid-response: ${code}`, code);
+  }
+
+  /** No usable head from the backend: the agent's own answer (502 page, or the gRPC form for a call). */
+  #failBeforeHead(error: Error): void {
+    if (this.#finished || this.#stream.closed) return;
+    const head = this.#head!;
+    const described = describeBackendError(error, this.#options.target.host, false);
+    this.#status = this.#grpc ? 200 : described.status;
+    sendBackendErrorAnswer(this.#stream, described, this.#options.maxHeadSize, this.#recorder, {
+      method: head.method,
+      headers: head.headers,
+      target: this.#options.target,
+    });
+    this.#report(described.message, described.code);
+  }
+
+  /** ALPN chose HTTP/1.1: the undici exchange takes the stream, with every frame received so far. */
+  #toHttp1(): void {
+    if (this.#cancelled) return;
+    const queued = this.#queued ?? [];
+    this.#queued = undefined;
+    this.#finished = true;
+    const handler = this.#fallback();
+    // The head's own END_STREAM came as an onEnd, queued with the rest.
+    handler.onHeaders(this.#payload!, this.#headEnded);
+    for (const frame of queued) {
+      if ('data' in frame) handler.onData(frame.data);
+      else if ('trailers' in frame) handler.onHeaders(frame.trailers, true);
+      else handler.onEnd();
+    }
+  }
+
+  #report(error: string | undefined, code = 'exchange_failed'): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#recorder?.finish(error === undefined ? undefined : { code, message: error });
+    const head = this.#head;
+    const report: RequestReport = {
+      method: head?.method ?? 'GET',
+      path: head?.target ?? '/',
+      status: this.#status,
+      durationMs: Math.round((performance.now() - this.#started) * 100) / 100,
+      bytes: this.#bytes,
+    };
+    if (error !== undefined) report.error = error;
+    this.#options.onReport(report);
+  }
+}
+
+/** node:http2's error for a stream the peer reset (the code is the stream's rstCode). */
+function isStreamError(error: Error): boolean {
+  return (error as { code?: unknown }).code === 'ERR_HTTP2_STREAM_ERROR';
+}

@@ -1,0 +1,299 @@
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { request } from 'node:http';
+import { constants as h2 } from 'node:http2';
+import { createServer } from 'node:net';
+import { buildEdge, type Edge } from '@tunnel2/edge';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type Tunnel } from '../src/index.js';
+import { type H2TestBackend, startH2Backend } from './support/h2-backend.js';
+import { send, sha256 } from './support/http-client.js';
+import { silent, until } from './support/stack.js';
+
+// A tunnel whose backend speaks HTTP/2 with prior knowledge (`--h2c`), reached by HTTP/1.1 public clients:
+// streams, trailers, resets and errors cross the agent's HTTP/2 path (h2-exchange.ts, h2-backend.ts).
+
+let backend: H2TestBackend;
+let edge: Edge;
+let tunnel: Tunnel;
+let port: number;
+
+beforeAll(async () => {
+  backend = await startH2Backend();
+  edge = buildEdge({ port: 0, logger: silent });
+  ({ port } = await edge.listen());
+  tunnel = await connect({ target: backend.port, server: edge.url, subdomain: 'h2c', h2c: true });
+});
+afterAll(async () => {
+  await tunnel.close(0);
+  await edge.close(0);
+  await backend.close();
+});
+
+const host = (): string => `h2c.localhost:${port}`;
+
+describe('an h2c backend', () => {
+  it('answers a GET over HTTP/2, with the Host the agent forwards as :authority', async () => {
+    backend.routes.set('/hello', (stream, headers) => {
+      stream.respond({ ':status': 200, 'content-type': 'text/plain', 'x-seen-scheme': headers[':scheme'] });
+      stream.end(`hello ${headers[':method']} ${headers[':path']}`);
+    });
+    const res = await send({ port, path: '/hello?x=1', headers: ['host', host()] });
+    expect(res.status).toBe(200);
+    expect(res.body.toString()).toBe('hello GET /hello?x=1');
+    expect(res.headers['x-seen-scheme']).toBe('http');
+    const seen = backend.seen.at(-1)!;
+    expect(seen[':authority']).toBe(`localhost:${backend.port}`);
+    expect(seen['x-forwarded-host']).toBe(host());
+    expect(tunnel.backendProtocol).toBe('h2c');
+  });
+
+  it('streams a 4 MiB POST body to the backend and its echo back', async () => {
+    backend.routes.set('/echo', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.pipe(stream);
+    });
+    const body = randomBytes(4 * 1024 * 1024);
+    const res = await send({
+      port,
+      path: '/echo',
+      method: 'POST',
+      headers: ['host', host(), 'content-type', 'application/octet-stream'],
+      body,
+      keepBody: false,
+    });
+    expect(res.status).toBe(200);
+    expect(res.length).toBe(body.length);
+    expect(res.sha256).toBe(sha256(body));
+  });
+
+  it("passes the backend's trailers on: an HTTP/1.1 client reads them as chunked trailers", async () => {
+    backend.routes.set('/trailers', (stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () =>
+        stream.sendTrailers({ 'grpc-status': '0', 'grpc-message': 'ok', 'x-bin-bin': 'AAEC' }),
+      );
+      stream.end(Buffer.from([0, 0, 0, 0, 2, 8, 1]));
+    });
+    const res = await send({ port, path: '/trailers', headers: ['host', host()] });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(Buffer.from([0, 0, 0, 0, 2, 8, 1]));
+    expect(res.trailers).toMatchObject({ 'grpc-status': '0', 'grpc-message': 'ok', 'x-bin-bin': 'AAEC' });
+  });
+
+  it('passes a trailers-only answer (one HEADERS with END_STREAM) on as a bodiless response', async () => {
+    backend.routes.set('/trailers-only', (stream) => {
+      stream.respond(
+        { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5', 'grpc-message': 'nope' },
+        { endStream: true },
+      );
+    });
+    const res = await send({ port, path: '/trailers-only', headers: ['host', host()] });
+    expect(res.status).toBe(200);
+    expect(res.headers['grpc-status']).toBe('5');
+    expect(res.headers['grpc-message']).toBe('nope');
+    expect(res.length).toBe(0);
+  });
+
+  it('sends te: trailers with a gRPC call and never a connection-specific field', async () => {
+    backend.routes.set('/pkg.Svc/Unary', (stream, headers) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'x-te': String(headers.te) });
+      stream.end();
+    });
+    const res = await send({
+      port,
+      path: '/pkg.Svc/Unary',
+      method: 'POST',
+      headers: ['host', host(), 'content-type', 'application/grpc+proto', 'grpc-timeout', '5S'],
+      body: Buffer.from([0, 0, 0, 0, 0]),
+    });
+    expect(res.headers['x-te']).toBe('trailers');
+    const seen = backend.seen.at(-1)!;
+    expect(seen['grpc-timeout']).toBe('5S');
+    expect(seen.connection).toBeUndefined();
+  });
+
+  it('multiplexes 64 concurrent requests over few backend connections', async () => {
+    backend.routes.set('/many', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('ok');
+    });
+    const before = backend.sessions;
+    const answers = await Promise.all(
+      Array.from({ length: 64 }, () => send({ port, path: '/many', headers: ['host', host()] })),
+    );
+    expect(answers.every((r) => r.status === 200 && r.body.toString() === 'ok')).toBe(true);
+    // The pool spreads streams over a new session only past 100 on each: all 64 shared one connection.
+    expect(backend.sessions).toBe(Math.max(before, 1));
+  });
+
+  it('a client that goes away makes the backend see RST_STREAM CANCEL', async () => {
+    const closed = new Promise<number>((resolve) => {
+      backend.routes.set('/hang', (stream) => {
+        stream.respond({ ':status': 200 });
+        stream.write('first');
+        stream.on('close', () => resolve(stream.rstCode ?? -1));
+      });
+    });
+    const req = request({ host: '127.0.0.1', port, path: '/hang', headers: { host: host() }, agent: false });
+    req.on('error', () => {});
+    req.end();
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    await once(res, 'data');
+    req.destroy();
+    expect(await closed).toBe(h2.NGHTTP2_CANCEL);
+  });
+
+  it("a backend's RST_STREAM mid-response aborts the client's response", async () => {
+    backend.routes.set('/reset', (stream) => {
+      stream.respond({ ':status': 200 });
+      // destroy(err) resets at once (INTERNAL_ERROR); close(code) would first end the body cleanly.
+      stream.write('part', () => stream.destroy(new Error('backend fails mid-response')));
+    });
+    await expect(send({ port, path: '/reset', headers: ['host', host()] })).rejects.toThrow(
+      /aborted|before it was complete|socket hang up/,
+    );
+  });
+});
+
+describe('a backend that is down', () => {
+  let down: Tunnel;
+  beforeAll(async () => {
+    // A port that was free a moment ago: nothing listens on it.
+    const probe = createServer().listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const free = (probe.address() as import('node:net').AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    down = await connect({ target: free, server: edge.url, subdomain: 'h2c-down', h2c: true });
+  });
+  afterAll(() => down.close(0));
+
+  it('gives a plain request the 502 page', async () => {
+    const res = await send({ port, path: '/', headers: ['host', `h2c-down.localhost:${port}`] });
+    expect(res.status).toBe(502);
+    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_UNREACHABLE');
+  });
+
+  it('gives a gRPC call the gRPC form: 200, grpc-status 14, a message naming the target and cause', async () => {
+    const res = await send({
+      port,
+      path: '/pkg.Svc/Unary',
+      method: 'POST',
+      headers: ['host', `h2c-down.localhost:${port}`, 'content-type', 'application/grpc'],
+      body: Buffer.from([0, 0, 0, 0, 0]),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('application/grpc');
+    expect(res.headers['grpc-status']).toBe('14');
+    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_UNREACHABLE');
+    expect(decodeURIComponent(String(res.headers['grpc-message']))).toMatch(
+      /refused connection on localhost:/,
+    );
+    expect(res.length).toBe(0);
+  });
+});
+
+describe('a gRPC call for an HTTP/1.1 backend', () => {
+  it('is answered UNIMPLEMENTED (12) with TUNNEL2_ERR_BACKEND_NOT_HTTP2, naming --h2c', async () => {
+    const plain = await startH2Backend(); // never reached: the agent answers itself
+    const h1 = await connect({ target: plain.port, server: edge.url, subdomain: 'h1-grpc' });
+    try {
+      const res = await send({
+        port,
+        path: '/pkg.Svc/Unary',
+        method: 'POST',
+        headers: ['host', `h1-grpc.localhost:${port}`, 'content-type', 'application/grpc'],
+        body: Buffer.from([0, 0, 0, 0, 0]),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers['grpc-status']).toBe('12');
+      expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_NOT_HTTP2');
+      expect(decodeURIComponent(String(res.headers['grpc-message']))).toContain('--h2c');
+      expect(plain.sessions).toBe(0);
+    } finally {
+      await h1.close(0);
+      await plain.close();
+    }
+  });
+});
+
+describe('slow readers', () => {
+  it('a client that reads nothing stops the backend within a bounded amount', async () => {
+    let accepted = 0;
+    let stalledAt = 0;
+    backend.routes.set('/flood', (stream) => {
+      stream.respond({ ':status': 200 });
+      const chunk = Buffer.alloc(64 * 1024, 1);
+      const pump = (): void => {
+        // 256 MiB offered: far more than any buffer on the way may hold.
+        while (accepted < 256 * 1024 * 1024) {
+          accepted += chunk.length;
+          if (!stream.write(chunk)) {
+            stalledAt = accepted;
+            stream.once('drain', pump);
+            return;
+          }
+        }
+        stream.end();
+      };
+      pump();
+    });
+    const req = request({ host: '127.0.0.1', port, path: '/flood', headers: { host: host() }, agent: false });
+    req.on('error', () => {});
+    req.end();
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    res.pause();
+    // Stalled: the backend's writes stop being taken; wait until the count holds still for a while.
+    let last = -1;
+    let still = 0;
+    await until(() => {
+      still = accepted === last && stalledAt === accepted ? still + 1 : 0;
+      last = accepted;
+      return still >= 60;
+    });
+    expect(accepted).toBeLessThan(32 * 1024 * 1024);
+    req.destroy();
+  });
+
+  it('a backend that reads nothing stops the client upload within a bounded amount', async () => {
+    let backendStream: import('node:http2').ServerHttp2Stream | undefined;
+    backend.routes.set('/sink', (stream) => {
+      backendStream = stream;
+      stream.pause();
+    });
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      path: '/sink',
+      method: 'POST',
+      headers: { host: host(), 'content-type': 'application/octet-stream' },
+      agent: false,
+    });
+    req.on('error', () => {});
+    let written = 0;
+    let stalled = false;
+    const chunk = Buffer.alloc(64 * 1024, 2);
+    const pump = (): void => {
+      while (written < 256 * 1024 * 1024) {
+        written += chunk.length;
+        if (!req.write(chunk)) {
+          req.once('drain', pump);
+          stalled = true;
+          return;
+        }
+      }
+      req.end();
+    };
+    pump();
+    let last = -1;
+    let still = 0;
+    await until(() => {
+      still = written === last && stalled ? still + 1 : 0;
+      last = written;
+      return still >= 60;
+    });
+    expect(backendStream).toBeDefined();
+    expect(written).toBeLessThan(32 * 1024 * 1024);
+    req.destroy();
+  });
+});
