@@ -1,5 +1,4 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, WindowBudget } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
@@ -27,47 +26,16 @@ import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { type EdgeAddresses, edgeAddresses } from './edge-addresses.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './exchange/in-flight.js';
-import { connectionCapFromOpenFiles } from './operations/open-files.js';
+import { createHttp1Server, headProblem, isWebSocketUpgrade } from './listeners/http1-server.js';
+import { type DropReason, PublicConnections } from './listeners/public-connections.js';
+import { type EdgeTls, PublicPort } from './listeners/public-port.js';
 import { ClientOriginResolver } from './public/client-address.js';
 import { answerFrameworkError, ignoreBody } from './public/framework-answers.js';
 import { hostnameOf, resolveIngressRoute } from './public/ingress-route.js';
-import { type DropReason, PublicConnections } from './public/public-connections.js';
 import { StartupGrace } from './public/startup-grace.js';
 import { handleTunnelRequest, handleTunnelUpgrade } from './public/tunnel-ingress.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './settings/edge-options.js';
 import { type TcpPortTable, TcpTunnels } from './tcp/tcp-tunnels.js';
-
-// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
-const { createServer } = process.getBuiltinModule('node:http');
-
-function isWebSocketUpgrade(req: IncomingMessage): boolean {
-  return req.headers.upgrade?.toLowerCase() === 'websocket';
-}
-
-/** Methods a tunnel URL serves; CONNECT is the one it does not (the edge is not a forward proxy). */
-const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE';
-
-/**
- * What Node's parser lets through but the edge refuses before routing: a request line without a version
- * (HTTP/0.9, which Node reports as 0.9), a 2.x version on this HTTP/1 port, or two Host fields, which
- * RFC 9112 §3.2 says to answer 400 (Node keeps the first; a proxy in front might have used the second).
- */
-function headProblem(req: IncomingMessage): { code: EdgeErrorCode; message: string } | undefined {
-  if (req.httpVersionMajor === 0) {
-    return { code: EdgeErrorCode.BAD_REQUEST, message: 'the request line has no HTTP version' };
-  }
-  if (req.httpVersionMajor !== 1) {
-    return { code: EdgeErrorCode.HTTP_VERSION, message: 'this port speaks HTTP/1.0 and HTTP/1.1 only' };
-  }
-  const raw = req.rawHeaders;
-  let hosts = 0;
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host' && ++hosts > 1) {
-      return { code: EdgeErrorCode.BAD_REQUEST, message: 'the request has more than one Host field' };
-    }
-  }
-  return undefined;
-}
 
 export interface Edge {
   readonly app: FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>;
@@ -97,6 +65,8 @@ export interface Edge {
   readonly startup: StartupGrace;
   /** Public connections closed at accept, by reason (the open-file cap, `maxConnectionsPerAddress`). */
   readonly publicConnections: { readonly dropped: Readonly<Record<DropReason, number>> };
+  /** TLS on the public port (`tlsCert`/`tlsKey`); undefined when the port is plain HTTP. */
+  readonly tls: EdgeTls | undefined;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -193,7 +163,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           windowBudget,
           logger,
           onForged: () => cluster.counters.forged++,
-          isListening: () => app.server.listening,
+          isListening: () => publicPort.listening,
           helloTimeoutMs: options.helloTimeoutMs,
           tcp: sharedTcp,
         });
@@ -217,7 +187,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     startup: new StartupGrace(options.startupGraceMs),
     isDraining: () => draining,
   };
-  const baseUrl = (): URL => new URL(options.publicUrl ?? `http://${options.domain}:${boundPort}`);
+  const baseUrl = (): URL =>
+    new URL(options.publicUrl ?? `${publicPort.scheme}://${options.domain}:${boundPort}`);
   const urlsFor = (name: string): { url: string; urls: string[] } => {
     const base = baseUrl();
     const hostUrl = new URL(base);
@@ -226,70 +197,42 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     return { url: hostUrl.href, urls: [hostUrl.href, pathUrl.href] };
   };
 
-  const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
-    const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
-      // Draining: no connection is kept for a next request, which the teardown would no longer carry.
-      if (draining) res.shouldKeepAlive = false;
-      if (stopping) {
-        sendRefusal(res, edgeStopping);
-        return;
-      }
-      const problem = headProblem(req);
-      if (problem !== undefined) {
-        sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
-        return;
-      }
-      const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
-      if (route !== undefined) {
-        // Another node's forwarded request: believed for its client only when its signature verifies.
-        const via = cluster?.verify(req);
-        if (via === 'forged') {
-          sendRefusal(res, nodeAuthRefusal);
+  const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server =>
+    createHttp1Server({
+      headersTimeoutMs: options.headersTimeoutMs,
+      requestTimeoutMs: options.requestTimeoutMs,
+      keepAliveTimeoutMs: options.keepAliveTimeoutMs,
+      idleTimeoutMs: options.idleTimeoutMs,
+      maxHeaderBytes: options.maxHeaderBytes,
+      connections,
+      onRequest(req, res, expectsContinue) {
+        // Draining: no connection is kept for a next request, which the teardown would no longer carry.
+        if (draining) res.shouldKeepAlive = false;
+        if (stopping) {
+          sendRefusal(res, edgeStopping);
           return;
         }
-        // With Expect: 100-continue the backend decides: its 100 is relayed, or its early final answer.
-        handleTunnelRequest(req, res, route, ingress, via);
-        return;
-      }
-      if (expectsContinue) res.writeContinue();
-      fastifyHandler(req, res);
-    };
-    const server = createServer(
-      {
-        // Slow clients: a head must arrive within headersTimeout however slowly it trickles, a whole
-        // request within requestTimeout (408 either way). Node checks these on an interval; a short one
-        // makes the bound tight without a timer per request.
-        headersTimeout: options.headersTimeoutMs,
-        requestTimeout: options.requestTimeoutMs,
-        connectionsCheckingInterval: Math.min(1_000, Math.ceil(options.headersTimeoutMs / 4)),
-        keepAliveTimeout: options.keepAliveTimeoutMs,
-        maxHeaderSize: options.maxHeaderBytes,
-        // Only WebSocket upgrades leave HTTP; any other Upgrade (h2c, ...) is served as a plain request
-        // with the Upgrade field dropped, as RFC 9110 §7.8 allows.
-        shouldUpgradeCallback: (req: IncomingMessage) => isWebSocketUpgrade(req),
+        const problem = headProblem(req);
+        if (problem !== undefined) {
+          sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
+          return;
+        }
+        const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
+        if (route !== undefined) {
+          // Another node's forwarded request: believed for its client only when its signature verifies.
+          const via = cluster?.verify(req);
+          if (via === 'forged') {
+            sendRefusal(res, nodeAuthRefusal);
+            return;
+          }
+          // With Expect: 100-continue the backend decides: its 100 is relayed, or its early final answer.
+          handleTunnelRequest(req, res, route, ingress, via);
+          return;
+        }
+        if (expectsContinue) res.writeContinue();
+        fastifyHandler(req, res);
       },
-      (req, res) => onRequest(req, res, false),
-    );
-    // When configured, a connection silent in both directions (a response stalled mid-body, a client that
-    // stopped reading or sending) is closed; Node re-arms it on every read and write, no timer per request.
-    // Off by default: a quiet SSE stream is silent too.
-    server.setTimeout(options.idleTimeoutMs);
-    server.on('connection', (socket: Socket) => {
-      if (!connections.add(socket)) socket.destroy();
     });
-    // Past maxConnections (set at listen from the open-file limit) Node closes a new connection itself.
-    server.on('drop', () => connections.droppedAtOpenFiles());
-    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
-    // Without a listener Node drops a CONNECT by closing the connection; say why instead, everywhere.
-    server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-      rejectUpgrade(socket, {
-        code: EdgeErrorCode.METHOD_NOT_ALLOWED,
-        message: 'CONNECT is not served: this edge is not a forward proxy',
-        headers: { Allow: ALLOWED_METHODS },
-      });
-    });
-    return server;
-  };
 
   const app = Fastify({
     loggerInstance: logger,
@@ -302,6 +245,18 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', ignoreBody);
+
+  // How connections arrive: the HTTP/1.1 server listening, or a TLS port feeding it (listeners/README.md).
+  // Certificates are read here: a missing file or a key that is not its certificate's stops the start.
+  const publicPort = new PublicPort({
+    http1: app.server,
+    connections,
+    tls: options.tls,
+    domain: options.domain,
+    headersTimeoutMs: options.headersTimeoutMs,
+    maxHeaderBytes: options.maxHeaderBytes,
+    logger,
+  });
 
   const agentEndpoint = createAgentEndpoint({
     options,
@@ -410,7 +365,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   app.setNotFoundHandler((request, reply) => {
     const answer = edgeAnswer(
       EdgeErrorCode.UNKNOWN_SESSION,
-      `not found: ${quoteForEcho(request.url)} is not a tunnel URL. Use http://<name>.${options.domain}:${boundPort}/ ` +
+      `not found: ${quoteForEcho(request.url)} is not a tunnel URL. Use ${publicPort.scheme}://<name>.${options.domain}:${boundPort}/ ` +
         'or /session/<name>/...',
       undefined,
       undefined,
@@ -429,33 +384,33 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     linkServer,
     registryTimings,
     get url() {
-      return `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${boundPort}`;
+      return `${publicPort.scheme}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${boundPort}`;
     },
     get inFlight() {
       return inFlight.count;
     },
     tcp,
     windowBudget,
+    tls: publicPort.tls,
     startup: ingress.startup,
     publicConnections: connections,
     urlsFor,
     addresses: () => edgeAddresses(baseUrl()),
     async listen() {
-      await app.listen({ port: options.port, host: options.host });
-      boundPort = (app.server.address() as AddressInfo).port;
+      boundPort = await publicPort.listen(
+        options.port,
+        options.host,
+        () => app.listen({ port: options.port, host: options.host }),
+        async () => {
+          await app.ready();
+        },
+      );
       // From the moment agents can reach this process: those of the one it replaced reconnect from now.
       ingress.startup.start();
       await tcp?.start();
       await cluster?.start(edge.url);
       // Counted once what the edge itself opens at start (TCP ports, the registry) is open.
-      const cap = connectionCapFromOpenFiles();
-      if (cap !== undefined) app.server.maxConnections = cap;
-      // A failed accept is the server's 'error' (EMFILE when libuv cannot close the connection for us,
-      // ENFILE at the system's limit): unheard, it would end the process.
-      app.server.on('error', (err: NodeJS.ErrnoException) => {
-        if (err.code === 'EMFILE' || err.code === 'ENFILE') connections.droppedAtOpenFiles();
-        else logger.warn({ err }, 'public listener error');
-      });
+      publicPort.capConnections();
       return { port: boundPort, url: edge.url };
     },
     async close(graceMs = 10_000) {
@@ -476,7 +431,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // answer since the drain began closes its connection (onRequest), and an idle one closes at its
       // keep-alive timeout (plus Node's second of margin), which clients were told of: they are waited for,
       // within the grace. One that never sent a request would wait for headersTimeoutMs: not that long.
-      if (app.server.listening) NetServer.prototype.close.call(app.server);
+      publicPort.stopAccepting();
       const left = Math.max(0, deadline - Date.now());
       // keepAliveTimeoutBuffer is recent (Node 24.6, 22.19); before it the margin was the same second.
       const margin = (app.server as { keepAliveTimeoutBuffer?: number }).keepAliveTimeoutBuffer ?? 1_000;
@@ -497,7 +452,9 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // leave before the connections are cut.
       await new Promise((resolve) => setImmediate(resolve));
       app.server.closeAllConnections();
+      publicPort.destroyAll();
       await app.close();
+      publicPort.closeFed();
       connections.close();
       if (options.ownsRegistry) await options.registry.close();
     },
