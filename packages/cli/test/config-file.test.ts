@@ -46,6 +46,22 @@ describe('a config file takes what the command line takes', () => {
     expect(check({ web: { target: 3000, host_header: 'preserve' } }).tunnels[0]?.hostHeader).toBe('preserve');
   });
 
+  it('h2c and http1 as --h2c and --http1: booleans, and the same contradictions refused', () => {
+    expect(check({ grpc: { target: 50051, h2c: true } }).tunnels[0]).toMatchObject({ h2c: true });
+    expect(check({ web: { target: 'https://localhost:8443', http1: true } }).tunnels[0]).toMatchObject({
+      http1: true,
+    });
+    expect(refusal(() => check({ grpc: { target: 50051, h2c: 'yes' } }))).toBe(
+      't.yml: tunnels.grpc.h2c: expected true or false, got "yes"',
+    );
+    expect(refusal(() => check({ grpc: { target: 50051, h2c: true, http1: true } }))).toBe(
+      't.yml: tunnels.grpc.h2c: h2c and http1 contradict each other: h2c speaks HTTP/2 to the backend, http1 HTTP/1.1 only',
+    );
+    expect(refusal(() => check({ grpc: { target: 'https://localhost:8443', h2c: true } }))).toMatch(
+      /^t\.yml: tunnels\.grpc\.h2c: h2c is HTTP\/2 over plain TCP: an https:\/\/ target gets h2 by ALPN/,
+    );
+  });
+
   it('quotes a tunnel name that would read as a deeper key path', () => {
     expect(refusal(() => check({ 'my.app': { target: 3000 } }))).toBe(
       't.yml: tunnels["my.app"]: a tunnel name is letters, digits, - and _ (at most 32 characters)',

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { request } from 'node:http';
+import { createServer as createHttpServer, request } from 'node:http';
 import { constants as h2 } from 'node:http2';
-import { createServer } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
@@ -65,6 +65,26 @@ describe('an h2c backend', () => {
     expect(res.status).toBe(200);
     expect(res.length).toBe(body.length);
     expect(res.sha256).toBe(sha256(body));
+  });
+
+  it('Expect: 100-continue: the agent says 100 once the backend stream is open, and the body follows', async () => {
+    backend.routes.set('/upload', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.pipe(stream);
+    });
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      path: '/upload',
+      method: 'POST',
+      headers: { host: host(), expect: '100-continue', 'content-length': '5' },
+      agent: false,
+    });
+    req.on('continue', () => req.end('hello'));
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    let body = '';
+    for await (const chunk of res) body += String(chunk);
+    expect(body).toBe('hello');
   });
 
   it("passes the backend's trailers on: an HTTP/1.1 client reads them as chunked trailers", async () => {
@@ -156,13 +176,59 @@ describe('an h2c backend', () => {
   });
 });
 
+describe('a backend connection lost under a request', () => {
+  it('an idempotent request without a body is sent again on a new connection', async () => {
+    let calls = 0;
+    backend.routes.set('/flaky', (stream) => {
+      calls++;
+      // The first time the whole connection goes, as a backend closing an idle one at that moment would.
+      if (calls === 1) stream.session?.destroy();
+      else {
+        stream.respond({ ':status': 200 });
+        stream.end('second try');
+      }
+    });
+    const res = await send({ port, path: '/flaky', headers: ['host', host()] });
+    expect(res.status).toBe(200);
+    expect(res.body.toString()).toBe('second try');
+    expect(calls).toBe(2);
+  });
+
+  it('a POST, and a gRPC call, are not: the client is told the backend closed the connection', async () => {
+    let calls = 0;
+    backend.routes.set('/lost', (stream) => {
+      calls++;
+      stream.session?.destroy();
+    });
+    const post = await send({
+      port,
+      path: '/lost',
+      method: 'POST',
+      headers: ['host', host()],
+      body: Buffer.from('once'),
+    });
+    expect(post.status).toBe(502);
+    expect(post.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_CLOSED');
+    const grpc = await send({
+      port,
+      path: '/lost',
+      method: 'POST',
+      headers: ['host', host(), 'content-type', 'application/grpc'],
+      body: Buffer.from([0, 0, 0, 0, 0]),
+    });
+    expect(grpc.headers['grpc-status']).toBe('14');
+    expect(grpc.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_CLOSED');
+    expect(calls).toBe(2);
+  });
+});
+
 describe('a backend that is down', () => {
   let down: Tunnel;
   beforeAll(async () => {
     // A port that was free a moment ago: nothing listens on it.
     const probe = createServer().listen(0, '127.0.0.1');
     await once(probe, 'listening');
-    const free = (probe.address() as import('node:net').AddressInfo).port;
+    const free = (probe.address() as AddressInfo).port;
     await new Promise((resolve) => probe.close(resolve));
     down = await connect({ target: free, server: edge.url, subdomain: 'h2c-down', h2c: true });
   });
@@ -190,6 +256,29 @@ describe('a backend that is down', () => {
       /refused connection on localhost:/,
     );
     expect(res.length).toBe(0);
+  });
+});
+
+describe('an HTTP/1.1 server run with --h2c', () => {
+  it('answers 502 saying the backend does not speak HTTP/2', async () => {
+    const server = createHttpServer((_req, res) => res.end('h1'));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const h1 = await connect({
+      target: (server.address() as AddressInfo).port,
+      server: edge.url,
+      subdomain: 'h1-as-h2c',
+      h2c: true,
+    });
+    try {
+      const res = await send({ port, path: '/', headers: ['host', `h1-as-h2c.localhost:${port}`] });
+      expect(res.status).toBe(502);
+      expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_INVALID_RESPONSE');
+      expect(res.body.toString()).toMatch(/does not speak HTTP\/2 with prior knowledge.*without --h2c/);
+    } finally {
+      await h1.close(0);
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 

@@ -183,6 +183,8 @@ describe('request lines and heads the edge refuses', () => {
     expect(answer.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BAD_REQUEST');
   });
 
+  // `PRI * HTTP/2.0` followed by a Host line is not the HTTP/2 preface (which the port serves as h2c:
+  // e2e-h2c.test.ts): it is an HTTP/1 request line with a version this port does not speak.
   for (const line of ['GET / HTTP/2.0', 'GET / HTTP/1.2', 'GET / HTTP/3.0', 'PRI * HTTP/2.0']) {
     it(`"${line}" on the HTTP/1 port: 505`, async () => {
       const s = await stack();

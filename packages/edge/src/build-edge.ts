@@ -27,6 +27,9 @@ import { type EdgeAddresses, edgeAddresses } from './edge-addresses.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './exchange/in-flight.js';
 import { createHttp1Server, headProblem, isWebSocketUpgrade } from './listeners/http1-server.js';
+import { EdgeHttp2Request, EdgeHttp2Response } from './listeners/http2-messages.js';
+import { DEFAULT_HTTP2_LIMITS, PublicHttp2Server } from './listeners/http2-server.js';
+import { sniffPreface } from './listeners/preface-sniff.js';
 import { type DropReason, PublicConnections } from './listeners/public-connections.js';
 import { type EdgeTls, PublicPort } from './listeners/public-port.js';
 import { ClientOriginResolver } from './public/client-address.js';
@@ -197,42 +200,64 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     return { url: hostUrl.href, urls: [hostUrl.href, pathUrl.href] };
   };
 
-  const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server =>
-    createHttp1Server({
+  // HTTP/2 on the public side: its requests join HTTP/1.1's below ('request', so request ids and metrics
+  // see them too) once the connection is known to speak it (the preface on the plain port, or ALPN).
+  const http2 = new PublicHttp2Server({
+    limits: { ...DEFAULT_HTTP2_LIMITS, maxHeaderListSize: options.maxHeaderBytes },
+    idleTimeoutMs: options.keepAliveTimeoutMs,
+    logger,
+    onRequest: (req, res, expectsContinue) =>
+      app.server.emit(expectsContinue ? 'checkContinue' : 'request', req, res),
+  });
+
+  const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
+    const onRequest = (
+      req: IncomingMessage | EdgeHttp2Request,
+      res: ServerResponse | EdgeHttp2Response,
+      expectsContinue: boolean,
+    ): void => {
+      // Draining: no connection is kept for a next request, which the teardown would no longer carry.
+      if (draining) res.shouldKeepAlive = false;
+      if (stopping) {
+        sendRefusal(res, edgeStopping);
+        return;
+      }
+      const problem = req instanceof EdgeHttp2Request ? undefined : headProblem(req);
+      if (problem !== undefined) {
+        sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
+        return;
+      }
+      const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
+      if (route !== undefined) {
+        // Another node's forwarded request: believed for its client only when its signature verifies.
+        const via = cluster?.verify(req);
+        if (via === 'forged') {
+          sendRefusal(res, nodeAuthRefusal);
+          return;
+        }
+        // With Expect: 100-continue the backend decides: its 100 is relayed, or its early final answer.
+        handleTunnelRequest(req, res, route, ingress, via);
+        return;
+      }
+      if (expectsContinue) res.writeContinue();
+      if (req instanceof EdgeHttp2Request || res instanceof EdgeHttp2Response) {
+        // The edge's own pages are HTTP/1.1 (Fastify's); over HTTP/2 only tunnels are served.
+        sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, notTunnel(req.url ?? '/'));
+        return;
+      }
+      fastifyHandler(req, res);
+    };
+    // HTTP/2 requests reach this server's 'request' and 'checkContinue' too (PublicHttp2Server's onRequest).
+    return createHttp1Server({
       headersTimeoutMs: options.headersTimeoutMs,
       requestTimeoutMs: options.requestTimeoutMs,
       keepAliveTimeoutMs: options.keepAliveTimeoutMs,
       idleTimeoutMs: options.idleTimeoutMs,
       maxHeaderBytes: options.maxHeaderBytes,
       connections,
-      onRequest(req, res, expectsContinue) {
-        // Draining: no connection is kept for a next request, which the teardown would no longer carry.
-        if (draining) res.shouldKeepAlive = false;
-        if (stopping) {
-          sendRefusal(res, edgeStopping);
-          return;
-        }
-        const problem = headProblem(req);
-        if (problem !== undefined) {
-          sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
-          return;
-        }
-        const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
-        if (route !== undefined) {
-          // Another node's forwarded request: believed for its client only when its signature verifies.
-          const via = cluster?.verify(req);
-          if (via === 'forged') {
-            sendRefusal(res, nodeAuthRefusal);
-            return;
-          }
-          // With Expect: 100-continue the backend decides: its 100 is relayed, or its early final answer.
-          handleTunnelRequest(req, res, route, ingress, via);
-          return;
-        }
-        if (expectsContinue) res.writeContinue();
-        fastifyHandler(req, res);
-      },
+      onRequest,
     });
+  };
 
   const app = Fastify({
     loggerInstance: logger,
@@ -256,6 +281,19 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     headersTimeoutMs: options.headersTimeoutMs,
     maxHeaderBytes: options.maxHeaderBytes,
     logger,
+    // HTTP/2: after ALPN h2 on the TLS port; on a plain port, a connection whose first bytes are the
+    // HTTP/2 preface (h2c with prior knowledge), the bytes read to tell being handed to HTTP/1.1 otherwise.
+    http2: (socket) => http2.handle(socket),
+    choosePlain: (socket, take) =>
+      sniffPreface(socket, options.headersTimeoutMs, {
+        http1(plain, read) {
+          take('http/1.1', plain);
+          // What was read goes to the HTTP parser first; the rest it reads from the socket itself.
+          plain.emit('data', read);
+          plain.resume();
+        },
+        http2: (plain) => take('h2', plain),
+      }),
   });
 
   const agentEndpoint = createAgentEndpoint({
@@ -362,11 +400,13 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   }
 
   // Not a tunnel URL: the edge's own 404, in the form the client asked for (a page for a browser).
+  const notTunnel = (url: string): string =>
+    `not found: ${quoteForEcho(url)} is not a tunnel URL. Use ${publicPort.scheme}://<name>.${options.domain}:${boundPort}/ ` +
+    'or /session/<name>/...';
   app.setNotFoundHandler((request, reply) => {
     const answer = edgeAnswer(
       EdgeErrorCode.UNKNOWN_SESSION,
-      `not found: ${quoteForEcho(request.url)} is not a tunnel URL. Use ${publicPort.scheme}://<name>.${options.domain}:${boundPort}/ ` +
-        'or /session/<name>/...',
+      notTunnel(request.url),
       undefined,
       undefined,
       askOf(request.raw),
@@ -416,6 +456,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     async close(graceMs = 10_000) {
       const deadline = Date.now() + graceMs;
       draining = true;
+      http2.drain();
       linkServer?.drain();
       for (const connection of [...sessions.connections()]) {
         if (cluster === undefined) connection.drain('edge shutting down');
@@ -436,7 +477,11 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // keepAliveTimeoutBuffer is recent (Node 24.6, 22.19); before it the margin was the same second.
       const margin = (app.server as { keepAliveTimeoutBuffer?: number }).keepAliveTimeoutBuffer ?? 1_000;
       const keptAlive = app.server.keepAliveTimeout + margin;
-      await Promise.all([inFlight.idle(left), connections.closed(Math.min(left, keptAlive))]);
+      await Promise.all([
+        inFlight.idle(left),
+        connections.closed(Math.min(left, keptAlive)),
+        http2.closed(left),
+      ]);
       // Connections still idle go now. Requests still running are answered by the sessions' close; a
       // request read from here gets a 503 (onRequest).
       stopping = true;
@@ -453,6 +498,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       await new Promise((resolve) => setImmediate(resolve));
       app.server.closeAllConnections();
       publicPort.destroyAll();
+      http2.destroy();
       await app.close();
       publicPort.closeFed();
       connections.close();

@@ -63,6 +63,9 @@ export function describeBackendError(error: Error, host: string, answerBegun: bo
     case 'UND_ERR_HEADERS_OVERFLOW':
     case 'HPE_HEADER_OVERFLOW':
       return invalid(`sent a response head larger than ${maxHeaderSize} bytes`);
+    // `--h2c` towards a server that answered the HTTP/2 preface with something else (h2-backend.ts).
+    case 'TUNNEL2_ERR_BACKEND_NOT_HTTP2_SERVER':
+      return invalid('does not speak HTTP/2 with prior knowledge (an HTTP/1.1 server? run without --h2c)');
     // The head fitted undici's limit but not one tunnel frame (the edge's maxFrameSize).
     case 'TUNNEL2_ERR_HEAD_TOO_LARGE':
       return invalid(`sent a response head larger than the tunnel carries (${error.message})`);

@@ -53,6 +53,13 @@ export type OpenedSession = { session: ClientHttp2Session; release: () => void }
 
 /** Streams above this many on each session make a new session worth dialling (below the max). */
 const SPREAD_ABOVE = 100;
+/** Receive window of each backend stream, and of a whole backend session. */
+const STREAM_WINDOW = 256 * 1024;
+const SESSION_WINDOW = 16 * 1024 * 1024;
+/** The code of a dial answered with something other than HTTP/2 (backend-error.ts words it). */
+export const NOT_HTTP2 = 'TUNNEL2_ERR_BACKEND_NOT_HTTP2_SERVER';
+/** A backend that takes the connection but never sends its SETTINGS (not HTTP/2 at all) is given up on. */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 export class H2Backend {
   readonly #options: H2BackendOptions;
@@ -158,7 +165,13 @@ export class H2Backend {
     const { origin, mode, tls } = this.#options;
     return new Promise<OpenedSession>((resolve, reject) => {
       const url = new URL(origin);
-      const connectOptions = { maxSessionMemory: 64, peerMaxConcurrentStreams: 1000 };
+      // Windows as the tunnel's own (PROTOCOL.md §11): a stream may have 256 KiB in flight, a session 16 MiB.
+      // node:http2's 64 KiB defaults would make the backend hop, not the tunnel, the bottleneck of a stream.
+      const connectOptions = {
+        maxSessionMemory: 64,
+        peerMaxConcurrentStreams: 1000,
+        settings: { initialWindowSize: STREAM_WINDOW },
+      };
       let session: ClientHttp2Session;
       if (mode === 'h2c') {
         session = http2().connect(origin, connectOptions);
@@ -206,9 +219,19 @@ export class H2Backend {
       if (index >= 0) this.#slots.splice(index, 1);
     };
     let ready = false;
+    const timer = setTimeout(() => {
+      if (ready) return;
+      reject(Object.assign(new Error('backend sent no HTTP/2 SETTINGS in time'), { code: 'ETIMEDOUT' }));
+      session.destroy();
+    }, CONNECT_TIMEOUT_MS);
+    timer.unref();
     session.on('error', (err) => {
       retire();
-      if (!ready) reject(err);
+      if (ready) return;
+      // nghttp2's "Protocol error" before any SETTINGS: the bytes that came back were not HTTP/2 (an
+      // HTTP/1.1 server answering the preface with a 400), which the user can fix by dropping --h2c.
+      const notH2 = (err as { code?: unknown }).code === 'ERR_HTTP2_ERROR';
+      reject(notH2 ? Object.assign(new Error(err.message, { cause: err }), { code: NOT_HTTP2 }) : err);
     });
     session.on('goaway', retire);
     session.on('close', () => {
@@ -219,6 +242,8 @@ export class H2Backend {
     session.unref();
     session.once('remoteSettings', () => {
       ready = true;
+      clearTimeout(timer);
+      session.setLocalWindowSize(SESSION_WINDOW);
       if (this.#closed) {
         session.destroy();
         reject(new Error('the tunnel is closing'));

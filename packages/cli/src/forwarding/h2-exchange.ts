@@ -12,10 +12,12 @@ import {
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
+import { isReplayable } from './backend-retry.js';
 import { forwardHeaders } from './forward-headers.js';
 import type { ForwardOptions, RequestReport } from './forward-options.js';
 import { isGrpcRequest } from './grpc-form.js';
 import type { H2Backend } from './h2-backend.js';
+import { expectsContinue } from './node-http-exchange.js';
 import { serverNameOf } from './target-tls.js';
 
 /** RFC 9113 §8.2.2: connection-specific fields an HTTP/2 request must not carry (node:http2 throws on them). */
@@ -131,6 +133,11 @@ export class H2Exchange implements StreamHandler {
   #payload: Buffer | undefined;
   #headEnded = false;
   #grpc = false;
+  /** The head as the backend gets it (forwardHeaders' output). */
+  #forwarded: string[] = [];
+  /** Sent a second time already (see #replayOnce). */
+  #replayed = false;
+  #recording = false;
   /** Frames that arrived before the backend stream existed, in order (bounded by the stream's window). */
   #queued: Queued[] | undefined = [];
   #h2: ClientHttp2Stream | undefined;
@@ -159,7 +166,31 @@ export class H2Exchange implements StreamHandler {
     this.#headEnded = endStream;
     this.#grpc = isGrpcRequest(head.headers);
     const { target, hostHeader } = this.#options;
-    const forwarded = forwardHeaders(head.headers, target, hostHeader);
+    this.#forwarded = forwardHeaders(head.headers, target, hostHeader);
+    this.#open();
+  }
+
+  /**
+   * The inspector's record, begun once the request is known to stay on this path (an https:// backend that
+   * chooses HTTP/1.1 is recorded by the exchange it is handed to, not twice).
+   */
+  #record(): void {
+    if (this.#recording) return;
+    this.#recording = true;
+    const head = this.#head!;
+    this.#recorder = this.#options.capture?.begin({
+      method: head.method,
+      target: head.target,
+      headers: head.headers,
+      encodedHead: this.#payload!,
+    });
+  }
+
+  /** Opens the backend stream on a pooled session (again, for a replay). */
+  #open(): void {
+    const head = this.#head!;
+    const forwarded = this.#forwarded;
+    const { target } = this.#options;
     const servername = target.origin.startsWith('https:') ? serverNameOf(forwarded) : '';
     this.#options.h2.open(servername).then(
       (opened) => {
@@ -172,37 +203,48 @@ export class H2Exchange implements StreamHandler {
           opened.release();
           return;
         }
-        this.#recorder = this.#options.capture?.begin({
-          method: head.method,
-          target: head.target,
-          headers: head.headers,
-          encodedHead: payload,
-        });
+        this.#record();
         const scheme = target.origin.startsWith('https:') ? 'https' : 'http';
         let h2: ClientHttp2Stream;
         try {
           h2 = opened.session.request(
             h2RequestHeaders(head.method, target.basePath + head.target, scheme, forwarded, this.#grpc),
-            { endStream: endStream, waitForTrailers: !endStream },
+            { endStream: this.#headEnded, waitForTrailers: !this.#headEnded },
           );
         } catch (err) {
           opened.release();
-          this.#failBeforeHead(err as Error);
+          // A session that went away between the pool's choice and this request (GOAWAY, closed).
+          if (!this.#replayOnce(err as Error)) this.#failBeforeHead(err as Error);
           return;
         }
         this.#attach(h2);
+        // Expect: 100-continue waits at the edge for the backend's word (PROTOCOL.md §3). The header is not
+        // sent on (forwardHeaders drops it) and the stream is open to take the body, so the agent says 100
+        // itself, as Envoy does towards HTTP/2 upstreams.
+        if (!this.#headEnded && !this.#replayed && expectsContinue(head.headers) && !this.#stream.closed) {
+          const interim = encodeResponseHead({ status: 100, statusMessage: '', headers: [] }, 1024);
+          this.#stream.sendHeaders(interim, false);
+        }
       },
       (err: Error) => {
-        if (this.#cancelled) return;
-        this.#recorder = this.#options.capture?.begin({
-          method: head.method,
-          target: head.target,
-          headers: head.headers,
-          encodedHead: payload,
-        });
-        this.#failBeforeHead(err);
+        if (!this.#cancelled) this.#failBeforeHead(err);
       },
     );
+  }
+
+  /**
+   * Sends the request once more on another session when the one it went out on was lost before any answer
+   * (a backend that closed an idle connection as the request left): only a request that carried no body
+   * and whose method is idempotent (backend-retry.ts, as on the HTTP/1.1 path); never a gRPC call.
+   */
+  #replayOnce(error: Error): boolean {
+    if (this.#replayed || this.#responseStarted || this.#cancelled || this.#stream.closed) return false;
+    if (this.#grpc || !isReplayable(this.#head!.method, !this.#headEnded)) return false;
+    if (isStreamError(error)) return false;
+    this.#replayed = true;
+    this.#h2 = undefined;
+    this.#open();
+    return true;
   }
 
   // ---- StreamHandler: frames from the edge ----
@@ -275,15 +317,24 @@ export class H2Exchange implements StreamHandler {
     h2.on('trailers', (headers, _flags, raw?: string[]) => {
       this.#responseTrailers = responseFields(raw, headers);
     });
-    h2.on('end', () => this.#onResponseEnd());
+    // node:http2 also ends the readable side of a stream the backend reset with CANCEL (without an 'error'):
+    // only an end with no reset code is the response's END_STREAM; the rest is read on 'close'.
+    h2.on('end', () => {
+      if ((h2.rstCode ?? H2_NO_ERROR) === H2_NO_ERROR) this.#onResponseEnd();
+    });
     let failure: Error | undefined;
     // A stream error (the backend's RST_STREAM, a lost session) is read on 'close', with the code.
     h2.on('error', (err) => {
       failure = err;
     });
+    const session = h2.session;
     h2.on('close', () => {
       this.#release?.();
-      this.#onClose(h2.rstCode ?? H2_NO_ERROR, failure);
+      // A stream closed because its whole session went (the backend closed the connection, or its GOAWAY
+      // left this stream unprocessed) carries a CANCEL code of node's own: that is a lost connection, not
+      // the backend resetting this one stream.
+      const lost = session === undefined || session.destroyed || session.closed;
+      this.#onClose(lost ? H2_NO_ERROR : (h2.rstCode ?? H2_NO_ERROR), failure);
     });
     for (const frame of queued) {
       if ('data' in frame) this.onData(frame.data);
@@ -377,7 +428,8 @@ export class H2Exchange implements StreamHandler {
       return;
     }
     if (!this.#responseStarted) {
-      this.#failBeforeHead(failure ?? Object.assign(new Error('stream closed'), { code: 'ECONNRESET' }));
+      const error = failure ?? Object.assign(new Error('stream closed'), { code: 'ECONNRESET' });
+      if (!this.#replayOnce(error)) this.#failBeforeHead(error);
       return;
     }
     // Part of the body is already on its way: the client must see the response aborted.
@@ -389,6 +441,7 @@ export class H2Exchange implements StreamHandler {
   /** No usable head from the backend: the agent's own answer (502 page, or the gRPC form for a call). */
   #failBeforeHead(error: Error): void {
     if (this.#finished || this.#stream.closed) return;
+    this.#record();
     const head = this.#head!;
     const described = describeBackendError(error, this.#options.target.host, false);
     this.#status = this.#grpc ? 200 : described.status;

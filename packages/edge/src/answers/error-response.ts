@@ -1,6 +1,6 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { EdgeError, EdgeErrorCode, statusByCode } from '../errors.js';
+import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
 import { abortResponse } from '../exchange/response-abort.js';
 import { REQUEST_ID_HEADER } from '../public/request-id.js';
 import type { ErrorFacts } from './error-facts.js';
@@ -35,7 +35,7 @@ export interface EdgeAsk extends ErrorAsk {
 }
 
 /** The ask of a request that reached the edge's HTTP server. */
-export function askOf(req: IncomingMessage): EdgeAsk {
+export function askOf(req: Pick<PublicMessage, 'headers' | 'method'>): EdgeAsk {
   const requestId = req.headers[REQUEST_ID_HEADER];
   return {
     accept: req.headers.accept,
@@ -91,7 +91,7 @@ function plainFacts(code: EdgeErrorCode, message: string): ErrorFacts {
  * `edgeAnswer`).
  */
 export function sendEdgeError(
-  res: ServerResponse,
+  res: PublicResponse,
   code: EdgeErrorCode,
   message: string,
   retryAfterS?: number,
@@ -109,7 +109,7 @@ export function sendEdgeError(
 
 /** Answers a public request with a refusal, everything it carries included (Retry-After, its headers). */
 export function sendRefusal(
-  res: ServerResponse,
+  res: PublicResponse,
   refusal: Readonly<{
     code: EdgeErrorCode;
     message: string;
@@ -189,8 +189,9 @@ function classify(error: ClientError): { code: EdgeErrorCode; message: string } 
         code: EdgeErrorCode.HEADERS_TOO_LARGE,
         message: 'the request head is larger than this edge accepts',
       };
-    // HTTP/1.2, HTTP/3.0, ... and the HTTP/2 connection preface (PRI * HTTP/2.0): a version this port
-    // does not speak, which RFC 9110 §15.6.6 answers with 505.
+    // HTTP/1.2, HTTP/3.0, ... and a `PRI * HTTP/2.0` line that is not the whole HTTP/2 preface (the
+    // preface itself is served as h2c before this parser sees it): a version HTTP/1 does not speak, which
+    // RFC 9110 §15.6.6 answers with 505.
     case 'HPE_INVALID_VERSION':
     case 'HPE_PAUSED_H2_UPGRADE':
       return {

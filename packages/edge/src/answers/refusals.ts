@@ -15,6 +15,14 @@ export const unreachableOwner = (name: string, owner: { readonly nodeId: string 
   retryAfterS: 5,
 });
 
+/** The HTTP hop between nodes is HTTP/1.1: an HTTP/2 request crosses nodes only over a node link. */
+export const http2OverHop = (name: string, owner: { readonly nodeId: string }): Refusal => ({
+  code: EdgeErrorCode.NODE_UNREACHABLE,
+  message:
+    `tunnel ${name}: its agent is on node ${owner.nodeId}, reached here only over the HTTP hop, which ` +
+    'carries HTTP/1.1 (node links carry HTTP/2 requests)',
+});
+
 export const registryUnavailable = (name: string): Refusal => ({
   code: EdgeErrorCode.REGISTRY_UNAVAILABLE,
   message: `tunnel ${name} is not on this node and the session registry is unavailable to find it`,

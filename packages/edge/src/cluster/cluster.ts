@@ -386,7 +386,7 @@ export class Cluster {
    * A request another node forwarded: the client origin it vouches for, or 'forged' when the signature is
    * missing the mark. Undefined when the request carries no node signature at all.
    */
-  verify(req: IncomingMessage): ClientOrigin | 'forged' | undefined {
+  verify(req: Pick<IncomingMessage, 'headers' | 'method' | 'url'>): ClientOrigin | 'forged' | undefined {
     const value = req.headers[NODE_AUTH_HEADER];
     if (value === undefined) return undefined;
     const peer = single(req.headers[NODE_PEER_HEADER]);

@@ -1,3 +1,7 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { sendRefusal } from '../answers/error-response.js';
+import { http2OverHop } from '../answers/refusals.js';
+import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
 import type { CrossNodeForwarder } from '../public/cross-node.js';
 import type { Cluster } from './cluster.js';
 import { type ForwardingContext, forwardRequest, forwardUpgrade } from './forward-arrival.js';
@@ -18,10 +22,22 @@ export function createCrossNodeForwarder(cluster: Cluster, context: ForwardingCo
       const links = cluster.links;
       if (links !== undefined && !links.viaHop(owner.url))
         forwardOverLink(request, res, owner, cluster, links, context, lost);
-      else forwardRequest(request, res, owner, cluster, context, lost);
+      else if (isHttp1(request.req) && isHttp1Response(res))
+        forwardRequest(request, request.req, res, owner, cluster, context, lost);
+      else sendRefusal(res, http2OverHop(request.route.name, owner));
     },
     forwardUpgrade(request, socket, head, owner) {
-      forwardUpgrade(request, socket, head, owner, cluster, context);
+      if (isHttp1(request.req)) forwardUpgrade(request, request.req, socket, head, owner, cluster, context);
     },
   };
+}
+
+// The HTTP hop pipes Node's HTTP/1.1 messages; an HTTP/2 stream's request and response are the HTTP/2
+// ingress's own (listeners/http2-messages.ts), which abort by their stream.
+function isHttp1(req: PublicMessage): req is IncomingMessage {
+  return req.httpVersionMajor === 1;
+}
+
+function isHttp1Response(res: PublicResponse): res is ServerResponse {
+  return res.abortStream === undefined;
 }

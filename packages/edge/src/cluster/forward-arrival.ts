@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
@@ -44,13 +44,14 @@ function neverSent(err: unknown): boolean {
  */
 export function forwardRequest(
   request: PublicRequest,
+  req: IncomingMessage,
   res: ServerResponse,
   owner: OwnerEntry,
   cluster: Cluster,
   options: Ingress,
   lost?: (owner: OwnerEntry) => void,
 ): void {
-  const { req, route } = request;
+  const { route } = request;
   const name = route.name;
   const headers = cluster.hopHeaders(req, hopOrigin(request));
   // With Expect: 100-continue the owner's backend decides on the body: the hop relays its 100 or its
@@ -89,13 +90,13 @@ export function forwardRequest(
 /** Relays a public WebSocket upgrade to the node holding its session (a raw pipe once it connects). */
 export function forwardUpgrade(
   request: PublicRequest,
+  req: IncomingMessage,
   socket: Duplex,
   head: Buffer,
   owner: OwnerEntry,
   cluster: Cluster,
   options: Ingress,
 ): void {
-  const { req } = request;
   const name = request.route.name;
   const headers = cluster.hopHeaders(req, hopOrigin(request));
   options.inFlight.start();

@@ -1,5 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
+import type { PublicMessage, PublicResponse } from './public-message.js';
 import { serializeResponseHead } from './raw-http.js';
 
 /**
@@ -20,14 +20,19 @@ export const MAX_INTERIM_HEADS = 32;
  * final response still follows.
  */
 export function writeInformational(
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: PublicMessage,
+  res: PublicResponse,
   status: number,
   statusMessage: string,
   fields: RawHeaders,
 ): void {
   // A server must not send 1xx to an HTTP/1.0 client (RFC 9110 §15.2); the head is gone once final.
   if (res.headersSent || (req.httpVersionMajor === 1 && req.httpVersionMinor === 0)) return;
+  if (res.sendInterim !== undefined) {
+    // HTTP/2: each interim head is a HEADERS frame on this stream, framed by nghttp2 (no raw bytes).
+    res.sendInterim(status, withoutHopByHop(fields));
+    return;
+  }
   const socket = res.socket;
   // A client that has not taken the bytes already written gets no more advisory ones: memory stays flat.
   if (socket !== null && socket.writableLength > 0) return;

@@ -1,5 +1,5 @@
-import type { IncomingMessage } from 'node:http';
 import type { RawHeaders } from '@tunnel2/protocol';
+import type { PublicMessage } from './public-message.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
 const { STATUS_CODES } = process.getBuiltinModule('node:http');
@@ -15,7 +15,8 @@ export function serializeResponseHead(status: number, statusMessage: string, hea
 }
 
 /** A request has a body when it declares a non-zero length or uses a transfer coding (RFC 9112 §6.3). */
-export function requestHasBody(req: IncomingMessage): boolean {
+export function requestHasBody(req: PublicMessage): boolean {
+  if (req.bodyFollows !== undefined) return req.bodyFollows;
   const length = req.headers['content-length'];
   if (length !== undefined) return length !== '0';
   return req.headers['transfer-encoding'] !== undefined;

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { PublicResponse } from './public-message.js';
 
 /**
  * How long an aborted response's last bytes may take to leave for a client that is not reading: past it,
@@ -14,7 +14,12 @@ export const ABORT_FLUSH_MS = 1_000;
  * decoded in one tick, so a client whose backend sent a head and then closed got a bare reset instead of
  * that head and an aborted body.
  */
-export function abortResponse(res: ServerResponse): void {
+export function abortResponse(res: PublicResponse): void {
+  // HTTP/2: the stream alone is reset, after what was written to it (the connection carries others).
+  if (res.abortStream !== undefined) {
+    res.abortStream();
+    return;
+  }
   const socket = res.socket;
   if (socket === null || socket.destroyed || !res.headersSent) {
     res.destroy();

@@ -1,6 +1,6 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   ErrorCode,
+  encodeRequestHead,
   type MuxStream,
   type StreamHandler,
   type StreamResetError,
@@ -9,10 +9,14 @@ import {
 import { sendEdgeError } from '../answers/error-response.js';
 import { EdgeErrorCode } from '../errors.js';
 import { writeInformational } from './informational.js';
+import type { PublicMessage, PublicResponse } from './public-message.js';
 import { pairs } from './raw-http.js';
 import { abortResponse } from './response-abort.js';
 import { decode, ResponseFraming } from './response-framing.js';
 import { fieldsAreValid } from './response-head-check.js';
+
+/** Request trailers are bounded by the header limit upstream; this only keeps the encoder's bound finite. */
+const MAX_TRAILER_HEAD = 1024 * 1024;
 
 export interface ExchangeContext {
   name: string;
@@ -34,8 +38,8 @@ export interface ExchangeContext {
  * is returned only once the response has taken them (after 'drain' when the client is slow).
  */
 export class TunnelExchange implements StreamHandler {
-  readonly #req: IncomingMessage;
-  readonly #res: ServerResponse;
+  readonly #req: PublicMessage;
+  readonly #res: PublicResponse;
   readonly #stream: MuxStream;
   readonly #context: ExchangeContext;
   #timer: NodeJS.Timeout | undefined;
@@ -48,7 +52,7 @@ export class TunnelExchange implements StreamHandler {
   /** The response's head checks, interim count and declared length. */
   readonly #framing: ResponseFraming;
 
-  constructor(req: IncomingMessage, res: ServerResponse, stream: MuxStream, context: ExchangeContext) {
+  constructor(req: PublicMessage, res: PublicResponse, stream: MuxStream, context: ExchangeContext) {
     this.#req = req;
     this.#res = res;
     this.#stream = stream;
@@ -76,8 +80,29 @@ export class TunnelExchange implements StreamHandler {
     });
     req.on('end', () => {
       this.#requestPending = false;
-      this.#stream.end();
+      // HTTP/2 request trailers (gRPC clients send none, but HTTP/2 allows them) follow the body as a
+      // second head with END_STREAM (PROTOCOL.md); HTTP/1.1's chunked trailers are not carried, as before.
+      const trailers = req.httpVersionMajor === 2 ? req.rawTrailers : undefined;
+      if (trailers === undefined || trailers.length === 0) this.#stream.end();
+      else this.#sendRequestTrailers(trailers);
     });
+  }
+
+  /** The request's trailer head, after its body, ending the stream. */
+  #sendRequestTrailers(fields: string[]): void {
+    const req = this.#req;
+    const trailers = encodeRequestHead(
+      { method: req.method ?? 'GET', target: req.url ?? '/', headers: withoutHopByHop(fields) },
+      MAX_TRAILER_HEAD,
+    );
+    if (this.#stream.closed) return;
+    // 'end' comes only while the body flows, so nothing of it is still queued before the trailers; a head
+    // larger than the agent takes in one frame ends the body without them.
+    try {
+      this.#stream.sendHeaders(trailers, true);
+    } catch {
+      this.#stream.end();
+    }
   }
 
   onHeaders(payload: Buffer, endStream: boolean): void {

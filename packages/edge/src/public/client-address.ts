@@ -1,5 +1,5 @@
-import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
+import type { PublicMessage } from '../exchange/public-message.js';
 
 /** `::ffff:127.0.0.1` is an IPv4 client on a dual-stack socket. */
 export function normalizeAddress(address: string): string {
@@ -76,7 +76,7 @@ export class ClientOriginResolver {
     return this.#trusted !== undefined && inBlocks(this.#trusted, normalizeAddress(address));
   }
 
-  resolve(req: IncomingMessage): ClientOrigin {
+  resolve(req: PublicMessage): ClientOrigin {
     const peer = normalizeAddress(req.socket.remoteAddress ?? '');
     const trusted = this.#trusted;
     if (trusted === undefined || !inBlocks(trusted, peer)) {

@@ -1,5 +1,5 @@
-import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { PublicResponse } from '../exchange/public-message.js';
 import type { PublicRequest } from './public-request.js';
 
 // Cluster mode as the public ingress sees it. The ingress declares what it needs here and the cluster
@@ -64,7 +64,7 @@ export interface CrossNodeForwarder {
   /** Carries the request as the ingress resolved it: the cluster never works its client out again. */
   forwardRequest(
     request: PublicRequest,
-    res: ServerResponse,
+    res: PublicResponse,
     owner: OwnerEntry,
     lost?: (owner: OwnerEntry) => void,
   ): void;

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { PublicMessage } from '../exchange/public-message.js';
 import type { AdmissionRequest } from './admission.js';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
 import type { IngressRoute } from './ingress-route.js';
@@ -12,7 +12,7 @@ import type { IngressRoute } from './ingress-route.js';
  */
 export interface PublicRequest extends AdmissionRequest, ForwardingFacts {
   /** The message itself: its raw headers and body travel on, as the exchange reads them. */
-  readonly req: IncomingMessage;
+  readonly req: PublicMessage;
   /** Which tunnel, and the path its backend sees. */
   readonly route: IngressRoute;
   readonly method: string;
@@ -45,7 +45,7 @@ export interface ForwardingFacts {
  * will state (decided here so the backend's headers and a node hop's agree, however often it is retried).
  */
 export function resolvePublicRequest(
-  req: IncomingMessage,
+  req: PublicMessage,
   route: IngressRoute,
   clients: ClientOriginResolver,
   via: ClientOrigin | undefined,
@@ -82,21 +82,21 @@ function single(value: string | string[] | undefined): string | undefined {
 // What the edge states in X-Forwarded-Proto / -Host / -Prefix: its own view, or a trusted proxy's when
 // valid. Three strings rather than an object: the request value holds them without another allocation.
 
-function forwardedProto(req: IncomingMessage, origin: ClientOrigin | undefined): string {
+function forwardedProto(req: PublicMessage, origin: ClientOrigin | undefined): string {
   const own = 'encrypted' in req.socket ? 'https' : 'http';
   if (origin?.trustedPeer !== true) return own;
   const given = single(req.headers['x-forwarded-proto'])?.toLowerCase();
   return given === 'http' || given === 'https' ? given : own;
 }
 
-function forwardedHost(req: IncomingMessage, origin: ClientOrigin | undefined): string {
+function forwardedHost(req: PublicMessage, origin: ClientOrigin | undefined): string {
   const own = req.headers.host ?? '';
   if (origin?.trustedPeer !== true) return own;
   const given = single(req.headers['x-forwarded-host']);
   return given !== undefined && given.length <= 255 && validHost.test(given) ? given : own;
 }
 
-function forwardedPrefix(req: IncomingMessage, origin: ClientOrigin | undefined): string {
+function forwardedPrefix(req: PublicMessage, origin: ClientOrigin | undefined): string {
   if (origin?.trustedPeer !== true) return '';
   const given = single(req.headers['x-forwarded-prefix']);
   if (given === undefined || given.length > 1024 || !validPrefix.test(given)) return '';

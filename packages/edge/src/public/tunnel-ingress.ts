@@ -1,8 +1,9 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { MuxStream } from '@tunnel2/protocol';
 import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
 import type { Refusal } from '../answers/refusals.js';
+import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
 import { requestHasBody } from '../exchange/raw-http.js';
 import { TunnelExchange } from '../exchange/tunnel-exchange.js';
 import { UpgradeTunnel } from '../exchange/upgrade-tunnel.js';
@@ -18,8 +19,8 @@ import { type Arrival, dispatch, type TunnelIngressOptions } from './session-rou
 
 /** Carries one routed public request into its session's tunnel, or answers why it cannot. */
 export function handleTunnelRequest(
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: PublicMessage,
+  res: PublicResponse,
   route: IngressRoute,
   options: TunnelIngressOptions,
   via?: ClientOrigin,
@@ -48,10 +49,10 @@ export function handleTunnelUpgrade(
 class HttpArrival implements Arrival {
   readonly request: PublicRequest;
   readonly upgrade = false;
-  readonly #res: ServerResponse;
+  readonly #res: PublicResponse;
   readonly #options: TunnelIngressOptions;
 
-  constructor(request: PublicRequest, res: ServerResponse, options: TunnelIngressOptions) {
+  constructor(request: PublicRequest, res: PublicResponse, options: TunnelIngressOptions) {
     this.request = request;
     this.#res = res;
     this.#options = options;

@@ -1,16 +1,18 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, type StreamResetError } from '@tunnel2/protocol';
 import { sendRefusal } from '../../answers/error-response.js';
 import {
   agentDisconnected,
   bodyTooLarge,
   busy,
+  http2OverHop,
   linkShareFull,
   nodeStopping,
   offline,
   type Refusal,
   unreachableOwner,
 } from '../../answers/refusals.js';
+import type { PublicResponse } from '../../exchange/public-message.js';
 import { isIdempotent, requestHasBody } from '../../exchange/raw-http.js';
 import { TunnelExchange } from '../../exchange/tunnel-exchange.js';
 import { encodeHead } from '../../public/admission.js';
@@ -38,7 +40,7 @@ type Ingress = ForwardingContext;
  */
 export function forwardOverLink(
   request: PublicRequest,
-  res: ServerResponse,
+  res: PublicResponse,
   owner: OwnerEntry,
   cluster: Cluster,
   links: NodeLinks,
@@ -84,8 +86,20 @@ export function forwardOverLink(
         return;
       }
       if ('failed' in opening) {
-        if (opening.failed === 'refused') forwardRequest(request, res, owner, cluster, options, lost);
-        else if (opening.failed === 'full') refuse(busy(name));
+        if (opening.failed === 'refused') {
+          // This peer refuses links: the HTTP hop, which carries Node's HTTP/1.1 messages only.
+          if (req.httpVersionMajor === 1 && res.abortStream === undefined)
+            forwardRequest(
+              request,
+              req as IncomingMessage,
+              res as ServerResponse,
+              owner,
+              cluster,
+              options,
+              lost,
+            );
+          else refuse(http2OverHop(name, owner));
+        } else if (opening.failed === 'full') refuse(busy(name));
         else if (opening.failed === 'share') refuse(linkShareFull(name));
         else if (opening.failed === 'stopping') refuse(nodeStopping(name));
         else if (opening.failed === 'misdirected') ownerGone();

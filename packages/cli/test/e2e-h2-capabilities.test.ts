@@ -1,0 +1,100 @@
+import type { Hello } from '@tunnel2/protocol';
+import { afterEach, describe, expect, it } from 'vitest';
+import { connect } from '../src/index.js';
+import { EDGE_NO_HTTP2_HINT } from '../src/session/tunnel.js';
+import { startH2Backend } from './support/h2-backend.js';
+import { startPlayedEdge } from './support/played-edge.js';
+import { cli, type Spawned, spawnCli } from './support/processes.js';
+
+// PROTOCOL.md "HTTP/2 and gRPC", capabilities: the agent says `http2` in its HELLO; an HTTP/2 backend behind
+// an edge whose ACK does not (it predates HTTP/2) gets one line saying to upgrade the edge. And the flag
+// combinations that cannot work are usage errors.
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** An edge played from the protocol package, answering every HELLO with `ack` (plus a session name). */
+async function playedEdge(ack: Record<string, unknown>): Promise<{ url: string; hellos: Hello[] }> {
+  const hellos: Hello[] = [];
+  const played = await startPlayedEdge((hello, session) => {
+    hellos.push(hello);
+    session.sendHello({ name: 'played', url: 'http://played.example/', ...ack }, true);
+  });
+  cleanups.push(() => played.close());
+  return { url: played.url, hellos };
+}
+
+describe('capabilities in HELLO', () => {
+  it('the agent says http2 in its HELLO metadata', async () => {
+    const edge = await playedEdge({});
+    const backend = await startH2Backend();
+    cleanups.push(() => backend.close());
+    const tunnel = await connect({ target: backend.port, server: edge.url });
+    cleanups.push(() => tunnel.close(0));
+    expect(edge.hellos[0]?.meta).toMatchObject({ http2: true });
+  });
+
+  it('an h2c backend behind an edge without http2: one hint naming the edge and saying to upgrade it', async () => {
+    const edge = await playedEdge({});
+    const backend = await startH2Backend();
+    cleanups.push(() => backend.close());
+    const agent: Spawned = spawnCli(['http', String(backend.port), '--h2c', '--server', edge.url, '--json']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    const ready = await agent.waitFor('ready');
+    expect(ready.backendProtocol).toBe('h2c');
+    const hint = await agent.waitFor('hint');
+    expect(hint.code).toBe(EDGE_NO_HTTP2_HINT);
+    expect(hint.message).toContain(edge.url);
+    expect(hint.message).toMatch(/does not serve HTTP\/2.*upgrade the edge/);
+  });
+
+  it('no hint when the edge says http2, nor for an HTTP/1.1 backend', async () => {
+    const backend = await startH2Backend();
+    cleanups.push(() => backend.close());
+    for (const [ack, h2c] of [
+      [{ http2: true }, true],
+      [{}, false],
+    ] as const) {
+      const edge = await playedEdge(ack);
+      const agent: Spawned = spawnCli([
+        'http',
+        String(backend.port),
+        ...(h2c ? ['--h2c'] : []),
+        '--server',
+        edge.url,
+        '--json',
+      ]);
+      cleanups.push(() => agent.kill('SIGKILL'));
+      const ready = await agent.waitFor('ready');
+      expect(ready.backendProtocol).toBe(h2c ? 'h2c' : 'http/1.1');
+      agent.kill('SIGINT');
+      await agent.exited;
+      // The hint would have come right after ready, before the SIGINT's closing line.
+      expect(agent.events.map((e) => e.event)).not.toContain('hint');
+    }
+  });
+});
+
+describe('usage errors', () => {
+  it('--h2c with --http1, and --h2c with an https:// target, exit 2 with one line', async () => {
+    const both = await cli(['http', '3000', '--h2c', '--http1']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toBe(
+      'tunnel2: --h2c and --http1 contradict each other: --h2c speaks HTTP/2 to the backend, --http1 HTTP/1.1 only\n',
+    );
+    const https = await cli(['http', 'https://localhost:8443', '--h2c']);
+    expect(https.code).toBe(2);
+    expect(https.stderr).toMatch(
+      /^tunnel2: --h2c is HTTP\/2 over plain TCP: an https:\/\/ target gets h2 by ALPN/,
+    );
+    expect(https.stderr.split('\n')).toHaveLength(2);
+  });
+
+  it('--help lists --h2c and --http1', async () => {
+    const help = await cli(['http', '--help']);
+    expect(help.stdout).toContain('--h2c');
+    expect(help.stdout).toContain('--http1');
+  });
+});

@@ -1,0 +1,273 @@
+import { execFile } from 'node:child_process';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connect as netConnect } from 'node:net';
+import { promisify } from 'node:util';
+import { buildEdge, type Edge, installRequestIds } from '@tunnel2/edge';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type Tunnel } from '../src/index.js';
+import { h2c, h2Request } from './support/h2-client.js';
+import { silent } from './support/stack.js';
+
+// HTTP/2 on the edge's plain port (h2c with prior knowledge): requests reach an HTTP/1.1 backend through a
+// real agent exactly as HTTP/1.1 requests do, and the answer is written back as HTTP/2.
+
+const run = promisify(execFile);
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: string[];
+}
+
+let backend: Server;
+let edge: Edge;
+let port: number;
+const tunnels: Tunnel[] = [];
+/** Requests the backend saw that ended without their body completing (the client went away). */
+const cancelled: string[] = [];
+let onCancel: (() => void) | undefined;
+let onHang: (() => void) | undefined;
+
+function seen(req: IncomingMessage): Seen {
+  return { method: req.method ?? '', url: req.url ?? '', headers: req.rawHeaders };
+}
+
+beforeAll(async () => {
+  backend = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/head') {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(seen(req)));
+    } else if (path === '/echo') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      req.pipe(res);
+    } else if (path === '/trailers') {
+      res.writeHead(200, { 'content-type': 'text/plain', trailer: 'x-checksum' });
+      res.write('part one,');
+      res.write('part two');
+      res.addTrailers({ 'x-checksum': 'sha256-abc', 'grpc-status': '0' });
+      res.end();
+    } else if (path === '/hints') {
+      res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+      res.end('after hints');
+    } else if (path === '/hang') {
+      res.on('close', () => {
+        if (!res.writableFinished) {
+          cancelled.push(req.url ?? '');
+          onCancel?.();
+        }
+      });
+      onHang?.();
+    } else {
+      res.statusCode = 404;
+      res.end('no such fixture');
+    }
+  });
+  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
+  const target = (backend.address() as AddressInfo).port;
+  edge = buildEdge({ port: 0, logger: silent });
+  installRequestIds(edge, silent);
+  ({ port } = await edge.listen());
+  tunnels.push(await connect({ target, server: edge.url, subdomain: 'web' }));
+  tunnels.push(await connect({ target, server: edge.url, subdomain: 'locked', basicAuth: 'ann:s3cret' }));
+  tunnels.push(await connect({ target, server: edge.url, subdomain: 'walled', allowIps: ['10.0.0.0/8'] }));
+});
+
+afterAll(async () => {
+  for (const tunnel of tunnels) await tunnel.close(0);
+  await edge.close(0);
+  await new Promise((resolve) => backend.close(resolve));
+});
+
+function field(headers: string[], name: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2)
+    if (headers[i]!.toLowerCase() === name) out.push(headers[i + 1]!);
+  return out;
+}
+
+describe('h2c with prior knowledge on the plain port', () => {
+  it('routes by :authority; the backend sees host first, no pseudo-header, forwarding fields and an id', async () => {
+    const session = h2c(port);
+    const answer = await h2Request(session, {
+      ':path': '/head?x=1',
+      ':authority': `web.localhost:${port}`,
+      'x-custom': 'kept',
+    });
+    session.close();
+    expect(answer.status).toBe(200);
+    const head = JSON.parse(answer.body.toString()) as Seen;
+    expect(head.method).toBe('GET');
+    expect(head.url).toBe('/head?x=1');
+    expect(head.headers[0]!.toLowerCase()).toBe('host');
+    expect(head.headers.filter((_, i) => i % 2 === 0 && head.headers[i]!.startsWith(':'))).toEqual([]);
+    expect(field(head.headers, 'x-custom')).toEqual(['kept']);
+    expect(field(head.headers, 'x-forwarded-proto')).toEqual(['http']);
+    expect(field(head.headers, 'x-forwarded-host')).toEqual([`web.localhost:${port}`]);
+    expect(field(head.headers, 'x-forwarded-for')[0]).toMatch(/127\.0\.0\.1/);
+    expect(field(head.headers, 'x-request-id')).toHaveLength(1);
+  });
+
+  it('routes by path (/session/<name>/) with the prefix stated', async () => {
+    const session = h2c(port);
+    const answer = await h2Request(session, {
+      ':path': '/session/web/head',
+      ':authority': `localhost:${port}`,
+    });
+    session.close();
+    expect(answer.status).toBe(200);
+    const head = JSON.parse(answer.body.toString()) as Seen;
+    expect(head.url).toBe('/head');
+    expect(field(head.headers, 'x-forwarded-prefix')).toEqual(['/session/web']);
+  });
+
+  it('streams a POST body in and back out, many streams on one connection', async () => {
+    const session = h2c(port);
+    const chunks = Array.from({ length: 20 }, (_, i) => Buffer.alloc(16 * 1024, i));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        h2Request(
+          session,
+          { ':method': 'POST', ':path': '/echo', ':authority': `web.localhost:${port}` },
+          { body: chunks },
+        ),
+      ),
+    );
+    session.close();
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      expect(answer.body.equals(Buffer.concat(chunks))).toBe(true);
+    }
+  });
+
+  it('passes the response trailers to the client as HTTP/2 trailers', async () => {
+    const session = h2c(port);
+    const answer = await h2Request(session, { ':path': '/trailers', ':authority': `web.localhost:${port}` });
+    session.close();
+    expect(answer.body.toString()).toBe('part one,part two');
+    expect(answer.trailers?.['x-checksum']).toBe('sha256-abc');
+    expect(answer.trailers?.['grpc-status']).toBe('0');
+    expect(answer.headers.trailer).toBeUndefined();
+  });
+
+  it('carries a request with trailers through (body intact)', async () => {
+    const session = h2c(port);
+    const answer = await h2Request(
+      session,
+      { ':method': 'POST', ':path': '/echo', ':authority': `web.localhost:${port}` },
+      { body: ['hello ', 'trailers'], trailers: { 'x-request-sum': '42' } },
+    );
+    session.close();
+    expect(answer.status).toBe(200);
+    expect(answer.body.toString()).toBe('hello trailers');
+  });
+
+  it('relays 103 Early Hints as an interim HEADERS frame', async () => {
+    const session = h2c(port);
+    const answer = await h2Request(session, { ':path': '/hints', ':authority': `web.localhost:${port}` });
+    session.close();
+    expect(answer.interim.map((h) => h[':status'])).toEqual([103]);
+    expect(answer.interim[0]?.link).toBe('</style.css>; rel=preload; as=style');
+    expect(answer.status).toBe(200);
+    expect(answer.body.toString()).toBe('after hints');
+  });
+
+  it('a client RST_STREAM cancels the backend request', async () => {
+    const session = h2c(port);
+    const backendSawCancel = new Promise<void>((resolve) => {
+      onCancel = resolve;
+    });
+    const arrived = new Promise<void>((resolve) => {
+      onHang = resolve;
+    });
+    const stream = session.request({ ':path': '/hang?rst', ':authority': `web.localhost:${port}` });
+    stream.on('error', () => {});
+    await arrived;
+    stream.close(0x8);
+    await backendSawCancel;
+    session.close();
+    expect(cancelled).toContain('/hang?rst');
+  });
+
+  it('basic auth and the IP allowlist apply as on HTTP/1.1', async () => {
+    const session = h2c(port);
+    const locked = await h2Request(session, { ':path': '/head', ':authority': `locked.localhost:${port}` });
+    expect(locked.status).toBe(401);
+    expect(locked.headers['www-authenticate']).toMatch(/Basic/);
+    const open = await h2Request(session, {
+      ':path': '/head',
+      ':authority': `locked.localhost:${port}`,
+      authorization: `Basic ${Buffer.from('ann:s3cret').toString('base64')}`,
+    });
+    expect(open.status).toBe(200);
+    const walled = await h2Request(session, { ':path': '/head', ':authority': `walled.localhost:${port}` });
+    expect(walled.status).toBe(403);
+    session.close();
+  });
+
+  it('answers an unknown tunnel with the edge 404', async () => {
+    const session = h2c(port);
+    const answer = await h2Request(session, { ':path': '/', ':authority': `nobody.localhost:${port}` });
+    const notTunnel = await h2Request(session, { ':path': '/', ':authority': `localhost:${port}` });
+    session.close();
+    expect(answer.status).toBe(404);
+    expect(answer.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_UNKNOWN_SESSION');
+    expect(notTunnel.status).toBe(404);
+  });
+
+  it('gathers a preface split over several reads, and HTTP/1.1 keeps working on the same port', async () => {
+    const socket = netConnect(port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+    // The preface in three writes, each flushed before the next, then an empty SETTINGS frame.
+    for (const part of [preface.subarray(0, 3), preface.subarray(3, 17), preface.subarray(17)]) {
+      await new Promise<void>((resolve) => socket.write(part, () => resolve()));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    socket.write(Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]));
+    // The edge answers with its own SETTINGS frame (type 4): it took the connection as HTTP/2.
+    const first = await new Promise<Buffer>((resolve) => socket.once('data', resolve));
+    socket.destroy();
+    expect(first[3]).toBe(4);
+    const res = await fetch(`http://127.0.0.1:${port}/session/web/head`);
+    expect(res.status).toBe(200);
+  });
+
+  it('closes a connection that stalls inside the preface after the headers timeout', async () => {
+    const quick = buildEdge({ port: 0, logger: silent, headersTimeoutMs: 300 });
+    const { port: quickPort } = await quick.listen();
+    try {
+      const socket = netConnect(quickPort, '127.0.0.1');
+      socket.on('error', () => {});
+      socket.write('PRI * HTTP');
+      const got: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => got.push(chunk));
+      await new Promise((resolve) => socket.once('close', resolve));
+      expect(Buffer.concat(got).length).toBe(0);
+    } finally {
+      await quick.close(0);
+    }
+  });
+
+  it('curl --http2-prior-knowledge: GET and a POST', async () => {
+    const get = await run('curl', [
+      '-sS',
+      '--http2-prior-knowledge',
+      '-w',
+      '\n%{http_version} %{http_code}',
+      `http://127.0.0.1:${port}/session/web/head`,
+    ]);
+    expect(get.stdout).toMatch(/\n2 200$/);
+    const post = await run('curl', [
+      '-sS',
+      '--http2-prior-knowledge',
+      '--data-binary',
+      'posted by curl',
+      '-H',
+      'content-type: text/plain',
+      `http://127.0.0.1:${port}/session/web/echo`,
+    ]);
+    expect(post.stdout).toBe('posted by curl');
+  });
+});

@@ -1,0 +1,145 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { ReadableOptions } from 'node:stream';
+
+// Node's HTTP/2 compatibility request and response, shaped as the shared path reads and writes a public
+// message (../exchange/public-message.ts): the HTTP/1.1 path passes Node's own objects, these are the
+// HTTP/2 ingress's. Not an `import` of values: the edge loads node:http2 only where it is used.
+const { Http2ServerRequest, Http2ServerResponse, constants } = process.getBuiltinModule('node:http2');
+
+/** Fields HTTP/2 forbids (RFC 9113 §8.2.2): Node's http2 throws on them, so they are dropped first. */
+const connectionSpecific: ReadonlySet<string> = new Set([
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'host',
+  'http2-settings',
+]);
+
+/**
+ * An HTTP/2 request as the tunnel carries it (PROTOCOL.md, HTTP/2): `rawHeaders` holds the regular fields
+ * in received order with `host` first from `:authority` (unless the client sent a `host`), and no pseudo-
+ * header; `headers.host` is set the same way, so routing by host reads it as on HTTP/1.1.
+ */
+export class EdgeHttp2Request extends Http2ServerRequest {
+  constructor(
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    options: ReadableOptions,
+    rawHeaders: readonly string[],
+  ) {
+    super(stream, headers, options, rawHeaders);
+    // Node keeps the array it was given; it is rewritten in place, once, to the tunnel's form.
+    const raw = this.rawHeaders;
+    let write = 0;
+    let host = false;
+    for (let read = 0; read < raw.length; read += 2) {
+      const name = raw[read]!;
+      if (name.charCodeAt(0) === 58 /* ':' */) continue;
+      if (name === 'host') host = true;
+      raw[write] = name;
+      raw[write + 1] = raw[read + 1]!;
+      write += 2;
+    }
+    raw.length = write;
+    const authority = headers[':authority'];
+    if (!host && typeof authority === 'string') {
+      raw.unshift('host', authority);
+      headers.host = authority;
+    }
+  }
+
+  /** Whether DATA follows the head: HTTP/2 needs no Content-Length or coding to carry a body. */
+  get bodyFollows(): boolean {
+    return !this.stream.endAfterHeaders;
+  }
+}
+
+/** Pairs or a flat list of fields, minus those HTTP/2 forbids, as the object Node's http2 takes. */
+function h2Fields(fields: readonly string[] | OutgoingHttpHeaders | undefined): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  if (fields === undefined) return out;
+  if (!Array.isArray(fields)) {
+    for (const [name, value] of Object.entries(fields)) {
+      if (!connectionSpecific.has(name.toLowerCase())) out[name.toLowerCase()] = value;
+    }
+    return out;
+  }
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = (fields[i] as string).toLowerCase();
+    if (connectionSpecific.has(name) || name.charCodeAt(0) === 58) continue;
+    const value = fields[i + 1] as string;
+    const existing = out[name];
+    // Repeated fields stay separate fields (Set-Cookie must), never joined.
+    out[name] =
+      existing === undefined
+        ? value
+        : Array.isArray(existing)
+          ? [...existing, value]
+          : [String(existing), value];
+  }
+  return out;
+}
+
+/**
+ * An HTTP/2 response as the shared path writes one: no reason phrase, connection-specific fields dropped
+ * rather than thrown on, trailers always possible, an abort that resets the stream rather than the
+ * connection, and interim heads as HEADERS frames.
+ */
+export class EdgeHttp2Response extends Http2ServerResponse<EdgeHttp2Request> {
+  /** HTTP/2 closes no connection for one response: the stream ends alone. Kept for the shared shape. */
+  shouldKeepAlive = true;
+  /** Trailers can always follow an HTTP/2 body. */
+  readonly chunkedEncoding = true;
+
+  // One signature covering Node's two overloads: the reason phrase HTTP/2 does not have is dropped here
+  // (Node would warn on it), and so are the fields it forbids.
+  override writeHead(
+    status: number,
+    messageOrFields?: string | OutgoingHttpHeaders | readonly string[],
+    fields?: OutgoingHttpHeaders | readonly string[],
+  ): this {
+    const given =
+      typeof messageOrFields === 'string' || messageOrFields === undefined ? fields : messageOrFields;
+    return super.writeHead(status, h2Fields(given));
+  }
+
+  /** Trailer fields as pairs (the exchange's form) or an object. */
+  override addTrailers(trailers: [string, string][] | OutgoingHttpHeaders): void {
+    super.addTrailers(h2Fields(Array.isArray(trailers) ? trailers.flat() : trailers));
+  }
+
+  /** The head leaves at `writeHead` on HTTP/2 (a HEADERS frame): nothing is held back to flush. */
+  flushHeaders(): void {}
+
+  /** Ends the response as aborted: RST_STREAM once what was written has been sent. */
+  abortStream(code: number = constants.NGHTTP2_INTERNAL_ERROR): void {
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    stream.close(code);
+  }
+
+  /** An interim head (102, a 1xx other than 100 and 103) as a HEADERS frame before the final one. */
+  sendInterim(status: number, fields: string[]): void {
+    const stream = this.stream;
+    if (stream.destroyed || stream.headersSent) return;
+    stream.additionalHeaders({ ...h2Fields(fields), ':status': status });
+  }
+}
+
+// The stream's state, not the compatibility layer's own Writable state (which Node never destroys).
+Object.defineProperty(EdgeHttp2Response.prototype, 'destroyed', {
+  get(this: EdgeHttp2Response): boolean {
+    return this.stream.destroyed;
+  },
+});
+// Node reports a stream the client reset as finished; the exchange must see it as a response cut short
+// (its tunnel stream is then reset, and the backend request cancelled), as HTTP/1.1's closed socket is.
+Object.defineProperty(EdgeHttp2Response.prototype, 'writableFinished', {
+  get(this: EdgeHttp2Response): boolean {
+    const stream = this.stream;
+    return this.writableEnded && stream.writableFinished && (stream.rstCode ?? 0) === 0;
+  },
+});

@@ -1,0 +1,162 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2Server, ServerHttp2Session } from 'node:http2';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { EdgeHttp2Request, EdgeHttp2Response } from './http2-messages.js';
+
+const { createServer } = process.getBuiltinModule('node:http2');
+
+/**
+ * HTTP/2's own protections on the public side, defaults as Envoy's and nginx's. Each is nghttp2's or
+ * Node's mechanism; the edge only sets the bound (docs/reliability.md, "Hostile peers").
+ */
+export interface Http2Limits {
+  /** Streams open at once per connection (SETTINGS_MAX_CONCURRENT_STREAMS); more are refused. */
+  maxConcurrentStreams: number;
+  /** Decoded header list per request (SETTINGS_MAX_HEADER_LIST_SIZE); larger: the stream is refused. */
+  maxHeaderListSize: number;
+  /** Header fields per request (Node's maxHeaderListPairs). */
+  maxHeaderListPairs: number;
+  /** HPACK dynamic table size the edge decodes with (SETTINGS_HEADER_TABLE_SIZE). */
+  headerTableSize: number;
+  /** Memory one connection's nghttp2 state may hold, in MiB; past it new streams are refused. */
+  maxSessionMemoryMiB: number;
+  /** SETTINGS frames sent by the client and not yet acknowledged. */
+  maxSettings: number;
+  /** PINGs of the edge's own not yet acknowledged. */
+  maxOutstandingPings: number;
+  /**
+   * Rapid reset (CVE-2023-44487): RST_STREAMs a client may send in a burst, then per second
+   * (nghttp2's stream reset rate limit); past it the connection is closed with GOAWAY.
+   */
+  streamResetBurst: number;
+  streamResetRate: number;
+}
+
+export const DEFAULT_HTTP2_LIMITS: Readonly<Omit<Http2Limits, 'maxHeaderListSize'>> = {
+  maxConcurrentStreams: 100,
+  maxHeaderListPairs: 256,
+  headerTableSize: 4096,
+  maxSessionMemoryMiB: 10,
+  maxSettings: 32,
+  maxOutstandingPings: 10,
+  streamResetBurst: 200,
+  streamResetRate: 100,
+};
+
+export interface PublicHttp2Options {
+  limits: Http2Limits;
+  /** A connection with no open stream for this long is closed with GOAWAY (HTTP/1.1's keep-alive timeout). */
+  idleTimeoutMs: number;
+  logger: Logger;
+  /** Each request, as the HTTP/1.1 server's 'request' (and 'checkContinue' with `expectsContinue`). */
+  onRequest(req: EdgeHttp2Request, res: EdgeHttp2Response, expectsContinue: boolean): void;
+}
+
+/**
+ * The public side's HTTP/2: Node's HTTP/2 server, never listening itself, fed connections that already
+ * speak HTTP/2 — a plain one whose first bytes were the preface (preface-sniff.ts), or a TLS one whose
+ * ALPN chose `h2`. Its requests are Node's compatibility messages shaped as the shared path's
+ * (http2-messages.ts), so everything after parsing is HTTP/1.1's.
+ */
+export class PublicHttp2Server {
+  readonly #server: Http2Server<
+    typeof IncomingMessage,
+    typeof ServerResponse,
+    typeof EdgeHttp2Request,
+    typeof EdgeHttp2Response
+  >;
+  readonly #sessions = new Set<ServerHttp2Session>();
+  readonly #options: PublicHttp2Options;
+  #draining = false;
+  #emptied: (() => void) | undefined;
+
+  constructor(options: PublicHttp2Options) {
+    this.#options = options;
+    const { limits } = options;
+    this.#server = createServer({
+      Http2ServerRequest: EdgeHttp2Request,
+      Http2ServerResponse: EdgeHttp2Response,
+      maxSessionMemory: limits.maxSessionMemoryMiB,
+      maxSettings: limits.maxSettings,
+      maxOutstandingPings: limits.maxOutstandingPings,
+      maxHeaderListPairs: limits.maxHeaderListPairs,
+      streamResetBurst: limits.streamResetBurst,
+      streamResetRate: limits.streamResetRate,
+      settings: {
+        maxConcurrentStreams: limits.maxConcurrentStreams,
+        maxHeaderListSize: limits.maxHeaderListSize,
+        headerTableSize: limits.headerTableSize,
+        // RFC 8441 WebSockets are not carried: the agent's upgrade path is HTTP/1.1's (answered 501).
+        enableConnectProtocol: false,
+      },
+    });
+    this.#server.on('request', (req: EdgeHttp2Request, res: EdgeHttp2Response) =>
+      options.onRequest(req, res, false),
+    );
+    this.#server.on('checkContinue', (req: EdgeHttp2Request, res: EdgeHttp2Response) =>
+      options.onRequest(req, res, true),
+    );
+    this.#server.on('session', (session: ServerHttp2Session) => this.#track(session));
+    // A session's errors (a peer's protocol error, a reset socket) end that connection only.
+    this.#server.on('sessionError', (err: Error) => options.logger.debug({ err }, 'HTTP/2 session error'));
+  }
+
+  /** Serves a connection that speaks HTTP/2 from its first byte (any bytes read put back on it). */
+  handle(socket: Duplex): void {
+    this.#server.emit('connection', socket);
+  }
+
+  /** Open HTTP/2 connections. */
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  /** The drain began: GOAWAY to every connection; their open streams finish, new ones go elsewhere. */
+  drain(): void {
+    this.#draining = true;
+    for (const session of this.#sessions) session.close();
+  }
+
+  /** Resolves once every HTTP/2 connection has closed, or after `timeoutMs`. */
+  closed(timeoutMs: number): Promise<void> {
+    if (this.#sessions.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#emptied = done;
+    });
+  }
+
+  /** Closes every connection now (the edge stops). */
+  destroy(): void {
+    for (const session of this.#sessions) session.destroy();
+  }
+
+  #track(session: ServerHttp2Session): void {
+    if (this.#draining) {
+      session.close();
+      return;
+    }
+    this.#sessions.add(session);
+    let open = 0;
+    session.on('stream', (stream) => {
+      open++;
+      stream.once('close', () => open--);
+    });
+    // Idle with no stream open: GOAWAY, then closed. With streams open (a quiet long response) it is
+    // looked at again one period later.
+    const idle = (): void => {
+      if (open === 0) session.close();
+      else session.setTimeout(this.#options.idleTimeoutMs, idle);
+    };
+    if (this.#options.idleTimeoutMs > 0) session.setTimeout(this.#options.idleTimeoutMs, idle);
+    session.once('close', () => {
+      this.#sessions.delete(session);
+      if (this.#sessions.size === 0) this.#emptied?.();
+    });
+  }
+}
