@@ -1,5 +1,4 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, WindowBudget } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
@@ -27,50 +26,19 @@ import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { type EdgeAddresses, edgeAddresses } from './edge-addresses.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './exchange/in-flight.js';
+import { createHttp1Server, headProblem, isWebSocketUpgrade } from './listeners/http1-server.js';
 import { EdgeHttp2Request, EdgeHttp2Response } from './listeners/http2-messages.js';
 import { DEFAULT_HTTP2_LIMITS, PublicHttp2Server } from './listeners/http2-server.js';
 import { sniffPreface } from './listeners/preface-sniff.js';
-import { connectionCapFromOpenFiles } from './operations/open-files.js';
+import { type DropReason, PublicConnections } from './listeners/public-connections.js';
+import { type EdgeTls, PublicPort } from './listeners/public-port.js';
 import { ClientOriginResolver } from './public/client-address.js';
 import { answerFrameworkError, ignoreBody } from './public/framework-answers.js';
 import { hostnameOf, resolveIngressRoute } from './public/ingress-route.js';
-import { type DropReason, PublicConnections } from './public/public-connections.js';
 import { StartupGrace } from './public/startup-grace.js';
 import { handleTunnelRequest, handleTunnelUpgrade } from './public/tunnel-ingress.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './settings/edge-options.js';
 import { type TcpPortTable, TcpTunnels } from './tcp/tcp-tunnels.js';
-
-// Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
-const { createServer } = process.getBuiltinModule('node:http');
-
-function isWebSocketUpgrade(req: IncomingMessage): boolean {
-  return req.headers.upgrade?.toLowerCase() === 'websocket';
-}
-
-/** Methods a tunnel URL serves; CONNECT is the one it does not (the edge is not a forward proxy). */
-const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE';
-
-/**
- * What Node's parser lets through but the edge refuses before routing: a request line without a version
- * (HTTP/0.9, which Node reports as 0.9), a 2.x version on this HTTP/1 port, or two Host fields, which
- * RFC 9112 §3.2 says to answer 400 (Node keeps the first; a proxy in front might have used the second).
- */
-function headProblem(req: IncomingMessage): { code: EdgeErrorCode; message: string } | undefined {
-  if (req.httpVersionMajor === 0) {
-    return { code: EdgeErrorCode.BAD_REQUEST, message: 'the request line has no HTTP version' };
-  }
-  if (req.httpVersionMajor !== 1) {
-    return { code: EdgeErrorCode.HTTP_VERSION, message: 'this port speaks HTTP/1.0 and HTTP/1.1 only' };
-  }
-  const raw = req.rawHeaders;
-  let hosts = 0;
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host' && ++hosts > 1) {
-      return { code: EdgeErrorCode.BAD_REQUEST, message: 'the request has more than one Host field' };
-    }
-  }
-  return undefined;
-}
 
 export interface Edge {
   readonly app: FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>;
@@ -100,6 +68,8 @@ export interface Edge {
   readonly startup: StartupGrace;
   /** Public connections closed at accept, by reason (the open-file cap, `maxConnectionsPerAddress`). */
   readonly publicConnections: { readonly dropped: Readonly<Record<DropReason, number>> };
+  /** TLS on the public port (`tlsCert`/`tlsKey`); undefined when the port is plain HTTP. */
+  readonly tls: EdgeTls | undefined;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -196,7 +166,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           windowBudget,
           logger,
           onForged: () => cluster.counters.forged++,
-          isListening: () => app.server.listening,
+          isListening: () => publicPort.listening,
           helloTimeoutMs: options.helloTimeoutMs,
           tcp: sharedTcp,
         });
@@ -220,7 +190,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     startup: new StartupGrace(options.startupGraceMs),
     isDraining: () => draining,
   };
-  const baseUrl = (): URL => new URL(options.publicUrl ?? `http://${options.domain}:${boundPort}`);
+  const baseUrl = (): URL =>
+    new URL(options.publicUrl ?? `${publicPort.scheme}://${options.domain}:${boundPort}`);
   const urlsFor = (name: string): { url: string; urls: string[] } => {
     const base = baseUrl();
     const hostUrl = new URL(base);
@@ -276,55 +247,16 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       }
       fastifyHandler(req, res);
     };
-    const server = createServer(
-      {
-        // Slow clients: a head must arrive within headersTimeout however slowly it trickles, a whole
-        // request within requestTimeout (408 either way). Node checks these on an interval; a short one
-        // makes the bound tight without a timer per request.
-        headersTimeout: options.headersTimeoutMs,
-        requestTimeout: options.requestTimeoutMs,
-        connectionsCheckingInterval: Math.min(1_000, Math.ceil(options.headersTimeoutMs / 4)),
-        keepAliveTimeout: options.keepAliveTimeoutMs,
-        maxHeaderSize: options.maxHeaderBytes,
-        // Only WebSocket upgrades leave HTTP; any other Upgrade (h2c, ...) is served as a plain request
-        // with the Upgrade field dropped, as RFC 9110 §7.8 allows.
-        shouldUpgradeCallback: (req: IncomingMessage) => isWebSocketUpgrade(req),
-      },
-      (req, res) => onRequest(req, res, false),
-    );
-    // When configured, a connection silent in both directions (a response stalled mid-body, a client that
-    // stopped reading or sending) is closed; Node re-arms it on every read and write, no timer per request.
-    // Off by default: a quiet SSE stream is silent too.
-    server.setTimeout(options.idleTimeoutMs);
-    // Each plain connection's first bytes decide its protocol: the HTTP/2 preface goes to HTTP/2 (h2c
-    // with prior knowledge), anything else to this server's own connection handling, as it was.
-    const http1Connection = server.listeners('connection') as ((socket: Socket) => void)[];
-    server.removeAllListeners('connection');
-    const sniffTargets = {
-      http1(socket: Socket, read: Buffer): void {
-        for (const listener of http1Connection) listener.call(server, socket);
-        // What was read goes to the HTTP parser first; the rest it reads from the socket itself.
-        socket.emit('data', read);
-        socket.resume();
-      },
-      http2: (socket: Socket): void => http2.handle(socket),
-    };
-    server.on('connection', (socket: Socket) => {
-      if (!connections.add(socket)) socket.destroy();
-      else sniffPreface(socket, options.headersTimeoutMs, sniffTargets);
+    // HTTP/2 requests reach this server's 'request' and 'checkContinue' too (PublicHttp2Server's onRequest).
+    return createHttp1Server({
+      headersTimeoutMs: options.headersTimeoutMs,
+      requestTimeoutMs: options.requestTimeoutMs,
+      keepAliveTimeoutMs: options.keepAliveTimeoutMs,
+      idleTimeoutMs: options.idleTimeoutMs,
+      maxHeaderBytes: options.maxHeaderBytes,
+      connections,
+      onRequest,
     });
-    // Past maxConnections (set at listen from the open-file limit) Node closes a new connection itself.
-    server.on('drop', () => connections.droppedAtOpenFiles());
-    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
-    // Without a listener Node drops a CONNECT by closing the connection; say why instead, everywhere.
-    server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-      rejectUpgrade(socket, {
-        code: EdgeErrorCode.METHOD_NOT_ALLOWED,
-        message: 'CONNECT is not served: this edge is not a forward proxy',
-        headers: { Allow: ALLOWED_METHODS },
-      });
-    });
-    return server;
   };
 
   const app = Fastify({
@@ -338,6 +270,31 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', ignoreBody);
+
+  // How connections arrive: the HTTP/1.1 server listening, or a TLS port feeding it (listeners/README.md).
+  // Certificates are read here: a missing file or a key that is not its certificate's stops the start.
+  const publicPort = new PublicPort({
+    http1: app.server,
+    connections,
+    tls: options.tls,
+    domain: options.domain,
+    headersTimeoutMs: options.headersTimeoutMs,
+    maxHeaderBytes: options.maxHeaderBytes,
+    logger,
+    // HTTP/2: after ALPN h2 on the TLS port; on a plain port, a connection whose first bytes are the
+    // HTTP/2 preface (h2c with prior knowledge), the bytes read to tell being handed to HTTP/1.1 otherwise.
+    http2: (socket) => http2.handle(socket),
+    choosePlain: (socket, take) =>
+      sniffPreface(socket, options.headersTimeoutMs, {
+        http1(plain, read) {
+          take('http/1.1', plain);
+          // What was read goes to the HTTP parser first; the rest it reads from the socket itself.
+          plain.emit('data', read);
+          plain.resume();
+        },
+        http2: (plain) => take('h2', plain),
+      }),
+  });
 
   const agentEndpoint = createAgentEndpoint({
     options,
@@ -444,7 +401,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
 
   // Not a tunnel URL: the edge's own 404, in the form the client asked for (a page for a browser).
   const notTunnel = (url: string): string =>
-    `not found: ${quoteForEcho(url)} is not a tunnel URL. Use http://<name>.${options.domain}:${boundPort}/ ` +
+    `not found: ${quoteForEcho(url)} is not a tunnel URL. Use ${publicPort.scheme}://<name>.${options.domain}:${boundPort}/ ` +
     'or /session/<name>/...';
   app.setNotFoundHandler((request, reply) => {
     const answer = edgeAnswer(
@@ -467,33 +424,33 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     linkServer,
     registryTimings,
     get url() {
-      return `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${boundPort}`;
+      return `${publicPort.scheme}://${options.host.includes(':') ? `[${options.host}]` : options.host}:${boundPort}`;
     },
     get inFlight() {
       return inFlight.count;
     },
     tcp,
     windowBudget,
+    tls: publicPort.tls,
     startup: ingress.startup,
     publicConnections: connections,
     urlsFor,
     addresses: () => edgeAddresses(baseUrl()),
     async listen() {
-      await app.listen({ port: options.port, host: options.host });
-      boundPort = (app.server.address() as AddressInfo).port;
+      boundPort = await publicPort.listen(
+        options.port,
+        options.host,
+        () => app.listen({ port: options.port, host: options.host }),
+        async () => {
+          await app.ready();
+        },
+      );
       // From the moment agents can reach this process: those of the one it replaced reconnect from now.
       ingress.startup.start();
       await tcp?.start();
       await cluster?.start(edge.url);
       // Counted once what the edge itself opens at start (TCP ports, the registry) is open.
-      const cap = connectionCapFromOpenFiles();
-      if (cap !== undefined) app.server.maxConnections = cap;
-      // A failed accept is the server's 'error' (EMFILE when libuv cannot close the connection for us,
-      // ENFILE at the system's limit): unheard, it would end the process.
-      app.server.on('error', (err: NodeJS.ErrnoException) => {
-        if (err.code === 'EMFILE' || err.code === 'ENFILE') connections.droppedAtOpenFiles();
-        else logger.warn({ err }, 'public listener error');
-      });
+      publicPort.capConnections();
       return { port: boundPort, url: edge.url };
     },
     async close(graceMs = 10_000) {
@@ -515,7 +472,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // answer since the drain began closes its connection (onRequest), and an idle one closes at its
       // keep-alive timeout (plus Node's second of margin), which clients were told of: they are waited for,
       // within the grace. One that never sent a request would wait for headersTimeoutMs: not that long.
-      if (app.server.listening) NetServer.prototype.close.call(app.server);
+      publicPort.stopAccepting();
       const left = Math.max(0, deadline - Date.now());
       // keepAliveTimeoutBuffer is recent (Node 24.6, 22.19); before it the margin was the same second.
       const margin = (app.server as { keepAliveTimeoutBuffer?: number }).keepAliveTimeoutBuffer ?? 1_000;
@@ -540,8 +497,10 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // leave before the connections are cut.
       await new Promise((resolve) => setImmediate(resolve));
       app.server.closeAllConnections();
+      publicPort.destroyAll();
       http2.destroy();
       await app.close();
+      publicPort.closeFed();
       connections.close();
       if (options.ownsRegistry) await options.registry.close();
     },

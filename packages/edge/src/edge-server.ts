@@ -104,7 +104,9 @@ export async function startEdgeServer(
   try {
     ({ url } = await edge.listen());
   } catch (err) {
-    throw await cannotListen('port', settings.host, settings.port, err);
+    const problem = await cannotListen('port', settings.host, settings.port, err);
+    // The redirect port's own failure already names its setting.
+    throw err instanceof EdgeError ? err : problem;
   }
   let admin: AdminServer | undefined;
   if (settings.adminPort !== undefined) {
@@ -151,6 +153,11 @@ export interface EdgeCommandIo {
   stderr: (text: string) => void;
   /** Registers the shutdown handler (SIGTERM/SIGINT, or their messages in a worker); returns an unregister. */
   onShutdownSignal: (handler: (signal: string) => void) => () => void;
+  /**
+   * Registers the certificate reload handler (SIGHUP); returns an unregister. Called only when the edge
+   * serves TLS, so SIGHUP keeps its default action otherwise. Absent: reloads follow file changes only.
+   */
+  onReloadSignal?: (handler: () => void) => () => void;
 }
 
 /**
@@ -196,6 +203,8 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
     await flushed(logger);
     return 1;
   }
+  const stopReloads =
+    server.edge.tls === undefined ? undefined : io.onReloadSignal?.(() => server.edge.tls?.reload('SIGHUP'));
   // Listening for the signal before saying so: a script that signals as soon as it reads the listening
   // line (or the banner) must get a drain, not the default action that kills the process at once.
   const exit = new Promise<number>((resolve) => {
@@ -221,6 +230,7 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
         .then(() => {
           if (command.json) io.stdout(`${JSON.stringify({ event: 'stopped' })}\n`);
           stop();
+          stopReloads?.();
           return flushed(logger);
         })
         .then(() => resolve(0));

@@ -17,12 +17,10 @@ export {
   edgeSettingSpecs,
   envOf,
   flagOf,
-  type LoadedConfig,
-  loadEdgeConfig,
   redactedConfig,
-  type SettingSource,
-  settingsReference,
 } from './settings/edge-config.js';
 export { edgeHelp } from './settings/edge-help.js';
 export type { EdgeOptions, ResolvedEdgeOptions } from './settings/edge-options.js';
+export { type LoadedConfig, loadEdgeConfig, type SettingSource } from './settings/load-edge-config.js';
+export { settingsReference } from './settings/settings-reference.js';
 export { toEdgeOptions } from './settings/settings-to-options.js';

@@ -17,6 +17,13 @@ const onShutdownSignal = (handler: (signal: string) => void): (() => void) => {
   };
 };
 
+// SIGHUP reloads the TLS certificates (registered only when the edge serves TLS).
+const onReloadSignal = (handler: () => void): (() => void) => {
+  const listener = (): void => handler();
+  process.on('SIGHUP', listener);
+  return () => process.off('SIGHUP', listener);
+};
+
 const code = await runEdgeCommand({
   argv: process.argv.slice(2),
   env: process.env,
@@ -26,6 +33,7 @@ const code = await runEdgeCommand({
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   onShutdownSignal,
+  onReloadSignal,
 });
 // Exits explicitly: after a drain nothing should be left, but a second signal means "now", and a stopping
 // container must not wait for a handle some library left open.

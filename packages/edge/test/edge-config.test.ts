@@ -8,14 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runEdgeCommand } from '../src/edge-server.js';
 import { EdgeError, EdgeErrorCode } from '../src/errors.js';
 import { parseEdgeCommand } from '../src/settings/edge-args.js';
-import {
-  edgeSettingSpecs,
-  envOf,
-  flagOf,
-  settingKeys,
-  settingsReference,
-} from '../src/settings/edge-config.js';
+import { edgeSettingSpecs, envOf, flagOf, settingKeys } from '../src/settings/edge-config.js';
 import { resolveEdgeOptions } from '../src/settings/edge-options.js';
+import { settingsReference } from '../src/settings/settings-reference.js';
 
 let dir: string;
 beforeAll(async () => {

@@ -5,3 +5,4 @@ export { type Haproxy, type LbChecks, type LbNode, type LbOptions, startHaproxy 
 export { accepts, findCommand } from './native-process.js';
 export { type RedisCluster, startRedisCluster } from './redis-cluster.js';
 export { type RedisServer, type RedisServerOptions, startRedisServer } from './redis-server.js';
+export { type IssuedCertificate, makeTestCa, type TestCa } from './test-certificates.js';

@@ -237,6 +237,17 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     () => edge.publicConnections.dropped,
   );
 
+  const tls = edge.tls;
+  if (tls !== undefined) {
+    countFrom(
+      registry,
+      'tunnel2_edge_tls_reloads_total',
+      'TLS certificate reloads (file change, poll, SIGHUP) that changed a pair: result="ok", or "failed" (a pair did not load and kept its previous certificate)',
+      'result',
+      () => tls.reloads,
+    );
+  }
+
   // TCP tunnels: read from the port table's counters at scrape time, nothing per connection here.
   const tcp = edge.tcp;
   if (tcp !== undefined) {

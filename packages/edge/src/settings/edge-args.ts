@@ -5,11 +5,10 @@ import {
   flagOf,
   isBooleanSetting,
   isListSetting,
-  type LoadedConfig,
-  loadEdgeConfig,
   type SettingKey,
   settingKeys,
 } from './edge-config.js';
+import { type LoadedConfig, loadEdgeConfig } from './load-edge-config.js';
 import { MAX_CONFIG_FILE_BYTES, readSettingsFile } from './settings-file.js';
 import { usageProblem } from './usage-problem.js';
 

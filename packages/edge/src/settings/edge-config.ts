@@ -1,7 +1,6 @@
 import { defaultWindowTuning, type ProtocolSettings } from '@tunnel2/protocol';
 import { isRedisUrl, redactRedisUrl } from '@tunnel2/registry';
 import type { AgentAuthOptions } from '../agents/agent-auth.js';
-import { EdgeError, EdgeErrorCode } from '../errors.js';
 import { parseTcpPortRange } from '../tcp/tcp-port-range.js';
 import {
   DEFAULT_EDGE_WINDOW_BUDGET,
@@ -22,7 +21,6 @@ import {
   parseBoolean,
   type SettingSpec,
   text,
-  ValueProblem,
 } from './setting-parsers.js';
 
 /**
@@ -35,6 +33,11 @@ export interface EdgeSettings {
   domain: string;
   publicUrl: string | undefined;
   agentPath: string;
+  /** Certificate files (PEM, chain after the leaf), the n-th going with the n-th of tlsKey. */
+  tlsCert: string[];
+  tlsKey: string[];
+  httpPort: number | undefined;
+  acmeDir: string | undefined;
   nodeId: string | undefined;
   /** `memory`, or a redis:// / rediss:// / redis+cluster:// / rediss+cluster:// URL shared by several nodes. */
   registry: string;
@@ -92,9 +95,9 @@ export type LogLevel = (typeof logLevels)[number];
 
 // The compiler keeps the table complete: an EdgeOptions field (or auth / protocol field) added without a
 // setting here fails this line, so no edge option can be set in code but not by an operator.
-// `cluster` is set from nodeUrl + clusterSecret; its tuning knobs (cache TTL, connect timeout) keep
+// `cluster` is set from nodeUrl + clusterSecret, `tls` from tlsCert + tlsKey (+ httpPort, acmeDir); its tuning knobs (cache TTL, connect timeout) keep
 // their defaults until measurements under a real load balancer say an operator needs them.
-type Unconfigurable = 'logger' | 'auth' | 'protocol' | 'cluster';
+type Unconfigurable = 'logger' | 'auth' | 'protocol' | 'cluster' | 'tls';
 type MissingSettings =
   | Exclude<keyof EdgeOptions, keyof EdgeSettings | Unconfigurable>
   | Exclude<keyof AgentAuthOptions, keyof EdgeSettings>
@@ -135,6 +138,35 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     description: 'path where agents open their WebSocket',
     default: '/_tunnel2/connect',
     ...text((v) => v.startsWith('/'), 'a path starting with /'),
+  },
+  tlsCert: {
+    description:
+      'serve HTTPS (h2 and http/1.1 by ALPN) and wss:// on the public port with this PEM certificate (chain after it); repeat with tlsKey for several pairs, chosen by SNI (exact names before wildcards, else the first); reloaded when the files change or on SIGHUP (unset: plain HTTP, as behind a TLS terminator)',
+    default: [],
+    ...list(
+      undefined,
+      'a list of PEM file paths (repeat the flag; comma-separated in a variable, an array in the file)',
+    ),
+  },
+  tlsKey: {
+    description: 'the private key (PEM, unencrypted) of the tlsCert at the same position',
+    default: [],
+    ...list(
+      undefined,
+      'a list of PEM file paths (repeat the flag; comma-separated in a variable, an array in the file)',
+    ),
+  },
+  httpPort: {
+    description:
+      'with tlsCert: a plain HTTP port on the same host answering every request with 308 to https:// (ACME HTTP-01 challenges served from acmeDir) (unset: none)',
+    default: undefined,
+    ...optionalInteger(0, 65535),
+  },
+  acmeDir: {
+    description:
+      'with httpPort: the folder whose files answer /.well-known/acme-challenge/<token> (the webroot of certbot --webroot and similar)',
+    default: undefined,
+    ...optionalText(),
   },
   nodeId: {
     description:
@@ -390,7 +422,6 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
 };
 
 export type SettingKey = keyof EdgeSettings;
-export type SettingSource = 'flag' | 'env' | 'file' | 'default';
 
 export const settingKeys = Object.keys(edgeSettingSpecs) as SettingKey[];
 
@@ -408,79 +439,6 @@ export function isBooleanSetting(key: SettingKey): boolean {
 
 export function isListSetting(key: SettingKey): boolean {
   return Array.isArray(edgeSettingSpecs[key].default);
-}
-
-export interface LoadedConfig {
-  settings: EdgeSettings;
-  sources: Record<SettingKey, SettingSource>;
-}
-
-export interface ConfigInputs {
-  /** Values from flags, keyed by setting (already split by the flag parser). */
-  flags: Partial<Record<SettingKey, unknown>>;
-  env: NodeJS.ProcessEnv;
-  /** Parsed JSON of the config file, and its path for errors. */
-  file?: { path: string; content: unknown };
-}
-
-function invalidSetting(key: SettingKey, raw: unknown, where: string, allowed: string): EdgeError {
-  const spec: SettingSpec<unknown> = edgeSettingSpecs[key];
-  const shown = spec.secret
-    ? '<redacted>'
-    : typeof raw === 'string'
-      ? (spec.redact?.(raw) ?? raw)
-      : JSON.stringify(raw);
-  return new EdgeError(
-    EdgeErrorCode.INVALID_CONFIG,
-    `invalid setting ${key}=${shown} (from ${where}): must be ${allowed}`,
-  );
-}
-
-/** Applies precedence (flag > env > file > default) and validates every value; throws naming the setting. */
-export function loadEdgeConfig(inputs: ConfigInputs): LoadedConfig {
-  const fileValues = checkFile(inputs.file);
-  const settings = {} as Record<SettingKey, unknown>;
-  const sources = {} as Record<SettingKey, SettingSource>;
-  for (const key of settingKeys) {
-    const spec = edgeSettingSpecs[key] as SettingSpec<unknown>;
-    const candidates: [SettingSource, unknown, string][] = [
-      ['flag', inputs.flags[key], `--${flagOf(key)}`],
-      ['env', inputs.env[envOf(key)], envOf(key)],
-      ['file', fileValues[key], `${inputs.file?.path ?? 'config file'}: ${key}`],
-    ];
-    const chosen = candidates.find(([, raw]) => raw !== undefined);
-    if (chosen === undefined) {
-      settings[key] = spec.default;
-      sources[key] = 'default';
-      continue;
-    }
-    const [source, raw, where] = chosen;
-    try {
-      settings[key] = spec.parse(raw);
-    } catch (err) {
-      if (err instanceof ValueProblem) throw invalidSetting(key, raw, where, spec.allowed);
-      throw err;
-    }
-    sources[key] = source;
-  }
-  return { settings: settings as unknown as EdgeSettings, sources };
-}
-
-function checkFile(file: ConfigInputs['file']): Partial<Record<SettingKey, unknown>> {
-  if (file === undefined) return {};
-  const { content, path } = file;
-  if (typeof content !== 'object' || content === null || Array.isArray(content)) {
-    throw new EdgeError(EdgeErrorCode.INVALID_CONFIG, `invalid config file ${path}: must be a JSON object`);
-  }
-  for (const key of Object.keys(content)) {
-    if (!(key in edgeSettingSpecs)) {
-      throw new EdgeError(
-        EdgeErrorCode.INVALID_CONFIG,
-        `unknown setting "${key}" in ${path}: known settings are ${settingKeys.join(', ')}`,
-      );
-    }
-  }
-  return content as Partial<Record<SettingKey, unknown>>;
 }
 
 /** The effective configuration with secrets redacted, for --print-config and the startup log. */
@@ -502,19 +460,4 @@ export function redactedConfig(settings: EdgeSettings): Record<string, unknown> 
 
 function isRegistry(value: string): boolean {
   return value === 'memory' || isRedisUrl(value);
-}
-
-/** A markdown table of every setting, for docs/self-hosting.md (a test keeps the docs equal to it). */
-export function settingsReference(): string {
-  const rows = settingKeys.map((key) => {
-    const spec = edgeSettingSpecs[key];
-    const def = spec.default === undefined ? 'unset' : JSON.stringify(spec.default);
-    const flag = `${spec.short ? `-${spec.short}, ` : ''}--${flagOf(key)}`;
-    return `| \`${key}\` | \`${flag}\` | \`${envOf(key)}\` | ${def} | ${spec.allowed} | ${spec.description.replaceAll('|', '\\|')} |`;
-  });
-  return [
-    '| setting (file key) | flag | variable | default | allowed | meaning |',
-    '| --- | --- | --- | --- | --- | --- |',
-    ...rows,
-  ].join('\n');
 }

@@ -29,8 +29,9 @@ type Group = (typeof groups)[number][0];
 /** What a heading says before its settings, when the settings alone would not. */
 const groupNotes: Partial<Record<Group, string>> = {
   domains:
-    'TLS ends in front of the edge (a load balancer, a reverse proxy): give its https:// address as ' +
-    '--public-url and its own address to --trust-proxy.',
+    'TLS ends at the edge with --tls-cert and --tls-key (repeated in pairs), or in front of it (a load ' +
+    'balancer, a reverse proxy): then give its https:// address as --public-url and its own address to ' +
+    '--trust-proxy.',
   cluster: 'Cluster mode needs all three of --registry (Redis), --node-url and --cluster-secret.',
   protocol: 'Defaults suit most edges; bench/README.md has the measurements behind them.',
 };
@@ -57,6 +58,10 @@ const settingHelp: { readonly [K in SettingKey]: readonly [Group, Placeholder?] 
   domain: ['domains', '<name>'],
   publicUrl: ['domains', '<url>'],
   agentPath: ['agents', '<path>'],
+  tlsCert: ['domains', '<file>'],
+  tlsKey: ['domains', '<file>'],
+  httpPort: ['domains', '<n>'],
+  acmeDir: ['domains', '<path>'],
   nodeId: ['cluster', '<name>'],
   registry: ['cluster', '<url>'],
   responseTimeoutMs: ['limits', '<ms>'],

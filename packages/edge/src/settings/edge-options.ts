@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { AgentAuthOptions } from '../agents/agent-auth.js';
 import type { ClusterOptions, ResolvedClusterOptions } from '../cluster/cluster.js';
 import { EdgeError, EdgeErrorCode } from '../errors.js';
+import type { CertificateFiles } from '../listeners/certificate-pair.js';
 import { compileAddressBlocks } from '../public/client-address.js';
 import { parseTcpPortRange, type TcpPortRange } from '../tcp/tcp-port-range.js';
 
@@ -130,6 +131,25 @@ export interface EdgeOptions {
    * forwarded to it. Off when undefined (one node: nothing changes).
    */
   cluster?: ClusterOptions;
+  /** TLS on the public port; undefined: plain HTTP (behind a TLS terminator, or local). */
+  tls?: EdgeTlsOptions;
+}
+
+/**
+ * TLS on the public port: HTTPS with ALPN h2 / http/1.1 and wss:// for agents, certificates chosen by SNI and
+ * reloaded when their files change (listeners/certificate-store.ts).
+ */
+export interface EdgeTlsOptions {
+  /** At least one; the first also serves clients without SNI or with a name no certificate has. */
+  pairs: CertificateFiles[];
+  /** A plain port that redirects to HTTPS (listeners/https-redirect.ts); 0 picks a free one. */
+  httpPort?: number;
+  /** ACME HTTP-01 answers served on httpPort. */
+  acmeDir?: string;
+  /** How often the files are read besides file events. Default 60 s. */
+  pollMs?: number;
+  /** A TLS handshake must complete within this. Default: headersTimeoutMs. */
+  handshakeTimeoutMs?: number;
 }
 
 export interface ResolvedEdgeOptions {
@@ -174,6 +194,7 @@ export interface ResolvedEdgeOptions {
   tcpPorts: TcpPortRange | undefined;
   maxTcpPortsPerOwner: number;
   cluster: ResolvedClusterOptions | undefined;
+  tls: EdgeTlsOptions | undefined;
 }
 
 /**
@@ -354,6 +375,7 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     tcpPorts: tcpPortsOf(options.tcpPorts),
     maxTcpPortsPerOwner: positive('maxTcpPortsPerOwner', options.maxTcpPortsPerOwner ?? 5, 1, 65535),
     cluster: options.cluster === undefined ? undefined : resolveClusterOptions(options.cluster),
+    tls: resolveTls(options.tls),
   };
 }
 
@@ -409,4 +431,22 @@ function resolveClusterOptions(cluster: ClusterOptions): ResolvedClusterOptions 
     // Likewise a rolling-upgrade switch only: on, it reopens what signed records close (docs/scaling.md).
     unsignedNodeRecords: cluster.unsignedNodeRecords ?? process.env.TUNNEL2_NODE_RECORDS === 'unsigned-ok',
   };
+}
+
+function resolveTls(tls: EdgeTlsOptions | undefined): EdgeTlsOptions | undefined {
+  if (tls === undefined) return undefined;
+  if (tls.pairs.length === 0) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      'invalid edge option tls: needs at least one certificate and key',
+    );
+  }
+  if (tls.httpPort !== undefined) positive('tls.httpPort', tls.httpPort, 0, 65535);
+  if (tls.acmeDir !== undefined && tls.httpPort === undefined) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      'invalid edge option tls.acmeDir: served on tls.httpPort, which is unset',
+    );
+  }
+  return tls;
 }

@@ -1,7 +1,7 @@
 import type { AgentAuthOptions } from '../agents/agent-auth.js';
 import { EdgeError, EdgeErrorCode } from '../errors.js';
 import type { EdgeSettings } from './edge-config.js';
-import type { EdgeOptions } from './edge-options.js';
+import type { EdgeOptions, EdgeTlsOptions } from './edge-options.js';
 
 /** Edge options from settings; `tokens` already includes the token file's lines. */
 export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOptions {
@@ -52,6 +52,8 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
   if (settings.tcpPorts !== undefined) options.tcpPorts = settings.tcpPorts;
   if (settings.nodeId !== undefined) options.nodeId = settings.nodeId;
   if (settings.sessionRequestBurst !== undefined) options.sessionRequestBurst = settings.sessionRequestBurst;
+  const tls = tlsOf(settings);
+  if (tls !== undefined) options.tls = tls;
   const shared = settings.registry !== 'memory';
   if (shared || settings.nodeUrl !== undefined || settings.clusterSecret !== undefined) {
     if (settings.nodeUrl === undefined || settings.clusterSecret === undefined) {
@@ -72,4 +74,40 @@ export function toEdgeOptions(settings: EdgeSettings, tokens: string[]): EdgeOpt
     options.cluster = { nodeUrl: settings.nodeUrl, secret: settings.clusterSecret };
   }
   return options;
+}
+
+/** The TLS pairs, in order (the n-th cert with the n-th key), and the redirect port; undefined without TLS. */
+function tlsOf(settings: EdgeSettings): EdgeTlsOptions | undefined {
+  const { tlsCert, tlsKey } = settings;
+  if (tlsCert.length !== tlsKey.length) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      `tlsCert and tlsKey come in pairs (the n-th certificate with the n-th key): ${tlsCert.length} certificate(s), ${tlsKey.length} key(s)`,
+    );
+  }
+  if (tlsCert.length === 0) {
+    if (settings.httpPort !== undefined) {
+      throw new EdgeError(
+        EdgeErrorCode.INVALID_CONFIG,
+        'httpPort (--http-port) redirects to HTTPS: it needs tlsCert and tlsKey (--tls-cert, --tls-key)',
+      );
+    }
+    if (settings.acmeDir !== undefined) {
+      throw new EdgeError(
+        EdgeErrorCode.INVALID_CONFIG,
+        'acmeDir (--acme-dir) is served on httpPort (--http-port), with TLS',
+      );
+    }
+    return undefined;
+  }
+  if (settings.acmeDir !== undefined && settings.httpPort === undefined) {
+    throw new EdgeError(
+      EdgeErrorCode.INVALID_CONFIG,
+      'acmeDir (--acme-dir) is served on httpPort (--http-port): set it too',
+    );
+  }
+  const tls: EdgeTlsOptions = { pairs: tlsCert.map((cert, i) => ({ cert, key: tlsKey[i]! })) };
+  if (settings.httpPort !== undefined) tls.httpPort = settings.httpPort;
+  if (settings.acmeDir !== undefined) tls.acmeDir = settings.acmeDir;
+  return tls;
 }

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { normalizeAddress } from './client-address.js';
+import { normalizeAddress } from '../public/client-address.js';
 import { RateLimitedWarning } from './rate-limited-warning.js';
 
 /** Why the public port closed a connection at accept: the open-file cap, or one address's cap. */
@@ -55,28 +55,33 @@ export class PublicConnections {
     return this.#http.size;
   }
 
-  /** A connection accepted: false when its address is over its cap (the caller closes it). */
-  add(socket: Socket): boolean {
+  /**
+   * A connection accepted, before anything is read from it (a TLS handshake included): false when its
+   * address is over its cap (the caller closes it). It counts against its address until it closes.
+   */
+  admit(socket: Socket): boolean {
     const cap = this.#options.maxPerAddress;
-    if (cap > 0) {
-      const address = normalizeAddress(socket.remoteAddress ?? '');
-      if (!this.#options.exempt(address)) {
-        const held = this.#byAddress.get(address) ?? 0;
-        if (held >= cap) {
-          this.#drop('per_address');
-          return false;
-        }
-        this.#byAddress.set(address, held + 1);
-        socket.once('close', () => {
-          const left = (this.#byAddress.get(address) ?? 1) - 1;
-          if (left === 0) this.#byAddress.delete(address);
-          else this.#byAddress.set(address, left);
-        });
-      }
+    if (cap === 0) return true;
+    const address = normalizeAddress(socket.remoteAddress ?? '');
+    if (this.#options.exempt(address)) return true;
+    const held = this.#byAddress.get(address) ?? 0;
+    if (held >= cap) {
+      this.#drop('per_address');
+      return false;
     }
+    this.#byAddress.set(address, held + 1);
+    socket.once('close', () => {
+      const left = (this.#byAddress.get(address) ?? 1) - 1;
+      if (left === 0) this.#byAddress.delete(address);
+      else this.#byAddress.set(address, left);
+    });
+    return true;
+  }
+
+  /** A connection the HTTP/1.1 server serves (the TLS socket over an admitted one, on a TLS port). */
+  track(socket: Socket): void {
     this.#http.add(socket);
     socket.once('close', () => this.#leaveHttp(socket));
-    return true;
   }
 
   /** Node dropped a connection at `maxConnections` (the open-file cap). */

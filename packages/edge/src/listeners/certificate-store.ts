@@ -1,0 +1,138 @@
+import { type FSWatcher, watch } from 'node:fs';
+import { dirname } from 'node:path';
+import type { SecureContext } from 'node:tls';
+import type { Logger } from 'pino';
+import {
+  type CertificateFiles,
+  type CertificatePair,
+  CertificateProblem,
+  choosePair,
+  loadCertificatePair,
+} from './certificate-pair.js';
+
+export interface CertificateStoreOptions {
+  pairs: readonly CertificateFiles[];
+  logger: Logger;
+  /** A burst of file events (a cert and its key written one after the other) becomes one reload after this. */
+  debounceMs?: number;
+  /** The files are also read this often: fs.watch misses events on some file systems (NFS, some mounts). */
+  pollMs?: number;
+}
+
+/** Reloads since start, by outcome (the metric `tunnel2_edge_tls_reloads_total{result}`). */
+export interface ReloadCounts {
+  ok: number;
+  failed: number;
+}
+
+/**
+ * The edge's certificates: one pair per `tlsCert`/`tlsKey`, the context a handshake gets chosen by SNI
+ * (choosePair), and their reload. A reload reads every pair again; a pair whose files changed gets a new
+ * SecureContext, used by handshakes from then on (a connection keeps the one it was made with: nothing is
+ * dropped); a pair that no longer loads (a half-written file, a key that is not the new certificate's) keeps
+ * the old one and is logged once per reload naming the file, so the next write, which completes the pair,
+ * is taken. Reloads come from file events in the files' folders (debounced), a poll, and reload() (SIGHUP).
+ */
+export class CertificateStore {
+  readonly #options: CertificateStoreOptions;
+  #pairs: CertificatePair[];
+  readonly reloads: ReloadCounts = { ok: 0, failed: 0 };
+  readonly #watchers: FSWatcher[] = [];
+  #debounce: NodeJS.Timeout | undefined;
+  #poll: NodeJS.Timeout | undefined;
+  readonly #onChange: (() => void)[] = [];
+
+  /** Loads every pair; throws the CertificateProblem of the first that does not load (the edge does not start). */
+  constructor(options: CertificateStoreOptions) {
+    this.#options = options;
+    this.#pairs = options.pairs.map((files) => loadCertificatePair(files));
+  }
+
+  /** The context for a client's SNI name (the first pair's without one, or for a name no pair has). */
+  contextFor(servername: string | undefined): SecureContext {
+    // The constructor loaded at least one pair (settings refuse TLS without one).
+    return choosePair(this.#pairs, servername)!.context;
+  }
+
+  /** The first pair's PEM, what a client without SNI gets (tls.Server's default context). */
+  get defaultPem(): { cert: Buffer; key: Buffer } {
+    return this.#pairs[0]!.pem;
+  }
+
+  /** Called after a reload that changed a pair. */
+  onChange(listener: () => void): void {
+    this.#onChange.push(listener);
+  }
+
+  /** Reads every pair again (see the class). `reason` goes into the log line. */
+  reload(reason: string): { changed: number; failed: number } {
+    const log = this.#options.logger;
+    let changed = 0;
+    let failed = 0;
+    this.#pairs = this.#pairs.map((pair) => {
+      let next: CertificatePair;
+      try {
+        next = loadCertificatePair(pair.files);
+      } catch (err) {
+        failed++;
+        const file = err instanceof CertificateProblem ? err.file : pair.files.cert;
+        log.warn(
+          { err, file, reason },
+          `TLS certificate not reloaded, the previous one is kept: ${(err as Error).message}`,
+        );
+        return pair;
+      }
+      if (next.pem.cert.equals(pair.pem.cert) && next.pem.key.equals(pair.pem.key)) return pair;
+      changed++;
+      return next;
+    });
+    if (failed > 0) this.reloads.failed++;
+    else if (changed > 0) this.reloads.ok++;
+    if (changed > 0) {
+      log.info(
+        { reason, changed, subjects: this.#pairs.map((pair) => pair.subject) },
+        'TLS certificates reloaded',
+      );
+      for (const listener of this.#onChange) listener();
+    } else if (failed === 0 && reason === 'SIGHUP') {
+      log.info({ reason }, 'TLS certificates unchanged');
+    }
+    return { changed, failed };
+  }
+
+  /** Starts watching the files' folders (and polling); stop() ends both. */
+  watch(): void {
+    const schedule = (): void => {
+      clearTimeout(this.#debounce);
+      this.#debounce = setTimeout(() => this.reload('file changed'), this.#options.debounceMs ?? 250);
+      this.#debounce.unref();
+    };
+    const folders = new Set(
+      this.#pairs.flatMap((pair) => [dirname(pair.files.cert), dirname(pair.files.key)]),
+    );
+    for (const folder of folders) {
+      try {
+        // The folder, not the file: a file replaced by rename (certbot, a Kubernetes secret's symlink swap)
+        // is a new inode a file watch would never see.
+        const watcher = watch(folder, { persistent: false }, schedule);
+        watcher.on('error', (err) =>
+          this.#options.logger.warn({ err, folder }, 'TLS certificate folder watch failed'),
+        );
+        this.#watchers.push(watcher);
+      } catch (err) {
+        this.#options.logger.warn(
+          { err, folder },
+          'TLS certificate folder not watched: changes are seen by the poll',
+        );
+      }
+    }
+    this.#poll = setInterval(() => this.reload('poll'), this.#options.pollMs ?? 60_000);
+    this.#poll.unref();
+  }
+
+  stop(): void {
+    clearTimeout(this.#debounce);
+    clearInterval(this.#poll);
+    for (const watcher of this.#watchers.splice(0)) watcher.close();
+  }
+}
