@@ -59,8 +59,11 @@ export function parseH2loadOutput(text: string): RowLoad {
     throw new BenchError(BenchErrorCode.LOAD_GENERATOR, `h2load printed no summary: ${text.slice(-400)}`);
   }
   // h2load: "errored" is the subset of "failed" that got no HTTP answer (reset, closed), "timeout" a subset of it.
-  const [done, errored, timeout] = [3, 6, 7].map((i) => Number(requests[i]));
-  const [ok, c3, c4, c5] = [1, 2, 3, 4].map((i) => Number(codes[i]));
+  const [done, succeeded, errored, timeout] = [3, 4, 6, 7].map((i) => Number(requests[i]));
+  const [c2, c3, c4, c5] = [1, 2, 3, 4].map((i) => Number(codes[i]));
+  // Status codes are counted when a head arrives, "done" when the stream ends: a stream cut by the end of
+  // -D may have its 2xx counted but not be done. An answer is one that completed.
+  const ok = Math.min(c2 ?? 0, (succeeded ?? 0) - (c3 ?? 0));
   const errors: Record<string, number> = {};
   const add = (kind: string, n: number | undefined): void => {
     if (n !== undefined && n > 0) errors[kind] = n;
@@ -73,7 +76,7 @@ export function parseH2loadOutput(text: string): RowLoad {
   return {
     durationSec: elapsedMs / 1000,
     requests: done ?? 0,
-    ok: ok ?? 0,
+    ok,
     errors,
     latencyMs: {
       p50: null,

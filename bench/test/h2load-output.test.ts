@@ -39,6 +39,11 @@ describe('parseH2loadOutput', () => {
     expect(load.errors).toEqual({ http_5xx: 4, timeout: 2, reset: 4 });
   });
 
+  it('counts an answer only once its stream completed (a 2xx head whose stream the duration cut is not one)', () => {
+    const cut = OK.replace('200 done, 200 succeeded', '198 done, 198 succeeded');
+    expect(parseH2loadOutput(cut)).toMatchObject({ requests: 198, ok: 198, errors: {} });
+  });
+
   it('fails with the tail of what h2load printed when there is no summary', () => {
     expect(() => parseH2loadOutput('connect to 127.0.0.1 port 1 failed')).toThrow(/printed no summary/);
   });
