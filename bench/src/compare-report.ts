@@ -59,6 +59,7 @@ export function rowTable(rows: readonly CompareRow[]): Table {
       'generator',
       'ok / finished',
       'errors',
+      'skipped sends',
       'rate (req/s; streams: messages/s)',
       'p50 (ms)',
       'p99 (ms)',
@@ -75,7 +76,7 @@ export function rowTable(rows: readonly CompareRow[]): Table {
             rowLoadText(r),
             r.generator,
             `not measured: ${r.unavailable}`,
-            ...Array<string>(streams ? 10 : 8).fill('–'),
+            ...Array<string>(streams ? 11 : 9).fill('–'),
           ]
         : [
             r.label,
@@ -83,6 +84,7 @@ export function rowTable(rows: readonly CompareRow[]): Table {
             r.generator,
             `${r.ok}/${r.requests}`,
             errorsText(r),
+            r.missedSlots === null ? '–' : String(r.missedSlots),
             fixed(r.rps),
             fixed(r.latencyMs.p50, 2),
             fixed(r.latencyMs.p99, 2),
@@ -111,7 +113,8 @@ const FOOTNOTE =
   '"between CPU" is the CPU of the processes between the client and the backend (edge + agent; HAProxy + ' +
   'edge for a separate terminator) over the answered requests; direct rows have none. h2load reports no ' +
   'percentiles: its rows give the mean and the max. p99 of a fixed-rate HTTP/1.1 row is corrected for ' +
-  'coordinated omission.';
+  'coordinated omission. "Skipped sends" (fixed-rate rows): sends due while no connection (HTTP/1.1) or ' +
+  'stream (h2) was free, which a row that kept its rate has none of.';
 
 export function renderCompareMarkdown(report: CompareReport, text: CompareText): string {
   const failed = report.result.rows.reduce((sum, r) => sum + errorTotal(r), 0);

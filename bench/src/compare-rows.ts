@@ -36,6 +36,8 @@ export interface RowLoad {
   latencyMs: RowLatency;
   /** Payload bytes moved (stream rows: echoed bytes received back); null where not counted. */
   bytes: number | null;
+  /** Fixed-rate rows: sends skipped because no connection or stream was free (the rate was not kept); null elsewhere. */
+  missedSlots: number | null;
 }
 
 /** One measured row: a protocol, a side, one load. */
@@ -61,6 +63,8 @@ export interface CompareRow {
   latencyMs: RowLatency;
   /** Payload bytes per second (stream rows); null elsewhere. */
   bytesPerSec: number | null;
+  /** Fixed-rate rows: sends skipped because no connection or stream was free; null where not counted. */
+  missedSlots: number | null;
   /** CPU (user + system) per ok request of each process that ran, µs; 10 ms clock ticks. */
   cpuPerRequestUs: Record<string, number | null>;
   /** Sum over the processes between the client and the backend (edge, agent, HAProxy); null for direct rows. */
@@ -167,6 +171,7 @@ export async function measureRow(
     rps: durationSec > 0 ? result.ok / durationSec : 0,
     latencyMs: result.latencyMs,
     bytesPerSec: result.bytes === null || durationSec <= 0 ? null : result.bytes / durationSec,
+    missedSlots: result.missedSlots,
     cpuPerRequestUs: cpu,
     betweenCpuPerRequestUs: anyBetween && betweenKnown ? Math.round(between * 10) / 10 : null,
     rss: traces,
@@ -185,6 +190,7 @@ export function unavailableRow(spec: RowSpec, why: string): CompareRow {
     rps: 0,
     latencyMs: { p50: null, p99: null, mean: null, max: null },
     bytesPerSec: null,
+    missedSlots: null,
     cpuPerRequestUs: {},
     betweenCpuPerRequestUs: null,
     rss: null,

@@ -102,6 +102,8 @@ async function unary(client: Client, spec: GrpcClientSpec): Promise<RowLoad> {
     errors,
     latencyMs: ok === 0 ? { p50: null, p99: null, mean: null, max: null } : measured,
     bytes,
+    // Every due call is sent: a channel queues what it cannot start yet, so none is skipped.
+    missedSlots: spec.mode === 'unary-rate' ? 0 : null,
   };
 }
 
@@ -148,6 +150,7 @@ function bidi(client: Client, spec: GrpcClientSpec): Promise<RowLoad> {
         errors,
         latencyMs: { p50: null, p99: null, mean: null, max: null },
         bytes: received,
+        missedSlots: null,
       });
     });
     write();

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { autocannonRowLoad } from './autocannon-row-load.js';
 import {
   type BenchStack,
   jsonEvent,
@@ -24,7 +25,6 @@ import {
   unavailableRow,
 } from './compare-rows.js';
 import type { GrpcClientSpec } from './grpc-client-process.js';
-import { runLoad } from './load-runner.js';
 import { fixed } from './report-format.js';
 import { autoConnections } from './scenarios.js';
 
@@ -237,32 +237,15 @@ export async function runGrpcBench(
     await run(
       spec('http/1.1', 'tunnel', 'rate', 'autocannon', h1Connections),
       h1Procs,
-      async (seconds) => {
-        const load = await runLoad({
+      (seconds) =>
+        autocannonRowLoad({
           target: bench.tunnel!,
           path: '/loadtest/get',
           connections: h1Connections,
           durationSec: seconds,
           ratePerSec,
           timeoutSec: TIMEOUT_SEC,
-        });
-        const errors: Record<string, number> = {};
-        for (const [kind, n] of Object.entries(load.outcomes.errors))
-          if (n !== undefined && n > 0) errors[kind] = n;
-        return {
-          durationSec: load.durationSec,
-          requests: load.outcomes.finished,
-          ok: load.outcomes.ok,
-          errors,
-          latencyMs: {
-            p50: load.latency.p50,
-            p99: load.correctedLatency.p99,
-            mean: load.latency.mean,
-            max: load.latency.max,
-          },
-          bytes: load.outcomes.bytes,
-        };
-      },
+        }),
       null,
     );
     for (const mode of ['rate', 'closed', 'stream'] as const) {

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { autocannonRowLoad } from './autocannon-row-load.js';
 import { type BenchStack, jsonEvent, type LoadTarget, startBenchStack, targetOf } from './bench-stack.js';
 import { type ChildService, startChildService } from './child-service.js';
 import {
@@ -17,7 +18,6 @@ import {
 } from './compare-rows.js';
 import { probeH2c, runH2Paced } from './h2-paced-client.js';
 import { findH2load, runH2load } from './h2load-runner.js';
-import { runLoad } from './load-runner.js';
 import { fixed } from './report-format.js';
 import { autoConnections } from './scenarios.js';
 
@@ -46,31 +46,15 @@ export type H2Result = CompareResult<H2Settings>;
 const binOf = (file: string): string => join(fileURLToPath(new URL('.', import.meta.url)), file);
 const TIMEOUT_SEC = 10;
 
-/** The rows' load with autocannon (paced or closed loop) as a RowLoad. */
-async function autocannonLoad(
+/** The rows' load with autocannon, paced at `ratePerSec` or closed loop. */
+function autocannonLoad(
   target: LoadTarget,
   path: string,
   connections: number,
   durationSec: number,
   ratePerSec: number | undefined,
 ): Promise<RowLoad> {
-  const load = await runLoad({ target, path, connections, durationSec, ratePerSec, timeoutSec: TIMEOUT_SEC });
-  const errors: Record<string, number> = {};
-  for (const [kind, n] of Object.entries(load.outcomes.errors))
-    if (n !== undefined && n > 0) errors[kind] = n;
-  return {
-    durationSec: load.durationSec,
-    requests: load.outcomes.finished,
-    ok: load.outcomes.ok,
-    errors,
-    latencyMs: {
-      p50: load.latency.p50,
-      p99: load.correctedLatency.p99,
-      mean: load.latency.mean,
-      max: load.latency.max,
-    },
-    bytes: load.outcomes.bytes,
-  };
+  return autocannonRowLoad({ target, path, connections, durationSec, ratePerSec, timeoutSec: TIMEOUT_SEC });
 }
 
 interface Stack {

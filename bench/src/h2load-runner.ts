@@ -85,6 +85,7 @@ export function parseH2loadOutput(text: string): RowLoad {
       max: timing === null ? null : durationMs(timing[2]!),
     },
     bytes: traffic === null ? null : Number(traffic[1]),
+    missedSlots: null,
   };
 }
 

@@ -1,4 +1,5 @@
 import { rm } from 'node:fs/promises';
+import { autocannonRowLoad } from './autocannon-row-load.js';
 import {
   type BenchStack,
   type LoadTarget,
@@ -21,7 +22,6 @@ import {
   rowLoadText,
   unavailableRow,
 } from './compare-rows.js';
-import { runLoad } from './load-runner.js';
 import { fixed } from './report-format.js';
 import { autoConnections } from './scenarios.js';
 import { makeCertificate, startTlsTerminator, type TlsFiles, type TlsTerminator } from './tls-terminator.js';
@@ -45,13 +45,8 @@ export type TlsResult = CompareResult<TlsSettings>;
 
 const TIMEOUT_SEC = 10;
 
-async function autocannonLoad(
-  target: LoadTarget,
-  path: string,
-  rate: number,
-  seconds: number,
-): Promise<RowLoad> {
-  const load = await runLoad({
+function autocannonLoad(target: LoadTarget, path: string, rate: number, seconds: number): Promise<RowLoad> {
+  return autocannonRowLoad({
     target,
     path,
     connections: autoConnections(rate),
@@ -59,22 +54,6 @@ async function autocannonLoad(
     ratePerSec: rate,
     timeoutSec: TIMEOUT_SEC,
   });
-  const errors: Record<string, number> = {};
-  for (const [kind, n] of Object.entries(load.outcomes.errors))
-    if (n !== undefined && n > 0) errors[kind] = n;
-  return {
-    durationSec: load.durationSec,
-    requests: load.outcomes.finished,
-    ok: load.outcomes.ok,
-    errors,
-    latencyMs: {
-      p50: load.latency.p50,
-      p99: load.correctedLatency.p99,
-      mean: load.latency.mean,
-      max: load.latency.max,
-    },
-    bytes: load.outcomes.bytes,
-  };
 }
 
 function firstLine(err: unknown): string {

@@ -38,6 +38,7 @@ function expectMeasured(row: CompareRow | undefined, processes: string[]): void 
   expect(row!.requests).toBe(row!.ok);
   expect(row!.errors).toEqual({});
   expect(row!.rps).toBeGreaterThan(0);
+  if (row!.mode === 'rate') expect(row!.missedSlots, row!.label).toBeTypeOf('number');
   expect(Object.keys(row!.cpuPerRequestUs).sort()).toEqual([...processes].sort());
   for (const name of processes)
     expect(typeof row!.cpuPerRequestUs[name], `${row!.label} ${name}`).toBe('number');

@@ -25,6 +25,7 @@ describe('parseH2loadOutput', () => {
       errors: {},
       latencyMs: { p50: null, p99: null, mean: 1.08, max: 9.44 },
       bytes: 400,
+      missedSlots: null,
     });
     expect(parseH2loadOutput(OK.replace('57.06ms', '10.00s')).durationSec).toBe(10);
   });
