@@ -22,6 +22,7 @@ import {
   rowLoadText,
   unavailableRow,
 } from './compare-rows.js';
+import { runH2Paced } from './h2-paced-client.js';
 import { fixed } from './report-format.js';
 import { autoConnections } from './scenarios.js';
 import { makeCertificate, startTlsTerminator, type TlsFiles, type TlsTerminator } from './tls-terminator.js';
@@ -29,9 +30,10 @@ import { makeCertificate, startTlsTerminator, type TlsFiles, type TlsTerminator 
 /*
  * `pnpm bench tls`: what TLS costs at the edge (tunnel2 server --tls-cert/--tls-key) against the same edge
  * behind HAProxy terminating TLS in a process of its own, at the same fixed rate of HTTPS keep-alive
- * requests (autocannon, HTTP/1.1). "Between" CPU is the TLS-terminating part: the edge alone, or HAProxy +
- * the edge; the agent and the backend are the same in both and reported beside. The plain edge without
- * TLS is a third row, for what TLS adds at all.
+ * requests (autocannon, HTTP/1.1), then over h2 (ALPN; the paced node:http2 client; HAProxy speaks h2c to
+ * the edge). "Between" CPU is the TLS-terminating part: the edge alone, or HAProxy + the edge; the agent
+ * and the backend are the same in both and reported beside. The plain edge without TLS is a row of its
+ * own, for what TLS adds at all.
  */
 
 export interface TlsSettings {
@@ -44,6 +46,9 @@ export interface TlsSettings {
 export type TlsResult = CompareResult<TlsSettings>;
 
 const TIMEOUT_SEC = 10;
+/** h2 rows: sessions of the paced client, and streams each may have open (as `pnpm bench h2`'s defaults). */
+const H2_CONNECTIONS = 10;
+const H2_STREAMS = 10;
 
 function autocannonLoad(target: LoadTarget, path: string, rate: number, seconds: number): Promise<RowLoad> {
   return autocannonRowLoad({
@@ -113,6 +118,14 @@ export async function runTlsBench(settings: TlsSettings, note: (line: string) =>
       { name: 'agent', pid: bench!.agent!.pid, between: false },
       backend,
     ];
+    const tlsEdgeProcs: MeteredProcess[] =
+      typeof tlsEdge === 'string'
+        ? []
+        : [
+            { name: 'edge', pid: tlsEdge.edge.pid, between: true },
+            { name: 'agent', pid: tlsEdge.agent.pid, between: false },
+            backend,
+          ];
     const rows: CompareRow[] = [];
     const run = async (
       spec: RowSpec,
@@ -125,10 +138,21 @@ export async function runTlsBench(settings: TlsSettings, note: (line: string) =>
         return;
       }
       const rate = spec.targetRps!;
-      if (settings.warmupSec > 0) await autocannonLoad(target, settings.path, rate, settings.warmupSec);
-      const row = await measureRow(spec, procs, () =>
-        autocannonLoad(target, settings.path, rate, settings.durationSec),
-      );
+      const load = (seconds: number): Promise<RowLoad> =>
+        spec.generator === 'node:http2'
+          ? runH2Paced({
+              origin: target.origin,
+              authority: target.host,
+              path: settings.path,
+              connections: spec.connections,
+              maxStreamsPerConnection: H2_STREAMS,
+              ratePerSec: rate,
+              durationSec: seconds,
+              timeoutSec: TIMEOUT_SEC,
+            })
+          : autocannonLoad(target, settings.path, rate, seconds);
+      if (settings.warmupSec > 0) await load(settings.warmupSec);
+      const row = await measureRow(spec, procs, () => load(settings.durationSec));
       rows.push(row);
       note(
         `${row.label}, ${rowLoadText(row)}: ${fixed(row.rps)} rps, ${errorTotal(row)} errors, p99 ` +
@@ -152,18 +176,30 @@ export async function runTlsBench(settings: TlsSettings, note: (line: string) =>
       await run(spec('http plain edge (no TLS)', 'http/1.1', 'plain'), plainProcs(true), plain, null);
       await run(
         spec('https TLS at the edge', 'http/1.1 over TLS', 'edge'),
-        typeof tlsEdge === 'string'
-          ? []
-          : [
-              { name: 'edge', pid: tlsEdge.edge.pid, between: true },
-              { name: 'agent', pid: tlsEdge.agent.pid, between: false },
-              backend,
-            ],
+        tlsEdgeProcs,
         typeof tlsEdge === 'string' ? undefined : tlsEdge.target,
         tlsMissing,
       );
       await run(
         spec('https HAProxy + edge', 'http/1.1 over TLS', 'haproxy'),
+        [{ name: 'haproxy', pid: haproxy.pid, between: true }, ...plainProcs(true)],
+        behindHaproxy,
+        null,
+      );
+      // The same rate over h2 (ALPN), paced by the node:http2 client: the edge's own TLS and HTTP/2 against
+      // HAProxy's TLS and HTTP/2 in front of the edge's h2c.
+      await run(
+        { ...spec('h2 TLS at the edge', 'h2', 'edge'), connections: H2_CONNECTIONS, generator: 'node:http2' },
+        tlsEdgeProcs,
+        typeof tlsEdge === 'string' ? undefined : tlsEdge.target,
+        tlsMissing,
+      );
+      await run(
+        {
+          ...spec('h2 HAProxy + edge', 'h2', 'haproxy'),
+          connections: H2_CONNECTIONS,
+          generator: 'node:http2',
+        },
         [{ name: 'haproxy', pid: haproxy.pid, between: true }, ...plainProcs(true)],
         behindHaproxy,
         null,
@@ -202,13 +238,15 @@ export function tlsTargets(rows: CompareRow[], settings: TlsSettings): CompareTa
       met: failed === 0,
       unavailable: null,
     },
-    ...settings.rates.map((rate) =>
-      ratioTarget(
-        `CPU per request at ${rate} RPS, TLS at the edge / (HAProxy + edge)`,
-        '< 1×',
-        { row: find('https TLS at the edge', rate), value: cpu },
-        { row: find('https HAProxy + edge', rate), value: cpu },
-        (x) => x < 1,
+    ...settings.rates.flatMap((rate) =>
+      (['https', 'h2'] as const).map((protocol) =>
+        ratioTarget(
+          `${protocol === 'h2' ? 'h2: ' : ''}CPU per request at ${rate} RPS, TLS at the edge / (HAProxy + edge)`,
+          '< 1×',
+          { row: find(`${protocol} TLS at the edge`, rate), value: cpu },
+          { row: find(`${protocol} HAProxy + edge`, rate), value: cpu },
+          (x) => x < 1,
+        ),
       ),
     ),
   ];

@@ -9,8 +9,8 @@ import { BenchError, BenchErrorCode } from './errors.js';
 
 /*
  * `pnpm bench tls`'s two native pieces: a throw-away certificate (openssl, ECDSA P-256, for localhost,
- * *.localhost and 127.0.0.1) and Debian's HAProxy terminating TLS (HTTP/1.1, keep-alive) in front of a plain
- * edge, as an operator runs one. Both live in one temp dir that close() removes.
+ * *.localhost and 127.0.0.1) and Debian's HAProxy terminating TLS (ALPN h2 and http/1.1, keep-alive) in
+ * front of a plain edge, as an operator runs one. Both live in one temp dir that close() removes.
  */
 
 export interface TlsFiles {
@@ -86,11 +86,16 @@ export async function startTlsTerminator(files: TlsFiles, edgePort: number): Pro
       // Keep-alive on both sides: a connection per request to the edge would measure TCP set-up, not TLS.
       '  option http-keep-alive',
       'frontend public',
-      `  bind 127.0.0.1:${port} ssl crt ${files.pemPath} alpn http/1.1`,
+      `  bind 127.0.0.1:${port} ssl crt ${files.pemPath} alpn h2,http/1.1`,
       '  http-request set-header X-Forwarded-Proto https',
+      // h2 clients reach the edge over h2c (its plain port takes the preface), HTTP/1.1 ones over HTTP/1.1:
+      // each protocol on both hops, as a terminator in front of an h2c-capable edge is set up.
+      '  use_backend edge_h2 if { ssl_fc_alpn -i h2 }',
       '  default_backend edge',
       'backend edge',
       `  server edge 127.0.0.1:${edgePort}`,
+      'backend edge_h2',
+      `  server edge 127.0.0.1:${edgePort} proto h2`,
       '',
     ].join('\n'),
   );

@@ -148,22 +148,35 @@ describe('pnpm bench h2, grpc, tls (smoke)', () => {
     expect(md).toContain('RSS first → last (max), MiB');
   });
 
-  it('tls: TLS at the edge beside HAProxy terminating TLS in front of the plain edge, at one rate', async () => {
+  it('tls: TLS at the edge beside HAProxy terminating TLS in front of the plain edge, over HTTP/1.1 and h2', async () => {
     const out = join(work, 'tls');
     const run = await runBench('tls --rates 50 --duration 1 --warmup 0 --out'.split(' ').concat(out));
     const json = expectRan(run, out);
     expect(json).toMatchObject({ schemaVersion: 1, scenario: 'tls' });
     expect(json.result.stack.haproxyUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     expectMeasured(rowOf(json, 'http plain edge (no TLS)', 'rate'), ['edge', 'agent', 'backend']);
-    const atEdge = rowOf(json, 'https TLS at the edge', 'rate');
-    const target = json.result.targets.find((t) => t.name.startsWith('CPU per request at 50 RPS'));
-    if (edgeServesTls) {
-      expectMeasured(atEdge, ['edge', 'agent', 'backend']);
-      expect(target?.measured).toBeGreaterThan(0);
-    } else {
-      expect(atEdge?.unavailable).toMatch(/^the edge did not start with --tls-cert\/--tls-key \(.+\)$/);
-      expect(target).toMatchObject({ measured: null, met: null, unavailable: atEdge?.unavailable });
+    expect(json.result.rows.map((r) => [r.label, r.generator])).toEqual([
+      ['http plain edge (no TLS)', 'autocannon'],
+      ['https TLS at the edge', 'autocannon'],
+      ['https HAProxy + edge', 'autocannon'],
+      ['h2 TLS at the edge', 'node:http2'],
+      ['h2 HAProxy + edge', 'node:http2'],
+    ]);
+    for (const protocol of ['https', 'h2']) {
+      const atEdge = rowOf(json, `${protocol} TLS at the edge`, 'rate');
+      const target = json.result.targets.find((t) =>
+        t.name.startsWith(`${protocol === 'h2' ? 'h2: ' : ''}CPU per request at 50 RPS`),
+      );
+      if (edgeServesTls) {
+        expectMeasured(atEdge, ['edge', 'agent', 'backend']);
+        expect(target?.measured).toBeGreaterThan(0);
+      } else {
+        expect(atEdge?.unavailable).toMatch(/^the edge did not start with --tls-cert\/--tls-key \(.+\)$/);
+        expect(target).toMatchObject({ measured: null, met: null, unavailable: atEdge?.unavailable });
+      }
     }
+    // HAProxy speaks h2c to the edge for h2 clients: the edge's plain port takes the preface.
+    expectMeasured(rowOf(json, 'h2 HAProxy + edge', 'rate'), ['haproxy', 'edge', 'agent', 'backend']);
     const haproxy = rowOf(json, 'https HAProxy + edge', 'rate');
     expectMeasured(haproxy, ['haproxy', 'edge', 'agent', 'backend']);
     // The terminating part: HAProxy and the edge, not the agent.
