@@ -4,7 +4,7 @@
 // port and once over the TLS port (ALPN h2). The service is @tunnel2/test-backend/grpc.
 
 import { createHash } from 'node:crypto';
-import { connectivityState, Metadata, status } from '@grpc/grpc-js';
+import { type connectivityState, Metadata, status } from '@grpc/grpc-js';
 import { deterministicChunks, deterministicSha256 } from '@tunnel2/test-backend';
 import { type ChatMessage, startGrpcTestServer } from '@tunnel2/test-backend/grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -143,9 +143,10 @@ describe.each<Transport>(['h2c', 'tls'])('gRPC through the tunnel over %s', (tra
       `${transport}: peak RSS growth over 64 MiB each way: edge ${(growth.edge / MiB).toFixed(1)} MiB, ` +
         `agent ${(growth.agent / MiB).toFixed(1)} MiB`,
     );
-    // Generous (GC timing varies), yet below the message: a side that buffered the stream would exceed it.
-    expect(growth.edge).toBeLessThan(size);
-    expect(growth.agent).toBeLessThan(size);
+    // Generous (GC timing varies: 5-9 MiB seen), yet half the message: a side that buffered much of the
+    // stream instead of holding its sender back would exceed it.
+    expect(growth.edge).toBeLessThan(size / 2);
+    expect(growth.agent).toBeLessThan(size / 2);
   }, 180_000);
 
   it('a call the client cancels is cancelled at the backend', async () => {
@@ -200,30 +201,40 @@ describe.each<Transport>(['h2c', 'tls'])('gRPC through the tunnel over %s', (tra
     }
   });
 
-  it('keepalive pings every second for 5 s (permitted without calls) are not taken for a flood', async () => {
+  it('keepalive pings every second for 5 s during a quiet call are not taken for a flood', async () => {
     const client = stack.client({
       'grpc.keepalive_time_ms': 1_000,
       'grpc.keepalive_timeout_ms': 5_000,
       'grpc.keepalive_permit_without_calls': 1,
     });
-    expect((await client.unary('Echo', { message: 'first' }).outcome).reply?.message).toBe('first');
+    // An open call keeps the connection from being idle (an idle HTTP/2 connection is closed at the edge's
+    // keepAliveTimeoutMs, as nginx's keepalive_timeout does): only the pings could end it.
+    const chat = client.bidi();
+    const next = (): Promise<string> =>
+      new Promise((resolve) => chat.once('data', (m: ChatMessage) => resolve(m.text)));
+    let answer = next();
+    chat.write({ text: 'before' });
+    expect(await answer).toBe('echo: before');
     const channel = client.client.getChannel();
     const states: connectivityState[] = [];
     let watching = true;
     const watch = (): void => {
-      const current = channel.getConnectivityState(false);
-      channel.watchConnectivityState(current, Date.now() + 60_000, () => {
+      channel.watchConnectivityState(channel.getConnectivityState(false), Date.now() + 60_000, () => {
         if (!watching) return;
         states.push(channel.getConnectivityState(false));
         watch();
       });
     };
     watch();
-    // Time is what this test is about: five keepalive intervals must pass with the connection idle.
+    // Time is what this test is about: five keepalive intervals must pass on the quiet call.
     await new Promise((resolve) => setTimeout(resolve, 5_500));
     watching = false;
     expect(states, 'the connection was dropped (a GOAWAY for too many pings?)').toEqual([]);
-    expect(channel.getConnectivityState(false)).toBe(connectivityState.READY);
-    expect((await client.unary('Echo', { message: 'after' }).outcome).reply?.message).toBe('after');
+    answer = next();
+    chat.write({ text: 'after' });
+    expect(await answer).toBe('echo: after');
+    const ended = new Promise<{ code: number }>((resolve) => chat.on('status', resolve));
+    chat.end();
+    expect((await ended).code).toBe(status.OK);
   }, 30_000);
 });

@@ -54,17 +54,20 @@ export async function startH2Backend(tls?: KeyPair & { allowHTTP1?: boolean }): 
     sessions.add(session);
     session.on('close', () => sessions.delete(session));
   });
-  server.on('stream', (stream, headers, _flags, raw: string[]) => {
-    backend.seen.push(headers);
-    // A stream reset under a route that still writes: the route's business, not an uncaught error.
-    stream.on('error', () => {});
-    const route = backend.routes.get(String(headers[':path']).split('?')[0] ?? '');
-    if (route === undefined) {
-      stream.respond({ ':status': 404 }, { endStream: true });
-      return;
-    }
-    route(stream, headers, raw);
-  });
+  server.on(
+    'stream',
+    (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, raw: string[]) => {
+      backend.seen.push(headers);
+      // A stream reset under a route that still writes: the route's business, not an uncaught error.
+      stream.on('error', () => {});
+      const route = backend.routes.get(String(headers[':path']).split('?')[0] ?? '');
+      if (route === undefined) {
+        stream.respond({ ':status': 404 }, { endStream: true });
+        return;
+      }
+      route(stream, headers, raw);
+    },
+  );
   // HTTP/1.1 requests arrive only as 'request'. Listened to only when taken: a 'request' listener turns
   // on node:http2's compatibility layer for HTTP/2 streams too, which then sends trailers of its own.
   if (tls?.allowHTTP1 === true) {
