@@ -188,7 +188,7 @@ describe.each<Transport>(['h2c', 'tls'])('gRPC through the tunnel over %s', (tra
     const deadPort = gone.port;
     await gone.close();
     const agent = await startAgent(deadPort, stack.url, `down-${transport}`, {
-      ca: transport === 'tls' ? tls.certs.ca.file : undefined,
+      ca: transport === 'tls' ? tls.ca.file : undefined,
     });
     try {
       const client = stack.client({}, `down-${transport}`);
