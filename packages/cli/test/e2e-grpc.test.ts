@@ -196,6 +196,10 @@ describe.each<Transport>(['h2c', 'tls'])('gRPC through the tunnel over %s', (tra
       expect(error?.code, final.details).toBe(status.UNAVAILABLE);
       expect(final.details).toMatch(/\S/);
       expect(final.metadata.get('x-tunnel2-error')).toEqual(['TUNNEL2_ERR_BACKEND_UNREACHABLE']);
+      // The answered call is over on the agent's side too: stopping has nothing left to finish (a tunnel
+      // stream whose request body was never consumed stayed open, and Ctrl-C waited its 5 s for it).
+      await stop(agent);
+      expect(agent.events.filter((e) => e.event === 'finishing')).toEqual([]);
     } finally {
       await stop(agent);
     }

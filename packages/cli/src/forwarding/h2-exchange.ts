@@ -440,6 +440,11 @@ export class H2Exchange implements StreamHandler {
 
   /** No usable head from the backend: the agent's own answer (502 page, or the gRPC form for a call). */
   #failBeforeHead(error: Error): void {
+    // No backend stream will take the request body: what was queued for one, and what still comes, is
+    // consumed (#writeBody without a stream), or the tunnel stream would wait for that credit and never close.
+    const queued = this.#queued ?? [];
+    this.#queued = undefined;
+    for (const frame of queued) if ('data' in frame) this.#stream.consume(frame.data.length);
     if (this.#finished || this.#stream.closed) return;
     this.#record();
     const head = this.#head!;
