@@ -5,6 +5,7 @@ import { constants as h2 } from 'node:http2';
 import { type AddressInfo, createServer } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RequestReport } from '../src/forwarding/forward-options.js';
 import { connect, type Tunnel } from '../src/index.js';
 import { type H2TestBackend, startH2Backend } from './support/h2-backend.js';
 import { send, sha256 } from './support/http-client.js';
@@ -108,7 +109,19 @@ describe('an h2c backend', () => {
         { endStream: true },
       );
     });
+    const reported = new Promise<RequestReport>((resolve) => {
+      const listener = (report: RequestReport): void => {
+        if (report.path !== '/trailers-only') return;
+        tunnel.off('request', listener);
+        resolve(report);
+      };
+      tunnel.on('request', listener);
+    });
     const res = await send({ port, path: '/trailers-only', headers: ['host', host()] });
+    // The request line: a complete exchange, not one cut short.
+    const report = await reported;
+    expect(report.status).toBe(200);
+    expect(report.error).toBeUndefined();
     expect(res.status).toBe(200);
     expect(res.headers['grpc-status']).toBe('5');
     expect(res.headers['grpc-message']).toBe('nope');
@@ -162,6 +175,46 @@ describe('an h2c backend', () => {
     await once(res, 'data');
     req.destroy();
     expect(await closed).toBe(h2.NGHTTP2_CANCEL);
+  });
+
+  it('200 clients that go away mid-response: every backend stream is cancelled and none is left counted', async () => {
+    let open = 0;
+    let cancelled = 0;
+    backend.routes.set('/abandoned', (stream) => {
+      open++;
+      stream.respond({ ':status': 200 });
+      stream.write('first');
+      stream.on('close', () => {
+        if (stream.rstCode === h2.NGHTTP2_CANCEL) cancelled++;
+      });
+    });
+    const clients = Array.from({ length: 200 }, () => {
+      const req = request({
+        host: '127.0.0.1',
+        port,
+        path: '/abandoned',
+        headers: { host: host() },
+        agent: false,
+      });
+      req.on('error', () => {});
+      req.end();
+      return req;
+    });
+    await until(() => open === 200);
+    // 200 streams at once took two connections (a new one past 100 streams on each).
+    const sessionsBefore = backend.sessions;
+    for (const req of clients) req.destroy();
+    await until(() => cancelled === 200);
+    // Had the pool kept counting them, the next 150 at once would have needed a third connection.
+    backend.routes.set('/after', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('ok');
+    });
+    const answers = await Promise.all(
+      Array.from({ length: 150 }, () => send({ port, path: '/after', headers: ['host', host()] })),
+    );
+    expect(answers.every((r) => r.status === 200)).toBe(true);
+    expect(backend.sessions).toBe(sessionsBefore);
   });
 
   it("a backend's RST_STREAM mid-response aborts the client's response", async () => {

@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Hello } from '@tunnel2/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '../src/index.js';
@@ -15,12 +18,25 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** An edge played from the protocol package, answering every HELLO with `ack` (plus a session name). */
+/**
+ * An edge played from the protocol package, answering every HELLO with `ack` (plus a session name, and one
+ * for each tunnel the HELLO lists, as `tunnel2 start` asks).
+ */
 async function playedEdge(ack: Record<string, unknown>): Promise<{ url: string; hellos: Hello[] }> {
   const hellos: Hello[] = [];
   const played = await startPlayedEdge((hello, session) => {
     hellos.push(hello);
-    session.sendHello({ name: 'played', url: 'http://played.example/', ...ack }, true);
+    const listed = Array.isArray(hello.meta.tunnels) ? hello.meta.tunnels : [];
+    const info = (name: string) => ({ name, url: `http://${name}.example/`, urls: [] });
+    session.sendHello(
+      {
+        name: 'played',
+        url: 'http://played.example/',
+        ...(listed.length > 0 ? { tunnels: listed.map((_, i) => info(`listed${i}`)) } : {}),
+        ...ack,
+      },
+      true,
+    );
   });
   cleanups.push(() => played.close());
   return { url: played.url, hellos };
@@ -74,6 +90,57 @@ describe('capabilities in HELLO', () => {
       // The hint would have come right after ready, before the SIGINT's closing line.
       expect(agent.events.map((e) => e.event)).not.toContain('hint');
     }
+  });
+});
+
+describe('tunnel2 start', () => {
+  it('h2c: true in the file: its ready says h2c, and the hint carries its tunnel name', async () => {
+    const edge = await playedEdge({});
+    const backend = await startH2Backend();
+    cleanups.push(() => backend.close());
+    const dir = await mkdtemp(join(tmpdir(), 'tunnel2-h2-config-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const config = join(dir, 'tunnel2.yml');
+    await writeFile(
+      config,
+      [
+        'tunnels:',
+        `  grpc: { target: ${backend.port}, h2c: true }`,
+        `  web: { target: ${backend.port} }`,
+      ].join('\n'),
+    );
+    const agent: Spawned = spawnCli(['start', '--all', '--config', config, '--server', edge.url, '--json']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    const hint = await agent.waitFor('hint');
+    expect(hint).toMatchObject({ tunnel: 'grpc', code: EDGE_NO_HTTP2_HINT });
+    const ready = agent.events.filter((e) => e.event === 'ready');
+    expect(Object.fromEntries(ready.map((e) => [e.tunnel, e.backendProtocol]))).toEqual({
+      grpc: 'h2c',
+      web: 'http/1.1',
+    });
+    expect(agent.events.filter((e) => e.event === 'hint')).toHaveLength(1);
+  });
+});
+
+describe('the human ready line', () => {
+  it('names the backend protocol after the target', async () => {
+    const edge = await playedEdge({ http2: true });
+    const backend = await startH2Backend();
+    cleanups.push(() => backend.close());
+    const agent: Spawned = spawnCli([
+      'http',
+      String(backend.port),
+      '--h2c',
+      '--server',
+      edge.url,
+      '--no-tty',
+    ]);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    // Lines that are not JSON arrive as `text` events; the first is the forwarding line.
+    const line = await agent.waitFor('text');
+    expect(line.line).toBe(
+      `tunnel2: forwarding http://played.example/ -> http://localhost:${backend.port} (h2c)`,
+    );
   });
 });
 

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer as createHttpServer } from 'node:http';
 import { constants as h2 } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import {
   decodeResponseHead,
   ErrorCode,
@@ -202,6 +202,85 @@ describe('responses', () => {
     ]);
     expect(seen.heads[1]?.headers).toEqual(['grpc-status', '0', 'grpc-message', '']);
     expect(seen.body).toEqual(Buffer.from([0, 0, 0, 0, 1, 42]));
+  });
+});
+
+describe("the agent's own gRPC-form answers", () => {
+  /** A played edge with an agent forwarding to `target` (h2c or not), for one exchange. */
+  async function agentFor(
+    target: number,
+    h2cBackend: boolean,
+  ): Promise<{ on: MuxSession; close(): Promise<void> }> {
+    let gotSession: (s: MuxSession) => void = () => {};
+    const ready = new Promise<MuxSession>((resolve) => {
+      gotSession = resolve;
+    });
+    const played = await startPlayedEdge((_hello, s) => {
+      s.sendHello({ name: 'form', url: 'http://form.played/', urls: [], http2: true }, true);
+      gotSession(s);
+    });
+    const agent = await connect({ target, server: played.url, h2c: h2cBackend });
+    return {
+      on: await ready,
+      close: async () => {
+        await agent.close(0);
+        await played.close();
+      },
+    };
+  }
+
+  const fields = (headers: string[]): Record<string, string> =>
+    Object.fromEntries(
+      Array.from({ length: headers.length / 2 }, (_, i) => [headers[2 * i], headers[2 * i + 1]]),
+    );
+
+  it('a backend that is down: one head with END_STREAM, 200, grpc-status 14, the message percent-encoded', async () => {
+    const probe = createServer().listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const free = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const { on, close } = await agentFor(free, true);
+    try {
+      const seen = await exchange(on, (stream) => {
+        stream.sendHeaders(grpcHead('/pkg.Svc/Unary'), false);
+        stream.end();
+      });
+      expect(seen.heads).toHaveLength(1);
+      expect(seen.heads[0]).toMatchObject({ status: 200, end: true });
+      expect(fields(seen.heads[0]!.headers)).toEqual({
+        'content-type': 'application/grpc',
+        'grpc-status': '14',
+        'grpc-message': `tunnel2: backend refused connection on localhost:${free}`,
+        'x-tunnel2-error': 'TUNNEL2_ERR_BACKEND_UNREACHABLE',
+      });
+      expect(seen.body.length).toBe(0);
+    } finally {
+      await close();
+    }
+  });
+
+  it('an HTTP/1.1 backend: one head with END_STREAM, grpc-status 12, TUNNEL2_ERR_BACKEND_NOT_HTTP2', async () => {
+    const server = createHttpServer((_req, res) => res.end('h1'));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { on, close } = await agentFor((server.address() as AddressInfo).port, false);
+    try {
+      const seen = await exchange(on, (stream) => {
+        stream.sendHeaders(grpcHead('/pkg.Svc/Unary'), false);
+        stream.end();
+      });
+      expect(seen.heads).toHaveLength(1);
+      expect(seen.heads[0]).toMatchObject({ status: 200, end: true });
+      const head = fields(seen.heads[0]!.headers);
+      expect(head['grpc-status']).toBe('12');
+      expect(head['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_NOT_HTTP2');
+      // Percent-encoded as gRPC says: the backquotes are printable, kept as they are.
+      expect(head['grpc-message']).toContain(`run \`tunnel2 http localhost:`);
+      expect(head['grpc-message']).toContain('--h2c`');
+    } finally {
+      await close();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 

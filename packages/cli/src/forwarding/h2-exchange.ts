@@ -399,15 +399,22 @@ export class H2Exchange implements StreamHandler {
   }
 
   #onResponseEnd(): void {
-    if (this.#stream.closed || !this.#responseStarted) return;
-    const trailers = this.#responseTrailers;
-    if (trailers !== undefined && trailers.length > 0) {
-      this.#stream.sendHeaders(
-        encodeResponseHead({ status: 200, statusMessage: '', headers: trailers }, this.#options.maxHeadSize),
-        true,
-      );
-    } else if (!this.#stream.localEnded) {
-      this.#stream.end();
+    if (!this.#responseStarted) return;
+    // A trailers-only answer already ended the tunnel stream with its head (and the stream may be closed by
+    // now, the request side having ended too): the exchange is complete all the same.
+    if (!this.#stream.localEnded && !this.#stream.closed) {
+      const trailers = this.#responseTrailers;
+      if (trailers !== undefined && trailers.length > 0) {
+        this.#stream.sendHeaders(
+          encodeResponseHead(
+            { status: 200, statusMessage: '', headers: trailers },
+            this.#options.maxHeadSize,
+          ),
+          true,
+        );
+      } else {
+        this.#stream.end();
+      }
     }
     this.#report(undefined);
   }
