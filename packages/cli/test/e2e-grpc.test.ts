@@ -205,6 +205,33 @@ describe.each<Transport>(['h2c', 'tls'])('gRPC through the tunnel over %s', (tra
     }
   });
 
+  it("the tunnel's public rules apply to calls: --basic-auth and --allow-ip", async () => {
+    const ca = transport === 'tls' ? tls.ca.file : undefined;
+    const guarded = await startAgent(stack.server.port, stack.url, `auth-${transport}`, {
+      ca,
+      args: ['--basic-auth', 'alice:s3cret'],
+    });
+    const fenced = await startAgent(stack.server.port, stack.url, `ip-${transport}`, {
+      ca,
+      args: ['--allow-ip', '192.0.2.0/24'],
+    });
+    try {
+      const client = stack.client({}, `auth-${transport}`);
+      const refused = await client.unary('Echo', { message: 'x' }).outcome;
+      expect(refused.status.code, refused.status.details).toBe(status.UNAUTHENTICATED);
+      const metadata = new Metadata();
+      metadata.set('authorization', `Basic ${Buffer.from('alice:s3cret').toString('base64')}`);
+      const allowed = await client.unary('Echo', { message: 'with credentials' }, { metadata }).outcome;
+      expect(allowed.reply?.message).toBe('with credentials');
+
+      const outside = await stack.client({}, `ip-${transport}`).unary('Echo', { message: 'x' }).outcome;
+      expect(outside.status.code, outside.status.details).toBe(status.PERMISSION_DENIED);
+    } finally {
+      await stop(guarded);
+      await stop(fenced);
+    }
+  });
+
   it('keepalive pings every second for 5 s during a quiet call are not taken for a flood', async () => {
     const client = stack.client({
       'grpc.keepalive_time_ms': 1_000,

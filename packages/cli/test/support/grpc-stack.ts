@@ -44,17 +44,18 @@ export async function startEdge(
 }
 
 /**
- * `tunnel2 http <target> [--h2c]` in its own process, connected to `url` as `name`; it trusts the test CA
+ * `tunnel2 http <target> [--h2c] [args]` in its own process, connected to `url` as `name`; it trusts the test CA
  * for a wss:// edge (NODE_EXTRA_CA_CERTS, read at start as any Node program does).
  */
 export async function startAgent(
   target: number,
   url: string,
   name: string,
-  options: { h2c?: boolean; ca?: string } = {},
+  options: { h2c?: boolean; ca?: string; args?: string[] } = {},
 ): Promise<Spawned> {
   const args = ['http', String(target), '--server', url, '--subdomain', name, '--json', '--no-inspect'];
   if (options.h2c !== false) args.push('--h2c');
+  args.push(...(options.args ?? []));
   const agent = spawnCli(args, options.ca === undefined ? {} : { NODE_EXTRA_CA_CERTS: options.ca });
   try {
     await agent.waitFor('ready');
