@@ -115,6 +115,7 @@ describe.each<Transport>(['h2c', 'tls'])('tools through the tunnel over %s', (tr
       ],
       { timeout: 60_000 },
     );
+    console.log(`h2load over ${transport}: ${/finished in .*/.exec(stdout)?.[0]}`);
     expect(stdout).toMatch(
       /requests: 2000 total, 2000 started, 2000 done, 2000 succeeded, 0 failed, 0 errored/,
     );
