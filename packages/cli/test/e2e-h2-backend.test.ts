@@ -247,6 +247,27 @@ describe('a backend connection lost under a request', () => {
     expect(calls).toBe(2);
   });
 
+  it('a backend that says GOAWAY (a graceful restart): its stream finishes, the next request gets a new connection', async () => {
+    backend.routes.set('/bye', (stream) => {
+      // GOAWAY with the last stream id this one: it is answered, nothing more is taken on this connection.
+      stream.session?.close();
+      stream.respond({ ':status': 200 });
+      stream.end('bye');
+    });
+    backend.routes.set('/next', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('next');
+    });
+    // A live connection first (earlier tests may have ended theirs): /bye goes out on it.
+    await send({ port, path: '/next', headers: ['host', host()] });
+    const before = backend.sessions;
+    const bye = await send({ port, path: '/bye', headers: ['host', host()] });
+    expect(bye.body.toString()).toBe('bye');
+    const next = await send({ port, path: '/next', headers: ['host', host()] });
+    expect(next.body.toString()).toBe('next');
+    expect(backend.sessions).toBe(before + 1);
+  });
+
   it('a POST, and a gRPC call, are not: the client is told the backend closed the connection', async () => {
     let calls = 0;
     backend.routes.set('/lost', (stream) => {
@@ -272,6 +293,35 @@ describe('a backend connection lost under a request', () => {
     expect(grpc.headers['grpc-status']).toBe('14');
     expect(grpc.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_CLOSED');
     expect(calls).toBe(2);
+  });
+});
+
+describe('a backend that resets a stream before answering', () => {
+  it('a response head larger than HTTP/2 lets through: 502 naming it, not a failure of the tunnel', async () => {
+    backend.routes.set('/big-head', (stream) => {
+      stream.respond({ ':status': 200, 'x-a': 'a'.repeat(40_000), 'x-b': 'b'.repeat(40_000) });
+      stream.end('x');
+    });
+    const res = await send({ port, path: '/big-head', headers: ['host', host()] });
+    expect(res.status).toBe(502);
+    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_INVALID_RESPONSE');
+    expect(res.body.toString()).toMatch(/FRAME_SIZE_ERROR/);
+  });
+
+  it('INTERNAL_ERROR before the head: 502 saying the backend reset it, and UNAVAILABLE for a gRPC call', async () => {
+    backend.routes.set('/crash', (stream) => stream.close(h2.NGHTTP2_INTERNAL_ERROR));
+    const res = await send({ port, path: '/crash', headers: ['host', host()] });
+    expect(res.status).toBe(502);
+    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_CLOSED');
+    expect(res.body.toString()).toMatch(/reset the stream before answering \(HTTP\/2 INTERNAL_ERROR\)/);
+    const grpc = await send({
+      port,
+      path: '/crash',
+      method: 'POST',
+      headers: ['host', host(), 'content-type', 'application/grpc'],
+      body: Buffer.from([0, 0, 0, 0, 0]),
+    });
+    expect(grpc.headers['grpc-status']).toBe('14');
   });
 });
 
@@ -309,6 +359,19 @@ describe('a backend that is down', () => {
       /refused connection on localhost:/,
     );
     expect(res.length).toBe(0);
+  });
+
+  it('leaves no stream open: the body that waited for a backend stream is consumed', async () => {
+    const res = await send({
+      port,
+      path: '/pkg.Svc/Upload',
+      method: 'POST',
+      headers: ['host', `h2c-down.localhost:${port}`, 'content-type', 'application/grpc'],
+      body: Buffer.alloc(100_000, 1),
+    });
+    expect(res.headers['grpc-status']).toBe('14');
+    // Left open, the stream would hold a graceful close (Ctrl-C, SIGTERM) for its whole grace.
+    await until(() => down.sessionStats?.openStreams === 0, { what: 'no open stream', timeoutMs: 5_000 });
   });
 });
 
