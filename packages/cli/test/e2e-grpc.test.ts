@@ -4,7 +4,7 @@
 // port and once over the TLS port (ALPN h2). The service is @tunnel2/test-backend/grpc.
 
 import { createHash } from 'node:crypto';
-import { connectivityState, Metadata, status } from '@grpc/grpc-js';
+import { type connectivityState, Metadata, status } from '@grpc/grpc-js';
 import { deterministicChunks, deterministicSha256 } from '@tunnel2/test-backend';
 import { type ChatMessage, startGrpcTestServer } from '@tunnel2/test-backend/grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -143,9 +143,10 @@ describe.each<Transport>(['h2c', 'tls'])('gRPC through the tunnel over %s', (tra
       `${transport}: peak RSS growth over 64 MiB each way: edge ${(growth.edge / MiB).toFixed(1)} MiB, ` +
         `agent ${(growth.agent / MiB).toFixed(1)} MiB`,
     );
-    // Generous (GC timing varies), yet below the message: a side that buffered the stream would exceed it.
-    expect(growth.edge).toBeLessThan(size);
-    expect(growth.agent).toBeLessThan(size);
+    // Generous (GC timing varies: 5-9 MiB seen), yet half the message: a side that buffered much of the
+    // stream instead of holding its sender back would exceed it.
+    expect(growth.edge).toBeLessThan(size / 2);
+    expect(growth.agent).toBeLessThan(size / 2);
   }, 180_000);
 
   it('a call the client cancels is cancelled at the backend', async () => {
@@ -187,7 +188,7 @@ describe.each<Transport>(['h2c', 'tls'])('gRPC through the tunnel over %s', (tra
     const deadPort = gone.port;
     await gone.close();
     const agent = await startAgent(deadPort, stack.url, `down-${transport}`, {
-      ca: transport === 'tls' ? tls.certs.ca.file : undefined,
+      ca: transport === 'tls' ? tls.ca.file : undefined,
     });
     try {
       const client = stack.client({}, `down-${transport}`);
@@ -195,35 +196,76 @@ describe.each<Transport>(['h2c', 'tls'])('gRPC through the tunnel over %s', (tra
       expect(error?.code, final.details).toBe(status.UNAVAILABLE);
       expect(final.details).toMatch(/\S/);
       expect(final.metadata.get('x-tunnel2-error')).toEqual(['TUNNEL2_ERR_BACKEND_UNREACHABLE']);
+      // The answered call is over on the agent's side too: stopping has nothing left to finish (a tunnel
+      // stream whose request body was never consumed stayed open, and Ctrl-C waited its 5 s for it).
+      await stop(agent);
+      expect(agent.events.filter((e) => e.event === 'finishing')).toEqual([]);
     } finally {
       await stop(agent);
     }
   });
 
-  it('keepalive pings every second for 5 s (permitted without calls) are not taken for a flood', async () => {
+  it("the tunnel's public rules apply to calls: --basic-auth and --allow-ip", async () => {
+    const ca = transport === 'tls' ? tls.ca.file : undefined;
+    const guarded = await startAgent(stack.server.port, stack.url, `auth-${transport}`, {
+      ca,
+      args: ['--basic-auth', 'alice:s3cret'],
+    });
+    const fenced = await startAgent(stack.server.port, stack.url, `ip-${transport}`, {
+      ca,
+      args: ['--allow-ip', '192.0.2.0/24'],
+    });
+    try {
+      const client = stack.client({}, `auth-${transport}`);
+      const refused = await client.unary('Echo', { message: 'x' }).outcome;
+      expect(refused.status.code, refused.status.details).toBe(status.UNAUTHENTICATED);
+      const metadata = new Metadata();
+      metadata.set('authorization', `Basic ${Buffer.from('alice:s3cret').toString('base64')}`);
+      const allowed = await client.unary('Echo', { message: 'with credentials' }, { metadata }).outcome;
+      expect(allowed.reply?.message).toBe('with credentials');
+
+      const outside = await stack.client({}, `ip-${transport}`).unary('Echo', { message: 'x' }).outcome;
+      expect(outside.status.code, outside.status.details).toBe(status.PERMISSION_DENIED);
+    } finally {
+      await stop(guarded);
+      await stop(fenced);
+    }
+  });
+
+  it('keepalive pings every second for 5 s during a quiet call are not taken for a flood', async () => {
     const client = stack.client({
       'grpc.keepalive_time_ms': 1_000,
       'grpc.keepalive_timeout_ms': 5_000,
       'grpc.keepalive_permit_without_calls': 1,
     });
-    expect((await client.unary('Echo', { message: 'first' }).outcome).reply?.message).toBe('first');
+    // An open call keeps the connection from being idle (an idle HTTP/2 connection is closed at the edge's
+    // keepAliveTimeoutMs, as nginx's keepalive_timeout does): only the pings could end it.
+    const chat = client.bidi();
+    const next = (): Promise<string> =>
+      new Promise((resolve) => chat.once('data', (m: ChatMessage) => resolve(m.text)));
+    let answer = next();
+    chat.write({ text: 'before' });
+    expect(await answer).toBe('echo: before');
     const channel = client.client.getChannel();
     const states: connectivityState[] = [];
     let watching = true;
     const watch = (): void => {
-      const current = channel.getConnectivityState(false);
-      channel.watchConnectivityState(current, Date.now() + 60_000, () => {
+      channel.watchConnectivityState(channel.getConnectivityState(false), Date.now() + 60_000, () => {
         if (!watching) return;
         states.push(channel.getConnectivityState(false));
         watch();
       });
     };
     watch();
-    // Time is what this test is about: five keepalive intervals must pass with the connection idle.
+    // Time is what this test is about: five keepalive intervals must pass on the quiet call.
     await new Promise((resolve) => setTimeout(resolve, 5_500));
     watching = false;
     expect(states, 'the connection was dropped (a GOAWAY for too many pings?)').toEqual([]);
-    expect(channel.getConnectivityState(false)).toBe(connectivityState.READY);
-    expect((await client.unary('Echo', { message: 'after' }).outcome).reply?.message).toBe('after');
+    answer = next();
+    chat.write({ text: 'after' });
+    expect(await answer).toBe('echo: after');
+    const ended = new Promise<{ code: number }>((resolve) => chat.on('status', resolve));
+    chat.end();
+    expect((await ended).code).toBe(status.OK);
   }, 30_000);
 });

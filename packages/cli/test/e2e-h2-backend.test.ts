@@ -5,6 +5,7 @@ import { constants as h2 } from 'node:http2';
 import { type AddressInfo, createServer } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RequestReport } from '../src/forwarding/forward-options.js';
 import { connect, type Tunnel } from '../src/index.js';
 import { type H2TestBackend, startH2Backend } from './support/h2-backend.js';
 import { send, sha256 } from './support/http-client.js';
@@ -108,7 +109,19 @@ describe('an h2c backend', () => {
         { endStream: true },
       );
     });
+    const reported = new Promise<RequestReport>((resolve) => {
+      const listener = (report: RequestReport): void => {
+        if (report.path !== '/trailers-only') return;
+        tunnel.off('request', listener);
+        resolve(report);
+      };
+      tunnel.on('request', listener);
+    });
     const res = await send({ port, path: '/trailers-only', headers: ['host', host()] });
+    // The request line: a complete exchange, not one cut short.
+    const report = await reported;
+    expect(report.status).toBe(200);
+    expect(report.error).toBeUndefined();
     expect(res.status).toBe(200);
     expect(res.headers['grpc-status']).toBe('5');
     expect(res.headers['grpc-message']).toBe('nope');
@@ -164,6 +177,46 @@ describe('an h2c backend', () => {
     expect(await closed).toBe(h2.NGHTTP2_CANCEL);
   });
 
+  it('200 clients that go away mid-response: every backend stream is cancelled and none is left counted', async () => {
+    let open = 0;
+    let cancelled = 0;
+    backend.routes.set('/abandoned', (stream) => {
+      open++;
+      stream.respond({ ':status': 200 });
+      stream.write('first');
+      stream.on('close', () => {
+        if (stream.rstCode === h2.NGHTTP2_CANCEL) cancelled++;
+      });
+    });
+    const clients = Array.from({ length: 200 }, () => {
+      const req = request({
+        host: '127.0.0.1',
+        port,
+        path: '/abandoned',
+        headers: { host: host() },
+        agent: false,
+      });
+      req.on('error', () => {});
+      req.end();
+      return req;
+    });
+    await until(() => open === 200);
+    // 200 streams at once took two connections (a new one past 100 streams on each).
+    const sessionsBefore = backend.sessions;
+    for (const req of clients) req.destroy();
+    await until(() => cancelled === 200);
+    // Had the pool kept counting them, the next 150 at once would have needed a third connection.
+    backend.routes.set('/after', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('ok');
+    });
+    const answers = await Promise.all(
+      Array.from({ length: 150 }, () => send({ port, path: '/after', headers: ['host', host()] })),
+    );
+    expect(answers.every((r) => r.status === 200)).toBe(true);
+    expect(backend.sessions).toBe(sessionsBefore);
+  });
+
   it("a backend's RST_STREAM mid-response aborts the client's response", async () => {
     backend.routes.set('/reset', (stream) => {
       stream.respond({ ':status': 200 });
@@ -194,6 +247,27 @@ describe('a backend connection lost under a request', () => {
     expect(calls).toBe(2);
   });
 
+  it('a backend that says GOAWAY (a graceful restart): its stream finishes, the next request gets a new connection', async () => {
+    backend.routes.set('/bye', (stream) => {
+      // GOAWAY with the last stream id this one: it is answered, nothing more is taken on this connection.
+      stream.session?.close();
+      stream.respond({ ':status': 200 });
+      stream.end('bye');
+    });
+    backend.routes.set('/next', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('next');
+    });
+    // A live connection first (earlier tests may have ended theirs): /bye goes out on it.
+    await send({ port, path: '/next', headers: ['host', host()] });
+    const before = backend.sessions;
+    const bye = await send({ port, path: '/bye', headers: ['host', host()] });
+    expect(bye.body.toString()).toBe('bye');
+    const next = await send({ port, path: '/next', headers: ['host', host()] });
+    expect(next.body.toString()).toBe('next');
+    expect(backend.sessions).toBe(before + 1);
+  });
+
   it('a POST, and a gRPC call, are not: the client is told the backend closed the connection', async () => {
     let calls = 0;
     backend.routes.set('/lost', (stream) => {
@@ -219,6 +293,35 @@ describe('a backend connection lost under a request', () => {
     expect(grpc.headers['grpc-status']).toBe('14');
     expect(grpc.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_CLOSED');
     expect(calls).toBe(2);
+  });
+});
+
+describe('a backend that resets a stream before answering', () => {
+  it('a response head larger than HTTP/2 lets through: 502 naming it, not a failure of the tunnel', async () => {
+    backend.routes.set('/big-head', (stream) => {
+      stream.respond({ ':status': 200, 'x-a': 'a'.repeat(40_000), 'x-b': 'b'.repeat(40_000) });
+      stream.end('x');
+    });
+    const res = await send({ port, path: '/big-head', headers: ['host', host()] });
+    expect(res.status).toBe(502);
+    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_INVALID_RESPONSE');
+    expect(res.body.toString()).toMatch(/FRAME_SIZE_ERROR/);
+  });
+
+  it('INTERNAL_ERROR before the head: 502 saying the backend reset it, and UNAVAILABLE for a gRPC call', async () => {
+    backend.routes.set('/crash', (stream) => stream.close(h2.NGHTTP2_INTERNAL_ERROR));
+    const res = await send({ port, path: '/crash', headers: ['host', host()] });
+    expect(res.status).toBe(502);
+    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_CLOSED');
+    expect(res.body.toString()).toMatch(/reset the stream before answering \(HTTP\/2 INTERNAL_ERROR\)/);
+    const grpc = await send({
+      port,
+      path: '/crash',
+      method: 'POST',
+      headers: ['host', host(), 'content-type', 'application/grpc'],
+      body: Buffer.from([0, 0, 0, 0, 0]),
+    });
+    expect(grpc.headers['grpc-status']).toBe('14');
   });
 });
 
@@ -256,6 +359,19 @@ describe('a backend that is down', () => {
       /refused connection on localhost:/,
     );
     expect(res.length).toBe(0);
+  });
+
+  it('leaves no stream open: the body that waited for a backend stream is consumed', async () => {
+    const res = await send({
+      port,
+      path: '/pkg.Svc/Upload',
+      method: 'POST',
+      headers: ['host', `h2c-down.localhost:${port}`, 'content-type', 'application/grpc'],
+      body: Buffer.alloc(100_000, 1),
+    });
+    expect(res.headers['grpc-status']).toBe('14');
+    // Left open, the stream would hold a graceful close (Ctrl-C, SIGTERM) for its whole grace.
+    await until(() => down.sessionStats?.openStreams === 0, { what: 'no open stream', timeoutMs: 5_000 });
   });
 });
 

@@ -123,4 +123,32 @@ describe('an https:// target', () => {
     expect(res.sha256).toBe(sha256(body));
     expect(tunnel.backendProtocol).toBe('http/1.1');
   });
+
+  it('that takes the connection but never completes TLS: each request gets 504 when the dial times out', async () => {
+    const sockets = new Set<import('node:net').Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => {});
+    });
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    cleanups.push(() => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => silent.close(resolve));
+    });
+    const tunnel = await connect({
+      target: `https://localhost:${(silent.address() as AddressInfo).port}`,
+      server: edge.url,
+      subdomain: 'alpn-silent',
+      insecure: true,
+      backendConnectTimeoutMs: 300,
+    });
+    cleanups.push(() => tunnel.close(0));
+    // Twice: a dial that hung would hold every later request on it.
+    for (let i = 0; i < 2; i++) {
+      const res = await send({ port, path: '/', headers: ['host', `alpn-silent.localhost:${port}`] });
+      expect(res.status).toBe(504);
+      expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_TIMEOUT');
+    }
+  });
 });

@@ -65,7 +65,14 @@ export async function startEdgeServer(
     settings.registry === 'memory'
       ? undefined
       : await openSharedRegistry(settings.registry, redactRedisUrl(settings.registry));
-  const edge = buildEdge({ ...options, logger, ...(shared === undefined ? {} : { registry: shared }) });
+  let edge: Edge;
+  try {
+    // Reads the TLS pairs: a bad one is the start's one-line refusal; the shared registry is closed first.
+    edge = buildEdge({ ...options, logger, ...(shared === undefined ? {} : { registry: shared }) });
+  } catch (err) {
+    await shared?.close();
+    throw err;
+  }
   const removeRequestIds = installRequestIds(edge, logger);
   const metrics = createEdgeMetrics(edge, version);
   let accepting = false;

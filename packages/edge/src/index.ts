@@ -4,6 +4,7 @@ export { randomSessionName, reservedNames } from './agents/session-name.js';
 export { buildEdge, type Edge } from './build-edge.js';
 export { type EdgeCommandIo, type EdgeServer, runEdgeCommand, startEdgeServer } from './edge-server.js';
 export { EdgeError, EdgeErrorCode, statusByCode } from './errors.js';
+export type { EdgeTls } from './listeners/public-port.js';
 export { type AdminServer, answerOps, type OpsProbes, startAdminServer } from './operations/admin-server.js';
 export { createEdgeLogger, redactedPaths } from './operations/edge-logger.js';
 export { createEdgeMetrics, type EdgeMetrics, refusalReasonByCode } from './operations/metrics.js';
@@ -20,7 +21,7 @@ export {
   redactedConfig,
 } from './settings/edge-config.js';
 export { edgeHelp } from './settings/edge-help.js';
-export type { EdgeOptions, ResolvedEdgeOptions } from './settings/edge-options.js';
+export type { EdgeOptions, EdgeTlsOptions, ResolvedEdgeOptions } from './settings/edge-options.js';
 export { type LoadedConfig, loadEdgeConfig, type SettingSource } from './settings/load-edge-config.js';
 export { settingsReference } from './settings/settings-reference.js';
 export { toEdgeOptions } from './settings/settings-to-options.js';

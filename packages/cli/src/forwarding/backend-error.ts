@@ -92,6 +92,53 @@ export function describeBackendError(error: Error, host: string, answerBegun: bo
   }
 }
 
+/** RFC 9113 §7 error codes by value, as messages name them. */
+const h2ErrorNames = [
+  'NO_ERROR',
+  'PROTOCOL_ERROR',
+  'INTERNAL_ERROR',
+  'FLOW_CONTROL_ERROR',
+  'SETTINGS_TIMEOUT',
+  'STREAM_CLOSED',
+  'FRAME_SIZE_ERROR',
+  'REFUSED_STREAM',
+  'CANCEL',
+  'COMPRESSION_ERROR',
+  'CONNECT_ERROR',
+  'ENHANCE_YOUR_CALM',
+  'INADEQUATE_SECURITY',
+  'HTTP_1_1_REQUIRED',
+];
+/** Codes that say the bytes were refused as HTTP/2 (by either side), not that the backend gave up. */
+const h2Malformed: ReadonlySet<string> = new Set([
+  'PROTOCOL_ERROR',
+  'FRAME_SIZE_ERROR',
+  'COMPRESSION_ERROR',
+  'ENHANCE_YOUR_CALM',
+]);
+
+/**
+ * An HTTP/2 backend stream reset before any response head (other than CANCEL and REFUSED_STREAM, which
+ * travel on as resets): the agent answers, as Envoy does for an upstream reset before headers, rather than
+ * leave the edge to call it a failure of the tunnel. A code that refuses the bytes (a response head larger
+ * than the agent takes: FRAME_SIZE_ERROR) is an invalid response; any other, the backend giving up.
+ */
+export function describeBackendReset(rstCode: number, host: string): BackendErrorAnswer {
+  const name = h2ErrorNames[rstCode] ?? `0x${rstCode.toString(16)}`;
+  if (h2Malformed.has(name)) {
+    return {
+      status: 502,
+      message: `tunnel2: backend on ${host} sent a response HTTP/2 refused (${name}; a response head too large?)`,
+      code: 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE',
+    };
+  }
+  return {
+    status: 502,
+    message: `tunnel2: backend on ${host} reset the stream before answering (HTTP/2 ${name})`,
+    code: 'TUNNEL2_ERR_BACKEND_CLOSED',
+  };
+}
+
 /** The request a backend error answers: the page's form follows its Accept, a HEAD gets no body. */
 export interface AnsweredRequest {
   method: string;

@@ -38,6 +38,8 @@ export interface H2BackendOptions {
   tls?: TargetTls | undefined;
   /** Sessions kept at most (default 4): streams beyond their concurrency limits wait in node:http2. */
   maxSessions?: number;
+  /** How long a dial may take, TCP, TLS and the backend's SETTINGS together (default 10 s). */
+  connectTimeoutMs?: number | undefined;
 }
 
 interface Slot {
@@ -163,7 +165,17 @@ export class H2Backend {
 
   #dial(servername: string): Promise<OpenedSession> {
     const { origin, mode, tls } = this.#options;
-    return new Promise<OpenedSession>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    let giveUp: () => void = () => {};
+    const dial = new Promise<OpenedSession>((resolve, reject) => {
+      // A backend that takes the connection but never completes TLS or never sends SETTINGS (not HTTP/2 at
+      // all) must not hold the dial, and every request waiting on it, for good.
+      timer = setTimeout(() => {
+        reject(
+          Object.assign(new Error('backend did not complete the connection in time'), { code: 'ETIMEDOUT' }),
+        );
+        giveUp();
+      }, this.#options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS);
       const url = new URL(origin);
       // Windows as the tunnel's own (PROTOCOL.md §11): a stream may have 256 KiB in flight, a session 16 MiB.
       // node:http2's 64 KiB defaults would make the backend hop, not the tunnel, the bottleneck of a stream.
@@ -175,6 +187,7 @@ export class H2Backend {
       let session: ClientHttp2Session;
       if (mode === 'h2c') {
         session = http2().connect(origin, connectOptions);
+        giveUp = () => session.destroy();
       } else {
         // ALPN by hand: node:http2 offers h2 only and fails when the backend has no HTTP/2. Offering both,
         // the backend's choice decides, and an HTTP/1.1 one is handed to the undici path.
@@ -186,6 +199,7 @@ export class H2Backend {
           rejectUnauthorized: tls?.rejectUnauthorized ?? true,
           ...(tls?.ca === undefined ? {} : { ca: tls.ca }),
         });
+        giveUp = () => socket.destroy();
         const failed = (err: Error): void => reject(err);
         socket.once('error', failed);
         socket.once('secureConnect', () => {
@@ -198,12 +212,14 @@ export class H2Backend {
           }
           this.#chosen = 'h2';
           const h2 = http2().connect(origin, { ...connectOptions, createConnection: () => socket });
+          giveUp = () => h2.destroy();
           this.#adopt(h2, servername, resolve, reject);
         });
         return;
       }
       this.#adopt(session, servername, resolve, reject);
     });
+    return dial.finally(() => clearTimeout(timer));
   }
 
   /** Waits for the session's SETTINGS, then pools it; retires it on GOAWAY, close or error. */
@@ -219,12 +235,6 @@ export class H2Backend {
       if (index >= 0) this.#slots.splice(index, 1);
     };
     let ready = false;
-    const timer = setTimeout(() => {
-      if (ready) return;
-      reject(Object.assign(new Error('backend sent no HTTP/2 SETTINGS in time'), { code: 'ETIMEDOUT' }));
-      session.destroy();
-    }, CONNECT_TIMEOUT_MS);
-    timer.unref();
     session.on('error', (err) => {
       retire();
       if (ready) return;
@@ -242,7 +252,6 @@ export class H2Backend {
     session.unref();
     session.once('remoteSettings', () => {
       ready = true;
-      clearTimeout(timer);
       session.setLocalWindowSize(SESSION_WINDOW);
       if (this.#closed) {
         session.destroy();

@@ -9,107 +9,32 @@ import {
   type RequestHead,
   type StreamHandler,
   type StreamResetError,
-  withoutHopByHop,
 } from '@tunnel2/protocol';
-import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
+import {
+  backendErrorCode,
+  describeBackendError,
+  describeBackendReset,
+  sendBackendErrorAnswer,
+} from './backend-error.js';
+import type { BackendErrorAnswer } from './backend-error-answer.js';
 import { isReplayable } from './backend-retry.js';
 import { forwardHeaders } from './forward-headers.js';
 import type { ForwardOptions, RequestReport } from './forward-options.js';
 import { isGrpcRequest } from './grpc-form.js';
 import type { H2Backend } from './h2-backend.js';
+import {
+  FLAG_END_STREAM,
+  H2_CANCEL,
+  H2_NO_ERROR,
+  H2_REFUSED_STREAM,
+  h2RequestHeaders,
+  isStreamError,
+  resetCodeOfRst,
+  responseFields,
+  trailerObject,
+} from './h2-fields.js';
 import { expectsContinue } from './node-http-exchange.js';
 import { serverNameOf } from './target-tls.js';
-
-/** RFC 9113 §8.2.2: connection-specific fields an HTTP/2 request must not carry (node:http2 throws on them). */
-const notOnH2 = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'upgrade',
-  'http2-settings',
-  'te',
-  'host',
-]);
-
-// RST_STREAM codes of RFC 9113 §7 the mapping keeps apart (node:http2's constants, without loading it here).
-const H2_NO_ERROR = 0x0;
-const H2_REFUSED_STREAM = 0x7;
-const H2_CANCEL = 0x8;
-/** A response ended by the backend's HEADERS carrying END_STREAM: a trailers-only answer. */
-const FLAG_END_STREAM = 0x1;
-
-/**
- * The tunnel's RESET for a backend's RST_STREAM (PROTOCOL.md "HTTP/2 and gRPC", resets): CANCEL and
- * REFUSED_STREAM keep their meaning (the edge passes them on as the same HTTP/2 codes), anything else is
- * the backend's failure.
- */
-export function resetCodeOfRst(rstCode: number): number {
-  if (rstCode === H2_CANCEL) return ErrorCode.CANCEL;
-  if (rstCode === H2_REFUSED_STREAM) return ErrorCode.REFUSED_STREAM;
-  return ErrorCode.BACKEND_ERROR;
-}
-
-/**
- * A request head for an HTTP/2 backend: pseudo-header fields from the method, path and the Host the
- * backend is to see (`forwarded` is forwardHeaders' output, Host first), the other fields lower-cased with
- * repeated names as lists, and `te: trailers` for a gRPC call (gRPC servers refuse a call without it).
- */
-export function h2RequestHeaders(
-  method: string,
-  path: string,
-  scheme: 'http' | 'https',
-  forwarded: readonly string[],
-  grpc: boolean,
-): OutgoingHttpHeaders {
-  const headers: OutgoingHttpHeaders = { ':method': method, ':path': path, ':scheme': scheme };
-  for (let i = 0; i < forwarded.length; i += 2) {
-    const name = forwarded[i]!.toLowerCase();
-    const value = forwarded[i + 1]!;
-    if (name === 'host') {
-      headers[':authority'] ??= value;
-      continue;
-    }
-    if (notOnH2.has(name) || name.startsWith(':')) continue;
-    const previous = headers[name];
-    if (previous === undefined) headers[name] = value;
-    else if (Array.isArray(previous)) previous.push(value);
-    else headers[name] = [String(previous), value];
-  }
-  if (grpc) headers.te = 'trailers';
-  return headers;
-}
-
-/** Raw name/value pairs of a response or trailer block, without pseudo-header and hop-by-hop fields. */
-function responseFields(raw: readonly string[] | undefined, headers: IncomingHttpHeaders): RawHeaders {
-  const out: RawHeaders = [];
-  if (raw !== undefined) {
-    for (let i = 0; i < raw.length; i += 2) {
-      if (!raw[i]!.startsWith(':')) out.push(raw[i]!, raw[i + 1]!);
-    }
-  } else {
-    for (const [name, value] of Object.entries(headers)) {
-      if (name.startsWith(':') || value === undefined) continue;
-      for (const v of Array.isArray(value) ? value : [String(value)]) out.push(name, v);
-    }
-  }
-  return withoutHopByHop(out);
-}
-
-/** Trailer fields as node:http2 sends them: lower-cased, without pseudo-header and hop-by-hop fields. */
-function trailerObject(raw: RawHeaders): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  const fields = withoutHopByHop(raw);
-  for (let i = 0; i < fields.length; i += 2) {
-    const name = fields[i]!.toLowerCase();
-    if (name.startsWith(':') || notOnH2.has(name)) continue;
-    const previous = out[name];
-    if (previous === undefined) out[name] = fields[i + 1]!;
-    else if (Array.isArray(previous)) previous.push(fields[i + 1]!);
-    else out[name] = [String(previous), fields[i + 1]!];
-  }
-  return out;
-}
 
 /** Frames of the tunnel stream that came while the backend session was being opened. */
 type Queued = { data: Buffer } | { trailers: Buffer } | { end: true };
@@ -399,15 +324,22 @@ export class H2Exchange implements StreamHandler {
   }
 
   #onResponseEnd(): void {
-    if (this.#stream.closed || !this.#responseStarted) return;
-    const trailers = this.#responseTrailers;
-    if (trailers !== undefined && trailers.length > 0) {
-      this.#stream.sendHeaders(
-        encodeResponseHead({ status: 200, statusMessage: '', headers: trailers }, this.#options.maxHeadSize),
-        true,
-      );
-    } else if (!this.#stream.localEnded) {
-      this.#stream.end();
+    if (!this.#responseStarted) return;
+    // A trailers-only answer already ended the tunnel stream with its head (and the stream may be closed by
+    // now, the request side having ended too): the exchange is complete all the same.
+    if (!this.#stream.localEnded && !this.#stream.closed) {
+      const trailers = this.#responseTrailers;
+      if (trailers !== undefined && trailers.length > 0) {
+        this.#stream.sendHeaders(
+          encodeResponseHead(
+            { status: 200, statusMessage: '', headers: trailers },
+            this.#options.maxHeadSize,
+          ),
+          true,
+        );
+      } else {
+        this.#stream.end();
+      }
     }
     this.#report(undefined);
   }
@@ -422,6 +354,10 @@ export class H2Exchange implements StreamHandler {
       return;
     }
     if (rstCode !== H2_NO_ERROR && (failure === undefined || isStreamError(failure))) {
+      if (!this.#responseStarted && rstCode !== H2_CANCEL && rstCode !== H2_REFUSED_STREAM) {
+        this.#answerBeforeHead(describeBackendReset(rstCode, this.#options.target.host));
+        return;
+      }
       // The backend reset the stream: the client sees the same kind of reset (mapping item 4).
       this.#stream.reset(resetCodeOfRst(rstCode));
       this.#report(`backend reset the stream (HTTP/2 code ${rstCode})`, 'backend_reset');
@@ -440,10 +376,19 @@ export class H2Exchange implements StreamHandler {
 
   /** No usable head from the backend: the agent's own answer (502 page, or the gRPC form for a call). */
   #failBeforeHead(error: Error): void {
+    this.#answerBeforeHead(describeBackendError(error, this.#options.target.host, false));
+  }
+
+  #answerBeforeHead(described: BackendErrorAnswer): void {
+    // No backend stream will take the request body: what was queued for one is consumed now (what still
+    // comes is, by #writeBody without a stream), or the tunnel stream would wait for that credit and stay
+    // open, holding a graceful close for its whole grace.
+    const queued = this.#queued ?? [];
+    this.#queued = undefined;
+    for (const frame of queued) if ('data' in frame) this.#stream.consume(frame.data.length);
     if (this.#finished || this.#stream.closed) return;
     this.#record();
     const head = this.#head!;
-    const described = describeBackendError(error, this.#options.target.host, false);
     this.#status = this.#grpc ? 200 : described.status;
     sendBackendErrorAnswer(this.#stream, described, this.#options.maxHeadSize, this.#recorder, {
       method: head.method,
@@ -484,9 +429,4 @@ export class H2Exchange implements StreamHandler {
     if (error !== undefined) report.error = error;
     this.#options.onReport(report);
   }
-}
-
-/** node:http2's error for a stream the peer reset (the code is the stream's rstCode). */
-function isStreamError(error: Error): boolean {
-  return (error as { code?: unknown }).code === 'ERR_HTTP2_STREAM_ERROR';
 }

@@ -38,6 +38,8 @@ export interface ConnectOptions {
   h2c?: boolean;
   /** An https:// target: HTTP/1.1 only, even if the backend offers h2 (`--http1`). */
   http1?: boolean;
+  /** @internal Tests only: how long a dial to an HTTP/2 backend may take (default 10 s). */
+  backendConnectTimeoutMs?: number;
   /** Backend connections kept by the pool. */
   connections?: number;
   protocol?: Partial<ProtocolSettings>;

@@ -135,7 +135,15 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       ...(tls === undefined ? {} : poolTlsOptions(tls)),
     });
     const mode = resolveBackendMode(this.target.origin, options);
-    const h2 = mode === undefined ? undefined : new H2Backend({ origin: this.target.origin, mode, tls });
+    const h2 =
+      mode === undefined
+        ? undefined
+        : new H2Backend({
+            origin: this.target.origin,
+            mode,
+            tls,
+            connectTimeoutMs: options.backendConnectTimeoutMs,
+          });
     this.#kind = { pool, backend: new BackendQueue(pool), h2 };
   }
 

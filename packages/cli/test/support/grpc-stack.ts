@@ -1,39 +1,27 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type ChannelOptions, credentials } from '@grpc/grpc-js';
 import { type GrpcTestServer, startGrpcTestServer, TestServiceClient } from '@tunnel2/test-backend/grpc';
-import { makeCertificates, type TestCertificates } from './https-backend.js';
+import { makeTestCa } from '@tunnel2/test-services';
 import { type Spawned, spawnCli } from './processes.js';
 
 /** How public clients reach the edge: h2c with prior knowledge on the plain port, or TLS with ALPN h2. */
 export type Transport = 'h2c' | 'tls';
 
-/** A certificate's files for `tunnel2 server --tls-cert --tls-key`, and the CA clients trust it with. */
+/** The edge's certificate files for `tunnel2 server --tls-cert --tls-key`, and the CA clients trust. */
 export interface EdgeCertificates {
-  certs: TestCertificates;
+  ca: { cert: string; file: string };
   certFile: string;
   keyFile: string;
   dispose(): Promise<void>;
 }
 
-/** The test CA's certificate for `localhost` and 127.0.0.1, written where the edge reads it. */
-export async function makeEdgeCertificates(): Promise<EdgeCertificates> {
-  const certs = await makeCertificates();
-  const dir = await mkdtemp(join(tmpdir(), 'tunnel2-edge-tls-'));
-  const certFile = join(dir, 'edge.crt');
-  const keyFile = join(dir, 'edge.key');
-  await writeFile(certFile, certs.signed.cert);
-  await writeFile(keyFile, certs.signed.key, { mode: 0o600 });
-  return {
-    certs,
-    certFile,
-    keyFile,
-    async dispose() {
-      await rm(dir, { recursive: true, force: true });
-      await certs.dispose();
-    },
-  };
+/**
+ * A test CA and the edge's certificate it signs, for localhost, 127.0.0.1 and the tunnel names clients
+ * check the certificate against by name (grpcurl takes the TLS name from -authority).
+ */
+export async function makeEdgeCertificates(names: readonly string[] = []): Promise<EdgeCertificates> {
+  const ca = await makeTestCa();
+  const issued = await ca.issue('edge', ['localhost', '127.0.0.1', ...names.map((n) => `${n}.localhost`)]);
+  return { ca: ca.ca, certFile: issued.certFile, keyFile: issued.keyFile, dispose: () => ca.dispose() };
 }
 
 /**
@@ -56,17 +44,18 @@ export async function startEdge(
 }
 
 /**
- * `tunnel2 http <target> [--h2c]` in its own process, connected to `url` as `name`; it trusts the test CA
+ * `tunnel2 http <target> [--h2c] [args]` in its own process, connected to `url` as `name`; it trusts the test CA
  * for a wss:// edge (NODE_EXTRA_CA_CERTS, read at start as any Node program does).
  */
 export async function startAgent(
   target: number,
   url: string,
   name: string,
-  options: { h2c?: boolean; ca?: string } = {},
+  options: { h2c?: boolean; ca?: string; args?: string[] } = {},
 ): Promise<Spawned> {
   const args = ['http', String(target), '--server', url, '--subdomain', name, '--json', '--no-inspect'];
   if (options.h2c !== false) args.push('--h2c');
+  args.push(...(options.args ?? []));
   const agent = spawnCli(args, options.ca === undefined ? {} : { NODE_EXTRA_CA_CERTS: options.ca });
   try {
     await agent.waitFor('ready');
@@ -112,7 +101,7 @@ export async function startGrpcStack(transport: Transport, tls?: EdgeCertificate
   const edgeTls = transport === 'tls' ? tls : undefined;
   const server = await startGrpcTestServer();
   const { edge, url, port } = await startEdge(edgeTls);
-  const agent = await startAgent(server.port, url, GRPC_TUNNEL, { ca: edgeTls?.certs.ca.file });
+  const agent = await startAgent(server.port, url, GRPC_TUNNEL, { ca: edgeTls?.ca.file });
   const clients: TestServiceClient[] = [];
   const authority = (name = GRPC_TUNNEL): string => `${name}.localhost:${port}`;
   return {
@@ -122,7 +111,7 @@ export async function startGrpcStack(transport: Transport, tls?: EdgeCertificate
     agent,
     port,
     url,
-    ca: edgeTls?.certs.ca.cert,
+    ca: edgeTls?.ca.cert,
     authority,
     client(options = {}, name = GRPC_TUNNEL) {
       const channel: ChannelOptions = { 'grpc.default_authority': authority(name), ...options };
@@ -130,14 +119,10 @@ export async function startGrpcStack(transport: Transport, tls?: EdgeCertificate
       const client =
         edgeTls === undefined
           ? new TestServiceClient(`127.0.0.1:${port}`, credentials.createInsecure(), channel)
-          : new TestServiceClient(
-              `127.0.0.1:${port}`,
-              credentials.createSsl(Buffer.from(edgeTls.certs.ca.cert)),
-              {
-                'grpc.ssl_target_name_override': 'localhost',
-                ...channel,
-              },
-            );
+          : new TestServiceClient(`127.0.0.1:${port}`, credentials.createSsl(Buffer.from(edgeTls.ca.cert)), {
+              'grpc.ssl_target_name_override': 'localhost',
+              ...channel,
+            });
       clients.push(client);
       return client;
     },

@@ -30,8 +30,8 @@ export interface ReloadCounts {
  * (choosePair), and their reload. A reload reads every pair again; a pair whose files changed gets a new
  * SecureContext, used by handshakes from then on (a connection keeps the one it was made with: nothing is
  * dropped); a pair that no longer loads (a half-written file, a key that is not the new certificate's) keeps
- * the old one and is logged once per reload naming the file, so the next write, which completes the pair,
- * is taken. Reloads come from file events in the files' folders (debounced), a poll, and reload() (SIGHUP).
+ * the old one and is logged naming the file (once while the same problem stays, whatever the polls find), so
+ * the next write, which completes the pair, is taken. Reloads come from file events in the files' folders (debounced), a poll, and reload() (SIGHUP).
  */
 export class CertificateStore {
   readonly #options: CertificateStoreOptions;
@@ -41,6 +41,8 @@ export class CertificateStore {
   #debounce: NodeJS.Timeout | undefined;
   #poll: NodeJS.Timeout | undefined;
   readonly #onChange: (() => void)[] = [];
+  /** The last problem of each pair that does not load, by its position. */
+  readonly #failures = new Map<number, string>();
 
   /** Loads every pair; throws the CertificateProblem of the first that does not load (the edge does not start). */
   constructor(options: CertificateStoreOptions) {
@@ -69,24 +71,29 @@ export class CertificateStore {
     const log = this.#options.logger;
     let changed = 0;
     let failed = 0;
-    this.#pairs = this.#pairs.map((pair) => {
+    let newlyFailed = 0;
+    this.#pairs = this.#pairs.map((pair, index) => {
       let next: CertificatePair;
       try {
         next = loadCertificatePair(pair.files);
       } catch (err) {
         failed++;
+        const message = (err as Error).message;
+        // A pair left broken is found again by every poll: said once, and again only when asked (SIGHUP)
+        // or when what is wrong changes.
+        if (this.#failures.get(index) === message && reason === 'poll') return pair;
+        this.#failures.set(index, message);
+        newlyFailed++;
         const file = err instanceof CertificateProblem ? err.file : pair.files.cert;
-        log.warn(
-          { err, file, reason },
-          `TLS certificate not reloaded, the previous one is kept: ${(err as Error).message}`,
-        );
+        log.warn({ err, file, reason }, `TLS certificate not reloaded, the previous one is kept: ${message}`);
         return pair;
       }
+      this.#failures.delete(index);
       if (next.pem.cert.equals(pair.pem.cert) && next.pem.key.equals(pair.pem.key)) return pair;
       changed++;
       return next;
     });
-    if (failed > 0) this.reloads.failed++;
+    if (newlyFailed > 0) this.reloads.failed++;
     else if (changed > 0) this.reloads.ok++;
     if (changed > 0) {
       log.info(

@@ -37,8 +37,6 @@ export interface PublicListenerOptions {
  */
 export interface PublicListener {
   readonly server: NetServer;
-  /** Whether the port speaks TLS (URLs are https://, agents use wss://). */
-  readonly secure: boolean;
   /** Closes every connection the port accepted (the last step of a stop); handshakes still running too. */
   destroyAll(): void;
 }
@@ -58,12 +56,15 @@ export function createPublicListener(options: PublicListenerOptions): PublicList
       if (!admit(socket)) socket.destroy();
     });
     // Its connections are the HTTP/1.1 server's own, closed by closeAllConnections.
-    return { server: http1, secure: false, destroyAll: () => {} };
+    return { server: http1, destroyAll: () => {} };
   }
   let server: NetServer;
   if (tls === undefined) {
     const choosePlain = options.choosePlain!;
-    server = new NetServer({ allowHalfOpen: true, noDelay: true }, (socket) => choosePlain(socket, take));
+    // A connection admit refused is already destroyed: nothing to choose for it.
+    server = new NetServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
+      if (!socket.destroyed) choosePlain(socket, take);
+    });
   } else {
     const certificates = tls.certificates;
     const tlsServer = createTlsServer({
@@ -78,8 +79,10 @@ export function createPublicListener(options: PublicListenerOptions): PublicList
     tlsServer.on('secureConnection', (socket: TLSSocket) =>
       take(socket.alpnProtocol === 'h2' ? 'h2' : 'http/1.1', socket),
     );
-    // A failed or timed-out handshake: Node has destroyed the socket; a scanner's noise, not a warning.
+    // A failed or timed-out handshake (a scanner's noise, not a warning). With a listener here Node leaves
+    // the socket open: a client that never sends its hello would hold its connection for good.
     tlsServer.on('tlsClientError', (err: NodeJS.ErrnoException, socket: TLSSocket) => {
+      socket.destroy();
       logger.debug(
         { err: { code: err.code, message: err.message }, remote: socket.remoteAddress },
         'TLS handshake failed',
@@ -102,7 +105,6 @@ export function createPublicListener(options: PublicListenerOptions): PublicList
   server.on('listening', () => http1.emit('listening'));
   return {
     server,
-    secure: tls !== undefined,
     destroyAll() {
       for (const socket of accepted) socket.destroy();
     },

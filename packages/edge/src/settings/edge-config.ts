@@ -130,7 +130,7 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   publicUrl: {
     description:
-      'base URL handed to agents, e.g. https://tunnel.example.com (default http://<domain>:<port>)',
+      'base URL handed to agents, e.g. https://tunnel.example.com (default http://<domain>:<port>, https:// with tlsCert)',
     default: undefined,
     ...optionalText(isUrl, 'an absolute URL'),
   },
@@ -141,7 +141,7 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   tlsCert: {
     description:
-      'serve HTTPS (h2 and http/1.1 by ALPN) and wss:// on the public port with this PEM certificate (chain after it); repeat with tlsKey for several pairs, chosen by SNI (exact names before wildcards, else the first); reloaded when the files change or on SIGHUP (unset: plain HTTP, as behind a TLS terminator)',
+      'serve HTTPS (the protocol chosen by ALPN) and wss:// on the public port with this PEM certificate (chain after it); repeat with tlsKey for several pairs, chosen by SNI (exact names before wildcards, else the first); reloaded when the files change or on SIGHUP (unset: plain HTTP, as behind a TLS terminator)',
     default: [],
     ...list(
       undefined,
