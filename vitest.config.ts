@@ -16,6 +16,8 @@ export const isolatedTests = [
   // `pnpm bench cluster`: redis-server, HAProxy, three edges, backend and agent, with a rolling restart and
   // a kill -9 under load.
   'bench/test/bench-cluster-smoke.test.ts',
+  // `pnpm bench h2`, `grpc` and `tls`: edges, agents, backends, h2load, grpc-js clients and HAProxy under load.
+  'bench/test/bench-h2-smoke.test.ts',
   // PostgreSQL, redis-server, redis-benchmark and 200 MiB each way through a TCP tunnel.
   'packages/cli/test/e2e-tcp-real.test.ts',
   // Two nodes, eight agents and 560 clients in one process, 0.6–1 GB through a link, a victim's deadline.

@@ -116,9 +116,28 @@ export const STANDALONE_USAGE = `
   tcp        a TCP tunnel (tunnel2 tcp) vs direct: closed   --connections 100 --duration 15 --size 1024
              loop RPS and CPU per request, 1 GiB each way   --min-ratio --max-cpu-us --min-mbps
              with RSS                                       (pnpm bench tcp --help for more)
+  h2         HTTP/2 (h2c) through the tunnel vs HTTP/1.1    --rates 200,1000 --connections 10 --streams 10
+             through it, and each direct: fixed rates and   --duration 10 --warmup 3
+             an h2load closed loop, CPU per request         (pnpm bench h2 --help for more)
+  grpc       grpc-js unary calls (fixed rate, closed loop)  --rate 500 --concurrency 50 --duration 10
+             and a bidi stream, direct vs tunnel (--h2c):   --message-kib 64
+             CPU per call, stream MB/s and RSS              (pnpm bench grpc --help for more)
+  tls        TLS at the edge vs HAProxy terminating TLS in  --rate 500 --duration 10 --warmup 3
+             front of the plain edge: CPU per request       (pnpm bench tls --help for more)
 `;
 
-const STANDALONE_NAMES = ['bulk', 'sessions', 'npx', 'floor', 'cluster', 'wan', 'tcp'] as const;
+const STANDALONE_NAMES = [
+  'bulk',
+  'sessions',
+  'npx',
+  'floor',
+  'cluster',
+  'wan',
+  'tcp',
+  'h2',
+  'grpc',
+  'tls',
+] as const;
 export type StandaloneName = (typeof STANDALONE_NAMES)[number];
 
 export function isStandalone(name: string | undefined): name is StandaloneName {

@@ -22,8 +22,12 @@ import { type FloorResult, runFloorBench } from '../scenarios/floor-scenario.js'
 import { runSessionsBench, type SessionsResult } from '../scenarios/sessions-scenario.js';
 import { runWanBench } from '../scenarios/wan-scenario.js';
 import { startBenchStack } from '../stacks/bench-stack.js';
+import { runCompareCommand } from './compare-command.js';
+import { grpcCommand } from './grpc-command.js';
+import { h2Command } from './h2-command.js';
 import { commandLine, describeEnvironment } from './report-json.js';
 import { runTcpCommand } from './tcp-command.js';
+import { tlsCommand } from './tls-command.js';
 
 /**
  * Scenarios that are not stages of paced or closed-loop load: `bulk` (large transfers), `sessions` (many
@@ -169,6 +173,9 @@ export async function runStandalone(
 ): Promise<number> {
   if (name === 'npx') return runNpx(argv);
   if (name === 'tcp') return runTcpCommand(argv, defaultOutDir, note);
+  if (name === 'h2') return runCompareCommand(name, h2Command, argv, defaultOutDir, note);
+  if (name === 'grpc') return runCompareCommand(name, grpcCommand, argv, defaultOutDir, note);
+  if (name === 'tls') return runCompareCommand(name, tlsCommand, argv, defaultOutDir, note);
   const flags = parse(argv, {
     out: { type: 'string' },
     only: { type: 'string' },
@@ -215,6 +222,10 @@ export async function runStandalone(
     cluster: ['out', 'rate', 'rates', 'duration', 'warmup', 'fault-rate', 'settle'],
     wan: ['out', 'rtt', 'size', 'time-limit'],
     tcp: [],
+    // Their own commands (compare-command.ts) parse their flags.
+    h2: [],
+    grpc: [],
+    tls: [],
   };
   for (const flag of Object.keys(flags)) {
     if (!applies[name].includes(flag)) throw usageError(`--${flag} does not apply to the ${name} scenario`);

@@ -132,8 +132,13 @@ export function startAgentService(
   inspect: boolean = defaultInspectMode() === 'on',
   /** An https:// backend's certificate is not checked (tunnel2 http --insecure). */
   insecure = false,
+  /** More flags for `tunnel2 http` (`--h2c` for a gRPC backend). */
+  extraArgs: readonly string[] = [],
+  /** Added to the bench's environment (NODE_EXTRA_CA_CERTS for an edge with a test certificate). */
+  env?: NodeJS.ProcessEnv,
 ): Promise<ChildService> {
   return startChildService({
+    ...(env === undefined ? {} : { env }),
     name: 'agent (tunnel2 http)',
     args: [
       ...benchNodeFlags(),
@@ -150,6 +155,7 @@ export function startAgentService(
       // The agent's request inspector is on by default, as for a user; BENCH_INSPECT=off measures without it.
       ...(inspect ? ['--inspect', '127.0.0.1:0'] : ['--no-inspect']),
       ...(insecure ? ['--insecure'] : []),
+      ...extraArgs,
     ],
     ready: (line) => {
       const url = jsonEvent(line, 'ready')?.url;

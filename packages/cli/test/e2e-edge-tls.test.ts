@@ -90,7 +90,7 @@ function httpsGet(
 }
 
 describe('TLS at the edge', () => {
-  it('serves HTTPS on the public port: https:// URLs, wss:// for agents, ALPN http/1.1 without an HTTP/2 handler', async () => {
+  it('serves HTTPS on the public port: https:// URLs, wss:// for agents, ALPN h2 for a client offering it', async () => {
     const { edge, port } = await tlsEdge({
       tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }] },
     });
@@ -99,7 +99,7 @@ describe('TLS at the edge', () => {
     expect(edge.addresses().agentCommand).toBe(`tunnel2 http <port> --server https://localhost:${port}`);
     const landing = await httpsGet(port, 'localhost');
     expect(landing.status).toBe(200);
-    // A client offering h2 first gets http/1.1: no HTTP/2 handler is given to this edge.
+    // A client offering h2 first gets it: the edge serves HTTP/2 (merged with the HTTP/2 ingress).
     const offered = tlsConnect({
       host: '127.0.0.1',
       port,
@@ -107,8 +107,9 @@ describe('TLS at the edge', () => {
       servername: 'localhost',
       ALPNProtocols: ['h2', 'http/1.1'],
     });
+    offered.on('error', () => {});
     await once(offered, 'secureConnect');
-    expect(offered.alpnProtocol).toBe('http/1.1');
+    expect(offered.alpnProtocol).toBe('h2');
     offered.destroy();
     expect(landing.body).toContain(`https://<name>.localhost:${port}/`);
     const missing = await httpsGet(port, 'nobody.localhost', '/x');

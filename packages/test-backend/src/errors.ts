@@ -2,6 +2,8 @@
 export const TestBackendErrorCode = {
   /** An option or helper argument out of range (a port, a byte count). */
   INVALID_ARGUMENT: 'TUNNEL2_ERR_TEST_BACKEND_INVALID_ARGUMENT',
+  /** The gRPC test service's .proto does not declare a method the code serves (a broken checkout). */
+  GRPC_PROTO: 'TUNNEL2_ERR_TEST_BACKEND_GRPC_PROTO',
 } as const;
 export type TestBackendErrorCode = (typeof TestBackendErrorCode)[keyof typeof TestBackendErrorCode];
 
