@@ -66,6 +66,8 @@ export interface Edge {
   readonly startup: StartupGrace;
   /** Public connections closed at accept, by reason (the open-file cap, `maxConnectionsPerAddress`). */
   readonly publicConnections: { readonly dropped: Readonly<Record<DropReason, number>> };
+  /** The public side's HTTP/2 connections as they start ('connection', with the socket). */
+  readonly http2Connections: Pick<NodeJS.EventEmitter, 'on' | 'off'>;
   /** TLS on the public port (`tlsCert`/`tlsKey`); undefined when the port is plain HTTP. */
   readonly tls: EdgeTls | undefined;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
@@ -397,6 +399,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     tls: publicPort.tls,
     startup: ingress.startup,
     publicConnections: connections,
+    http2Connections: http2.connections,
     urlsFor,
     addresses: () => edgeAddresses(baseUrl()),
     async listen() {

@@ -119,6 +119,14 @@ export class PublicHttp2Server {
     }
   }
 
+  /**
+   * Where HTTP/2 connections are announced: Node's server emits 'connection' with each socket `handle` is
+   * given (the metrics count their bytes and refusals as the HTTP/1.1 server's).
+   */
+  get connections(): Pick<NodeJS.EventEmitter, 'on' | 'off'> {
+    return this.#server;
+  }
+
   /** Open HTTP/2 connections. */
   get size(): number {
     return this.#sessions.size;

@@ -118,6 +118,8 @@ export interface MeteredEdge {
   readonly publicConnections: { readonly dropped: Readonly<Record<'open_files' | 'per_address', number>> };
   /** TLS on the public port: its certificate reloads by result; undefined for a plain port. */
   readonly tls: { readonly reloads: Readonly<Record<string, number>> } | undefined;
+  /** HTTP/2 connections, announced apart from the HTTP/1.1 server's ('connection', with the socket). */
+  readonly http2Connections?: Pick<NodeJS.EventEmitter, 'on' | 'off'>;
   readonly tcp: TcpPortTable | undefined;
   readonly cluster: Cluster | undefined;
   readonly registryTimings: RegistryTimings;
@@ -484,6 +486,7 @@ export function createEdgeMetrics(edge: MeteredEdge, version: string): EdgeMetri
     rejectedByCode.get(code)?.inc();
   };
   server.on('connection', onConnection);
+  edge.http2Connections?.on('connection', onConnection);
   server.on('request', onRequest);
   server.on('checkContinue', onRequest);
   // Prepended: the agent endpoint may refuse (and publish) synchronously inside its own listener.
@@ -502,6 +505,7 @@ export function createEdgeMetrics(edge: MeteredEdge, version: string): EdgeMetri
     close() {
       unsubscribeRegistry();
       server.off('connection', onConnection);
+      edge.http2Connections?.off('connection', onConnection);
       server.off('request', onRequest);
       server.off('checkContinue', onRequest);
       server.off('upgrade', onUpgrade);
