@@ -1,5 +1,5 @@
-import { createReadStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -45,40 +45,45 @@ function answer(
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 
-/** Serves one ACME HTTP-01 answer from the folder: a regular file, bounded, streamed; else 404. */
+/**
+ * Serves one ACME HTTP-01 answer from the folder: a regular file, bounded, read whole (it is under 200 bytes;
+ * the bound is 64 KiB) and closed before the answer goes out; else 404. Opened non-blocking: a FIFO in the
+ * folder would otherwise hold a thread of libuv's pool until something writes to it.
+ */
 async function serveAcme(res: ServerResponse, dir: string, token: string): Promise<void> {
   if (!ACME_TOKEN.test(token)) {
     answer(res, 404, 'not found: not an ACME token');
     return;
   }
-  let handle: Awaited<ReturnType<typeof open>>;
+  let handle: FileHandle;
   try {
-    handle = await open(join(dir, token), 'r');
+    handle = await open(join(dir, token), constants.O_RDONLY | constants.O_NONBLOCK);
   } catch {
     answer(res, 404, 'not found: no such ACME challenge');
     return;
   }
-  const stats = await handle.stat();
-  if (!stats.isFile() || stats.size > MAX_ACME_FILE_BYTES) {
+  let body: Buffer | undefined;
+  try {
+    const stats = await handle.stat();
+    if (stats.isFile() && stats.size <= MAX_ACME_FILE_BYTES) {
+      // Through the descriptor checked above, no further than its size then.
+      const buffer = Buffer.alloc(stats.size);
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+      body = buffer.subarray(0, bytesRead);
+    }
+  } finally {
     await handle.close();
+  }
+  if (body === undefined) {
     answer(res, 404, 'not found: no such ACME challenge');
     return;
   }
   res.writeHead(200, {
     ...EDGE_ANSWER_HEADERS,
     'content-type': 'application/octet-stream',
-    'content-length': String(stats.size),
+    'content-length': String(body.length),
   });
-  if (res.req.method === 'HEAD') {
-    await handle.close();
-    res.end();
-    return;
-  }
-  // Read through the descriptor checked above, no further than its size then.
-  createReadStream('', { fd: handle.fd, autoClose: false, end: Math.max(0, stats.size - 1), start: 0 })
-    .on('close', () => void handle.close())
-    .on('error', () => res.destroy())
-    .pipe(res);
+  res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 
 /**
