@@ -1,5 +1,5 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { EdgeError, EdgeErrorCode } from '../errors.js';
 import type { CertificateFiles } from '../settings/edge-options.js';
@@ -32,12 +32,13 @@ export class CertificateProblem extends EdgeError {
 
 /**
  * Reads a PEM file synchronously (the edge is being built; a reload reads between handshakes): only a
- * regular file of at most 1 MiB, checked on the opened descriptor.
+ * regular file of at most 1 MiB, checked on the opened descriptor. Opened non-blocking: a FIFO with no
+ * writer would otherwise block the event loop here, at start or at a reload, for good.
  */
 function readPem(setting: 'tlsCert' | 'tlsKey', path: string): Buffer {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
     throw new CertificateProblem(setting, path, `cannot read it (${(err as NodeJS.ErrnoException).code})`, {
       cause: err,
