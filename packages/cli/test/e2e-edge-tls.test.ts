@@ -285,6 +285,33 @@ describe('TLS at the edge', () => {
     const badHost = await send({ port: httpPort!, path: '/', headers: ['Host', 'evil.example/"><x'] });
     expect(badHost.status).toBe(400);
   });
+
+  it('redirects to the port of an https publicUrl, not the port bound (a container mapping 443 to it)', async () => {
+    const { edge, port } = await tlsEdge({
+      publicUrl: 'https://tunnel.test',
+      domain: 'tunnel.test',
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }], httpPort: 0 },
+    });
+    expect(port).not.toBe(443);
+    const toDefault = await send({
+      port: edge.tls!.httpPort!,
+      path: '/x?y=1',
+      headers: ['Host', 'demo.tunnel.test'],
+    });
+    expect(toDefault.status).toBe(308);
+    expect(toDefault.headers.location).toBe('https://demo.tunnel.test/x?y=1');
+    const mapped = await tlsEdge({
+      publicUrl: 'https://tunnel.test:8443',
+      domain: 'tunnel.test',
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }], httpPort: 0 },
+    });
+    const toMapped = await send({
+      port: mapped.edge.tls!.httpPort!,
+      path: '/',
+      headers: ['Host', 'demo.tunnel.test:80'],
+    });
+    expect(toMapped.headers.location).toBe('https://demo.tunnel.test:8443/');
+  });
 });
 
 describe('a tunnel through a TLS edge', () => {

@@ -10,7 +10,7 @@ import { EDGE_ANSWER_HEADERS } from '../answers/error-response.js';
 const { createServer } = process.getBuiltinModule('node:http');
 
 export interface HttpsRedirectOptions {
-  /** The TLS port's port: in the Location unless 443. */
+  /** The port clients reach the TLS port on: in the Location unless 443. */
   httpsPort: () => number;
   /** The host used when a request names none (HTTP/1.0). */
   domain: string;

@@ -29,6 +29,11 @@ export interface PublicPortOptions {
   http2?: (socket: Duplex) => void;
   choosePlain?: PlainChoice;
   domain: string;
+  /**
+   * The port clients reach HTTPS on, for the redirect's Location: an https publicUrl's (a container or a
+   * load balancer mapping 443 to the port bound); absent, the port bound.
+   */
+  publicHttpsPort?: () => number | undefined;
   headersTimeoutMs: number;
   maxHeaderBytes: number;
   logger: Logger;
@@ -85,7 +90,7 @@ export class PublicPort {
       tls?.httpPort === undefined
         ? undefined
         : createHttpsRedirect({
-            httpsPort: () => this.#port,
+            httpsPort: () => options.publicHttpsPort?.() ?? this.#port,
             domain: options.domain,
             acmeDir: tls.acmeDir,
             headersTimeoutMs: options.headersTimeoutMs,
