@@ -286,6 +286,37 @@ describe('TLS at the edge', () => {
     expect(badHost.status).toBe(400);
   });
 
+  it('holds the redirect port to maxConnectionsPerAddress too, counted with the TLS port', async () => {
+    const { edge, port } = await tlsEdge({
+      maxConnectionsPerAddress: 1,
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }], httpPort: 0 },
+    });
+    const held = netConnect(edge.tls!.httpPort!, '127.0.0.1');
+    cleanups.push(() => held.destroy());
+    await once(held, 'connect');
+    const answer = (target: number): Promise<string> =>
+      new Promise((resolve) => {
+        const socket = netConnect(target, '127.0.0.1');
+        let text = '';
+        socket.on('data', (chunk: Buffer) => {
+          text += chunk.toString('latin1');
+        });
+        socket.on('error', () => {});
+        socket.on('close', () => resolve(text));
+        socket.end('GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+      });
+    // The address holds its one place on the redirect port: a second connection there, or to the TLS
+    // port, is closed at accept, unanswered.
+    expect(await answer(edge.tls!.httpPort!)).toBe('');
+    expect(edge.publicConnections.dropped.per_address).toBe(1);
+    const tls = netConnect(port, '127.0.0.1');
+    await once(tls, 'close');
+    expect(edge.publicConnections.dropped.per_address).toBe(2);
+    held.destroy();
+    await once(held, 'close');
+    expect(await answer(edge.tls!.httpPort!)).toMatch(/^HTTP\/1\.1 308 /);
+  });
+
   it('redirects to the port of an https publicUrl, not the port bound (a container mapping 443 to it)', async () => {
     const { edge, port } = await tlsEdge({
       publicUrl: 'https://tunnel.test',

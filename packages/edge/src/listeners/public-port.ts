@@ -1,5 +1,5 @@
 import type { Server as HttpServer } from 'node:http';
-import { type AddressInfo, Server as NetServer } from 'node:net';
+import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { EdgeError, EdgeErrorCode } from '../errors.js';
@@ -97,6 +97,11 @@ export class PublicPort {
             maxHeaderBytes: options.maxHeaderBytes,
             logger,
           });
+    // The redirect port is public too: its connections count against their address with the TLS port's,
+    // from accept (after Node's own listener, as on the plain port), so it cannot hold what the cap denies.
+    this.#redirect?.on('connection', (socket: Socket) => {
+      if (!connections.admit(socket)) socket.destroy();
+    });
     const redirectPort = (): number | undefined => this.#redirectPort;
     this.tls =
       certificates === undefined
