@@ -210,6 +210,18 @@ describe('TLS at the edge', () => {
     expect((await servedCertificate(port, ca.ca.cert, 'localhost')).serialNumber).toBe(served);
   });
 
+  it('answers plain HTTP sent to the TLS port with a 400 that says to use https://, as nginx does', async () => {
+    const { port } = await tlsEdge({
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }] },
+    });
+    const answer = await send({ port, path: '/', headers: ['Host', `localhost:${port}`] });
+    expect(answer.status).toBe(400);
+    expect(answer.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BAD_REQUEST');
+    expect(answer.body.toString()).toContain('use https://');
+    // A TLS client still gets its handshake.
+    expect((await httpsGet(port, 'localhost')).status).toBe(200);
+  });
+
   it('closes a connection whose TLS handshake never completes, and counts it against its address meanwhile', async () => {
     const { edge, port } = await tlsEdge({
       maxConnectionsPerAddress: 1,
