@@ -391,6 +391,21 @@ describe('a tunnel through a TLS edge', () => {
     expect(stdout.trim().split('\n').at(-1)).toBe('200 HTTPS');
   });
 
+  it('tells an agent that does not trust the edge certificate how to trust a private CA, not that no edge answers', async () => {
+    const { edge } = await tlsEdge({
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }] },
+    });
+    // No NODE_EXTRA_CA_CERTS: the test CA is unknown to this agent.
+    const agent = spawnCli(['http', '3000', '--server', edge.url, '--json']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    const error = await agent.waitFor('error');
+    expect(error.code).toBe('TUNNEL2_ERR_EDGE_UNREACHABLE');
+    expect(String(error.message)).toContain('not trusted');
+    expect(String(error.message)).toContain('NODE_EXTRA_CA_CERTS');
+    await agent.waitFor('reconnecting');
+    expect(agent.events.filter((event) => event.event === 'hint')).toEqual([]);
+  });
+
   it('carries a tunnelled WebSocket over wss:// on the same port (HTTP/1.1 upgrade)', async () => {
     const backend = await startWsBackend();
     cleanups.push(() => backend.close());
