@@ -98,6 +98,22 @@ describe('the ACME answers of httpPort', () => {
     expect(await descriptorsOf(file)).toBe(0);
   });
 
+  it("finds the answer where certbot's, lego's and acme.sh's webroot mode write it: <acmeDir>/.well-known/acme-challenge/", async () => {
+    const challenges = join(acme, '.well-known', 'acme-challenge');
+    await mkdir(challenges, { recursive: true });
+    await writeFile(join(challenges, 'tok-webroot'), 'tok-webroot.thumbprint');
+    // A flat folder (dehydrated's WELLKNOWN, a folder given to the ACME client as the challenge folder).
+    await writeFile(join(acme, 'tok-flat'), 'tok-flat.thumbprint');
+    const port = await redirectPort();
+    const webroot = await get(port, '/.well-known/acme-challenge/tok-webroot');
+    expect(webroot.status).toBe(200);
+    expect(webroot.body).toBe('tok-webroot.thumbprint');
+    const flat = await get(port, '/.well-known/acme-challenge/tok-flat');
+    expect(flat.status).toBe(200);
+    expect(flat.body).toBe('tok-flat.thumbprint');
+    expect((await get(port, '/.well-known/acme-challenge/tok-none')).status).toBe(404);
+  });
+
   it('answers 404 for a FIFO in the folder at once, without a reader blocked on it', async () => {
     await promisify(execFile)('mkfifo', [join(acme, 'tok-fifo')]);
     const port = await redirectPort();

@@ -46,6 +46,22 @@ function answer(
 }
 
 /**
+ * The challenge file: where an ACME client's webroot mode writes it (certbot --webroot -w, lego
+ * --http.webroot, acme.sh -w: `<dir>/.well-known/acme-challenge/<token>`), else `<dir>/<token>` (a folder
+ * given as the challenge folder itself, as dehydrated's WELLKNOWN). Undefined when neither opens.
+ */
+async function openChallenge(dir: string, token: string): Promise<FileHandle | undefined> {
+  for (const path of [join(dir, ACME_PREFIX, token), join(dir, token)]) {
+    try {
+      return await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    } catch {
+      // Not there: the other place, then 404.
+    }
+  }
+  return undefined;
+}
+
+/**
  * Serves one ACME HTTP-01 answer from the folder: a regular file, bounded, read whole (it is under 200 bytes;
  * the bound is 64 KiB) and closed before the answer goes out; else 404. Opened non-blocking: a FIFO in the
  * folder would otherwise hold a thread of libuv's pool until something writes to it.
@@ -55,10 +71,8 @@ async function serveAcme(res: ServerResponse, dir: string, token: string): Promi
     answer(res, 404, 'not found: not an ACME token');
     return;
   }
-  let handle: FileHandle;
-  try {
-    handle = await open(join(dir, token), constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch {
+  const handle = await openChallenge(dir, token);
+  if (handle === undefined) {
     answer(res, 404, 'not found: no such ACME challenge');
     return;
   }
