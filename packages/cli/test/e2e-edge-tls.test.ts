@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
@@ -170,6 +171,26 @@ describe('TLS at the edge', () => {
     expect(fresh.status).toBe(200);
     expect(fresh.serial).not.toBe(before.serial);
     expect((await servedCertificate(port, ca.ca.cert, undefined)).serialNumber).toBe(fresh.serial);
+  });
+
+  it('warns of a certificate that expires within 14 days and exports when each one served expires', async () => {
+    const log = watchedLog();
+    // The test CA's certificates are valid for two days.
+    const { edge } = await tlsEdge({
+      logger: log.logger,
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }] },
+    });
+    const notAfter = Math.floor(new X509Certificate(localhost.cert).validToDate.getTime() / 1000);
+    const warning = await log.waitFor('TLS certificate expires within 14 days');
+    expect(warning.level).toBe(40);
+    expect(warning.file).toBe(localhost.certFile);
+    expect(warning.notAfter).toBe(new Date(notAfter * 1000).toISOString());
+    const metrics = createEdgeMetrics(edge, 'test');
+    cleanups.push(() => metrics.close());
+    const { body } = await metrics.render();
+    expect(body).toContain(
+      `tunnel2_edge_tls_certificate_not_after_seconds{cert="${localhost.certFile}"} ${notAfter}`,
+    );
   });
 
   it('keeps the previous certificate when a reload finds a broken file, and says which file', async () => {

@@ -13,6 +13,8 @@ export interface CertificatePair {
   /** Lower-case DNS names of the certificate (its SAN DNS entries, else its CN); `*.x` for a wildcard. */
   readonly names: readonly string[];
   readonly subject: string;
+  /** When the certificate stops being valid (its notAfter). */
+  readonly notAfter: Date;
   /** The PEM bytes read, to tell a file event that changed nothing from a new certificate. */
   readonly pem: { cert: Buffer; key: Buffer };
 }
@@ -106,6 +108,7 @@ export function loadCertificatePair(files: CertificateFiles): CertificatePair {
     context,
     names: namesOf(cert),
     subject: cert.subject.replaceAll('\n', ', '),
+    notAfter: cert.validToDate,
     pem: { cert: certPem, key: keyPem },
   };
 }

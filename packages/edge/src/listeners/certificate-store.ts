@@ -19,6 +19,9 @@ export interface CertificateStoreOptions {
   pollMs?: number;
 }
 
+/** A certificate this close to its notAfter is warned of when loaded: its renewal is late (certbot renews at 30 days). */
+const EXPIRY_WARNING_MS = 14 * 24 * 3_600_000;
+
 /** Reloads since start, by outcome (the metric `tunnel2_edge_tls_reloads_total{result}`). */
 export interface ReloadCounts {
   ok: number;
@@ -48,6 +51,12 @@ export class CertificateStore {
   constructor(options: CertificateStoreOptions) {
     this.#options = options;
     this.#pairs = options.pairs.map((files) => loadCertificatePair(files));
+    for (const pair of this.#pairs) this.#warnIfExpiring(pair);
+  }
+
+  /** When each pair's certificate served now expires (the metric `tunnel2_edge_tls_certificate_not_after_seconds`). */
+  expiries(): { cert: string; notAfter: Date }[] {
+    return this.#pairs.map((pair) => ({ cert: pair.files.cert, notAfter: pair.notAfter }));
   }
 
   /** The context for a client's SNI name (the first pair's without one, or for a name no pair has). */
@@ -91,6 +100,7 @@ export class CertificateStore {
       this.#failures.delete(index);
       if (next.pem.cert.equals(pair.pem.cert) && next.pem.key.equals(pair.pem.key)) return pair;
       changed++;
+      this.#warnIfExpiring(next);
       return next;
     });
     if (newlyFailed > 0) this.reloads.failed++;
@@ -105,6 +115,18 @@ export class CertificateStore {
       log.info({ reason }, 'TLS certificates unchanged');
     }
     return { changed, failed };
+  }
+
+  /** An expired certificate is still served (as nginx does), but said: clients will refuse it. */
+  #warnIfExpiring(pair: CertificatePair): void {
+    const left = pair.notAfter.getTime() - Date.now();
+    if (left > EXPIRY_WARNING_MS) return;
+    this.#options.logger.warn(
+      { file: pair.files.cert, subject: pair.subject, notAfter: pair.notAfter.toISOString() },
+      left <= 0
+        ? 'TLS certificate has expired: clients refuse it until it is renewed'
+        : 'TLS certificate expires within 14 days: check its renewal',
+    );
   }
 
   /** Starts watching the files' folders (and polling); stop() ends both. */

@@ -14,6 +14,8 @@ import { createPublicListener, type PlainChoice } from './public-listener.js';
 export interface EdgeTls {
   /** Certificate reloads since start, by outcome. */
   readonly reloads: Readonly<ReloadCounts>;
+  /** When the certificate each pair serves now expires, by its tlsCert file. */
+  expiries(): { cert: string; notAfter: Date }[];
   /** Reads the certificate files again (SIGHUP); a pair that fails keeps its previous certificate. */
   reload(reason: string): { changed: number; failed: number };
   /** The plain port redirecting to HTTPS (`httpPort`), once listening; undefined without one. */
@@ -108,6 +110,7 @@ export class PublicPort {
         ? undefined
         : {
             reloads: certificates.reloads,
+            expiries: () => certificates.expiries(),
             reload: (reason) => certificates.reload(reason),
             get httpPort() {
               return redirectPort();
