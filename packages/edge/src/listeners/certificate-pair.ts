@@ -10,7 +10,7 @@ export type { CertificateFiles };
 export interface CertificatePair {
   readonly files: CertificateFiles;
   readonly context: SecureContext;
-  /** Lower-case DNS names of the certificate (its SAN DNS entries, else its CN); `*.x` for a wildcard. */
+  /** DNS names of the certificate (its SAN DNS entries, else its CN), canonical; `*.x` for a wildcard. */
   readonly names: readonly string[];
   readonly subject: string;
   /** When the certificate stops being valid (its notAfter). */
@@ -63,16 +63,21 @@ function readPem(setting: 'tlsCert' | 'tlsKey', path: string): Buffer {
   }
 }
 
+/** A DNS name as SNI names are compared: lower case, without the trailing dot of an absolute name. */
+function canonicalName(name: string): string {
+  return name.toLowerCase().replace(/\.$/, '');
+}
+
 /** The DNS names a certificate is valid for: its SAN DNS entries, else (an old certificate) its CN. */
 function namesOf(cert: X509Certificate): string[] {
   const names: string[] = [];
   for (const entry of (cert.subjectAltName ?? '').split(',')) {
     const trimmed = entry.trim();
-    if (trimmed.startsWith('DNS:')) names.push(trimmed.slice(4).toLowerCase());
+    if (trimmed.startsWith('DNS:')) names.push(canonicalName(trimmed.slice(4)));
   }
   if (names.length > 0) return names;
   const cn = /(?:^|\n)CN=([^\n]+)/.exec(cert.subject)?.[1];
-  return cn === undefined ? [] : [cn.toLowerCase()];
+  return cn === undefined ? [] : [canonicalName(cn)];
 }
 
 /** Reads and checks one pair; throws a CertificateProblem naming the setting and the file. */
@@ -123,7 +128,7 @@ export function choosePair<P extends Pick<CertificatePair, 'names'>>(
   servername: string | undefined,
 ): P | undefined {
   if (servername !== undefined && servername !== '') {
-    const name = servername.toLowerCase().replace(/\.$/, '');
+    const name = canonicalName(servername);
     const exact = pairs.find((pair) => pair.names.includes(name));
     if (exact !== undefined) return exact;
     const dot = name.indexOf('.');
