@@ -139,6 +139,37 @@ describe('TLS at the edge', () => {
     expect(await cn(undefined)).toBe('tunnel.test');
   });
 
+  it('warns at start when no certificate names the tunnel hosts (*.domain) or the domain itself', async () => {
+    const apex = await ca.issue('only-apex', ['tunnel.test']);
+    const wildcard = await ca.issue('only-wild', ['*.tunnel.test']);
+    const apexOnly = watchedLog();
+    await tlsEdge({
+      logger: apexOnly.logger,
+      domain: 'tunnel.test',
+      tls: { pairs: [{ cert: apex.certFile, key: apex.keyFile }] },
+    });
+    const warning = await apexOnly.waitFor('no TLS certificate names');
+    expect(warning.level).toBe(40);
+    expect(String(warning.msg)).toContain('*.tunnel.test');
+    expect(String(warning.msg)).not.toContain(' nor tunnel.test');
+    const both = watchedLog();
+    await tlsEdge({
+      logger: both.logger,
+      domain: 'tunnel.test',
+      tls: { pairs: [apex, wildcard].map((pair) => ({ cert: pair.certFile, key: pair.keyFile })) },
+    });
+    const wildOnly = watchedLog();
+    await tlsEdge({
+      logger: wildOnly.logger,
+      domain: 'tunnel.test',
+      tls: { pairs: [{ cert: wildcard.certFile, key: wildcard.keyFile }] },
+    });
+    expect(String((await wildOnly.waitFor('no TLS certificate names')).msg)).toMatch(
+      /^no TLS certificate names tunnel\.test:/,
+    );
+    expect(both.lines.filter((line) => String(line.msg).startsWith('no TLS certificate names'))).toEqual([]);
+  });
+
   it('reloads a changed certificate: a kept-alive connection keeps working, a new one gets the new certificate', async () => {
     const dir = join(ca.dir, 'reload');
     await mkdir(dir);

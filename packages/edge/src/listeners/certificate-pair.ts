@@ -119,24 +119,32 @@ export function loadCertificatePair(files: CertificateFiles): CertificatePair {
 }
 
 /**
- * The pair for a TLS client's SNI name: a certificate naming it exactly, else one whose wildcard covers it
- * (`*.example.com` covers one label: `a.example.com`, not `example.com` nor `a.b.example.com`, as RFC 6125
- * and browsers have it), else the first pair (no SNI, an IP address, an unknown name).
+ * The pair whose certificate names `name`: exactly, else by a wildcard that covers it (`*.example.com`
+ * covers one label: `a.example.com`, not `example.com` nor `a.b.example.com`, as RFC 6125 and browsers
+ * have it). Undefined when none does.
+ */
+export function coveringPair<P extends Pick<CertificatePair, 'names'>>(
+  pairs: readonly P[],
+  name: string,
+): P | undefined {
+  const canonical = canonicalName(name);
+  const exact = pairs.find((pair) => pair.names.includes(canonical));
+  if (exact !== undefined) return exact;
+  const dot = canonical.indexOf('.');
+  if (dot <= 0) return undefined;
+  const wildcard = `*${canonical.slice(dot)}`;
+  return pairs.find((pair) => pair.names.includes(wildcard));
+}
+
+/**
+ * The pair for a TLS client's SNI name: the one covering it (coveringPair), else the first pair (no SNI,
+ * an IP address, an unknown name).
  */
 export function choosePair<P extends Pick<CertificatePair, 'names'>>(
   pairs: readonly P[],
   servername: string | undefined,
 ): P | undefined {
-  if (servername !== undefined && servername !== '') {
-    const name = canonicalName(servername);
-    const exact = pairs.find((pair) => pair.names.includes(name));
-    if (exact !== undefined) return exact;
-    const dot = name.indexOf('.');
-    if (dot > 0) {
-      const wildcard = `*${name.slice(dot)}`;
-      const covering = pairs.find((pair) => pair.names.includes(wildcard));
-      if (covering !== undefined) return covering;
-    }
-  }
-  return pairs[0];
+  const covering =
+    servername === undefined || servername === '' ? undefined : coveringPair(pairs, servername);
+  return covering ?? pairs[0];
 }

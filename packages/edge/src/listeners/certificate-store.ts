@@ -7,6 +7,7 @@ import {
   type CertificatePair,
   CertificateProblem,
   choosePair,
+  coveringPair,
   loadCertificatePair,
 } from './certificate-pair.js';
 
@@ -63,6 +64,11 @@ export class CertificateStore {
   contextFor(servername: string | undefined): SecureContext {
     // The constructor loaded at least one pair (settings refuse TLS without one).
     return choosePair(this.#pairs, servername)!.context;
+  }
+
+  /** Whether a certificate names `name` (exactly, or by a wildcard: `*.x` itself for `*.x`). */
+  covers(name: string): boolean {
+    return coveringPair(this.#pairs, name) !== undefined;
   }
 
   /** The first pair's PEM, what a client without SNI gets (tls.Server's default context). */

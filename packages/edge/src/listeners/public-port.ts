@@ -53,6 +53,21 @@ function listenOn(server: NetServer, port: number, host: string): Promise<number
 }
 
 /**
+ * A TLS edge hands out https://<name>.<domain>/ and https://<domain>/session/<name>/: a certificate set that
+ * names neither `*.<domain>` nor `<domain>` serves them one that browsers refuse. Said once at start, since
+ * the handshakes themselves only fall back to the first pair.
+ */
+function warnOfUncoveredNames(certificates: CertificateStore, domain: string, logger: Logger): void {
+  const missing = [`*.${domain}`, domain].filter((name) => !certificates.covers(name));
+  if (missing.length === 0) return;
+  const urls = missing.map((name) => (name === domain ? `https://${domain}/` : `https://<name>.${domain}/`));
+  logger.warn(
+    { domain, missing },
+    `no TLS certificate names ${missing.join(' nor ')}: browsers refuse the certificate served at ${urls.join(' and ')} (add a pair naming it)`,
+  );
+}
+
+/**
  * The edge's public port as a whole: the listener that accepts (public-listener.ts), the certificates it
  * serves and their reloads, the optional redirect port, the connection cap, and the order in which they
  * start and stop. build-edge.ts decides what is served; this decides how connections arrive.
@@ -74,6 +89,7 @@ export class PublicPort {
     this.#certificates =
       tls === undefined ? undefined : new CertificateStore({ pairs: tls.pairs, logger, pollMs: tls.pollMs });
     const certificates = this.#certificates;
+    if (certificates !== undefined) warnOfUncoveredNames(certificates, options.domain, logger);
     this.#listener = createPublicListener({
       http1: options.http1,
       admit: (socket) => connections.admit(socket),
