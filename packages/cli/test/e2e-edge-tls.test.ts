@@ -428,6 +428,14 @@ describe('a tunnel through a TLS edge', () => {
 
     const viaNode = await httpsGet(port, 'secure.localhost', '/loadtest/ping');
     expect(viaNode.status).toBe(200);
+    // The backend learns the client came over https (it builds its own URLs, secure cookies, redirects).
+    const seen = JSON.parse((await httpsGet(port, 'secure.localhost', '/echo/request/x')).body) as {
+      rawHeaders: string[];
+    };
+    const header = (name: string): string | undefined =>
+      seen.rawHeaders[seen.rawHeaders.findIndex((h, i) => i % 2 === 0 && h.toLowerCase() === name) + 1];
+    expect(header('x-forwarded-proto')).toBe('https');
+    expect(header('x-forwarded-host')).toBe(`secure.localhost:${port}`);
 
     const { stdout } = await run(findCommand('curl', 'curl'), [
       '--silent',
