@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket, { type ClientOptions } from 'ws';
 import { send } from './support/http-client.js';
 import { spawnCli } from './support/processes.js';
-import { silent } from './support/stack.js';
+import { silent, until } from './support/stack.js';
 import { servedCertificate, watchedLog } from './support/tls-edge.js';
 import { startWsBackend } from './support/ws-backend.js';
 
@@ -449,6 +449,32 @@ describe('a tunnel through a TLS edge', () => {
       `https://secure.localhost:${port}/loadtest/ping`,
     ]);
     expect(stdout.trim().split('\n').at(-1)).toBe('200 HTTPS');
+  });
+
+  it('drains over TLS: a request in flight when close() begins gets its whole answer', async () => {
+    const backend = await createTestBackend();
+    cleanups.push(() => backend.close());
+    const edge = buildEdge({
+      port: 0,
+      logger: silent,
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }] },
+    });
+    const { port } = await edge.listen();
+    const agent = spawnCli(
+      ['http', String(backend.port), '--server', edge.url, '--subdomain', 'secure', '--json'],
+      { NODE_EXTRA_CA_CERTS: ca.ca.file },
+    );
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await agent.waitFor('ready');
+    // Twenty lines 40 ms apart: the answer is still streaming while the edge drains.
+    const answer = httpsGet(port, 'secure.localhost', '/stream/20?interval=40');
+    await until(() => edge.inFlight === 1, { what: 'the request in flight', timeoutMs: 10_000 });
+    const closed = edge.close(10_000);
+    const { status, body, headers } = await answer;
+    expect(status).toBe(200);
+    expect(headers.connection).toBe('close');
+    expect(body).toBe(Array.from({ length: 20 }, (_, i) => `chunk ${i}\n`).join(''));
+    await closed;
   });
 
   it('tells an agent that does not trust the edge certificate how to trust a private CA, not that no edge answers', async () => {
