@@ -1,10 +1,9 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { choosePair, loadCertificatePair } from '../src/listeners/certificate-pair.js';
+import { selfSigned } from './support/self-signed.js';
 
 // Which certificate a TLS client's SNI name gets (RFC 6125 §6.4 as browsers apply it), and the names a
 // certificate is read for.
@@ -17,31 +16,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-/** A self-signed certificate with these SAN entries (and CN `cn`), written as `<name>.crt` / `<name>.key`. */
-async function selfSigned(name: string, san: string | undefined, cn = 'subject.test') {
-  const cert = join(dir, `${name}.crt`);
-  const key = join(dir, `${name}.key`);
-  await promisify(execFile)('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    key,
-    '-out',
-    cert,
-    '-days',
-    '1',
-    '-subj',
-    `/CN=${cn}`,
-    ...(san === undefined ? [] : ['-addext', `subjectAltName=${san}`]),
-  ]);
-  return { cert, key };
-}
 
 describe('choosePair', () => {
   const apex = { id: 'apex', names: ['tunnel.test'] };
@@ -80,7 +54,10 @@ describe('choosePair', () => {
 
 describe('loadCertificatePair', () => {
   it('reads the SAN DNS names in lower case and without a trailing dot, and only them when there are some', async () => {
-    const files = await selfSigned('san', 'DNS:Tunnel.Test.,DNS:*.Tunnel.test,IP:127.0.0.1', 'cn.test');
+    const files = await selfSigned(dir, 'san', {
+      cn: 'cn.test',
+      san: 'DNS:Tunnel.Test.,DNS:*.Tunnel.test,IP:127.0.0.1',
+    });
     const pair = loadCertificatePair(files);
     expect(pair.names).toEqual(['tunnel.test', '*.tunnel.test']);
     expect(choosePair([{ names: ['first.test'] }, pair], 'demo.tunnel.test')).toBe(pair);
@@ -88,7 +65,7 @@ describe('loadCertificatePair', () => {
   });
 
   it('falls back to the CN of a certificate without SAN DNS names', async () => {
-    const pair = loadCertificatePair(await selfSigned('cn', undefined, 'Old.Style.Test'));
+    const pair = loadCertificatePair(await selfSigned(dir, 'cn', { cn: 'Old.Style.Test' }));
     expect(pair.names).toEqual(['old.style.test']);
   });
 });
