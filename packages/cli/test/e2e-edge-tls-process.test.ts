@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { type IssuedCertificate, makeTestCa, type TestCa } from '@tunnel2/test-services';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Spawned, spawnCli, spawnNode } from './support/processes.js';
@@ -71,6 +73,14 @@ describe('tunnel2-edge with TLS settings', () => {
     expect(notPem.lines).toEqual([
       `tunnel2-edge: invalid setting tlsCert=${pair.keyFile}: not a PEM certificate`,
     ]);
+    // A FIFO nothing writes to (a mistyped path, a process substitution gone): refused, not waited on.
+    const fifo = join(ca.dir, 'edge-fifo.crt');
+    await promisify(execFile)('mkfifo', [fifo]);
+    const notFile = await refused(['--tls-cert', fifo, '--tls-key', pair.keyFile]);
+    expect(notFile).toEqual({
+      code: 1,
+      lines: [`tunnel2-edge: invalid setting tlsCert=${fifo}: not a regular file`],
+    });
     const unpaired = await refused(['--tls-cert', pair.certFile]);
     expect(unpaired.code).toBe(1);
     expect(unpaired.lines).toEqual([

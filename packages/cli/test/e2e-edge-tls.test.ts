@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
@@ -14,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket, { type ClientOptions } from 'ws';
 import { send } from './support/http-client.js';
 import { spawnCli } from './support/processes.js';
-import { silent } from './support/stack.js';
+import { silent, until } from './support/stack.js';
 import { servedCertificate, watchedLog } from './support/tls-edge.js';
 import { startWsBackend } from './support/ws-backend.js';
 
@@ -139,6 +140,37 @@ describe('TLS at the edge', () => {
     expect(await cn(undefined)).toBe('tunnel.test');
   });
 
+  it('warns at start when no certificate names the tunnel hosts (*.domain) or the domain itself', async () => {
+    const apex = await ca.issue('only-apex', ['tunnel.test']);
+    const wildcard = await ca.issue('only-wild', ['*.tunnel.test']);
+    const apexOnly = watchedLog();
+    await tlsEdge({
+      logger: apexOnly.logger,
+      domain: 'tunnel.test',
+      tls: { pairs: [{ cert: apex.certFile, key: apex.keyFile }] },
+    });
+    const warning = await apexOnly.waitFor('no TLS certificate names');
+    expect(warning.level).toBe(40);
+    expect(String(warning.msg)).toContain('*.tunnel.test');
+    expect(String(warning.msg)).not.toContain(' nor tunnel.test');
+    const both = watchedLog();
+    await tlsEdge({
+      logger: both.logger,
+      domain: 'tunnel.test',
+      tls: { pairs: [apex, wildcard].map((pair) => ({ cert: pair.certFile, key: pair.keyFile })) },
+    });
+    const wildOnly = watchedLog();
+    await tlsEdge({
+      logger: wildOnly.logger,
+      domain: 'tunnel.test',
+      tls: { pairs: [{ cert: wildcard.certFile, key: wildcard.keyFile }] },
+    });
+    expect(String((await wildOnly.waitFor('no TLS certificate names')).msg)).toMatch(
+      /^no TLS certificate names tunnel\.test:/,
+    );
+    expect(both.lines.filter((line) => String(line.msg).startsWith('no TLS certificate names'))).toEqual([]);
+  });
+
   it('reloads a changed certificate: a kept-alive connection keeps working, a new one gets the new certificate', async () => {
     const dir = join(ca.dir, 'reload');
     await mkdir(dir);
@@ -171,6 +203,26 @@ describe('TLS at the edge', () => {
     expect(fresh.status).toBe(200);
     expect(fresh.serial).not.toBe(before.serial);
     expect((await servedCertificate(port, ca.ca.cert, undefined)).serialNumber).toBe(fresh.serial);
+  });
+
+  it('warns of a certificate that expires within 14 days and exports when each one served expires', async () => {
+    const log = watchedLog();
+    // The test CA's certificates are valid for two days.
+    const { edge } = await tlsEdge({
+      logger: log.logger,
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }] },
+    });
+    const notAfter = Math.floor(new X509Certificate(localhost.cert).validToDate.getTime() / 1000);
+    const warning = await log.waitFor('TLS certificate expires within 14 days');
+    expect(warning.level).toBe(40);
+    expect(warning.file).toBe(localhost.certFile);
+    expect(warning.notAfter).toBe(new Date(notAfter * 1000).toISOString());
+    const metrics = createEdgeMetrics(edge, 'test');
+    cleanups.push(() => metrics.close());
+    const { body } = await metrics.render();
+    expect(body).toContain(
+      `tunnel2_edge_tls_certificate_not_after_seconds{cert="${localhost.certFile}"} ${notAfter}`,
+    );
   });
 
   it('keeps the previous certificate when a reload finds a broken file, and says which file', async () => {
@@ -211,6 +263,18 @@ describe('TLS at the edge', () => {
     expect((await servedCertificate(port, ca.ca.cert, 'localhost')).serialNumber).toBe(served);
   });
 
+  it('answers plain HTTP sent to the TLS port with a 400 that says to use https://, as nginx does', async () => {
+    const { port } = await tlsEdge({
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }] },
+    });
+    const answer = await send({ port, path: '/', headers: ['Host', `localhost:${port}`] });
+    expect(answer.status).toBe(400);
+    expect(answer.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BAD_REQUEST');
+    expect(answer.body.toString()).toContain('use https://');
+    // A TLS client still gets its handshake.
+    expect((await httpsGet(port, 'localhost')).status).toBe(200);
+  });
+
   it('closes a connection whose TLS handshake never completes, and counts it against its address meanwhile', async () => {
     const { edge, port } = await tlsEdge({
       maxConnectionsPerAddress: 1,
@@ -247,45 +311,6 @@ describe('TLS at the edge', () => {
     const [err] = (await once(refused, 'error')) as [NodeJS.ErrnoException];
     expect(err.code).toBe('ECONNREFUSED');
   });
-
-  it('redirects the plain httpPort to https with 308 and serves ACME challenges from acmeDir, nothing outside it', async () => {
-    const acme = join(ca.dir, 'acme');
-    await mkdir(acme);
-    await writeFile(join(acme, 'tok-EN_123'), 'tok-EN_123.thumbprint');
-    await writeFile(join(ca.dir, 'secret'), 'outside');
-    const { edge, port } = await tlsEdge({
-      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }], httpPort: 0, acmeDir: acme },
-    });
-    const httpPort = edge.tls?.httpPort;
-    expect(httpPort).toBeGreaterThan(0);
-    const redirect = await send({
-      port: httpPort!,
-      path: '/some/path?q=1',
-      method: 'POST',
-      headers: ['Host', `demo.localhost:${httpPort}`],
-    });
-    expect(redirect.status).toBe(308);
-    expect(redirect.headers.location).toBe(`https://demo.localhost:${port}/some/path?q=1`);
-    const challenge = await send({
-      port: httpPort!,
-      path: '/.well-known/acme-challenge/tok-EN_123',
-      headers: ['Host', 'demo.localhost'],
-    });
-    expect(challenge.status).toBe(200);
-    expect(challenge.body.toString()).toBe('tok-EN_123.thumbprint');
-    for (const path of [
-      '/.well-known/acme-challenge/..%2Fsecret',
-      '/.well-known/acme-challenge/../secret',
-      '/.well-known/acme-challenge/tok.EN',
-      '/.well-known/acme-challenge/missing',
-    ]) {
-      const refused = await send({ port: httpPort!, path, headers: ['Host', 'demo.localhost'] });
-      expect(refused.status, path).toBe(404);
-      expect(refused.body.toString()).not.toContain('outside');
-    }
-    const badHost = await send({ port: httpPort!, path: '/', headers: ['Host', 'evil.example/"><x'] });
-    expect(badHost.status).toBe(400);
-  });
 });
 
 describe('a tunnel through a TLS edge', () => {
@@ -307,6 +332,14 @@ describe('a tunnel through a TLS edge', () => {
 
     const viaNode = await httpsGet(port, 'secure.localhost', '/loadtest/ping');
     expect(viaNode.status).toBe(200);
+    // The backend learns the client came over https (it builds its own URLs, secure cookies, redirects).
+    const seen = JSON.parse((await httpsGet(port, 'secure.localhost', '/echo/request/x')).body) as {
+      rawHeaders: string[];
+    };
+    const header = (name: string): string | undefined =>
+      seen.rawHeaders[seen.rawHeaders.findIndex((h, i) => i % 2 === 0 && h.toLowerCase() === name) + 1];
+    expect(header('x-forwarded-proto')).toBe('https');
+    expect(header('x-forwarded-host')).toBe(`secure.localhost:${port}`);
 
     const { stdout } = await run(findCommand('curl', 'curl'), [
       '--silent',
@@ -320,6 +353,47 @@ describe('a tunnel through a TLS edge', () => {
       `https://secure.localhost:${port}/loadtest/ping`,
     ]);
     expect(stdout.trim().split('\n').at(-1)).toBe('200 HTTPS');
+  });
+
+  it('drains over TLS: a request in flight when close() begins gets its whole answer', async () => {
+    const backend = await createTestBackend();
+    cleanups.push(() => backend.close());
+    const edge = buildEdge({
+      port: 0,
+      logger: silent,
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }] },
+    });
+    const { port } = await edge.listen();
+    const agent = spawnCli(
+      ['http', String(backend.port), '--server', edge.url, '--subdomain', 'secure', '--json'],
+      { NODE_EXTRA_CA_CERTS: ca.ca.file },
+    );
+    cleanups.push(() => agent.kill('SIGKILL'));
+    await agent.waitFor('ready');
+    // Twenty lines 40 ms apart: the answer is still streaming while the edge drains.
+    const answer = httpsGet(port, 'secure.localhost', '/stream/20?interval=40');
+    await until(() => edge.inFlight === 1, { what: 'the request in flight', timeoutMs: 10_000 });
+    const closed = edge.close(10_000);
+    const { status, body, headers } = await answer;
+    expect(status).toBe(200);
+    expect(headers.connection).toBe('close');
+    expect(body).toBe(Array.from({ length: 20 }, (_, i) => `chunk ${i}\n`).join(''));
+    await closed;
+  });
+
+  it('tells an agent that does not trust the edge certificate how to trust a private CA, not that no edge answers', async () => {
+    const { edge } = await tlsEdge({
+      tls: { pairs: [{ cert: localhost.certFile, key: localhost.keyFile }] },
+    });
+    // No NODE_EXTRA_CA_CERTS: the test CA is unknown to this agent.
+    const agent = spawnCli(['http', '3000', '--server', edge.url, '--json']);
+    cleanups.push(() => agent.kill('SIGKILL'));
+    const error = await agent.waitFor('error');
+    expect(error.code).toBe('TUNNEL2_ERR_EDGE_UNREACHABLE');
+    expect(String(error.message)).toContain('not trusted');
+    expect(String(error.message)).toContain('NODE_EXTRA_CA_CERTS');
+    await agent.waitFor('reconnecting');
+    expect(agent.events.filter((event) => event.event === 'hint')).toEqual([]);
   });
 
   it('carries a tunnelled WebSocket over wss:// on the same port (HTTP/1.1 upgrade)', async () => {

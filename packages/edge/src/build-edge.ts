@@ -303,6 +303,10 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     connections,
     tls: options.tls,
     domain: options.domain,
+    publicHttpsPort: () => {
+      const base = baseUrl();
+      return base.protocol === 'https:' ? Number(base.port || 443) : undefined;
+    },
     headersTimeoutMs: options.headersTimeoutMs,
     maxHeaderBytes: options.maxHeaderBytes,
     logger,

@@ -1,4 +1,5 @@
 import { type AgentError, AgentErrorCode } from '../errors.js';
+import { isCertificateProblem } from '../session/connect-failure-text.js';
 import type { Tunnel } from '../session/tunnel.js';
 import type { Reporter } from '../terminal/reporter.js';
 
@@ -50,7 +51,8 @@ export function hintWhenNoEdge(tunnel: Tunnel, reporter: Reporter): void {
   tunnel.on('error', (error: AgentError) => {
     if (decided) return;
     decided = true;
-    if (error.code === AgentErrorCode.EDGE_UNREACHABLE)
+    // A certificate that does not verify came from something that answered: its own words say what to do.
+    if (error.code === AgentErrorCode.EDGE_UNREACHABLE && !isCertificateProblem(error.cause))
       reporter.hint(NO_EDGE_HINT, noEdgeHint(tunnel.server));
   });
 }

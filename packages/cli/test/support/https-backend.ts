@@ -1,12 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { promisify } from 'node:util';
-import { findCommand } from '@tunnel2/test-services';
+import { findCommand, makeTestCa } from '@tunnel2/test-services';
 import { WebSocketServer } from 'ws';
 
 const run = promisify(execFile);
@@ -29,17 +28,19 @@ export interface TestCertificates {
   dispose(): Promise<void>;
 }
 
-const SAN = 'subjectAltName=DNS:localhost,IP:127.0.0.1';
-
 /** Generates the certificates with the openssl CLI in a temporary directory (EC keys: fast). */
 export async function makeCertificates(): Promise<TestCertificates> {
-  const dir = await mkdtemp(join(tmpdir(), 'tunnel2-tls-'));
-  const p = (name: string): string => join(dir, name);
-  const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  // The private CA and the certificate it signs are test-services' (the edge's TLS tests use the same).
+  const ca = await makeTestCa();
+  const p = (name: string): string => join(ca.dir, name);
   await run(findCommand('openssl', 'openssl'), [
     'req',
     '-x509',
-    ...ecKey,
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
     '-keyout',
     p('self.key'),
     '-out',
@@ -49,62 +50,16 @@ export async function makeCertificates(): Promise<TestCertificates> {
     '-subj',
     '/CN=localhost',
     '-addext',
-    SAN,
+    'subjectAltName=DNS:localhost,IP:127.0.0.1',
   ]);
-  await run(findCommand('openssl', 'openssl'), [
-    'req',
-    '-x509',
-    ...ecKey,
-    '-keyout',
-    p('ca.key'),
-    '-out',
-    p('ca.crt'),
-    '-days',
-    '2',
-    '-subj',
-    '/CN=tunnel2 test CA',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign',
-  ]);
-  await run(findCommand('openssl', 'openssl'), [
-    'req',
-    '-new',
-    ...ecKey,
-    '-keyout',
-    p('srv.key'),
-    '-out',
-    p('srv.csr'),
-    '-subj',
-    '/CN=localhost',
-  ]);
-  await writeFile(p('srv.ext'), `${SAN}\n`);
-  await run(findCommand('openssl', 'openssl'), [
-    'x509',
-    '-req',
-    '-in',
-    p('srv.csr'),
-    '-CA',
-    p('ca.crt'),
-    '-CAkey',
-    p('ca.key'),
-    '-CAcreateserial',
-    '-out',
-    p('srv.crt'),
-    '-days',
-    '2',
-    '-extfile',
-    p('srv.ext'),
-  ]);
+  const signed = await ca.issue('srv', ['localhost', '127.0.0.1']);
   await writeFile(p('not.pem'), 'this is not a certificate\n');
-  const read = (name: string): Promise<string> => readFile(p(name), 'utf8');
   return {
-    selfSigned: { key: await read('self.key'), cert: await read('self.crt') },
-    ca: { cert: await read('ca.crt'), file: p('ca.crt') },
-    signed: { key: await read('srv.key'), cert: await read('srv.crt') },
+    selfSigned: { key: await readFile(p('self.key'), 'utf8'), cert: await readFile(p('self.crt'), 'utf8') },
+    ca: ca.ca,
+    signed: { key: signed.key, cert: signed.cert },
     notPemFile: p('not.pem'),
-    dispose: () => rm(dir, { recursive: true, force: true }),
+    dispose: () => ca.dispose(),
   };
 }
 

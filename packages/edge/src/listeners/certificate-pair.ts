@@ -1,5 +1,5 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { EdgeError, EdgeErrorCode } from '../errors.js';
 import type { CertificateFiles } from '../settings/edge-options.js';
@@ -10,9 +10,11 @@ export type { CertificateFiles };
 export interface CertificatePair {
   readonly files: CertificateFiles;
   readonly context: SecureContext;
-  /** Lower-case DNS names of the certificate (its SAN DNS entries, else its CN); `*.x` for a wildcard. */
+  /** DNS names of the certificate (its SAN DNS entries, else its CN), canonical; `*.x` for a wildcard. */
   readonly names: readonly string[];
   readonly subject: string;
+  /** When the certificate stops being valid (its notAfter). */
+  readonly notAfter: Date;
   /** The PEM bytes read, to tell a file event that changed nothing from a new certificate. */
   readonly pem: { cert: Buffer; key: Buffer };
 }
@@ -32,12 +34,13 @@ export class CertificateProblem extends EdgeError {
 
 /**
  * Reads a PEM file synchronously (the edge is being built; a reload reads between handshakes): only a
- * regular file of at most 1 MiB, checked on the opened descriptor.
+ * regular file of at most 1 MiB, checked on the opened descriptor. Opened non-blocking: a FIFO with no
+ * writer would otherwise block the event loop here, at start or at a reload, for good.
  */
 function readPem(setting: 'tlsCert' | 'tlsKey', path: string): Buffer {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
     throw new CertificateProblem(setting, path, `cannot read it (${(err as NodeJS.ErrnoException).code})`, {
       cause: err,
@@ -60,16 +63,21 @@ function readPem(setting: 'tlsCert' | 'tlsKey', path: string): Buffer {
   }
 }
 
+/** A DNS name as SNI names are compared: lower case, without the trailing dot of an absolute name. */
+function canonicalName(name: string): string {
+  return name.toLowerCase().replace(/\.$/, '');
+}
+
 /** The DNS names a certificate is valid for: its SAN DNS entries, else (an old certificate) its CN. */
 function namesOf(cert: X509Certificate): string[] {
   const names: string[] = [];
   for (const entry of (cert.subjectAltName ?? '').split(',')) {
     const trimmed = entry.trim();
-    if (trimmed.startsWith('DNS:')) names.push(trimmed.slice(4).toLowerCase());
+    if (trimmed.startsWith('DNS:')) names.push(canonicalName(trimmed.slice(4)));
   }
   if (names.length > 0) return names;
   const cn = /(?:^|\n)CN=([^\n]+)/.exec(cert.subject)?.[1];
-  return cn === undefined ? [] : [cn.toLowerCase()];
+  return cn === undefined ? [] : [canonicalName(cn)];
 }
 
 /** Reads and checks one pair; throws a CertificateProblem naming the setting and the file. */
@@ -105,29 +113,38 @@ export function loadCertificatePair(files: CertificateFiles): CertificatePair {
     context,
     names: namesOf(cert),
     subject: cert.subject.replaceAll('\n', ', '),
+    notAfter: cert.validToDate,
     pem: { cert: certPem, key: keyPem },
   };
 }
 
 /**
- * The pair for a TLS client's SNI name: a certificate naming it exactly, else one whose wildcard covers it
- * (`*.example.com` covers one label: `a.example.com`, not `example.com` nor `a.b.example.com`, as RFC 6125
- * and browsers have it), else the first pair (no SNI, an IP address, an unknown name).
+ * The pair whose certificate names `name`: exactly, else by a wildcard that covers it (`*.example.com`
+ * covers one label: `a.example.com`, not `example.com` nor `a.b.example.com`, as RFC 6125 and browsers
+ * have it). Undefined when none does.
+ */
+export function coveringPair<P extends Pick<CertificatePair, 'names'>>(
+  pairs: readonly P[],
+  name: string,
+): P | undefined {
+  const canonical = canonicalName(name);
+  const exact = pairs.find((pair) => pair.names.includes(canonical));
+  if (exact !== undefined) return exact;
+  const dot = canonical.indexOf('.');
+  if (dot <= 0) return undefined;
+  const wildcard = `*${canonical.slice(dot)}`;
+  return pairs.find((pair) => pair.names.includes(wildcard));
+}
+
+/**
+ * The pair for a TLS client's SNI name: the one covering it (coveringPair), else the first pair (no SNI,
+ * an IP address, an unknown name).
  */
 export function choosePair<P extends Pick<CertificatePair, 'names'>>(
   pairs: readonly P[],
   servername: string | undefined,
 ): P | undefined {
-  if (servername !== undefined && servername !== '') {
-    const name = servername.toLowerCase().replace(/\.$/, '');
-    const exact = pairs.find((pair) => pair.names.includes(name));
-    if (exact !== undefined) return exact;
-    const dot = name.indexOf('.');
-    if (dot > 0) {
-      const wildcard = `*${name.slice(dot)}`;
-      const covering = pairs.find((pair) => pair.names.includes(wildcard));
-      if (covering !== undefined) return covering;
-    }
-  }
-  return pairs[0];
+  const covering =
+    servername === undefined || servername === '' ? undefined : coveringPair(pairs, servername);
+  return covering ?? pairs[0];
 }

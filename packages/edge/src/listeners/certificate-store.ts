@@ -7,6 +7,7 @@ import {
   type CertificatePair,
   CertificateProblem,
   choosePair,
+  coveringPair,
   loadCertificatePair,
 } from './certificate-pair.js';
 
@@ -18,6 +19,9 @@ export interface CertificateStoreOptions {
   /** The files are also read this often: fs.watch misses events on some file systems (NFS, some mounts). */
   pollMs?: number;
 }
+
+/** A certificate this close to its notAfter is warned of when loaded: its renewal is late (certbot renews at 30 days). */
+const EXPIRY_WARNING_MS = 14 * 24 * 3_600_000;
 
 /** Reloads since start, by outcome (the metric `tunnel2_edge_tls_reloads_total{result}`). */
 export interface ReloadCounts {
@@ -48,12 +52,23 @@ export class CertificateStore {
   constructor(options: CertificateStoreOptions) {
     this.#options = options;
     this.#pairs = options.pairs.map((files) => loadCertificatePair(files));
+    for (const pair of this.#pairs) this.#warnIfExpiring(pair);
+  }
+
+  /** When each pair's certificate served now expires (the metric `tunnel2_edge_tls_certificate_not_after_seconds`). */
+  expiries(): { cert: string; notAfter: Date }[] {
+    return this.#pairs.map((pair) => ({ cert: pair.files.cert, notAfter: pair.notAfter }));
   }
 
   /** The context for a client's SNI name (the first pair's without one, or for a name no pair has). */
   contextFor(servername: string | undefined): SecureContext {
     // The constructor loaded at least one pair (settings refuse TLS without one).
     return choosePair(this.#pairs, servername)!.context;
+  }
+
+  /** Whether a certificate names `name` (exactly, or by a wildcard: `*.x` itself for `*.x`). */
+  covers(name: string): boolean {
+    return coveringPair(this.#pairs, name) !== undefined;
   }
 
   /** The first pair's PEM, what a client without SNI gets (tls.Server's default context). */
@@ -91,6 +106,7 @@ export class CertificateStore {
       this.#failures.delete(index);
       if (next.pem.cert.equals(pair.pem.cert) && next.pem.key.equals(pair.pem.key)) return pair;
       changed++;
+      this.#warnIfExpiring(next);
       return next;
     });
     if (newlyFailed > 0) this.reloads.failed++;
@@ -105,6 +121,18 @@ export class CertificateStore {
       log.info({ reason }, 'TLS certificates unchanged');
     }
     return { changed, failed };
+  }
+
+  /** An expired certificate is still served (as nginx does), but said: clients will refuse it. */
+  #warnIfExpiring(pair: CertificatePair): void {
+    const left = pair.notAfter.getTime() - Date.now();
+    if (left > EXPIRY_WARNING_MS) return;
+    this.#options.logger.warn(
+      { file: pair.files.cert, subject: pair.subject, notAfter: pair.notAfter.toISOString() },
+      left <= 0
+        ? 'TLS certificate has expired: clients refuse it until it is renewed'
+        : 'TLS certificate expires within 14 days: check its renewal',
+    );
   }
 
   /** Starts watching the files' folders (and polling); stop() ends both. */

@@ -1,5 +1,5 @@
-import { createReadStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -10,7 +10,7 @@ import { EDGE_ANSWER_HEADERS } from '../answers/error-response.js';
 const { createServer } = process.getBuiltinModule('node:http');
 
 export interface HttpsRedirectOptions {
-  /** The TLS port's port: in the Location unless 443. */
+  /** The port clients reach the TLS port on: in the Location unless 443. */
   httpsPort: () => number;
   /** The host used when a request names none (HTTP/1.0). */
   domain: string;
@@ -45,40 +45,59 @@ function answer(
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 
-/** Serves one ACME HTTP-01 answer from the folder: a regular file, bounded, streamed; else 404. */
+/**
+ * The challenge file: where an ACME client's webroot mode writes it (certbot --webroot -w, lego
+ * --http.webroot, acme.sh -w: `<dir>/.well-known/acme-challenge/<token>`), else `<dir>/<token>` (a folder
+ * given as the challenge folder itself, as dehydrated's WELLKNOWN). Undefined when neither opens.
+ */
+async function openChallenge(dir: string, token: string): Promise<FileHandle | undefined> {
+  for (const path of [join(dir, ACME_PREFIX, token), join(dir, token)]) {
+    try {
+      return await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    } catch {
+      // Not there: the other place, then 404.
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Serves one ACME HTTP-01 answer from the folder: a regular file, bounded, read whole (it is under 200 bytes;
+ * the bound is 64 KiB) and closed before the answer goes out; else 404. Opened non-blocking: a FIFO in the
+ * folder would otherwise hold a thread of libuv's pool until something writes to it.
+ */
 async function serveAcme(res: ServerResponse, dir: string, token: string): Promise<void> {
   if (!ACME_TOKEN.test(token)) {
     answer(res, 404, 'not found: not an ACME token');
     return;
   }
-  let handle: Awaited<ReturnType<typeof open>>;
-  try {
-    handle = await open(join(dir, token), 'r');
-  } catch {
+  const handle = await openChallenge(dir, token);
+  if (handle === undefined) {
     answer(res, 404, 'not found: no such ACME challenge');
     return;
   }
-  const stats = await handle.stat();
-  if (!stats.isFile() || stats.size > MAX_ACME_FILE_BYTES) {
+  let body: Buffer | undefined;
+  try {
+    const stats = await handle.stat();
+    if (stats.isFile() && stats.size <= MAX_ACME_FILE_BYTES) {
+      // Through the descriptor checked above, no further than its size then.
+      const buffer = Buffer.alloc(stats.size);
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+      body = buffer.subarray(0, bytesRead);
+    }
+  } finally {
     await handle.close();
+  }
+  if (body === undefined) {
     answer(res, 404, 'not found: no such ACME challenge');
     return;
   }
   res.writeHead(200, {
     ...EDGE_ANSWER_HEADERS,
     'content-type': 'application/octet-stream',
-    'content-length': String(stats.size),
+    'content-length': String(body.length),
   });
-  if (res.req.method === 'HEAD') {
-    await handle.close();
-    res.end();
-    return;
-  }
-  // Read through the descriptor checked above, no further than its size then.
-  createReadStream('', { fd: handle.fd, autoClose: false, end: Math.max(0, stats.size - 1), start: 0 })
-    .on('close', () => void handle.close())
-    .on('error', () => res.destroy())
-    .pipe(res);
+  res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 
 /**

@@ -1,8 +1,10 @@
 import type { Server as HttpServer } from 'node:http';
-import { Server as NetServer, type Socket } from 'node:net';
+import { Server as NetServer, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
+import { rejectUpgrade } from '../answers/error-response.js';
+import { EdgeErrorCode } from '../errors.js';
 import type { CertificateStore } from './certificate-store.js';
 
 /** How a plain connection is served: the HTTP/1.1 server, or the HTTP/2 one (a client with prior knowledge). */
@@ -82,6 +84,17 @@ export function createPublicListener(options: PublicListenerOptions): PublicList
     // A failed or timed-out handshake (a scanner's noise, not a warning). With a listener here Node leaves
     // the socket open: a client that never sends its hello would hold its connection for good.
     tlsServer.on('tlsClientError', (err: NodeJS.ErrnoException, socket: TLSSocket) => {
+      // Plain HTTP on this port (http:// typed for https://, an agent given http://): OpenSSL saw a request
+      // line where a record belongs and nothing was written yet. Answered in plain text on the TCP socket,
+      // as nginx does, rather than a reset the client cannot explain.
+      const raw = (socket as unknown as { _parent?: unknown })._parent;
+      if (err.code === 'ERR_SSL_HTTP_REQUEST' && raw instanceof Socket && raw.writable) {
+        rejectUpgrade(raw, {
+          code: EdgeErrorCode.BAD_REQUEST,
+          message: 'this port speaks HTTPS: the request came as plain HTTP (use https://)',
+        });
+        return;
+      }
       socket.destroy();
       logger.debug(
         { err: { code: err.code, message: err.message }, remote: socket.remoteAddress },

@@ -1,5 +1,5 @@
 import type { Server as HttpServer } from 'node:http';
-import { type AddressInfo, Server as NetServer } from 'node:net';
+import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { EdgeError, EdgeErrorCode } from '../errors.js';
@@ -14,6 +14,8 @@ import { createPublicListener, type PlainChoice } from './public-listener.js';
 export interface EdgeTls {
   /** Certificate reloads since start, by outcome. */
   readonly reloads: Readonly<ReloadCounts>;
+  /** When the certificate each pair serves now expires, by its tlsCert file. */
+  expiries(): { cert: string; notAfter: Date }[];
   /** Reads the certificate files again (SIGHUP); a pair that fails keeps its previous certificate. */
   reload(reason: string): { changed: number; failed: number };
   /** The plain port redirecting to HTTPS (`httpPort`), once listening; undefined without one. */
@@ -29,6 +31,11 @@ export interface PublicPortOptions {
   http2?: (socket: Duplex) => void;
   choosePlain?: PlainChoice;
   domain: string;
+  /**
+   * The port clients reach HTTPS on, for the redirect's Location: an https publicUrl's (a container or a
+   * load balancer mapping 443 to the port bound); absent, the port bound.
+   */
+  publicHttpsPort?: () => number | undefined;
   headersTimeoutMs: number;
   maxHeaderBytes: number;
   logger: Logger;
@@ -43,6 +50,21 @@ function listenOn(server: NetServer, port: number, host: string): Promise<number
       resolve((server.address() as AddressInfo).port);
     });
   });
+}
+
+/**
+ * A TLS edge hands out https://<name>.<domain>/ and https://<domain>/session/<name>/: a certificate set that
+ * names neither `*.<domain>` nor `<domain>` serves them one that browsers refuse. Said once at start, since
+ * the handshakes themselves only fall back to the first pair.
+ */
+function warnOfUncoveredNames(certificates: CertificateStore, domain: string, logger: Logger): void {
+  const missing = [`*.${domain}`, domain].filter((name) => !certificates.covers(name));
+  if (missing.length === 0) return;
+  const urls = missing.map((name) => (name === domain ? `https://${domain}/` : `https://<name>.${domain}/`));
+  logger.warn(
+    { domain, missing },
+    `no TLS certificate names ${missing.join(' nor ')}: browsers refuse the certificate served at ${urls.join(' and ')} (add a pair naming it)`,
+  );
 }
 
 /**
@@ -67,6 +89,7 @@ export class PublicPort {
     this.#certificates =
       tls === undefined ? undefined : new CertificateStore({ pairs: tls.pairs, logger, pollMs: tls.pollMs });
     const certificates = this.#certificates;
+    if (certificates !== undefined) warnOfUncoveredNames(certificates, options.domain, logger);
     this.#listener = createPublicListener({
       http1: options.http1,
       admit: (socket) => connections.admit(socket),
@@ -85,19 +108,25 @@ export class PublicPort {
       tls?.httpPort === undefined
         ? undefined
         : createHttpsRedirect({
-            httpsPort: () => this.#port,
+            httpsPort: () => options.publicHttpsPort?.() ?? this.#port,
             domain: options.domain,
             acmeDir: tls.acmeDir,
             headersTimeoutMs: options.headersTimeoutMs,
             maxHeaderBytes: options.maxHeaderBytes,
             logger,
           });
+    // The redirect port is public too: its connections count against their address with the TLS port's,
+    // from accept (after Node's own listener, as on the plain port), so it cannot hold what the cap denies.
+    this.#redirect?.on('connection', (socket: Socket) => {
+      if (!connections.admit(socket)) socket.destroy();
+    });
     const redirectPort = (): number | undefined => this.#redirectPort;
     this.tls =
       certificates === undefined
         ? undefined
         : {
             reloads: certificates.reloads,
+            expiries: () => certificates.expiries(),
             reload: (reason) => certificates.reload(reason),
             get httpPort() {
               return redirectPort();

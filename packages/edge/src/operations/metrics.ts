@@ -11,6 +11,7 @@ import { EdgeErrorCode } from '../errors.js';
 import type { ResolvedEdgeOptions } from '../settings/edge-options.js';
 import type { TcpPortTable } from '../tcp/tcp-tunnels.js';
 import { collectProcessMetrics } from './process-metrics.js';
+import { collectTlsMetrics, type MeteredTls } from './tls-metrics.js';
 
 /** Why the edge answered instead of tunnelling, coarse enough to alert on. */
 export type RefusalReason =
@@ -116,8 +117,8 @@ export interface MeteredEdge {
   readonly windowBudget: Pick<WindowBudget, 'used'>;
   /** Public connections closed at accept, by reason (`listeners/public-connections.ts`). */
   readonly publicConnections: { readonly dropped: Readonly<Record<'open_files' | 'per_address', number>> };
-  /** TLS on the public port: its certificate reloads by result; undefined for a plain port. */
-  readonly tls: { readonly reloads: Readonly<Record<string, number>> } | undefined;
+  /** TLS on the public port: its certificate reloads by result, their expiry; undefined for a plain port. */
+  readonly tls: MeteredTls | undefined;
   /** HTTP/2 connections, announced apart from the HTTP/1.1 server's ('connection', with the socket). */
   readonly http2Connections?: Pick<NodeJS.EventEmitter, 'on' | 'off'>;
   readonly tcp: TcpPortTable | undefined;
@@ -262,16 +263,7 @@ export function createEdgeMetrics(edge: MeteredEdge, version: string): EdgeMetri
     () => edge.publicConnections.dropped,
   );
 
-  const tls = edge.tls;
-  if (tls !== undefined) {
-    countFrom(
-      registry,
-      'tunnel2_edge_tls_reloads_total',
-      'TLS certificate reloads (file change, poll, SIGHUP) that changed a pair: result="ok", or "failed" (a pair did not load and kept its previous certificate)',
-      'result',
-      () => tls.reloads,
-    );
-  }
+  if (edge.tls !== undefined) collectTlsMetrics(registry, edge.tls);
 
   // TCP tunnels: read from the port table's counters at scrape time, nothing per connection here.
   const tcp = edge.tcp;

@@ -164,7 +164,7 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
   },
   acmeDir: {
     description:
-      'with httpPort: the folder whose files answer /.well-known/acme-challenge/<token> (the webroot of certbot --webroot and similar)',
+      'with httpPort: the webroot whose .well-known/acme-challenge/<token> files (or <token> files directly in it) answer /.well-known/acme-challenge/<token> (certbot --webroot -w, lego --http.webroot, acme.sh -w)',
     default: undefined,
     ...optionalText(),
   },
