@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { Server as NetServer, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, WindowBudget } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
@@ -66,6 +66,11 @@ export interface Edge {
   readonly startup: StartupGrace;
   /** Public connections closed at accept, by reason (the open-file cap, `maxConnectionsPerAddress`). */
   readonly publicConnections: { readonly dropped: Readonly<Record<DropReason, number>> };
+  /**
+   * The server that accepts public connections: the HTTP/1.1 server itself on a plain port without HTTP/2,
+   * else the TLS or preface-sniffing listener in front of it (its 'error' on a failed accept is heard).
+   */
+  readonly publicServer: NetServer;
   /** The public side's HTTP/2 connections as they start ('connection', with the socket). */
   readonly http2Connections: Pick<NodeJS.EventEmitter, 'on' | 'off'>;
   /** TLS on the public port (`tlsCert`/`tlsKey`); undefined when the port is plain HTTP. */
@@ -403,6 +408,9 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     tls: publicPort.tls,
     startup: ingress.startup,
     publicConnections: connections,
+    get publicServer() {
+      return publicPort.server;
+    },
     http2Connections: http2.connections,
     urlsFor,
     addresses: () => edgeAddresses(baseUrl()),

@@ -123,7 +123,7 @@ describe('the open-file limit', () => {
   it('a failed accept (EMFILE) is counted and warned about, and the edge keeps serving', async () => {
     const { edge, port, logs } = await listening({});
     const failure = Object.assign(new Error('accept EMFILE'), { code: 'EMFILE', syscall: 'accept' });
-    edge.app.server.emit('error', failure);
+    edge.publicServer.emit('error', failure);
     expect(edge.publicConnections.dropped.open_files).toBe(1);
     expect(logs.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([
       expect.objectContaining({ reason: 'open_files', count: 1, level: 40 }),
