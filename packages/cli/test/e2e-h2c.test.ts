@@ -176,6 +176,24 @@ describe('h2c with prior knowledge on the plain port', () => {
     expect(answer.body.toString()).toBe('after hints');
   });
 
+  it("Expect: 100-continue: the backend's 100 reaches the client before it sends the body", async () => {
+    const session = h2c(port);
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': '/echo',
+      ':authority': `web.localhost:${port}`,
+      expect: '100-continue',
+    });
+    stream.on('error', () => {});
+    await new Promise((resolve) => stream.once('continue', resolve));
+    stream.end('sent after 100');
+    const chunks: Buffer[] = [];
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    await new Promise((resolve) => stream.once('end', resolve));
+    session.close();
+    expect(Buffer.concat(chunks).toString()).toBe('sent after 100');
+  });
+
   it('a client RST_STREAM cancels the backend request', async () => {
     const session = h2c(port);
     const backendSawCancel = new Promise<void>((resolve) => {
