@@ -100,6 +100,12 @@ export interface Edge {
   readonly startup: StartupGrace;
   /** Public connections closed at accept, by reason (the open-file cap, `maxConnectionsPerAddress`). */
   readonly publicConnections: { readonly dropped: Readonly<Record<DropReason, number>> };
+  /**
+   * Serves a connection that speaks HTTP/2 from its first byte: a TLS socket whose ALPN chose `h2` (the TLS
+   * listener hands it here), with any bytes already read put back on it. The plain port's h2c needs nothing:
+   * its preface is sniffed.
+   */
+  serveHttp2(socket: Duplex): void;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -492,6 +498,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     publicConnections: connections,
     urlsFor,
     addresses: () => edgeAddresses(baseUrl()),
+    // The listener that accepted the connection counted it against the caps.
+    serveHttp2: (socket) => http2.handle(socket),
     async listen() {
       await app.listen({ port: options.port, host: options.host });
       boundPort = (app.server.address() as AddressInfo).port;
