@@ -112,6 +112,18 @@ describe('h2c with prior knowledge on the plain port', () => {
     expect(field(head.headers, 'x-request-id')).toHaveLength(1);
   });
 
+  it('joins Cookie crumbs into one field for the HTTP/1.1 backend (RFC 9113 §8.2.3)', async () => {
+    const session = h2c(port);
+    const answer = await h2Request(session, {
+      ':path': '/head',
+      ':authority': `web.localhost:${port}`,
+      cookie: ['a=1', 'b=2', 'c=3'],
+    });
+    session.close();
+    const head = JSON.parse(answer.body.toString()) as Seen;
+    expect(field(head.headers, 'cookie')).toEqual(['a=1; b=2; c=3']);
+  });
+
   it('routes by path (/session/<name>/) with the prefix stated', async () => {
     const session = h2c(port);
     const answer = await h2Request(session, {
