@@ -75,6 +75,12 @@ export interface Edge {
   readonly http2Connections: Pick<NodeJS.EventEmitter, 'on' | 'off'>;
   /** TLS on the public port (`tlsCert`/`tlsKey`); undefined when the port is plain HTTP. */
   readonly tls: EdgeTls | undefined;
+  /**
+   * Serves a connection that speaks HTTP/2 from its first byte: a TLS socket whose ALPN chose `h2` (the TLS
+   * listener hands it here), with any bytes already read put back on it. The plain port's h2c needs nothing:
+   * its preface is sniffed.
+   */
+  serveHttp2(socket: Duplex): void;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -240,8 +246,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         sendRefusal(res, edgeStopping);
         return;
       }
-      const http2 = req instanceof EdgeHttp2Request;
-      if (http2 && req.method === 'CONNECT') {
+      const overHttp2 = req instanceof EdgeHttp2Request;
+      if (overHttp2 && req.method === 'CONNECT') {
         // HTTP/1.1's CONNECT never gets here (its own event, below); over HTTP/2 it is a request like any.
         sendEdgeError(
           res,
@@ -252,7 +258,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         );
         return;
       }
-      const problem = http2 ? undefined : headProblem(req);
+      const problem = overHttp2 ? undefined : headProblem(req);
       if (problem !== undefined) {
         sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
         return;
@@ -270,7 +276,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         return;
       }
       if (expectsContinue) res.writeContinue();
-      if (req instanceof EdgeHttp2Request || res instanceof EdgeHttp2Response) {
+      if (overHttp2 || res instanceof EdgeHttp2Response) {
         // The edge's own pages are HTTP/1.1 (Fastify's); over HTTP/2 only tunnels are served.
         sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, notTunnel(req.url ?? '/'));
         return;
@@ -414,6 +420,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     http2Connections: http2.connections,
     urlsFor,
     addresses: () => edgeAddresses(baseUrl()),
+    // The listener that accepted the connection counted it against the caps.
+    serveHttp2: (socket) => http2.handle(socket),
     async listen() {
       boundPort = await publicPort.listen(
         options.port,
