@@ -230,7 +230,15 @@ export class H2Exchange implements StreamHandler {
     });
     h2.on('wantTrailers', () => {
       // A stream cancelled meanwhile (its close() ends the writable side first) has nothing to send.
-      if (!h2.closed && !h2.destroyed) h2.sendTrailers(this.#trailers ?? {});
+      if (h2.closed || h2.destroyed) return;
+      try {
+        h2.sendTrailers(this.#trailers ?? {});
+      } catch (err) {
+        // Trailer fields node:http2 will not send (a single-value field twice, a name that is no token):
+        // the client's request is malformed. It costs this stream, never the agent (a throw here is
+        // uncaught).
+        this.#refuseRequest(`request trailers refused: ${(err as Error).message}`);
+      }
     });
     h2.on('headers', (headers, _flags, raw?: string[]) => this.#onInterim(headers, raw));
     h2.on('response', (headers, flags, raw?: string[]) => this.#onResponse(headers, flags, raw));
@@ -284,6 +292,13 @@ export class H2Exchange implements StreamHandler {
     if (h2 !== undefined && !h2.closed && !h2.destroyed) h2.end();
   }
 
+  /** The client's request cannot be sent on: its stream is reset and the backend's cancelled. */
+  #refuseRequest(reason: string): void {
+    this.#report(reason, 'request_refused');
+    if (!this.#stream.closed) this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+    if (this.#h2 !== undefined && !this.#h2.closed) this.#h2.close(H2_CANCEL);
+  }
+
   #takeTrailers(payload: Buffer): void {
     try {
       this.#trailers = trailerObject(decodeRequestHead(payload).headers);
@@ -296,10 +311,17 @@ export class H2Exchange implements StreamHandler {
     const status = Number(headers[':status']);
     // 100 answered the edge's own Expect handling; a second one means nothing to the client.
     if (!(status > 100 && status < 200) || this.#stream.closed) return;
-    const head = encodeResponseHead(
-      { status, statusMessage: '', headers: responseFields(raw, headers) },
-      this.#options.maxHeadSize,
-    );
+    let head: Buffer;
+    try {
+      head = encodeResponseHead(
+        { status, statusMessage: '', headers: responseFields(raw, headers) },
+        this.#options.maxHeadSize,
+      );
+    } catch {
+      // An interim head larger than a tunnel frame: it only advises, so it is dropped and the final answer
+      // still goes (a throw here would be uncaught).
+      return;
+    }
     this.#stream.sendHeaders(head, false);
   }
 
@@ -330,13 +352,23 @@ export class H2Exchange implements StreamHandler {
     if (!this.#stream.localEnded && !this.#stream.closed) {
       const trailers = this.#responseTrailers;
       if (trailers !== undefined && trailers.length > 0) {
-        this.#stream.sendHeaders(
-          encodeResponseHead(
+        let head: Buffer;
+        try {
+          head = encodeResponseHead(
             { status: 200, statusMessage: '', headers: trailers },
             this.#options.maxHeadSize,
-          ),
-          true,
-        );
+          );
+        } catch (err) {
+          // Trailers larger than a tunnel frame: the body went, so the client must see the answer cut
+          // rather than end as if complete (a throw here would be uncaught).
+          this.#stream.reset(ErrorCode.BACKEND_ERROR);
+          this.#report(
+            `backend sent trailers the tunnel cannot carry: ${(err as Error).message}`,
+            'invalid_trailers',
+          );
+          return;
+        }
+        this.#stream.sendHeaders(head, true);
       } else {
         this.#stream.end();
       }
