@@ -69,7 +69,7 @@ export class H2Backend {
   readonly #options: H2BackendOptions;
   readonly #slots: Slot[] = [];
   /** Dials under way, by SNI: requests arriving meanwhile wait for the same one. */
-  readonly #dialling = new Map<string, Promise<OpenedSession>>();
+  readonly #dialling = new Map<string, Promise<void>>();
   #chosen: BackendProtocol | undefined;
   #closed = false;
 
@@ -93,18 +93,35 @@ export class H2Backend {
    * busy and fewer than maxSessions exist. `release` is called once when the stream closes.
    */
   open(servername: string): Promise<OpenedSession> {
+    return this.#open(servername, 0);
+  }
+
+  /**
+   * `dials`: how many dials this request already waited for. Every request that waited (the one that
+   * started the dial too) chooses again once it is done, so a session is never handed more streams than
+   * its limit while another could be dialled; after maxSessions rounds (a backend that drops each new
+   * session at once) the request takes what there is, or fails, rather than dial for good.
+   */
+  #open(servername: string, dials: number): Promise<OpenedSession> {
     if (this.#closed) return Promise.reject(new Error('the tunnel is closing'));
     if (this.#chosen === 'http/1.1') return Promise.resolve('http/1.1');
     const best = this.#leastLoaded(servername);
     const max = this.#options.maxSessions ?? 4;
     const count = this.#slots.filter((s) => s.servername === servername).length;
-    if (best !== undefined && (best.active < this.#limitOf(best) || count >= max)) {
+    if (best !== undefined && (best.active < this.#limitOf(best) || count >= max || dials >= max)) {
       return Promise.resolve(this.#take(best));
     }
-    const pending = this.#dialling.get(servername);
-    if (pending !== undefined) return pending.then((opened) => this.#reuse(opened, servername));
-    const dial = this.#dial(servername).finally(() => this.#dialling.delete(servername));
-    this.#dialling.set(servername, dial);
+    if (dials >= max) return Promise.reject(new Error('the backend closed the HTTP/2 session'));
+    return this.#sharedDial(servername).then(() => this.#open(servername, dials + 1));
+  }
+
+  /** The dial under way for `servername`, or a new one: requests arriving meanwhile wait for the same. */
+  #sharedDial(servername: string): Promise<void> {
+    let dial = this.#dialling.get(servername);
+    if (dial === undefined) {
+      dial = this.#dial(servername).finally(() => this.#dialling.delete(servername));
+      this.#dialling.set(servername, dial);
+    }
     return dial;
   }
 
@@ -115,8 +132,7 @@ export class H2Backend {
   async probe(servername: string): Promise<BackendProtocol | undefined> {
     if (this.#chosen !== undefined) return this.#chosen;
     try {
-      const opened = await this.open(servername);
-      if (opened !== 'http/1.1') opened.release();
+      await this.#sharedDial(servername);
     } catch {
       // said by the first request instead
     }
@@ -162,20 +178,12 @@ export class H2Backend {
     };
   }
 
-  /** A request that waited for another's dial takes the least-loaded session once it is there. */
-  #reuse(opened: OpenedSession, servername: string): OpenedSession {
-    if (opened === 'http/1.1') return opened;
-    opened.release();
-    const best = this.#leastLoaded(servername);
-    if (best === undefined) throw new Error('the backend closed the HTTP/2 session');
-    return this.#take(best);
-  }
-
-  #dial(servername: string): Promise<OpenedSession> {
+  /** Dials one session and pools it (or learns that the backend chose HTTP/1.1). */
+  #dial(servername: string): Promise<void> {
     const { origin, mode, tls } = this.#options;
     let timer: NodeJS.Timeout | undefined;
     let giveUp: () => void = () => {};
-    const dial = new Promise<OpenedSession>((resolve, reject) => {
+    const dial = new Promise<void>((resolve, reject) => {
       // A backend that takes the connection but never completes TLS or never sends SETTINGS (not HTTP/2 at
       // all) must not hold the dial, and every request waiting on it, for good.
       timer = setTimeout(() => {
@@ -215,7 +223,7 @@ export class H2Backend {
           if (socket.alpnProtocol !== 'h2') {
             this.#choose('http/1.1');
             socket.destroy();
-            resolve('http/1.1');
+            resolve();
             return;
           }
           this.#choose('h2');
@@ -234,7 +242,7 @@ export class H2Backend {
   #adopt(
     session: ClientHttp2Session,
     servername: string,
-    resolve: (opened: OpenedSession) => void,
+    resolve: () => void,
     reject: (err: Error) => void,
   ): void {
     const slot: Slot = { session, active: 0, servername };
@@ -267,7 +275,7 @@ export class H2Backend {
         return;
       }
       this.#slots.push(slot);
-      resolve(this.#take(slot));
+      resolve();
     });
   }
 }
