@@ -1,8 +1,9 @@
 import { once } from 'node:events';
 import { createServer, type Http2Server, type ServerHttp2Stream } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { H2Backend } from '../src/forwarding/h2-backend.js';
+import { until } from './support/stack.js';
 
 // The agent's pool of HTTP/2 backend sessions, against a real node:http2 server that holds every stream
 // open until told: which session each stream goes to, and how many the backend was made to take at once.
@@ -77,5 +78,29 @@ describe('the HTTP/2 backend pool', () => {
     expect([...bySession.values()]).toEqual([2, 2, 2]);
     for (const o of opened) if (o !== 'http/1.1') o.release();
     backend.release();
+  });
+
+  it('a dial given up (the backend took TCP and sent no SETTINGS) closes its connection', async () => {
+    let open = 0;
+    const mute = createTcpServer((socket) => {
+      open++;
+      socket.on('error', () => {});
+      socket.on('close', () => open--);
+    });
+    mute.listen(0, '127.0.0.1');
+    await once(mute, 'listening');
+    try {
+      pool = new H2Backend({
+        origin: `http://127.0.0.1:${(mute.address() as AddressInfo).port}`,
+        mode: 'h2c',
+        connectTimeoutMs: 100,
+      });
+      for (let i = 0; i < 3; i++) {
+        await expect(pool.open('')).rejects.toMatchObject({ code: 'ETIMEDOUT' });
+      }
+      await until(() => open === 0, { what: 'every timed-out dial closed', timeoutMs: 5_000 });
+    } finally {
+      mute.close();
+    }
   });
 });

@@ -6,6 +6,7 @@ import type { TargetTls } from './target-tls.js';
 // to an HTTP/1.1 backend never pays for them (the agent's start-up footprint is measured in a test).
 const http2 = (): typeof import('node:http2') => process.getBuiltinModule('node:http2');
 const tlsModule = (): typeof import('node:tls') => process.getBuiltinModule('node:tls');
+const netModule = (): typeof import('node:net') => process.getBuiltinModule('node:net');
 
 /**
  * The HTTP/2 side of a tunnel's backend: a few node:http2 client sessions to the target, shared by every
@@ -202,8 +203,18 @@ export class H2Backend {
       };
       let session: ClientHttp2Session;
       if (mode === 'h2c') {
-        session = http2().connect(origin, connectOptions);
-        giveUp = () => session.destroy();
+        // The socket is the agent's own, so that a dial given up closes it: node:http2 holds the socket's
+        // handle, and neither the session's destroy() before the backend's SETTINGS nor the socket's own
+        // destroy() closes the connection (one more left open per timed-out dial); a reset first does.
+        const socket = netModule().connect({
+          host: url.hostname.replace(/^\[|\]$/g, ''),
+          port: Number(url.port || 80),
+        });
+        session = http2().connect(origin, { ...connectOptions, createConnection: () => socket });
+        giveUp = () => {
+          socket.resetAndDestroy();
+          session.destroy();
+        };
       } else {
         // ALPN by hand: node:http2 offers h2 only and fails when the backend has no HTTP/2. Offering both,
         // the backend's choice decides, and an HTTP/1.1 one is handed to the undici path.
@@ -228,7 +239,10 @@ export class H2Backend {
           }
           this.#choose('h2');
           const h2 = http2().connect(origin, { ...connectOptions, createConnection: () => socket });
-          giveUp = () => h2.destroy();
+          giveUp = () => {
+            socket.resetAndDestroy();
+            h2.destroy();
+          };
           this.#adopt(h2, servername, resolve, reject);
         });
         return;
