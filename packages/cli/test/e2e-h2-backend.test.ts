@@ -375,6 +375,44 @@ describe('a backend that is down', () => {
   });
 });
 
+describe('a backend that takes the connection and never sends SETTINGS', () => {
+  it('a gRPC call gets UNAVAILABLE (14) when the dial times out, not DEADLINE_EXCEEDED: its own deadline did not pass', async () => {
+    const sockets = new Set<import('node:net').Socket>();
+    const mute = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => {});
+    });
+    mute.listen(0, '127.0.0.1');
+    await once(mute, 'listening');
+    const hung = await connect({
+      target: (mute.address() as AddressInfo).port,
+      server: edge.url,
+      subdomain: 'h2c-mute',
+      h2c: true,
+      backendConnectTimeoutMs: 300,
+    });
+    try {
+      const res = await send({
+        port,
+        path: '/pkg.Svc/Unary',
+        method: 'POST',
+        headers: ['host', `h2c-mute.localhost:${port}`, 'content-type', 'application/grpc'],
+        body: Buffer.from([0, 0, 0, 0, 0]),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_TIMEOUT');
+      expect(res.headers['grpc-status']).toBe('14');
+      // A plain request still reads 504, as an HTTP/1.1 backend's connect timeout does.
+      const plain = await send({ port, path: '/', headers: ['host', `h2c-mute.localhost:${port}`] });
+      expect(plain.status).toBe(504);
+    } finally {
+      await hung.close(0);
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => mute.close(resolve));
+    }
+  });
+});
+
 describe('an HTTP/1.1 server run with --h2c', () => {
   it('answers 502 saying the backend does not speak HTTP/2', async () => {
     const server = createHttpServer((_req, res) => res.end('h1'));
