@@ -375,6 +375,29 @@ describe('a backend that is down', () => {
   });
 });
 
+describe('a backend that answers before it read the request body', () => {
+  it('the rest of the upload is taken and dropped, so the tunnel stream closes (no credit left owed)', async () => {
+    backend.routes.set('/early', (stream) => {
+      // Reads nothing: the upload fills the backend stream's window, then its answer ends the stream.
+      stream.pause();
+      setTimeout(() => {
+        stream.respond({ ':status': 200 });
+        stream.end('early answer');
+      }, 200);
+    });
+    const res = await send({
+      port,
+      path: '/early',
+      method: 'POST',
+      headers: ['host', host(), 'content-type', 'application/octet-stream'],
+      body: Buffer.alloc(4 * 1024 * 1024, 3),
+      timeoutMs: 10_000,
+    });
+    expect(res.body.toString()).toBe('early answer');
+    await until(() => tunnel.sessionStats?.openStreams === 0, { what: 'no open stream', timeoutMs: 5_000 });
+  });
+});
+
 describe('a backend that takes the connection and never sends SETTINGS', () => {
   it('a gRPC call gets UNAVAILABLE (14) when the dial times out, not DEADLINE_EXCEEDED: its own deadline did not pass', async () => {
     const sockets = new Set<import('node:net').Socket>();
