@@ -121,10 +121,7 @@ describe('a backend head the tunnel cannot carry', () => {
 });
 
 describe('request trailers node:http2 refuses to send', () => {
-  for (const [label, fields] of [
-    ['a single-value field twice', ['content-type', 'text/plain', 'content-type', 'text/html']],
-    ['a name that is no token', ['x bad', '1']],
-  ] as const) {
+  for (const [label, fields] of [['a name that is no token', ['x bad', '1']]] as const) {
     it(`${label}: the stream is reset, the backend sees CANCEL, the agent lives`, {
       timeout: 15_000,
     }, async () => {

@@ -222,12 +222,17 @@ export class H2Exchange implements StreamHandler {
     this.#h2 = h2;
     const queued = this.#queued ?? [];
     this.#queued = undefined;
-    h2.on('drain', () => {
+    // Credit owed for bytes the backend stream buffered goes back when they are taken: at 'drain', or at
+    // 'finish' (node emits no 'drain' once end() was called, so the body's last bytes would stay owed,
+    // holding the tunnel stream open and their share of the session's window for good), or at 'close'.
+    const pay = (): void => {
       if (this.#owed === 0 || this.#stream.closed) return;
       const owed = this.#owed;
       this.#owed = 0;
       this.#stream.consume(owed);
-    });
+    };
+    h2.on('drain', pay);
+    h2.on('finish', pay);
     h2.on('wantTrailers', () => {
       // A stream cancelled meanwhile (its close() ends the writable side first) has nothing to send.
       if (h2.closed || h2.destroyed) return;
@@ -262,6 +267,7 @@ export class H2Exchange implements StreamHandler {
     });
     const session = h2.session;
     h2.on('close', () => {
+      pay();
       this.#release?.();
       // A stream closed because its whole session went (the backend closed the connection, or its GOAWAY
       // left this stream unprocessed) carries a CANCEL code of node's own: that is a lost connection, not
