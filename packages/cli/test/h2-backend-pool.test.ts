@@ -103,4 +103,29 @@ describe('the HTTP/2 backend pool', () => {
       mute.close();
     }
   });
+
+  it('close() gives up a dial under way at once: its request fails and its connection closes', async () => {
+    let open = 0;
+    const mute = createTcpServer((socket) => {
+      open++;
+      socket.on('error', () => {});
+      socket.on('close', () => open--);
+    });
+    mute.listen(0, '127.0.0.1');
+    await once(mute, 'listening');
+    try {
+      const backend = new H2Backend({
+        origin: `http://127.0.0.1:${(mute.address() as AddressInfo).port}`,
+        mode: 'h2c',
+      });
+      const pending = backend.open('');
+      await until(() => open === 1, { what: 'the dial connected' });
+      backend.close();
+      // Said by close(), not by the dial's timeout (10 s, its own message).
+      await expect(pending).rejects.toThrow(/closing/);
+      await until(() => open === 0, { what: 'the dial closed', timeoutMs: 5_000 });
+    } finally {
+      mute.close();
+    }
+  });
 });

@@ -73,6 +73,8 @@ export class H2Backend {
   readonly #dialling = new Map<string, Promise<void>>();
   #chosen: BackendProtocol | undefined;
   #closed = false;
+  /** Each dial under way, given up at close(): its socket and timer would keep the process alive. */
+  readonly #abandons = new Set<() => void>();
 
   constructor(options: H2BackendOptions) {
     this.#options = options;
@@ -144,6 +146,7 @@ export class H2Backend {
   close(): void {
     this.#closed = true;
     for (const slot of this.#slots.splice(0)) slot.session.destroy();
+    for (const abandon of this.#abandons) abandon();
   }
 
   #choose(protocol: BackendProtocol): void {
@@ -184,7 +187,13 @@ export class H2Backend {
     const { origin, mode, tls } = this.#options;
     let timer: NodeJS.Timeout | undefined;
     let giveUp: () => void = () => {};
+    let abandon: () => void = () => {};
     const dial = new Promise<void>((resolve, reject) => {
+      abandon = () => {
+        reject(new Error('the tunnel is closing'));
+        giveUp();
+      };
+      this.#abandons.add(abandon);
       // A backend that takes the connection but never completes TLS or never sends SETTINGS (not HTTP/2 at
       // all) must not hold the dial, and every request waiting on it, for good.
       timer = setTimeout(() => {
@@ -249,7 +258,10 @@ export class H2Backend {
       }
       this.#adopt(session, servername, resolve, reject);
     });
-    return dial.finally(() => clearTimeout(timer));
+    return dial.finally(() => {
+      clearTimeout(timer);
+      this.#abandons.delete(abandon);
+    });
   }
 
   /** Waits for the session's SETTINGS, then pools it; retires it on GOAWAY, close or error. */
