@@ -221,7 +221,10 @@ export class H2Backend {
         });
         session = http2().connect(origin, { ...connectOptions, createConnection: () => socket });
         giveUp = () => {
-          socket.resetAndDestroy();
+          // Still connecting (no SYN-ACK yet): nothing to reset, and resetAndDestroy() would wait for the
+          // connection to reset it then.
+          if (socket.connecting) socket.destroy();
+          else socket.resetAndDestroy();
           session.destroy();
         };
       } else {
