@@ -119,7 +119,7 @@ describe('the HTTP/2 backend pool', () => {
         mode: 'h2c',
       });
       const pending = backend.open('');
-      await until(() => open === 1, { what: 'the dial connected' });
+      await until(() => open === 1, { what: 'the dial connected', timeoutMs: 5_000 });
       backend.close();
       // Said by close(), not by the dial's timeout (10 s, its own message).
       await expect(pending).rejects.toThrow(/closing/);
