@@ -161,11 +161,17 @@ export class H2Exchange implements StreamHandler {
    * Sends the request once more on another session when the one it went out on was lost before any answer
    * (a backend that closed an idle connection as the request left): only a request that carried no body
    * and whose method is idempotent (backend-retry.ts, as on the HTTP/1.1 path); never a gRPC call.
+   * `unprocessed`: the backend said it never processed the stream, so any bodiless method may go again.
    */
-  #replayOnce(error: Error): boolean {
+  #replayOnce(error: Error | undefined, unprocessed = false): boolean {
     if (this.#replayed || this.#responseStarted || this.#cancelled || this.#stream.closed) return false;
-    if (this.#grpc || !isReplayable(this.#head!.method, !this.#headEnded)) return false;
-    if (isStreamError(error)) return false;
+    if (unprocessed) {
+      // Not processed: any method may go again, but a body already went to the backend stream.
+      if (this.#grpc || !this.#headEnded) return false;
+    } else {
+      if (this.#grpc || !isReplayable(this.#head!.method, !this.#headEnded)) return false;
+      if (error !== undefined && isStreamError(error)) return false;
+    }
     this.#replayed = true;
     this.#h2 = undefined;
     this.#open();
@@ -272,8 +278,10 @@ export class H2Exchange implements StreamHandler {
       // A stream closed because its whole session went (the backend closed the connection, or its GOAWAY
       // left this stream unprocessed) carries a CANCEL code of node's own: that is a lost connection, not
       // the backend resetting this one stream.
+      // REFUSED_STREAM stays itself even then: nghttp2 closes so the streams a GOAWAY left unprocessed.
       const lost = session === undefined || session.destroyed || session.closed;
-      this.#onClose(lost ? H2_NO_ERROR : (h2.rstCode ?? H2_NO_ERROR), failure);
+      const rstCode = h2.rstCode ?? H2_NO_ERROR;
+      this.#onClose(lost && rstCode !== H2_REFUSED_STREAM ? H2_NO_ERROR : rstCode, failure);
     });
     for (const frame of queued) {
       if ('data' in frame) this.onData(frame.data);
@@ -391,6 +399,10 @@ export class H2Exchange implements StreamHandler {
       );
       return;
     }
+    // REFUSED_STREAM (or a stream beyond the backend's GOAWAY) was never processed (RFC 9113 §8.7): a
+    // bodiless request goes again whatever its method; any other travels on as REFUSED_STREAM, which HTTP/2
+    // and gRPC clients retry themselves.
+    if (rstCode === H2_REFUSED_STREAM && !this.#responseStarted && this.#replayOnce(failure, true)) return;
     if (rstCode !== H2_NO_ERROR && (failure === undefined || isStreamError(failure))) {
       if (!this.#responseStarted && rstCode !== H2_CANCEL && rstCode !== H2_REFUSED_STREAM) {
         this.#answerBeforeHead(describeBackendReset(rstCode, this.#options.target.host));
