@@ -152,3 +152,48 @@ describe('request trailers node:http2 refuses to send', () => {
     });
   }
 });
+
+describe('trailers that come while the client reads slowly', () => {
+  // node:http2 emits 'end' on a paused stream once its buffer is empty: the trailers can come while the
+  // body's last bytes still wait for the client's credit. They must follow those bytes, not throw.
+  for (const extra of [1, 100, 16 * 1024 + 1]) {
+    it(`a body of the stream window + ${extra} bytes, then trailers: all of it arrives, in order`, async () => {
+      const size = 256 * 1024 + extra;
+      backend.routes.set('/slow-trailers', (stream) => {
+        stream.respond({ ':status': 200 }, { waitForTrailers: true });
+        stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+        stream.end(Buffer.alloc(size, 7));
+      });
+      const seen = await new Promise<{ body: number; heads: boolean[]; reset?: number }>((resolve) => {
+        const out = { body: 0, heads: [] as boolean[] };
+        const stream = session.openStream();
+        const held: Buffer[] = [];
+        stream.handler = {
+          onHeaders: (_payload, end) => {
+            out.heads.push(end);
+          },
+          onData: (chunk) => {
+            out.body += chunk.length;
+            held.push(chunk);
+          },
+          onEnd: () => resolve(out),
+          onReset: (err) =>
+            resolve({ ...out, reset: err instanceof StreamResetError ? err.protocolCode : -1 }),
+          onDrain: () => {},
+        };
+        stream.sendHeaders(get('/slow-trailers'), true);
+        // The client takes nothing for a while (the trailers arrive at the agent meanwhile), then everything.
+        const pay = (): void => {
+          for (const chunk of held.splice(0)) stream.consume(chunk.length);
+          if (!stream.closed) setTimeout(pay, 20);
+        };
+        setTimeout(pay, 300);
+      });
+      expect(crashes).toEqual([]);
+      expect(seen.reset).toBeUndefined();
+      expect(seen.body).toBe(size);
+      expect(seen.heads).toEqual([false, true]);
+      await stillForwards();
+    });
+  }
+});

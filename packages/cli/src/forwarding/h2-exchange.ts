@@ -75,6 +75,10 @@ export class H2Exchange implements StreamHandler {
   #responseTrailers: RawHeaders | undefined;
   #cancelled = false;
   #finished = false;
+  /** The tunnel stream took the last chunk only into its queue (write() false): no onDrain since. */
+  #awaitingCredit = false;
+  /** The backend's response ended while #awaitingCredit: its end (trailers) goes at the next onDrain. */
+  #endAfterDrain = false;
   #recorder: ExchangeRecorder | undefined;
 
   constructor(stream: MuxStream, options: H2ForwardOptions, fallback: () => StreamHandler) {
@@ -219,6 +223,12 @@ export class H2Exchange implements StreamHandler {
   }
 
   onDrain(): void {
+    this.#awaitingCredit = false;
+    if (this.#endAfterDrain) {
+      this.#endAfterDrain = false;
+      this.#onResponseEnd();
+      return;
+    }
     if (this.#h2?.isPaused()) this.#h2.resume();
   }
 
@@ -256,7 +266,10 @@ export class H2Exchange implements StreamHandler {
     h2.on('data', (chunk: Buffer) => {
       this.#bytes += chunk.length;
       this.#recorder?.responseData(chunk);
-      if (!this.#stream.closed && !this.#stream.write(chunk)) h2.pause();
+      if (!this.#stream.closed && !this.#stream.write(chunk)) {
+        this.#awaitingCredit = true;
+        h2.pause();
+      }
     });
     h2.on('trailers', (headers, _flags, raw?: string[]) => {
       this.#responseTrailers = responseFields(raw, headers);
@@ -361,6 +374,12 @@ export class H2Exchange implements StreamHandler {
 
   #onResponseEnd(): void {
     if (!this.#responseStarted) return;
+    // node:http2 ends a paused stream once its buffer is empty: the body's last bytes may still wait in the
+    // tunnel stream for the client's credit, and trailers (END_STREAM) cannot go before them.
+    if (this.#awaitingCredit && !this.#stream.closed) {
+      this.#endAfterDrain = true;
+      return;
+    }
     // A trailers-only answer already ended the tunnel stream with its head (and the stream may be closed by
     // now, the request side having ended too): the exchange is complete all the same.
     if (!this.#stream.localEnded && !this.#stream.closed) {
@@ -391,7 +410,8 @@ export class H2Exchange implements StreamHandler {
   }
 
   #onClose(rstCode: number, failure: Error | undefined): void {
-    if (this.#finished) return;
+    // The response ended complete; its end waits for the client's credit (#onResponseEnd).
+    if (this.#finished || this.#endAfterDrain) return;
     if (this.#stream.closed) {
       this.#report(
         failure?.message ?? 'stream closed',
