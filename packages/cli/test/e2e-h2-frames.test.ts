@@ -360,7 +360,10 @@ describe('a stream the backend left unprocessed (beyond its GOAWAY last-stream-i
       encodeRequestHead({ method, target: path, headers: ['host', 'frames.played', ...headers] }, LIMIT),
       end,
     );
-    if (!end) stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    if (!end) {
+      stream.write(Buffer.from([0, 0, 0, 0, 0]));
+      stream.end();
+    }
   };
 
   it('a gRPC call: the tunnel RESET is REFUSED_STREAM (the client may retry it), not a failure', async () => {

@@ -1,8 +1,10 @@
 import { once } from 'node:events';
 import { createServer, type Http2Server, type ServerHttp2Stream } from 'node:http2';
 import { type AddressInfo, createServer as createTcpServer } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { H2Backend } from '../src/forwarding/h2-backend.js';
+import { makeCertificates } from './support/https-backend.js';
 import { until } from './support/stack.js';
 
 // The agent's pool of HTTP/2 backend sessions, against a real node:http2 server that holds every stream
@@ -126,6 +128,36 @@ describe('the HTTP/2 backend pool', () => {
       await until(() => open === 0, { what: 'the dial closed', timeoutMs: 5_000 });
     } finally {
       mute.close();
+    }
+  });
+
+  it('the same for an https:// target that completes TLS (h2 by ALPN) and sends no SETTINGS', async () => {
+    const certs = await makeCertificates();
+    let open = 0;
+    const mute = createTlsServer({ ...certs.selfSigned, ALPNProtocols: ['h2'] }, (socket) =>
+      socket.on('error', () => {}),
+    );
+    mute.on('connection', (socket) => {
+      open++;
+      socket.on('error', () => {});
+      socket.on('close', () => open--);
+    });
+    mute.listen(0, '127.0.0.1');
+    await once(mute, 'listening');
+    try {
+      pool = new H2Backend({
+        origin: `https://127.0.0.1:${(mute.address() as AddressInfo).port}`,
+        mode: 'alpn',
+        tls: { rejectUnauthorized: false, ca: undefined },
+        connectTimeoutMs: 300,
+      });
+      for (let i = 0; i < 3; i++) {
+        await expect(pool.open('')).rejects.toMatchObject({ code: 'ETIMEDOUT' });
+      }
+      await until(() => open === 0, { what: 'every timed-out dial closed', timeoutMs: 5_000 });
+    } finally {
+      mute.close();
+      await certs.dispose();
     }
   });
 });

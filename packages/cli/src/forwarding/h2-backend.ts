@@ -230,15 +230,26 @@ export class H2Backend {
       } else {
         // ALPN by hand: node:http2 offers h2 only and fails when the backend has no HTTP/2. Offering both,
         // the backend's choice decides, and an HTTP/1.1 one is handed to the undici path.
+        // Over a TCP socket of the agent's own, for the reason given above for h2c: only a reset of the TCP
+        // socket closes a connection node:http2 holds (a TLS socket's handle cannot be reset).
+        const host = url.hostname.replace(/^\[|\]$/g, '');
+        const tcp = netModule().connect({ host, port: Number(url.port || 443) });
         const socket: TLSSocket = tlsModule().connect({
-          host: url.hostname.replace(/^\[|\]$/g, ''),
-          port: Number(url.port || 443),
+          socket: tcp,
+          host,
           ALPNProtocols: ['h2', 'http/1.1'],
           ...(servername === '' ? {} : { servername }),
           rejectUnauthorized: tls?.rejectUnauthorized ?? true,
           ...(tls?.ca === undefined ? {} : { ca: tls.ca }),
         });
-        giveUp = () => socket.destroy();
+        const resetTcp = (): void => {
+          if (tcp.connecting) tcp.destroy();
+          else tcp.resetAndDestroy();
+        };
+        giveUp = () => {
+          resetTcp();
+          socket.destroy();
+        };
         const failed = (err: Error): void => reject(err);
         socket.once('error', failed);
         socket.once('secureConnect', () => {
@@ -252,7 +263,7 @@ export class H2Backend {
           this.#choose('h2');
           const h2 = http2().connect(origin, { ...connectOptions, createConnection: () => socket });
           giveUp = () => {
-            socket.resetAndDestroy();
+            resetTcp();
             h2.destroy();
           };
           this.#adopt(h2, servername, resolve, reject);
