@@ -17,7 +17,7 @@ import {
   sendBackendErrorAnswer,
 } from './backend-error.js';
 import type { BackendErrorAnswer } from './backend-error-answer.js';
-import { isReplayable } from './backend-retry.js';
+import { isH2Replayable } from './backend-retry.js';
 import { forwardHeaders } from './forward-headers.js';
 import type { ForwardOptions, RequestReport } from './forward-options.js';
 import { isGrpcRequest } from './grpc-form.js';
@@ -163,19 +163,13 @@ export class H2Exchange implements StreamHandler {
 
   /**
    * Sends the request once more on another session when the one it went out on was lost before any answer
-   * (a backend that closed an idle connection as the request left): only a request that carried no body
-   * and whose method is idempotent (backend-retry.ts, as on the HTTP/1.1 path); never a gRPC call.
-   * `unprocessed`: the backend said it never processed the stream, so any bodiless method may go again.
+   * (a backend that closed an idle connection as the request left, or that never processed the stream):
+   * as backend-retry.ts's isH2Replayable() allows.
    */
   #replayOnce(error: Error | undefined, unprocessed = false): boolean {
     if (this.#replayed || this.#responseStarted || this.#cancelled || this.#stream.closed) return false;
-    if (unprocessed) {
-      // Not processed: any method may go again, but a body already went to the backend stream.
-      if (this.#grpc || !this.#headEnded) return false;
-    } else {
-      if (this.#grpc || !isReplayable(this.#head!.method, !this.#headEnded)) return false;
-      if (error !== undefined && isStreamError(error)) return false;
-    }
+    const request = { method: this.#head!.method, hasBody: !this.#headEnded, grpc: this.#grpc };
+    if (!isH2Replayable(request, unprocessed, error !== undefined && isStreamError(error))) return false;
     this.#replayed = true;
     this.#h2 = undefined;
     this.#open();
