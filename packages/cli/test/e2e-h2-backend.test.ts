@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer as createHttpServer, request } from 'node:http';
+import { request } from 'node:http';
 import { constants as h2 } from 'node:http2';
-import { type AddressInfo, createServer } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestReport } from '../src/forwarding/forward-options.js';
@@ -49,6 +48,31 @@ describe('an h2c backend', () => {
     expect(tunnel.backendProtocol).toBe('h2c');
   });
 
+  it('a field node:http2 takes once (user-agent, content-type) sent twice: the first goes on, as node:http keeps it', async () => {
+    backend.routes.set('/twice', (stream, headers) => {
+      stream.respond({ ':status': 200 });
+      stream.end(`${headers['user-agent']} ${headers['content-type']}`);
+    });
+    const res = await send({
+      port,
+      path: '/twice',
+      headers: [
+        'host',
+        host(),
+        'user-agent',
+        'first',
+        'user-agent',
+        'second',
+        'content-type',
+        'a/b',
+        'content-type',
+        'c/d',
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.toString()).toBe('first a/b');
+  });
+
   it('streams a 4 MiB POST body to the backend and its echo back', async () => {
     backend.routes.set('/echo', (stream) => {
       stream.respond({ ':status': 200 });
@@ -66,6 +90,10 @@ describe('an h2c backend', () => {
     expect(res.status).toBe(200);
     expect(res.length).toBe(body.length);
     expect(res.sha256).toBe(sha256(body));
+    // Credit for the body's last bytes (written while the backend stream pushed back, then end()ed: no
+    // 'drain' follows an end) is returned too, or the tunnel stream stays open and its bytes are lost to
+    // the session's window for good.
+    await until(() => tunnel.sessionStats?.openStreams === 0, { what: 'no open stream', timeoutMs: 5_000 });
   });
 
   it('Expect: 100-continue: the agent says 100 once the backend stream is open, and the body follows', async () => {
@@ -325,100 +353,26 @@ describe('a backend that resets a stream before answering', () => {
   });
 });
 
-describe('a backend that is down', () => {
-  let down: Tunnel;
-  beforeAll(async () => {
-    // A port that was free a moment ago: nothing listens on it.
-    const probe = createServer().listen(0, '127.0.0.1');
-    await once(probe, 'listening');
-    const free = (probe.address() as AddressInfo).port;
-    await new Promise((resolve) => probe.close(resolve));
-    down = await connect({ target: free, server: edge.url, subdomain: 'h2c-down', h2c: true });
-  });
-  afterAll(() => down.close(0));
-
-  it('gives a plain request the 502 page', async () => {
-    const res = await send({ port, path: '/', headers: ['host', `h2c-down.localhost:${port}`] });
-    expect(res.status).toBe(502);
-    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_UNREACHABLE');
-  });
-
-  it('gives a gRPC call the gRPC form: 200, grpc-status 14, a message naming the target and cause', async () => {
+describe('a backend that answers before it read the request body', () => {
+  it('the rest of the upload is taken and dropped, so the tunnel stream closes (no credit left owed)', async () => {
+    backend.routes.set('/early', (stream) => {
+      // Reads nothing: the upload fills the backend stream's window, then its answer ends the stream.
+      stream.pause();
+      setTimeout(() => {
+        stream.respond({ ':status': 200 });
+        stream.end('early answer');
+      }, 200);
+    });
     const res = await send({
       port,
-      path: '/pkg.Svc/Unary',
+      path: '/early',
       method: 'POST',
-      headers: ['host', `h2c-down.localhost:${port}`, 'content-type', 'application/grpc'],
-      body: Buffer.from([0, 0, 0, 0, 0]),
+      headers: ['host', host(), 'content-type', 'application/octet-stream'],
+      body: Buffer.alloc(4 * 1024 * 1024, 3),
+      timeoutMs: 10_000,
     });
-    expect(res.status).toBe(200);
-    expect(res.headers['content-type']).toBe('application/grpc');
-    expect(res.headers['grpc-status']).toBe('14');
-    expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_UNREACHABLE');
-    expect(decodeURIComponent(String(res.headers['grpc-message']))).toMatch(
-      /refused connection on localhost:/,
-    );
-    expect(res.length).toBe(0);
-  });
-
-  it('leaves no stream open: the body that waited for a backend stream is consumed', async () => {
-    const res = await send({
-      port,
-      path: '/pkg.Svc/Upload',
-      method: 'POST',
-      headers: ['host', `h2c-down.localhost:${port}`, 'content-type', 'application/grpc'],
-      body: Buffer.alloc(100_000, 1),
-    });
-    expect(res.headers['grpc-status']).toBe('14');
-    // Left open, the stream would hold a graceful close (Ctrl-C, SIGTERM) for its whole grace.
-    await until(() => down.sessionStats?.openStreams === 0, { what: 'no open stream', timeoutMs: 5_000 });
-  });
-});
-
-describe('an HTTP/1.1 server run with --h2c', () => {
-  it('answers 502 saying the backend does not speak HTTP/2', async () => {
-    const server = createHttpServer((_req, res) => res.end('h1'));
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const h1 = await connect({
-      target: (server.address() as AddressInfo).port,
-      server: edge.url,
-      subdomain: 'h1-as-h2c',
-      h2c: true,
-    });
-    try {
-      const res = await send({ port, path: '/', headers: ['host', `h1-as-h2c.localhost:${port}`] });
-      expect(res.status).toBe(502);
-      expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_INVALID_RESPONSE');
-      expect(res.body.toString()).toMatch(/does not speak HTTP\/2 with prior knowledge.*without --h2c/);
-    } finally {
-      await h1.close(0);
-      await new Promise((resolve) => server.close(resolve));
-    }
-  });
-});
-
-describe('a gRPC call for an HTTP/1.1 backend', () => {
-  it('is answered UNIMPLEMENTED (12) with TUNNEL2_ERR_BACKEND_NOT_HTTP2, naming --h2c', async () => {
-    const plain = await startH2Backend(); // never reached: the agent answers itself
-    const h1 = await connect({ target: plain.port, server: edge.url, subdomain: 'h1-grpc' });
-    try {
-      const res = await send({
-        port,
-        path: '/pkg.Svc/Unary',
-        method: 'POST',
-        headers: ['host', `h1-grpc.localhost:${port}`, 'content-type', 'application/grpc'],
-        body: Buffer.from([0, 0, 0, 0, 0]),
-      });
-      expect(res.status).toBe(200);
-      expect(res.headers['grpc-status']).toBe('12');
-      expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_BACKEND_NOT_HTTP2');
-      expect(decodeURIComponent(String(res.headers['grpc-message']))).toContain('--h2c');
-      expect(plain.sessions).toBe(0);
-    } finally {
-      await h1.close(0);
-      await plain.close();
-    }
+    expect(res.body.toString()).toBe('early answer');
+    await until(() => tunnel.sessionStats?.openStreams === 0, { what: 'no open stream', timeoutMs: 5_000 });
   });
 });
 

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
 import { type H2TestBackend, startH2Backend } from './support/h2-backend.js';
 import { startPlayedEdge } from './support/played-edge.js';
+import { until } from './support/stack.js';
 
 // The agent's half of PROTOCOL.md §13 seen frame by frame: an edge played from the protocol package opens
 // streams as an HTTP/2-serving edge would (request trailers as a second HEADERS), and reads back what the
@@ -327,5 +328,66 @@ describe('resets', () => {
       (stream) => stream.reset(ErrorCode.INTERNAL_ERROR),
     );
     expect(await closed).toBe(h2.NGHTTP2_CANCEL);
+  });
+});
+
+describe('a stream the backend left unprocessed (beyond its GOAWAY last-stream-id)', () => {
+  /**
+   * '/hold' waits; '/unprocessed' arriving on the same connection makes the backend say GOAWAY naming the
+   * held stream as the last it processes, then answer that one: the second was never processed (RFC 9113
+   * §8.7). On a connection with nothing held, '/unprocessed' is answered.
+   */
+  function goawayRoutes(): void {
+    const held = new Map<unknown, import('node:http2').ServerHttp2Stream>();
+    backend.routes.set('/hold', (stream) => {
+      held.set(stream.session, stream);
+    });
+    backend.routes.set('/unprocessed', (stream) => {
+      const first = held.get(stream.session);
+      if (first === undefined) {
+        stream.respond({ ':status': 200 });
+        stream.end('answered on a new connection');
+        return;
+      }
+      held.delete(stream.session);
+      stream.session?.goaway(h2.NGHTTP2_NO_ERROR, first.id);
+      setTimeout(() => first.respond({ ':status': 200 }, { endStream: true }), 50);
+    });
+  }
+
+  const open = (method: string, path: string, headers: string[], end: boolean) => (stream: MuxStream) => {
+    stream.sendHeaders(
+      encodeRequestHead({ method, target: path, headers: ['host', 'frames.played', ...headers] }, LIMIT),
+      end,
+    );
+    if (!end) {
+      stream.write(Buffer.from([0, 0, 0, 0, 0]));
+      stream.end();
+    }
+  };
+
+  it('a gRPC call: the tunnel RESET is REFUSED_STREAM (the client may retry it), not a failure', async () => {
+    goawayRoutes();
+    const held = exchange(session, open('GET', '/hold', [], true));
+    await until(() => backend.seen.some((h) => h[':path'] === '/hold'), { what: 'held', timeoutMs: 5_000 });
+    const seen = await exchange(
+      session,
+      open('POST', '/unprocessed', ['content-type', 'application/grpc'], false),
+    );
+    expect(seen.reset).toBe(ErrorCode.REFUSED_STREAM);
+    expect((await held).heads[0]?.status).toBe(200);
+  });
+
+  it('a bodiless request, even a POST, is sent again on a new connection', async () => {
+    goawayRoutes();
+    const held = exchange(session, open('GET', '/hold', [], true));
+    await until(() => backend.seen.filter((h) => h[':path'] === '/hold').length >= 2, {
+      what: 'held',
+      timeoutMs: 5_000,
+    });
+    const seen = await exchange(session, open('POST', '/unprocessed', [], true));
+    expect(seen.reset).toBeUndefined();
+    expect(seen.body.toString()).toBe('answered on a new connection');
+    expect((await held).heads[0]?.status).toBe(200);
   });
 });

@@ -19,4 +19,9 @@ export interface BackendErrorAnswer {
   status: number;
   message: string;
   code: BackendErrorCode;
+  /**
+   * The gRPC status for a gRPC call, where the HTTP status's own mapping (grpc-form.ts) would mislead: a
+   * backend that never took the connection is UNAVAILABLE (retryable), not DEADLINE_EXCEEDED.
+   */
+  grpcStatus?: number;
 }

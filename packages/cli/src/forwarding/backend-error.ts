@@ -3,7 +3,7 @@ import type { ExchangeRecorder } from '@tunnel2/inspector';
 import { encodeResponseHead, type MuxStream, type RawHeaders } from '@tunnel2/protocol';
 import type { BackendErrorAnswer } from './backend-error-answer.js';
 import { askOfRequest, backendErrorBody } from './backend-error-page.js';
-import { grpcStatusOfHttp, isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
+import { GrpcStatus, grpcStatusOfHttp, isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
 import type { Target } from './target.js';
 import { describeTlsError } from './target-tls.js';
 
@@ -51,9 +51,18 @@ export function describeBackendError(error: Error, host: string, answerBegun: bo
         message: `tunnel2: backend host of ${host} could not be resolved`,
         code: 'TUNNEL2_ERR_BACKEND_UNREACHABLE',
       };
+    // A connection not made in time (undici's connect timeout, the HTTP/2 dial's, the system's): 504 as
+    // before, but for a gRPC call UNAVAILABLE, as Envoy answers a connect timeout (its 503 "UF"): the
+    // call's own deadline did not pass, and a client may retry it elsewhere.
     case 'UND_ERR_CONNECT_TIMEOUT':
-    case 'UND_ERR_HEADERS_TIMEOUT':
     case 'ETIMEDOUT':
+      return {
+        status: 504,
+        message: `tunnel2: backend on ${host} did not answer in time`,
+        code: 'TUNNEL2_ERR_BACKEND_TIMEOUT',
+        grpcStatus: GrpcStatus.UNAVAILABLE,
+      };
+    case 'UND_ERR_HEADERS_TIMEOUT':
       return {
         status: 504,
         message: `tunnel2: backend on ${host} did not answer in time`,
@@ -161,7 +170,7 @@ export function sendBackendErrorAnswer(
   request: AnsweredRequest,
 ): void {
   if (isGrpcRequest(request.headers)) {
-    const grpcStatus = grpcStatusOfHttp(answer.status);
+    const grpcStatus = answer.grpcStatus ?? grpcStatusOfHttp(answer.status);
     sendGrpcErrorAnswer(
       stream,
       { grpcStatus, message: answer.message, code: answer.code },

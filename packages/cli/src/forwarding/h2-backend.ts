@@ -6,6 +6,7 @@ import type { TargetTls } from './target-tls.js';
 // to an HTTP/1.1 backend never pays for them (the agent's start-up footprint is measured in a test).
 const http2 = (): typeof import('node:http2') => process.getBuiltinModule('node:http2');
 const tlsModule = (): typeof import('node:tls') => process.getBuiltinModule('node:tls');
+const netModule = (): typeof import('node:net') => process.getBuiltinModule('node:net');
 
 /**
  * The HTTP/2 side of a tunnel's backend: a few node:http2 client sessions to the target, shared by every
@@ -69,9 +70,11 @@ export class H2Backend {
   readonly #options: H2BackendOptions;
   readonly #slots: Slot[] = [];
   /** Dials under way, by SNI: requests arriving meanwhile wait for the same one. */
-  readonly #dialling = new Map<string, Promise<OpenedSession>>();
+  readonly #dialling = new Map<string, Promise<void>>();
   #chosen: BackendProtocol | undefined;
   #closed = false;
+  /** Each dial under way, given up at close(): its socket and timer would keep the process alive. */
+  readonly #abandons = new Set<() => void>();
 
   constructor(options: H2BackendOptions) {
     this.#options = options;
@@ -93,18 +96,35 @@ export class H2Backend {
    * busy and fewer than maxSessions exist. `release` is called once when the stream closes.
    */
   open(servername: string): Promise<OpenedSession> {
+    return this.#open(servername, 0);
+  }
+
+  /**
+   * `dials`: how many dials this request already waited for. Every request that waited (the one that
+   * started the dial too) chooses again once it is done, so a session is never handed more streams than
+   * its limit while another could be dialled; after maxSessions rounds (a backend that drops each new
+   * session at once) the request takes what there is, or fails, rather than dial for good.
+   */
+  #open(servername: string, dials: number): Promise<OpenedSession> {
     if (this.#closed) return Promise.reject(new Error('the tunnel is closing'));
     if (this.#chosen === 'http/1.1') return Promise.resolve('http/1.1');
     const best = this.#leastLoaded(servername);
     const max = this.#options.maxSessions ?? 4;
     const count = this.#slots.filter((s) => s.servername === servername).length;
-    if (best !== undefined && (best.active < this.#limitOf(best) || count >= max)) {
+    if (best !== undefined && (best.active < this.#limitOf(best) || count >= max || dials >= max)) {
       return Promise.resolve(this.#take(best));
     }
-    const pending = this.#dialling.get(servername);
-    if (pending !== undefined) return pending.then((opened) => this.#reuse(opened, servername));
-    const dial = this.#dial(servername).finally(() => this.#dialling.delete(servername));
-    this.#dialling.set(servername, dial);
+    if (dials >= max) return Promise.reject(new Error('the backend closed the HTTP/2 session'));
+    return this.#sharedDial(servername).then(() => this.#open(servername, dials + 1));
+  }
+
+  /** The dial under way for `servername`, or a new one: requests arriving meanwhile wait for the same. */
+  #sharedDial(servername: string): Promise<void> {
+    let dial = this.#dialling.get(servername);
+    if (dial === undefined) {
+      dial = this.#dial(servername).finally(() => this.#dialling.delete(servername));
+      this.#dialling.set(servername, dial);
+    }
     return dial;
   }
 
@@ -115,8 +135,7 @@ export class H2Backend {
   async probe(servername: string): Promise<BackendProtocol | undefined> {
     if (this.#chosen !== undefined) return this.#chosen;
     try {
-      const opened = await this.open(servername);
-      if (opened !== 'http/1.1') opened.release();
+      await this.#sharedDial(servername);
     } catch {
       // said by the first request instead
     }
@@ -127,6 +146,7 @@ export class H2Backend {
   close(): void {
     this.#closed = true;
     for (const slot of this.#slots.splice(0)) slot.session.destroy();
+    for (const abandon of this.#abandons) abandon();
   }
 
   #choose(protocol: BackendProtocol): void {
@@ -162,20 +182,18 @@ export class H2Backend {
     };
   }
 
-  /** A request that waited for another's dial takes the least-loaded session once it is there. */
-  #reuse(opened: OpenedSession, servername: string): OpenedSession {
-    if (opened === 'http/1.1') return opened;
-    opened.release();
-    const best = this.#leastLoaded(servername);
-    if (best === undefined) throw new Error('the backend closed the HTTP/2 session');
-    return this.#take(best);
-  }
-
-  #dial(servername: string): Promise<OpenedSession> {
+  /** Dials one session and pools it (or learns that the backend chose HTTP/1.1). */
+  #dial(servername: string): Promise<void> {
     const { origin, mode, tls } = this.#options;
     let timer: NodeJS.Timeout | undefined;
     let giveUp: () => void = () => {};
-    const dial = new Promise<OpenedSession>((resolve, reject) => {
+    let abandon: () => void = () => {};
+    const dial = new Promise<void>((resolve, reject) => {
+      abandon = () => {
+        reject(new Error('the tunnel is closing'));
+        giveUp();
+      };
+      this.#abandons.add(abandon);
       // A backend that takes the connection but never completes TLS or never sends SETTINGS (not HTTP/2 at
       // all) must not hold the dial, and every request waiting on it, for good.
       timer = setTimeout(() => {
@@ -194,20 +212,44 @@ export class H2Backend {
       };
       let session: ClientHttp2Session;
       if (mode === 'h2c') {
-        session = http2().connect(origin, connectOptions);
-        giveUp = () => session.destroy();
+        // The socket is the agent's own, so that a dial given up closes it: node:http2 holds the socket's
+        // handle, and neither the session's destroy() before the backend's SETTINGS nor the socket's own
+        // destroy() closes the connection (one more left open per timed-out dial); a reset first does.
+        const socket = netModule().connect({
+          host: url.hostname.replace(/^\[|\]$/g, ''),
+          port: Number(url.port || 80),
+        });
+        session = http2().connect(origin, { ...connectOptions, createConnection: () => socket });
+        giveUp = () => {
+          // Still connecting (no SYN-ACK yet): nothing to reset, and resetAndDestroy() would wait for the
+          // connection to reset it then.
+          if (socket.connecting) socket.destroy();
+          else socket.resetAndDestroy();
+          session.destroy();
+        };
       } else {
         // ALPN by hand: node:http2 offers h2 only and fails when the backend has no HTTP/2. Offering both,
         // the backend's choice decides, and an HTTP/1.1 one is handed to the undici path.
+        // Over a TCP socket of the agent's own, for the reason given above for h2c: only a reset of the TCP
+        // socket closes a connection node:http2 holds (a TLS socket's handle cannot be reset).
+        const host = url.hostname.replace(/^\[|\]$/g, '');
+        const tcp = netModule().connect({ host, port: Number(url.port || 443) });
         const socket: TLSSocket = tlsModule().connect({
-          host: url.hostname.replace(/^\[|\]$/g, ''),
-          port: Number(url.port || 443),
+          socket: tcp,
+          host,
           ALPNProtocols: ['h2', 'http/1.1'],
           ...(servername === '' ? {} : { servername }),
           rejectUnauthorized: tls?.rejectUnauthorized ?? true,
           ...(tls?.ca === undefined ? {} : { ca: tls.ca }),
         });
-        giveUp = () => socket.destroy();
+        const resetTcp = (): void => {
+          if (tcp.connecting) tcp.destroy();
+          else tcp.resetAndDestroy();
+        };
+        giveUp = () => {
+          resetTcp();
+          socket.destroy();
+        };
         const failed = (err: Error): void => reject(err);
         socket.once('error', failed);
         socket.once('secureConnect', () => {
@@ -215,26 +257,32 @@ export class H2Backend {
           if (socket.alpnProtocol !== 'h2') {
             this.#choose('http/1.1');
             socket.destroy();
-            resolve('http/1.1');
+            resolve();
             return;
           }
           this.#choose('h2');
           const h2 = http2().connect(origin, { ...connectOptions, createConnection: () => socket });
-          giveUp = () => h2.destroy();
+          giveUp = () => {
+            resetTcp();
+            h2.destroy();
+          };
           this.#adopt(h2, servername, resolve, reject);
         });
         return;
       }
       this.#adopt(session, servername, resolve, reject);
     });
-    return dial.finally(() => clearTimeout(timer));
+    return dial.finally(() => {
+      clearTimeout(timer);
+      this.#abandons.delete(abandon);
+    });
   }
 
   /** Waits for the session's SETTINGS, then pools it; retires it on GOAWAY, close or error. */
   #adopt(
     session: ClientHttp2Session,
     servername: string,
-    resolve: (opened: OpenedSession) => void,
+    resolve: () => void,
     reject: (err: Error) => void,
   ): void {
     const slot: Slot = { session, active: 0, servername };
@@ -267,7 +315,7 @@ export class H2Backend {
         return;
       }
       this.#slots.push(slot);
-      resolve(this.#take(slot));
+      resolve();
     });
   }
 }

@@ -17,7 +17,7 @@ import {
   sendBackendErrorAnswer,
 } from './backend-error.js';
 import type { BackendErrorAnswer } from './backend-error-answer.js';
-import { isReplayable } from './backend-retry.js';
+import { isH2Replayable } from './backend-retry.js';
 import { forwardHeaders } from './forward-headers.js';
 import type { ForwardOptions, RequestReport } from './forward-options.js';
 import { isGrpcRequest } from './grpc-form.js';
@@ -75,6 +75,10 @@ export class H2Exchange implements StreamHandler {
   #responseTrailers: RawHeaders | undefined;
   #cancelled = false;
   #finished = false;
+  /** The tunnel stream took the last chunk only into its queue (write() false): no onDrain since. */
+  #awaitingCredit = false;
+  /** The backend's response ended while #awaitingCredit: its end (trailers) goes at the next onDrain. */
+  #endAfterDrain = false;
   #recorder: ExchangeRecorder | undefined;
 
   constructor(stream: MuxStream, options: H2ForwardOptions, fallback: () => StreamHandler) {
@@ -159,13 +163,13 @@ export class H2Exchange implements StreamHandler {
 
   /**
    * Sends the request once more on another session when the one it went out on was lost before any answer
-   * (a backend that closed an idle connection as the request left): only a request that carried no body
-   * and whose method is idempotent (backend-retry.ts, as on the HTTP/1.1 path); never a gRPC call.
+   * (a backend that closed an idle connection as the request left, or that never processed the stream):
+   * as backend-retry.ts's isH2Replayable() allows.
    */
-  #replayOnce(error: Error): boolean {
+  #replayOnce(error: Error | undefined, unprocessed = false): boolean {
     if (this.#replayed || this.#responseStarted || this.#cancelled || this.#stream.closed) return false;
-    if (this.#grpc || !isReplayable(this.#head!.method, !this.#headEnded)) return false;
-    if (isStreamError(error)) return false;
+    const request = { method: this.#head!.method, hasBody: !this.#headEnded, grpc: this.#grpc };
+    if (!isH2Replayable(request, unprocessed, error !== undefined && isStreamError(error))) return false;
     this.#replayed = true;
     this.#h2 = undefined;
     this.#open();
@@ -213,6 +217,12 @@ export class H2Exchange implements StreamHandler {
   }
 
   onDrain(): void {
+    this.#awaitingCredit = false;
+    if (this.#endAfterDrain) {
+      this.#endAfterDrain = false;
+      this.#onResponseEnd();
+      return;
+    }
     if (this.#h2?.isPaused()) this.#h2.resume();
   }
 
@@ -222,22 +232,38 @@ export class H2Exchange implements StreamHandler {
     this.#h2 = h2;
     const queued = this.#queued ?? [];
     this.#queued = undefined;
-    h2.on('drain', () => {
+    // Credit owed for bytes the backend stream buffered goes back when they are taken: at 'drain', or at
+    // 'finish' (node emits no 'drain' once end() was called, so the body's last bytes would stay owed,
+    // holding the tunnel stream open and their share of the session's window for good), or at 'close'.
+    const pay = (): void => {
       if (this.#owed === 0 || this.#stream.closed) return;
       const owed = this.#owed;
       this.#owed = 0;
       this.#stream.consume(owed);
-    });
+    };
+    h2.on('drain', pay);
+    h2.on('finish', pay);
     h2.on('wantTrailers', () => {
       // A stream cancelled meanwhile (its close() ends the writable side first) has nothing to send.
-      if (!h2.closed && !h2.destroyed) h2.sendTrailers(this.#trailers ?? {});
+      if (h2.closed || h2.destroyed) return;
+      try {
+        h2.sendTrailers(this.#trailers ?? {});
+      } catch (err) {
+        // Trailer fields node:http2 will not send (a single-value field twice, a name that is no token):
+        // the client's request is malformed. It costs this stream, never the agent (a throw here is
+        // uncaught).
+        this.#refuseRequest(`request trailers refused: ${(err as Error).message}`);
+      }
     });
     h2.on('headers', (headers, _flags, raw?: string[]) => this.#onInterim(headers, raw));
     h2.on('response', (headers, flags, raw?: string[]) => this.#onResponse(headers, flags, raw));
     h2.on('data', (chunk: Buffer) => {
       this.#bytes += chunk.length;
       this.#recorder?.responseData(chunk);
-      if (!this.#stream.closed && !this.#stream.write(chunk)) h2.pause();
+      if (!this.#stream.closed && !this.#stream.write(chunk)) {
+        this.#awaitingCredit = true;
+        h2.pause();
+      }
     });
     h2.on('trailers', (headers, _flags, raw?: string[]) => {
       this.#responseTrailers = responseFields(raw, headers);
@@ -254,12 +280,15 @@ export class H2Exchange implements StreamHandler {
     });
     const session = h2.session;
     h2.on('close', () => {
+      pay();
       this.#release?.();
       // A stream closed because its whole session went (the backend closed the connection, or its GOAWAY
       // left this stream unprocessed) carries a CANCEL code of node's own: that is a lost connection, not
       // the backend resetting this one stream.
+      // REFUSED_STREAM stays itself even then: nghttp2 closes so the streams a GOAWAY left unprocessed.
       const lost = session === undefined || session.destroyed || session.closed;
-      this.#onClose(lost ? H2_NO_ERROR : (h2.rstCode ?? H2_NO_ERROR), failure);
+      const rstCode = h2.rstCode ?? H2_NO_ERROR;
+      this.#onClose(lost && rstCode !== H2_REFUSED_STREAM ? H2_NO_ERROR : rstCode, failure);
     });
     for (const frame of queued) {
       if ('data' in frame) this.onData(frame.data);
@@ -284,6 +313,13 @@ export class H2Exchange implements StreamHandler {
     if (h2 !== undefined && !h2.closed && !h2.destroyed) h2.end();
   }
 
+  /** The client's request cannot be sent on: its stream is reset and the backend's cancelled. */
+  #refuseRequest(reason: string): void {
+    this.#report(reason, 'request_refused');
+    if (!this.#stream.closed) this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+    if (this.#h2 !== undefined && !this.#h2.closed) this.#h2.close(H2_CANCEL);
+  }
+
   #takeTrailers(payload: Buffer): void {
     try {
       this.#trailers = trailerObject(decodeRequestHead(payload).headers);
@@ -296,10 +332,17 @@ export class H2Exchange implements StreamHandler {
     const status = Number(headers[':status']);
     // 100 answered the edge's own Expect handling; a second one means nothing to the client.
     if (!(status > 100 && status < 200) || this.#stream.closed) return;
-    const head = encodeResponseHead(
-      { status, statusMessage: '', headers: responseFields(raw, headers) },
-      this.#options.maxHeadSize,
-    );
+    let head: Buffer;
+    try {
+      head = encodeResponseHead(
+        { status, statusMessage: '', headers: responseFields(raw, headers) },
+        this.#options.maxHeadSize,
+      );
+    } catch {
+      // An interim head larger than a tunnel frame: it only advises, so it is dropped and the final answer
+      // still goes (a throw here would be uncaught).
+      return;
+    }
     this.#stream.sendHeaders(head, false);
   }
 
@@ -325,18 +368,34 @@ export class H2Exchange implements StreamHandler {
 
   #onResponseEnd(): void {
     if (!this.#responseStarted) return;
+    // node:http2 ends a paused stream once its buffer is empty: the body's last bytes may still wait in the
+    // tunnel stream for the client's credit, and trailers (END_STREAM) cannot go before them.
+    if (this.#awaitingCredit && !this.#stream.closed) {
+      this.#endAfterDrain = true;
+      return;
+    }
     // A trailers-only answer already ended the tunnel stream with its head (and the stream may be closed by
     // now, the request side having ended too): the exchange is complete all the same.
     if (!this.#stream.localEnded && !this.#stream.closed) {
       const trailers = this.#responseTrailers;
       if (trailers !== undefined && trailers.length > 0) {
-        this.#stream.sendHeaders(
-          encodeResponseHead(
+        let head: Buffer;
+        try {
+          head = encodeResponseHead(
             { status: 200, statusMessage: '', headers: trailers },
             this.#options.maxHeadSize,
-          ),
-          true,
-        );
+          );
+        } catch (err) {
+          // Trailers larger than a tunnel frame: the body went, so the client must see the answer cut
+          // rather than end as if complete (a throw here would be uncaught).
+          this.#stream.reset(ErrorCode.BACKEND_ERROR);
+          this.#report(
+            `backend sent trailers the tunnel cannot carry: ${(err as Error).message}`,
+            'invalid_trailers',
+          );
+          return;
+        }
+        this.#stream.sendHeaders(head, true);
       } else {
         this.#stream.end();
       }
@@ -345,7 +404,8 @@ export class H2Exchange implements StreamHandler {
   }
 
   #onClose(rstCode: number, failure: Error | undefined): void {
-    if (this.#finished) return;
+    // The response ended complete; its end waits for the client's credit (#onResponseEnd).
+    if (this.#finished || this.#endAfterDrain) return;
     if (this.#stream.closed) {
       this.#report(
         failure?.message ?? 'stream closed',
@@ -353,6 +413,10 @@ export class H2Exchange implements StreamHandler {
       );
       return;
     }
+    // REFUSED_STREAM (or a stream beyond the backend's GOAWAY) was never processed (RFC 9113 §8.7): a
+    // bodiless request goes again whatever its method; any other travels on as REFUSED_STREAM, which HTTP/2
+    // and gRPC clients retry themselves.
+    if (rstCode === H2_REFUSED_STREAM && !this.#responseStarted && this.#replayOnce(failure, true)) return;
     if (rstCode !== H2_NO_ERROR && (failure === undefined || isStreamError(failure))) {
       if (!this.#responseStarted && rstCode !== H2_CANCEL && rstCode !== H2_REFUSED_STREAM) {
         this.#answerBeforeHead(describeBackendReset(rstCode, this.#options.target.host));

@@ -18,6 +18,54 @@ const notOnH2 = new Set([
   'host',
 ]);
 
+/**
+ * Fields node:http2 sends at most once (its kSingleValueHeaders): a second value makes it throw, where HTTP/1.1
+ * clients may well send two. The first goes on, as node:http's own `headers` keeps it; the list-valued among
+ * them are joined instead, as RFC 9110 §5.3 combines a repeated list field.
+ */
+const singleValue = new Set([
+  'access-control-allow-credentials',
+  'access-control-max-age',
+  'access-control-request-method',
+  'age',
+  'authorization',
+  'content-length',
+  'content-location',
+  'content-md5',
+  'content-range',
+  'content-type',
+  'date',
+  'dnt',
+  'etag',
+  'expires',
+  'from',
+  'if-modified-since',
+  'if-range',
+  'if-unmodified-since',
+  'last-modified',
+  'location',
+  'max-forwards',
+  'proxy-authorization',
+  'range',
+  'referer',
+  'retry-after',
+  'tk',
+  'upgrade-insecure-requests',
+  'user-agent',
+  'x-content-type-options',
+]);
+const joinedList = new Set(['content-encoding', 'content-language', 'if-match', 'if-none-match']);
+
+/** Adds one field to a node:http2 header object, repeated names as lists except where node takes one. */
+function addField(headers: OutgoingHttpHeaders, name: string, value: string): void {
+  const previous = headers[name];
+  if (previous === undefined) headers[name] = value;
+  else if (singleValue.has(name)) return;
+  else if (joinedList.has(name)) headers[name] = `${String(previous)}, ${value}`;
+  else if (Array.isArray(previous)) previous.push(value);
+  else headers[name] = [String(previous), value];
+}
+
 // RST_STREAM codes of RFC 9113 §7 the mapping keeps apart (node:http2's constants, without loading it here).
 export const H2_NO_ERROR = 0x0;
 export const H2_REFUSED_STREAM = 0x7;
@@ -57,10 +105,7 @@ export function h2RequestHeaders(
       continue;
     }
     if (notOnH2.has(name) || name.startsWith(':')) continue;
-    const previous = headers[name];
-    if (previous === undefined) headers[name] = value;
-    else if (Array.isArray(previous)) previous.push(value);
-    else headers[name] = [String(previous), value];
+    addField(headers, name, value);
   }
   if (grpc) headers.te = 'trailers';
   return headers;
@@ -89,10 +134,7 @@ export function trailerObject(raw: RawHeaders): OutgoingHttpHeaders {
   for (let i = 0; i < fields.length; i += 2) {
     const name = fields[i]!.toLowerCase();
     if (name.startsWith(':') || notOnH2.has(name)) continue;
-    const previous = out[name];
-    if (previous === undefined) out[name] = fields[i + 1]!;
-    else if (Array.isArray(previous)) previous.push(fields[i + 1]!);
-    else out[name] = [String(previous), fields[i + 1]!];
+    addField(out, name, fields[i + 1]!);
   }
   return out;
 }
