@@ -156,7 +156,7 @@ describe('aborts at scale and mid-upload', () => {
       () => stack.edge.inFlight === 0 && session.streams.size === 0 && stack.backend.stats.inFlight === 0,
     );
     const connections = await new Promise<number>((resolve, reject) =>
-      stack.edge.app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))),
+      stack.edge.publicServer.getConnections((err, count) => (err ? reject(err) : resolve(count))),
     );
     // Only the agent's WebSocket is left on the edge.
     expect(connections).toBe(1);

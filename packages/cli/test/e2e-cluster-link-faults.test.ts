@@ -33,7 +33,7 @@ async function holdingBackend(): Promise<{
 
 function connections(edge: Edge): Promise<number> {
   return new Promise((resolve, reject) =>
-    edge.app.server.getConnections((err, count) => (err ? reject(err) : resolve(count))),
+    edge.publicServer.getConnections((err, count) => (err ? reject(err) : resolve(count))),
   );
 }
 

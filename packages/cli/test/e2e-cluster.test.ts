@@ -255,9 +255,9 @@ describe('cross-node forwarding', () => {
     const ok = await send({ port: portA, path: '/bytes/10', headers: ['Host', 'onc.localhost'] });
     expect(ok.headers['x-tunnel2-node']).toBe('node-c');
     // Stop node C's listener without telling the registry: the session record still names it.
-    c.app.server.close();
+    c.publicServer.close();
     c.app.server.closeAllConnections();
-    expect(c.app.server.listening).toBe(false);
+    expect(c.publicServer.listening).toBe(false);
     const gone = await send({ port: portA, path: '/bytes/10', headers: ['Host', 'onc.localhost'] });
     expect(gone.status).toBe(502);
     expect(gone.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_NODE_UNREACHABLE');

@@ -68,7 +68,7 @@ describe('idle keep-alive connections while the edge drains', () => {
     const closing = edge.close(10_000);
     // The edge stops listening once nothing is in flight (here at once), without touching the connection.
     await new Promise((resolve) => setImmediate(resolve));
-    expect(edge.app.server.listening).toBe(false);
+    expect(edge.publicServer.listening).toBe(false);
     const answer = await client.get('/');
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     expect(answer).toMatch(/\r\nconnection: close\r\n/i);
