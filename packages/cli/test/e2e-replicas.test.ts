@@ -1,0 +1,182 @@
+import { once } from 'node:events';
+import { buildEdge, type Edge } from '@tunnel2/edge';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { connect, type Tunnel } from '../src/index.js';
+import { type CountingBackend, startCountingBackend } from './support/counting-backend.js';
+import { send } from './support/http-client.js';
+import { silent, until } from './support/stack.js';
+
+// Several agents serving one name (`--replica`, PROTOCOL.md "Replicas"), in process: who may join, how
+// requests and WebSockets spread, what the agents are told. The process-level faults (SIGTERM, kill -9,
+// rolling restart under load) are in e2e-replicas-faults.test.ts.
+
+let edge: Edge;
+let port: number;
+const backends: CountingBackend[] = [];
+const tunnels: Tunnel[] = [];
+
+beforeAll(async () => {
+  edge = buildEdge({ port: 0, logger: silent, auth: { tokens: ['token-a', 'token-b'] } });
+  ({ port } = await edge.listen());
+  for (const id of ['r0', 'r1', 'r2']) backends.push(await startCountingBackend(id));
+});
+
+afterEach(async () => {
+  await Promise.all(tunnels.splice(0).map((tunnel) => tunnel.close(0)));
+  await until(() => edge.sessions.size === 0, { what: 'every session gone', timeoutMs: 5_000 });
+});
+
+afterAll(async () => {
+  await edge.close(0);
+  await Promise.all(backends.map((backend) => backend.close()));
+});
+
+async function agent(
+  backend: CountingBackend,
+  options: { name?: string; token?: string; replica?: boolean } = {},
+): Promise<Tunnel> {
+  const tunnel = await connect({
+    target: backend.port,
+    server: edge.url,
+    subdomain: options.name ?? 'shop',
+    token: options.token ?? 'token-a',
+    replica: options.replica ?? true,
+    inspect: false,
+  });
+  tunnels.push(tunnel);
+  return tunnel;
+}
+
+function get(name = 'shop'): Promise<string> {
+  return send({ port, path: '/', headers: ['Host', `${name}.localhost`], timeoutMs: 10_000 }).then((res) =>
+    res.status === 200 ? res.body.toString() : `${res.status} ${res.headers['x-tunnel2-error']}`,
+  );
+}
+
+describe('joining a name as a replica', () => {
+  it('three agents with one token serve one name; each is told how many serve it when it connects', async () => {
+    const a = await agent(backends[0]!);
+    const b = await agent(backends[1]!);
+    const c = await agent(backends[2]!);
+    expect([a.info?.replicas, b.info?.replicas, c.info?.replicas]).toEqual([1, 2, 3]);
+    expect(edge.sessions.replicas('shop')).toHaveLength(3);
+    expect(edge.sessions.size).toBe(3);
+    expect(edge.sessions.names).toBe(1);
+  });
+
+  it('another owner can never join: 409 NAME_IN_USE, with or without --replica', async () => {
+    await agent(backends[0]!);
+    for (const replica of [true, false]) {
+      await expect(agent(backends[1]!, { token: 'token-b', replica })).rejects.toMatchObject({
+        status: 409,
+        edgeCode: 'TUNNEL2_ERR_NAME_IN_USE',
+        fatal: true,
+      });
+    }
+    expect(edge.sessions.replicas('shop')).toHaveLength(1);
+  });
+
+  it('a holder without --replica keeps the name to itself: a replica of another owner gets 409', async () => {
+    const holder = await agent(backends[0]!, { replica: false });
+    await expect(agent(backends[1]!, { token: 'token-b' })).rejects.toMatchObject({
+      status: 409,
+      edgeCode: 'TUNNEL2_ERR_NAME_IN_USE',
+    });
+    expect(edge.sessions.replicas('shop')).toEqual([expect.objectContaining({ replica: false })]);
+    expect(holder.info?.replicas).toBeUndefined();
+    expect(await get()).toBe('r0');
+  });
+
+  it('a holder without --replica: its own token takes the name over as before (no second agent beside it)', async () => {
+    const first = await agent(backends[0]!, { replica: false });
+    const closed = once(first, 'error');
+    await agent(backends[1]!);
+    const [error] = (await closed) as [{ code: string }];
+    expect(error.code).toBe('TUNNEL2_ERR_REPLACED');
+    expect(edge.sessions.replicas('shop')).toHaveLength(1);
+    expect(await get()).toBe('r1');
+  });
+
+  it('the name stays claimed while one replica lives, and is free once the last one leaves', async () => {
+    const a = await agent(backends[0]!);
+    const b = await agent(backends[1]!);
+    await a.close(0);
+    tunnels.splice(tunnels.indexOf(a), 1);
+    await until(() => edge.sessions.replicas('shop').length === 1, { what: 'a gone', timeoutMs: 5_000 });
+    await expect(agent(backends[2]!, { token: 'token-b' })).rejects.toMatchObject({ status: 409 });
+    expect(await get()).toBe('r1');
+    await b.close(0);
+    tunnels.splice(tunnels.indexOf(b), 1);
+    await until(() => edge.sessions.size === 0, { what: 'b gone', timeoutMs: 5_000 });
+    // A graceful close frees the name at once: another owner may have it now.
+    const other = await agent(backends[2]!, { token: 'token-b' });
+    expect(other.info?.name).toBe('shop');
+  });
+
+  it('--replica needs a subdomain and an HTTP target', async () => {
+    await expect(connect({ target: 1, server: edge.url, replica: true })).rejects.toMatchObject({
+      code: 'TUNNEL2_ERR_INVALID_OPTION',
+      message: expect.stringContaining('--replica needs --subdomain'),
+    });
+    await expect(
+      connect({ target: 1, server: edge.url, subdomain: 'x', replica: true, tcp: { remotePort: undefined } }),
+    ).rejects.toMatchObject({ message: expect.stringContaining('HTTP tunnels') });
+  });
+});
+
+describe('balancing over the replicas', () => {
+  it('requests spread over all three (least outstanding, ties round robin): each gets at least 20 %', async () => {
+    for (const backend of backends) await agent(backend);
+    const before = backends.map((backend) => backend.requests);
+    const answers: string[] = [];
+    // 300 requests, 12 at a time.
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        while (next < 300) {
+          next++;
+          answers.push(await get());
+        }
+      }),
+    );
+    expect(answers.filter((answer) => !/^r\d$/.test(answer))).toEqual([]);
+    const served = backends.map((backend, i) => backend.requests - (before[i] ?? 0));
+    for (const count of served) expect(count).toBeGreaterThanOrEqual(60);
+  });
+
+  it('WebSockets are balanced per connection: six upgrades reach all three backends', async () => {
+    for (const backend of backends) await agent(backend);
+    const seen: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/`, { headers: { Host: 'shop.localhost' } });
+      const [data] = (await once(ws, 'message')) as [Buffer];
+      seen.push(data.toString());
+      ws.close();
+      await once(ws, 'close');
+    }
+    expect(new Set(seen)).toEqual(new Set(['r0', 'r1', 'r2']));
+  });
+
+  it('a replica that leaves gracefully under load loses nothing: the others take the new requests', async () => {
+    const leaving = await agent(backends[0]!);
+    await agent(backends[1]!);
+    await agent(backends[2]!);
+    const answers: string[] = [];
+    let stop = false;
+    const load = Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (!stop) answers.push(await get());
+      }),
+    );
+    await until(() => answers.length >= 60, { what: 'some load served', timeoutMs: 10_000 });
+    await leaving.close(5_000);
+    tunnels.splice(tunnels.indexOf(leaving), 1);
+    const after = answers.length;
+    await until(() => answers.length >= after + 60, { what: 'load after the leave', timeoutMs: 10_000 });
+    stop = true;
+    await load;
+    expect(answers.filter((answer) => !/^r\d$/.test(answer))).toEqual([]);
+    expect(answers.slice(after + 10)).not.toContain('r0');
+  });
+});
