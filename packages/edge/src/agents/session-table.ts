@@ -174,7 +174,7 @@ export class SessionTable {
       connection.close(ErrorCode.GOING_AWAY, 'the replicas this one joined have all left: reconnect');
       return false;
     }
-    const run = connection.connection.run;
+    const run = joins ? connection.connection.run : undefined;
     const replaced = joins
       ? previous.filter((entry) => run !== undefined && entry.connection.run === run)
       : previous.filter((entry) => entry !== connection);
