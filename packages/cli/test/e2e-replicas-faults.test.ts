@@ -128,6 +128,11 @@ async function allThreeLive(): Promise<void> {
 }
 
 describe('three agent processes on one name under ~500 requests/s', () => {
+  it('each `ready` event (--json) says how many agents served the name when it connected', async () => {
+    const said = await Promise.all(agents.map(async (agent) => (await agent.waitFor('ready')).replicas));
+    expect(said).toEqual([1, 2, 3]);
+  });
+
   it('the requests spread over all three: each backend serves at least 20 %', async () => {
     await allThreeLive();
     const before = backends.map((backend) => backend.requests);

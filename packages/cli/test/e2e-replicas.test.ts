@@ -3,9 +3,12 @@ import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { connect, type Tunnel } from '../src/index.js';
+import { createTunnels } from '../src/session/tunnel-group.js';
 import { type CountingBackend, startCountingBackend } from './support/counting-backend.js';
 import { send } from './support/http-client.js';
+import { startPlayedEdge } from './support/played-edge.js';
 import { silent, until } from './support/stack.js';
+import { twoNodes } from './support/two-nodes.js';
 
 // Several agents serving one name (`--replica`, PROTOCOL.md "Replicas"), in process: who may join, how
 // requests and WebSockets spread, what the agents are told. The process-level faults (SIGTERM, kill -9,
@@ -178,5 +181,60 @@ describe('balancing over the replicas', () => {
     await load;
     expect(answers.filter((answer) => !/^r\d$/.test(answer))).toEqual([]);
     expect(answers.slice(after + 10)).not.toContain('r0');
+  });
+});
+
+describe('where replicas are not to be had', () => {
+  it('an edge older than replicas (no `replicas` in its HELLO answer): the agent stops, saying so', async () => {
+    const played = await startPlayedEdge((_hello, session) =>
+      session.sendHello({ name: 'shop', url: 'http://shop.example/', urls: [] }, true),
+    );
+    try {
+      await expect(
+        connect({ target: 1, server: played.url, subdomain: 'shop', replica: true, inspect: false }),
+      ).rejects.toMatchObject({
+        code: 'TUNNEL2_ERR_REPLICAS_UNSUPPORTED',
+        fatal: true,
+        message: expect.stringContaining('this edge does not support replicas'),
+      });
+    } finally {
+      await played.close();
+    }
+  });
+
+  it('cluster mode refuses --replica with a clear 400 (replicas across nodes are not supported yet)', async () => {
+    const { a, b } = await twoNodes();
+    try {
+      await expect(
+        connect({ target: 1, server: b.url, subdomain: 'shop', replica: true, inspect: false }),
+      ).rejects.toMatchObject({
+        status: 400,
+        fatal: true,
+        message: expect.stringContaining('cluster mode, where replicas (--replica) are not supported yet'),
+      });
+    } finally {
+      await b.close(0);
+      await a.close(0);
+    }
+  });
+
+  it("a config file: the replica tunnel leads its session (the edge joins only a session's own name)", () => {
+    const tunnel = createTunnels({
+      server: 'http://127.0.0.1:1',
+      tunnels: [
+        { name: 'web', target: 1, subdomain: 'web' },
+        { name: 'shop', target: 2, subdomain: 'shop', replica: true },
+      ],
+    });
+    expect(tunnel.tunnels.map((t) => t.label)).toEqual(['shop', 'web']);
+    expect(() =>
+      createTunnels({
+        server: 'http://127.0.0.1:1',
+        tunnels: [
+          { name: 'a', target: 1, subdomain: 'a', replica: true },
+          { name: 'b', target: 2, subdomain: 'b', replica: true },
+        ],
+      }),
+    ).toThrow(/one session carries at most one replica/);
   });
 });
