@@ -1,10 +1,12 @@
 import { once } from 'node:events';
 import { buildEdge, type Edge } from '@tunnel2/edge';
+import { ErrorCode } from '@tunnel2/protocol';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { connect, type Tunnel } from '../src/index.js';
 import { createTunnels } from '../src/session/tunnel-group.js';
 import { type CountingBackend, startCountingBackend } from './support/counting-backend.js';
+import { hostileAgent } from './support/hostile-agent.js';
 import { send } from './support/http-client.js';
 import { startPlayedEdge } from './support/played-edge.js';
 import { silent, until } from './support/stack.js';
@@ -181,6 +183,52 @@ describe('balancing over the replicas', () => {
     await load;
     expect(answers.filter((answer) => !/^r\d$/.test(answer))).toEqual([]);
     expect(answers.slice(after + 10)).not.toContain('r0');
+  });
+});
+
+describe('a request a replica refused before running it', () => {
+  it('goes to another replica when it has no body; one with a body is answered as before, not sent twice', async () => {
+    let refused = 0;
+    // A replica that refuses every stream (REFUSED_STREAM: it never ran the request), as one too busy or
+    // caught between its GOAWAY and the edge reading it.
+    const closeRefuser = await hostileAgent(
+      edge.url,
+      'shop',
+      (stream) => {
+        refused++;
+        stream.reset(ErrorCode.REFUSED_STREAM);
+      },
+      {},
+      { query: '&replica=1', headers: { authorization: 'Bearer token-a' } },
+    );
+    try {
+      await agent(backends[0]!);
+      await until(() => edge.sessions.replicas('shop').length === 2, {
+        what: 'two replicas',
+        timeoutMs: 5_000,
+      });
+      const answers: string[] = [];
+      for (let i = 0; i < 20; i++) answers.push(await get());
+      expect(answers).toEqual(Array.from({ length: 20 }, () => 'r0'));
+      expect(refused).toBeGreaterThan(0);
+      const posts: number[] = [];
+      for (let i = 0; i < 20; i++) {
+        const res = await send({
+          port,
+          path: '/',
+          method: 'POST',
+          headers: ['Host', 'shop.localhost', 'Content-Length', '2'],
+          body: Buffer.from('hi'),
+          timeoutMs: 10_000,
+        });
+        posts.push(res.status);
+      }
+      expect(posts).toContain(200);
+      expect(posts.filter((status) => status !== 200).every((status) => status === 503)).toBe(true);
+      expect(posts.filter((status) => status !== 200).length).toBeGreaterThan(0);
+    } finally {
+      closeRefuser();
+    }
   });
 });
 

@@ -6,8 +6,13 @@ import type { TunnelEntry } from './tunnel-entry.js';
  * `leastconn`; ties go round robin from `turn`, so an idle pool still spreads. A replica whose agent is
  * draining (GOAWAY, SIGTERM) or whose session closed gets nothing new while another can take it; when none
  * can, the newest entry is returned and the caller answers as for a single agent (restarting, offline).
+ * `avoid`: a replica that just refused this request (REFUSED_STREAM) is taken only if no other can be.
  */
-export function pickReplica(entries: readonly TunnelEntry[], turn: number): TunnelEntry | undefined {
+export function pickReplica(
+  entries: readonly TunnelEntry[],
+  turn: number,
+  avoid?: TunnelEntry,
+): TunnelEntry | undefined {
   const count = entries.length;
   if (count <= 1) return entries[0];
   let best: TunnelEntry | undefined;
@@ -15,7 +20,8 @@ export function pickReplica(entries: readonly TunnelEntry[], turn: number): Tunn
   for (let i = 0; i < count; i++) {
     const entry = entries[(turn + i) % count] as TunnelEntry;
     if (!entry.ready || entry.session.draining || entry.session.closed) continue;
-    const load = entry.session.streams.size + entry.slots.waiting;
+    const load =
+      entry.session.streams.size + entry.slots.waiting + (entry === avoid ? Number.MAX_SAFE_INTEGER / 2 : 0);
     if (load < bestLoad) {
       best = entry;
       bestLoad = load;

@@ -81,13 +81,13 @@ export class SessionTable {
 
   /**
    * The live, handshaken tunnel for a name on this node; of a name's replicas, the one the next request
-   * should go to (replica-choice.ts).
+   * should go to (replica-choice.ts), other than `avoid` (one that refused it) when another can take it.
    */
-  get(name: string): TunnelEntry | undefined {
+  get(name: string, avoid?: TunnelEntry): TunnelEntry | undefined {
     const entries = this.#local.get(name);
     if (entries === undefined || entries.length === 1) return entries?.[0];
     this.#turn = (this.#turn + 1) % 0x40000000;
-    return pickReplica(entries, this.#turn);
+    return pickReplica(entries, this.#turn, avoid);
   }
 
   /** Every live entry serving `name` on this node (several when its agents joined as replicas). */

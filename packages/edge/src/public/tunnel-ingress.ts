@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, type MuxStream, type StreamResetError } from '@tunnel2/protocol';
 import type { ClientOrigin } from '../access/client-address.js';
+import type { TunnelEntry } from '../agents/tunnel-entry.js';
 import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
 import type { Refusal } from '../answers/refusals.js';
 import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
@@ -54,6 +55,8 @@ class HttpArrival implements Arrival {
   readonly #options: TunnelIngressOptions;
   /** Times a replica refused it before running it and it went to another (bounded). */
   #retries = 0;
+  via: TunnelEntry | undefined = undefined;
+  avoid: TunnelEntry | undefined = undefined;
 
   constructor(request: PublicRequest, res: PublicResponse, options: TunnelIngressOptions) {
     this.request = request;
@@ -112,6 +115,7 @@ class HttpArrival implements Arrival {
     const replicas = this.#options.sessions.replicas(route.name);
     if (!replicas.some((entry) => entry.ready && !entry.session.draining)) return false;
     this.#retries++;
+    this.avoid = this.via;
     dispatch(this, route, this.#options, true);
     return true;
   }
@@ -124,6 +128,8 @@ const MAX_REPLICA_RETRIES = 2;
 class UpgradeArrival implements Arrival {
   readonly request: PublicRequest;
   readonly upgrade = true;
+  via: TunnelEntry | undefined = undefined;
+  readonly avoid = undefined;
   readonly #socket: Duplex;
   readonly #head: Buffer;
   readonly #options: TunnelIngressOptions;
