@@ -70,6 +70,24 @@ describe('joining a name as a replica', () => {
     expect(edge.sessions.names).toBe(1);
   });
 
+  it("the inspector's status says how many agents served the name when this one connected", async () => {
+    await agent(backends[0]!);
+    const second = await connect({
+      target: backends[1]!.port,
+      server: edge.url,
+      subdomain: 'shop',
+      token: 'token-a',
+      replica: true,
+      inspect: { port: 0 },
+    });
+    tunnels.push(second);
+    const status = (await (await fetch(`${second.inspectorUrl}/api/status`)).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(status).toMatchObject({ name: 'shop', replicas: 2 });
+  });
+
   it('another owner can never join: 409 NAME_IN_USE, with or without --replica', async () => {
     await agent(backends[0]!);
     for (const replica of [true, false]) {

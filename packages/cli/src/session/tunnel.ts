@@ -300,7 +300,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       if (!(err instanceof InspectorError)) throw err;
       throw new AgentError(AgentErrorCode.INSPECTOR_FAILED, err.message, { cause: err, fatal: true });
     }
-    this.on('ready', (info) => this.#inspector?.setPublicUrl(info.url, info.name));
+    this.on('ready', (info) => this.#inspector?.setPublicUrl(info.url, info.name, info.replicas));
   }
 
   /**
