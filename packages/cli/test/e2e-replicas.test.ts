@@ -88,6 +88,47 @@ describe('joining a name as a replica', () => {
     expect(status).toMatchObject({ name: 'shop', replicas: 2 });
   });
 
+  it('without a token, the same agent key is the owner: its runs join as replicas; without --replica a second run is refused', async () => {
+    const open = buildEdge({ port: 0, logger: silent });
+    const { port: openPort } = await open.listen();
+    const started: Tunnel[] = [];
+    const run = (backend: CountingBackend, agentKey: string, replica: boolean) =>
+      connect({
+        target: backend.port,
+        server: open.url,
+        subdomain: 'shop',
+        agentKey,
+        replica,
+        inspect: false,
+      }).then((tunnel) => {
+        started.push(tunnel);
+        return tunnel;
+      });
+    try {
+      await run(backends[0]!, 'key-a', true);
+      const second = await run(backends[1]!, 'key-a', true);
+      expect(second.info?.replicas).toBe(2);
+      await expect(run(backends[2]!, 'key-b', true)).rejects.toMatchObject({ status: 409 });
+      const seen = new Set<string>();
+      for (let i = 0; i < 6; i++) {
+        const res = await send({ port: openPort, path: '/', headers: ['Host', 'shop.localhost'] });
+        seen.add(res.body.toString());
+      }
+      expect(seen).toEqual(new Set(['r0', 'r1']));
+      await Promise.all(started.splice(0).map((tunnel) => tunnel.close(0)));
+      await until(() => open.sessions.size === 0, { what: 'both gone', timeoutMs: 5_000 });
+      // Today's rule for a token-less owner without --replica: another run of the same key is refused.
+      await run(backends[0]!, 'key-a', false);
+      await expect(run(backends[1]!, 'key-a', false)).rejects.toMatchObject({
+        status: 409,
+        message: expect.stringContaining('another tunnel2 run of yours'),
+      });
+    } finally {
+      await Promise.all(started.map((tunnel) => tunnel.close(0)));
+      await open.close(0);
+    }
+  });
+
   it('another owner can never join: 409 NAME_IN_USE, with or without --replica', async () => {
     await agent(backends[0]!);
     for (const replica of [true, false]) {
