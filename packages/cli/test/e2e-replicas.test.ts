@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { ErrorCode } from '@tunnel2/protocol';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -323,6 +324,20 @@ describe('where replicas are not to be had', () => {
       await b.close(0);
       await a.close(0);
     }
+  });
+
+  it('the edge refuses replica=1 for a TCP tunnel with a 400 naming why', async () => {
+    const ws = new WebSocket(
+      `${edge.url.replace('http', 'ws')}/_tunnel2/connect?name=shop&tcp=any&replica=1`,
+      {
+        headers: { authorization: 'Bearer token-a' },
+      },
+    );
+    const [, res] = (await once(ws, 'unexpected-response')) as [unknown, IncomingMessage];
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    expect(res.statusCode).toBe(400);
+    expect(Buffer.concat(chunks).toString()).toContain('replicas (--replica) are for HTTP tunnels');
   });
 
   it("a config file: the replica tunnel leads its session (the edge joins only a session's own name)", () => {
