@@ -120,7 +120,7 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
       for (const url of info.urls.filter((u) => u !== info.url)) out(`         also at  ${url}\n`);
       if (inspectorUrl !== undefined) out(`       inspector  ${inspectorUrl}\n`);
       if (info.replicas !== undefined)
-        out(`        replicas  ${info.replicas} serve this name (at connect)\n`);
+        out(`        replicas  ${info.replicas} agents on this name (at connect)\n`);
       out('\n');
     },
     request(r) {
