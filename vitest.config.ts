@@ -25,6 +25,8 @@ export const isolatedTests = [
   // A full inspector store exported 16 times at once and searched 8 times: two cores' worth of CPU for
   // 15-25 s, and its event-loop bound is read from CPU time that other files' load would skew.
   'packages/inspector/test/api-abuse.test.ts',
+  // Three agent processes on one name under ~500 RPS, SIGTERMed, killed and restarted.
+  'packages/cli/test/e2e-replicas-faults.test.ts',
 ];
 
 export default defineConfig({

@@ -24,6 +24,21 @@ function usage(...argv: string[]): string {
   throw new Error(`no usage error for ${argv.join(' ')}`);
 }
 
+describe('--replicas', () => {
+  it("one agent by default; n agents on the tunnel side, each with its own backend, only in the kit's own stack", () => {
+    expect(parse('ramp').replicas).toBe(1);
+    expect(parse('ramp', '--replicas', '2').replicas).toBe(2);
+    expect(usage('ramp', '--replicas', '0')).toMatch(/^--replicas "0"/);
+    expect(usage('ramp', '--replicas', '9')).toMatch(/^--replicas 9: at most 8/);
+    for (const other of [
+      ['--target', '3000'],
+      ['--inspect', 'both'],
+    ]) {
+      expect(usage('ramp', '--replicas', '2', ...other)).toMatch(/^--replicas starts its own backends/);
+    }
+  });
+});
+
 describe('scenario defaults', () => {
   it('ramp: 20 → 1000 RPS, 30 s stages, 10 s warm-up, both sides, one connection per 10 RPS', () => {
     const options = parse('ramp');

@@ -86,6 +86,23 @@ export function meterProcess(pid: number): UsageMeter {
   };
 }
 
+/**
+ * Several processes doing one job (the agents serving one name as replicas, the backends behind them) as
+ * one: their CPU and their peaks added up. Null when any of them cannot be read.
+ */
+export function meterProcesses(pids: readonly number[]): UsageMeter {
+  const meters = pids.map((pid) => meterProcess(pid));
+  return {
+    stop() {
+      const usages = meters.map((meter) => meter.stop());
+      if (usages.some((usage) => usage === null)) return null;
+      const sum = (field: keyof ProcessUsage) =>
+        usages.reduce((total, usage) => total + (usage as ProcessUsage)[field], 0);
+      return { cpuMs: sum('cpuMs'), cpuPct: sum('cpuPct'), peakRssMb: sum('peakRssMb') };
+    },
+  };
+}
+
 /** The same measurement for this process (the load generator), from Node's own counters. */
 export function meterSelf(): UsageMeter {
   const start = process.cpuUsage();

@@ -90,11 +90,15 @@ export function sidesLine(settings: Settings): string {
       ? null
       : settings.tunnelGiven === true
         ? `tunnel: ${settings.tunnelUrl} (--tunnel-url)`
-        : `tunnel: ${settings.tunnelUrl} (an edge and an agent started by the kit on loopback${
-            settings.targetUrl?.startsWith('https:') === true
-              ? "; the kit's agent runs with --insecure: the target's certificate is not checked, as on the direct side"
-              : ''
-          })`;
+        : settings.replicas !== undefined
+          ? `tunnel: ${settings.tunnelUrl} (an edge and ${settings.replicas} agents serving the name as replicas, ` +
+            'each in front of its own test backend process, started by the kit on loopback; the backend and ' +
+            'agent CPU figures add them up)'
+          : `tunnel: ${settings.tunnelUrl} (an edge and an agent started by the kit on loopback${
+              settings.targetUrl?.startsWith('https:') === true
+                ? "; the kit's agent runs with --insecure: the target's certificate is not checked, as on the direct side"
+                : ''
+            })`;
   return [
     settings.sides.includes('direct') ? direct : null,
     settings.sides.includes('tunnel') ? tunnel : null,

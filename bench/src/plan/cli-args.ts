@@ -26,6 +26,8 @@ export interface BenchOptions {
   sides: SideName[];
   /** The agent's request inspector on the tunnel side; `both` adds a side with it off. */
   inspect: InspectMode;
+  /** Agents serving the tunnel's name as replicas (`tunnel2 http --replica`), each with its own backend. */
+  replicas: number;
   failUnderPct: number | null;
   maxP99Ms: number | null;
   /** --target: the user's service (the direct side, and what the kit's agent forwards to); null: the test backend. */
@@ -78,6 +80,8 @@ flags:
   --only <side>          direct | tunnel: measure one side only
   --inspect <mode>       the agent's request inspector: on (default; BENCH_INSPECT=off makes it off), off,
                          or both: each stage also runs through a second agent with it off, side by side
+  --replicas <n>         the tunnel side's name is served by n agents (tunnel2 http --replica), each in front
+                         of its own test backend process (default 1); the kit's own stack only
   --out <dir>            where the reports go (default <scenario>-<time> under bench/results in the
                          repository, under ./bench-results from npx @tunnel2/bench)
   --fail-under <pct>     exit 1 if a gated stage's success rate is below pct (gated: the tunnel side's
@@ -216,6 +220,15 @@ export function parseBenchArgs(
     throw usageError('--inspect both starts a second agent: it cannot go with --tunnel-url');
   }
 
+  const replicas =
+    values.replicas === undefined ? 1 : positiveNumber('--replicas', values.replicas, { integer: true });
+  if (replicas > 8) throw usageError(`--replicas ${replicas}: at most 8 agents on one machine`);
+  if (replicas > 1 && (choice.targetUrl !== null || choice.tunnelUrl !== null || inspect === 'both')) {
+    throw usageError(
+      '--replicas starts its own backends and agents: it cannot go with --target, --tunnel-url or --inspect both',
+    );
+  }
+
   let failUnderPct: number | null = null;
   if (values['fail-under'] !== undefined) {
     failUnderPct = positiveNumber('--fail-under', values['fail-under'], { allowZero: true });
@@ -241,6 +254,7 @@ export function parseBenchArgs(
       outDir,
       sides,
       inspect,
+      replicas,
       failUnderPct,
       maxP99Ms,
       targetUrl: choice.targetUrl,
@@ -268,6 +282,7 @@ const OPTIONS = {
   timeout: { type: 'string' },
   only: { type: 'string' },
   inspect: { type: 'string' },
+  replicas: { type: 'string' },
   out: { type: 'string' },
   'fail-under': { type: 'string' },
   'max-p99': { type: 'string' },

@@ -59,6 +59,8 @@ export interface Settings {
   tunnelUrl: string | null;
   /** The agent's request inspector on the tunnel side (`both`: stages also carry tunnelInspectorOff). */
   inspect: InspectMode;
+  /** --replicas: agents serving the tunnel's name, each with its own backend. Absent: one. */
+  replicas?: number;
   /** --target: the user's service; null when the kit's test backend served. Absent in older reports. */
   targetUrl?: string | null;
   /** true when --tunnel-url named an existing tunnel: the kit started no edge or agent. Absent in older reports. */

@@ -75,6 +75,7 @@ export function buildReport(input: ReportInput): BenchReport {
       backendUrl: input.stack.backendUrl,
       tunnelUrl: input.stack.tunnelUrl,
       inspect: options.inspect,
+      ...(options.replicas > 1 ? { replicas: options.replicas } : {}),
       targetUrl: options.targetUrl,
       tunnelGiven: options.tunnelUrl !== null,
       request: {

@@ -1,6 +1,6 @@
 import { BenchError, BenchErrorCode } from '../errors.js';
 import { runLoad } from '../measure/load-runner.js';
-import { meterProcess, meterSelf, type UsageMeter } from '../measure/process-stats.js';
+import { meterProcess, meterProcesses, meterSelf, type UsageMeter } from '../measure/process-stats.js';
 import { buildSideReport, compareInspector, compareSides } from '../measure/side-report.js';
 import type { BenchOptions } from '../plan/cli-args.js';
 import type { SideName, SideReport, StageReport } from '../plan/report-schema.js';
@@ -50,7 +50,8 @@ function legsOf(options: BenchOptions, stack: ScenarioStack, stageIndex: number)
 
 /** The first process of the stack that is no longer running, described with its last stderr. */
 function deadProcess(stack: ScenarioStack): string | null {
-  for (const service of [stack.backend, stack.edge, stack.agent, stack.agentInspectorOff]) {
+  const replicas = [...(stack.replicaBackends ?? []), ...(stack.replicaAgents ?? [])];
+  for (const service of [stack.backend, stack.edge, stack.agent, stack.agentInspectorOff, ...replicas]) {
     if (service !== undefined && !service.alive()) {
       const tail = service.stderrTail();
       return `${service.name} exited${tail ? `: ${tail.split('\n').slice(-3).join(' | ')}` : ''}`;
@@ -113,9 +114,18 @@ export async function runScenario(
       }
       const meters: Record<'backend' | 'edge' | 'agent', UsageMeter | undefined> = {
         // The user's own service (--target) is not the kit's process: its CPU is theirs to watch.
-        backend: stack.backend === undefined ? undefined : meterProcess(stack.backend.pid),
+        // With --replicas, the backends and the agents serving the name count together.
+        backend:
+          stack.backend === undefined
+            ? undefined
+            : meterProcesses([stack.backend, ...(stack.replicaBackends ?? [])].map((s) => s.pid)),
         edge: side === 'tunnel' && stack.edge ? meterProcess(stack.edge.pid) : undefined,
-        agent: side === 'tunnel' && agent ? meterProcess(agent.pid) : undefined,
+        agent:
+          side === 'tunnel' && agent
+            ? meterProcesses(
+                [agent, ...(agent === stack.agent ? (stack.replicaAgents ?? []) : [])].map((s) => s.pid),
+              )
+            : undefined,
       };
       const self = meterSelf();
       const result = await runLoad({

@@ -30,7 +30,7 @@ const originOf = (url: string): string => new URL(url).origin;
 export async function startScenarioStack(options: BenchOptions): Promise<ScenarioStack> {
   const tunnelSide = options.sides.includes('tunnel');
   if (options.targetUrl === null && options.tunnelUrl === null) {
-    return startBenchStack({ tunnel: tunnelSide, inspect: options.inspect });
+    return startBenchStack({ tunnel: tunnelSide, inspect: options.inspect, replicas: options.replicas });
   }
   const started: ChildService[] = [];
   const closeAll = async (): Promise<void> => {

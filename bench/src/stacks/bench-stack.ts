@@ -20,6 +20,12 @@ export interface BenchStack {
   agent: ChildService | undefined;
   direct: LoadTarget;
   tunnel: LoadTarget | undefined;
+  /**
+   * `--replicas N`: the other N-1 agents serving the tunnel's name as replicas (`tunnel2 http --replica`),
+   * each in front of its own backend process (the first agent and backend are `agent` and `backend`).
+   */
+  replicaAgents?: ChildService[];
+  replicaBackends?: ChildService[];
   /** `--inspect both`: a second agent on the same edge with its inspector off, and its public target. */
   agentInspectorOff?: ChildService;
   tunnelInspectorOff?: LoadTarget;
@@ -46,6 +52,8 @@ export interface BenchStackOptions {
    * a second agent with it off, on the same edge and backend, so one run measures the inspector's cost.
    */
   inspect?: InspectMode;
+  /** Agents serving the tunnel's name as replicas, each with its own backend (default 1: no replicas). */
+  replicas?: number;
 }
 
 /** The JSON object of a `{"event": ...}` line when it is that event. */
@@ -132,7 +140,7 @@ export function startAgentService(
   inspect: boolean = defaultInspectMode() === 'on',
   /** An https:// backend's certificate is not checked (tunnel2 http --insecure). */
   insecure = false,
-  /** More flags for `tunnel2 http` (`--h2c` for a gRPC backend). */
+  /** More flags for `tunnel2 http` (`--h2c` for a gRPC backend, `--replica` for a name several agents serve). */
   extraArgs: readonly string[] = [],
   /** Added to the bench's environment (NODE_EXTRA_CA_CERTS for an edge with a test certificate). */
   env?: NodeJS.ProcessEnv,
@@ -177,13 +185,35 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
     let edge: ChildService | undefined;
     let agent: ChildService | undefined;
     let agentInspectorOff: ChildService | undefined;
+    const replicaAgents: ChildService[] = [];
+    const replicaBackends: ChildService[] = [];
+    const replicas = options.replicas ?? 1;
     if (options.tunnel) {
       edge = await startEdgeService();
       started.push(edge);
       const inspect = options.inspect ?? defaultInspectMode();
       const subdomain = options.subdomain ?? 'bench';
-      agent = await startAgentService(backend.readyValue, edge.readyValue, subdomain, inspect !== 'off');
+      const on = inspect !== 'off';
+      agent = await startAgentService(
+        backend.readyValue,
+        edge.readyValue,
+        subdomain,
+        on,
+        false,
+        // Several agents serve the name: each joins it as a replica.
+        replicas > 1 ? ['--replica'] : [],
+      );
       started.push(agent);
+      for (let i = 1; i < replicas; i++) {
+        const own = await startBackendService();
+        started.push(own);
+        replicaBackends.push(own);
+        const replica = await startAgentService(own.readyValue, edge.readyValue, subdomain, on, false, [
+          '--replica',
+        ]);
+        started.push(replica);
+        replicaAgents.push(replica);
+      }
       if (inspect === 'both') {
         agentInspectorOff = await startAgentService(
           backend.readyValue,
@@ -201,6 +231,7 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
       agent,
       direct: targetOf(backend.readyValue),
       tunnel: tunnelUrl === undefined ? undefined : targetOf(tunnelUrl),
+      ...(replicas > 1 ? { replicaAgents, replicaBackends } : {}),
       ...(agentInspectorOff === undefined
         ? {}
         : { agentInspectorOff, tunnelInspectorOff: targetOf(agentInspectorOff.readyValue) }),

@@ -17,6 +17,8 @@ export const AgentErrorCode = {
   VERSION_MISMATCH: 'TUNNEL2_ERR_VERSION_MISMATCH',
   /** Several tunnels were asked of an edge that carries one per session: it predates them. */
   MULTI_UNSUPPORTED: 'TUNNEL2_ERR_MULTI_UNSUPPORTED',
+  /** `--replica` was asked of an edge that does not join agents as replicas: it predates them. */
+  REPLICAS_UNSUPPORTED: 'TUNNEL2_ERR_REPLICAS_UNSUPPORTED',
   /** The edge refused one of the tunnels of a session (the message names it and says why). */
   TUNNEL_REFUSED: 'TUNNEL2_ERR_TUNNEL_REFUSED',
   /** The tunnel config file (tunnel2.yml) is missing, unreadable or invalid. */

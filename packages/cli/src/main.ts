@@ -68,6 +68,10 @@ program
   )
   .addOption(serverOption())
   .option('-n, --subdomain <name>', 'requested subdomain (default: random, unguessable)')
+  .option(
+    '--replica',
+    'join the subdomain beside other agents with the same token that say --replica too (the edge balances them)',
+  )
   .option('-t, --token <token>', 'agent token (env TUNNEL2_TOKEN)')
   .option(
     '--host-header <mode>',

@@ -62,6 +62,22 @@ describe('a config file takes what the command line takes', () => {
     );
   });
 
+  it('replica as --replica: a boolean, and only beside a subdomain (a replica joins a name)', () => {
+    expect(check({ web: { target: 3000, subdomain: 'shop', replica: true } }).tunnels[0]).toMatchObject({
+      replica: true,
+    });
+    expect(check({ web: { target: 3000, subdomain: 'shop' } }).tunnels[0]?.replica).toBeUndefined();
+    expect(refusal(() => check({ web: { target: 3000, subdomain: 'shop', replica: 'yes' } }))).toBe(
+      't.yml: tunnels.web.replica: expected true or false, got "yes"',
+    );
+    expect(refusal(() => check({ web: { target: 3000, replica: true } }))).toBe(
+      't.yml: tunnels.web.replica: a replica joins a name: set subdomain too',
+    );
+    expect(refusal(() => check({ db: { proto: 'tcp', target: 5432, replica: true } }))).toMatch(
+      /^t\.yml: tunnels\.db\.replica: unknown key/,
+    );
+  });
+
   it('quotes a tunnel name that would read as a deeper key path', () => {
     expect(refusal(() => check({ 'my.app': { target: 3000 } }))).toBe(
       't.yml: tunnels["my.app"]: a tunnel name is letters, digits, - and _ (at most 32 characters)',

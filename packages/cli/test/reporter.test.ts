@@ -65,6 +65,30 @@ describe('human reporter', () => {
   });
 });
 
+describe('a replica (--replica)', () => {
+  it('human and --json: the ready line and event say how many agents served the name at connect', () => {
+    const info = {
+      name: 'shop',
+      url: 'http://shop.localhost/',
+      urls: ['http://shop.localhost/'],
+      replicas: 3,
+    };
+    const { lines, reporter } = human();
+    reporter.ready(info, 'http://localhost:3000');
+    expect(lines).toContain('        replicas  3 agents on this name (at connect)\n');
+    const json: string[] = [];
+    createJsonReporter({
+      write: (line) => void json.push(line),
+      writeBatched: (line) => void json.push(line),
+      flush: () => {},
+    }).ready(info, 'http://localhost:3000');
+    expect(JSON.parse(json[0]!)).toMatchObject({ event: 'ready', name: 'shop', replicas: 3 });
+    const { lines: plain, reporter: single } = human();
+    single.ready({ name: 'n', url: 'http://n/', urls: ['http://n/'] }, 'http://localhost:3000');
+    expect(plain.join('')).not.toContain('replicas');
+  });
+});
+
 describe('stopping', () => {
   const report = { method: 'GET', path: '/slow', status: 0, durationMs: 9, bytes: 0, error: 'reset' };
 

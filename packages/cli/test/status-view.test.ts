@@ -38,6 +38,13 @@ describe('renderStatus', () => {
     ]);
   });
 
+  it('a replica: its URL line says how many agents served the name when it connected', () => {
+    const replica = snapshot({ tunnels: snapshot().tunnels.map((row) => ({ ...row, replicas: 3 })) });
+    expect(renderStatus(replica, 100, false)[1]).toBe(
+      '  http://app.localhost:8080/ -> http://localhost:3000   replicas 3 (at connect)',
+    );
+  });
+
   it('names the state: connecting, reconnecting with its attempt, draining, offline; no round trip yet is a dash', () => {
     const first = (s: StatusSnapshot) => renderStatus(s, 200, false)[0];
     expect(first(snapshot({ state: { kind: 'reconnecting', attempt: 3 }, rttMs: 0 }))).toMatch(

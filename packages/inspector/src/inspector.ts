@@ -46,7 +46,8 @@ export interface Inspector {
    * The tunnel's public URL and name, once its session is up (the name goes into HAR file names; without one it
    * is read from the URL).
    */
-  setPublicUrl(url: string | undefined, name?: string): void;
+  /** `replicas`: how many agents served the name with this one when it connected (`--replica`). */
+  setPublicUrl(url: string | undefined, name?: string, replicas?: number): void;
   close(): Promise<void>;
 }
 
@@ -98,6 +99,7 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
   const host = options.host ?? DEFAULT_INSPECTOR_HOST;
   let publicUrl: string | null = null;
   let tunnelName: string | null = null;
+  let replicas: number | null = null;
   let hostAllowed: (host: string | undefined) => boolean = () => false;
   const server = createServer(
     createApiHandler({
@@ -109,6 +111,7 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
       staticDir: options.staticDir ?? defaultStaticDir(),
       publicUrl: () => publicUrl,
       tunnelName: () => tunnelName ?? nameFromPublicUrl(publicUrl),
+      replicas: () => replicas,
       hostAllowed: (h) => hostAllowed(h),
       closing: closing.signal,
       gate: new WorkGate(),
@@ -146,9 +149,10 @@ export async function createInspector(options: InspectorOptions): Promise<Inspec
     capture: createCapture(store, bodyLimit),
     store,
     url,
-    setPublicUrl(value, name) {
+    setPublicUrl(value, name, count) {
       publicUrl = value ?? null;
       tunnelName = name ?? null;
+      replicas = count ?? null;
     },
     close: () =>
       new Promise<void>((resolve) => {

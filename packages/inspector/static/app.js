@@ -330,6 +330,8 @@ async function start() {
       : el('a', { href: status.publicUrl, target: '_blank', rel: 'noreferrer' }, status.publicUrl),
     ' → ',
     el('code', {}, status.target),
+    // A replica (--replica): how many agents served the name with this one when it connected.
+    ...(typeof status.replicas === 'number' ? [` · ${status.replicas} replicas at connect`] : []),
   );
   renderPaused();
   updateHarLink();

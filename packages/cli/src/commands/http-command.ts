@@ -7,6 +7,8 @@ import { allowIpList, cliAgentKey, runTunnelCommand } from './tunnel-command.js'
 export interface HttpCommandOptions {
   server?: string;
   subdomain?: string;
+  /** `--replica`: join the subdomain beside the owner's other agents (needs --subdomain). */
+  replica?: boolean;
   token?: string;
   hostHeader?: string;
   json?: boolean;
@@ -75,6 +77,7 @@ export function runHttpCommand(target: string, options: HttpCommandOptions): Pro
         target,
         server: options.server,
         subdomain: options.subdomain,
+        replica: options.replica,
         token: options.token,
         agentKey: cliAgentKey(options.token ?? process.env.TUNNEL2_TOKEN),
         hostHeader: options.hostHeader,

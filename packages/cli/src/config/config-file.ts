@@ -33,6 +33,7 @@ export const HTTP_KEYS = [
   'proto',
   'target',
   'subdomain',
+  'replica',
   'host_header',
   'basic_auth',
   'allow_ip',
@@ -193,6 +194,11 @@ function checkTunnel(
   if (basicAuth !== undefined && !isBasicAuth(basicAuth)) {
     throw invalid(file, `${path}.basic_auth`, 'expected user:password (both non-empty)');
   }
+  const replica = fields.replica ?? false;
+  if (typeof replica !== 'boolean')
+    throw invalid(file, `${path}.replica`, `expected true or false, got ${shown(replica)}`);
+  if (replica && subdomain === undefined)
+    throw invalid(file, `${path}.replica`, 'a replica joins a name: set subdomain too');
   const inspect = fields.inspect ?? false;
   if (typeof inspect !== 'boolean')
     throw invalid(file, `${path}.inspect`, `expected true or false, got ${shown(inspect)}`);
@@ -202,6 +208,7 @@ function checkTunnel(
     name,
     target,
     subdomain,
+    ...(replica ? { replica } : {}),
     hostHeader,
     basicAuth,
     allowIps,

@@ -35,6 +35,8 @@ export interface SessionInfo {
   urls: string[];
   /** A TCP tunnel's public port (its url is `tcp://host:port`). */
   tcp?: { port: number };
+  /** Asked as a replica: how many agents serve the name with this one, as the edge said at connect. */
+  replicas?: number;
 }
 
 export type AgentSessionOptions = SessionOptions &
@@ -47,6 +49,8 @@ interface SessionOptions {
   token: string | undefined;
   /** Identifies this agent process so reconnects resume its name without a token. */
   agentKey: string;
+  /** Join the name beside the owner's other agents rather than take it over (`--replica`). */
+  replica?: boolean | undefined;
   /** This run's id (one per Tunnel): the edge refuses a name to another run of the same key while it is live. */
   agentRun?: string | undefined;
   protocol: Partial<ProtocolSettings>;
@@ -109,6 +113,7 @@ export function agentUrl(
   agentPath: string,
   name: string | undefined,
   tcp?: { remotePort: number | undefined },
+  replica = false,
 ): string {
   const url = new URL(server);
   url.protocol = url.protocol === 'https:' || url.protocol === 'wss:' ? 'wss:' : 'ws:';
@@ -117,6 +122,8 @@ export function agentUrl(
   // A TCP tunnel asks for its port as an HTTP one asks for its name (PROTOCOL.md "TCP streams").
   if (tcp !== undefined)
     url.searchParams.set('tcp', tcp.remotePort === undefined ? 'any' : String(tcp.remotePort));
+  // An edge older than replicas ignores it; its HELLO answer then lacks `replicas` (see onHello).
+  if (replica) url.searchParams.set('replica', '1');
   return url.href;
 }
 
@@ -139,7 +146,7 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
     };
     if (options.agentRun !== undefined) headers['x-tunnel2-agent-run'] = options.agentRun;
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
-    const url = agentUrl(options.server, options.agentPath, options.name, options.tcp);
+    const url = agentUrl(options.server, options.agentPath, options.name, options.tcp, options.replica);
     const socket = new WebSocket(url, {
       perMessageDeflate: false,
       // Masking exists to stop browser scripts from confusing plain-text proxies (RFC 6455 §10.3). Under TLS
@@ -217,6 +224,18 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
               ),
             );
             session.close(ErrorCode.NO_ERROR, 'TCP tunnels are not supported by this edge');
+            return;
+          }
+          if (options.replica === true && info.replicas === undefined) {
+            fail(
+              new AgentError(
+                AgentErrorCode.REPLICAS_UNSUPPORTED,
+                'this edge does not support replicas (--replica; it is older than this agent): upgrade the ' +
+                  'edge, or run one agent per name',
+                { fatal: true },
+              ),
+            );
+            session.close(ErrorCode.NO_ERROR, 'replicas are not supported by this edge');
             return;
           }
           const answers = readExtraAnswers(hello.meta.tunnels, options.extras?.length ?? 0);
@@ -423,14 +442,20 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
 }
 
 function readSessionInfo(meta: Record<string, unknown>): SessionInfo | undefined {
-  const { name, url, urls, tcp } = meta;
+  const { name, url, urls, tcp, replicas } = meta;
   if (typeof name !== 'string' || typeof url !== 'string') return undefined;
   const list = Array.isArray(urls) ? urls.filter((u): u is string => typeof u === 'string') : [url];
   // Printed on the user's terminal as they are (the ready line, the header): an edge whose name or URLs hold
   // a control character is not believed (an escape sequence would be the terminal's to obey).
   if ([name, url, ...list].some((text) => terminalSafe(text) !== text)) return undefined;
   const port = typeof tcp === 'object' && tcp !== null ? (tcp as { port?: unknown }).port : undefined;
-  return { name, url, urls: list, ...(typeof port === 'number' ? { tcp: { port } } : {}) };
+  return {
+    name,
+    url,
+    urls: list,
+    ...(typeof port === 'number' ? { tcp: { port } } : {}),
+    ...(Number.isInteger(replicas) && (replicas as number) > 0 ? { replicas: replicas as number } : {}),
+  };
 }
 
 /** What this agent lists in `streamKinds`: TCP when any of its tunnels is one, tags when it lists tunnels. */

@@ -16,6 +16,12 @@ export interface ConnectOptions {
   server?: string;
   /** Requested subdomain; else the edge picks a random, unguessable one. */
   subdomain?: string;
+  /**
+   * Join the subdomain as a replica (`--replica`): other agents with the same token (or agent key) that ask
+   * so too serve it beside this one, the edge balancing requests over them. Needs `subdomain` and an HTTP
+   * target. Default false: one agent per name, a newer run of the same owner takes it over.
+   */
+  replica?: boolean;
   /** Agent token. Default: `TUNNEL2_TOKEN`. */
   token?: string;
   /**

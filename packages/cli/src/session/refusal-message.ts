@@ -7,6 +7,8 @@ export interface RefusalContext {
   label?: string | undefined;
   /** The config file as the user named it (`tunnel2 start --config`): a taken name is changed there. */
   configFile?: string | undefined;
+  /** The tunnel asked to join its name as a replica: a taken name says when that is possible. */
+  replica?: boolean | undefined;
 }
 
 /** An edge's refusal of one tunnel: of the session's own (an HTTP `status`), or of a listed one (none). */
@@ -59,6 +61,12 @@ export function refusalMessage(refusal: Refusal, context: RefusalContext = {}): 
 
 /** What to do about a name another agent holds: ask for another where it was asked for, or prove it is yours. */
 function nameTakenAdvice(context: RefusalContext): string {
+  if (context.replica === true) {
+    return (
+      'A replica joins a name only when every agent serving it runs with --replica and the same token ' +
+      '(or agent key), and only on an edge that supports replicas'
+    );
+  }
   if (context.configFile !== undefined && context.label !== undefined) {
     return (
       `Choose another tunnels.${context.label}.subdomain in ${context.configFile}, ` +

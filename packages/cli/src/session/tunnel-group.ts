@@ -7,6 +7,7 @@ export type NamedTunnelOptions = { name: string } & Pick<
   ConnectOptions,
   | 'target'
   | 'subdomain'
+  | 'replica'
   | 'hostHeader'
   | 'basicAuth'
   | 'allowIps'
@@ -34,7 +35,17 @@ export interface ConnectManyOptions
  * `ready`, `request` and `connection` events. Throws on an empty list.
  */
 export function createTunnels(options: ConnectManyOptions): Tunnel {
-  const { tunnels, ...shared } = options;
+  const { tunnels: listed, ...shared } = options;
+  // The edge joins a session's own name as a replica, never a listed one: the replica leads the session.
+  const replicas = listed.filter((tunnel) => tunnel.replica === true);
+  if (replicas.length > 1) {
+    throw new AgentError(
+      AgentErrorCode.INVALID_OPTION,
+      `tunnels ${replicas.map((tunnel) => tunnel.name).join(', ')} say replica: true: one session carries at ` +
+        'most one replica, start them separately (tunnel2 start <name>)',
+    );
+  }
+  const tunnels = [...replicas, ...listed.filter((tunnel) => tunnel.replica !== true)];
   const [first, ...rest] = tunnels;
   if (first === undefined) throw new AgentError(AgentErrorCode.INVALID_OPTION, 'no tunnels to start');
   const own = (tunnel: NamedTunnelOptions): ConnectOptions => {

@@ -118,6 +118,15 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     this.#hostHeader = resolveHostHeader(options.hostHeader);
     this.#protect = resolveProtection(options);
     this.#logger = options.logger ?? pino({ level: 'silent' });
+    if (options.replica === true && (options.subdomain === undefined || options.tcp !== undefined)) {
+      // Replicas serve one name together: a random name cannot be joined, and a TCP port has one agent.
+      throw new AgentError(
+        AgentErrorCode.INVALID_OPTION,
+        options.tcp !== undefined
+          ? 'replicas (--replica) are for HTTP tunnels: a TCP port has one agent'
+          : '--replica needs --subdomain: replicas join one name',
+      );
+    }
     if (options.tcp !== undefined) {
       checkTcpOptions(options);
       const tcp = parseTcpTarget(String(options.target));
@@ -211,7 +220,11 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
 
   /** Where this tunnel was asked for (its config file's name and key), for what its refusals advise. */
   #refusalContext(): RefusalContext {
-    return { label: this.#options.label, configFile: this.#options.configFile };
+    return {
+      label: this.#options.label,
+      configFile: this.#options.configFile,
+      replica: this.#options.replica === true,
+    };
   }
 
   /** Every tunnel of this session: this one first, then those connectMany put beside it. */
@@ -287,7 +300,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       if (!(err instanceof InspectorError)) throw err;
       throw new AgentError(AgentErrorCode.INSPECTOR_FAILED, err.message, { cause: err, fatal: true });
     }
-    this.on('ready', (info) => this.#inspector?.setPublicUrl(info.url, info.name));
+    this.on('ready', (info) => this.#inspector?.setPublicUrl(info.url, info.name, info.replicas));
   }
 
   /**
@@ -419,6 +432,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
           token: this.#options.token ?? process.env.TUNNEL2_TOKEN,
           agentKey: this.#agentKey,
           agentRun: this.#agentRun,
+          replica: this.#options.replica === true,
           protocol: this.#options.protocol ?? {},
           logger: this.#logger,
           version: VERSION,

@@ -59,6 +59,8 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
         url: info.url,
         urls: info.urls,
         target,
+        // A replica: how many agents served the name with this one when it connected.
+        ...(info.replicas === undefined ? {} : { replicas: info.replicas }),
         ...(backendProtocol === undefined ? {} : { backendProtocol }),
         ...(inspectorUrl === undefined ? {} : { inspectorUrl }),
       }),
@@ -117,6 +119,8 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
       out(`tunnel2: forwarding ${info.url} -> ${targetWithProtocol(target, backendProtocol)}\n`);
       for (const url of info.urls.filter((u) => u !== info.url)) out(`         also at  ${url}\n`);
       if (inspectorUrl !== undefined) out(`       inspector  ${inspectorUrl}\n`);
+      if (info.replicas !== undefined)
+        out(`        replicas  ${info.replicas} agents on this name (at connect)\n`);
       out('\n');
     },
     request(r) {

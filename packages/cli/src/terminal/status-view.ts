@@ -21,6 +21,8 @@ export interface TunnelRow {
   target: string;
   /** This tunnel's request inspector, when it has one (each tunnel of a file may start its own). */
   inspectorUrl?: string | undefined;
+  /** A replica (`--replica`): how many agents served the name with this one when it connected. */
+  replicas?: number | undefined;
 }
 
 export type ActivityUnit = 'requests' | 'connections';
@@ -100,6 +102,9 @@ export function renderStatus(status: StatusSnapshot, width: number, colour: bool
       [lead, Style.Plain],
       [tunnel.url, Style.Cyan],
       [` -> ${tunnel.target}`, Style.Plain],
+      ...(tunnel.replicas === undefined
+        ? []
+        : ([[`   replicas ${tunnel.replicas} (at connect)`, Style.Dim]] as Segment[])),
     ]);
     for (const other of tunnel.urls.filter((u) => u !== tunnel.url)) {
       lines.push([

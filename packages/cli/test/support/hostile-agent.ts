@@ -28,10 +28,16 @@ export async function hostileAgent(
   name: string,
   answer: HostileAnswer,
   meta: Record<string, unknown> = {},
+  /** More of the agent endpoint's URL (`&replica=1`) and headers (a token), when the test needs them. */
+  connect: { query?: string; headers?: Record<string, string> } = {},
 ): Promise<() => void> {
-  const ws = new WebSocket(`${url.replace('http', 'ws')}/_tunnel2/connect?name=${name}`, {
-    perMessageDeflate: false,
-  });
+  const ws = new WebSocket(
+    `${url.replace('http', 'ws')}/_tunnel2/connect?name=${name}${connect.query ?? ''}`,
+    {
+      perMessageDeflate: false,
+      headers: connect.headers,
+    },
+  );
   await once(ws, 'open');
   const raw = (bytes: Buffer) =>
     new Promise<void>((resolve, reject) =>

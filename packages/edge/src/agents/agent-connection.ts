@@ -61,6 +61,8 @@ export interface AgentConnectionOptions {
   tcpPort?: number | undefined;
   /** The agent's run id (`x-tunnel2-agent-run`), when it sent one (name-holder.ts). */
   run?: string | undefined;
+  /** The agent asked to join its name as a replica (`replica=1` in the endpoint's URL). */
+  replica?: boolean | undefined;
   /** Claims the tunnels an agent lists in its HELLO (`tunnels`); undefined: this edge takes none. */
   claimTunnels?: ((connection: AgentConnection, asks: unknown[]) => Promise<ClaimedTunnels>) | undefined;
   onReady: (connection: AgentConnection) => void;
@@ -84,6 +86,8 @@ export class AgentConnection implements AgentSession {
   readonly connectedAt = Date.now();
   /** The agent run's id, when it sent one: its reconnects take its names over, another run's are refused. */
   readonly run: string | undefined;
+  /** Joined its name as a replica: other agents of its owner may serve the name beside it. */
+  readonly replica: boolean;
   /**
    * The agent said GOAWAY(GOING_AWAY): it is shutting down (Ctrl-C, SIGTERM, `tunnel.close()`), not coming
    * back. Its names and ports are released at once when the session ends, without the reconnect grace.
@@ -116,6 +120,7 @@ export class AgentConnection implements AgentSession {
     this.account = options.account;
     this.tcpPort = options.tcpPort;
     this.run = options.run;
+    this.replica = options.replica === true;
     this.#socket = options.socket;
     this.#options = options;
     this.#log = options.logger.child({ session: options.name, epoch: options.epoch });

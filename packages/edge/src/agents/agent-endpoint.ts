@@ -97,6 +97,19 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       rejectUpgrade(socket, refusal);
       return;
     }
+    // `replica=1`: join the name beside the owner's other replicas rather than take it over (an older edge
+    // ignores the parameter; the HELLO answer's `replicas` says this one did not).
+    const replica = url.searchParams.get('replica') === '1';
+    if (replica && (options.cluster !== undefined || url.searchParams.has('tcp'))) {
+      rejectUpgrade(socket, {
+        code: EdgeErrorCode.BAD_REQUEST,
+        message:
+          options.cluster !== undefined
+            ? 'this edge runs in cluster mode, where replicas (--replica) are not supported yet: run one agent per name'
+            : 'replicas (--replica) are for HTTP tunnels: a TCP port has one agent',
+      });
+      return;
+    }
     const auth = authenticator.check(bearerToken(req), headerValue(req, AGENT_KEY_HEADER) ?? randomUUID());
     if (!auth.ok) {
       rejectUpgrade(socket, authRefusal(auth.reason));
@@ -155,7 +168,10 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       rejectUpgrade(socket, nameHeld({ ...portRun, code: EdgeErrorCode.TCP_PORT_UNAVAILABLE }));
       return;
     }
-    const ownRun = heldBySelf(`subdomain "${name}"`, sessions.get(name), self);
+    // A replica of the owner's live replicas shares their claim: no claim (and no takeover) of its own.
+    const joinEpoch = replica ? sessions.joinable(name, owner) : undefined;
+    const joined = joinEpoch !== undefined;
+    const ownRun = joined ? undefined : heldBySelf(`subdomain "${name}"`, sessions.get(name), self);
     if (ownRun !== undefined) {
       if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
       rejectUpgrade(socket, nameHeld(ownRun));
@@ -163,7 +179,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     }
     let admitted: Awaited<ReturnType<SessionTable['admit']>>;
     try {
-      admitted = await sessions.admit(name, owner, account);
+      admitted = joined ? { ok: true, epoch: joinEpoch } : await sessions.admit(name, owner, account);
     } catch (err) {
       logger.error({ err, session: name }, 'registry claim failed');
       if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
@@ -185,6 +201,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     const epoch = admitted.epoch;
     const giveBack = (): void => {
       if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
+      if (joined) return; // the claim is its replicas'
       sessions
         .abandon(name, epoch)
         .catch((err: unknown) => logger.warn({ err, session: name }, 'registry release failed'));
@@ -225,20 +242,27 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         },
         requestRate: options.sessionRequestRate,
         requestBurst: options.sessionRequestBurst,
-        sessionInfo: { name, ...urls, ...(tcpPort ? { tcp: { port: tcpPort.port } } : {}) },
+        sessionInfo: {
+          name,
+          ...urls,
+          ...(tcpPort ? { tcp: { port: tcpPort.port } } : {}),
+          // How many agents serve the name with this one (said at connect only).
+          ...(replica ? { replicas: sessions.replicas(name).length + (joined ? 1 : 0) || 1 } : {}),
+        },
         tcpPort: tcpPort?.port,
         run,
+        replica,
         claimTunnels: claims.claim,
         onReady: (connection) => {
-          activated = true;
-          sessions.activate(connection);
+          activated = sessions.activate(connection, joined);
+          if (!activated) return;
           if (tcpPort !== undefined) endpoint.tcp?.attach(tcpPort, connection);
           claims.activate(connection);
         },
         onClose: (connection) => {
           if (tcpPort !== undefined) endpoint.tcp?.detach(tcpPort, connection);
           if (activated) void sessions.deactivate(connection);
-          else
+          else if (!joined)
             sessions
               .abandon(name, epoch)
               .catch((err: unknown) => logger.warn({ err, session: name }, 'registry release failed'));

@@ -15,6 +15,8 @@ export class ExtraTunnel implements TunnelEntry {
   readonly port: TcpPort | undefined;
   readonly protection: CompiledProtection | undefined;
   readonly tag: number;
+  /** A listed tunnel is its session's alone: replicas are asked for a session's own name. */
+  readonly replica = false;
   readonly connection: AgentSession;
 
   constructor(fields: {

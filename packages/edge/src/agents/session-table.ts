@@ -1,6 +1,7 @@
 import { ErrorCode } from '@tunnel2/protocol';
 import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
+import { pickReplica } from './replica-choice.js';
 import type { AgentSession, TunnelEntry } from './tunnel-entry.js';
 
 export interface SessionTableOptions {
@@ -33,7 +34,14 @@ export type AdmitResult = { ok: true; epoch: number } | { ok: false; record: Ses
  * closes late cannot remove a newer one.
  */
 export class SessionTable {
-  readonly #local = new Map<string, TunnelEntry>();
+  /**
+   * Each name's live entries: one, or several when its agents joined as replicas (same owner, all asked
+   * to). Replicas share the name's one registry claim (their epochs are equal): the name stays claimed
+   * while any of them lives.
+   */
+  readonly #local = new Map<string, TunnelEntry[]>();
+  /** Where the next tie among replicas starts (replica-choice.ts). */
+  #turn = 0;
   readonly #options: SessionTableOptions;
   readonly #renewTimer: NodeJS.Timeout;
   /** Requests waiting for a reconnecting agent, by name. */
@@ -62,7 +70,7 @@ export class SessionTable {
   /** Agent sessions (WebSockets) on this node; a session serving several tunnels counts once. */
   get size(): number {
     let count = 0;
-    for (const entry of this.#local.values()) if (entry.tag === 0) count++;
+    for (const entry of this.tunnels()) if (entry.tag === 0) count++;
     return count;
   }
 
@@ -71,26 +79,50 @@ export class SessionTable {
     return this.#local.size;
   }
 
-  /** The live, handshaken tunnel for a name on this node. */
-  get(name: string): TunnelEntry | undefined {
-    return this.#local.get(name);
+  /**
+   * The live, handshaken tunnel for a name on this node; of a name's replicas, the one the next request
+   * should go to (replica-choice.ts), other than `avoid` (one that refused it) when another can take it.
+   */
+  get(name: string, avoid?: TunnelEntry): TunnelEntry | undefined {
+    const entries = this.#local.get(name);
+    if (entries === undefined || entries.length === 1) return entries?.[0];
+    this.#turn = (this.#turn + 1) % 0x40000000;
+    return pickReplica(entries, this.#turn, avoid);
+  }
+
+  /** Every live entry serving `name` on this node (several when its agents joined as replicas). */
+  replicas(name: string): readonly TunnelEntry[] {
+    return this.#local.get(name) ?? [];
+  }
+
+  /**
+   * The epoch a replica of `owner` joins `name` under without a claim of its own, when every live holder
+   * of the name here is a replica of that owner still serving; undefined when it must claim as usual (no
+   * holder here: the first replica claims; a non-replica holder keeps its exclusive name).
+   */
+  joinable(name: string, owner: string): number | undefined {
+    const entries = this.#local.get(name);
+    if (entries === undefined) return undefined;
+    for (const entry of entries)
+      if (!entry.replica || entry.owner !== owner || entry.leaving) return undefined;
+    return entries[0]?.epoch;
   }
 
   /** Names served on this node that belong to `owner` (bounded per token, every tunnel of a session counts). */
   countOwnedBy(owner: string): number {
     let count = 0;
-    for (const connection of this.#local.values()) if (connection.owner === owner) count++;
+    for (const connection of this.tunnels()) if (connection.owner === owner) count++;
     return count;
   }
 
   /** The agent sessions on this node, each once (a session's own tunnel stands for it). */
   *connections(): IterableIterator<AgentSession> {
-    for (const entry of this.#local.values()) if (entry.tag === 0) yield entry.connection;
+    for (const entry of this.tunnels()) if (entry.tag === 0) yield entry.connection;
   }
 
-  /** Every tunnel served on this node. */
-  tunnels(): IterableIterator<TunnelEntry> {
-    return this.#local.values();
+  /** Every tunnel served on this node (each replica of a name once). */
+  *tunnels(): IterableIterator<TunnelEntry> {
+    for (const entries of this.#local.values()) yield* entries;
   }
 
   /** The registry's view of a name (used to tell "never heard of it" from "its agent is away"). */
@@ -118,10 +150,9 @@ export class SessionTable {
    * replayed notice finds an equal or newer epoch here and closes nothing. True when it closed one.
    */
   supersede(name: string, epoch: number, holder: Pick<SessionRecord, 'nodeId' | 'owner'>): boolean {
-    const connection = this.#local.get(name);
-    if (connection === undefined || connection.epoch >= epoch) return false;
-    this.#lose(connection, holder);
-    return true;
+    const older = (this.#local.get(name) ?? []).filter((entry) => entry.epoch < epoch);
+    for (const connection of older) this.#lose(connection, holder);
+    return older.length > 0;
   }
 
   /** A claimed name whose WebSocket never became a session. */
@@ -129,19 +160,40 @@ export class SessionTable {
     await this.#options.registry.release(name, epoch);
   }
 
-  /** The connection finished its handshake: it now serves the name, replacing an older connection. */
-  activate(connection: TunnelEntry): void {
-    const previous = this.#local.get(connection.name);
-    this.#local.set(connection.name, connection);
-    if (previous !== undefined && previous !== connection) {
+  /**
+   * The connection finished its handshake: it now serves the name, replacing an older connection; a
+   * replica joins the name's other replicas instead (replacing only an older connection of its own run).
+   * `joined`: it took no claim of its own (joinable above); if its replicas all left meanwhile, the claim
+   * it shared is gone and it is closed to reconnect and claim afresh. False when it was not activated.
+   */
+  activate(connection: TunnelEntry, joined = false): boolean {
+    const previous = this.#local.get(connection.name) ?? [];
+    const joins =
+      connection.replica && previous.every((entry) => entry.replica && entry.owner === connection.owner);
+    if (joined && (!joins || previous.length === 0)) {
+      connection.close(ErrorCode.GOING_AWAY, 'the replicas this one joined have all left: reconnect');
+      return false;
+    }
+    const run = joins ? connection.connection.run : undefined;
+    const replaced = joins
+      ? previous.filter((entry) => run !== undefined && entry.connection.run === run)
+      : previous.filter((entry) => entry !== connection);
+    const kept = joins ? previous.filter((entry) => !replaced.includes(entry)) : [];
+    const entries = [...kept, connection];
+    // Replicas hold one claim: a same-owner claim that raced a join moved the epoch, all follow the newest.
+    const epoch = Math.max(...entries.map((entry) => entry.epoch));
+    for (const entry of entries) entry.epoch = epoch;
+    this.#local.set(connection.name, entries);
+    for (const older of replaced) {
       this.#options.logger.info({ session: connection.name }, 'newer connection replaces the older one');
-      previous.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection for this name');
+      older.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection for this name');
     }
     const waiters = this.#arrivals.get(connection.name);
     if (waiters !== undefined) {
       this.#arrivals.delete(connection.name);
       for (const waiter of waiters) waiter(connection);
     }
+    return true;
   }
 
   /**
@@ -181,7 +233,14 @@ export class SessionTable {
    * said it was leaving (a graceful close): then the name is free at once, in the registry every node reads.
    */
   async deactivate(connection: TunnelEntry): Promise<void> {
-    if (this.#local.get(connection.name) === connection) this.#local.delete(connection.name);
+    const entries = this.#local.get(connection.name);
+    if (entries !== undefined) {
+      const rest = entries.filter((entry) => entry !== connection);
+      if (rest.length === 0) this.#local.delete(connection.name);
+      else if (rest.length < entries.length) this.#local.set(connection.name, rest);
+      // Other replicas still hold the claim it shared: the name stays theirs, nothing to tell the registry.
+      if (rest.some((entry) => entry.epoch === connection.epoch)) return;
+    }
     try {
       await this.#options.registry.markDisconnected(
         connection.name,
@@ -207,7 +266,8 @@ export class SessionTable {
    * the registry no longer knows (it expired during the outage, or Redis restarted empty) is re-asserted.
    */
   async #renewAll(): Promise<void> {
-    const connections = [...this.#local.values()];
+    // One lease per name: replicas share theirs, the first stands for them all.
+    const connections = [...this.#local.values()].map((entries) => entries[0] as TunnelEntry);
     if (connections.length === 0) return;
     let renewed: boolean[];
     try {
@@ -229,9 +289,7 @@ export class SessionTable {
       this.#renewFailing = false;
       this.#options.logger.info({ sessions: connections.length }, 'session registry reachable again');
     }
-    const lost = connections.filter(
-      (connection, i) => renewed[i] !== true && this.#local.get(connection.name) === connection,
-    );
+    const lost = connections.filter((connection, i) => renewed[i] !== true && this.#holds(connection));
     // The workers share one iterator: each takes the next lost session when its previous one is done.
     const next = lost.values();
     const worker = async (): Promise<void> => {
@@ -253,7 +311,7 @@ export class SessionTable {
     const log = { session: connection.name, epoch: connection.epoch };
     try {
       const record = await registry.lookup(connection.name);
-      if (this.#local.get(connection.name) !== connection) return;
+      if (!this.#holds(connection)) return;
       if (record === undefined) {
         const claimed = await registry.claim({
           name: connection.name,
@@ -262,26 +320,26 @@ export class SessionTable {
           nodeId,
           ttlMs: leaseTtlMs,
         });
-        if (this.#local.get(connection.name) !== connection) {
+        if (!this.#holds(connection)) {
           if (claimed.ok) await registry.release(connection.name, claimed.record.epoch);
           return;
         }
         if (claimed.ok && claimed.replaced !== undefined && claimed.replaced.epoch > connection.epoch) {
           // Releasing leaves the name free for a moment; the newer holder's next renewal claims it back.
           await registry.release(connection.name, claimed.record.epoch);
-          this.#lose(connection, claimed.replaced);
+          this.#loseAll(connection.name, claimed.replaced);
           return;
         }
         if (claimed.ok) {
           logger.info({ ...log, newEpoch: claimed.record.epoch }, 'lease re-asserted after it expired');
-          connection.epoch = claimed.record.epoch;
+          for (const entry of this.replicas(connection.name)) entry.epoch = claimed.record.epoch;
           return;
         }
-        this.#lose(connection, claimed.record);
+        this.#loseAll(connection.name, claimed.record);
         return;
       }
       if (record.nodeId === nodeId && record.epoch === connection.epoch) return; // renewed meanwhile
-      this.#lose(connection, record);
+      this.#loseAll(connection.name, record);
     } catch (err) {
       // The registry went away again between the renewal and this: the next round tries again.
       this.#renewFailing = true;
@@ -289,8 +347,19 @@ export class SessionTable {
     }
   }
 
+  /** The name's first entry, which stands for its replicas in the lease renewal, is still live. */
+  #holds(connection: TunnelEntry): boolean {
+    return this.#local.get(connection.name)?.[0] === connection;
+  }
+
+  #loseAll(name: string, holder: Pick<SessionRecord, 'nodeId' | 'owner'>): void {
+    for (const entry of this.replicas(name)) this.#lose(entry, holder);
+  }
+
   #lose(connection: TunnelEntry, holder: Pick<SessionRecord, 'nodeId' | 'owner'>): void {
-    this.#local.delete(connection.name);
+    const rest = this.replicas(connection.name).filter((entry) => entry !== connection);
+    if (rest.length === 0) this.#local.delete(connection.name);
+    else this.#local.set(connection.name, rest);
     if (holder.owner === connection.owner) {
       // The same agent reconnected through another node: tell this one it was replaced (the CLI stops
       // rather than reconnecting and taking the name back).

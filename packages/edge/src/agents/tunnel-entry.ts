@@ -30,6 +30,11 @@ export interface TunnelEntry {
   readonly slots: StreamSlots;
   readonly rate: TokenBucket | undefined;
   readonly ready: boolean;
+  /**
+   * Its agent joined the name as a replica (`--replica`): other agents of the same owner that asked so too
+   * may serve the name beside it (session-table.ts, replica-choice.ts).
+   */
+  readonly replica: boolean;
   /** Its agent said it is shutting down: what it holds is freed at once when the session ends (no grace). */
   readonly leaving: boolean;
   drain(reason: string): void;

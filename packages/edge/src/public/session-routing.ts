@@ -46,6 +46,10 @@ export interface Arrival {
   readonly upgrade: boolean;
   refuse(refusal: Refusal): void;
   start(stream: MuxStream, payload: Buffer): void;
+  /** The entry the request was last started on (a replica that refuses it is then avoided). */
+  via: TunnelEntry | undefined;
+  /** A replica that refused the request before running it: the next try goes elsewhere if it can. */
+  readonly avoid: TunnelEntry | undefined;
   /** True once the client has gone away (a waiting request then leaves its queue). */
   readonly gone: boolean;
   /** Calls `onGone` if the client disconnects; returns the unsubscribe. */
@@ -90,7 +94,7 @@ export function dispatch(
   options: TunnelIngressOptions,
   waited: boolean,
 ): void {
-  const connection = options.sessions.get(route.name);
+  const connection = options.sessions.get(route.name, arrival.avoid);
   // In a cluster, a session draining here (its agent told to go elsewhere) is looked for on other nodes;
   // a request another node forwarded is never forwarded again and gets "offline" so that node looks.
   const leaving = connection !== undefined && options.crossNode !== undefined && connection.session.draining;
@@ -125,8 +129,12 @@ function forwardHere(
   options: TunnelIngressOptions,
 ): void {
   const prepared = prepare(arrival, route, connection, options);
-  if ('refusal' in prepared) arrival.refuse(prepared.refusal);
-  else acquireStream(connection, route.name, arrival, prepared.payload);
+  if ('refusal' in prepared) {
+    arrival.refuse(prepared.refusal);
+    return;
+  }
+  arrival.via = connection;
+  acquireStream(connection, route.name, arrival, prepared.payload);
 }
 
 /** The checks made before a stream is spent on a request; the encoded request head when they pass. */

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { MuxStream } from '@tunnel2/protocol';
+import { ErrorCode, type MuxStream, type StreamResetError } from '@tunnel2/protocol';
 import type { ClientOrigin } from '../access/client-address.js';
+import type { TunnelEntry } from '../agents/tunnel-entry.js';
 import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
 import type { Refusal } from '../answers/refusals.js';
 import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
@@ -52,6 +53,10 @@ class HttpArrival implements Arrival {
   readonly upgrade = false;
   readonly #res: PublicResponse;
   readonly #options: TunnelIngressOptions;
+  /** Times a replica refused it before running it and it went to another (bounded). */
+  #retries = 0;
+  via: TunnelEntry | undefined = undefined;
+  avoid: TunnelEntry | undefined = undefined;
 
   constructor(request: PublicRequest, res: PublicResponse, options: TunnelIngressOptions) {
     this.request = request;
@@ -90,18 +95,41 @@ class HttpArrival implements Arrival {
       callTimeoutMs: this.request.grpc ? parseGrpcTimeout(req.headers['grpc-timeout']) : undefined,
       maxRequestBodyBytes: this.#options.maxRequestBodyBytes,
       onFinish: () => inFlight.finish(),
+      onUnanswered: (error) => this.#retryOnReplica(error),
     });
     const hasBody = requestHasBody(req);
     stream.sendHeaders(payload, !hasBody);
     if (hasBody) exchange.pumpRequestBody();
     else req.resume();
   }
+
+  /**
+   * A replica refused the stream before running it (REFUSED_STREAM: its agent is going away and never saw
+   * the head): a request without a body goes to another live replica of the name, at most
+   * MAX_REPLICA_RETRIES times; anything else is answered as for a single agent.
+   */
+  #retryOnReplica(error: StreamResetError): boolean {
+    const { req, route } = this.request;
+    if (error.protocolCode !== ErrorCode.REFUSED_STREAM || this.#retries >= MAX_REPLICA_RETRIES) return false;
+    if (this.gone || requestHasBody(req)) return false;
+    const replicas = this.#options.sessions.replicas(route.name);
+    if (!replicas.some((entry) => entry.ready && !entry.session.draining)) return false;
+    this.#retries++;
+    this.avoid = this.via;
+    dispatch(this, route, this.#options, true);
+    return true;
+  }
 }
+
+/** How often one request may be refused by a replica and sent to another. */
+const MAX_REPLICA_RETRIES = 2;
 
 /** A public WebSocket upgrade as an arrival: refused with a raw answer on its socket, or piped once started. */
 class UpgradeArrival implements Arrival {
   readonly request: PublicRequest;
   readonly upgrade = true;
+  via: TunnelEntry | undefined = undefined;
+  readonly avoid = undefined;
   readonly #socket: Duplex;
   readonly #head: Buffer;
   readonly #options: TunnelIngressOptions;

@@ -24,6 +24,8 @@ export interface ApiContext {
   version: string;
   staticDir: string;
   publicUrl(): string | null;
+  /** A replica's count of the agents serving its name, as the edge said at connect; null when not one. */
+  replicas(): number | null;
   /** The tunnel's name (HAR file names), null while unknown. */
   tunnelName(): string | null;
   /** The DNS-rebinding guard (see host-guard.ts). */
@@ -128,6 +130,7 @@ async function routeApi(ctx: ApiContext, req: IncomingMessage, res: ServerRespon
       bodyLimit: ctx.bodyLimit,
       publicUrl: ctx.publicUrl(),
       name: ctx.tunnelName(),
+      replicas: ctx.replicas(),
       target: ctx.target.origin + ctx.target.basePath,
     });
     return;

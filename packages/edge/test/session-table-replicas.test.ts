@@ -1,0 +1,161 @@
+import { ErrorCode } from '@tunnel2/protocol';
+import { createMemoryRegistry } from '@tunnel2/registry';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SessionTable } from '../src/agents/session-table.js';
+import type { TunnelEntry } from '../src/agents/tunnel-entry.js';
+
+// A name served by several replicas (session-table.ts, replica-choice.ts): who may join, what the registry
+// is told as they come and go, and which one the next request goes to.
+
+interface FakeReplica {
+  name: string;
+  epoch: number;
+  owner: string;
+  account: string;
+  replica: boolean;
+  leaving: boolean;
+  ready: boolean;
+  tag: 0;
+  connection: { run: string | undefined };
+  session: { draining: boolean; closed: boolean; streams: Map<number, unknown> };
+  slots: { waiting: number };
+  closedWith: number | undefined;
+  close(code: number): void;
+}
+
+function fake(epoch: number, options: { owner?: string; replica?: boolean; run?: string } = {}): FakeReplica {
+  const entry: FakeReplica = {
+    name: 'shop',
+    epoch,
+    owner: options.owner ?? 'owner-a',
+    account: options.owner ?? 'owner-a',
+    replica: options.replica ?? true,
+    leaving: false,
+    ready: true,
+    tag: 0,
+    connection: { run: options.run },
+    session: { draining: false, closed: false, streams: new Map() },
+    slots: { waiting: 0 },
+    closedWith: undefined,
+    close(code) {
+      entry.closedWith = code;
+    },
+  };
+  return entry;
+}
+
+const as = (entry: FakeReplica): TunnelEntry => entry as unknown as TunnelEntry;
+
+const tables: SessionTable[] = [];
+afterEach(() => {
+  for (const table of tables.splice(0)) table.close();
+});
+
+function table() {
+  const registry = createMemoryRegistry();
+  const sessions = new SessionTable({
+    registry,
+    nodeId: 'node-1',
+    leaseTtlMs: 60_000,
+    reconnectGraceMs: 30_000,
+    maxArrivalWaiters: 10,
+    logger: pino({ level: 'silent' }),
+  });
+  tables.push(sessions);
+  return { registry, sessions };
+}
+
+describe('SessionTable with replicas', () => {
+  it('a replica of the same owner joins under the claim the others hold; no other owner, no non-replica', async () => {
+    const { sessions } = table();
+    const admitted = await sessions.admit('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    expect(sessions.joinable('shop', 'owner-a')).toBeUndefined(); // nobody serves it yet
+    sessions.activate(as(fake(admitted.epoch)));
+    expect(sessions.joinable('shop', 'owner-a')).toBe(admitted.epoch);
+    expect(sessions.joinable('shop', 'owner-b')).toBeUndefined();
+    const second = fake(admitted.epoch);
+    expect(sessions.activate(as(second), true)).toBe(true);
+    expect(sessions.replicas('shop')).toHaveLength(2);
+    expect(sessions.size).toBe(2);
+    expect(sessions.names).toBe(1);
+
+    const { sessions: other } = table();
+    const alone = await other.admit('shop', 'owner-a');
+    if (!alone.ok) throw new Error('claim refused');
+    other.activate(as(fake(alone.epoch, { replica: false })));
+    expect(other.joinable('shop', 'owner-a')).toBeUndefined();
+  });
+
+  it('the name stays claimed while one replica lives; the last one leaving starts the reconnect grace', async () => {
+    const { registry, sessions } = table();
+    const admitted = await sessions.admit('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const a = fake(admitted.epoch);
+    const b = fake(admitted.epoch);
+    sessions.activate(as(a));
+    sessions.activate(as(b), true);
+    await sessions.deactivate(as(a));
+    expect((await registry.lookup('shop'))?.connected).toBe(true);
+    expect(sessions.replicas('shop')).toEqual([b]);
+    await sessions.deactivate(as(b));
+    const record = await registry.lookup('shop');
+    expect(record?.connected).toBe(false);
+    expect(sessions.get('shop')).toBeUndefined();
+  });
+
+  it('a joined replica whose replicas all left meanwhile is closed to claim afresh', async () => {
+    const { sessions } = table();
+    const late = fake(7);
+    expect(sessions.activate(as(late), true)).toBe(false);
+    expect(late.closedWith).toBe(ErrorCode.GOING_AWAY);
+    expect(sessions.get('shop')).toBeUndefined();
+  });
+
+  it('the same run reconnecting replaces only its own older connection', async () => {
+    const { sessions } = table();
+    const a = fake(1, { run: 'run-a' });
+    const b = fake(1, { run: 'run-b' });
+    const again = fake(1, { run: 'run-a' });
+    sessions.activate(as(a));
+    sessions.activate(as(b), true);
+    sessions.activate(as(again), true);
+    expect(a.closedWith).toBe(ErrorCode.SESSION_REPLACED);
+    expect(b.closedWith).toBeUndefined();
+    expect(sessions.replicas('shop')).toEqual([b, again]);
+  });
+
+  it('a non-replica of the same owner takes the name over from every replica, as a takeover does today', () => {
+    const { sessions } = table();
+    const a = fake(1);
+    const b = fake(1);
+    sessions.activate(as(a));
+    sessions.activate(as(b), true);
+    const exclusive = fake(2, { replica: false });
+    sessions.activate(as(exclusive));
+    expect([a.closedWith, b.closedWith]).toEqual([ErrorCode.SESSION_REPLACED, ErrorCode.SESSION_REPLACED]);
+    expect(sessions.replicas('shop')).toEqual([exclusive]);
+  });
+
+  it('the next request goes to the fewest outstanding; ties rotate; a draining replica or the avoided one gets none', () => {
+    const { sessions } = table();
+    const [a, b, c] = [fake(1), fake(1), fake(1)];
+    sessions.activate(as(a));
+    sessions.activate(as(b), true);
+    sessions.activate(as(c), true);
+    const picks = new Set(Array.from({ length: 6 }, () => sessions.get('shop')));
+    expect(picks).toEqual(new Set([a, b, c]));
+    a.session.streams.set(1, {});
+    b.slots.waiting = 1;
+    expect(Array.from({ length: 4 }, () => sessions.get('shop'))).toEqual([c, c, c, c]);
+    c.session.draining = true;
+    // a and b tie at one outstanding each
+    expect(new Set(Array.from({ length: 4 }, () => sessions.get('shop')))).toEqual(new Set([a, b]));
+    expect(Array.from({ length: 4 }, () => sessions.get('shop', as(a)))).toEqual([b, b, b, b]);
+    a.session.draining = true;
+    b.session.draining = true;
+    // None can take it: the newest is returned and the caller answers as for one draining agent.
+    expect(sessions.get('shop')).toBe(c);
+  });
+});
