@@ -59,6 +59,7 @@ const protocolRules = layerRules('packages/protocol', ['transport', 'session', '
 const edgeRules = layerRules(
   'packages/edge',
   [
+    'workers',
     'listeners',
     'operations',
     'settings',
@@ -70,7 +71,7 @@ const edgeRules = layerRules(
     'exchange',
     'answers',
   ],
-  ['main', 'index', 'build-edge', 'edge-server', 'edge-routes'],
+  ['main', 'index', 'build-edge', 'edge-server', 'edge-routes', 'worker-main'],
   { agents: ['settings'], answers: ['public', 'exchange'] },
 );
 /** The bench kit (bench/README.md, "Source layout"). */

@@ -1,0 +1,171 @@
+import { createTestBackend } from '@tunnel2/test-backend';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { connect, connectTcp, type Tunnel } from '../src/index.js';
+import { send } from './support/http-client.js';
+import { type Spawned, spawnCli } from './support/processes.js';
+import { silent } from './support/stack.js';
+import { portRange, sendAndHash, startHashServer } from './support/tcp-stack.js';
+import { startWsBackend, type WsBackend } from './support/ws-backend.js';
+
+// `tunnel2 server --workers N` as a real process: N edge workers share the ports, agents and public
+// connections land on any of them (node:cluster hands out connections in turn), and a request that lands
+// on a worker other than its agent's crosses the node link to it (the answer then names the holder in
+// x-tunnel2-node).
+
+type Backend = Awaited<ReturnType<typeof createTestBackend>>;
+
+/** The workers the primary said are listening (its info log), by index: pid and node id. */
+function workersOf(edge: Spawned): Map<number, { pid: number; node: string }> {
+  const workers = new Map<number, { pid: number; node: string }>();
+  for (const line of edge.stderr().split('\n')) {
+    if (!line.includes('"edge worker listening"')) continue;
+    const entry = JSON.parse(line) as { worker: number; workerPid: number; node: string };
+    workers.set(entry.worker, { pid: entry.workerPid, node: entry.node });
+  }
+  return workers;
+}
+
+async function startWorkersEdge(
+  workers: number,
+  extra: string[] = [],
+): Promise<{ edge: Spawned; port: number; url: string; adminUrl: string }> {
+  const edge = spawnCli([
+    'server',
+    '--workers',
+    String(workers),
+    '--port',
+    '0',
+    '--admin-port',
+    '0',
+    '--json',
+    '--log-level',
+    'info',
+    ...extra,
+  ]);
+  const listening = await edge.waitFor('listening');
+  expect(listening.workers).toBe(workers);
+  const url = String(listening.url);
+  return { edge, url, port: Number(new URL(url).port), adminUrl: String(listening.adminUrl) };
+}
+
+/** The value of the sample of `metric` carrying every one of `labels`, 0 when there is none. */
+function sampleOf(text: string, metric: string, ...labels: string[]): number {
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${metric}{`) && labels.every((label) => line.includes(label)))
+      return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return 0;
+}
+
+async function wsEcho(port: number, name: string, text: string): Promise<string> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/echo`, { headers: { host: `${name}.localhost` } });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    const answer = new Promise<string>((resolve) => ws.once('message', (data) => resolve(String(data))));
+    ws.send(text);
+    return await answer;
+  } finally {
+    ws.close();
+  }
+}
+
+describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
+  let edge: Spawned;
+  let port: number;
+  let url: string;
+  let adminUrl: string;
+  let backend: Backend;
+  let wsBackend: WsBackend;
+  let hashServer: Awaited<ReturnType<typeof startHashServer>>;
+  const tunnels: Tunnel[] = [];
+  /** Two agents per worker on average: node:cluster spreads their connections over the workers. */
+  const names = Array.from({ length: workers * 2 }, (_, i) => `wk${workers}-${i}`);
+
+  beforeAll(async () => {
+    ({ edge, port, url, adminUrl } = await startWorkersEdge(workers, ['--tcp-ports', portRange(16)]));
+    backend = await createTestBackend();
+    wsBackend = await startWsBackend();
+    hashServer = await startHashServer();
+    for (const name of names)
+      tunnels.push(await connect({ target: backend.port, server: url, subdomain: name, logger: silent }));
+    tunnels.push(
+      await connect({ target: wsBackend.port, server: url, subdomain: `ws${workers}`, logger: silent }),
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const tunnel of tunnels) await tunnel.close(0);
+    if (edge !== undefined && edge.child.exitCode === null) {
+      edge.kill('SIGKILL');
+      await edge.exited;
+    }
+    await backend?.close();
+    await wsBackend?.close();
+    await hashServer?.close();
+  });
+
+  it('serves every name on every worker: agents sit on different workers, requests cross the node link', async () => {
+    const nodes = new Set([...workersOf(edge).values()].map((w) => w.node));
+    expect(nodes.size).toBe(workers);
+    // x-tunnel2-node names the holder of the session (in cluster mode, same-node answers too).
+    const holders = new Set<string>();
+    for (const name of names) {
+      // One connection per request: node:cluster hands them to the workers in turn.
+      for (let i = 0; i < workers * 2; i++) {
+        const res = await send({ port, path: '/bytes/2000', headers: ['Host', `${name}.localhost`] });
+        expect(res.status).toBe(200);
+        expect(res.length).toBe(2000);
+        const holder = String(res.headers['x-tunnel2-node']);
+        expect(nodes.has(holder)).toBe(true);
+        holders.add(holder);
+      }
+    }
+    expect(holders.size).toBeGreaterThan(1);
+    // Every worker took public requests and carried some to another worker's agent over the node link.
+    const text = await (await fetch(`${adminUrl}/metrics`)).text();
+    for (let i = 0; i < workers; i++) {
+      expect(
+        sampleOf(text, 'tunnel2_cluster_forwarded_total', `worker="${i}"`, 'outcome="ok"'),
+      ).toBeGreaterThan(0);
+    }
+  });
+
+  it('carries WebSockets to the agent from whichever worker takes the upgrade', async () => {
+    for (let i = 0; i < workers + 1; i++) {
+      expect(await wsEcho(port, `ws${workers}`, `hello ${i}`)).toBe(`hello ${i}`);
+    }
+  });
+
+  it('carries a TCP tunnel from whichever worker takes the connection', async () => {
+    const tunnel = await connectTcp({ target: hashServer.port, server: url, logger: silent });
+    tunnels.push(tunnel);
+    const tcpPort = tunnel.info?.tcp?.port ?? 0;
+    expect(tcpPort).toBeGreaterThan(0);
+    for (let i = 0; i < workers + 1; i++) {
+      const { sent, answer } = await sendAndHash(tcpPort, 64 * 1024);
+      expect(answer).toBe(sent);
+    }
+  });
+
+  it('answers /metrics for the whole edge, each worker labelled', async () => {
+    const res = await fetch(`${adminUrl}/metrics`);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    for (let i = 0; i < workers; i++) expect(text).toContain(`worker="${i}"`);
+    // One family head per metric, whatever the number of workers.
+    expect(text.match(/^# TYPE tunnel2_http_requests_total /gm)?.length).toBe(1);
+    expect((await fetch(`${adminUrl}/readyz`)).status).toBe(200);
+  });
+
+  it('drains every worker on SIGTERM and exits 0', async () => {
+    const pids = [...workersOf(edge).values()].map((w) => w.pid);
+    edge.kill('SIGTERM');
+    await edge.waitFor('stopped');
+    expect(await edge.exited).toBe(0);
+    for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
+  });
+});
