@@ -130,8 +130,8 @@ export class IpcRegistry implements SessionRegistry {
   listOwned(account: string, space: string): Promise<SessionRecord[]> {
     return this.#call('listOwned', [account, space]);
   }
-  announceNode(announcement: NodeAnnouncement): Promise<void> {
-    return this.#call('announceNode', [announcement]);
+  async announceNode(announcement: NodeAnnouncement): Promise<void> {
+    await this.#call('announceNode', [announcement]);
   }
   async lookupNode(nodeId: string): Promise<NodeRecord | undefined> {
     return (await this.#call<NodeRecord | null>('lookupNode', [nodeId])) ?? undefined;
@@ -139,8 +139,8 @@ export class IpcRegistry implements SessionRegistry {
   withdrawNode(nodeId: string): Promise<boolean> {
     return this.#call('withdrawNode', [nodeId]);
   }
-  ping(): Promise<void> {
-    return this.#call('ping', []);
+  async ping(): Promise<void> {
+    await this.#call('ping', []);
   }
 
   /** Rejects what still waits; the primary's registry itself stays open (it is the primary's). */
