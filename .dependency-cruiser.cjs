@@ -71,7 +71,7 @@ const edgeRules = layerRules(
     'exchange',
     'answers',
   ],
-  ['main', 'index', 'build-edge', 'edge-server', 'edge-routes', 'worker-main'],
+  ['main', 'index', 'build-edge', 'edge-server', 'edge-routes'],
   { agents: ['settings'], answers: ['public', 'exchange'] },
 );
 /** The bench kit (bench/README.md, "Source layout"). */
