@@ -1,7 +1,9 @@
 import { createTestBackend } from '@tunnel2/test-backend';
+import { type RedisServer, startRedisServer } from '@tunnel2/test-services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { connect, connectTcp, type Tunnel } from '../src/index.js';
+import { CLUSTER_SECRET } from './support/cluster-harness.js';
 import { send } from './support/http-client.js';
 import { type Spawned, spawnCli } from './support/processes.js';
 import { silent } from './support/stack.js';
@@ -167,5 +169,72 @@ describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
     await edge.waitFor('stopped');
     expect(await edge.exited).toBe(0);
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
+  });
+});
+
+describe('tunnel2 server --workers 2 --registry redis:// (two such edges, as two machines)', () => {
+  let redis: RedisServer;
+  const edges: Array<{ edge: Spawned; port: number; url: string; adminUrl: string }> = [];
+  let backend: Backend;
+  const tunnels: Tunnel[] = [];
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    for (let i = 0; i < 2; i++) {
+      // Each edge's workers announce their link port at the host of its nodeUrl.
+      const started = await startWorkersEdge(2, [
+        '--registry',
+        redis.url,
+        '--node-id',
+        `machine-${i}`,
+        '--node-url',
+        'http://127.0.0.1:1',
+        '--cluster-secret',
+        CLUSTER_SECRET,
+      ]);
+      edges.push(started);
+    }
+    backend = await createTestBackend();
+    for (let i = 0; i < 4; i++)
+      tunnels.push(
+        await connect({
+          target: backend.port,
+          server: edges[0]?.url ?? '',
+          subdomain: `rd-${i}`,
+          logger: silent,
+        }),
+      );
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const tunnel of tunnels) await tunnel.close(0);
+    for (const { edge } of edges) {
+      edge.kill('SIGKILL');
+      await edge.exited;
+    }
+    await backend?.close();
+    await redis?.stop();
+  });
+
+  it("serves agents of one edge's workers from every worker of the other edge", async () => {
+    const holders = new Set<string>();
+    for (const { port } of edges) {
+      for (let i = 0; i < 4; i++) {
+        for (let k = 0; k < 2; k++) {
+          const res = await send({ port, path: '/bytes/500', headers: ['Host', `rd-${i}.localhost`] });
+          expect(res.status).toBe(200);
+          expect(res.length).toBe(500);
+          holders.add(String(res.headers['x-tunnel2-node']));
+        }
+      }
+    }
+    // The agents sit on both workers of machine-0, and machine-1 reaches each of them.
+    expect([...holders].sort()).toEqual(['machine-0-w0', 'machine-0-w1']);
+    const other = edges[1];
+    const text = await (await fetch(`${other?.adminUrl}/metrics`)).text();
+    for (const worker of ['0', '1'])
+      expect(
+        sampleOf(text, 'tunnel2_cluster_forwarded_total', `worker="${worker}"`, 'outcome="ok"'),
+      ).toBeGreaterThan(0);
   });
 });
