@@ -76,6 +76,20 @@ it('restarts a worker killed with SIGKILL under load; the others keep serving; i
   const names = tunnels.map((_, i) => `crash-${i}`);
   const holders = new Map<string, string>();
   for (const name of names) holders.set(name, await holderOf(name));
+  // node:cluster spreads the agents' connections in turn; should they all sit on one worker, add agents.
+  while (new Set(holders.values()).size < 2 && names.length < 8) {
+    const name = `crash-${names.length}`;
+    tunnels.push(
+      await connect({
+        target: backend.port,
+        server: `http://127.0.0.1:${port}`,
+        subdomain: name,
+        logger: silent,
+      }),
+    );
+    names.push(name);
+    holders.set(name, await holderOf(name));
+  }
   const workers = workersOf();
   // The victim: the worker holding crash-0's agent. The others' names must keep being served.
   const victimNode = holders.get('crash-0') ?? '';
@@ -136,6 +150,9 @@ it('restarts a worker killed with SIGKILL under load; the others keep serving; i
   await until(() => performance.now() - start >= BEFORE_MS);
   process.kill(victim?.pid ?? 0, 'SIGKILL');
   killedAt = performance.now();
+  // From when the primary has seen the exit (it logs it), node:cluster hands no connection to the dead worker.
+  await until(() => edge.stderr().includes('edge worker died'), { what: 'the exit seen', timeoutMs: 5_000 });
+  const exitSeenAt = performance.now();
   // The primary restarts it: a new process, the same worker index.
   await until(
     () => {
@@ -158,17 +175,16 @@ it('restarts a worker killed with SIGKILL under load; the others keep serving; i
     expect((backAt(name) ?? Number.POSITIVE_INFINITY) - killedAt).toBeLessThan(BACK_WITHIN_MS);
   // Whatever finished before the kill was served.
   expect(outcomes.filter((o) => o.doneAt < killedAt && o.status !== 200)).toEqual([]);
-  // The only failures are requests in flight at the kill, or sent in the instant after it, before the
-  // primary saw the worker's exit: a connection the dead worker had taken is reset (ECONNRESET), and one
+  // The only failures are requests in flight at the kill, or sent before the primary saw the worker's exit: a connection the dead worker had taken is reset (ECONNRESET), and one
   // node:cluster's round-robin was handing it just then stays open, unanswered, in the primary (Node's
   // RoundRobinHandle never closes a handoff the worker did not acknowledge): the client's timeout ends it.
   const failed = outcomes.filter((o) => o.status !== 200);
   expect(failed.length).toBeLessThanOrEqual(3);
   for (const o of failed) {
-    expect(o.sentAt).toBeLessThan(killedAt + 50);
+    expect(o.sentAt).toBeLessThan(exitSeenAt);
     expect(o.doneAt).toBeGreaterThan(killedAt);
   }
   // Everything sent from then on was served, for the survivors' names and, once back, the victim's.
-  expect(outcomes.filter((o) => o.sentAt > killedAt + 50 && o.status !== 200)).toEqual([]);
+  expect(outcomes.filter((o) => o.sentAt > exitSeenAt && o.status !== 200)).toEqual([]);
   expect(sent).toBeGreaterThan(RATE);
 }, 60_000);
