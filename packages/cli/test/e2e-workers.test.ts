@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer } from 'node:net';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { type RedisServer, startRedisServer } from '@tunnel2/test-services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -236,5 +237,29 @@ describe('tunnel2 server --workers 2 --registry redis:// (two such edges, as two
       expect(
         sampleOf(text, 'tunnel2_cluster_forwarded_total', `worker="${worker}"`, 'outcome="ok"'),
       ).toBeGreaterThan(0);
+  });
+});
+
+describe('tunnel2 server --workers 2 that cannot start', () => {
+  it('names the setting and exits 1 when the port is taken', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const taken = (holder.address() as AddressInfo).port;
+    try {
+      const edge = spawnCli([
+        'server',
+        '--workers',
+        '2',
+        '--port',
+        String(taken),
+        '--json',
+        '--log-level',
+        'info',
+      ]);
+      expect(await edge.exited).toBe(1);
+      expect(edge.stderr()).toContain(`invalid setting port=${taken}: cannot listen on 127.0.0.1:${taken}`);
+    } finally {
+      holder.close();
+    }
   });
 });
