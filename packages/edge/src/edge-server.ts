@@ -15,7 +15,7 @@ import { resolveEdgeOptions } from './settings/edge-options.js';
 import { MAX_TOKEN_FILE_BYTES, readSettingsFile, SettingsFileProblem } from './settings/settings-file.js';
 import { toEdgeOptions } from './settings/settings-to-options.js';
 import { openSharedRegistry } from './shared-registry.js';
-import { runEdgeWorker } from './workers/edge-worker.js';
+import { EDGE_WORKER_ENV, runEdgeWorker } from './workers/edge-worker.js';
 import { runWorkersPrimary } from './workers/workers-primary.js';
 
 export interface EdgeServer {
@@ -191,7 +191,10 @@ export interface EdgeCommandIo {
  */
 export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
   // A worker of `--workers N` runs the primary's command line again; its settings come from the primary.
-  if (cluster.isWorker) return runEdgeWorker(startEdgeServer, io.version, io.onShutdownSignal);
+  // Marked by the primary: an edge that a process manager runs in its own node:cluster workers (pm2's
+  // cluster mode) is not one of ours.
+  if (cluster.isWorker && io.env[EDGE_WORKER_ENV] === '1')
+    return runEdgeWorker(startEdgeServer, io.version, io.onShutdownSignal);
   // Help never depends on the rest being valid: it is what one reads to fix it.
   if (io.argv.includes('--help') || io.argv.includes('-h')) {
     io.stdout(edgeHelp(io.command, helpWidth(io.columns, io.env)));

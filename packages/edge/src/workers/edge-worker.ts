@@ -9,6 +9,9 @@ import { IpcRegistry, type WorkerChannel } from './ipc-registry.js';
 import { LinkListener } from './link-listener.js';
 import { isTagged, type PrimaryMessage, type WorkerMessage, type WorkerStart } from './worker-messages.js';
 
+/** Set by the primary in its workers' environment: this process is a worker of `--workers N`. */
+export const EDGE_WORKER_ENV = 'TUNNEL2_EDGE_WORKER';
+
 /** What a worker reads of the edge it starts (edge-server.ts's EdgeServer is one). */
 export interface WorkerEdgeServer {
   readonly edge: {

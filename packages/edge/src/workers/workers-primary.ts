@@ -7,6 +7,7 @@ import { type AdminServer, startAdminServer } from '../operations/admin-server.j
 import type { EdgeMetrics } from '../operations/metrics.js';
 import { type EdgeSettings, redactedConfig } from '../settings/edge-config.js';
 import type { SettingSource } from '../settings/load-edge-config.js';
+import { EDGE_WORKER_ENV } from './edge-worker.js';
 import { mergeWorkerMetrics } from './merge-metrics.js';
 import { serveRegistryCall } from './registry-service.js';
 import { RestartBudget } from './restart-budget.js';
@@ -82,7 +83,7 @@ export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<num
   };
 
   const fork = (slot: Slot): void => {
-    const worker = cluster.fork();
+    const worker = cluster.fork({ [EDGE_WORKER_ENV]: '1' });
     slot.worker = worker;
     slot.listening = undefined;
     worker.on('online', () =>
