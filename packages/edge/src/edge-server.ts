@@ -194,7 +194,7 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
   // Marked by the primary: an edge that a process manager runs in its own node:cluster workers (pm2's
   // cluster mode) is not one of ours.
   if (cluster.isWorker && io.env[EDGE_WORKER_ENV] === '1')
-    return runEdgeWorker(startEdgeServer, io.version, io.onShutdownSignal);
+    return runEdgeWorker(startEdgeServer, io.version, io.onShutdownSignal, io.onReloadSignal);
   // Help never depends on the rest being valid: it is what one reads to fix it.
   if (io.argv.includes('--help') || io.argv.includes('-h')) {
     io.stdout(edgeHelp(io.command, helpWidth(io.columns, io.env)));

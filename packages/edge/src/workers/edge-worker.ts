@@ -17,6 +17,8 @@ export interface WorkerEdgeServer {
   readonly edge: {
     readonly app: { readonly server: HttpServer };
     addresses(): { agentCommand: string; tunnelByHost: string; tunnelByPath: string };
+    /** Present when the edge serves TLS: its certificates, reloaded on SIGHUP. */
+    readonly tls: { reload(reason: string): unknown } | undefined;
   };
   readonly url: string;
   readonly metrics: EdgeMetrics;
@@ -61,6 +63,7 @@ export async function runEdgeWorker(
   startEdge: StartEdge,
   version: string,
   onShutdownSignal: (handler: (signal: string) => void) => () => void,
+  onReloadSignal?: (handler: () => void) => () => void,
 ): Promise<number> {
   const channel = processChannel();
   const tell = (message: WorkerMessage): void => channel.send(message);
@@ -101,6 +104,9 @@ export async function runEdgeWorker(
     return 1;
   }
   const running = server;
+  // The primary passes SIGHUP on to its workers: each reloads its own certificates.
+  const tls = running.edge.tls;
+  const stopReloads = tls === undefined ? undefined : onReloadSignal?.(() => tls.reload('SIGHUP'));
   return new Promise<number>((resolve) => {
     let draining = false;
     const drain = (): void => {
@@ -111,6 +117,7 @@ export async function runEdgeWorker(
         await registry?.close();
         stopMessages();
         stopSignals();
+        stopReloads?.();
         resolve(0);
       });
     };

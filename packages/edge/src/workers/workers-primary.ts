@@ -19,6 +19,8 @@ export interface PrimaryIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   onShutdownSignal: (handler: (signal: string) => void) => () => void;
+  /** SIGHUP: passed on to every worker (each reloads its certificates); registered only with TLS. */
+  onReloadSignal?: (handler: () => void) => () => void;
 }
 
 export interface WorkersPrimaryInput {
@@ -252,6 +254,12 @@ export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<num
     }
   }
 
+  const stopReloads =
+    settings.tlsCert.length === 0
+      ? undefined
+      : io.onReloadSignal?.(() => {
+          for (const slot of slots) slot.worker?.process.kill('SIGHUP');
+        });
   const exit = new Promise<number>((resolve) => {
     let signals = 0;
     const stop = input.io.onShutdownSignal((signal) => {
@@ -263,6 +271,7 @@ export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<num
         );
         for (const slot of slots) slot.worker?.process.kill('SIGKILL');
         stop();
+        stopReloads?.();
         resolve(1);
         return;
       }
@@ -278,6 +287,7 @@ export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<num
         if (input.json) io.stdout(`${JSON.stringify({ event: 'stopped' })}\n`);
         logger.info('stopped');
         stop();
+        stopReloads?.();
         resolve(0);
       });
     });
