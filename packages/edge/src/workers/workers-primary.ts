@@ -70,6 +70,8 @@ export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<num
   let nextMetricsId = 1;
   let draining = false;
   let admin: AdminServer | undefined;
+  /** Ends the command after start (set once it runs; before, a failure is the start's). */
+  let failExit: (code: number) => void = () => {};
 
   let settleStart: (failure: string | undefined) => void = () => {};
   const started = new Promise<string | undefined>((resolve) => {
@@ -122,16 +124,19 @@ export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<num
         slot.worker = undefined;
         slot.listening = undefined;
       }
-      void forgetNode(slot.nodeId);
       if (draining) {
+        // A drained worker handed its agents over itself; the registry closes once all have exited.
         if (slots.every((s) => s.worker === undefined)) onAllExited();
         return;
       }
+      // Its sessions are released to their agents before a new worker of the same node id starts.
+      const forgotten = forgetNode(slot.nodeId);
       const delay = budget.nextDelay();
       if (delay === undefined) {
         logger.error({ worker: slot.index, code, signal }, 'edge worker died too often: stopping the edge');
+        // Before the edge listened: the start fails; after: the command ends with 1 once the others drained.
         settleStart(`edge worker ${slot.index} died too often (exit ${signal ?? code})`);
-        void stopAll('restart budget spent');
+        void stopAll('restart budget spent').then(() => failExit(1));
         return;
       }
       logger.warn(
@@ -140,7 +145,9 @@ export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<num
       );
       slot.restartTimer = setTimeout(() => {
         slot.restartTimer = undefined;
-        if (!draining) fork(slot);
+        void forgotten.then(() => {
+          if (!draining) fork(slot);
+        });
       }, delay);
     });
   };
@@ -261,6 +268,10 @@ export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<num
           for (const slot of slots) slot.worker?.process.kill('SIGHUP');
         });
   const exit = new Promise<number>((resolve) => {
+    failExit = (code) => {
+      stopReloads?.();
+      void Promise.all([admin?.close(), registry?.close()]).then(() => resolve(code));
+    };
     let signals = 0;
     const stop = input.io.onShutdownSignal((signal) => {
       signals++;
