@@ -164,9 +164,23 @@ describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
     expect((await fetch(`${adminUrl}/readyz`)).status).toBe(200);
   });
 
-  it('drains every worker on SIGTERM and exits 0', async () => {
+  it('drains every worker on SIGTERM: requests in flight on each finish, then it exits 0', async () => {
     const pids = [...workersOf(edge).values()].map((w) => w.pid);
+    // Slow requests on fresh connections, so on every worker, some carried to another worker's agent.
+    const slow = names.map((name) =>
+      send({ port, path: '/loadtest/delay/1500', headers: ['Host', `${name}.localhost`], timeoutMs: 10_000 }),
+    );
+    const inFlight = async (): Promise<number> => {
+      const text = await (await fetch(`${adminUrl}/metrics`)).text();
+      let sum = 0;
+      for (let i = 0; i < workers; i++) sum += sampleOf(text, 'tunnel2_requests_in_flight', `worker="${i}"`);
+      return sum;
+    };
+    // Each is counted by the worker it landed on (and, carried, by its agent's worker too).
+    let seen = 0;
+    while (seen < names.length) seen = await inFlight();
     edge.kill('SIGTERM');
+    for (const res of await Promise.all(slow)) expect(res.status).toBe(200);
     await edge.waitFor('stopped');
     expect(await edge.exited).toBe(0);
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
