@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { connect, connectTcp, type Tunnel } from '../src/index.js';
 import { CLUSTER_SECRET } from './support/cluster-harness.js';
+import { h2c, h2Request } from './support/h2-client.js';
 import { send } from './support/http-client.js';
 import { type Spawned, spawnCli } from './support/processes.js';
 import { silent } from './support/stack.js';
@@ -134,6 +135,23 @@ describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
       expect(
         sampleOf(text, 'tunnel2_cluster_forwarded_total', `worker="${i}"`, 'outcome="ok"'),
       ).toBeGreaterThan(0);
+    }
+  });
+
+  it('serves HTTP/2 (h2c) from whichever worker takes the connection', async () => {
+    for (let i = 0; i < workers + 1; i++) {
+      const session = h2c(port);
+      try {
+        const answer = await h2Request(session, {
+          ':method': 'GET',
+          ':path': '/bytes/3000',
+          ':authority': `${names[i % names.length]}.localhost`,
+        });
+        expect(answer.status).toBe(200);
+        expect(answer.body.length).toBe(3000);
+      } finally {
+        session.close();
+      }
     }
   });
 
