@@ -139,9 +139,10 @@ export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<num
         void stopAll('restart budget spent').then(() => failExit(1));
         return;
       }
-      logger.warn(
+      // Exit 0 is a worker that drained on its own SIGTERM (a one-worker restart), not a crash.
+      logger[code === 0 ? 'info' : 'warn'](
         { worker: slot.index, code, signal, restartInMs: delay },
-        'edge worker died: restarting it',
+        code === 0 ? 'edge worker stopped: starting a new one' : 'edge worker died: restarting it',
       );
       slot.restartTimer = setTimeout(() => {
         slot.restartTimer = undefined;
