@@ -59,6 +59,7 @@ const protocolRules = layerRules('packages/protocol', ['transport', 'session', '
 const edgeRules = layerRules(
   'packages/edge',
   [
+    'workers',
     'listeners',
     'operations',
     'settings',

@@ -13,6 +13,8 @@ export const isolatedTests = [
   'packages/cli/test/e2e-cluster-lb-faults.test.ts',
   // The same, killing and restarting nodes under a steady 200 RPS.
   'packages/cli/test/e2e-cluster-lb-node-loss.test.ts',
+  // `--workers 2`, a worker killed under a steady 200 RPS, its agents back within 3 s.
+  'packages/cli/test/e2e-workers-crash.test.ts',
   // `pnpm bench cluster`: redis-server, HAProxy, three edges, backend and agent, with a rolling restart and
   // a kill -9 under load.
   'bench/test/bench-cluster-smoke.test.ts',

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BenchError, BenchErrorCode } from './errors.js';
 import { type BenchOptions, parseBenchArgs, USAGE } from './plan/cli-args.js';
@@ -68,11 +68,51 @@ if (isStandalone(standalone) && targetFlag !== undefined) {
     process.exitCode = EXIT.USAGE;
   }
 } else {
-  await runStaged();
+  const options = parseOrExit();
+  if (options.edgeWorkers === null) await runStaged(options);
+  else await runPerEdgeWorkers(options, options.edgeWorkers);
 }
 
-async function runStaged(): Promise<void> {
-  const options = parseOrExit();
+/**
+ * --edge-workers 1,2: the whole run once per count, the kit's edge with `--workers <n>` (through
+ * TUNNEL2_WORKERS, which the edge reads and its children inherit), then the tunnel side's throughput and
+ * CPU per request side by side. The edge's CPU counts its workers (process-stats.ts).
+ */
+async function runPerEdgeWorkers(options: BenchOptions, counts: number[]): Promise<void> {
+  const rows: string[] = [];
+  for (const count of counts) {
+    process.env.TUNNEL2_WORKERS = String(count);
+    const outDir = join(options.outDir, `workers-${count}`);
+    writeErr(`bench: edge with --workers ${count}\n`);
+    await runStaged({ ...options, outDir });
+    if (process.exitCode !== undefined && process.exitCode !== EXIT.OK) return;
+    const report = JSON.parse(readFileSync(join(outDir, 'report.json'), 'utf8')) as {
+      stages: Array<{
+        connections: number;
+        tunnel: {
+          achievedRps: number;
+          edge: { cpuPerRequestUs: number | null } | null;
+          agent: { cpuPerRequestUs: number | null } | null;
+        } | null;
+      }>;
+    };
+    for (const stage of report.stages) {
+      const t = stage.tunnel;
+      if (t === null) continue;
+      const us = (v: number | null | undefined): string =>
+        v === null || v === undefined ? '-' : v.toFixed(0);
+      rows.push(
+        `| ${count} | ${stage.connections} | ${t.achievedRps.toFixed(0)} | ${us(t.edge?.cpuPerRequestUs)} | ${us(t.agent?.cpuPerRequestUs)} |`,
+      );
+    }
+  }
+  delete process.env.TUNNEL2_WORKERS;
+  process.stdout.write(
+    `${['| edge workers | connections | tunnel req/s | edge CPU µs/req | agent CPU µs/req |', '| --- | --- | --- | --- | --- |', ...rows].join('\n')}\n`,
+  );
+}
+
+async function runStaged(options: BenchOptions): Promise<void> {
   const plan = planStages(options);
   const progress = createProgress(options.scenario, {
     write: writeErr,

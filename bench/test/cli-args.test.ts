@@ -296,3 +296,19 @@ describe('your own service: --target, --tunnel-url and the request shape', () =>
     expect(usage('ramp', '--expect-status', '600')).toMatch(/^--expect-status "600"/);
   });
 });
+
+describe('--edge-workers (tunnel2 server --workers, issue #33)', () => {
+  it('runs the whole scenario once per count; absent, one run with the edge as it is', () => {
+    expect(parse('max').edgeWorkers).toBeNull();
+    expect(parse('max', '--edge-workers', '1,2').edgeWorkers).toEqual([1, 2]);
+    expect(parse('ramp', '--edge-workers', '2').edgeWorkers).toEqual([2]);
+  });
+
+  it("needs the kit's own edge on the tunnel side", () => {
+    expect(usage('max', '--edge-workers', '1,2', '--only', 'direct')).toMatch(/tunnel side/);
+    expect(usage('max', '--edge-workers', '2', '--tunnel-url', 'http://t.example.com/')).toMatch(
+      /tunnel side/,
+    );
+    expect(usage('max', '--edge-workers', '0')).toMatch(/--edge-workers/);
+  });
+});

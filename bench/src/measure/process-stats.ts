@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 
 /** What one process spent during one stage. */
 export interface ProcessUsage {
@@ -35,6 +35,35 @@ export function readCpuMs(pid: number): number | undefined {
   return (utime + stime) * TICK_MS;
 }
 
+/**
+ * utime + stime of a process and of its live child processes in ms (an edge with `--workers N` is a
+ * primary and N children); undefined where /proc is not there or the process is gone.
+ */
+export function readTreeCpuMs(pid: number): number | undefined {
+  const own = readCpuMs(pid);
+  if (own === undefined) return undefined;
+  let children = 0;
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return own;
+  }
+  for (const entry of entries) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // After the command name: state, then the parent's pid.
+    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (parent === pid) children += readCpuMs(Number(entry)) ?? 0;
+  }
+  return own + children;
+}
+
 /** A memory figure of a process from /proc/<pid>/status, in KiB; undefined off Linux or once it is gone. */
 export function readStatusKb(pid: number, field: 'VmHWM' | 'VmRSS'): number | undefined {
   let status: string;
@@ -68,11 +97,12 @@ function resetPeakRss(pid: number): boolean {
 /** Starts measuring a child process (Linux /proc); stop() answers null where that is not available. */
 export function meterProcess(pid: number): UsageMeter {
   resetPeakRss(pid);
-  const startCpu = readCpuMs(pid);
+  // The children's too: a worker's CPU is the edge's (one that restarts mid-stage loses what it had used).
+  const startCpu = readTreeCpuMs(pid);
   const startedAt = performance.now();
   return {
     stop() {
-      const endCpu = readCpuMs(pid);
+      const endCpu = readTreeCpuMs(pid);
       const peakKb = readStatusKb(pid, 'VmHWM');
       if (startCpu === undefined || endCpu === undefined || peakKb === undefined) return null;
       const wallMs = performance.now() - startedAt;

@@ -36,6 +36,11 @@ export interface BenchOptions {
   tunnelUrl: string | null;
   /** Method, paths, headers, body and expected status of every request. `path` is `request.paths[0]`. */
   request: RequestShape;
+  /**
+   * --edge-workers: the whole run once per count, the kit's edge started with `--workers <n>` (one report
+   * each, in `<out>/workers-<n>`); null: one run, the edge's default (one process).
+   */
+  edgeWorkers: number[] | null;
 }
 
 export type ParsedCommand = { help: true } | { help: false; options: BenchOptions };
@@ -59,6 +64,8 @@ flags:
   --rate <rps>           constant: the target rate
   --minutes <n>          constant: length of the run (fractions allowed)
   --duration <s>         seconds per stage (constant: instead of --minutes)
+  --edge-workers <n,...> the whole run once per count, the kit's edge with --workers <n> (tunnel2 server
+                         --workers): reports in <out>/workers-<n>, and the figures side by side at the end
   --warmup <s>           seconds of discarded load before the first stage of each side (default: each
                          stage gets its own, 10 % of its length, 1-10 s, left out of every figure)
   --connections <n,...>  max: connection counts, one stage each (default 50,100);
@@ -236,6 +243,17 @@ export function parseBenchArgs(
   }
   const maxP99Ms = values['max-p99'] === undefined ? null : positiveNumber('--max-p99', values['max-p99']);
 
+  let edgeWorkers: number[] | null = null;
+  if (values['edge-workers'] !== undefined) {
+    edgeWorkers = integerList('--edge-workers', values['edge-workers']);
+    if (edgeWorkers.some((n) => n > 256)) throw usageError('--edge-workers counts must be within 1..256');
+    if (choice.tunnelUrl !== null || !sides.includes('tunnel')) {
+      throw usageError(
+        "--edge-workers sets the kit's own edge: it needs the tunnel side without --tunnel-url",
+      );
+    }
+  }
+
   const stamp = now.toISOString().replace(/[:T]/g, '-').replace(/\..*$/, '');
   const outDir =
     values.out === undefined ? resolve(defaultOutRoot, `${scenario}-${stamp}`) : resolve(cwd, values.out);
@@ -260,6 +278,7 @@ export function parseBenchArgs(
       targetUrl: choice.targetUrl,
       tunnelUrl: choice.tunnelUrl,
       request: choice.request,
+      edgeWorkers,
     },
   };
 }
@@ -272,6 +291,7 @@ const OPTIONS = {
   duration: { type: 'string' },
   warmup: { type: 'string' },
   connections: { type: 'string' },
+  'edge-workers': { type: 'string' },
   path: { type: 'string', multiple: true },
   target: { type: 'string' },
   'tunnel-url': { type: 'string' },

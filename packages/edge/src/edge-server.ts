@@ -1,4 +1,5 @@
-import { redactRedisUrl } from '@tunnel2/registry';
+import cluster from 'node:cluster';
+import { redactRedisUrl, type SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { buildEdge, type Edge } from './build-edge.js';
 import { EdgeError, EdgeErrorCode } from './errors.js';
@@ -9,10 +10,13 @@ import { installRequestIds } from './public/request-id.js';
 import { parseEdgeCommand } from './settings/edge-args.js';
 import { type EdgeSettings, redactedConfig } from './settings/edge-config.js';
 import { edgeHelp, helpWidth } from './settings/edge-help.js';
+import type { EdgeOptions } from './settings/edge-options.js';
 import { resolveEdgeOptions } from './settings/edge-options.js';
 import { MAX_TOKEN_FILE_BYTES, readSettingsFile, SettingsFileProblem } from './settings/settings-file.js';
 import { toEdgeOptions } from './settings/settings-to-options.js';
 import { openSharedRegistry } from './shared-registry.js';
+import { EDGE_WORKER_ENV, runEdgeWorker } from './workers/edge-worker.js';
+import { runWorkersPrimary } from './workers/workers-primary.js';
 
 export interface EdgeServer {
   readonly edge: Edge;
@@ -22,6 +26,16 @@ export interface EdgeServer {
   readonly metrics: EdgeMetrics;
   /** SIGTERM behaviour: not ready at once, GOAWAY to agents, in-flight work gets `drainTimeoutMs`, then stop. */
   drain(): Promise<void>;
+}
+
+/** What a worker of `--workers N` starts its edge with beyond the settings (workers/edge-worker.ts). */
+export interface EdgeServerExtras {
+  /** The registry instead of the settings' memory one (the primary's, over IPC); the caller closes it. */
+  registry?: SessionRegistry;
+  /** Cluster mode with this node address and secret (a worker is a node of its machine's edge). */
+  cluster?: EdgeOptions['cluster'];
+  /** Called once the edge is built, before it listens (a worker feeds its own link port to it). */
+  onBuilt?: (edge: Edge) => void;
 }
 
 /** Agent tokens: the `tokens` setting plus the token file's lines (blank lines and # comments skipped). */
@@ -58,21 +72,25 @@ export async function startEdgeServer(
   settings: EdgeSettings,
   logger: Logger,
   version: string,
+  extras: EdgeServerExtras = {},
 ): Promise<EdgeServer> {
   const options = toEdgeOptions(settings, await collectTokens(settings));
+  if (extras.cluster !== undefined) options.cluster = extras.cluster;
   // A shared registry is the edge's to close (buildEdge closes only the memory one it makes itself).
   const shared =
-    settings.registry === 'memory'
+    settings.registry === 'memory' || extras.registry !== undefined
       ? undefined
       : await openSharedRegistry(settings.registry, redactRedisUrl(settings.registry));
+  const registry = extras.registry ?? shared;
   let edge: Edge;
   try {
     // Reads the TLS pairs: a bad one is the start's one-line refusal; the shared registry is closed first.
-    edge = buildEdge({ ...options, logger, ...(shared === undefined ? {} : { registry: shared }) });
+    edge = buildEdge({ ...options, logger, ...(registry === undefined ? {} : { registry }) });
   } catch (err) {
     await shared?.close();
     throw err;
   }
+  extras.onBuilt?.(edge);
   const removeRequestIds = installRequestIds(edge, logger);
   const metrics = createEdgeMetrics(edge, version);
   let accepting = false;
@@ -172,6 +190,11 @@ export interface EdgeCommandIo {
  * the first signal (a second one stops at once). Resolves with the exit code; never calls process.exit.
  */
 export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
+  // A worker of `--workers N` runs the primary's command line again; its settings come from the primary.
+  // Marked by the primary: an edge that a process manager runs in its own node:cluster workers (pm2's
+  // cluster mode) is not one of ours.
+  if (cluster.isWorker && io.env[EDGE_WORKER_ENV] === '1')
+    return runEdgeWorker(startEdgeServer, io.version, io.onShutdownSignal, io.onReloadSignal);
   // Help never depends on the rest being valid: it is what one reads to fix it.
   if (io.argv.includes('--help') || io.argv.includes('-h')) {
     io.stdout(edgeHelp(io.command, helpWidth(io.columns, io.env)));
@@ -201,6 +224,17 @@ export async function runEdgeCommand(io: EdgeCommandIo): Promise<number> {
     return 0;
   }
   const logger = createEdgeLogger({ level: settings.logLevel, format: settings.logFormat });
+  if (settings.workers > 1) {
+    // Every core: this process becomes the primary of N edge workers (workers/); one stays in process.
+    return runWorkersPrimary({
+      io,
+      settings,
+      sources,
+      logger,
+      json: command.json,
+      configPath: command.configPath,
+    });
+  }
   let server: EdgeServer;
   try {
     server = await startEdgeServer(settings, logger, io.version);

@@ -25,3 +25,7 @@ export type { EdgeOptions, EdgeTlsOptions, ResolvedEdgeOptions } from './setting
 export { type LoadedConfig, loadEdgeConfig, type SettingSource } from './settings/load-edge-config.js';
 export { settingsReference } from './settings/settings-reference.js';
 export { toEdgeOptions } from './settings/settings-to-options.js';
+export { IpcRegistry, type IpcRegistryOptions, type WorkerChannel } from './workers/ipc-registry.js';
+export { mergeWorkerMetrics } from './workers/merge-metrics.js';
+export { serveRegistryCall } from './workers/registry-service.js';
+export { RestartBudget } from './workers/restart-budget.js';

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultSettings, type ProtocolSettings } from '@tunnel2/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -369,5 +369,21 @@ describe('trustProxy and showSessionCount', () => {
       expect(err.message).toMatch(/trustProxy/);
     }
     expect(() => resolveEdgeOptions({ trustProxy: ['10.0.0.1/'] })).toThrow(/"10\.0\.0\.1\/"/);
+  });
+});
+
+describe('workers (`--workers N`)', () => {
+  it('takes a count or auto (the cores Node sees) from a flag, a variable and the file; 1 by default', async () => {
+    expect((await parseEdgeCommand([], {})).config.settings.workers).toBe(1);
+    expect((await parseEdgeCommand(['--workers', '4'], {})).config.settings.workers).toBe(4);
+    expect((await parseEdgeCommand([], { TUNNEL2_WORKERS: 'auto' })).config.settings.workers).toBe(
+      availableParallelism(),
+    );
+    const file = await configFile({ workers: 2 }, 'workers.json');
+    expect((await parseEdgeCommand(['--config', file], {})).config.settings.workers).toBe(2);
+    const err = await failure(parseEdgeCommand(['--workers', '0'], {}));
+    expect(err.message).toBe(
+      'invalid setting workers=0 (from --workers): must be auto, or an integer in [1, 256]',
+    );
   });
 });

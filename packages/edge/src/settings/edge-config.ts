@@ -21,6 +21,7 @@ import {
   parseBoolean,
   type SettingSpec,
   text,
+  workerCount,
 } from './setting-parsers.js';
 
 /**
@@ -86,6 +87,8 @@ export interface EdgeSettings {
   adminHost: string;
   opsOnPublicPort: boolean;
   drainTimeoutMs: number;
+  /** Edge processes on this machine sharing its ports (`auto` = its cores, read as a number); 1: no fork. */
+  workers: number;
   logLevel: LogLevel;
   logFormat: 'auto' | 'json' | 'pretty';
 }
@@ -411,6 +414,12 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     description: 'on SIGTERM, how long in-flight requests may take to finish before the edge stops',
     default: 10_000,
     ...integer(0, HOUR),
+  },
+  workers: {
+    description:
+      'edge worker processes sharing the ports (auto: one per core); above 1 a primary forks them, holds the registry, restarts a worker that dies and drains them all on SIGTERM',
+    default: 1,
+    ...workerCount(),
   },
   logLevel: { description: 'log level', default: 'info', ...oneOf(logLevels) },
   logFormat: {

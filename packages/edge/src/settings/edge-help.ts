@@ -50,7 +50,8 @@ type Placeholder =
   | '<token>'
   | '<secret>'
   | '<level>'
-  | '<format>';
+  | '<format>'
+  | '<n|auto>';
 
 const settingHelp: { readonly [K in SettingKey]: readonly [Group, Placeholder?] } = {
   port: ['listening', '<n>'],
@@ -107,6 +108,7 @@ const settingHelp: { readonly [K in SettingKey]: readonly [Group, Placeholder?] 
   adminHost: ['operations', '<address>'],
   opsOnPublicPort: ['operations'],
   drainTimeoutMs: ['operations', '<ms>'],
+  workers: ['operations', '<n|auto>'],
   logLevel: ['operations', '<level>'],
   logFormat: ['operations', '<format>'],
 };

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { compileAddressBlocks } from '../access/client-address.js';
 
 // The parsers behind the edge's settings table (edge-config.ts): each turns a raw value (a string from a flag
@@ -42,6 +43,16 @@ export function integer(min: number, max: number): Pick<SettingSpec<number>, 'pa
       }
       return value;
     },
+  };
+}
+
+/** How many edge workers: `auto` (this machine's cores, as Node counts them) or an integer in [1, 256]. */
+export function workerCount(): Pick<SettingSpec<number>, 'parse' | 'allowed' | 'range'> {
+  const inner = integer(1, 256);
+  return {
+    allowed: `auto, or ${inner.allowed}`,
+    range: inner.range,
+    parse: (raw) => (raw === 'auto' ? availableParallelism() : inner.parse(raw)),
   };
 }
 

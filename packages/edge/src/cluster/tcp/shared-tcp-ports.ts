@@ -430,7 +430,9 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         resolve(false);
       };
       server.once('error', onError);
-      server.listen({ port: number, host: this.#options.host, exclusive: true }, () => {
+      // Not exclusive: in a worker of `--workers N` the workers share each port (node:cluster hands its
+      // connections out in turn, carried to the holder like another node's); elsewhere it changes nothing.
+      server.listen({ port: number, host: this.#options.host }, () => {
         server.off('error', onError);
         server.on('error', (err) => this.#options.logger.warn({ err, port: number }, 'TCP listener failed'));
         if (this.#closed) {
