@@ -216,6 +216,16 @@ describe('h2c with prior knowledge on the plain port', () => {
     expect(notTunnel.status).toBe(404);
   });
 
+  it('CONNECT is refused with 405; an RFC 8441 extended CONNECT (:protocol) is not enabled', async () => {
+    const session = h2c(port);
+    const answer = await h2Request(session, { ':method': 'CONNECT', ':authority': 'example.com:443' });
+    expect(answer.status).toBe(405);
+    expect(answer.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_METHOD_NOT_ALLOWED');
+    // The edge never offers SETTINGS_ENABLE_CONNECT_PROTOCOL: WebSockets stay on HTTP/1.1.
+    expect(session.remoteSettings.enableConnectProtocol).toBe(false);
+    session.close();
+  });
+
   it('gathers a preface split over several reads, and HTTP/1.1 keeps working on the same port', async () => {
     const socket = netConnect(port, '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));

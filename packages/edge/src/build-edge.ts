@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, WindowBudget } from '@tunnel2/protocol';
 import Fastify, { type FastifyInstance, LogController } from 'fastify';
@@ -26,10 +27,15 @@ import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
 import { type EdgeAddresses, edgeAddresses } from './edge-addresses.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './exchange/in-flight.js';
-import { createHttp1Server, headProblem, isWebSocketUpgrade } from './listeners/http1-server.js';
+import {
+  ALLOWED_METHODS,
+  createHttp1Server,
+  headProblem,
+  isWebSocketUpgrade,
+} from './listeners/http1-server.js';
 import { EdgeHttp2Request, EdgeHttp2Response } from './listeners/http2-messages.js';
 import { DEFAULT_HTTP2_LIMITS, PublicHttp2Server } from './listeners/http2-server.js';
-import { sniffPreface } from './listeners/preface-sniff.js';
+import { PrefaceSniffer } from './listeners/preface-sniff.js';
 import { type DropReason, PublicConnections } from './listeners/public-connections.js';
 import { type EdgeTls, PublicPort } from './listeners/public-port.js';
 import { ClientOriginResolver } from './public/client-address.js';
@@ -210,6 +216,19 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       app.server.emit(expectsContinue ? 'checkContinue' : 'request', req, res),
   });
 
+  // A plain connection's first bytes decide its protocol (the HTTP/2 preface: h2c with prior knowledge); the
+  // public port says, per connection, where each protocol is taken (choosePlain below).
+  type PlainTake = (protocol: 'h2' | 'http/1.1', socket: Duplex) => void;
+  const plainTakes = new WeakMap<Socket, PlainTake>();
+  const sniffer = new PrefaceSniffer(options.headersTimeoutMs, {
+    http1(socket: Socket, read: Buffer): void {
+      plainTakes.get(socket)?.('http/1.1', socket);
+      // What was read goes to the HTTP parser first; the rest it reads from the socket itself.
+      socket.emit('data', read);
+      socket.resume();
+    },
+    http2: (socket: Socket): void => plainTakes.get(socket)?.('h2', socket),
+  });
   const serverFactory = (fastifyHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
     const onRequest = (
       req: IncomingMessage | EdgeHttp2Request,
@@ -222,7 +241,19 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         sendRefusal(res, edgeStopping);
         return;
       }
-      const problem = req instanceof EdgeHttp2Request ? undefined : headProblem(req);
+      const http2 = req instanceof EdgeHttp2Request;
+      if (http2 && req.method === 'CONNECT') {
+        // HTTP/1.1's CONNECT never gets here (its own event, below); over HTTP/2 it is a request like any.
+        sendEdgeError(
+          res,
+          EdgeErrorCode.METHOD_NOT_ALLOWED,
+          'CONNECT is not served: this edge is not a forward proxy',
+          undefined,
+          { allow: ALLOWED_METHODS },
+        );
+        return;
+      }
+      const problem = http2 ? undefined : headProblem(req);
       if (problem !== undefined) {
         sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
         return;
@@ -284,16 +315,10 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     // HTTP/2: after ALPN h2 on the TLS port; on a plain port, a connection whose first bytes are the
     // HTTP/2 preface (h2c with prior knowledge), the bytes read to tell being handed to HTTP/1.1 otherwise.
     http2: (socket) => http2.handle(socket),
-    choosePlain: (socket, take) =>
-      sniffPreface(socket, options.headersTimeoutMs, {
-        http1(plain, read) {
-          take('http/1.1', plain);
-          // What was read goes to the HTTP parser first; the rest it reads from the socket itself.
-          plain.emit('data', read);
-          plain.resume();
-        },
-        http2: (plain) => take('h2', plain),
-      }),
+    choosePlain: (socket, take) => {
+      plainTakes.set(socket, take);
+      sniffer.sniff(socket);
+    },
   });
 
   const agentEndpoint = createAgentEndpoint({
@@ -486,6 +511,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       // request read from here gets a 503 (onRequest).
       stopping = true;
       app.server.closeIdleConnections();
+      sniffer.closeIdle();
       for (const connection of [...sessions.connections()])
         connection.close(ErrorCode.GOING_AWAY, 'edge stopped');
       sessions.close();

@@ -58,6 +58,11 @@ export const EdgeErrorCode = {
   TCP_PORTS_EXHAUSTED: 'TUNNEL2_ERR_TCP_PORTS_EXHAUSTED',
   /** The token (an anonymous agent: its address) holds its limit of TCP ports in use (maxTcpPortsPerOwner). */
   TOO_MANY_TCP_PORTS: 'TUNNEL2_ERR_TOO_MANY_TCP_PORTS',
+  /**
+   * A gRPC request for a session whose agent did not say `http2` in its HELLO: it would reach the backend
+   * as HTTP/1.1, without its trailers. Answered in the gRPC form, status 12 UNIMPLEMENTED.
+   */
+  AGENT_TOO_OLD: 'TUNNEL2_ERR_AGENT_TOO_OLD',
 } as const;
 export type EdgeErrorCode = (typeof EdgeErrorCode)[keyof typeof EdgeErrorCode];
 
@@ -101,6 +106,7 @@ export const statusByCode: Readonly<Record<EdgeErrorCode, number>> = {
   TUNNEL2_ERR_TCP_PORT_UNAVAILABLE: 409,
   TUNNEL2_ERR_TCP_PORTS_EXHAUSTED: 503,
   TUNNEL2_ERR_TOO_MANY_TCP_PORTS: 429,
+  TUNNEL2_ERR_AGENT_TOO_OLD: 501,
 };
 
 export class EdgeError extends Error {

@@ -23,7 +23,12 @@ export type HostileAnswer = (
  * An agent written in the test: it speaks the protocol correctly (HELLO, flow control) but answers every
  * request through `answer`, so a test can send the edge any head and any body. Returns the closer.
  */
-export async function hostileAgent(url: string, name: string, answer: HostileAnswer): Promise<() => void> {
+export async function hostileAgent(
+  url: string,
+  name: string,
+  answer: HostileAnswer,
+  meta: Record<string, unknown> = {},
+): Promise<() => void> {
   const ws = new WebSocket(`${url.replace('http', 'ws')}/_tunnel2/connect?name=${name}`, {
     perMessageDeflate: false,
   });
@@ -59,7 +64,7 @@ export async function hostileAgent(url: string, name: string, answer: HostileAns
   });
   ws.on('message', (data) => session.receive(data as Buffer));
   ws.on('close', () => session.transportClosed());
-  session.sendHello({ agent: 'hostile' }, false);
+  session.sendHello({ agent: 'hostile', ...meta }, false);
   await ready;
   return () => ws.terminate();
 }

@@ -91,6 +91,10 @@ export class AgentConnection implements AgentSession {
   leaving = false;
   /** Basic auth and IP allow-list the agent asked the edge to enforce on its public URL. */
   protection: CompiledProtection | undefined;
+  /** The agent said `http2` in its HELLO (gRPC calls may go to it). */
+  http2 = false;
+  /** What the agent calls itself in its HELLO. */
+  agent: string | undefined;
   /** Stream slots, and requests waiting for one. */
   readonly slots: StreamSlots;
   /** The session's request rate limit, when one is configured. */
@@ -256,6 +260,8 @@ export class AgentConnection implements AgentSession {
       return;
     }
     this.protection = protection;
+    this.http2 = hello.meta.http2 === true;
+    this.agent = typeof hello.meta.agent === 'string' ? hello.meta.agent.slice(0, 100) : undefined;
     const asks = hello.meta.tunnels;
     if (asks === undefined || this.#options.claimTunnels === undefined) {
       this.#answer(hello, undefined);
@@ -287,7 +293,12 @@ export class AgentConnection implements AgentSession {
   }
 
   #answer(hello: Hello, tunnels: Record<string, unknown>[] | undefined): void {
-    this.session.sendHello({ ...this.#options.sessionInfo, ...(tunnels ? { tunnels } : {}) }, true);
+    // `http2`: this edge serves HTTP/2 and gRPC to public clients (an agent with an HTTP/2 backend warns
+    // when its edge does not say so).
+    this.session.sendHello(
+      { ...this.#options.sessionInfo, http2: true, ...(tunnels ? { tunnels } : {}) },
+      true,
+    );
     this.#log.info({ agent: hello.meta.agent, tunnels: tunnels?.length }, 'agent connected');
     this.#connected = true;
     this.#options.onReady(this);

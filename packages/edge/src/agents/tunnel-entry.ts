@@ -44,6 +44,13 @@ export interface TunnelEntry {
  * session table and the TCP ports need not import the connection (which imports its extra tunnels).
  */
 export interface AgentSession extends TunnelEntry {
+  /**
+   * The agent said `http2` in its HELLO: it passes request trailers on and can speak HTTP/2 to its backend,
+   * so gRPC calls may be given to it.
+   */
+  readonly http2: boolean;
+  /** What the agent calls itself in its HELLO (`tunnel2/<version>`), when it said. */
+  readonly agent: string | undefined;
   /** The agent's run id (`x-tunnel2-agent-run`), when it sent one (name-holder.ts). */
   readonly run: string | undefined;
   /** When the agent connected (ms since the epoch). */

@@ -112,6 +112,12 @@ const explanations: Readonly<Record<EdgeErrorCode, Explanation>> = {
   TUNNEL2_ERR_TCP_PORT_UNAVAILABLE: checkRequest('TCP port unavailable'),
   TUNNEL2_ERR_TCP_PORTS_EXHAUSTED: clusterTrouble('TCP ports exhausted'),
   TUNNEL2_ERR_TOO_MANY_TCP_PORTS: clusterTrouble('Too many TCP ports'),
+  TUNNEL2_ERR_AGENT_TOO_OLD: {
+    title: 'Agent too old for gRPC',
+    where: 'agent',
+    hint: () =>
+      'The agent serving this URL predates HTTP/2 and gRPC: upgrade `@tunnel2/cli` on its machine, then run `tunnel2 http <port> --h2c`.',
+  },
 };
 
 /** "Retry in 5 seconds." for an answer with Retry-After, else a plain invitation. */

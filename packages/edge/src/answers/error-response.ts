@@ -7,6 +7,7 @@ import type { ErrorFacts } from './error-facts.js';
 import { negotiateErrorFormat } from './error-format.js';
 import { edgeErrorFacts } from './error-hints.js';
 import { ERROR_PAGE_HEADERS, type ErrorAsk, errorBody } from './error-page.js';
+import { grpcAnswerHeaders, isGrpcContentType } from './grpc-answer.js';
 import { publishRefusal } from './refusal-channel.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
@@ -32,6 +33,8 @@ export interface EdgeAnswer {
 export interface EdgeAsk extends ErrorAsk {
   /** The Host the client asked for, named on the page as the edge it reached. */
   host?: string | undefined;
+  /** A gRPC call (its content type): answered in the gRPC form (grpc-answer.ts), whatever it accepts. */
+  grpc?: boolean | undefined;
 }
 
 /** The ask of a request that reached the edge's HTTP server. */
@@ -42,6 +45,7 @@ export function askOf(req: Pick<PublicMessage, 'headers' | 'method'>): EdgeAsk {
     method: req.method,
     host: req.headers.host,
     requestId: typeof requestId === 'string' ? requestId : undefined,
+    grpc: isGrpcContentType(req.headers['content-type']),
   };
 }
 
@@ -62,6 +66,15 @@ export function edgeAnswer(
   extraHeaders?: Readonly<Record<string, string>>,
   ask?: EdgeAsk,
 ): EdgeAnswer {
+  const status = statusByCode[code];
+  if (ask?.grpc === true) {
+    // Trailers-only: HTTP status 200 and no body, the outcome in grpc-status (HTTP/2 ends the stream here).
+    const headers = grpcAnswerHeaders(code, status, message);
+    headers.push('content-length', '0');
+    if (retryAfterS !== undefined) headers.push('retry-after', String(retryAfterS));
+    if (extraHeaders !== undefined) headers.push(...Object.entries(extraHeaders).flat());
+    return { status: 200, headers, body: Buffer.alloc(0) };
+  }
   const format = ask === undefined ? 'text' : negotiateErrorFormat(ask.accept);
   const { contentType, body } = errorBody(
     format === 'text' ? plainFacts(code, message) : edgeErrorFacts(code, message, retryAfterS, ask ?? {}),
@@ -78,7 +91,7 @@ export function edgeAnswer(
   headers.push('x-tunnel2-error', code);
   if (retryAfterS !== undefined) headers.push('retry-after', String(retryAfterS));
   if (extraHeaders !== undefined) headers.push(...Object.entries(extraHeaders).flat());
-  return { status: statusByCode[code], headers, body: ask?.method === 'HEAD' ? Buffer.alloc(0) : body };
+  return { status, headers, body: ask?.method === 'HEAD' ? Buffer.alloc(0) : body };
 }
 
 /** The plain-text form needs the message alone. */
@@ -102,8 +115,13 @@ export function sendEdgeError(
     return;
   }
   const answer = edgeAnswer(code, message, retryAfterS, extraHeaders, askOf(res.req));
-  res.writeHead(answer.status, answer.headers);
-  res.end(answer.body);
+  // HTTP/2: a head without a body ends the stream with it (a gRPC trailers-only answer must).
+  if (answer.body.length === 0 && res.endWithHead !== undefined)
+    res.endWithHead(answer.status, answer.headers);
+  else {
+    res.writeHead(answer.status, answer.headers);
+    res.end(answer.body);
+  }
   publishRefusal(res.req.socket, code);
 }
 

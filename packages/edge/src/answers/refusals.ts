@@ -23,6 +23,14 @@ export const http2OverHop = (name: string, owner: { readonly nodeId: string }): 
     'carries HTTP/1.1 (node links carry HTTP/2 requests)',
 });
 
+/** A gRPC call for an agent that did not say `http2` in its HELLO (PROTOCOL.md, capabilities). */
+export const agentTooOld = (name: string, agent: string | undefined): Refusal => ({
+  code: EdgeErrorCode.AGENT_TOO_OLD,
+  message:
+    `tunnel ${name}: its agent (${agent ?? 'an unnamed version'}) cannot carry gRPC or HTTP/2: upgrade ` +
+    '@tunnel2/cli on the machine that runs it',
+});
+
 export const registryUnavailable = (name: string): Refusal => ({
   code: EdgeErrorCode.REGISTRY_UNAVAILABLE,
   message: `tunnel ${name} is not on this node and the session registry is unavailable to find it`,

@@ -60,6 +60,8 @@ export interface PublicResponse extends NodeJS.EventEmitter {
    * HTTP/1.x, where an abort is the connection's (response-abort.ts).
    */
   readonly abortStream?: ((code?: number) => void) | undefined;
+  /** HTTP/2 only: writes a head that ends the stream (HEADERS with END_STREAM), for an answer without body. */
+  readonly endWithHead?: ((status: number, fields: string[]) => void) | undefined;
   /** HTTP/2 only: sends an interim (1xx) head other than 100 and 103 (HEADERS without END_STREAM). */
   readonly sendInterim?: ((status: number, fields: string[]) => void) | undefined;
 }

@@ -14,10 +14,11 @@ export const ABORT_FLUSH_MS = 1_000;
  * decoded in one tick, so a client whose backend sent a head and then closed got a bare reset instead of
  * that head and an aborted body.
  */
-export function abortResponse(res: PublicResponse): void {
-  // HTTP/2: the stream alone is reset, after what was written to it (the connection carries others).
+export function abortResponse(res: PublicResponse, h2Code?: number): void {
+  // HTTP/2: the stream alone is reset (INTERNAL_ERROR unless `h2Code`), after what was written to it: the
+  // connection carries other streams.
   if (res.abortStream !== undefined) {
-    res.abortStream();
+    res.abortStream(h2Code);
     return;
   }
   const socket = res.socket;

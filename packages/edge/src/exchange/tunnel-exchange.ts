@@ -21,6 +21,12 @@ const MAX_TRAILER_HEAD = 1024 * 1024;
 export interface ExchangeContext {
   name: string;
   responseTimeoutMs: number;
+  /**
+   * A gRPC call's own deadline (its `grpc-timeout`, in ms): it replaces the response timeout and bounds the
+   * whole call: at expiry the stream is reset CANCEL and the client gets DEADLINE_EXCEEDED (the gRPC form
+   * before the head, RST_STREAM CANCEL after it).
+   */
+  callTimeoutMs?: number | undefined;
   /** A streamed body beyond this is cut off with 413 (or an aborted response once one has started). */
   maxRequestBodyBytes?: number;
   onFinish?: (exchange: TunnelExchange) => void;
@@ -59,7 +65,7 @@ export class TunnelExchange implements StreamHandler {
     this.#context = context;
     this.#framing = new ResponseFraming({ method: req.method ?? 'GET', upgrade: false });
     stream.handler = this;
-    this.#timer = setTimeout(this.#onTimeout, context.responseTimeoutMs);
+    this.#timer = setTimeout(this.#onTimeout, context.callTimeoutMs ?? context.responseTimeoutMs);
     res.on('close', this.#onResponseClose);
     res.on('drain', this.#onResponseDrain);
   }
@@ -132,7 +138,17 @@ export class TunnelExchange implements StreamHandler {
       writeInformational(this.#req, this.#res, head.status, head.statusMessage, check.headers);
       return;
     }
-    this.#clearTimer();
+    // A call's deadline runs on past the head; the response timeout ends with it.
+    if (this.#context.callTimeoutMs === undefined) this.#clearTimer();
+    const res = this.#res;
+    if (endStream && res.endWithHead !== undefined) {
+      // HTTP/2: a final head that ends the stream is one HEADERS frame with END_STREAM (a gRPC trailers-only
+      // answer must be), not a head followed by an empty DATA frame.
+      res.endWithHead(head.status, withoutHopByHop(check.headers));
+      this.#headSent = true;
+      this.#finish();
+      return;
+    }
     try {
       this.#res.writeHead(head.status, head.statusMessage || undefined, withoutHopByHop(check.headers));
     } catch (err) {
@@ -182,8 +198,9 @@ export class TunnelExchange implements StreamHandler {
     }
     if (this.#headSent) {
       // The body was cut short: the client must see an aborted response, never a silently short one, but
-      // it sees the head and the bytes written so far first (they may still be corked in this tick).
-      abortResponse(this.#res);
+      // it sees the head and the bytes written so far first (they may still be corked in this tick). On
+      // HTTP/2 the reset's reason carries on: a cancel stays a cancel, a refusal a refusal.
+      abortResponse(this.#res, h2ResetCode(error.protocolCode));
     } else {
       const [code, message] = describeReset(error.protocolCode, this.#context.name);
       sendEdgeError(this.#res, code, message, code === EdgeErrorCode.TUNNEL_BUSY ? 1 : undefined);
@@ -272,14 +289,30 @@ export class TunnelExchange implements StreamHandler {
 
   readonly #onTimeout = (): void => {
     this.#timer = undefined;
-    if (this.#headSent || this.#done) return;
+    if (this.#done) return;
+    const call = this.#context.callTimeoutMs;
+    if (this.#headSent) {
+      if (call === undefined) return;
+      // The call's deadline passed mid-answer: the backend's stream is cancelled and so is the client's (a
+      // gRPC client reports DEADLINE_EXCEEDED from its own timer).
+      this.#done = true;
+      this.#requestPending = false;
+      this.#stream.reset(ErrorCode.CANCEL);
+      abortResponse(this.#res, H2_CANCEL);
+      this.#req.resume();
+      this.#context.onFinish?.(this);
+      return;
+    }
     this.#done = true;
     this.#stream.reset(ErrorCode.CANCEL);
     sendEdgeError(
       this.#res,
       EdgeErrorCode.RESPONSE_TIMEOUT,
-      `tunnel ${this.#context.name}: no response from the backend within ${this.#context.responseTimeoutMs} ms`,
+      call === undefined
+        ? `tunnel ${this.#context.name}: no response from the backend within ${this.#context.responseTimeoutMs} ms`
+        : `tunnel ${this.#context.name}: the call's deadline (grpc-timeout, ${call} ms) passed before the backend answered`,
     );
+    this.#req.resume();
     this.#context.onFinish?.(this);
   };
 
@@ -308,6 +341,18 @@ export class TunnelExchange implements StreamHandler {
       this.#timer = undefined;
     }
   }
+}
+
+/** HTTP/2's RST_STREAM codes the edge resets a public stream with (RFC 9113 §7). */
+const H2_INTERNAL_ERROR = 0x2;
+const H2_REFUSED_STREAM = 0x7;
+const H2_CANCEL = 0x8;
+
+/** A tunnel RESET after the head, as the HTTP/2 client's RST_STREAM (PROTOCOL.md, resets). */
+function h2ResetCode(code: number): number {
+  if (code === ErrorCode.CANCEL) return H2_CANCEL;
+  if (code === ErrorCode.REFUSED_STREAM) return H2_REFUSED_STREAM;
+  return H2_INTERNAL_ERROR;
 }
 
 function describeReset(code: number, name: string): [EdgeErrorCode, string] {

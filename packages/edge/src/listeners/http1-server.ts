@@ -13,7 +13,7 @@ export function isWebSocketUpgrade(req: IncomingMessage): boolean {
 }
 
 /** Methods a tunnel URL serves; CONNECT is the one it does not (the edge is not a forward proxy). */
-const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE';
+export const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE';
 
 /**
  * What Node's parser lets through but the edge refuses before routing: a request line without a version

@@ -97,6 +97,10 @@ export class PublicHttp2Server {
     this.#server.on('checkContinue', (req: EdgeHttp2Request, res: EdgeHttp2Response) =>
       options.onRequest(req, res, true),
     );
+    // CONNECT: refused by the edge in its own words (Node would answer a bare 405 without a listener).
+    this.#server.on('connect', (req: EdgeHttp2Request, res: EdgeHttp2Response) =>
+      options.onRequest(req, res, false),
+    );
     this.#server.on('session', (session: ServerHttp2Session) => this.#track(session));
     // A session's errors (a peer's protocol error, a reset socket) end that connection only.
     this.#server.on('sessionError', (err: Error) => options.logger.debug({ err }, 'HTTP/2 session error'));

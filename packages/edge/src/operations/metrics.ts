@@ -58,6 +58,7 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
   TUNNEL2_ERR_TCP_PORT_UNAVAILABLE: 'invalid',
   TUNNEL2_ERR_TCP_PORTS_EXHAUSTED: 'limit',
   TUNNEL2_ERR_TOO_MANY_TCP_PORTS: 'limit',
+  TUNNEL2_ERR_AGENT_TOO_OLD: 'failed',
 };
 
 const statusClasses = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;

@@ -10,7 +10,7 @@ import {
 } from '@tunnel2/protocol';
 import type { SlotWaiter } from '../agents/stream-slots.js';
 import type { TunnelEntry } from '../agents/tunnel-entry.js';
-import { bodyTooLarge, busy, type Refusal, restarting } from '../answers/refusals.js';
+import { agentTooOld, bodyTooLarge, busy, type Refusal, restarting } from '../answers/refusals.js';
 import { EdgeErrorCode } from '../errors.js';
 
 // What a request must pass before a stream of its session is spent on it, and how it gets one: shared by
@@ -23,6 +23,8 @@ export interface AdmissionRequest {
   clientAddress: string;
   /** The Content-Length it declares (0 when none). */
   declaredLength: number;
+  /** A gRPC call (by its content type): it needs an agent that speaks HTTP/2 to its backend. */
+  grpc: boolean;
 }
 
 /** The session's protection, drain state, rate limit and the edge's body limit; undefined when it passes. */
@@ -46,6 +48,8 @@ export function admit(
         : {}),
     };
   }
+  // An agent from before HTTP/2 would pass the call on as HTTP/1.1 and drop its trailers: said at once.
+  if (request.grpc && !connection.connection.http2) return agentTooOld(name, connection.connection.agent);
   if (connection.session.draining) return restarting(name);
   const retryAfterS = connection.rate?.take() ?? 0;
   if (retryAfterS > 0) {

@@ -1,3 +1,4 @@
+import { isGrpcContentType } from '../answers/grpc-answer.js';
 import type { PublicMessage } from '../exchange/public-message.js';
 import type { AdmissionRequest } from './admission.js';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from './client-address.js';
@@ -61,6 +62,7 @@ export function resolvePublicRequest(
     authorization: req.headers.authorization,
     clientAddress: origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
     declaredLength: Number(req.headers['content-length'] ?? 0),
+    grpc: isGrpcContentType(req.headers['content-type']),
     peer: origin?.peer ?? req.socket.remoteAddress ?? '',
     forwardedProto: forwardedProto(req, origin),
     forwardedHost: forwardedHost(req, origin),

@@ -9,6 +9,7 @@ import { TunnelExchange } from '../exchange/tunnel-exchange.js';
 import { UpgradeTunnel } from '../exchange/upgrade-tunnel.js';
 import type { ClientOrigin } from './client-address.js';
 import type { CrossNodeForwarder, OwnerEntry } from './cross-node.js';
+import { parseGrpcTimeout } from './grpc-timeout.js';
 import type { IngressRoute } from './ingress-route.js';
 import { type PublicRequest, resolvePublicRequest } from './public-request.js';
 import { type Arrival, dispatch, type TunnelIngressOptions } from './session-routing.js';
@@ -85,6 +86,8 @@ class HttpArrival implements Arrival {
     const exchange = new TunnelExchange(req, this.#res, stream, {
       name: route.name,
       responseTimeoutMs: this.#options.responseTimeoutMs,
+      // Read only for a gRPC call: other requests pay nothing for it.
+      callTimeoutMs: this.request.grpc ? parseGrpcTimeout(req.headers['grpc-timeout']) : undefined,
       maxRequestBodyBytes: this.#options.maxRequestBodyBytes,
       onFinish: () => inFlight.finish(),
     });

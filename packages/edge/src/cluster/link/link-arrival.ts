@@ -19,6 +19,7 @@ import { encodeHead } from '../../public/admission.js';
 import type { OwnerEntry } from '../../public/cross-node.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from '../../public/cross-node.js';
 import { forwardedHeaders } from '../../public/forwarding-headers.js';
+import { parseGrpcTimeout } from '../../public/grpc-timeout.js';
 import type { PublicRequest } from '../../public/public-request.js';
 import type { Cluster } from '../cluster.js';
 import { type ForwardingContext, forwardRequest, unreachable } from '../forward-arrival.js';
@@ -122,6 +123,7 @@ export function forwardOverLink(
       const exchange = new TunnelExchange(req, res, stream, {
         name,
         responseTimeoutMs: options.responseTimeoutMs,
+        callTimeoutMs: request.grpc ? parseGrpcTimeout(req.headers['grpc-timeout']) : undefined,
         maxRequestBodyBytes: options.maxRequestBodyBytes,
         onUnanswered: (error: StreamResetError) => {
           const code = error.protocolCode;

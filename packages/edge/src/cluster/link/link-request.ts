@@ -13,6 +13,7 @@ import {
 import type { SessionTable } from '../../agents/session-table.js';
 import { askOfFields } from '../../answers/error-page.js';
 import { edgeAnswer } from '../../answers/error-response.js';
+import { isGrpcContentType } from '../../answers/grpc-answer.js';
 import { publishRefusal } from '../../answers/refusal-channel.js';
 import type { Refusal } from '../../answers/refusals.js';
 import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../../public/admission.js';
@@ -59,16 +60,23 @@ function takeMetadata(head: RequestHead): { name: string; client: string } | und
 }
 
 /** The two fields the checks read, in one pass; the rest of the head goes to the agent untouched. */
-function admissionFields(fields: string[]): { authorization: string | undefined; declaredLength: number } {
+function admissionFields(fields: string[]): {
+  authorization: string | undefined;
+  declaredLength: number;
+  grpc: boolean;
+} {
   let authorization: string | undefined;
   let declaredLength = 0;
+  let grpc = false;
   for (let i = 0; i < fields.length; i += 2) {
     const name = fields[i]!;
     if (name.length === 13 && name.toLowerCase() === 'authorization') authorization = fields[i + 1];
     else if (name.length === 14 && name.toLowerCase() === 'content-length')
       declaredLength = Number(fields[i + 1]);
+    else if (name.length === 12 && name.toLowerCase() === 'content-type')
+      grpc = isGrpcContentType(fields[i + 1]);
   }
-  return { authorization, declaredLength };
+  return { authorization, declaredLength, grpc };
 }
 
 /**
@@ -230,7 +238,11 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
     stream.consume(early);
     // What the public client asked for, read from the head the ingress carried here: the refusal is relayed
     // to that client as it is, so its form must be the one the client's Accept chose.
-    const ask = this.#head === undefined ? undefined : askOfFields(this.#head.method, this.#head.headers);
+    const head = this.#head;
+    const ask =
+      head === undefined
+        ? undefined
+        : { ...askOfFields(head.method, head.headers), grpc: admissionFields(head.headers).grpc };
     const answer = edgeAnswer(refusal.code, refusal.message, refusal.retryAfterS, refusal.headers, ask);
     stream.sendHeaders(
       encodeResponseHead(
