@@ -1,11 +1,15 @@
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createSecureServer } from 'node:http2';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Hello } from '@tunnel2/protocol';
+import { encodeRequestHead, type Hello, type MuxSession } from '@tunnel2/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '../src/index.js';
 import { EDGE_NO_HTTP2_HINT } from '../src/session/tunnel.js';
 import { startH2Backend } from './support/h2-backend.js';
+import { makeCertificates } from './support/https-backend.js';
 import { startPlayedEdge } from './support/played-edge.js';
 import { cli, type Spawned, spawnCli } from './support/processes.js';
 
@@ -90,6 +94,58 @@ describe('capabilities in HELLO', () => {
       // The hint would have come right after ready, before the SIGINT's closing line.
       expect(agent.events.map((e) => e.event)).not.toContain('hint');
     }
+  });
+});
+
+describe('an https:// backend whose choice is learnt at the first request', () => {
+  it('the hint comes then, if it chose h2', async () => {
+    let edgeSession: MuxSession | undefined;
+    const played = await startPlayedEdge((_hello, session) => {
+      edgeSession = session;
+      session.sendHello({ name: 'late', url: 'http://late.example/', urls: [] }, true);
+    });
+    cleanups.push(() => played.close());
+    // A port that was free a moment ago: the start's probe finds nothing; the backend comes up after.
+    const probe = createServer().listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const free = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const tunnel = await connect({ target: `https://localhost:${free}`, server: played.url, insecure: true });
+    cleanups.push(() => tunnel.close(0));
+    const hinted = once(tunnel, 'hint');
+    const certs = await makeCertificates();
+    cleanups.push(() => certs.dispose());
+    const backend = createSecureServer({ ...certs.selfSigned });
+    backend.on('stream', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('ok');
+    });
+    const sessions = new Set<import('node:http2').ServerHttp2Session>();
+    backend.on('session', (session) => sessions.add(session));
+    backend.listen(free, '127.0.0.1');
+    await once(backend, 'listening');
+    cleanups.push(async () => {
+      // The agent keeps its connection: closed first, so that the server's close has nothing to wait for.
+      await tunnel.close(0);
+      for (const session of sessions) session.destroy();
+      await new Promise((resolve) => backend.close(resolve));
+    });
+    const stream = edgeSession!.openStream();
+    stream.handler = {
+      onHeaders: () => {},
+      onData: (chunk) => stream.consume(chunk.length),
+      onEnd: () => {},
+      onReset: () => {},
+      onDrain: () => {},
+    };
+    stream.sendHeaders(
+      encodeRequestHead({ method: 'GET', target: '/', headers: ['host', 'late.example'] }, 65536),
+      true,
+    );
+    const [hint] = (await hinted) as [{ code: string; message: string }];
+    expect(hint.code).toBe(EDGE_NO_HTTP2_HINT);
+    expect(hint.message).toContain('h2 backend');
+    expect(tunnel.backendProtocol).toBe('h2');
   });
 });
 

@@ -10,7 +10,9 @@ export type BackendErrorCode =
   | 'TUNNEL2_ERR_BACKEND_CLOSED'
   | 'TUNNEL2_ERR_BACKEND_TIMEOUT'
   | 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE'
-  | 'TUNNEL2_ERR_TARGET_TLS';
+  | 'TUNNEL2_ERR_TARGET_TLS'
+  /** A gRPC call for a backend spoken to over HTTP/1.1 (answered in the gRPC form only). */
+  | 'TUNNEL2_ERR_BACKEND_NOT_HTTP2';
 
 /** The synthetic answer the agent sends when the backend gave no usable response head. */
 export interface BackendErrorAnswer {

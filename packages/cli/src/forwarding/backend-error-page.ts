@@ -39,6 +39,11 @@ const explanations: Readonly<Record<BackendErrorCode, { title: string; hint: (ta
       hint: (target) =>
         `Your local server on ${target} answered with something that is not a valid HTTP response: look at what it sends for this request.`,
     },
+    TUNNEL2_ERR_BACKEND_NOT_HTTP2: {
+      title: 'gRPC needs an HTTP/2 local server',
+      hint: (target) =>
+        `The call was for gRPC, and ${target} is spoken to over HTTP/1.1. Run \`tunnel2 http\` with \`--h2c\` for a local server that speaks HTTP/2 (gRPC servers do).`,
+    },
     TUNNEL2_ERR_TARGET_TLS: {
       title: 'TLS error with local server',
       hint: (target) =>

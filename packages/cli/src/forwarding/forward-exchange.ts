@@ -12,6 +12,7 @@ import {
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
 import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
+import type { BackendErrorCode } from './backend-error-answer.js';
 import { isReplayable, isStaleConnection } from './backend-retry.js';
 import { forwardHeaders } from './forward-headers.js';
 import type { ForwardOptions, RequestReport } from './forward-options.js';
@@ -284,7 +285,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       (target.origin.startsWith('https:')
         ? 'it did not offer h2 (ALPN): enable HTTP/2 on it, or drop --http1'
         : `run \`tunnel2 http ${target.host} --h2c\` for a backend that speaks HTTP/2 (gRPC servers do)`);
-    const code = 'TUNNEL2_ERR_BACKEND_NOT_HTTP2';
+    const code: BackendErrorCode = 'TUNNEL2_ERR_BACKEND_NOT_HTTP2';
     this.#status = 200;
     sendGrpcErrorAnswer(
       this.#stream,

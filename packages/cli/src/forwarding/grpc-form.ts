@@ -1,5 +1,6 @@
 import type { ExchangeRecorder } from '@tunnel2/inspector';
 import { encodeResponseHead, type MuxStream, type RawHeaders } from '@tunnel2/protocol';
+import type { BackendErrorCode } from './backend-error-answer.js';
 
 /**
  * gRPC requests and the form of the agent's own error answers to them (PROTOCOL.md "HTTP/2 and gRPC",
@@ -78,7 +79,7 @@ export interface GrpcErrorAnswer {
   grpcStatus: number;
   message: string;
   /** The `x-tunnel2-error` code, as on the text form of the same error. */
-  code: string;
+  code: BackendErrorCode;
 }
 
 /**

@@ -40,6 +40,8 @@ export interface H2BackendOptions {
   maxSessions?: number;
   /** How long a dial may take, TCP, TLS and the backend's SETTINGS together (default 10 s). */
   connectTimeoutMs?: number | undefined;
+  /** Told once when an https:// backend's ALPN choice becomes known (h2 or http/1.1). */
+  onChosen?: ((protocol: BackendProtocol) => void) | undefined;
 }
 
 interface Slot {
@@ -81,7 +83,7 @@ export class H2Backend {
     return this.#chosen;
   }
 
-  /** Sessions open now (for tests and the status figures). */
+  /** Sessions open now. */
   get sessions(): number {
     return this.#slots.length;
   }
@@ -125,6 +127,12 @@ export class H2Backend {
   close(): void {
     this.#closed = true;
     for (const slot of this.#slots.splice(0)) slot.session.destroy();
+  }
+
+  #choose(protocol: BackendProtocol): void {
+    const first = this.#chosen === undefined;
+    this.#chosen = protocol;
+    if (first) this.#options.onChosen?.(protocol);
   }
 
   #limitOf(slot: Slot): number {
@@ -205,12 +213,12 @@ export class H2Backend {
         socket.once('secureConnect', () => {
           socket.off('error', failed);
           if (socket.alpnProtocol !== 'h2') {
-            this.#chosen = 'http/1.1';
+            this.#choose('http/1.1');
             socket.destroy();
             resolve('http/1.1');
             return;
           }
-          this.#chosen = 'h2';
+          this.#choose('h2');
           const h2 = http2().connect(origin, { ...connectOptions, createConnection: () => socket });
           giveUp = () => h2.destroy();
           this.#adopt(h2, servername, resolve, reject);

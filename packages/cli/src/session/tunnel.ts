@@ -87,6 +87,8 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   readonly #kind: { pool: Pool; backend: BackendQueue; h2: H2Backend | undefined } | { tcp: TcpTarget };
   /** The edge was told about this HTTP/2 backend's lack of HTTP/2 at the edge once: not on every reconnect. */
   #warnedNoHttp2 = false;
+  /** Whether the edge of the current session said `http2` (undefined before the first ready). */
+  #edgeHttp2: boolean | undefined;
   readonly #logger: Logger;
   readonly #agentKey: string;
   /** This Tunnel's own id: the edge tells its reconnects from another run that holds the same key. */
@@ -143,6 +145,10 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
             mode,
             tls,
             connectTimeoutMs: options.backendConnectTimeoutMs,
+            // Learnt at a request when the backend was not up at start: the hint may be due only now.
+            onChosen: () => {
+              if (this.#edgeHttp2 !== undefined) this.#adviseOnEdge(this.#edgeHttp2);
+            },
           });
     this.#kind = { pool, backend: new BackendQueue(pool), h2 };
   }
@@ -176,6 +182,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
    * HTTP/2) cannot be reached by gRPC or HTTP/2 clients; said once per run, naming the edge.
    */
   #adviseOnEdge(edgeHttp2: boolean): void {
+    this.#edgeHttp2 = edgeHttp2;
     const protocol = this.backendProtocol;
     if (edgeHttp2 || this.#warnedNoHttp2 || (protocol !== 'h2c' && protocol !== 'h2')) return;
     this.#warnedNoHttp2 = true;

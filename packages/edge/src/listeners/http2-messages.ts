@@ -1,5 +1,5 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import type { ReadableOptions } from 'node:stream';
+import type { Http2Session, IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { Duplex, ReadableOptions } from 'node:stream';
 
 // Node's HTTP/2 compatibility request and response, shaped as the shared path reads and writes a public
 // message (../exchange/public-message.ts): the HTTP/1.1 path passes Node's own objects, these are the
@@ -56,6 +56,21 @@ export class EdgeHttp2Request extends Http2ServerRequest {
     return !this.stream.endAfterHeaders;
   }
 }
+
+// The connection's own socket rather than Node's proxy of it: the edge reads its peer address and whether it
+// is TLS (`'encrypted' in socket`, for X-Forwarded-Proto), and its refusals are counted by socket; it
+// never writes to it. The proxy once the stream has lost its session.
+// (Node's `session.socket` is a proxy too, on which `'encrypted' in` is always true.)
+const proxiedSocket = Object.getOwnPropertyDescriptor(Http2ServerRequest.prototype, 'socket')?.get;
+Object.defineProperty(EdgeHttp2Request.prototype, 'socket', {
+  get(this: EdgeHttp2Request) {
+    const session = this.stream.session;
+    return (session === undefined ? undefined : sessionSockets.get(session)) ?? proxiedSocket?.call(this);
+  },
+});
+
+/** Each HTTP/2 connection's socket, by its session (http2-server.ts records it as the session starts). */
+export const sessionSockets = new WeakMap<Http2Session, Duplex>();
 
 /** Pairs or a flat list of fields, minus those HTTP/2 forbids, as the object Node's http2 takes. */
 function h2Fields(fields: readonly string[] | OutgoingHttpHeaders | undefined): OutgoingHttpHeaders {

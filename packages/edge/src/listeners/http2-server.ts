@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2Server, ServerHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { EdgeHttp2Request, EdgeHttp2Response } from './http2-messages.js';
+import { EdgeHttp2Request, EdgeHttp2Response, sessionSockets } from './http2-messages.js';
 
 const { createServer } = process.getBuiltinModule('node:http2');
 
@@ -69,6 +69,8 @@ export class PublicHttp2Server {
   readonly #sessions = new Set<ServerHttp2Session>();
   readonly #options: PublicHttp2Options;
   #draining = false;
+  /** The connection being handed to Node's server, until its session has started. */
+  #accepting: Duplex | undefined;
   #emptied: (() => void) | undefined;
 
   constructor(options: PublicHttp2Options) {
@@ -108,7 +110,13 @@ export class PublicHttp2Server {
 
   /** Serves a connection that speaks HTTP/2 from its first byte (any bytes read put back on it). */
   handle(socket: Duplex): void {
-    this.#server.emit('connection', socket);
+    // Node starts the session ('session', #track) within this call: that is where the socket is recorded.
+    this.#accepting = socket;
+    try {
+      this.#server.emit('connection', socket);
+    } finally {
+      this.#accepting = undefined;
+    }
   }
 
   /** Open HTTP/2 connections. */
@@ -141,6 +149,7 @@ export class PublicHttp2Server {
   }
 
   #track(session: ServerHttp2Session): void {
+    if (this.#accepting !== undefined) sessionSockets.set(session, this.#accepting);
     if (this.#draining) {
       session.close();
       return;
