@@ -1,10 +1,7 @@
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { ErrorCode, type RequestHead } from '@tunnel2/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type Tunnel } from '../src/index.js';
 import { h2c, h2Request } from './support/h2-client.js';
 import { hostileAgent, responseHead } from './support/hostile-agent.js';
 import { silent, until } from './support/stack.js';
@@ -17,8 +14,6 @@ import { silent, until } from './support/stack.js';
 let edge: Edge;
 let port: number;
 const closers: (() => void)[] = [];
-let oldAgent: Tunnel;
-let backend: Server;
 /** Heads (request and trailers) the test agent received, by target. */
 const heads = new Map<string, { head: RequestHead; at: number }[]>();
 const resets: string[] = [];
@@ -96,20 +91,25 @@ beforeAll(async () => {
       { http2: true },
     ),
   );
-  backend = createServer((_req, res) => res.end('ok'));
-  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  oldAgent = await connect({
-    target: (backend.address() as AddressInfo).port,
-    server: edge.url,
-    subdomain: 'legacy',
-  });
+  // An agent from before HTTP/2: its HELLO says no http2 (today's CLI always says it), and it answers
+  // every request `200 ok` as the backend behind it would.
+  closers.push(
+    await hostileAgent(
+      edge.url,
+      'legacy',
+      (stream) => {
+        stream.sendHeaders(responseHead(200, ['content-length', '2']), false);
+        stream.write(Buffer.from('ok'));
+        stream.end();
+      },
+      { agent: 'tunnel2/0.1.0' },
+    ),
+  );
 });
 
 afterAll(async () => {
   for (const close of closers) close();
-  await oldAgent.close(0);
   await edge.close(0);
-  await new Promise((resolve) => backend.close(resolve));
 });
 
 describe('gRPC errors answered by the edge', () => {
