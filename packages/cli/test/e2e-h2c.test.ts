@@ -28,6 +28,8 @@ const tunnels: Tunnel[] = [];
 const cancelled: string[] = [];
 let onCancel: (() => void) | undefined;
 let onHang: (() => void) | undefined;
+/** Answers the last request /hang holds. */
+let releaseHang: (() => void) | undefined;
 
 function seen(req: IncomingMessage): Seen {
   return { method: req.method ?? '', url: req.url ?? '', headers: req.rawHeaders };
@@ -58,6 +60,7 @@ beforeAll(async () => {
           onCancel?.();
         }
       });
+      releaseHang = () => res.end('released');
       onHang?.();
     } else {
       res.statusCode = 404;
@@ -283,6 +286,34 @@ describe('h2c with prior knowledge on the plain port', () => {
       await agent.close(0);
       await small.close(0);
     }
+  });
+
+  it('the drain: GOAWAY at once, the stream in flight finishes within the grace', async () => {
+    const draining = buildEdge({ port: 0, logger: silent });
+    const { port: drainPort } = await draining.listen();
+    const agent = await connect({
+      target: (backend.address() as AddressInfo).port,
+      server: draining.url,
+      subdomain: 'leaving',
+    });
+    const session = h2c(drainPort);
+    const goaway = new Promise((resolve) => session.once('goaway', resolve));
+    const arrived = new Promise<void>((resolve) => {
+      onHang = resolve;
+    });
+    const answer = h2Request(session, {
+      ':path': '/hang?drain',
+      ':authority': `leaving.localhost:${drainPort}`,
+    });
+    await arrived;
+    const closed = draining.close(10_000);
+    await goaway;
+    releaseHang?.();
+    const done = await answer;
+    expect(done.status).toBe(200);
+    expect(done.body.toString()).toBe('released');
+    await closed;
+    await agent.close(0);
   });
 
   it('closes a connection that stalls inside the preface after the headers timeout', async () => {

@@ -2,6 +2,7 @@ import { connect as h2connect } from 'node:http2';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildEdge, type Edge } from '../src/build-edge.js';
+import { createEdgeMetrics } from '../src/operations/metrics.js';
 import {
   Flag,
   FrameType,
@@ -197,6 +198,45 @@ describe('HTTP/2 protections on the public port', () => {
     expect(next).toBeDefined();
     expect(await wellBehaved()).toBe(404);
     h2.destroy();
+  });
+});
+
+describe('HTTP/2 requests and connections are counted as HTTP/1.1 ones', () => {
+  it('metrics count its requests by class and its refusals by code', async () => {
+    const metrics = createEdgeMetrics(edge, 'test');
+    try {
+      const before = await metrics.requestTotals();
+      expect(await wellBehaved()).toBe(404);
+      // Counted when the server's stream closes, which may follow the client's read of the answer.
+      let after = await metrics.requestTotals();
+      for (let i = 0; i < 100 && (after['4xx'] ?? 0) === (before['4xx'] ?? 0); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        after = await metrics.requestTotals();
+      }
+      expect((after['4xx'] ?? 0) - (before['4xx'] ?? 0)).toBe(1);
+      const { body } = await metrics.render();
+      expect(body).toMatch(/reason="unknown_session"[^\n]* [1-9]/);
+    } finally {
+      metrics.close();
+    }
+  });
+
+  it('maxConnectionsPerAddress applies to HTTP/2 connections', async () => {
+    const capped = buildEdge({ port: 0, logger: pino({ level: 'silent' }), maxConnectionsPerAddress: 1 });
+    const { port: cappedPort } = await capped.listen();
+    try {
+      const first = new RawH2(cappedPort);
+      await first.start();
+      const second = new RawH2(cappedPort);
+      await second.opened;
+      await second.whenClosed();
+      expect(second.frames).toEqual([]);
+      expect(first.closed).toBe(false);
+      expect(capped.publicConnections.dropped.per_address).toBe(1);
+      first.destroy();
+    } finally {
+      await capped.close(0);
+    }
   });
 });
 
