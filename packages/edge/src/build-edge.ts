@@ -34,7 +34,7 @@ import {
   isWebSocketUpgrade,
 } from './listeners/http1-server.js';
 import { EdgeHttp2Request, EdgeHttp2Response } from './listeners/http2-messages.js';
-import { DEFAULT_HTTP2_LIMITS, PublicHttp2Server } from './listeners/http2-server.js';
+import { DEFAULT_HTTP2_LIMITS, HTTP2_CONNECTION_EVENT, PublicHttp2Server } from './listeners/http2-server.js';
 import { PrefaceSniffer } from './listeners/preface-sniff.js';
 import { type DropReason, PublicConnections } from './listeners/public-connections.js';
 import { type EdgeTls, PublicPort } from './listeners/public-port.js';
@@ -314,7 +314,10 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     logger,
     // HTTP/2: after ALPN h2 on the TLS port; on a plain port, a connection whose first bytes are the
     // HTTP/2 preface (h2c with prior knowledge), the bytes read to tell being handed to HTTP/1.1 otherwise.
-    http2: (socket) => http2.handle(socket),
+    http2: (socket) => {
+      app.server.emit(HTTP2_CONNECTION_EVENT, socket);
+      http2.handle(socket);
+    },
     choosePlain: (socket, take) => {
       plainTakes.set(socket, take);
       sniffer.sniff(socket);

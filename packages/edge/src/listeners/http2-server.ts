@@ -4,6 +4,13 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { EdgeHttp2Request, EdgeHttp2Response, sessionSockets } from './http2-messages.js';
 
+/**
+ * The event the public HTTP/1.1 server emits with each HTTP/2 connection (h2c or ALPN h2), which never
+ * reaches its 'connection' (Node would parse it as HTTP/1): what watches the public connections (the
+ * metrics' bytes and refusals by socket) listens to both.
+ */
+export const HTTP2_CONNECTION_EVENT = 'tunnel2:http2Connection';
+
 const { createServer } = process.getBuiltinModule('node:http2');
 
 /**

@@ -7,6 +7,7 @@ import { type RefusalMessage, refusalChannel } from '../answers/refusal-channel.
 import type { Edge } from '../build-edge.js';
 import { REGISTRY_OPERATIONS } from '../cluster/timed-registry.js';
 import { EdgeErrorCode } from '../errors.js';
+import { HTTP2_CONNECTION_EVENT } from '../listeners/http2-server.js';
 import { collectProcessMetrics } from './process-metrics.js';
 
 /** Why the edge answered instead of tunnelling, coarse enough to alert on. */
@@ -462,6 +463,7 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     rejectedByCode.get(code)?.inc();
   };
   server.on('connection', onConnection);
+  server.on(HTTP2_CONNECTION_EVENT, onConnection);
   server.on('request', onRequest);
   server.on('checkContinue', onRequest);
   // Prepended: the agent endpoint may refuse (and publish) synchronously inside its own listener.
@@ -480,6 +482,7 @@ export function createEdgeMetrics(edge: Edge, version: string): EdgeMetrics {
     close() {
       unsubscribeRegistry();
       server.off('connection', onConnection);
+      server.off(HTTP2_CONNECTION_EVENT, onConnection);
       server.off('request', onRequest);
       server.off('checkContinue', onRequest);
       server.off('upgrade', onUpgrade);
