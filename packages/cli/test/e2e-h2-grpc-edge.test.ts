@@ -76,6 +76,32 @@ beforeAll(async () => {
           case '/svc/HeadThenHang':
             stream.sendHeaders(responseHead(200, ['content-type', 'application/grpc']), false);
             return;
+          case '/connection-fields':
+            // Fields HTTP/2 forbids (RFC 9113 §8.2.2), in the head and the trailers: dropped, never a crash.
+            stream.sendHeaders(
+              responseHead(200, [
+                'Connection',
+                'x-hop',
+                'X-Hop',
+                'gone',
+                'Keep-Alive',
+                'timeout=5',
+                'Proxy-Connection',
+                'keep-alive',
+                'Upgrade',
+                'h2c',
+                'HTTP2-Settings',
+                'AAMAAABkAAQAAP__',
+                'Transfer-Encoding',
+                'chunked',
+                'X-Kept',
+                'yes',
+              ]),
+              false,
+            );
+            stream.write(Buffer.from('body'));
+            stream.sendHeaders(responseHead(200, ['Connection', 'close', 'x-trailer', 'kept']), true);
+            return;
           case '/svc/ResetBefore':
             stream.reset(ErrorCode.BACKEND_UNREACHABLE);
             return;
@@ -244,6 +270,30 @@ describe('the mapping onto tunnel frames', () => {
     expect(seen).toHaveLength(2);
     expect(seen[1]?.head.headers).toEqual(['x-checksum', 'abc', 'trace-bin', 'AAEC']);
     expect(answer.trailers?.['grpc-status']).toBe('0');
+  });
+
+  it("fields HTTP/2 forbids in the agent's head and trailers are dropped; the rest arrives", async () => {
+    const session = h2c(port);
+    const answer = await h2Request(session, {
+      ':path': '/connection-fields',
+      ':authority': `grpc.localhost:${port}`,
+    });
+    session.close();
+    expect(answer.status).toBe(200);
+    expect(answer.body.toString()).toBe('body');
+    expect(answer.headers['x-kept']).toBe('yes');
+    for (const name of [
+      'connection',
+      'x-hop',
+      'keep-alive',
+      'proxy-connection',
+      'upgrade',
+      'http2-settings',
+      'transfer-encoding',
+    ])
+      expect(answer.headers[name]).toBeUndefined();
+    expect(answer.trailers?.['x-trailer']).toBe('kept');
+    expect(answer.trailers?.connection).toBeUndefined();
   });
 
   for (const [tunnel, h2, name] of [

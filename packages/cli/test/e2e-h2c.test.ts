@@ -112,6 +112,18 @@ describe('h2c with prior knowledge on the plain port', () => {
     expect(field(head.headers, 'x-request-id')).toHaveLength(1);
   });
 
+  it('joins Cookie crumbs into one field for the HTTP/1.1 backend (RFC 9113 §8.2.3)', async () => {
+    const session = h2c(port);
+    const answer = await h2Request(session, {
+      ':path': '/head',
+      ':authority': `web.localhost:${port}`,
+      cookie: ['a=1', 'b=2', 'c=3'],
+    });
+    session.close();
+    const head = JSON.parse(answer.body.toString()) as Seen;
+    expect(field(head.headers, 'cookie')).toEqual(['a=1; b=2; c=3']);
+  });
+
   it('routes by path (/session/<name>/) with the prefix stated', async () => {
     const session = h2c(port);
     const answer = await h2Request(session, {
@@ -174,6 +186,24 @@ describe('h2c with prior knowledge on the plain port', () => {
     expect(answer.interim[0]?.link).toBe('</style.css>; rel=preload; as=style');
     expect(answer.status).toBe(200);
     expect(answer.body.toString()).toBe('after hints');
+  });
+
+  it("Expect: 100-continue: the backend's 100 reaches the client before it sends the body", async () => {
+    const session = h2c(port);
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': '/echo',
+      ':authority': `web.localhost:${port}`,
+      expect: '100-continue',
+    });
+    stream.on('error', () => {});
+    await new Promise((resolve) => stream.once('continue', resolve));
+    stream.end('sent after 100');
+    const chunks: Buffer[] = [];
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    await new Promise((resolve) => stream.once('end', resolve));
+    session.close();
+    expect(Buffer.concat(chunks).toString()).toBe('sent after 100');
   });
 
   it('a client RST_STREAM cancels the backend request', async () => {

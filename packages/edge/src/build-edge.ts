@@ -76,6 +76,12 @@ export interface Edge {
   readonly publicConnections: { readonly dropped: Readonly<Record<DropReason, number>> };
   /** TLS on the public port (`tlsCert`/`tlsKey`); undefined when the port is plain HTTP. */
   readonly tls: EdgeTls | undefined;
+  /**
+   * Serves a connection that speaks HTTP/2 from its first byte: a TLS socket whose ALPN chose `h2` (the TLS
+   * listener hands it here), with any bytes already read put back on it. The plain port's h2c needs nothing:
+   * its preface is sniffed.
+   */
+  serveHttp2(socket: Duplex): void;
   /** Graceful stop: refuse new work, GOAWAY to agents, let in-flight requests finish within `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -304,6 +310,13 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
 
   // How connections arrive: the HTTP/1.1 server listening, or a TLS port feeding it (listeners/README.md).
   // Certificates are read here: a missing file or a key that is not its certificate's stops the start.
+  // An HTTP/2 connection (ALPN h2, or the h2c preface): announced on the HTTP/1.1 server for what watches the
+  // public connections (metrics), which its 'connection' would have Node parse as HTTP/1.
+  const serveHttp2 = (socket: Duplex): void => {
+    app.server.emit(HTTP2_CONNECTION_EVENT, socket);
+    http2.handle(socket);
+  };
+
   const publicPort = new PublicPort({
     http1: app.server,
     connections,
@@ -314,10 +327,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     logger,
     // HTTP/2: after ALPN h2 on the TLS port; on a plain port, a connection whose first bytes are the
     // HTTP/2 preface (h2c with prior knowledge), the bytes read to tell being handed to HTTP/1.1 otherwise.
-    http2: (socket) => {
-      app.server.emit(HTTP2_CONNECTION_EVENT, socket);
-      http2.handle(socket);
-    },
+    http2: (socket) => serveHttp2(socket),
     choosePlain: (socket, take) => {
       plainTakes.set(socket, take);
       sniffer.sniff(socket);
@@ -464,6 +474,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     publicConnections: connections,
     urlsFor,
     addresses: () => edgeAddresses(baseUrl()),
+    // The listener that accepted the connection counted it against the caps.
+    serveHttp2,
     async listen() {
       boundPort = await publicPort.listen(
         options.port,

@@ -20,8 +20,8 @@ const connectionSpecific: ReadonlySet<string> = new Set([
 
 /**
  * An HTTP/2 request as the tunnel carries it (PROTOCOL.md, HTTP/2): `rawHeaders` holds the regular fields
- * in received order with `host` first from `:authority` (unless the client sent a `host`), and no pseudo-
- * header; `headers.host` is set the same way, so routing by host reads it as on HTTP/1.1.
+ * in received order with `host` first from `:authority` (unless the client sent a `host`), no pseudo-
+ * header, and Cookie crumbs joined into one field; `headers.host` is set the same way, so routing by host reads it as on HTTP/1.1.
  */
 export class EdgeHttp2Request extends Http2ServerRequest {
   constructor(
@@ -35,10 +35,19 @@ export class EdgeHttp2Request extends Http2ServerRequest {
     const raw = this.rawHeaders;
     let write = 0;
     let host = false;
+    // HTTP/2 may split Cookie into crumbs, one field each; HTTP/1.1 must see one field (RFC 9113 §8.2.3).
+    let cookie = -1;
     for (let read = 0; read < raw.length; read += 2) {
       const name = raw[read]!;
       if (name.charCodeAt(0) === 58 /* ':' */) continue;
       if (name === 'host') host = true;
+      else if (name === 'cookie') {
+        if (cookie >= 0) {
+          raw[cookie + 1] = `${raw[cookie + 1]}; ${raw[read + 1]}`;
+          continue;
+        }
+        cookie = write;
+      }
       raw[write] = name;
       raw[write + 1] = raw[read + 1]!;
       write += 2;
