@@ -247,8 +247,8 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         sendRefusal(res, edgeStopping);
         return;
       }
-      const http2 = req instanceof EdgeHttp2Request;
-      if (http2 && req.method === 'CONNECT') {
+      const overHttp2 = req instanceof EdgeHttp2Request;
+      if (overHttp2 && req.method === 'CONNECT') {
         // HTTP/1.1's CONNECT never gets here (its own event, below); over HTTP/2 it is a request like any.
         sendEdgeError(
           res,
@@ -259,7 +259,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         );
         return;
       }
-      const problem = http2 ? undefined : headProblem(req);
+      const problem = overHttp2 ? undefined : headProblem(req);
       if (problem !== undefined) {
         sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
         return;
@@ -277,7 +277,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         return;
       }
       if (expectsContinue) res.writeContinue();
-      if (req instanceof EdgeHttp2Request || res instanceof EdgeHttp2Response) {
+      if (overHttp2 || res instanceof EdgeHttp2Response) {
         // The edge's own pages are HTTP/1.1 (Fastify's); over HTTP/2 only tunnels are served.
         sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, notTunnel(req.url ?? '/'));
         return;
