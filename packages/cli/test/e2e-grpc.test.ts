@@ -219,6 +219,9 @@ describe.each<Transport>(['h2c', 'tls'])('gRPC through the tunnel over %s', (tra
       const client = stack.client({}, `auth-${transport}`);
       const refused = await client.unary('Echo', { message: 'x' }).outcome;
       expect(refused.status.code, refused.status.details).toBe(status.UNAUTHENTICATED);
+      // The edge's own answer in the gRPC form: its code and its words, not grpc-js's "HTTP status 401".
+      expect(refused.status.metadata.get('x-tunnel2-error')).toEqual(['TUNNEL2_ERR_PUBLIC_AUTH_REQUIRED']);
+      expect(refused.status.details).not.toMatch(/HTTP status code/);
       const metadata = new Metadata();
       metadata.set('authorization', `Basic ${Buffer.from('alice:s3cret').toString('base64')}`);
       const allowed = await client.unary('Echo', { message: 'with credentials' }, { metadata }).outcome;
@@ -226,6 +229,7 @@ describe.each<Transport>(['h2c', 'tls'])('gRPC through the tunnel over %s', (tra
 
       const outside = await stack.client({}, `ip-${transport}`).unary('Echo', { message: 'x' }).outcome;
       expect(outside.status.code, outside.status.details).toBe(status.PERMISSION_DENIED);
+      expect(outside.status.metadata.get('x-tunnel2-error')).toEqual(['TUNNEL2_ERR_PUBLIC_IP_FORBIDDEN']);
     } finally {
       await stop(guarded);
       await stop(fenced);

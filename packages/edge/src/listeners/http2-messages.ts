@@ -127,67 +127,16 @@ export class EdgeHttp2Response extends Http2ServerResponse<EdgeHttp2Request> {
   ): this {
     const given =
       typeof messageOrFields === 'string' || messageOrFields === undefined ? fields : messageOrFields;
-    if (this.stream.headersSent || this.#pendingHead !== undefined)
-      return super.writeHead(status, h2Fields(given));
-    // Node's compatibility layer sends HEADERS at writeHead, and an end() right after it then sends an empty
-    // DATA frame with END_STREAM. The head waits for the end of this tick instead (as HTTP/1.1's head waits
-    // for the first write): a response that ends in the same tick with neither body nor trailers (gRPC's
-    // trailers-only answer, the gRPC form of the edge's and the agent's errors) leaves as one HEADERS frame
-    // with END_STREAM, the only place gRPC clients read a grpc-status from a head.
-    this.statusCode = status;
-    this.#pendingHead = { status, fields: h2Fields(given) };
-    process.nextTick(() => this.#sendHead());
-    return this;
-  }
-
-  /** A final head given to writeHead and not sent yet. */
-  #pendingHead: { status: number; fields: OutgoingHttpHeaders } | undefined;
-  #hasTrailers = false;
-
-  #sendHead(): void {
-    const head = this.#pendingHead;
-    if (head === undefined) return;
-    this.#pendingHead = undefined;
-    super.writeHead(head.status, head.fields);
-  }
-
-  override write(
-    chunk: string | Uint8Array,
-    encoding?: BufferEncoding | ((err: Error) => void),
-    callback?: (err: Error) => void,
-  ): boolean {
-    this.#sendHead();
-    const write = super.write as (...args: unknown[]) => boolean;
-    return write.call(this, chunk, encoding, callback);
-  }
-
-  override end(
-    chunk?: string | Uint8Array | (() => void),
-    encoding?: BufferEncoding | (() => void),
-    callback?: () => void,
-  ): this {
-    const head = this.#pendingHead;
-    const stream = this.stream;
-    const bodyless = chunk === undefined || typeof chunk === 'function' || chunk.length === 0;
-    if (head !== undefined && bodyless && !this.#hasTrailers && !stream.destroyed && !stream.closed) {
-      this.#pendingHead = undefined;
-      stream.respond({ ...head.fields, ':status': head.status }, { endStream: true });
-    } else this.#sendHead();
-    const end = super.end as (...args: unknown[]) => this;
-    return end.call(this, chunk, encoding, callback);
+    return super.writeHead(status, h2Fields(given));
   }
 
   /** Trailer fields as pairs (the exchange's form) or an object. */
   override addTrailers(trailers: [string, string][] | OutgoingHttpHeaders): void {
-    const fields = h2Fields(Array.isArray(trailers) ? trailers.flat() : trailers);
-    if (Object.keys(fields).length > 0) this.#hasTrailers = true;
-    super.addTrailers(fields);
+    super.addTrailers(h2Fields(Array.isArray(trailers) ? trailers.flat() : trailers));
   }
 
-  /** Sends a head writeHead holds back (until the end of the tick) now. */
-  flushHeaders(): void {
-    this.#sendHead();
-  }
+  /** The head leaves at `writeHead` on HTTP/2 (a HEADERS frame): nothing is held back to flush. */
+  flushHeaders(): void {}
 
   /** Ends the response as aborted: RST_STREAM once what was written has been sent. */
   abortStream(code: number = constants.NGHTTP2_INTERNAL_ERROR): void {
