@@ -4,11 +4,11 @@ import type { Inspector } from '@tunnel2/inspector';
 import { type Logger, pino } from 'pino';
 import Pool from 'undici/lib/dispatcher/pool.js';
 import { AgentError, AgentErrorCode } from '../errors.js';
-import { resolveBackendMode } from '../forwarding/backend-mode.js';
 import { BackendQueue } from '../forwarding/backend-queue.js';
 import { forwardHeaders } from '../forwarding/forward-exchange.js';
 import type { HostHeaderMode, RequestReport } from '../forwarding/forward-options.js';
-import { type BackendProtocol, H2Backend } from '../forwarding/h2-backend.js';
+import { resolveBackendMode } from '../forwarding/http2/backend-mode.js';
+import { type BackendProtocol, H2Backend } from '../forwarding/http2/h2-backend.js';
 import type { HttpForwarding, TcpForwarding } from '../forwarding/stream-dispatch.js';
 import {
   parseTarget,
