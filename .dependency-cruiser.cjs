@@ -49,6 +49,18 @@ const cliRules = layerRules(
   ['commands', 'config', 'terminal', 'session', 'forwarding'],
   ['main', 'index'],
 );
+/**
+ * The CLI's HTTP/2 backend path (packages/cli/src/forwarding/http2/README.md): chosen by forward-exchange.ts,
+ * it uses what the exchanges share and never reaches back to the files that choose it.
+ */
+const cliHttp2Rule = {
+  name: 'cli-forwarding-http2-imports-no-dispatch',
+  severity: 'error',
+  comment:
+    'packages/cli/src/forwarding/http2/ is chosen by forward-exchange.ts: it may not import it or stream-dispatch.ts.',
+  from: { path: '^packages/cli/src/forwarding/http2/' },
+  to: { path: '^packages/cli/src/forwarding/(forward-exchange|stream-dispatch)[.]ts$' },
+};
 /** The protocol (packages/protocol/README.md). */
 const protocolRules = layerRules('packages/protocol', ['transport', 'session', 'codec'], ['index']);
 /**
@@ -90,6 +102,7 @@ const inspectorRules = layerRules(
 module.exports = {
   forbidden: [
     ...cliRules,
+    cliHttp2Rule,
     ...protocolRules,
     ...edgeRules,
     ...inspectorRules,

@@ -3,7 +3,7 @@ import { createServer, type Http2Server, type ServerHttp2Stream } from 'node:htt
 import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
-import { H2Backend } from '../src/forwarding/h2-backend.js';
+import { H2Backend } from '../src/forwarding/http2/h2-backend.js';
 import { makeCertificates } from './support/https-backend.js';
 import { until } from './support/stack.js';
 

@@ -4,7 +4,7 @@ import { basename, dirname, extname, resolve } from 'node:path';
 // package exports only a default, and `parse` came out undefined.)
 import { LineCounter, parse, YAMLParseError } from 'yaml';
 import { AgentError, AgentErrorCode } from '../errors.js';
-import { resolveBackendMode } from '../forwarding/backend-mode.js';
+import { resolveBackendMode } from '../forwarding/http2/backend-mode.js';
 import { parseTarget, parseTcpTarget } from '../forwarding/target.js';
 import { readCaFile } from '../forwarding/target-tls.js';
 import {

@@ -17,7 +17,7 @@ import { isReplayable, isStaleConnection } from './backend-retry.js';
 import { forwardHeaders } from './forward-headers.js';
 import type { ForwardOptions, RequestReport } from './forward-options.js';
 import { GrpcStatus, isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
-import { H2Exchange } from './h2-exchange.js';
+import { H2Exchange } from './http2/h2-exchange.js';
 import { expectsContinue, isWebSocketUpgrade, NodeHttpExchange } from './node-http-exchange.js';
 
 // The head's own module: the HTTP/2 exchange builds its head from it too.

@@ -1,6 +1,6 @@
 import type { InspectorCapture } from '@tunnel2/inspector';
 import type { BackendQueue } from './backend-queue.js';
-import type { H2Backend } from './h2-backend.js';
+import type { H2Backend } from './http2/h2-backend.js';
 import type { Target } from './target.js';
 
 /**

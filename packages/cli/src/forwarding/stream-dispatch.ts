@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { BackendQueue } from './backend-queue.js';
 import { ForwardExchange } from './forward-exchange.js';
 import type { HostHeaderMode, RequestReport } from './forward-options.js';
-import type { H2Backend } from './h2-backend.js';
+import type { H2Backend } from './http2/h2-backend.js';
 import { traceStream } from './request-trace.js';
 import type { Target, TcpTarget } from './target.js';
 import { forwardTcpStream, type TcpConnectionReport } from './tcp-forward.js';

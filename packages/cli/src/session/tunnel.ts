@@ -2,22 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Inspector } from '@tunnel2/inspector';
 import { type Logger, pino } from 'pino';
-import Pool from 'undici/lib/dispatcher/pool.js';
 import { AgentError, AgentErrorCode } from '../errors.js';
-import { resolveBackendMode } from '../forwarding/backend-mode.js';
-import { BackendQueue } from '../forwarding/backend-queue.js';
 import { forwardHeaders } from '../forwarding/forward-exchange.js';
 import type { HostHeaderMode, RequestReport } from '../forwarding/forward-options.js';
-import { type BackendProtocol, H2Backend } from '../forwarding/h2-backend.js';
+import type { BackendProtocol } from '../forwarding/http2/h2-backend.js';
 import type { HttpForwarding, TcpForwarding } from '../forwarding/stream-dispatch.js';
-import {
-  parseTarget,
-  parseTcpTarget,
-  type Target,
-  type TcpTarget,
-  tcpTargetLabel,
-} from '../forwarding/target.js';
-import { httpsOptions, poolTlsOptions, resolveTargetTls, serverNameOf } from '../forwarding/target-tls.js';
+import { parseTcpTarget, type Target, type TcpTarget, tcpTargetLabel } from '../forwarding/target.js';
+import { serverNameOf } from '../forwarding/target-tls.js';
 import type { TcpConnectionReport } from '../forwarding/tcp-forward.js';
 import { VERSION } from '../version.js';
 import {
@@ -36,7 +27,9 @@ import {
   resolveProtection,
   resolveServer,
 } from './connect-options.js';
+import { closeHttpBackend, type HttpBackend, openHttpBackend, probeHttpBackend } from './http-backend.js';
 import type { RefusalContext } from './refusal-message.js';
+import { startInspector } from './tunnel-inspector.js';
 import { refusedTunnels } from './tunnel-refusals.js';
 
 export interface ReconnectingEvent {
@@ -66,9 +59,6 @@ const NAME_IN_USE = 'TUNNEL2_ERR_NAME_IN_USE';
 /** The `hint` code of an HTTP/2 backend behind an edge that serves no HTTP/2 to its clients. */
 export const EDGE_NO_HTTP2_HINT = 'TUNNEL2_HINT_EDGE_NO_HTTP2';
 
-/** How long start() waits to learn whether an https:// backend picks h2, so the ready line can say it. */
-const ALPN_PROBE_MS = 2_000;
-
 /** A drained session that lasted at least this long reconnects without the backoff's first pause. */
 const IMMEDIATE_RECONNECT_AFTER_MS = 1_000;
 
@@ -84,7 +74,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   info: SessionInfo | undefined;
   readonly #options: ConnectOptions;
   /** An HTTP tunnel's backend pool and queue; a TCP tunnel's target (it has neither). */
-  readonly #kind: { pool: Pool; backend: BackendQueue; h2: H2Backend | undefined } | { tcp: TcpTarget };
+  readonly #kind: HttpBackend | { tcp: TcpTarget };
   /** The edge was told about this HTTP/2 backend's lack of HTTP/2 at the edge once: not on every reconnect. */
   #warnedNoHttp2 = false;
   /** Whether the edge of the current session said `http2` (undefined before the first ready). */
@@ -135,31 +125,12 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       this.#kind = { tcp };
       return;
     }
-    const target = parseTarget(String(options.target));
-    const tls = resolveTargetTls(target.origin, options);
-    this.target = tls === undefined ? target : { ...target, tls };
-    const pool = new Pool(this.target.origin, {
-      connections: options.connections ?? 256,
-      keepAliveTimeout: 30_000,
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      ...(tls === undefined ? {} : poolTlsOptions(tls)),
+    const http = openHttpBackend(options, () => {
+      // Learnt at a request when the backend was not up at start: the hint may be due only now.
+      if (this.#edgeHttp2 !== undefined) this.#adviseOnEdge(this.#edgeHttp2);
     });
-    const mode = resolveBackendMode(this.target.origin, options);
-    const h2 =
-      mode === undefined
-        ? undefined
-        : new H2Backend({
-            origin: this.target.origin,
-            mode,
-            tls,
-            connectTimeoutMs: options.backendConnectTimeoutMs,
-            // Learnt at a request when the backend was not up at start: the hint may be due only now.
-            onChosen: () => {
-              if (this.#edgeHttp2 !== undefined) this.#adviseOnEdge(this.#edgeHttp2);
-            },
-          });
-    this.#kind = { pool, backend: new BackendQueue(pool), h2 };
+    this.target = http.target;
+    this.#kind = http.kind;
   }
 
   /**
@@ -175,15 +146,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   async #probeBackend(): Promise<void> {
     const h2 = 'pool' in this.#kind ? this.#kind.h2 : undefined;
     if (h2 === undefined || h2.protocol !== undefined) return;
-    const servername = serverNameOf(forwardHeaders([], this.target, this.#hostHeader));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      h2.probe(servername),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, ALPN_PROBE_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+    await probeHttpBackend(h2, serverNameOf(forwardHeaders([], this.target, this.#hostHeader)));
   }
 
   /**
@@ -279,27 +242,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   async #startInspector(): Promise<void> {
     const inspect = this.#options.inspect;
     if (inspect === undefined || inspect === false || this.#inspector !== undefined) return;
-    // Loaded only when on: the agent without an inspector carries none of it.
-    const { createInspector, InspectorError } = await import('@tunnel2/inspector');
-    try {
-      this.#inspector = await createInspector({
-        target: {
-          origin: this.target.origin,
-          basePath: this.target.basePath,
-          // A replay reaches the target with the head the agent would have sent it (Host as --host-header says).
-          forwardHeaders: (raw) => forwardHeaders(raw, this.target, this.#hostHeader),
-          tlsOptions: (forwarded) => (this.target.tls ? httpsOptions(this.target.tls, forwarded) : {}),
-        },
-        host: inspect.host,
-        port: inspect.port,
-        bodyLimit: inspect.bodyLimit,
-        budget: inspect.budget,
-        version: VERSION,
-      });
-    } catch (err) {
-      if (!(err instanceof InspectorError)) throw err;
-      throw new AgentError(AgentErrorCode.INSPECTOR_FAILED, err.message, { cause: err, fatal: true });
-    }
+    this.#inspector = await startInspector(inspect, this.target, this.#hostHeader);
     this.on('ready', (info) => this.#inspector?.setPublicUrl(info.url, info.name, info.replicas));
   }
 
@@ -366,11 +309,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   /** Frees the backend queue and pool and the inspector, once, whichever way the tunnel ended. */
   #release(): Promise<void> {
     this.#released ??= (async () => {
-      if ('pool' in this.#kind) {
-        this.#kind.backend.close();
-        this.#kind.h2?.close();
-        await this.#kind.pool.close();
-      }
+      if ('pool' in this.#kind) await closeHttpBackend(this.#kind);
       await this.#inspector?.close();
       for (const extra of this.#extras) await extra.#release();
       this.emit('close');
@@ -547,40 +486,4 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       this.#wake = undefined;
     }
   }
-}
-
-/** What connectTcp() takes: a TCP tunnel's options (no HTTP-only ones). */
-export interface TcpConnectOptions
-  extends Pick<
-    ConnectOptions,
-    'server' | 'token' | 'agentKey' | 'logger' | 'protocol' | 'reconnect' | 'agentPath' | 'allowIps'
-  > {
-  /** Local TCP target: a port (`5432`) or `host:port`. */
-  target: string | number;
-  /** A specific public port of the edge's TCP range; default any free one. */
-  remotePort?: number;
-  /** How long a connect to the target may take before the client is reset (default 10 s). */
-  connectTimeoutMs?: number;
-}
-
-/**
- * Opens a TCP tunnel and resolves once the edge has given it a public port (`tunnel.url` is
- * `tcp://host:port`). Each connection is reported by a `connection` event when it ends; reconnects keep
- * the port.
- */
-export async function connectTcp(options: TcpConnectOptions): Promise<Tunnel> {
-  const { remotePort, connectTimeoutMs, ...rest } = options;
-  return connect({ ...rest, inspect: false, tcp: { remotePort, connectTimeoutMs } });
-}
-
-/**
- * Opens a tunnel and resolves once it has a public URL (the localtunnel-style API). Rejects with an
- * AgentError when the first connection fails; once up, the tunnel reconnects by itself.
- */
-export async function connect(options: ConnectOptions): Promise<Tunnel> {
-  const tunnel = new Tunnel(options);
-  // An 'error' event without a listener would throw; the caller may add its own.
-  tunnel.on('error', () => {});
-  await tunnel.start({ failFast: true });
-  return tunnel;
 }

@@ -11,6 +11,8 @@ import { EdgeErrorCode } from '../errors.js';
 import type { ResolvedEdgeOptions } from '../settings/edge-options.js';
 import type { TcpPortTable } from '../tcp/tcp-tunnels.js';
 import { collectProcessMetrics } from './process-metrics.js';
+import { countFrom } from './scrape-counter.js';
+import { collectTcpMetrics } from './tcp-metrics.js';
 import { collectTlsMetrics, type MeteredTls } from './tls-metrics.js';
 
 /** Why the edge answered instead of tunnelling, coarse enough to alert on. */
@@ -66,29 +68,6 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
 };
 
 const statusClasses = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
-
-/**
- * A counter read at scrape time from totals something else keeps: reset, then one series per key of what
- * `read` returns, that key as the value of `label`. Nothing runs between scrapes.
- */
-function countFrom<K extends string>(
-  registry: Registry,
-  name: string,
-  help: string,
-  label: string,
-  read: () => Readonly<Record<K, number>>,
-): void {
-  new Counter({
-    name,
-    help,
-    labelNames: [label],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [value, n] of Object.entries<number>(read())) this.inc({ [label]: value }, n);
-    },
-  });
-}
 
 export interface EdgeMetrics {
   readonly registry: Registry;
@@ -265,48 +244,7 @@ export function createEdgeMetrics(edge: MeteredEdge, version: string): EdgeMetri
 
   if (edge.tls !== undefined) collectTlsMetrics(registry, edge.tls);
 
-  // TCP tunnels: read from the port table's counters at scrape time, nothing per connection here.
-  const tcp = edge.tcp;
-  if (tcp !== undefined) {
-    countFrom(
-      registry,
-      'tunnel2_tcp_connections_total',
-      'Public connections to TCP tunnel ports by outcome: accepted (carried to the agent), forbidden (allow-list), no_agent (no session serves the port), refused (the session took no stream), forwarded (cluster: carried to the node holding the port, which counts the outcome)',
-      'outcome',
-      () => tcp.counters.connections,
-    );
-    countFrom(
-      registry,
-      'tunnel2_tcp_bytes_total',
-      'Bytes carried by finished TCP tunnel connections: direction="in" (client to agent) or "out" (agent to client)',
-      'direction',
-      () => tcp.counters.bytes,
-    );
-    new Gauge({
-      name: 'tunnel2_tcp_ports_held',
-      help: 'Public TCP ports this node holds for an agent token (serving a session, or reserved for its reconnect)',
-      registers: [registry],
-      collect() {
-        this.set(tcp.size);
-      },
-    });
-    new Gauge({
-      name: 'tunnel2_tcp_connections_open',
-      help: 'Public connections to TCP tunnel ports being carried now',
-      registers: [registry],
-      collect() {
-        this.set(tcp.counters.open);
-      },
-    });
-    new Gauge({
-      name: 'tunnel2_tcp_connections_held',
-      help: 'Cluster: public connections to TCP tunnel ports held (nothing sent on) until their agent is served again (its node drains, or it reconnects)',
-      registers: [registry],
-      collect() {
-        this.set(tcp.counters.held);
-      },
-    });
-  }
+  if (edge.tcp !== undefined) collectTcpMetrics(registry, edge.tcp);
 
   // Cluster mode: read from the node's own counters at scrape time, nothing per request here.
   const cluster = edge.cluster;

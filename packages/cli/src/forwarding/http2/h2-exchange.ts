@@ -15,12 +15,14 @@ import {
   describeBackendError,
   describeBackendReset,
   sendBackendErrorAnswer,
-} from './backend-error.js';
-import type { BackendErrorAnswer } from './backend-error-answer.js';
-import { isH2Replayable } from './backend-retry.js';
-import { forwardHeaders } from './forward-headers.js';
-import type { ForwardOptions, RequestReport } from './forward-options.js';
-import { isGrpcRequest } from './grpc-form.js';
+} from '../backend-error.js';
+import type { BackendErrorAnswer } from '../backend-error-answer.js';
+import { isH2Replayable } from '../backend-retry.js';
+import { forwardHeaders } from '../forward-headers.js';
+import type { ForwardOptions, RequestReport } from '../forward-options.js';
+import { isGrpcRequest } from '../grpc-form.js';
+import { expectsContinue } from '../node-http-exchange.js';
+import { serverNameOf } from '../target-tls.js';
 import type { H2Backend } from './h2-backend.js';
 import {
   FLAG_END_STREAM,
@@ -33,8 +35,6 @@ import {
   responseFields,
   trailerObject,
 } from './h2-fields.js';
-import { expectsContinue } from './node-http-exchange.js';
-import { serverNameOf } from './target-tls.js';
 
 /** Frames of the tunnel stream that came while the backend session was being opened. */
 type Queued = { data: Buffer } | { trailers: Buffer } | { end: true };

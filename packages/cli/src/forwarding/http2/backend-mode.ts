@@ -1,4 +1,4 @@
-import { AgentError, AgentErrorCode } from '../errors.js';
+import { AgentError, AgentErrorCode } from '../../errors.js';
 import type { BackendMode } from './h2-backend.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { ClientHttp2Session } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
-import type { TargetTls } from './target-tls.js';
+import type { TargetTls } from '../target-tls.js';
 
 // node:http2 and node:tls are loaded when the first HTTP/2 session is dialled, not with the agent: a tunnel
 // to an HTTP/1.1 backend never pays for them (the agent's start-up footprint is measured in a test).
