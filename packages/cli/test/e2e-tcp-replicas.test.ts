@@ -32,9 +32,11 @@ async function startGreetingBackend(id: string): Promise<{ server: Server; port:
 }
 
 /** Opens a public connection and resolves with it and the id of the backend that greeted it. */
-async function openPublic(): Promise<{ socket: Socket; id: string }> {
+async function openPublic(phase = ''): Promise<{ socket: Socket; id: string }> {
   const socket = netConnect({ port: publicPort, host: '127.0.0.1' });
   opened.push(socket);
+  // A reset that ends a connection is what some steps expect (howItEnds and echoes look): never uncaught.
+  socket.on('error', () => {});
   socket.setEncoding('utf8');
   let text = '';
   return new Promise((resolve, reject) => {
@@ -43,11 +45,12 @@ async function openPublic(): Promise<{ socket: Socket; id: string }> {
       const end = text.indexOf('\n');
       if (end < 0) return;
       socket.off('data', onData);
-      socket.off('error', reject);
+      socket.off('error', onError);
       resolve({ socket, id: text.slice(0, end) });
     };
     socket.on('data', onData);
-    socket.once('error', reject);
+    const onError = (err: Error): void => reject(new Error(`${phase}: ${err.message}`));
+    socket.once('error', onError);
   });
 }
 
@@ -106,14 +109,14 @@ afterAll(async () => {
 });
 
 describe('TCP replicas (tunnel2 tcp --remote-port P --replica)', () => {
-  it('three agents share the port; 30 connections spread over them; a kill -9 resets only its own', async () => {
+  it('three agents share the port; 30 connections spread over them; a kill -9 resets only its own; a draining one gets none', async () => {
     const ready = await Promise.all(agents.map((agent) => agent.waitFor('ready')));
     expect(ready.map((event) => event.url)).toEqual(IDS.map(() => `tcp://localhost:${publicPort}`));
     expect(ready.map((event) => event.replicas)).toEqual([1, 2, 3]);
 
     // Held open, so each agent's count of open connections is what the edge balances by.
-    const first = [];
-    for (let i = 0; i < 30; i++) first.push(await openPublic());
+    const first: { socket: Socket; id: string }[] = [];
+    for (let i = 0; i < 30; i++) first.push(await openPublic('first'));
     const counts = Object.fromEntries(IDS.map((id) => [id, first.filter((c) => c.id === id).length]));
     // Fewest open connections first: 10 each, given none closed (each must get at least 20 %).
     for (const id of IDS) expect(counts[id], JSON.stringify(counts)).toBeGreaterThanOrEqual(6);
@@ -128,10 +131,23 @@ describe('TCP replicas (tunnel2 tcp --remote-port P --replica)', () => {
     for (const c of onOthers) expect(await echoes(c.socket)).toBe(true);
 
     await until(() => (edge.tcp?.counters.open ?? 0) === onOthers.length);
-    const later = [];
-    for (let i = 0; i < 10; i++) later.push(await openPublic());
+    const later: { socket: Socket; id: string }[] = [];
+    for (let i = 0; i < 10; i++) later.push(await openPublic('later'));
     expect(later.every((c) => c.id === 'r0' || c.id === 'r2')).toBe(true);
     expect(later.some((c) => c.id === 'r0') && later.some((c) => c.id === 'r2')).toBe(true);
+
+    // A replica told to stop (SIGTERM) drains: its open connections carry on, new ones go to the other.
+    const onDraining = [...first, ...later].filter((c) => c.id === 'r2');
+    agents[2]?.kill('SIGTERM');
+    await agents[2]?.waitFor('finishing');
+    // Once the edge has its GOAWAY (a connection that reaches the agent before is reset: see scaling.md).
+    await until(() => [...edge.sessions.tunnels()].some((entry) => entry.session.draining));
+    const drained: { socket: Socket; id: string }[] = [];
+    for (let i = 0; i < 5; i++) drained.push(await openPublic('drained'));
+    expect(drained.map((c) => c.id)).toEqual(['r0', 'r0', 'r0', 'r0', 'r0']);
+    for (const c of onDraining.slice(0, 3)) expect(await echoes(c.socket)).toBe(true);
+    for (const c of onDraining) c.socket.end();
+    expect(await agents[2]?.exited).toBe(0);
   }, 30_000);
 
   it('another token cannot join the port, with or without --replica', async () => {
