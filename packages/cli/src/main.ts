@@ -122,6 +122,10 @@ program
   .addOption(serverOption())
   .option('-t, --token <token>', 'agent token (env TUNNEL2_TOKEN)')
   .option('--remote-port <port>', "ask for this public port of the edge's TCP range (default: a free one)")
+  .option(
+    '--replica',
+    'share --remote-port with other agents with the same token that say --replica too (each connection goes to one)',
+  )
   .option('--allow-ip <cidrs>', 'only these client addresses may connect (comma-separated CIDRs)')
   .option(
     '--json',

@@ -62,7 +62,7 @@ describe('a config file takes what the command line takes', () => {
     );
   });
 
-  it('replica as --replica: a boolean, and only beside a subdomain (a replica joins a name)', () => {
+  it('replica as --replica: a boolean, only beside a subdomain (HTTP) or a remote_port (TCP)', () => {
     expect(check({ web: { target: 3000, subdomain: 'shop', replica: true } }).tunnels[0]).toMatchObject({
       replica: true,
     });
@@ -73,9 +73,12 @@ describe('a config file takes what the command line takes', () => {
     expect(refusal(() => check({ web: { target: 3000, replica: true } }))).toBe(
       't.yml: tunnels.web.replica: a replica joins a name: set subdomain too',
     );
-    expect(refusal(() => check({ db: { proto: 'tcp', target: 5432, replica: true } }))).toMatch(
-      /^t\.yml: tunnels\.db\.replica: unknown key/,
+    expect(refusal(() => check({ db: { proto: 'tcp', target: 5432, replica: true } }))).toBe(
+      't.yml: tunnels.db.replica: TCP replicas share one public port: set remote_port too',
     );
+    expect(
+      check({ db: { proto: 'tcp', target: 5432, remote_port: 40000, replica: true } }).tunnels[0],
+    ).toMatchObject({ replica: true, tcp: { remotePort: 40000 } });
   });
 
   it('quotes a tunnel name that would read as a deeper key path', () => {

@@ -179,14 +179,14 @@ describe('joining a name as a replica', () => {
     expect(other.info?.name).toBe('shop');
   });
 
-  it('--replica needs a subdomain and an HTTP target', async () => {
+  it('--replica needs a subdomain, or for TCP a fixed public port', async () => {
     await expect(connect({ target: 1, server: edge.url, replica: true })).rejects.toMatchObject({
       code: 'TUNNEL2_ERR_INVALID_OPTION',
       message: expect.stringContaining('--replica needs --subdomain'),
     });
     await expect(
       connect({ target: 1, server: edge.url, subdomain: 'x', replica: true, tcp: { remotePort: undefined } }),
-    ).rejects.toMatchObject({ message: expect.stringContaining('HTTP tunnels') });
+    ).rejects.toMatchObject({ message: expect.stringContaining('--replica needs --remote-port') });
   });
 });
 
@@ -326,7 +326,7 @@ describe('where replicas are not to be had', () => {
     }
   });
 
-  it('the edge refuses replica=1 for a TCP tunnel with a 400 naming why', async () => {
+  it('the edge refuses replica=1 for a TCP tunnel on any port with a 400 naming why (replicas share a fixed one)', async () => {
     const ws = new WebSocket(
       `${edge.url.replace('http', 'ws')}/_tunnel2/connect?name=shop&tcp=any&replica=1`,
       {
@@ -337,7 +337,9 @@ describe('where replicas are not to be had', () => {
     const chunks: Buffer[] = [];
     for await (const chunk of res) chunks.push(chunk as Buffer);
     expect(res.statusCode).toBe(400);
-    expect(Buffer.concat(chunks).toString()).toContain('replicas (--replica) are for HTTP tunnels');
+    expect(Buffer.concat(chunks).toString()).toContain(
+      'a TCP replica (--replica) shares a fixed public port',
+    );
   });
 
   it("a config file: the replica tunnel leads its session (the edge joins only a session's own name)", () => {

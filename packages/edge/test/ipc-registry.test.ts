@@ -1,7 +1,8 @@
-import { createMemoryRegistry, type SessionRegistry } from '@tunnel2/registry';
+import { createMemoryRegistry, type ReplicaSetRegistry, type SessionRegistry } from '@tunnel2/registry';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createFakeClock } from '../../registry/test/fake-clock.js';
 import { registryContract } from '../../registry/test/registry-contract.js';
+import { replicaSetContract } from '../../registry/test/replica-set-contract.js';
 import { IpcRegistry, RestartBudget, serveRegistryCall, type WorkerChannel } from '../src/index.js';
 
 // A worker's registry (`--workers N`) is the primary's, reached over node:cluster's IPC channel. Here the
@@ -11,7 +12,10 @@ import { IpcRegistry, RestartBudget, serveRegistryCall, type WorkerChannel } fro
 type Message = Parameters<WorkerChannel['send']>[0];
 
 /** A worker channel to `registry`, served as the primary serves it; `stall` stops answering. */
-function channelTo(registry: SessionRegistry): { channel: WorkerChannel; stall(): void } {
+function channelTo(registry: SessionRegistry & ReplicaSetRegistry): {
+  channel: WorkerChannel;
+  stall(): void;
+} {
   const handlers = new Set<(message: never) => void>();
   let stalled = false;
   const channel: WorkerChannel = {
@@ -39,6 +43,18 @@ function channelTo(registry: SessionRegistry): { channel: WorkerChannel; stall()
 }
 
 registryContract('ipc (a worker of --workers N)', async (clock) => {
+  const primary = createMemoryRegistry({ clock: clock.now });
+  const registry = new IpcRegistry(channelTo(primary).channel);
+  return {
+    registry,
+    cleanup: async () => {
+      await registry.close();
+      await primary.close();
+    },
+  };
+});
+
+replicaSetContract('ipc (a worker of --workers N)', async (clock) => {
   const primary = createMemoryRegistry({ clock: clock.now });
   const registry = new IpcRegistry(channelTo(primary).channel);
   return {

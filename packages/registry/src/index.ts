@@ -21,6 +21,12 @@ export {
   spaceOf,
 } from './registry-arguments.js';
 export type {
+  ReplicaClaimResult,
+  ReplicaHolder,
+  ReplicaSet,
+  ReplicaSetRegistry,
+} from './replica-sets.js';
+export type {
   ClaimInput,
   ClaimResult,
   HeldLease,

@@ -12,6 +12,7 @@ import {
   checkSpace,
   checkTtl,
 } from './registry-arguments.js';
+import type { ReplicaClaimResult, ReplicaHolder, ReplicaSet, ReplicaSetRegistry } from './replica-sets.js';
 import type {
   ClaimInput,
   ClaimResult,
@@ -52,7 +53,7 @@ function resolveMemoryRegistryOptions(options: MemoryRegistryOptions = {}): Reso
 }
 
 /** The memory registry, plus what only makes sense in one process. */
-export interface MemoryRegistry extends SessionRegistry {
+export interface MemoryRegistry extends SessionRegistry, ReplicaSetRegistry {
   /** Records held in memory, including expired ones not swept yet (diagnostics and tests). */
   readonly size: number;
 }
@@ -68,6 +69,11 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
   const { clock, sweepIntervalMs } = resolveMemoryRegistryOptions(options);
   const records = new Map<string, MutableRecord>();
   const nodes = new Map<string, NodeRecord>();
+  /** Replica sets by name: owner, account and the holders by node id. */
+  const replicaSets = new Map<
+    string,
+    { owner: string; account: string; holders: Map<string, ReplicaHolder> }
+  >();
   // One counter for every name: strictly increasing per name too, and nothing to remember about a name
   // after it is released or expires (a per-name counter would have to outlive its record forever).
   let lastEpoch = 0;
@@ -77,6 +83,7 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
   const sweep = (now: number): void => {
     for (const [name, record] of records) if (record.expiresAt <= now) records.delete(name);
     for (const [id, node] of nodes) if (node.expiresAt <= now) nodes.delete(id);
+    for (const name of replicaSets.keys()) liveSet(name, now);
     nextSweepAt = now + sweepIntervalMs;
   };
   // Expired records are invisible at once; they are also removed from memory in bulk, by the timer and,
@@ -101,6 +108,15 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
     }
     return record;
   };
+  /** The replica set of `name` with its expired holders dropped; undefined (and dropped) when none is live. */
+  function liveSet(name: string, now: number) {
+    const set = replicaSets.get(name);
+    if (set === undefined) return undefined;
+    for (const [nodeId, holder] of set.holders) if (holder.expiresAt <= now) set.holders.delete(nodeId);
+    if (set.holders.size > 0) return set;
+    replicaSets.delete(name);
+    return undefined;
+  }
   /** Live record holding exactly `epoch`. */
   const current = (name: string, epoch: number, now: number): MutableRecord | undefined => {
     const record = live(name, now);
@@ -136,6 +152,21 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
       const existing = live(input.name, now);
       if (existing !== undefined && existing.owner !== input.owner) {
         return { ok: false, reason: 'owned-by-other', record: snapshot(existing) };
+      }
+      const set = liveSet(input.name, now);
+      if (set !== undefined && set.owner !== input.owner) {
+        // The set has no single record: its first holder stands for it, so the caller can say who holds it.
+        const holder = [...set.holders.values()].sort((a, b) => a.nodeId.localeCompare(b.nodeId))[0];
+        if (holder !== undefined) {
+          const record = {
+            name: input.name,
+            owner: set.owner,
+            account: set.account,
+            connected: true,
+            ...holder,
+          };
+          return { ok: false, reason: 'owned-by-other', record };
+        }
       }
       lastEpoch += 1;
       const record: MutableRecord = {
@@ -255,6 +286,69 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
       return node !== undefined && node.expiresAt > clock();
     },
 
+    async claimReplica(input: ClaimInput): Promise<ReplicaClaimResult> {
+      assertOpen();
+      checkClaimInput(input);
+      const now = clock();
+      sweepIfDue(now);
+      const existing = live(input.name, now);
+      if (existing !== undefined && existing.owner !== input.owner) {
+        return { ok: false, reason: 'owned-by-other', owner: existing.owner };
+      }
+      let set = liveSet(input.name, now);
+      if (set !== undefined && set.owner !== input.owner) {
+        return { ok: false, reason: 'owned-by-other', owner: set.owner };
+      }
+      const account = input.account ?? input.owner;
+      if (set === undefined) {
+        set = { owner: input.owner, account, holders: new Map() };
+        replicaSets.set(input.name, set);
+      }
+      set.account = account;
+      lastEpoch += 1;
+      const holder: ReplicaHolder = { nodeId: input.nodeId, epoch: lastEpoch, expiresAt: now + input.ttlMs };
+      set.holders.set(input.nodeId, holder);
+      return { ok: true, holder: { ...holder } };
+    },
+
+    async renewReplica(name, nodeId, epoch, ttlMs) {
+      assertOpen();
+      checkName(name);
+      checkNodeId(nodeId);
+      checkEpoch(epoch);
+      checkTtl('ttlMs', ttlMs);
+      const now = clock();
+      const set = liveSet(name, now);
+      const holder = set?.holders.get(nodeId);
+      if (set === undefined || holder?.epoch !== epoch) return false;
+      set.holders.set(nodeId, { ...holder, expiresAt: now + ttlMs });
+      return true;
+    },
+
+    async releaseReplica(name, nodeId, epoch) {
+      assertOpen();
+      checkName(name);
+      checkNodeId(nodeId);
+      checkEpoch(epoch);
+      const now = clock();
+      const set = liveSet(name, now);
+      if (set === undefined || set.holders.get(nodeId)?.epoch !== epoch) return false;
+      set.holders.delete(nodeId);
+      liveSet(name, now);
+      return true;
+    },
+
+    async lookupReplicas(name): Promise<ReplicaSet | undefined> {
+      assertOpen();
+      checkName(name);
+      const set = liveSet(name, clock());
+      if (set === undefined) return undefined;
+      const holders = [...set.holders.values()]
+        .map((holder) => ({ ...holder }))
+        .sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
+      return { name, owner: set.owner, account: set.account, holders };
+    },
+
     async ping() {
       assertOpen();
     },
@@ -264,6 +358,7 @@ export function createMemoryRegistry(options?: MemoryRegistryOptions): MemoryReg
       clearInterval(timer);
       records.clear();
       nodes.clear();
+      replicaSets.clear();
     },
   };
 }

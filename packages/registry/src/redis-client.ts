@@ -1,6 +1,11 @@
 import calculateSlot from 'cluster-key-slot';
 import { type ChainableCommander, Cluster, Redis, type RedisOptions } from 'ioredis';
 import {
+  CLAIM_REPLICA_SCRIPT,
+  RELEASE_REPLICA_SCRIPT,
+  RENEW_REPLICA_SCRIPT,
+} from './redis-replica-scripts.js';
+import {
   CLAIM_SCRIPT,
   INDEX_SCRIPT,
   MARK_DISCONNECTED_SCRIPT,
@@ -22,7 +27,15 @@ import type { RedisAddress } from './redis-url.js';
 
 /** The scripts as ioredis commands (EVALSHA, falling back to EVAL on a fresh connection). */
 export interface ScriptCommands {
-  tunnel2Claim(session: string, counter: string, ...argv: string[]): Promise<unknown>;
+  tunnel2Claim(session: string, counter: string, replicas: string, ...argv: string[]): Promise<unknown>;
+  tunnel2ClaimReplica(
+    session: string,
+    counter: string,
+    replicas: string,
+    ...argv: string[]
+  ): Promise<unknown>;
+  tunnel2RenewReplica(replicas: string, ...argv: string[]): Promise<unknown>;
+  tunnel2ReleaseReplica(replicas: string, ...argv: string[]): Promise<unknown>;
   tunnel2Renew(session: string, ...argv: string[]): Promise<unknown>;
   tunnel2Disconnect(session: string, ...argv: string[]): Promise<unknown>;
   tunnel2Release(session: string, ...argv: string[]): Promise<unknown>;
@@ -88,7 +101,10 @@ export function createRegistryClient(address: RedisAddress, timings: ClientTimin
   }
   // Connection errors surface on calls as UNAVAILABLE; without a listener ioredis would print them.
   redis.on('error', () => {});
-  redis.defineCommand('tunnel2Claim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
+  redis.defineCommand('tunnel2Claim', { numberOfKeys: 3, lua: CLAIM_SCRIPT });
+  redis.defineCommand('tunnel2ClaimReplica', { numberOfKeys: 3, lua: CLAIM_REPLICA_SCRIPT });
+  redis.defineCommand('tunnel2RenewReplica', { numberOfKeys: 1, lua: RENEW_REPLICA_SCRIPT });
+  redis.defineCommand('tunnel2ReleaseReplica', { numberOfKeys: 1, lua: RELEASE_REPLICA_SCRIPT });
   redis.defineCommand('tunnel2Renew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
   redis.defineCommand('tunnel2Disconnect', { numberOfKeys: 1, lua: MARK_DISCONNECTED_SCRIPT });
   redis.defineCommand('tunnel2Release', { numberOfKeys: 1, lua: RELEASE_SCRIPT });

@@ -1,6 +1,7 @@
 import { type Clock, systemClock } from './clock.js';
 import { RegistryError, RegistryErrorCode } from './errors.js';
 import { createRegistryClient, type ScriptedPipeline } from './redis-client.js';
+import { redisReplicaSets } from './redis-replica-sets.js';
 import { actedOn, parseNumber, RECORD_FIELDS, toNodeRecord, toRecord, unavailable } from './redis-replies.js';
 import { parseRedisUrl, type RedisAddress, redactRedisUrl } from './redis-url.js';
 import {
@@ -16,6 +17,7 @@ import {
   checkTtl,
   spaceOf,
 } from './registry-arguments.js';
+import type { ReplicaSetRegistry } from './replica-sets.js';
 import type { ClaimResult, SessionRecord, SessionRegistry } from './session-registry.js';
 
 /*
@@ -26,6 +28,7 @@ import type { ClaimResult, SessionRecord, SessionRegistry } from './session-regi
  *
  * Keys (all under `keyPrefix`, default `tunnel2:`):
  *   <prefix>{b<n>}:s:<name>   hash {name, nodeId, owner, epoch, expiresAt, connected, account} of a session
+ *   <prefix>{b<n>}:r:<name>   hash of the name's replica set (redis-replica-scripts.ts)
  *   <prefix>{b<n>}:epoch      the epoch counter of bucket n (n = FNV-1a(name) mod 1024)
  *   <prefix>{nodes}:node:<id> JSON {url, expiresAt} of an announced edge node
  *   <prefix>{o<n>}:own:<space>:<account>  set of the names `<space>:<key>` claimed counting against this
@@ -181,7 +184,9 @@ export function epochBucket(name: string): number {
 }
 
 /** Async: it connects first, so a wrong URL or an absent Redis fails at startup with UNAVAILABLE. */
-export async function createRedisRegistry(options: RedisRegistryOptions): Promise<SessionRegistry> {
+export async function createRedisRegistry(
+  options: RedisRegistryOptions,
+): Promise<SessionRegistry & ReplicaSetRegistry> {
   const resolved = resolveRedisRegistryOptions(options);
   const { keyPrefix, clock, gcMarginMs, batchSize } = resolved;
   const client = createRegistryClient(resolved.address, {
@@ -250,6 +255,8 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
   ];
 
   return {
+    ...redisReplicaSets({ redis, clock, tag, sessionKey, gcTtl, call }),
+
     async claim(input): Promise<ClaimResult> {
       checkClaimInput(input);
       return call('claim', async () => {
@@ -259,6 +266,7 @@ export async function createRedisRegistry(options: RedisRegistryOptions): Promis
         const reply = await redis.tunnel2Claim(
           sessionKey(input.name),
           `${tag(input.name)}:epoch`,
+          `${tag(input.name)}:r:${input.name}`,
           input.name,
           input.nodeId,
           input.owner,

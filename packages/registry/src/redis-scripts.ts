@@ -18,8 +18,11 @@
  *   `string.format('%.0f')` here, `String(n)` in TypeScript).
  */
 
+import { SET_BLOCKS_CLAIM } from './redis-replica-scripts.js';
+
 /**
- * Claim. KEYS: session hash, bucket epoch counter. ARGV: name, nodeId, owner, expiresAt, now, gcTtlMs,
+ * Claim. KEYS: session hash, bucket epoch counter, the name's replica set hash (redis-replica-scripts.ts).
+ * ARGV: name, nodeId, owner, expiresAt, now, gcTtlMs,
  * account.
  * Guarantees: a live record of another owner is returned untouched ({'refused', nodeId, owner, epoch,
  * expiresAt, connected, account}); otherwise the name is taken with an epoch greater than every epoch this bucket
@@ -27,9 +30,10 @@
  * clock in microseconds (so after a failover that lost the counter's last writes, new epochs still land
  * above the lost ones; see redis-registry.ts). Returns {'claimed', epoch}, or, when it took over a live
  * record of the same owner, {'claimed', epoch, nodeId, owner, epoch, expiresAt, connected, account} of it
- * (read in the same atomic step, so it is exactly the claim this one superseded).
+ * (read in the same atomic step, so it is exactly the claim this one superseded). A live replica set of
+ * another owner refuses the claim too, answered as a record of its first live holder.
  */
-export const CLAIM_SCRIPT = `
+export const CLAIM_SCRIPT = `${SET_BLOCKS_CLAIM}
 local held = redis.call('HMGET', KEYS[1], 'owner', 'expiresAt', 'nodeId', 'epoch', 'connected', 'account')
 local live = held[1] and tonumber(held[2]) > tonumber(ARGV[5])
 if live and held[1] ~= ARGV[3] then

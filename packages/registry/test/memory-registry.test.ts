@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createMemoryRegistry, RegistryError, RegistryErrorCode } from '../src/index.js';
 import { createFakeClock } from './fake-clock.js';
 import { registryContract } from './registry-contract.js';
+import { replicaSetContract } from './replica-set-contract.js';
 
 registryContract('memory', async (clock) => {
   const registry = createMemoryRegistry({ clock: clock.now });
@@ -76,4 +77,9 @@ describe('memory registry', () => {
     // The brand is shared with @tunnel2/protocol's Tunnel2Error, so the edge sees a tunnel2 error.
     expect((err as Record<symbol, unknown>)[Symbol.for('tunnel2.error')]).toBe(true);
   });
+});
+
+replicaSetContract('memory', async (clock) => {
+  const registry = createMemoryRegistry({ clock: clock.now });
+  return { registry, cleanup: () => registry.close() };
 });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RegistryErrorCode } from '../src/index.js';
 import { createRedisRegistry, epochBucket } from '../src/redis-registry.js';
 import { registryContract } from './registry-contract.js';
+import { replicaSetContract } from './replica-set-contract.js';
 
 let cluster: RedisCluster;
 beforeAll(async () => {
@@ -15,6 +16,15 @@ const freshPrefix = (): string => `t2test:${randomUUID()}:`;
 
 // The same contract as the memory registry and a single Redis, unchanged, on a real three-master cluster.
 registryContract('redis cluster', async (clock) => {
+  const registry = await createRedisRegistry({
+    url: cluster.url,
+    clock: clock.now,
+    keyPrefix: freshPrefix(),
+  });
+  return { registry, cleanup: () => registry.close() };
+});
+
+replicaSetContract('redis cluster', async (clock) => {
   const registry = await createRedisRegistry({
     url: cluster.url,
     clock: clock.now,

@@ -12,6 +12,7 @@ import {
 } from '../src/redis-registry.js';
 import { createFakeClock } from './fake-clock.js';
 import { registryContract } from './registry-contract.js';
+import { replicaSetContract } from './replica-set-contract.js';
 
 let server: RedisServer;
 beforeAll(async () => {
@@ -23,6 +24,11 @@ afterAll(() => server?.stop());
 const freshPrefix = (): string => `t2test:${randomUUID()}:`;
 
 registryContract('redis', async (clock) => {
+  const registry = await createRedisRegistry({ url: server.url, clock: clock.now, keyPrefix: freshPrefix() });
+  return { registry, cleanup: () => registry.close() };
+});
+
+replicaSetContract('redis', async (clock) => {
   const registry = await createRedisRegistry({ url: server.url, clock: clock.now, keyPrefix: freshPrefix() });
   return { registry, cleanup: () => registry.close() };
 });
@@ -226,7 +232,8 @@ describe('redis registry', () => {
 
   it('keeps ioredis out of the main entry: only the redis entry and its client file load it', async () => {
     const dir = new URL('../src/', import.meta.url);
-    const loaders = ['redis-client.ts', 'redis-registry.ts'];
+    // redis-replica-sets.ts is the replica half of the redis entry, reached only through redis-registry.ts.
+    const loaders = ['redis-client.ts', 'redis-registry.ts', 'redis-replica-sets.ts'];
     for (const file of await readdir(dir)) {
       const text = await readFile(new URL(file, dir), 'utf8');
       const importsRedis = /from '(ioredis|cluster-key-slot)'|from '\.\/redis-(registry|client)\.js'/.test(

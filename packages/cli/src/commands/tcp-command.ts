@@ -11,6 +11,8 @@ export interface TcpCommandOptions {
   color?: boolean;
   remotePort?: string;
   allowIp?: string;
+  /** `--replica`: share the public port with the owner's other agents (needs --remote-port). */
+  replica?: boolean;
 }
 
 function remotePortOf(value: string | undefined): number | undefined {
@@ -36,6 +38,7 @@ export function runTcpCommand(target: string, options: TcpCommandOptions): Promi
         allowIps: allowIpList(options.allowIp),
         inspect: false,
         tcp: remotePort === undefined ? {} : { remotePort },
+        replica: options.replica,
         logger,
       });
     },

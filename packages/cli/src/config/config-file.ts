@@ -43,7 +43,7 @@ export const HTTP_KEYS = [
   'h2c',
   'http1',
 ];
-export const TCP_KEYS = ['proto', 'target', 'remote_port', 'allow_ip'];
+export const TCP_KEYS = ['proto', 'target', 'remote_port', 'replica', 'allow_ip'];
 /** A tunnel's name: it prefixes output lines, so it stays short and plain. */
 const NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/i;
 
@@ -171,7 +171,18 @@ function checkTunnel(
     ) {
       throw invalid(file, `${path}.remote_port`, `expected a port number 1-65535, got ${shown(remotePort)}`);
     }
-    return { name, target, allowIps, tcp: { remotePort: remotePort as number | undefined } };
+    const replica = fields.replica ?? false;
+    if (typeof replica !== 'boolean')
+      throw invalid(file, `${path}.replica`, `expected true or false, got ${shown(replica)}`);
+    if (replica && remotePort === undefined)
+      throw invalid(file, `${path}.replica`, 'TCP replicas share one public port: set remote_port too');
+    return {
+      name,
+      target,
+      allowIps,
+      tcp: { remotePort: remotePort as number | undefined },
+      ...(replica ? { replica } : {}),
+    };
   }
   const subdomain = optionalString(file, `${path}.subdomain`, fields.subdomain);
   if (subdomain !== undefined && !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(subdomain)) {

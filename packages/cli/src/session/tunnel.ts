@@ -108,12 +108,14 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     this.#hostHeader = resolveHostHeader(options.hostHeader);
     this.#protect = resolveProtection(options);
     this.#logger = options.logger ?? pino({ level: 'silent' });
-    if (options.replica === true && (options.subdomain === undefined || options.tcp !== undefined)) {
-      // Replicas serve one name together: a random name cannot be joined, and a TCP port has one agent.
+    const joinsNothing =
+      options.tcp === undefined ? options.subdomain === undefined : options.tcp.remotePort === undefined;
+    if (options.replica === true && joinsNothing) {
+      // Replicas serve one name (HTTP) or one public port (TCP) together: a random one cannot be joined.
       throw new AgentError(
         AgentErrorCode.INVALID_OPTION,
         options.tcp !== undefined
-          ? 'replicas (--replica) are for HTTP tunnels: a TCP port has one agent'
+          ? '--replica needs --remote-port: TCP replicas share one public port'
           : '--replica needs --subdomain: replicas join one name',
       );
     }

@@ -100,13 +100,15 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     // `replica=1`: join the name beside the owner's other replicas rather than take it over (an older edge
     // ignores the parameter; the HELLO answer's `replicas` says this one did not).
     const replica = url.searchParams.get('replica') === '1';
-    if (replica && (options.cluster !== undefined || url.searchParams.has('tcp'))) {
+    // A TCP replica shares a port it names: with `tcp=any` each agent would get a port of its own.
+    const tcpReplicaAnyPort = replica && /^(any|0*)$/.test(url.searchParams.get('tcp') ?? 'x');
+    if (replica && (options.cluster !== undefined || tcpReplicaAnyPort)) {
       rejectUpgrade(socket, {
         code: EdgeErrorCode.BAD_REQUEST,
         message:
           options.cluster !== undefined
             ? 'this edge runs in cluster mode, where replicas (--replica) are not supported yet: run one agent per name'
-            : 'replicas (--replica) are for HTTP tunnels: a TCP port has one agent',
+            : 'a TCP replica (--replica) shares a fixed public port: name it (--remote-port)',
       });
       return;
     }
@@ -161,8 +163,13 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     const name = requested ?? randomSessionName();
     const run = headerValue(req, AGENT_RUN_HEADER)?.slice(0, 64);
     const self = { owner, run, anonymous: auth.anonymous };
+    // Replicas of one owner share the port: another run of theirs joins it rather than being refused.
+    const portJoins =
+      replica && (tcpPort?.entries.every((entry) => entry.replica && entry.owner === owner) ?? false);
     const portRun =
-      tcpPort === undefined ? undefined : heldBySelf(`port ${tcpPort.port}`, tcpPort.connection, self);
+      tcpPort === undefined || portJoins
+        ? undefined
+        : heldBySelf(`port ${tcpPort.port}`, tcpPort.connection, self);
     if (tcpPort !== undefined && portRun !== undefined) {
       endpoint.tcp?.abandon(tcpPort);
       rejectUpgrade(socket, nameHeld({ ...portRun, code: EdgeErrorCode.TCP_PORT_UNAVAILABLE }));
@@ -247,7 +254,14 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
           ...urls,
           ...(tcpPort ? { tcp: { port: tcpPort.port } } : {}),
           // How many agents serve the name with this one (said at connect only).
-          ...(replica ? { replicas: sessions.replicas(name).length + (joined ? 1 : 0) || 1 } : {}),
+          ...(replica
+            ? {
+                replicas:
+                  tcpPort === undefined
+                    ? sessions.replicas(name).length + (joined ? 1 : 0) || 1
+                    : tcpPort.entries.filter((entry) => entry.replica).length + 1,
+              }
+            : {}),
         },
         tcpPort: tcpPort?.port,
         run,

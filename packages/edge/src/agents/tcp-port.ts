@@ -1,24 +1,68 @@
 import type { Server, Socket } from 'node:net';
+import { pickReplica } from './replica-choice.js';
 import type { TunnelEntry } from './tunnel-entry.js';
 
-/** A public port claimed by an owner, and the session serving it when one is connected. */
+/**
+ * A public port claimed by an owner, and the sessions serving it when connected: one, or several when its
+ * agents joined as replicas (`tunnel2 tcp --replica`, the same owner, all asked so). Each new connection
+ * goes to one of them (`pick`).
+ */
 export class TcpPort {
   readonly port: number;
   readonly owner: string;
   /** Whom the port counts against for the limit (agent-account.ts): the token, or an anonymous agent's address. */
   readonly account: string;
   readonly server: Server;
-  connection: TunnelEntry | undefined;
   /** Once a session has served it, the port is its owner's reservation: a failed reconnect keeps it. */
   attached = false;
   graceTimer: NodeJS.Timeout | undefined;
   /** When its grace began, in the order graces begin on this node (the oldest is given back first). */
   graceOrder = 0;
   readonly sockets = new Set<Socket>();
+  #entries: TunnelEntry[] = [];
+  /** Where the next tie among replicas starts (replica-choice.ts). */
+  #turn = 0;
   constructor(port: number, owner: string, server: Server, account = owner) {
     this.port = port;
     this.owner = owner;
     this.server = server;
     this.account = account;
+  }
+
+  /** The newest session serving the port (the one a non-replica claim replaces, a self-run check reads). */
+  get connection(): TunnelEntry | undefined {
+    return this.#entries[this.#entries.length - 1];
+  }
+  /** Serving the port from now on: this session alone. */
+  set connection(entry: TunnelEntry | undefined) {
+    this.#entries = entry === undefined ? [] : [entry];
+  }
+
+  /** Every session serving the port (several for replicas). */
+  get entries(): readonly TunnelEntry[] {
+    return this.#entries;
+  }
+
+  /** A replica joins the port's other replicas. */
+  join(entry: TunnelEntry): void {
+    this.#entries = [...this.#entries.filter((other) => other !== entry), entry];
+  }
+
+  /** The session stops serving the port; true if it did serve it. */
+  leave(entry: TunnelEntry): boolean {
+    const rest = this.#entries.filter((other) => other !== entry);
+    const left = rest.length < this.#entries.length;
+    this.#entries = rest;
+    return left;
+  }
+
+  /**
+   * The session a new connection goes to: of several replicas, the one with the fewest open streams (its
+   * connections), none that is draining while another can take it (replica-choice.ts).
+   */
+  pick(): TunnelEntry | undefined {
+    if (this.#entries.length <= 1) return this.#entries[0];
+    this.#turn = (this.#turn + 1) % 0x40000000;
+    return pickReplica(this.#entries, this.#turn);
   }
 }

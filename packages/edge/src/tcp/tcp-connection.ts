@@ -33,7 +33,7 @@ export function acceptTcpConnection(
   inFlight?: InFlight,
 ): void {
   const clientAddress = normalizeAddress(socket.remoteAddress ?? '');
-  const connection = port.connection;
+  const connection = port.pick();
   if (connection === undefined || !connection.ready) {
     counters.connections.no_agent++;
     socket.resetAndDestroy();

@@ -148,12 +148,23 @@ export class TcpTunnels implements TcpPortTable {
     this.#resume(port);
     this.#reclaimed.delete(port);
     port.attached = true;
-    const previous = port.connection;
-    port.connection = connection;
-    if (previous !== undefined && previous !== connection) {
+    const previous = port.entries;
+    // A replica joins the owner's other replicas on the port (replacing only an older connection of its
+    // own run, a reconnect); anything else takes the port over alone.
+    const joins =
+      connection.replica &&
+      previous.every((entry) => entry.replica && entry.owner === connection.owner && entry !== connection);
+    const run = joins ? connection.connection.run : undefined;
+    const replaced = joins
+      ? previous.filter((entry) => run !== undefined && entry.connection.run === run)
+      : previous.filter((entry) => entry !== connection);
+    for (const entry of replaced) port.leave(entry);
+    if (joins) port.join(connection);
+    else port.connection = connection;
+    for (const older of replaced) {
       // As with a name: the newer connection of the same owner wins, and the older agent is told not to
       // reconnect (else two agents would take the port from each other in turn).
-      previous.close(ErrorCode.SESSION_REPLACED, 'another agent with the same token took over this TCP port');
+      older.close(ErrorCode.SESSION_REPLACED, 'another agent with the same token took over this TCP port');
     }
   }
 
@@ -162,11 +173,12 @@ export class TcpTunnels implements TcpPortTable {
    * it was leaving (a graceful close).
    */
   detach(port: TcpPort, connection: TunnelEntry): void {
-    if (port.connection !== connection) {
+    if (!port.leave(connection)) {
       this.abandon(port);
       return;
     }
-    port.connection = undefined;
+    // Its other replicas keep serving the port; their connections go on.
+    if (port.connection !== undefined) return;
     // Unless a newer claim of its owner has it meanwhile (not yet attached): that one keeps it.
     if (connection.leaving && !this.#reclaimed.has(port)) this.#release(port);
     else this.#startGrace(port);

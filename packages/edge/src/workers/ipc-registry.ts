@@ -6,6 +6,9 @@ import {
   type NodeRecord,
   RegistryError,
   RegistryErrorCode,
+  type ReplicaClaimResult,
+  type ReplicaSet,
+  type ReplicaSetRegistry,
   type SessionRecord,
   type SessionRegistry,
 } from '@tunnel2/registry';
@@ -38,7 +41,7 @@ const knownCodes: ReadonlySet<string> = new Set(Object.values(RegistryErrorCode)
  * the registry's own (the same codes), so the edge treats it as it treats Redis: a primary that does not
  * answer in time is an unavailable store.
  */
-export class IpcRegistry implements SessionRegistry {
+export class IpcRegistry implements SessionRegistry, ReplicaSetRegistry {
   readonly #channel: WorkerChannel;
   readonly #timeoutMs: number;
   readonly #maxPending: number;
@@ -141,6 +144,18 @@ export class IpcRegistry implements SessionRegistry {
   }
   async ping(): Promise<void> {
     await this.#call('ping', []);
+  }
+  claimReplica(input: ClaimInput): Promise<ReplicaClaimResult> {
+    return this.#call('claimReplica', [input]);
+  }
+  renewReplica(name: string, nodeId: string, epoch: number, ttlMs: number): Promise<boolean> {
+    return this.#call('renewReplica', [name, nodeId, epoch, ttlMs]);
+  }
+  releaseReplica(name: string, nodeId: string, epoch: number): Promise<boolean> {
+    return this.#call('releaseReplica', [name, nodeId, epoch]);
+  }
+  async lookupReplicas(name: string): Promise<ReplicaSet | undefined> {
+    return (await this.#call<ReplicaSet | null>('lookupReplicas', [name])) ?? undefined;
   }
 
   /** Rejects what still waits; the primary's registry itself stays open (it is the primary's). */

@@ -1,4 +1,4 @@
-import type { SessionRegistry } from '@tunnel2/registry';
+import type { ReplicaSetRegistry, SessionRegistry } from '@tunnel2/registry';
 import { type RegistryMethod, registryMethods, type WorkerMessage } from './worker-messages.js';
 
 const methods: ReadonlySet<string> = new Set(registryMethods);
@@ -19,7 +19,7 @@ type Reply = (message: {
  * its siblings share.
  */
 export function serveRegistryCall(
-  registry: SessionRegistry,
+  registry: SessionRegistry & ReplicaSetRegistry,
   message: Extract<WorkerMessage, { t: 'registry' }>,
   reply: Reply,
 ): void {

@@ -18,6 +18,10 @@ export const registryMethods = [
   'lookupNode',
   'withdrawNode',
   'ping',
+  'claimReplica',
+  'renewReplica',
+  'releaseReplica',
+  'lookupReplicas',
 ] as const;
 export type RegistryMethod = (typeof registryMethods)[number];
 
