@@ -13,7 +13,8 @@ import { portRange, sendAndHash, startHashServer } from './support/tcp-stack.js'
 import { startWsBackend, type WsBackend } from './support/ws-backend.js';
 
 // `tunnel2 server --workers N` as a real process: N edge workers share the ports, agents and public
-// connections land on any of them (node:cluster hands out connections in turn), and a request that lands
+// connections land on any of them (the kernel spreads them with SO_REUSEPORT on Linux, node:cluster hands
+// them out in turn elsewhere), and a request that lands
 // on a worker other than its agent's crosses the node link to it (the answer then names the holder in
 // x-tunnel2-node).
 
@@ -86,7 +87,7 @@ describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
   let wsBackend: WsBackend;
   let hashServer: Awaited<ReturnType<typeof startHashServer>>;
   const tunnels: Tunnel[] = [];
-  /** Two agents per worker on average: node:cluster spreads their connections over the workers. */
+  /** Two agents per worker on average: their connections are spread over the workers. */
   const names = Array.from({ length: workers * 2 }, (_, i) => `wk${workers}-${i}`);
 
   beforeAll(async () => {
@@ -118,7 +119,7 @@ describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
     // x-tunnel2-node names the holder of the session (in cluster mode, same-node answers too).
     const holders = new Set<string>();
     for (const name of names) {
-      // One connection per request: node:cluster hands them to the workers in turn.
+      // One connection per request, each placed on a worker of its own.
       for (let i = 0; i < workers * 2; i++) {
         const res = await send({ port, path: '/bytes/2000', headers: ['Host', `${name}.localhost`] });
         expect(res.status).toBe(200);
@@ -228,15 +229,21 @@ describe('tunnel2 server --workers 2 --registry redis:// (two such edges, as two
       edges.push(started);
     }
     backend = await createTestBackend();
-    for (let i = 0; i < 4; i++)
+    // At least four agents, and until they sit on both workers of machine-0: the kernel (SO_REUSEPORT)
+    // places each connection by a hash, so four alone all land on one worker one time in eight.
+    const seen = new Set<string>();
+    while (tunnels.length < 4 || (seen.size < 2 && tunnels.length < 16)) {
+      const name = `rd-${tunnels.length}`;
       tunnels.push(
-        await connect({
-          target: backend.port,
-          server: edges[0]?.url ?? '',
-          subdomain: `rd-${i}`,
-          logger: silent,
-        }),
+        await connect({ target: backend.port, server: edges[0]?.url ?? '', subdomain: name, logger: silent }),
       );
+      const res = await send({
+        port: edges[0]?.port ?? 0,
+        path: '/bytes/1',
+        headers: ['Host', `${name}.localhost`],
+      });
+      seen.add(String(res.headers['x-tunnel2-node']));
+    }
   }, 60_000);
 
   afterAll(async () => {
@@ -252,8 +259,9 @@ describe('tunnel2 server --workers 2 --registry redis:// (two such edges, as two
   it("serves agents of one edge's workers from every worker of the other edge", async () => {
     const holders = new Set<string>();
     for (const { port } of edges) {
-      for (let i = 0; i < 4; i++) {
-        for (let k = 0; k < 2; k++) {
+      for (let i = 0; i < tunnels.length; i++) {
+        // Four connections a name: each worker of machine-1 takes some, whichever way they are spread.
+        for (let k = 0; k < 4; k++) {
           const res = await send({ port, path: '/bytes/500', headers: ['Host', `rd-${i}.localhost`] });
           expect(res.status).toBe(200);
           expect(res.length).toBe(500);
