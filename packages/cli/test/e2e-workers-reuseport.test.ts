@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { type AddressInfo, createServer } from 'node:net';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, connectTcp, type Tunnel } from '../src/index.js';
@@ -114,3 +115,26 @@ describe.runIf(process.platform === 'linux')('tunnel2 server --workers 2 with SO
     }
   });
 });
+
+describe.runIf(process.platform === 'linux')(
+  'tunnel2 server --workers 2 on a port held with SO_REUSEPORT',
+  () => {
+    it('refuses the port instead of joining the other process on it, naming the setting, exit 1', async () => {
+      // Another process of this user (another edge's worker) bound with SO_REUSEPORT: the workers' own
+      // SO_REUSEPORT binds would succeed and the kernel would split the port's traffic between the two.
+      const holder = createServer((socket) => socket.end());
+      await new Promise<void>((resolve) =>
+        holder.listen({ port: 0, host: '127.0.0.1', reusePort: true }, resolve),
+      );
+      const taken = (holder.address() as AddressInfo).port;
+      try {
+        const edge = spawnCli(['server', '--workers', '2', '--port', String(taken), '--json']);
+        expect(await edge.exited).toBe(1);
+        expect(edge.stderr()).toContain(`invalid setting port=${taken}: cannot listen on 127.0.0.1:${taken}`);
+        expect(listenersOf(taken)).toEqual([process.pid]);
+      } finally {
+        holder.close();
+      }
+    });
+  },
+);
