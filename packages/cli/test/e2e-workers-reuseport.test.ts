@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { type AddressInfo, createServer } from 'node:net';
 import { createTestBackend } from '@tunnel2/test-backend';
+import { makeTestCa } from '@tunnel2/test-services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, connectTcp, type Tunnel } from '../src/index.js';
 import { send } from './support/http-client.js';
@@ -17,6 +18,15 @@ type Backend = Awaited<ReturnType<typeof createTestBackend>>;
 function listenersOf(port: number): number[] {
   const out = execFileSync('ss', ['-Hltnp', `sport = :${port}`], { encoding: 'utf8' });
   return [...out.matchAll(/pid=(\d+)/g)].map((m) => Number(m[1])).sort((a, b) => a - b);
+}
+
+/** The loopback ports a process listens on (`ss`). */
+function portsOf(pid: number): Set<number> {
+  const out = execFileSync('ss', ['-Hltnp'], { encoding: 'utf8' });
+  const ports = new Set<number>();
+  for (const line of out.split('\n'))
+    if (line.includes(`pid=${pid},`)) ports.add(Number(/:(\d+)\s/.exec(line)?.[1]));
+  return ports;
 }
 
 /** The worker pids the primary said are listening (its info log). */
@@ -138,3 +148,47 @@ describe.runIf(process.platform === 'linux')(
     });
   },
 );
+
+describe.runIf(process.platform === 'linux')('tunnel2 server --workers 2 --tls-cert … --http-port 0', () => {
+  it('binds the redirect port as one port in every worker too, and redirects from either', async () => {
+    const ca = await makeTestCa();
+    let edge: Spawned | undefined;
+    try {
+      const pair = await ca.issue('edge', ['localhost']);
+      edge = spawnCli([
+        'server',
+        '--workers',
+        '2',
+        '--port',
+        '0',
+        '--http-port',
+        '0',
+        '--tls-cert',
+        pair.certFile,
+        '--tls-key',
+        pair.keyFile,
+        '--json',
+        '--log-level',
+        'info',
+      ]);
+      const port = Number(new URL(String((await edge.waitFor('listening')).url)).port);
+      const [a, b] = workerPids(edge);
+      // Each worker's own link port aside, the ports both hold: the TLS port and the redirect port.
+      const shared = [...portsOf(a ?? 0)].filter((p) => portsOf(b ?? 0).has(p) && p !== port);
+      expect(shared).toHaveLength(1);
+      const httpPort = shared[0] ?? 0;
+      expect(listenersOf(httpPort)).toEqual(workerPids(edge));
+      for (let i = 0; i < 10; i++) {
+        const res = await send({ port: httpPort, path: '/x', headers: ['Host', 'app.localhost'] });
+        expect(res.status).toBe(308);
+        expect(String(res.headers.location)).toBe(`https://app.localhost:${port}/x`);
+      }
+    } finally {
+      if (edge !== undefined && edge.child.exitCode === null) {
+        edge.kill('SIGKILL');
+        await edge.exited;
+      }
+      await ca.dispose();
+    }
+  });
+});
