@@ -87,16 +87,24 @@ describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
   let wsBackend: WsBackend;
   let hashServer: Awaited<ReturnType<typeof startHashServer>>;
   const tunnels: Tunnel[] = [];
-  /** Two agents per worker on average: their connections are spread over the workers. */
-  const names = Array.from({ length: workers * 2 }, (_, i) => `wk${workers}-${i}`);
+  /** At least two agents per worker on average, and until every worker holds one (see beforeAll). */
+  const names: string[] = [];
 
   beforeAll(async () => {
     ({ edge, port, url, adminUrl } = await startWorkersEdge(workers, ['--tcp-ports', portRange(16)]));
     backend = await createTestBackend();
     wsBackend = await startWsBackend();
     hashServer = await startHashServer();
-    for (const name of names)
+    // The kernel (SO_REUSEPORT) places each agent's connection by a hash, not in turn: agents are added
+    // until every worker holds one (four agents on two workers all sit on one, one time in eight).
+    const holders = new Set<string>();
+    while (names.length < workers * 2 || (holders.size < workers && names.length < workers * 8)) {
+      const name = `wk${workers}-${names.length}`;
+      names.push(name);
       tunnels.push(await connect({ target: backend.port, server: url, subdomain: name, logger: silent }));
+      const res = await send({ port, path: '/bytes/1', headers: ['Host', `${name}.localhost`] });
+      holders.add(String(res.headers['x-tunnel2-node']));
+    }
     tunnels.push(
       await connect({ target: wsBackend.port, server: url, subdomain: `ws${workers}`, logger: silent }),
     );
