@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, connectTcp, type Tunnel } from '../src/index.js';
 import { send } from './support/http-client.js';
 import { type Spawned, spawnCli } from './support/processes.js';
-import { silent } from './support/stack.js';
+import { silent, until } from './support/stack.js';
 import { portRange, sendAndHash, startHashServer } from './support/tcp-stack.js';
 
 // `tunnel2 server --workers 2` on Linux: each worker binds the public port and the TCP ports itself with
@@ -27,6 +27,17 @@ function portsOf(pid: number): Set<number> {
   for (const line of out.split('\n'))
     if (line.includes(`pid=${pid},`)) ports.add(Number(/:(\d+)\s/.exec(line)?.[1]));
   return ports;
+}
+
+/**
+ * Resolves once the primary's log (stderr) names `count` workers listening: its `listening` event comes on
+ * stdout, another pipe, which may be read first.
+ */
+async function allWorkersLogged(edge: Spawned, count: number): Promise<void> {
+  await until(() => workerPids(edge).length === count, {
+    what: `${count} workers logged`,
+    timeoutMs: 10_000,
+  });
 }
 
 /** The worker pids the primary said are listening (its info log). */
@@ -76,6 +87,7 @@ describe.runIf(process.platform === 'linux')('tunnel2 server --workers 2 with SO
     url = String(listening.url);
     port = Number(new URL(url).port);
     adminUrl = String(listening.adminUrl);
+    await allWorkersLogged(edge, 2);
     backend = await createTestBackend();
     hashServer = await startHashServer();
     tunnels.push(await connect({ target: backend.port, server: url, subdomain: 'rp', logger: silent }));
@@ -172,10 +184,15 @@ describe.runIf(process.platform === 'linux')('tunnel2 server --workers 2 --tls-c
         'info',
       ]);
       const port = Number(new URL(String((await edge.waitFor('listening')).url)).port);
-      const [a, b] = workerPids(edge);
+      await allWorkersLogged(edge, 2);
+      const workers = workerPids(edge);
       // Each worker's own link port aside, the ports both hold: the TLS port and the redirect port.
-      const shared = [...portsOf(a ?? 0)].filter((p) => portsOf(b ?? 0).has(p) && p !== port);
-      expect(shared).toHaveLength(1);
+      const [first, ...others] = workers.map(portsOf);
+      const shared = [...(first ?? [])].filter((p) => p !== port && others.every((ports) => ports.has(p)));
+      expect(
+        shared,
+        `${workers.join(',')}: ${execFileSync('ss', ['-Hltnp'], { encoding: 'utf8' })}`,
+      ).toHaveLength(1);
       const httpPort = shared[0] ?? 0;
       expect(listenersOf(httpPort)).toEqual(workerPids(edge));
       for (let i = 0; i < 10; i++) {

@@ -50,6 +50,8 @@ async function startWorkersEdge(
   ]);
   const listening = await edge.waitFor('listening');
   expect(listening.workers).toBe(workers);
+  // The workers' lines come on stderr, another pipe than the event's, and may be read after it.
+  await until(() => workersOf(edge).size === workers, { what: 'every worker logged', timeoutMs: 10_000 });
   const url = String(listening.url);
   return { edge, url, port: Number(new URL(url).port), adminUrl: String(listening.adminUrl) };
 }
