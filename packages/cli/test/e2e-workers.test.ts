@@ -8,12 +8,13 @@ import { CLUSTER_SECRET } from './support/cluster-harness.js';
 import { h2c, h2Request } from './support/h2-client.js';
 import { send } from './support/http-client.js';
 import { type Spawned, spawnCli } from './support/processes.js';
-import { silent } from './support/stack.js';
+import { silent, until } from './support/stack.js';
 import { portRange, sendAndHash, startHashServer } from './support/tcp-stack.js';
 import { startWsBackend, type WsBackend } from './support/ws-backend.js';
 
 // `tunnel2 server --workers N` as a real process: N edge workers share the ports, agents and public
-// connections land on any of them (node:cluster hands out connections in turn), and a request that lands
+// connections land on any of them (the kernel spreads them with SO_REUSEPORT on Linux, node:cluster hands
+// them out in turn elsewhere), and a request that lands
 // on a worker other than its agent's crosses the node link to it (the answer then names the holder in
 // x-tunnel2-node).
 
@@ -49,6 +50,8 @@ async function startWorkersEdge(
   ]);
   const listening = await edge.waitFor('listening');
   expect(listening.workers).toBe(workers);
+  // The workers' lines come on stderr, another pipe than the event's, and may be read after it.
+  await until(() => workersOf(edge).size === workers, { what: 'every worker logged', timeoutMs: 10_000 });
   const url = String(listening.url);
   return { edge, url, port: Number(new URL(url).port), adminUrl: String(listening.adminUrl) };
 }
@@ -86,16 +89,24 @@ describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
   let wsBackend: WsBackend;
   let hashServer: Awaited<ReturnType<typeof startHashServer>>;
   const tunnels: Tunnel[] = [];
-  /** Two agents per worker on average: node:cluster spreads their connections over the workers. */
-  const names = Array.from({ length: workers * 2 }, (_, i) => `wk${workers}-${i}`);
+  /** At least two agents per worker on average, and until every worker holds one (see beforeAll). */
+  const names: string[] = [];
 
   beforeAll(async () => {
     ({ edge, port, url, adminUrl } = await startWorkersEdge(workers, ['--tcp-ports', portRange(16)]));
     backend = await createTestBackend();
     wsBackend = await startWsBackend();
     hashServer = await startHashServer();
-    for (const name of names)
+    // The kernel (SO_REUSEPORT) places each agent's connection by a hash, not in turn: agents are added
+    // until every worker holds one (four agents on two workers all sit on one, one time in eight).
+    const holders = new Set<string>();
+    while (names.length < workers * 2 || (holders.size < workers && names.length < workers * 8)) {
+      const name = `wk${workers}-${names.length}`;
+      names.push(name);
       tunnels.push(await connect({ target: backend.port, server: url, subdomain: name, logger: silent }));
+      const res = await send({ port, path: '/bytes/1', headers: ['Host', `${name}.localhost`] });
+      holders.add(String(res.headers['x-tunnel2-node']));
+    }
     tunnels.push(
       await connect({ target: wsBackend.port, server: url, subdomain: `ws${workers}`, logger: silent }),
     );
@@ -117,9 +128,17 @@ describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
     expect(nodes.size).toBe(workers);
     // x-tunnel2-node names the holder of the session (in cluster mode, same-node answers too).
     const holders = new Set<string>();
-    for (const name of names) {
-      // One connection per request: node:cluster hands them to the workers in turn.
-      for (let i = 0; i < workers * 2; i++) {
+    const forwardedBy = async (): Promise<number[]> => {
+      const text = await (await fetch(`${adminUrl}/metrics`)).text();
+      return Array.from({ length: workers }, (_, i) =>
+        sampleOf(text, 'tunnel2_cluster_forwarded_total', `worker="${i}"`, 'outcome="ok"'),
+      );
+    };
+    // Rounds of one request per name until every worker has carried some (the kernel places each
+    // connection by a hash, so a worker may miss a name's few connections by chance); at least two rounds.
+    for (let round = 0; round < 2 || (round < 30 && (await forwardedBy()).includes(0)); round++) {
+      for (const name of names) {
+        // One connection per request, each placed on a worker of its own.
         const res = await send({ port, path: '/bytes/2000', headers: ['Host', `${name}.localhost`] });
         expect(res.status).toBe(200);
         expect(res.length).toBe(2000);
@@ -128,14 +147,10 @@ describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
         holders.add(holder);
       }
     }
-    expect(holders.size).toBeGreaterThan(1);
-    // Every worker took public requests and carried some to another worker's agent over the node link.
-    const text = await (await fetch(`${adminUrl}/metrics`)).text();
-    for (let i = 0; i < workers; i++) {
-      expect(
-        sampleOf(text, 'tunnel2_cluster_forwarded_total', `worker="${i}"`, 'outcome="ok"'),
-      ).toBeGreaterThan(0);
-    }
+    // Every name's holder answered; every worker took public requests and carried some to another
+    // worker's agent over the node link.
+    expect(holders.size).toBe(workers);
+    for (const forwarded of await forwardedBy()) expect(forwarded).toBeGreaterThan(0);
   });
 
   it('serves HTTP/2 (h2c) from whichever worker takes the connection', async () => {
@@ -188,15 +203,12 @@ describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
     const slow = names.map((name) =>
       send({ port, path: '/loadtest/delay/1500', headers: ['Host', `${name}.localhost`], timeoutMs: 10_000 }),
     );
-    const inFlight = async (): Promise<number> => {
-      const text = await (await fetch(`${adminUrl}/metrics`)).text();
-      let sum = 0;
-      for (let i = 0; i < workers; i++) sum += sampleOf(text, 'tunnel2_requests_in_flight', `worker="${i}"`);
-      return sum;
-    };
-    // Each is counted by the worker it landed on (and, carried, by its agent's worker too).
-    let seen = 0;
-    while (seen < names.length) seen = await inFlight();
+    // Every slow request has reached the backend (through its agent) before the signal: one still on its
+    // way would rightly be refused by a draining worker.
+    await until(() => backend.stats.inFlight >= names.length, {
+      what: 'every slow request at the backend',
+      timeoutMs: 10_000,
+    });
     edge.kill('SIGTERM');
     for (const res of await Promise.all(slow)) expect(res.status).toBe(200);
     await edge.waitFor('stopped');
@@ -228,15 +240,21 @@ describe('tunnel2 server --workers 2 --registry redis:// (two such edges, as two
       edges.push(started);
     }
     backend = await createTestBackend();
-    for (let i = 0; i < 4; i++)
+    // At least four agents, and until they sit on both workers of machine-0: the kernel (SO_REUSEPORT)
+    // places each connection by a hash, so four alone all land on one worker one time in eight.
+    const seen = new Set<string>();
+    while (tunnels.length < 4 || (seen.size < 2 && tunnels.length < 16)) {
+      const name = `rd-${tunnels.length}`;
       tunnels.push(
-        await connect({
-          target: backend.port,
-          server: edges[0]?.url ?? '',
-          subdomain: `rd-${i}`,
-          logger: silent,
-        }),
+        await connect({ target: backend.port, server: edges[0]?.url ?? '', subdomain: name, logger: silent }),
       );
+      const res = await send({
+        port: edges[0]?.port ?? 0,
+        path: '/bytes/1',
+        headers: ['Host', `${name}.localhost`],
+      });
+      seen.add(String(res.headers['x-tunnel2-node']));
+    }
   }, 60_000);
 
   afterAll(async () => {
@@ -252,8 +270,9 @@ describe('tunnel2 server --workers 2 --registry redis:// (two such edges, as two
   it("serves agents of one edge's workers from every worker of the other edge", async () => {
     const holders = new Set<string>();
     for (const { port } of edges) {
-      for (let i = 0; i < 4; i++) {
-        for (let k = 0; k < 2; k++) {
+      for (let i = 0; i < tunnels.length; i++) {
+        // Four connections a name: each worker of machine-1 takes some, whichever way they are spread.
+        for (let k = 0; k < 4; k++) {
           const res = await send({ port, path: '/bytes/500', headers: ['Host', `rd-${i}.localhost`] });
           expect(res.status).toBe(200);
           expect(res.length).toBe(500);

@@ -150,6 +150,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           inFlight,
           reconnectWaitMs: options.reconnectWaitMs,
           maxHeldPerPort: options.maxWaitingPerSession,
+          reusePort: options.reusePort,
           logger,
         });
   const tcp: TcpPortTable | undefined =
@@ -320,6 +321,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     },
     headersTimeoutMs: options.headersTimeoutMs,
     maxHeaderBytes: options.maxHeaderBytes,
+    reusePort: options.reusePort,
     logger,
     // HTTP/2: after ALPN h2 on the TLS port; on a plain port, a connection whose first bytes are the
     // HTTP/2 preface (h2c with prior knowledge), the bytes read to tell being handed to HTTP/1.1 otherwise.
@@ -426,7 +428,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       boundPort = await publicPort.listen(
         options.port,
         options.host,
-        () => app.listen({ port: options.port, host: options.host }),
+        () => app.listen({ port: options.port, host: options.host, ...publicPort.listenFlags }),
         async () => {
           await app.ready();
         },

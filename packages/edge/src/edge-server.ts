@@ -36,6 +36,8 @@ export interface EdgeServerExtras {
   cluster?: EdgeOptions['cluster'];
   /** Called once the edge is built, before it listens (a worker feeds its own link port to it). */
   onBuilt?: (edge: Edge) => void;
+  /** SO_REUSEPORT on the public, redirect and TCP ports (a worker where the OS balances them). */
+  reusePort?: boolean;
 }
 
 /** Agent tokens: the `tokens` setting plus the token file's lines (blank lines and # comments skipped). */
@@ -76,6 +78,7 @@ export async function startEdgeServer(
 ): Promise<EdgeServer> {
   const options = toEdgeOptions(settings, await collectTokens(settings));
   if (extras.cluster !== undefined) options.cluster = extras.cluster;
+  if (extras.reusePort === true) options.reusePort = true;
   // A shared registry is the edge's to close (buildEdge closes only the memory one it makes itself).
   const shared =
     settings.registry === 'memory' || extras.registry !== undefined

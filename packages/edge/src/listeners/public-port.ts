@@ -38,14 +38,24 @@ export interface PublicPortOptions {
   publicHttpsPort?: () => number | undefined;
   headersTimeoutMs: number;
   maxHeaderBytes: number;
+  /** SO_REUSEPORT on the public and redirect ports, this process's own socket (a worker of `--workers N`). */
+  reusePort?: boolean;
   logger: Logger;
 }
 
+/** The listen flags of a port bound with SO_REUSEPORT: exclusive, so a node:cluster worker binds it itself. */
+export type ReusePortFlags = { reusePort: true; exclusive: true } | Record<string, never>;
+
+/** SO_REUSEPORT's listen flags when asked for, else none (the single edge's listen is unchanged). */
+export function reusePortFlags(reusePort: boolean | undefined): ReusePortFlags {
+  return reusePort === true ? { reusePort: true, exclusive: true } : {};
+}
+
 /** Listens and resolves with the bound port, or rejects with the listen error (EADDRINUSE...). */
-function listenOn(server: NetServer, port: number, host: string): Promise<number> {
+function listenOn(server: NetServer, port: number, host: string, flags: ReusePortFlags): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen({ port, host, ...flags }, () => {
       server.off('error', reject);
       resolve((server.address() as AddressInfo).port);
     });
@@ -134,6 +144,11 @@ export class PublicPort {
           };
   }
 
+  /** How the public and redirect ports are bound (Fastify's own listen takes them too). */
+  get listenFlags(): ReusePortFlags {
+    return reusePortFlags(this.#options.reusePort);
+  }
+
   /** `https` when the port serves TLS. */
   get scheme(): 'http' | 'https' {
     return this.#certificates === undefined ? 'http' : 'https';
@@ -164,13 +179,13 @@ export class PublicPort {
     } else {
       // Fastify's server is fed connections by the one that listens: it is made ready, not listened.
       await ready();
-      await listenOn(server, port, host);
+      await listenOn(server, port, host, this.listenFlags);
     }
     this.#port = (server.address() as AddressInfo).port;
     if (this.#redirect !== undefined) {
       const httpPort = this.#options.tls?.httpPort ?? 0;
       try {
-        this.#redirectPort = await listenOn(this.#redirect, httpPort, host);
+        this.#redirectPort = await listenOn(this.#redirect, httpPort, host, this.listenFlags);
       } catch (err) {
         throw new EdgeError(
           EdgeErrorCode.INVALID_CONFIG,

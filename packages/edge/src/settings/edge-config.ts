@@ -99,8 +99,9 @@ export type LogLevel = (typeof logLevels)[number];
 // The compiler keeps the table complete: an EdgeOptions field (or auth / protocol field) added without a
 // setting here fails this line, so no edge option can be set in code but not by an operator.
 // `cluster` is set from nodeUrl + clusterSecret, `tls` from tlsCert + tlsKey (+ httpPort, acmeDir); its tuning knobs (cache TTL, connect timeout) keep
-// their defaults until measurements under a real load balancer say an operator needs them.
-type Unconfigurable = 'logger' | 'auth' | 'protocol' | 'cluster' | 'tls';
+// their defaults until measurements under a real load balancer say an operator needs them. `reusePort` follows
+// from `workers` and the OS (workers/reuse-port.ts).
+type Unconfigurable = 'logger' | 'auth' | 'protocol' | 'cluster' | 'tls' | 'reusePort';
 type MissingSettings =
   | Exclude<keyof EdgeOptions, keyof EdgeSettings | Unconfigurable>
   | Exclude<keyof AgentAuthOptions, keyof EdgeSettings>

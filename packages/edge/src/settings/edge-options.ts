@@ -138,6 +138,12 @@ export interface EdgeOptions {
   cluster?: ClusterOptions;
   /** TLS on the public port; undefined: plain HTTP (behind a TLS terminator, or local). */
   tls?: EdgeTlsOptions;
+  /**
+   * Bind the public, redirect and TCP ports with SO_REUSEPORT, each process its own socket beside its
+   * siblings' (a worker of `--workers N` on Linux/FreeBSD: the kernel spreads the connections, node:cluster's
+   * primary is not asked). Default false: one process holds each port alone, as a single edge always has.
+   */
+  reusePort?: boolean;
 }
 
 /**
@@ -200,6 +206,7 @@ export interface ResolvedEdgeOptions {
   maxTcpPortsPerOwner: number;
   cluster: ResolvedClusterOptions | undefined;
   tls: EdgeTlsOptions | undefined;
+  reusePort: boolean;
 }
 
 /**
@@ -381,6 +388,7 @@ export function resolveEdgeOptions(options: EdgeOptions): ResolvedEdgeOptions {
     maxTcpPortsPerOwner: positive('maxTcpPortsPerOwner', options.maxTcpPortsPerOwner ?? 5, 1, 65535),
     cluster: options.cluster === undefined ? undefined : resolveClusterOptions(options.cluster),
     tls: resolveTls(options.tls),
+    reusePort: options.reusePort === true,
   };
 }
 

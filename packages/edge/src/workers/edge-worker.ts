@@ -34,6 +34,7 @@ export type StartEdge = (
     registry?: SessionRegistry;
     cluster?: EdgeOptions['cluster'];
     onBuilt?: (edge: { readonly app: { readonly server: HttpServer } }) => void;
+    reusePort?: boolean;
   },
 ) => Promise<WorkerEdgeServer>;
 
@@ -74,7 +75,7 @@ export async function runEdgeWorker(
       resolve(message);
     });
   });
-  const { settings: given, index, secret, nodeId } = start;
+  const { settings: given, index, secret, nodeId, reusePort } = start;
   const logger = createEdgeLogger({ level: given.logLevel, format: given.logFormat }).child({
     worker: index,
   });
@@ -95,6 +96,7 @@ export async function runEdgeWorker(
       ...(registry === undefined ? {} : { registry }),
       cluster: { nodeUrl: linkUrl, secret },
       onBuilt: (edge) => link.feed(edge.app.server),
+      reusePort,
     });
     tell({ t: 'listening', url: server.url, nodeId, linkUrl, addresses: server.edge.addresses() });
   } catch (err) {

@@ -33,6 +33,8 @@ export interface WorkerStart {
   /** The cluster secret between workers: the operator's clusterSecret in Redis mode, else a random one. */
   secret: string;
   nodeId: string;
+  /** Bind the public, redirect and TCP ports with SO_REUSEPORT (settings' ports are then the ones bound). */
+  reusePort: boolean;
 }
 
 export type PrimaryMessage =

@@ -11,6 +11,7 @@ import { EDGE_WORKER_ENV } from './edge-worker.js';
 import { mergeWorkerMetrics } from './merge-metrics.js';
 import { serveRegistryCall } from './registry-service.js';
 import { RestartBudget } from './restart-budget.js';
+import { reservePorts, reusePortBalances } from './reuse-port.js';
 import { isTagged, type PrimaryMessage, type WorkerMessage } from './worker-messages.js';
 
 /** What the primary needs of the command's IO (edge-server.ts's EdgeCommandIo is one). */
@@ -50,8 +51,19 @@ const METRICS_TIMEOUT_MS = 2_000;
  * SIGTERM/SIGINT drains every worker and resolves once all have stopped. Resolves with the exit code.
  */
 export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<number> {
-  const { io, settings, logger } = input;
-  const count = settings.workers;
+  const { io, logger } = input;
+  const count = input.settings.workers;
+  // Where the kernel balances SO_REUSEPORT, each worker binds the ports itself: no hand-off through this
+  // process per connection, and a dead worker's socket leaves the group at once. Its ports are settled here
+  // first (port 0 made one port; a port held already refused as a single edge refuses it).
+  const reusePort = reusePortBalances();
+  let settings: EdgeSettings;
+  try {
+    settings = reusePort ? await reservePorts(input.settings) : input.settings;
+  } catch (err) {
+    io.stderr(`${io.command}: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
   const registry: MemoryRegistry | undefined =
     settings.registry === 'memory' ? createMemoryRegistry() : undefined;
   // The workers' cluster secret: the operator's in Redis mode (other machines' nodes share it), else one
@@ -91,7 +103,7 @@ export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<num
     slot.worker = worker;
     slot.listening = undefined;
     worker.on('online', () =>
-      send(worker, { t: 'start', index: slot.index, settings, secret, nodeId: slot.nodeId }),
+      send(worker, { t: 'start', index: slot.index, settings, secret, nodeId: slot.nodeId, reusePort }),
     );
     worker.on('message', (message: unknown) => {
       if (!isTagged(message)) return;
@@ -316,6 +328,7 @@ export async function runWorkersPrimary(input: WorkersPrimaryInput): Promise<num
       adminUrl: admin?.url,
       domain: settings.domain,
       workers: count,
+      balance: reusePort ? 'reuseport' : 'round-robin',
       config: explicit,
       configFile: input.configPath,
     },

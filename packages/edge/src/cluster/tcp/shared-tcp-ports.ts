@@ -33,6 +33,8 @@ export interface SharedTcpPortsOptions {
   maxHeldPerPort: number;
   /** Connections this node may hold waiting at once, every port together. */
   maxHeldPerNode?: number;
+  /** SO_REUSEPORT: each worker of `--workers N` binds the range itself, the kernel spreads connections. */
+  reusePort?: boolean;
   logger: Logger;
 }
 
@@ -431,8 +433,11 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       };
       server.once('error', onError);
       // Not exclusive: in a worker of `--workers N` the workers share each port (node:cluster hands its
-      // connections out in turn, carried to the holder like another node's); elsewhere it changes nothing.
-      server.listen({ port: number, host: this.#options.host }, () => {
+      // connections out in turn, or with reusePort each binds its own socket and the kernel spreads them;
+      // either way carried to the holder like another node's); elsewhere it changes nothing.
+      // exclusive with reusePort: a node:cluster worker binds its own socket instead of asking the primary.
+      const flags = this.#options.reusePort === true ? { reusePort: true, exclusive: true } : {};
+      server.listen({ port: number, host: this.#options.host, ...flags }, () => {
         server.off('error', onError);
         server.on('error', (err) => this.#options.logger.warn({ err, port: number }, 'TCP listener failed'));
         if (this.#closed) {
