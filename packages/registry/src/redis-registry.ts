@@ -1,9 +1,9 @@
-import { type Clock, systemClock } from './clock.js';
 import { RegistryError, RegistryErrorCode } from './errors.js';
 import { createRegistryClient, type ScriptedPipeline } from './redis-client.js';
+import { type RedisRegistryOptions, resolveRedisRegistryOptions } from './redis-options.js';
 import { redisReplicaSets } from './redis-replica-sets.js';
 import { actedOn, parseNumber, RECORD_FIELDS, toNodeRecord, toRecord, unavailable } from './redis-replies.js';
-import { parseRedisUrl, type RedisAddress, redactRedisUrl } from './redis-url.js';
+import { redactRedisUrl } from './redis-url.js';
 import {
   checkClaimInput,
   checkEpoch,
@@ -89,89 +89,19 @@ import type { ClaimResult, SessionRecord, SessionRegistry } from './session-regi
  * each of at most one pipeline per master).
  */
 
-export interface RedisRegistryOptions {
-  /**
-   * `redis://[user:password@]host:port[/db]` (or `rediss://` for TLS), or for a Redis Cluster
-   * `redis+cluster://[user:password@]host:port,host:port...` (or `rediss+cluster://`): see redis-url.ts.
-   */
-  url: string;
-  /** Prefix of every key, so several deployments can share one Redis; default `tunnel2:`. No braces. */
-  keyPrefix?: string;
-  /** Time source for leases; default `Date.now`. */
-  clock?: Clock;
-  /** A command not answered within this many ms fails with UNAVAILABLE; default 2,000. */
-  commandTimeoutMs?: number;
-  /** Connecting (at creation and on reconnects) gives up after this many ms; default 5,000. */
-  connectTimeoutMs?: number;
-  /** Redis keeps a key this long past its logical expiry before deleting it; default 60,000. */
-  gcMarginMs?: number;
-  /** Commands per pipelined batch in renewMany and list; default 1,000. */
-  batchSize?: number;
-}
-
-export const DEFAULT_KEY_PREFIX = 'tunnel2:';
-export const DEFAULT_COMMAND_TIMEOUT_MS = 2_000;
-export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
-export const DEFAULT_GC_MARGIN_MS = 60_000;
-export const DEFAULT_BATCH_SIZE = 1_000;
 /** Part of the key layout: every node of a deployment must use the same value (change the prefix to change it). */
 export const EPOCH_BUCKETS = 1_024;
 /** Reconnect backoff cap: Redis coming back is noticed within this long. */
 const MAX_RECONNECT_DELAY_MS = 1_000;
 
-interface ResolvedRedisRegistryOptions {
-  url: string;
-  address: RedisAddress;
-  keyPrefix: string;
-  clock: Clock;
-  commandTimeoutMs: number;
-  connectTimeoutMs: number;
-  gcMarginMs: number;
-  batchSize: number;
-}
-
-function invalid(message: string): RegistryError {
-  return new RegistryError(RegistryErrorCode.INVALID_ARGUMENT, message);
-}
-
-function positiveInteger(what: string, value: number | undefined, fallback: number, min = 1): number {
-  const n = value ?? fallback;
-  if (!Number.isSafeInteger(n) || n < min || n > 2_147_483_647) {
-    throw invalid(`${what} must be an integer in [${min}, 2147483647], got ${String(n)}`);
-  }
-  return n;
-}
-
-function resolveRedisRegistryOptions(options: RedisRegistryOptions): ResolvedRedisRegistryOptions {
-  if (typeof options !== 'object' || options === null) throw invalid('options must be an object');
-  const address = parseRedisUrl(options.url);
-  const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
-  // A brace in the prefix would become the hash tag and put every key in one slot (or break the scripts'
-  // single-slot rule on a cluster).
-  if (typeof keyPrefix !== 'string' || /[{}]/.test(keyPrefix))
-    throw invalid('keyPrefix must contain no braces');
-  if (options.clock !== undefined && typeof options.clock !== 'function') {
-    throw invalid('clock must be a function returning ms');
-  }
-  return {
-    url: options.url,
-    address,
-    keyPrefix,
-    clock: options.clock ?? systemClock,
-    commandTimeoutMs: positiveInteger(
-      'commandTimeoutMs',
-      options.commandTimeoutMs,
-      DEFAULT_COMMAND_TIMEOUT_MS,
-    ),
-    connectTimeoutMs: positiveInteger(
-      'connectTimeoutMs',
-      options.connectTimeoutMs,
-      DEFAULT_CONNECT_TIMEOUT_MS,
-    ),
-    gcMarginMs: positiveInteger('gcMarginMs', options.gcMarginMs, DEFAULT_GC_MARGIN_MS, 0),
-    batchSize: positiveInteger('batchSize', options.batchSize, DEFAULT_BATCH_SIZE),
-  };
-}
+export {
+  DEFAULT_BATCH_SIZE,
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_GC_MARGIN_MS,
+  DEFAULT_KEY_PREFIX,
+  type RedisRegistryOptions,
+} from './redis-options.js';
 
 /** FNV-1a over the UTF-16 code units: the same bucket on every node, whatever the platform. */
 export function epochBucket(name: string): number {
