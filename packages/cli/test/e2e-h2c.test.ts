@@ -362,6 +362,25 @@ describe('h2c with prior knowledge on the plain port', () => {
     }
   });
 
+  it('nghttp -v: a response without trailers ends on its last DATA frame, no empty DATA frame after it', async () => {
+    // Node's compatibility response waits for trailers that never come and then ends the stream with an
+    // empty DATA frame a loop turn later: one more frame and one more write per response. The edge ends it
+    // on the body's last DATA frame; a response with trailers still ends on its trailers.
+    const frames = async (path: string): Promise<string[]> => {
+      const { stdout } = await run('nghttp', ['-v', `http://127.0.0.1:${port}/session/web${path}`]);
+      return stdout
+        .split('\n')
+        .filter((line) => /recv (DATA|HEADERS) frame/.test(line))
+        .map((line) => /recv (\w+) frame <length=(\d+), flags=(0x[0-9a-f]+)/.exec(line)!.slice(1).join(' '));
+    };
+    const plain = await frames('/head');
+    expect(plain.length).toBe(2);
+    expect(plain[0]).toMatch(/^HEADERS \d+ 0x04$/);
+    expect(plain[1]).toMatch(/^DATA [1-9]\d* 0x01$/);
+    const withTrailers = await frames('/trailers');
+    expect(withTrailers.at(-1)).toMatch(/^HEADERS \d+ 0x05$/);
+  });
+
   it('curl --http2-prior-knowledge: GET and a POST', async () => {
     const get = await run('curl', [
       '-sS',

@@ -81,6 +81,14 @@ Object.defineProperty(EdgeHttp2Request.prototype, 'socket', {
 /** Each HTTP/2 connection's socket, by its session (http2-server.ts records it as the session starts). */
 export const sessionSockets = new WeakMap<Http2Session, Duplex>();
 
+/** Body bytes a response holds back with its head until the end of the tick (a typical answer's whole body). */
+const HELD_WITH_HEAD = 64 * 1024;
+
+/** Whether a response may have DATA frames: not to HEAD, not a 204 or 304 (RFC 9110 §6.4.1). */
+function mayCarryBody(status: number, method: string | undefined): boolean {
+  return method !== 'HEAD' && status !== 204 && status !== 304;
+}
+
 /** Pairs or a flat list of fields, minus those HTTP/2 forbids, as the object Node's http2 takes. */
 function h2Fields(fields: readonly string[] | OutgoingHttpHeaders | undefined): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
@@ -127,21 +135,113 @@ export class EdgeHttp2Response extends Http2ServerResponse<EdgeHttp2Request> {
   ): this {
     const given =
       typeof messageOrFields === 'string' || messageOrFields === undefined ? fields : messageOrFields;
-    return super.writeHead(status, h2Fields(given));
+    if (this.stream.headersSent || this.#pendingHead !== undefined)
+      return super.writeHead(status, h2Fields(given));
+    // Node's compatibility layer sends HEADERS at writeHead, and an end() right after it then sends an empty
+    // DATA frame with END_STREAM. The head waits for the end of this tick instead (as HTTP/1.1's head waits
+    // for the first write): a response that ends in the same tick with neither body nor trailers (gRPC's
+    // trailers-only answer, the gRPC form of the edge's and the agent's errors) leaves as one HEADERS frame
+    // with END_STREAM, the only place gRPC clients read a grpc-status from a head.
+    this.statusCode = status;
+    this.#pendingHead = { status, fields: h2Fields(given) };
+    process.nextTick(() => this.#sendHead());
+    return this;
+  }
+
+  /** A final head given to writeHead and not sent yet. */
+  #pendingHead: { status: number; fields: OutgoingHttpHeaders } | undefined;
+  /** Body written in the head's tick, held with it (at most HELD_WITH_HEAD bytes). */
+  #pendingBody: Uint8Array[] = [];
+  #pendingBytes = 0;
+  #hasTrailers = false;
+
+  #sendHead(): void {
+    const head = this.#pendingHead;
+    if (head === undefined) return;
+    this.#pendingHead = undefined;
+    super.writeHead(head.status, head.fields);
+    this.#flushBody();
+  }
+
+  /** Writes the body held with the head (the head has been sent). */
+  #flushBody(): void {
+    if (this.#pendingBytes === 0) return;
+    const chunks = this.#pendingBody;
+    this.#pendingBody = [];
+    this.#pendingBytes = 0;
+    const write = super.write as (chunk: Uint8Array) => boolean;
+    // Within the bound the caller was told `true` for; what the stream's buffer says now is said by 'drain'.
+    for (const chunk of chunks) write.call(this, chunk);
+  }
+
+  override write(
+    chunk: string | Uint8Array,
+    encoding?: BufferEncoding | ((err: Error) => void),
+    callback?: (err: Error) => void,
+  ): boolean {
+    // The first bytes of a body wait with the head for the end of the tick: if the response ends in it
+    // too (most do), all of it leaves in one write (see end()).
+    if (
+      this.#pendingHead !== undefined &&
+      typeof chunk !== 'string' &&
+      encoding === undefined &&
+      callback === undefined &&
+      this.#pendingBytes + chunk.length <= HELD_WITH_HEAD
+    ) {
+      this.#pendingBody.push(chunk);
+      this.#pendingBytes += chunk.length;
+      return true;
+    }
+    this.#sendHead();
+    const write = super.write as (...args: unknown[]) => boolean;
+    return write.call(this, chunk, encoding, callback);
+  }
+
+  override end(
+    chunk?: string | Uint8Array | (() => void),
+    encoding?: BufferEncoding | (() => void),
+    callback?: () => void,
+  ): this {
+    const head = this.#pendingHead;
+    const stream = this.stream;
+    if (head !== undefined && !this.#hasTrailers && !stream.destroyed && !stream.closed) {
+      const bodyless =
+        this.#pendingBytes === 0 &&
+        (chunk === undefined || typeof chunk === 'function' || chunk.length === 0);
+      const fields = { ...this.getHeaders(), ...head.fields, ':status': head.status };
+      if (bodyless) {
+        this.#pendingHead = undefined;
+        stream.respond(fields, { endStream: true });
+      } else if (mayCarryBody(head.status, this.req.method)) {
+        // No trailers can follow any more: the head is sent without the compatibility layer's wait for
+        // them, so the last DATA frame carries END_STREAM and head, body and end leave in one write (its
+        // wait costs an empty DATA frame, one loop turn and one more write per response).
+        this.#pendingHead = undefined;
+        stream.respond(fields, { waitForTrailers: false });
+        this.#flushBody();
+      } else this.#sendHead();
+    } else this.#sendHead();
+    const end = super.end as (...args: unknown[]) => this;
+    return end.call(this, chunk, encoding, callback);
   }
 
   /** Trailer fields as pairs (the exchange's form) or an object. */
   override addTrailers(trailers: [string, string][] | OutgoingHttpHeaders): void {
-    super.addTrailers(h2Fields(Array.isArray(trailers) ? trailers.flat() : trailers));
+    const fields = h2Fields(Array.isArray(trailers) ? trailers.flat() : trailers);
+    if (Object.keys(fields).length > 0) this.#hasTrailers = true;
+    super.addTrailers(fields);
   }
 
-  /** The head leaves at `writeHead` on HTTP/2 (a HEADERS frame): nothing is held back to flush. */
-  flushHeaders(): void {}
+  /** Sends a head writeHead holds back (until the end of the tick) now, with any body held with it. */
+  flushHeaders(): void {
+    this.#sendHead();
+  }
 
   /** Ends the response as aborted: RST_STREAM once what was written has been sent. */
   abortStream(code: number = constants.NGHTTP2_INTERNAL_ERROR): void {
     const stream = this.stream;
     if (stream.destroyed || stream.closed) return;
+    this.#sendHead();
     stream.close(code);
   }
 

@@ -31,6 +31,17 @@ export interface Http2Limits {
    */
   streamResetBurst: number;
   streamResetRate: number;
+  /**
+   * Receive window of each request body (SETTINGS_INITIAL_WINDOW_SIZE): what one stream's client may send
+   * ahead of what the edge has passed into the tunnel. Node hands nothing back to the client while a
+   * request is paused (the tunnel has no credit), so it is also what one stalled upload can hold here.
+   */
+  streamWindowBytes: number;
+  /**
+   * Receive window of a whole connection: what all its streams' clients may send ahead of the edge together,
+   * and so what one connection's stalled uploads can hold at most.
+   */
+  connectionWindowBytes: number;
 }
 
 export const DEFAULT_HTTP2_LIMITS: Readonly<Omit<Http2Limits, 'maxHeaderListSize'>> = {
@@ -42,6 +53,11 @@ export const DEFAULT_HTTP2_LIMITS: Readonly<Omit<Http2Limits, 'maxHeaderListSize
   maxOutstandingPings: 10,
   streamResetBurst: 200,
   streamResetRate: 100,
+  // As the tunnel's own windows (PROTOCOL.md §11: 256 KiB per stream at first): Node's 64 KiB defaults
+  // made every 64 KiB of an upload wait a WINDOW_UPDATE round trip (a gRPC stream through the tunnel moved
+  // 0.3–0.4× its bytes per second direct). The connection's is the stream's × 16, well below 100 streams'.
+  streamWindowBytes: 256 * 1024,
+  connectionWindowBytes: 16 * 1024 * 1024,
 };
 
 export interface PublicHttp2Options {
@@ -89,6 +105,7 @@ export class PublicHttp2Server {
         maxConcurrentStreams: limits.maxConcurrentStreams,
         maxHeaderListSize: limits.maxHeaderListSize,
         headerTableSize: limits.headerTableSize,
+        initialWindowSize: limits.streamWindowBytes,
         // RFC 8441 WebSockets are not carried: the agent's upgrade path is HTTP/1.1's (answered 501).
         enableConnectProtocol: false,
       },
@@ -163,6 +180,7 @@ export class PublicHttp2Server {
       return;
     }
     this.#sessions.add(session);
+    session.setLocalWindowSize(this.#options.limits.connectionWindowBytes);
     let open = 0;
     session.on('stream', (stream) => {
       open++;
