@@ -9,6 +9,7 @@ import type { SessionRegistry } from '../../registry/src/session-registry.js';
 import { CLUSTER_SECRET, type Cluster, type ClusterNode, startCluster } from './support/cluster-harness.js';
 import { send } from './support/http-client.js';
 import { type Spawned, spawnCli } from './support/processes.js';
+import { until } from './support/stack.js';
 
 // The same agent token reconnecting on another node: the claiming node tells the old one at once (a signed
 // takeover notice), which closes its connection, instead of serving through it until its next renewal.
@@ -116,7 +117,11 @@ describe('takeover across nodes', () => {
     // The notice closed it, not a renewal round.
     expect(await counter(b, 'tunnel2_cluster_takeover_notices_sent_total', 'delivered')).toBe(1);
     expect(await counter(a, 'tunnel2_cluster_takeover_notices_received_total', 'closed')).toBe(1);
-    expect(a.edge.stderr()).toContain('session taken over by the same agent on another node');
+    // The edge logs it as it closes the connection; the line reaches its stderr (a pipe) a moment later.
+    await until(() => a.edge.stderr().includes('session taken over by the same agent on another node'), {
+      what: "node A's log line saying the session was taken over",
+      timeoutMs: 5_000,
+    });
 
     // A request that reaches the old node now goes to the new agent, and so does one on the new node.
     await second.waitFor('ready');
