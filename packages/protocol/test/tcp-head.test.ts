@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
+  ANY_TCP_PORT,
   decodeRequestHead,
   decodeTcpHead,
   ErrorCode,
   encodeTcpHead,
   ProtocolError,
   ProtocolErrorCode,
+  tcpPortOfParam,
 } from '../src/index.js';
 import { hex } from './support/bytes.js';
 
@@ -50,5 +52,14 @@ describe('TCP stream head', () => {
     expect(() => decodeTcpHead(Buffer.from([3, 0x47, 0x45, 0x54]))).toThrow(
       expect.objectContaining({ code: ProtocolErrorCode.MALFORMED_HEAD, message: 'not a TCP stream head' }),
     );
+  });
+});
+
+describe('the port a tcp= parameter asks for', () => {
+  it('is any free one for `any`, that port for digits, and NaN for anything else', () => {
+    expect(tcpPortOfParam(ANY_TCP_PORT)).toBeUndefined();
+    expect(tcpPortOfParam('20000')).toBe(20000);
+    expect(tcpPortOfParam('0')).toBe(0);
+    for (const bad of ['', 'ANY', '-1', '1e3', '123456', ' 80']) expect(tcpPortOfParam(bad)).toBeNaN();
   });
 });

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { Socket } from 'node:net';
 import {
+  ANY_TCP_PORT,
   ErrorCode,
   type Hello,
   MuxSession,
@@ -10,6 +11,7 @@ import {
   type ProtocolSettings,
   sendCorkedPieces,
   TCP_STREAM_KIND,
+  type TcpPortAsk,
   TUNNEL_STREAM_KIND,
   type VersionRange,
   zeroMask,
@@ -87,7 +89,12 @@ export interface SessionStats {
 
 /** One more tunnel of a session: its ask in HELLO and its forwarder. */
 export interface ExtraTunnelAsk {
-  ask: Record<string, unknown>;
+  /** As the edge reads it from HELLO's `tunnels` (PROTOCOL.md "Several tunnels on one session"). */
+  ask: {
+    name: string | undefined;
+    tcp: TcpPortAsk | undefined;
+    protect: Record<string, unknown> | undefined;
+  };
   forwarding: Forwarding;
 }
 
@@ -121,7 +128,7 @@ export function agentUrl(
   if (name !== undefined) url.searchParams.set('name', name);
   // A TCP tunnel asks for its port as an HTTP one asks for its name (PROTOCOL.md "TCP streams").
   if (tcp !== undefined)
-    url.searchParams.set('tcp', tcp.remotePort === undefined ? 'any' : String(tcp.remotePort));
+    url.searchParams.set('tcp', tcp.remotePort === undefined ? ANY_TCP_PORT : String(tcp.remotePort));
   // An edge older than replicas ignores it; its HELLO answer then lacks `replicas` (see onHello).
   if (replica) url.searchParams.set('replica', '1');
   return url.href;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Inspector } from '@tunnel2/inspector';
+import { ANY_TCP_PORT } from '@tunnel2/protocol';
 import { type Logger, pino } from 'pino';
 import { AgentError, AgentErrorCode } from '../errors.js';
 import { forwardHeaders } from '../forwarding/forward-exchange.js';
@@ -203,7 +204,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     const port = this.#granted.port ?? this.#options.tcp?.remotePort;
     return {
       // Undefined fields drop out of HELLO's JSON.
-      ask: { name, tcp: this.#options.tcp && (port ?? 'any'), protect: this.#protect },
+      ask: { name, tcp: this.#options.tcp && (port ?? ANY_TCP_PORT), protect: this.#protect },
       forwarding: this.#forwarding(port),
     };
   }

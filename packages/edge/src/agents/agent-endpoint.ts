@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { WindowBudget } from '@tunnel2/protocol';
+import { tcpPortOfParam, type WindowBudget } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import type { ClientOriginResolver } from '../access/client-address.js';
@@ -12,7 +12,7 @@ import { agentAccount } from './agent-account.js';
 import { createAgentAuthenticator } from './agent-auth.js';
 import { AgentConnection } from './agent-connection.js';
 import { heldByOther, heldBySelf, NAME_HOLDER_HEADER, type NameRefusal } from './name-holder.js';
-import type { PortClaims } from './port-claims.js';
+import { type PortClaims, TCP_ASK_PROBLEM } from './port-claims.js';
 import { nameRefusal, ownerKey, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
 import type { TcpPort } from './tcp-port.js';
@@ -101,7 +101,9 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     // ignores the parameter; the HELLO answer's `replicas` says this one did not).
     const replica = url.searchParams.get('replica') === '1';
     // A TCP replica shares a port it names: with `tcp=any` each agent would get a port of its own.
-    const tcpReplicaAnyPort = replica && /^(any|0*)$/.test(url.searchParams.get('tcp') ?? 'x');
+    const tcpAsk = url.searchParams.get('tcp');
+    const askedPort = tcpAsk === null ? Number.NaN : tcpPortOfParam(tcpAsk);
+    const tcpReplicaAnyPort = replica && (askedPort === undefined || askedPort === 0);
     if (replica && (options.cluster !== undefined || tcpReplicaAnyPort)) {
       rejectUpgrade(socket, {
         code: EdgeErrorCode.BAD_REQUEST,
@@ -135,7 +137,6 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     }
     // A TCP tunnel asks for its port the way an HTTP one asks for its name: in the URL, so a refusal is an
     // HTTP answer the CLI prints. `tcp=any` or `tcp=<port>`.
-    const tcpAsk = url.searchParams.get('tcp');
     let tcpPort: TcpPort | undefined;
     if (tcpAsk !== null) {
       const tcp = endpoint.tcp;
@@ -146,14 +147,9 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         });
         return;
       }
-      const wanted = tcpAsk === 'any' ? undefined : /^\d{1,5}$/.test(tcpAsk) ? Number(tcpAsk) : Number.NaN;
-      const claim = Number.isNaN(wanted)
-        ? ({
-            ok: false,
-            code: EdgeErrorCode.BAD_REQUEST,
-            message: 'tcp must be "any" or a port number',
-          } as const)
-        : await tcp.claim(owner, wanted, address);
+      const claim = Number.isNaN(askedPort)
+        ? ({ ok: false, code: EdgeErrorCode.BAD_REQUEST, message: TCP_ASK_PROBLEM } as const)
+        : await tcp.claim(owner, askedPort, address);
       if (!claim.ok) {
         rejectUpgrade(socket, { code: claim.code, message: claim.message });
         return;

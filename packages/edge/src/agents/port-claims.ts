@@ -1,6 +1,10 @@
+import { ANY_TCP_PORT } from '@tunnel2/protocol';
 import type { EdgeErrorCode } from '../errors.js';
 import type { TcpPort } from './tcp-port.js';
 import type { TunnelEntry } from './tunnel-entry.js';
+
+/** The refusal of a TCP port ask that is neither `any` nor a port number (URL parameter or HELLO metadata). */
+export const TCP_ASK_PROBLEM = `tcp must be "${ANY_TCP_PORT}" or a port number`;
 
 export type TcpClaim = { ok: true; port: TcpPort } | { ok: false; code: EdgeErrorCode; message: string };
 

@@ -1,10 +1,11 @@
+import { ANY_TCP_PORT } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { compileProtection } from '../access/public-protection.js';
 import { EdgeErrorCode } from '../errors.js';
 import type { AgentConnection, ClaimedTunnels } from './agent-connection.js';
 import { ExtraTunnel } from './extra-tunnel.js';
 import { heldByOther, heldBySelf } from './name-holder.js';
-import type { PortClaims } from './port-claims.js';
+import { type PortClaims, TCP_ASK_PROBLEM } from './port-claims.js';
 import { nameRefusal, randomSessionName } from './session-name.js';
 import type { SessionTable } from './session-table.js';
 import type { TcpPort } from './tcp-port.js';
@@ -79,9 +80,9 @@ export function createTunnelClaims(options: TunnelClaimsOptions) {
           message: 'this edge offers no TCP tunnels (its operator has not set --tcp-ports)',
         };
       }
-      const wanted = tcpAsk === 'any' ? undefined : tcpAsk;
+      const wanted = tcpAsk === ANY_TCP_PORT ? undefined : tcpAsk;
       if (wanted !== undefined && !(Number.isInteger(wanted) && typeof wanted === 'number')) {
-        return { code: EdgeErrorCode.BAD_REQUEST, message: 'tcp must be "any" or a port number' };
+        return { code: EdgeErrorCode.BAD_REQUEST, message: TCP_ASK_PROBLEM };
       }
       const claim = await tcp.claim(connection.owner, wanted, options.anonymousAddress(connection));
       if (!claim.ok) return { code: claim.code, message: claim.message };

@@ -21,6 +21,19 @@ const StreamKind = { TCP: 0x01 } as const;
 /** The capability an agent lists in its HELLO metadata (`streamKinds`) to receive TCP streams. */
 export const TCP_STREAM_KIND = 'tcp';
 
+/**
+ * How an agent asks for a TCP tunnel's public port (the agent endpoint's `tcp` parameter, a listed tunnel's
+ * `tcp` in HELLO metadata): any free port of the edge's range, or that port.
+ */
+export const ANY_TCP_PORT = 'any';
+export type TcpPortAsk = typeof ANY_TCP_PORT | number;
+
+/** The port a `tcp=` parameter asks for: undefined for any free one, NaN when it is neither `any` nor a port. */
+export function tcpPortOfParam(text: string): number | undefined {
+  if (text === ANY_TCP_PORT) return undefined;
+  return /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
+}
+
 const MAX_ADDRESS = 0xff;
 
 function malformed(message: string): ProtocolError {
