@@ -1,5 +1,5 @@
+import { encodeGrpcMessage, grpcStatusOfHttp, isGrpcContentType } from '@tunnel2/protocol';
 import { describe, expect, it } from 'vitest';
-import { encodeGrpcMessage, grpcStatusOfHttp, isGrpcContentType } from '../src/forwarding/grpc-form.js';
 
 // PROTOCOL.md §13, gRPC requests and the gRPC form.
 

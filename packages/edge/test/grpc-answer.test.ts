@@ -1,5 +1,6 @@
+import { encodeGrpcMessage, isGrpcContentType } from '@tunnel2/protocol';
 import { describe, expect, it } from 'vitest';
-import { encodeGrpcMessage, grpcStatusOf, isGrpcContentType } from '../src/answers/grpc-answer.js';
+import { grpcStatusOf } from '../src/answers/grpc-answer.js';
 import { EdgeErrorCode } from '../src/errors.js';
 import { parseGrpcTimeout } from '../src/public/grpc-timeout.js';
 

@@ -1,5 +1,6 @@
 export * from './codec/control-frames.js';
 export * from './codec/frame-codec.js';
+export * from './codec/grpc-form.js';
 export * from './codec/hello.js';
 export { withoutHopByHop } from './codec/hop-by-hop.js';
 export * from './codec/http-head.js';

@@ -1,9 +1,15 @@
 import { ERROR_PAGE_HEADERS } from '@tunnel2/edge/error-page';
 import type { ExchangeRecorder } from '@tunnel2/inspector';
-import { encodeResponseHead, type MuxStream, type RawHeaders } from '@tunnel2/protocol';
+import {
+  encodeResponseHead,
+  GrpcStatus,
+  grpcStatusOfHttp,
+  type MuxStream,
+  type RawHeaders,
+} from '@tunnel2/protocol';
 import type { BackendErrorAnswer } from './backend-error-answer.js';
 import { askOfRequest, backendErrorBody } from './backend-error-page.js';
-import { GrpcStatus, grpcStatusOfHttp, isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
+import { isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
 import type { Target } from './target.js';
 import { describeTlsError } from './target-tls.js';
 

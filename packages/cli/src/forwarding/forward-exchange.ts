@@ -4,6 +4,7 @@ import {
   decodeRequestHead,
   ErrorCode,
   encodeResponseHead,
+  GrpcStatus,
   type MuxStream,
   type RawHeaders,
   type StreamHandler,
@@ -16,7 +17,7 @@ import type { BackendErrorCode } from './backend-error-answer.js';
 import { isReplayable, isStaleConnection } from './backend-retry.js';
 import { forwardHeaders } from './forward-headers.js';
 import type { ForwardOptions, RequestReport } from './forward-options.js';
-import { GrpcStatus, isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
+import { isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
 import { H2Exchange } from './http2/h2-exchange.js';
 import { expectsContinue, isWebSocketUpgrade, NodeHttpExchange } from './node-http-exchange.js';
 

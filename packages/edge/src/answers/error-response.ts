@@ -1,4 +1,5 @@
 import type { Duplex } from 'node:stream';
+import { isGrpcContentType } from '@tunnel2/protocol';
 import { EdgeError, EdgeErrorCode, statusByCode } from '../errors.js';
 import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
 import { abortResponse } from '../exchange/response-abort.js';
@@ -7,7 +8,7 @@ import type { ErrorFacts } from './error-facts.js';
 import { negotiateErrorFormat } from './error-format.js';
 import { edgeErrorFacts } from './error-hints.js';
 import { ERROR_PAGE_HEADERS, type ErrorAsk, errorBody } from './error-page.js';
-import { grpcAnswerHeaders, isGrpcContentType } from './grpc-answer.js';
+import { grpcAnswerHeaders } from './grpc-answer.js';
 import { publishRefusal } from './refusal-channel.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").

@@ -1,5 +1,5 @@
+import { isGrpcContentType } from '@tunnel2/protocol';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from '../access/client-address.js';
-import { isGrpcContentType } from '../answers/grpc-answer.js';
 import type { PublicMessage } from '../exchange/public-message.js';
 import type { AdmissionRequest } from './admission.js';
 import type { IngressRoute } from './ingress-route.js';

@@ -4,6 +4,7 @@ import {
   decodeTcpHead,
   ErrorCode,
   encodeResponseHead,
+  isGrpcContentType,
   isProtocolError,
   type MuxStream,
   type RequestHead,
@@ -13,7 +14,6 @@ import {
 import type { SessionTable } from '../../agents/session-table.js';
 import { askOfFields } from '../../answers/error-page.js';
 import { edgeAnswer } from '../../answers/error-response.js';
-import { isGrpcContentType } from '../../answers/grpc-answer.js';
 import { publishRefusal } from '../../answers/refusal-channel.js';
 import type { Refusal } from '../../answers/refusals.js';
 import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../../public/admission.js';
