@@ -1,9 +1,6 @@
 import { countsLine, figureTable, ruleText, sourceLines, type Table, verdictLine } from './compare-tables.js';
 import type { Comparison } from './comparison.js';
 
-/** Marks a comment as the kit's comparison, so the bench action finds and updates its own comment. */
-export const COMMENT_MARKER = '<!-- tunnel2-bench-compare -->';
-
 function mdTable(table: Table): string {
   const cell = (text: string): string => text.replace(/\|/g, '\\|');
   return [

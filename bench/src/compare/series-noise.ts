@@ -1,11 +1,11 @@
 /**
  * How steady a stage was second by second, read from its `perSecond` series (report.schema.json's
  * secondPoint). The rate and the p50: the interquartile range of the seconds' values over their median
- * (0.04: the middle half of the seconds lie within 4 % of the typical second). The p99: how far the worst
- * second's p99 sits above the typical second's, over the latter: one stalled second (a busy machine, a GC)
- * sets a stage's p99, and the next run's stall lands elsewhere or nowhere, so a p99 is only as steady as
- * its seconds are alike. Partial seconds (the stage's last) are left out; fewer than four full seconds, or
- * a median of 0, tell nothing (null).
+ * (0.04: the middle half of the seconds lie within 4 % of the typical second). The p99: how many times the
+ * best second's p99 the worst second's is, less one (latency spreads by factors, not by milliseconds): one
+ * stalled second (a busy machine, a GC) sets a stage's p99, and the next run's stall lands elsewhere or
+ * nowhere, so a p99 is only as steady as its seconds are alike. Partial seconds (the stage's last) are left
+ * out; fewer than four full seconds, or a median (a best p99) of 0, tell nothing (null).
  */
 export interface SeriesNoise {
   rate: number | null;
@@ -25,16 +25,14 @@ export function seriesNoise(points: readonly unknown[]): SeriesNoise {
   return {
     rate: spread(pick('achievedRps')),
     p50: spread(pick('p50Ms')),
-    p99: worstOverTypical(pick('p99Ms')),
+    p99: worstOverBest(pick('p99Ms')),
   };
 }
 
-export function worstOverTypical(values: readonly number[]): number | null {
+export function worstOverBest(values: readonly number[]): number | null {
   if (values.length < MIN_SECONDS) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = quantile(sorted, 0.5);
-  const worst = sorted[sorted.length - 1] ?? mid;
-  return mid === 0 ? null : (worst - mid) / Math.abs(mid);
+  const best = Math.min(...values);
+  return best <= 0 ? null : Math.max(...values) / best - 1;
 }
 
 function quantile(sorted: readonly number[], q: number): number {
