@@ -123,6 +123,26 @@ describe('staged scenarios (ramp, spike, constant, max)', () => {
     expect(cpu?.mark).toBe('');
   });
 
+  it("CPU per request moves with the kit's own processes beside it: that much is the machine", () => {
+    // Both runs of one build; in the head the backend and the load generator, same code, took 30 % more
+    // CPU per request (a busier machine), and the tunnel 25 % more with them.
+    const base = ramp(steady);
+    const head = ramp({ ...steady, edgeCpu: 375, agentCpu: 375 }) as {
+      stages: Array<{
+        tunnel: { backend: { cpuPerRequestUs: number }; generator: { cpuPerRequestUs: number } };
+      }>;
+    };
+    head.stages[0]!.tunnel.backend.cpuPerRequestUs = 130;
+    head.stages[0]!.tunnel.generator.cpuPerRequestUs = 60;
+    const c = compare(base, head as unknown as Record<string, unknown>);
+    const tunnel = c.figures.find((f) => f.key.endsWith('tunnel.tunnelCpuPerRequestUs'));
+    expect(tunnel).toMatchObject({ noisePct: 30, mark: '' });
+    expect(tunnel?.changePct).toBeCloseTo(25, 5);
+    expect(c.passed).toBe(true);
+    // The direct side's controls did not move: its figures keep their own band.
+    expect(c.figures.find((f) => f.key.endsWith('direct.backend.cpuPerRequestUs'))?.noisePct).toBe(5);
+  });
+
   it('a p99 read from too few samples is shown but never gated', () => {
     const few = { ...steady, rps: 50 };
     const c = compare(ramp(few), ramp({ ...few, p99: 20 }));

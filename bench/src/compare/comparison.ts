@@ -5,7 +5,8 @@ import type { LoadedReport } from './report-input.js';
 /**
  * Two reports of one scenario, figure by figure. A change counts as beyond the noise when it is larger
  * than the noise band: the larger of MIN_NOISE_PCT and the noise either report shows for that figure
- * (figures.ts: its repetitions' spread, or its stage's seconds). A regression is a gated figure (p99,
+ * (figures.ts: its repetitions' spread, or its stage's seconds), and for CPU per request what the kit's
+ * own processes beside it moved by (CONTROLS). A regression is a gated figure (p99,
  * throughput, CPU per request, RSS: figure-kind.ts) that moved the worse way by more than `maxRegressPct`
  * and beyond the noise, and whose percentile neither report marks as read from too few samples.
  */
@@ -55,13 +56,48 @@ export interface Comparison {
 
 const ref = (r: LoadedReport): ReportRef => ({ file: r.file, command: r.command, startedAt: r.startedAt });
 
+/**
+ * The CPU per request of the processes the kit runs with the same code in both runs, the load generator
+ * and its own test backend, beside a figure (`<side>.generator.cpuPerRequestUs`, `backendCpuPerRequestUs`,
+ * `cpuPerRequestUs.backend`): what they moved by is what the machine alone moved CPU per request by
+ * between the two runs (other work on it, a cold first run). Measured here: two runs of one build whose
+ * backend and generator moved 29 % and 28 %, the tunnel's CPU per request with them.
+ */
+const CONTROLS = [
+  '.generator.cpuPerRequestUs',
+  '.backend.cpuPerRequestUs',
+  '.backendCpuPerRequestUs',
+  '.cpuPerRequestUs.backend',
+];
+
+/** The largest change, in %, of the control figures nearest to `key` (same side, same stage). */
+export function machineCpuChangePct(
+  key: string,
+  before: ReadonlyMap<string, Figure>,
+  after: ReadonlyMap<string, Figure>,
+): number | null {
+  let prefix = key;
+  while (prefix.includes('.')) {
+    prefix = prefix.slice(0, prefix.lastIndexOf('.'));
+    const changes = CONTROLS.flatMap((control) => {
+      const b = before.get(prefix + control)?.value;
+      const h = after.get(prefix + control)?.value;
+      return b === undefined || h === undefined || b === 0 ? [] : [Math.abs(((h - b) / b) * 100)];
+    });
+    if (changes.length > 0) return Math.max(...changes);
+  }
+  return null;
+}
+
 export function compareReports(base: LoadedReport, head: LoadedReport, maxRegressPct: number): Comparison {
   const before = reportFigures(base.json);
   const after = reportFigures(head.json);
   const figures: ComparedFigure[] = [];
   for (const [key, b] of before) {
     const h = after.get(key);
-    if (h !== undefined) figures.push(compareFigure(b, h, maxRegressPct));
+    if (h === undefined) continue;
+    const machine = b.kind === 'cpu' ? machineCpuChangePct(key, before, after) : null;
+    figures.push(compareFigure(b, h, maxRegressPct, machine ?? 0));
   }
   const shared = figures.length;
   const regressions = figures.filter((f) => f.mark === 'regression');
@@ -79,14 +115,19 @@ export function compareReports(base: LoadedReport, head: LoadedReport, maxRegres
   };
 }
 
-export function compareFigure(base: Figure, head: Figure, maxRegressPct: number): ComparedFigure {
+export function compareFigure(
+  base: Figure,
+  head: Figure,
+  maxRegressPct: number,
+  machinePct = 0,
+): ComparedFigure {
   const changePct =
     base.value === 0
       ? head.value === 0
         ? 0
         : null
       : ((head.value - base.value) / Math.abs(base.value)) * 100;
-  const noisePct = Math.max(MIN_NOISE_PCT, (base.noise ?? 0) * 100, (head.noise ?? 0) * 100);
+  const noisePct = Math.max(MIN_NOISE_PCT, (base.noise ?? 0) * 100, (head.noise ?? 0) * 100, machinePct);
   const beyondNoise = changePct !== null && Math.abs(changePct) > noisePct;
   const lowSample = base.lowSample || head.lowSample;
   const higher = higherIsBetter(base.kind);
