@@ -165,8 +165,11 @@ function add(out: Map<string, Sample[]>, key: string, value: number, ctx: Contex
   const noise = ctx.noise;
   let seriesNoise: number | null = null;
   if (noise !== null) {
-    if (percentile === '50') seriesNoise = noise.p50;
-    else if (kind === 'p99') seriesNoise = noise.p99;
+    if (percentile === '50' || /^min(Ms)?$/.test(leaf)) seriesNoise = noise.p50;
+    // The tail (p75 up, the mean a stall drags, the max) is as steady as the seconds' p99.
+    else if (kind === 'p99' || percentile !== undefined || /^(mean|max)(Ms)?$/.test(leaf)) {
+      seriesNoise = noise.p99;
+    }
     // Figures without a series of their own (CPU, RSS, ratios) get the steadiness of their stage's rate.
     else seriesNoise = noise.rate;
   }
