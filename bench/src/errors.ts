@@ -13,6 +13,11 @@ export const BenchErrorCode = {
   PREFLIGHT: 'TUNNEL2_ERR_BENCH_PREFLIGHT',
   /** A bulk transfer failed: an answer other than 200, a wrong length, or a connection closed early. */
   TRANSFER: 'TUNNEL2_ERR_BENCH_TRANSFER',
+  /**
+   * `compare`: a report is missing, unreadable or not a report.json, has a schema version the kit does not
+   * know, or the two reports are of different scenarios (exit code 2).
+   */
+  REPORT_INPUT: 'TUNNEL2_ERR_BENCH_REPORT_INPUT',
 } as const;
 export type BenchErrorCode = (typeof BenchErrorCode)[keyof typeof BenchErrorCode];
 

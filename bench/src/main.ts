@@ -1,5 +1,6 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { compareUsage, runCompare, wantsHelp } from './compare/compare-command.js';
 import { BenchError, BenchErrorCode } from './errors.js';
 import { type BenchOptions, parseBenchArgs, USAGE } from './plan/cli-args.js';
 import { isStandalone, planStages } from './plan/scenarios.js';
@@ -43,7 +44,25 @@ function parseOrExit(): BenchOptions {
 
 const standalone = argv[0];
 const targetFlag = argv.find((arg) => /^--(target|tunnel-url)(=|$)/.test(arg));
-if (isStandalone(standalone) && targetFlag !== undefined) {
+if (standalone === 'compare') {
+  // Two finished runs, no load: the same in the repository and in the published package.
+  const cwd = process.env.INIT_CWD ?? process.cwd();
+  try {
+    if (wantsHelp(argv)) process.stdout.write(compareUsage(runtime.command));
+    else {
+      const io = {
+        out: (text: string) => void process.stdout.write(text),
+        note: (line: string) => writeErr(`${line}\n`),
+      };
+      process.exitCode = runCompare(argv.slice(1), cwd, io).code;
+    }
+  } catch (err) {
+    if (!(err instanceof BenchError)) throw err;
+    const hint = err.code === BenchErrorCode.USAGE ? `\n(${runtime.command} compare --help)` : '';
+    writeErr(`bench: ${err.message}${hint}\n`);
+    process.exitCode = EXIT.USAGE;
+  }
+} else if (isStandalone(standalone) && targetFlag !== undefined) {
   // bulk, sessions, floor ... measure tunnel2 itself against the test backend's own endpoints.
   writeErr(
     `bench: ${targetFlag.split('=')[0]} applies to ramp, spike, constant and max, not ${standalone}\n`,

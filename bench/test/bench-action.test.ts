@@ -9,6 +9,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planActionlint } from './support/actionlint.js';
 import { benchMain } from './support/run-bench.js';
+import { stagedReport } from './support/synthetic-reports.js';
+import { zipArchive } from './support/zip-writer.js';
 
 // The reusable action (.github/actions/bench): its entry point run as the runner runs it, with fake
 // GITHUB_STEP_SUMMARY and GITHUB_OUTPUT files, against a real local service; and actionlint on the
@@ -50,6 +52,7 @@ function runAction(
   name: string,
   inputs: Record<string, string>,
   prepare?: (workspace: string) => void,
+  extraEnv: NodeJS.ProcessEnv = {},
 ): Promise<ActionRun> {
   const workspace = join(work, name);
   mkdirSync(workspace);
@@ -64,6 +67,7 @@ function runAction(
     GITHUB_STEP_SUMMARY: summaryFile,
     GITHUB_OUTPUT: outputFile,
     INPUT_BENCH: benchMain,
+    ...extraEnv,
   };
   for (const [key, value] of Object.entries(inputs)) env[`INPUT_${key}`] = value;
   return new Promise((resolve) => {
@@ -161,6 +165,237 @@ describe('the bench action entry point', () => {
     expect(result.stderr).toBe("bench action: args: unclosed '\n");
     expect(result.summary).toContain("bench action: args: unclosed '");
     expect(result.outputs).toEqual({ passed: 'false', 'exit-code': '2' });
+  });
+});
+
+/**
+ * A ramp report at the action tests' load (20 req/s, 2 connections, direct only) that achieved 40 req/s:
+ * a real run at 20 is a throughput regression against it.
+ */
+function fastBaseline(): string {
+  const fig = { p99: 5, rps: 20, edgeCpu: 0, agentCpu: 0, edgeRss: 0 };
+  const report = stagedReport('ramp', [{ rate: 20, connections: 2, direct: fig, tunnel: fig }]) as {
+    stages: Array<{ direct: { achievedRps: number } }>;
+  };
+  report.stages[0]!.direct.achievedRps = 40;
+  return JSON.stringify(report);
+}
+
+interface ApiCall {
+  method: string;
+  url: string;
+  authorization: string | undefined;
+  body: string;
+}
+
+/** A local server standing in for api.github.com (the action reads GITHUB_API_URL, as on GHES). */
+async function fakeGitHub(artifacts: (api: string) => object[], zips: Record<string, Buffer>) {
+  const calls: ApiCall[] = [];
+  const comments: Array<{ id: number; body: string }> = [{ id: 1, body: 'Looks good to me' }];
+  const api = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => {
+      body += c.toString();
+    });
+    req.on('end', () => {
+      calls.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        authorization: req.headers.authorization,
+        body,
+      });
+      const url = new URL(req.url ?? '/', 'http://x');
+      const send = (status: number, value: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(value));
+      };
+      if (url.pathname === '/repos/octo/app') return send(200, { default_branch: 'main' });
+      if (url.pathname === '/repos/octo/app/actions/artifacts') {
+        const list = artifacts(base).filter(
+          (a) => (a as { name: string }).name === url.searchParams.get('name'),
+        );
+        return send(200, { total_count: list.length, artifacts: list });
+      }
+      const zip = /^\/repos\/octo\/app\/actions\/artifacts\/(\d+)\/zip$/.exec(url.pathname);
+      if (zip) {
+        // As GitHub does: a redirect to where the archive is stored.
+        res.writeHead(302, { location: `${base}/blob/${zip[1]}` });
+        return res.end();
+      }
+      const blob = /^\/blob\/(\d+)$/.exec(url.pathname);
+      if (blob && zips[blob[1]!]) {
+        res.writeHead(200, { 'content-type': 'application/zip' });
+        return res.end(zips[blob[1]!]);
+      }
+      if (url.pathname === '/repos/octo/app/issues/7/comments' && req.method === 'GET')
+        return send(200, comments);
+      if (url.pathname === '/repos/octo/app/issues/7/comments' && req.method === 'POST') {
+        const comment = { id: 100 + comments.length, body: JSON.parse(body).body as string };
+        comments.push(comment);
+        return send(201, comment);
+      }
+      const edit = /^\/repos\/octo\/app\/issues\/comments\/(\d+)$/.exec(url.pathname);
+      if (edit && req.method === 'PATCH') {
+        const comment = comments.find((c) => c.id === Number(edit[1]));
+        if (comment === undefined) return send(404, { message: 'Not Found' });
+        comment.body = JSON.parse(body).body as string;
+        return send(200, comment);
+      }
+      send(404, { message: 'Not Found' });
+    });
+  });
+  await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
+  const close = () => new Promise<void>((resolve) => api.close(() => resolve()));
+  return { base, calls, comments, close };
+}
+
+describe('the bench action compares with a baseline', () => {
+  const load = { SCENARIO: 'ramp', STAGES: '20', DURATION: '1' };
+
+  it('a baseline path: the comparison in the job summary and its outputs; no regression, exit 0', async () => {
+    const first = await runAction('cmp-base', {
+      ...load,
+      TARGET: `${target}/health`,
+      ARGS: '--warmup 0 --only direct',
+    });
+    expect(first.code, first.stderr).toBe(0);
+    const result = await runAction('cmp-head', {
+      ...load,
+      TARGET: `${target}/health`,
+      ARGS: '--warmup 0 --only direct',
+      BASELINE: join(work, 'cmp-base', 'bench-results'),
+      // Two one-second runs of a tiny load: only the mechanics are under test here, not the figures.
+      MAX_REGRESS: '100000',
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.summary).toContain('# tunnel2 bench: Ramp');
+    expect(result.summary).toContain('# tunnel2 bench compare: ramp');
+    expect(result.summary).toContain('**No regression');
+    const compareDir = join(work, 'cmp-head', 'bench-results', 'compare');
+    expect(result.outputs).toMatchObject({
+      passed: 'true',
+      'exit-code': '0',
+      'compare-exit-code': '0',
+      regressed: 'false',
+      'compare-dir': compareDir,
+    });
+    expect(existsSync(join(compareDir, 'compare.html'))).toBe(true);
+  });
+
+  it('a regression beyond max-regress fails the step (exit 1) with the figures in the summary', async () => {
+    const result = await runAction(
+      'cmp-regress',
+      {
+        ...load,
+        TARGET: `${target}/health`,
+        ARGS: '--warmup 0 --only direct',
+        BASELINE: 'base/report.json',
+        MAX_REGRESS: '20',
+      },
+      (workspace) => {
+        mkdirSync(join(workspace, 'base'));
+        writeFileSync(join(workspace, 'base', 'report.json'), fastBaseline());
+      },
+    );
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.summary).toMatch(/\*\*Regression: .*stages\[rate 20 req\/s 2 conn\]\.direct\.achievedRps/);
+    expect(result.outputs).toMatchObject({
+      passed: 'false',
+      'exit-code': '0',
+      'compare-exit-code': '1',
+      regressed: 'true',
+    });
+  });
+
+  it('artifact:<name>: the newest of the default branch, and one pull request comment updated in place', async () => {
+    const artifact =
+      (id: number, branch: string, expired = false) =>
+      (api: string) => ({
+        id,
+        name: 'bench-baseline',
+        expired,
+        created_at: `2026-11-0${id}T00:00:00Z`,
+        workflow_run: { head_branch: branch },
+        archive_download_url: `${api}/repos/octo/app/actions/artifacts/${id}/zip`,
+      });
+    // Newest first, as the API lists them: a pull request's upload of the same name, then main's.
+    const github = await fakeGitHub(
+      (api) => [artifact(4, 'feature')(api), artifact(3, 'main', true)(api), artifact(2, 'main')(api)],
+      { '2': zipArchive({ 'report.md': '# old', 'report.json': fastBaseline() }) },
+    );
+    try {
+      const env = {
+        GITHUB_API_URL: github.base,
+        GITHUB_REPOSITORY: 'octo/app',
+        GITHUB_EVENT_NAME: 'pull_request',
+      };
+      const inputs = {
+        ...load,
+        TARGET: `${target}/health`,
+        ARGS: '--warmup 0 --only direct',
+        BASELINE: 'artifact:bench-baseline',
+        MAX_REGRESS: '20',
+      };
+      const event = (workspace: string) => {
+        writeFileSync(join(workspace, 'event.json'), JSON.stringify({ pull_request: { number: 7 } }));
+      };
+      for (const name of ['cmp-pr-1', 'cmp-pr-2']) {
+        const result = await runAction(name, inputs, event, {
+          ...env,
+          GITHUB_TOKEN: 'ghs_secret',
+          GITHUB_EVENT_PATH: join(work, name, 'event.json'),
+        });
+        expect(result.code, result.stderr).toBe(1);
+        expect(result.summary).toContain('# tunnel2 bench compare: ramp');
+        expect(result.stderr).toContain('baseline: artifact bench-baseline #2 of main');
+      }
+      // Only main's unexpired artifact was downloaded; the first run added the comment, the second edited it.
+      const writes = github.calls.filter((c) => c.method !== 'GET').map((c) => `${c.method} ${c.url}`);
+      expect(writes).toEqual([
+        'POST /repos/octo/app/issues/7/comments',
+        'PATCH /repos/octo/app/issues/comments/101',
+      ]);
+      expect(github.calls.filter((c) => c.url.includes('/zip')).map((c) => c.url)).toEqual([
+        '/repos/octo/app/actions/artifacts/2/zip',
+        '/repos/octo/app/actions/artifacts/2/zip',
+      ]);
+      expect(new Set(github.calls.map((c) => c.authorization))).toEqual(new Set(['Bearer ghs_secret']));
+      expect(github.comments).toHaveLength(2);
+      expect(github.comments[1]!.body).toMatch(
+        /^<!-- tunnel2-bench-compare -->\n# tunnel2 bench compare: ramp/,
+      );
+      expect(github.comments[1]!.body).toContain('**Regression');
+    } finally {
+      await github.close();
+    }
+  });
+
+  it('artifact:<name> before the default branch has one: the run passes and the summary says so', async () => {
+    const github = await fakeGitHub(() => [], {});
+    try {
+      const result = await runAction(
+        'cmp-none',
+        {
+          ...load,
+          TARGET: `${target}/health`,
+          ARGS: '--warmup 0 --only direct',
+          BASELINE: 'artifact:bench-baseline',
+        },
+        undefined,
+        {
+          GITHUB_API_URL: github.base,
+          GITHUB_REPOSITORY: 'octo/app',
+          GITHUB_TOKEN: 't',
+          GITHUB_EVENT_NAME: 'push',
+        },
+      );
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.summary).toContain('no artifact named bench-baseline on the default branch yet');
+      expect(result.outputs).toMatchObject({ passed: 'true', 'compare-exit-code': '0' });
+    } finally {
+      await github.close();
+    }
   });
 });
 

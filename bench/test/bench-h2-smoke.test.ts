@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CompareResult, CompareRow } from '../src/measure/compare-rows.js';
+import type { SideBySideResult, SideBySideRow } from '../src/measure/side-by-side-rows.js';
 import { runtime } from '../src/runtime-paths.js';
 import { runBench } from './support/run-bench.js';
 
@@ -18,7 +18,7 @@ interface Report {
   schemaVersion: number;
   scenario: string;
   command: string;
-  result: CompareResult<unknown>;
+  result: SideBySideResult<unknown>;
   gate: { passed: boolean; violations: string[] };
 }
 
@@ -31,7 +31,7 @@ function read(out: string): { json: Report; md: string; html: string } {
 }
 
 /** A measured row: answers, no failures, a rate, and the CPU of the processes it names. */
-function expectMeasured(row: CompareRow | undefined, processes: string[]): void {
+function expectMeasured(row: SideBySideRow | undefined, processes: string[]): void {
   expect(row, 'row missing').toBeDefined();
   expect(row!.unavailable, row!.label).toBeNull();
   expect(row!.ok, row!.label).toBeGreaterThan(0);
@@ -64,7 +64,7 @@ const edgeServesTls = spawnSync(process.execPath, [runtime.cliBin(), 'server', '
   encoding: 'utf8',
 }).stdout.includes('--tls-cert');
 
-const rowOf = (json: Report, label: string, mode: CompareRow['mode']) =>
+const rowOf = (json: Report, label: string, mode: SideBySideRow['mode']) =>
   json.result.rows.find((r) => r.label === label && r.mode === mode);
 
 describe('pnpm bench h2, grpc, tls (smoke)', () => {

@@ -142,5 +142,25 @@ describe('the published @tunnel2/bench', () => {
       expect(side.ok).toBe(side.requests);
     }
     expect(stage.tunnel!.agent!.cpuMs).toBeGreaterThan(0);
-  }, 120_000);
+
+    // `compare` is in the published bundle too: a run against itself, from the user's folder.
+    const compared = await run(
+      'npx',
+      [
+        ...flags,
+        '--userconfig',
+        join(work, 'empty-npmrc'),
+        packed.name,
+        'compare',
+        out,
+        join(out, 'report.json'),
+      ],
+      { cwd, env: npmEnv({ INIT_CWD: cwd }), timeout: 60_000 },
+    ).catch((err: Error & { stdout?: string; stderr?: string }) => {
+      throw new Error(`npx compare failed: ${err.message}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
+    });
+    expect(compared.stdout).toContain('# tunnel2 bench compare: ramp');
+    expect(compared.stdout).toContain('**No regression');
+    expect(compared.stderr).toContain('No regression');
+  }, 180_000);
 });

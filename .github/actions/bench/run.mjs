@@ -1,11 +1,14 @@
 // The tunnel2 bench action's entry point (action.yml runs it with the inputs as INPUT_* variables).
 // Runs the kit, appends report.md to $GITHUB_STEP_SUMMARY, sets the step's outputs in $GITHUB_OUTPUT, and
-// exits with the kit's own exit code (0 done, 1 gate failed, 2 bad flags, 3 the run failed). Plain Node,
-// no dependency: the test suite runs it as it is, with fake summary and output files.
+// exits with the kit's own exit code (0 done, 1 gate failed, 2 bad flags, 3 the run failed). With a
+// `baseline`, compares the run with it (compare-step.mjs) and exits 1 on a regression as well. Plain Node,
+// no dependency: the test suite runs it as it is, with fake summary and output files and a local server
+// standing in for the GitHub API.
 
 import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { compareWithBaseline } from './compare-step.mjs';
 
 const input = (name) => (process.env[`INPUT_${name}`] ?? '').trim();
 
@@ -139,6 +142,28 @@ if (existsSync(reportMd)) {
 }
 // A run that failed (exit 3) says why in the summary, not only in the log.
 if (code === 3 && reason() !== '') summary(`\n> ${reason()}`);
-output('passed', String(passed));
+
+// The comparison needs a report of this run; a run that failed (exit 2 or 3) has none worth comparing.
+let compareCode = 0;
+const baseline = input('BASELINE');
+if (baseline !== '' && (code === 0 || code === 1) && existsSync(reportJson)) {
+  const compared = await compareWithBaseline({
+    baseline,
+    maxRegress: input('MAX_REGRESS'),
+    comment: input('COMMENT') !== 'false',
+    reportDir: outDir,
+    workspace,
+    kit: { command, prefix: commandArgs.slice(0, commandArgs.length - args.length) },
+    env: process.env,
+    summary,
+    output,
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  compareCode = compared.code;
+  output('compare-exit-code', String(compareCode));
+}
+output('passed', String(passed && compareCode === 0));
 output('exit-code', String(code));
-process.exitCode = code;
+// The run's own failure first (its code says what failed); then a regression (1) or a baseline that
+// could not be read (2).
+process.exitCode = code !== 0 ? code : compareCode;

@@ -1,5 +1,5 @@
-import type { RowLoad } from './compare-rows.js';
 import { type LoadSpec, runLoad } from './load-runner.js';
+import type { RowLoad } from './side-by-side-rows.js';
 
 /**
  * The kit's autocannon run (paced or closed loop) as a row of `h2`, `grpc` and `tls`: a fixed-rate row's

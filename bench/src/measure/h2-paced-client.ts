@@ -1,6 +1,6 @@
 import { type ClientHttp2Session, connect, constants } from 'node:http2';
-import type { RowLoad } from './compare-rows.js';
 import { createLatencyRecorder } from './latency-recorder.js';
+import type { RowLoad } from './side-by-side-rows.js';
 
 /*
  * A fixed request rate over HTTP/2 with prior knowledge (h2c), for `pnpm bench h2`. Debian's h2load 1.52

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { BenchError, BenchErrorCode } from '../errors.js';
-import type { RowLoad } from './compare-rows.js';
+import type { RowLoad } from './side-by-side-rows.js';
 
 /*
  * h2load (Debian's nghttp2-client) in a closed loop: `-c` connections × `-m` concurrent streams each, for

@@ -57,6 +57,7 @@ scenarios:
   spike      2-minute runs at fixed rates             --rates 600,800,900,1000 --duration 120
   constant   N minutes at one fixed rate              --rate 300 --minutes 5
   max        closed loop: as fast as answers come     --connections 50,100 --duration 30
+  compare    two runs' reports side by side: ${runtime.command} compare <base> <head> [--max-regress <pct>]
 ${runtime.standalone ? STANDALONE_USAGE.slice(1) : ''}
 flags:
   --stages <rps,...>     ramp: target rate of each stage

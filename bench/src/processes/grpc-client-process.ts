@@ -1,6 +1,6 @@
 import { Client, credentials, Metadata, type ServiceError, status as Status } from '@grpc/grpc-js';
-import type { RowLoad } from '../measure/compare-rows.js';
 import { createLatencyRecorder } from '../measure/latency-recorder.js';
+import type { RowLoad } from '../measure/side-by-side-rows.js';
 import { BENCH_SERVICE } from './grpc-bench-service.js';
 
 /*

@@ -1,5 +1,5 @@
 import { FLAT_RSS_MB, type GrpcSettings, runGrpcBench } from '../scenarios/grpc-scenario.js';
-import { type CompareCommand, numberFlag } from './compare-command.js';
+import { numberFlag, type SideBySideCommand } from './side-by-side-command.js';
 
 /** `pnpm bench grpc --help`. */
 export const GRPC_USAGE = `usage: pnpm bench grpc [flags]
@@ -27,7 +27,7 @@ A tunnel that cannot carry gRPC (an agent without --h2c, an edge without HTTP/2)
 measured, with the reason.
 `;
 
-export const grpcCommand: CompareCommand<GrpcSettings> = {
+export const grpcCommand: SideBySideCommand<GrpcSettings> = {
   usage: GRPC_USAGE,
   text: {
     title: 'gRPC through the tunnel',

@@ -1,6 +1,6 @@
 import { type H2Settings, runH2Bench } from '../scenarios/h2-scenario.js';
-import type { CompareCommand } from './compare-command.js';
-import { numberFlag, ratesFlag } from './compare-command.js';
+import type { SideBySideCommand } from './side-by-side-command.js';
+import { numberFlag, ratesFlag } from './side-by-side-command.js';
 
 /** `pnpm bench h2 --help`. */
 export const H2_USAGE = `usage: pnpm bench h2 [flags]
@@ -26,7 +26,7 @@ CPU per request over h2 ≤ the HTTP/1.1 tunnel's at the same rate. A row the ed
 ingress) is reported as not measured, with the reason, and its target as not measured.
 `;
 
-export const h2Command: CompareCommand<H2Settings> = {
+export const h2Command: SideBySideCommand<H2Settings> = {
   usage: H2_USAGE,
   text: {
     title: 'HTTP/2 through the tunnel',

@@ -22,10 +22,10 @@ import { type FloorResult, runFloorBench } from '../scenarios/floor-scenario.js'
 import { runSessionsBench, type SessionsResult } from '../scenarios/sessions-scenario.js';
 import { runWanBench } from '../scenarios/wan-scenario.js';
 import { startBenchStack } from '../stacks/bench-stack.js';
-import { runCompareCommand } from './compare-command.js';
 import { grpcCommand } from './grpc-command.js';
 import { h2Command } from './h2-command.js';
 import { commandLine, describeEnvironment } from './report-json.js';
+import { runSideBySideCommand } from './side-by-side-command.js';
 import { runTcpCommand } from './tcp-command.js';
 import { tlsCommand } from './tls-command.js';
 
@@ -173,9 +173,9 @@ export async function runStandalone(
 ): Promise<number> {
   if (name === 'npx') return runNpx(argv);
   if (name === 'tcp') return runTcpCommand(argv, defaultOutDir, note);
-  if (name === 'h2') return runCompareCommand(name, h2Command, argv, defaultOutDir, note);
-  if (name === 'grpc') return runCompareCommand(name, grpcCommand, argv, defaultOutDir, note);
-  if (name === 'tls') return runCompareCommand(name, tlsCommand, argv, defaultOutDir, note);
+  if (name === 'h2') return runSideBySideCommand(name, h2Command, argv, defaultOutDir, note);
+  if (name === 'grpc') return runSideBySideCommand(name, grpcCommand, argv, defaultOutDir, note);
+  if (name === 'tls') return runSideBySideCommand(name, tlsCommand, argv, defaultOutDir, note);
   const flags = parse(argv, {
     out: { type: 'string' },
     only: { type: 'string' },
@@ -222,7 +222,7 @@ export async function runStandalone(
     cluster: ['out', 'rate', 'rates', 'duration', 'warmup', 'fault-rate', 'settle'],
     wan: ['out', 'rtt', 'size', 'time-limit'],
     tcp: [],
-    // Their own commands (compare-command.ts) parse their flags.
+    // Their own commands (side-by-side-command.ts) parse their flags.
     h2: [],
     grpc: [],
     tls: [],

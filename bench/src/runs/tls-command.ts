@@ -1,5 +1,5 @@
 import { runTlsBench, type TlsSettings } from '../scenarios/tls-scenario.js';
-import { type CompareCommand, numberFlag, ratesFlag } from './compare-command.js';
+import { numberFlag, ratesFlag, type SideBySideCommand } from './side-by-side-command.js';
 
 /** `pnpm bench tls --help`. */
 export const TLS_USAGE = `usage: pnpm bench tls [flags]
@@ -23,7 +23,7 @@ edge costs less CPU per request than HAProxy + the edge, over HTTP/1.1 and over 
 --tls-cert is reported as not measured, with the reason.
 `;
 
-export const tlsCommand: CompareCommand<TlsSettings> = {
+export const tlsCommand: SideBySideCommand<TlsSettings> = {
   usage: TLS_USAGE,
   text: {
     title: 'TLS at the edge vs a separate terminator',

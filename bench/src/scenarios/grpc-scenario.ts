@@ -2,10 +2,8 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { autocannonRowLoad } from '../measure/autocannon-row-load.js';
+import { fixed } from '../measure/report-format.js';
 import {
-  type CompareResult,
-  type CompareRow,
-  type CompareTarget,
   errorTotal,
   type MeteredProcess,
   measureRow,
@@ -13,9 +11,11 @@ import {
   type RowSpec,
   ratioTarget,
   rowLoadText,
+  type SideBySideResult,
+  type SideBySideRow,
+  type SideBySideTarget,
   unavailableRow,
-} from '../measure/compare-rows.js';
-import { fixed } from '../measure/report-format.js';
+} from '../measure/side-by-side-rows.js';
 import { autoConnections } from '../plan/scenarios.js';
 import type { GrpcClientSpec } from '../processes/grpc-client-process.js';
 import {
@@ -48,7 +48,7 @@ export interface GrpcSettings {
   messageKib: number;
 }
 
-export type GrpcResult = CompareResult<GrpcSettings>;
+export type GrpcResult = SideBySideResult<GrpcSettings>;
 
 const binOf = (file: string): string => join(fileURLToPath(new URL('../processes/', import.meta.url)), file);
 const TIMEOUT_SEC = 10;
@@ -168,7 +168,7 @@ export async function runGrpcBench(
     const direct = targetOf(grpcServer.readyValue);
     const tunnel: LoadTarget | undefined =
       grpcAgent === undefined ? undefined : targetOf(grpcAgent.readyValue);
-    const rows: CompareRow[] = [];
+    const rows: SideBySideRow[] = [];
     const { durationSec, warmupSec, ratePerSec } = settings;
 
     const run = async (
@@ -218,7 +218,7 @@ export async function runGrpcBench(
     const spec = (
       protocol: string,
       side: string,
-      mode: CompareRow['mode'],
+      mode: SideBySideRow['mode'],
       generator: string,
       connections: number,
     ): RowSpec => ({
@@ -284,11 +284,11 @@ export async function runGrpcBench(
   }
 }
 
-const byLabel = (rows: CompareRow[], label: string, mode: CompareRow['mode']) =>
+const byLabel = (rows: SideBySideRow[], label: string, mode: SideBySideRow['mode']) =>
   rows.find((r) => r.label === label && r.mode === mode);
 
 /** RSS growth (max − first) of the edge and the agent over the tunnel's stream, the larger of the two. */
-function rssTarget(row: CompareRow | undefined): CompareTarget {
+function rssTarget(row: SideBySideRow | undefined): SideBySideTarget {
   const name = 'edge and agent RSS growth over the bidi stream (max − first)';
   const limit = `≤ ${FLAT_RSS_MB} MiB`;
   if (row === undefined || row.unavailable !== null || row.rss === null) {
@@ -314,9 +314,9 @@ function rssTarget(row: CompareRow | undefined): CompareTarget {
   };
 }
 
-export function grpcTargets(rows: CompareRow[]): CompareTarget[] {
+export function grpcTargets(rows: SideBySideRow[]): SideBySideTarget[] {
   const failed = rows.reduce((sum, row) => sum + errorTotal(row), 0);
-  const cpu = (row: CompareRow): number | null => row.betweenCpuPerRequestUs;
+  const cpu = (row: SideBySideRow): number | null => row.betweenCpuPerRequestUs;
   const tunnelStream = byLabel(rows, 'grpc bidi tunnel', 'stream');
   return [
     {

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { autocannonRowLoad } from '../measure/autocannon-row-load.js';
+import { probeH2c, runH2Paced } from '../measure/h2-paced-client.js';
+import { findH2load, runH2load } from '../measure/h2load-runner.js';
+import { fixed } from '../measure/report-format.js';
 import {
-  type CompareResult,
-  type CompareRow,
-  type CompareTarget,
   errorTotal,
   type MeteredProcess,
   measureRow,
@@ -12,11 +12,11 @@ import {
   type RowSpec,
   ratioTarget,
   rowLoadText,
+  type SideBySideResult,
+  type SideBySideRow,
+  type SideBySideTarget,
   unavailableRow,
-} from '../measure/compare-rows.js';
-import { probeH2c, runH2Paced } from '../measure/h2-paced-client.js';
-import { findH2load, runH2load } from '../measure/h2load-runner.js';
-import { fixed } from '../measure/report-format.js';
+} from '../measure/side-by-side-rows.js';
 import { autoConnections } from '../plan/scenarios.js';
 import {
   type BenchStack,
@@ -47,7 +47,7 @@ export interface H2Settings {
   path: string;
 }
 
-export type H2Result = CompareResult<H2Settings>;
+export type H2Result = SideBySideResult<H2Settings>;
 
 const binOf = (file: string): string => join(fileURLToPath(new URL('../processes/', import.meta.url)), file);
 const TIMEOUT_SEC = 10;
@@ -111,7 +111,7 @@ export async function runH2Bench(settings: H2Settings, note: (line: string) => v
       backend,
     ];
     const h2cProcs: MeteredProcess[] = [{ name: 'backend', pid: h2cBackend.pid, between: false }];
-    const rows: CompareRow[] = [];
+    const rows: SideBySideRow[] = [];
     const { path, durationSec, warmupSec, connections, streams } = settings;
 
     const run = async (
@@ -239,15 +239,15 @@ export async function runH2Bench(settings: H2Settings, note: (line: string) => v
   }
 }
 
-function find(rows: CompareRow[], label: string, mode: CompareRow['mode'], rate: number | null) {
+function find(rows: SideBySideRow[], label: string, mode: SideBySideRow['mode'], rate: number | null) {
   return rows.find((r) => r.label === label && r.mode === mode && r.targetRps === rate);
 }
 
-const cpu = (row: CompareRow): number | null => row.betweenCpuPerRequestUs;
+const cpu = (row: SideBySideRow): number | null => row.betweenCpuPerRequestUs;
 
-export function h2Targets(rows: CompareRow[], settings: H2Settings): CompareTarget[] {
+export function h2Targets(rows: SideBySideRow[], settings: H2Settings): SideBySideTarget[] {
   const failed = rows.reduce((sum, row) => sum + errorTotal(row), 0);
-  const targets: CompareTarget[] = [
+  const targets: SideBySideTarget[] = [
     {
       name: 'failed requests, all rows',
       limit: '0',

@@ -1,9 +1,8 @@
 import { rm } from 'node:fs/promises';
 import { autocannonRowLoad } from '../measure/autocannon-row-load.js';
+import { runH2Paced } from '../measure/h2-paced-client.js';
+import { fixed } from '../measure/report-format.js';
 import {
-  type CompareResult,
-  type CompareRow,
-  type CompareTarget,
   errorTotal,
   type MeteredProcess,
   measureRow,
@@ -11,10 +10,11 @@ import {
   type RowSpec,
   ratioTarget,
   rowLoadText,
+  type SideBySideResult,
+  type SideBySideRow,
+  type SideBySideTarget,
   unavailableRow,
-} from '../measure/compare-rows.js';
-import { runH2Paced } from '../measure/h2-paced-client.js';
-import { fixed } from '../measure/report-format.js';
+} from '../measure/side-by-side-rows.js';
 import { autoConnections } from '../plan/scenarios.js';
 import {
   type BenchStack,
@@ -48,7 +48,7 @@ export interface TlsSettings {
   path: string;
 }
 
-export type TlsResult = CompareResult<TlsSettings>;
+export type TlsResult = SideBySideResult<TlsSettings>;
 
 const TIMEOUT_SEC = 10;
 /** h2 rows: sessions of the paced client, and streams each may have open (as `pnpm bench h2`'s defaults). */
@@ -131,7 +131,7 @@ export async function runTlsBench(settings: TlsSettings, note: (line: string) =>
             { name: 'agent', pid: tlsEdge.agent.pid, between: false },
             backend,
           ];
-    const rows: CompareRow[] = [];
+    const rows: SideBySideRow[] = [];
     const run = async (
       spec: RowSpec,
       procs: MeteredProcess[],
@@ -230,9 +230,9 @@ export async function runTlsBench(settings: TlsSettings, note: (line: string) =>
   }
 }
 
-export function tlsTargets(rows: CompareRow[], settings: TlsSettings): CompareTarget[] {
+export function tlsTargets(rows: SideBySideRow[], settings: TlsSettings): SideBySideTarget[] {
   const failed = rows.reduce((sum, row) => sum + errorTotal(row), 0);
-  const cpu = (row: CompareRow): number | null => row.betweenCpuPerRequestUs;
+  const cpu = (row: SideBySideRow): number | null => row.betweenCpuPerRequestUs;
   const find = (label: string, rate: number) => rows.find((r) => r.label === label && r.targetRps === rate);
   return [
     {

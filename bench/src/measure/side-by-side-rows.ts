@@ -41,7 +41,7 @@ export interface RowLoad {
 }
 
 /** One measured row: a protocol, a side, one load. */
-export interface CompareRow {
+export interface SideBySideRow {
   /** What the row measures, e.g. "h2 tunnel" or "https haproxy + edge". */
   label: string;
   protocol: string;
@@ -76,7 +76,7 @@ export interface CompareRow {
 }
 
 /** One target of the issue, computed from two rows. `met` is null when a row it needs was not measured. */
-export interface CompareTarget {
+export interface SideBySideTarget {
   name: string;
   /** The limit, as the issue states it. */
   limit: string;
@@ -88,18 +88,18 @@ export interface CompareTarget {
   unavailable: string | null;
 }
 
-export interface CompareResult<S> {
+export interface SideBySideResult<S> {
   scenario: 'h2' | 'grpc' | 'tls';
   settings: S;
   /** Addresses of what ran (backend, edge, tunnel URLs), for the report's header. */
   stack: Record<string, string | null>;
-  rows: CompareRow[];
-  targets: CompareTarget[];
+  rows: SideBySideRow[];
+  targets: SideBySideTarget[];
 }
 
 /** The identity of a row, without its figures. */
 export type RowSpec = Pick<
-  CompareRow,
+  SideBySideRow,
   'label' | 'protocol' | 'side' | 'mode' | 'targetRps' | 'connections' | 'streams' | 'generator'
 >;
 
@@ -144,7 +144,7 @@ export async function measureRow(
   spec: RowSpec,
   processes: readonly MeteredProcess[],
   load: () => Promise<RowLoad>,
-): Promise<CompareRow> {
+): Promise<SideBySideRow> {
   const meters = processes.map((p) => ({ p, meter: meterProcess(p.pid) }));
   const rss = spec.mode === 'stream' ? sampleRss(processes) : undefined;
   const result = await load();
@@ -180,7 +180,7 @@ export async function measureRow(
 }
 
 /** A row that could not run: its reason, no figures. */
-export function unavailableRow(spec: RowSpec, why: string): CompareRow {
+export function unavailableRow(spec: RowSpec, why: string): SideBySideRow {
   return {
     ...spec,
     durationSec: 0,
@@ -198,7 +198,7 @@ export function unavailableRow(spec: RowSpec, why: string): CompareRow {
   };
 }
 
-export function errorTotal(row: CompareRow): number {
+export function errorTotal(row: SideBySideRow): number {
   return Object.values(row.errors).reduce((sum, n) => sum + n, 0);
 }
 
@@ -209,10 +209,10 @@ export function errorTotal(row: CompareRow): number {
 export function ratioTarget(
   name: string,
   limitText: string,
-  a: { row: CompareRow | undefined; value: (row: CompareRow) => number | null },
-  b: { row: CompareRow | undefined; value: (row: CompareRow) => number | null },
+  a: { row: SideBySideRow | undefined; value: (row: SideBySideRow) => number | null },
+  b: { row: SideBySideRow | undefined; value: (row: SideBySideRow) => number | null },
   check: (ratio: number) => boolean,
-): CompareTarget {
+): SideBySideTarget {
   const missing = [a.row, b.row].find((row) => row === undefined || row.unavailable !== null);
   if (missing !== undefined) {
     return {
@@ -238,7 +238,7 @@ export function ratioTarget(
 }
 
 /** The gate of these scenarios: any failed request, or a measured target missed. Unmeasured targets do not gate. */
-export function compareGate(result: CompareResult<unknown>): { passed: boolean; violations: string[] } {
+export function sideBySideGate(result: SideBySideResult<unknown>): { passed: boolean; violations: string[] } {
   const violations: string[] = [];
   for (const row of result.rows) {
     const failed = errorTotal(row);
@@ -253,7 +253,9 @@ export function compareGate(result: CompareResult<unknown>): { passed: boolean; 
 }
 
 /** "500 RPS", "closed loop, 10 × 10 streams", "stream". */
-export function rowLoadText(row: Pick<CompareRow, 'mode' | 'targetRps' | 'connections' | 'streams'>): string {
+export function rowLoadText(
+  row: Pick<SideBySideRow, 'mode' | 'targetRps' | 'connections' | 'streams'>,
+): string {
   if (row.mode === 'rate') return `${row.targetRps} RPS`;
   if (row.mode === 'stream') return 'stream';
   return row.streams === null

@@ -2,8 +2,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BenchError, BenchErrorCode, usageError } from '../errors.js';
-import { type CompareResult, compareGate } from '../measure/compare-rows.js';
-import { type CompareText, renderCompareHtml, renderCompareMarkdown } from '../reports/compare-report.js';
+import { type SideBySideResult, sideBySideGate } from '../measure/side-by-side-rows.js';
+import {
+  renderSideBySideHtml,
+  renderSideBySideMarkdown,
+  type SideBySideText,
+} from '../reports/side-by-side-report.js';
 import { commandLine, describeEnvironment } from './report-json.js';
 
 /*
@@ -12,17 +16,17 @@ import { commandLine, describeEnvironment } from './report-json.js';
  * one summary line per target on stderr.
  */
 
-export type CompareName = 'h2' | 'grpc' | 'tls';
+export type SideBySideName = 'h2' | 'grpc' | 'tls';
 
 export type FlagValues = Record<string, string | boolean | undefined>;
 
-export interface CompareCommand<S> {
+export interface SideBySideCommand<S> {
   usage: string;
-  text: CompareText;
+  text: SideBySideText;
   /** The flags this scenario takes (all strings, besides --help). */
   flags: readonly string[];
   settings(values: FlagValues): S;
-  run(settings: S, note: (line: string) => void): Promise<CompareResult<S>>;
+  run(settings: S, note: (line: string) => void): Promise<SideBySideResult<S>>;
 }
 
 export function numberFlag(
@@ -48,9 +52,9 @@ export function ratesFlag(values: FlagValues, flag: string, fallback: number[]):
 }
 
 /** Runs one of the three; answers the exit code (0 ok, 1 gate failed, 2 bad flags, 3 run failed). */
-export async function runCompareCommand<S>(
-  name: CompareName,
-  command: CompareCommand<S>,
+export async function runSideBySideCommand<S>(
+  name: SideBySideName,
+  command: SideBySideCommand<S>,
   argv: string[],
   defaultOutDir: string,
   note: (line: string) => void,
@@ -81,7 +85,7 @@ export async function runCompareCommand<S>(
   const startedAt = new Date();
   try {
     const result = await command.run(settings, note);
-    const gate = compareGate(result);
+    const gate = sideBySideGate(result);
     const report = {
       schemaVersion: 1,
       scenario: name,
@@ -94,8 +98,8 @@ export async function runCompareCommand<S>(
     };
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
-    writeFileSync(join(outDir, 'report.md'), renderCompareMarkdown(report, command.text));
-    writeFileSync(join(outDir, 'report.html'), renderCompareHtml(report, command.text));
+    writeFileSync(join(outDir, 'report.md'), renderSideBySideMarkdown(report, command.text));
+    writeFileSync(join(outDir, 'report.html'), renderSideBySideHtml(report, command.text));
     for (const t of result.targets) {
       const state = t.met === null ? `not measured: ${t.unavailable}` : t.met ? 'met' : 'missed';
       note(`${t.name}: ${t.text} (target ${t.limit}) ${state}`);

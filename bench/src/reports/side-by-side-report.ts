@@ -1,11 +1,11 @@
+import { fixed } from '../measure/report-format.js';
 import {
-  type CompareResult,
-  type CompareRow,
-  type CompareTarget,
   errorTotal,
   rowLoadText,
-} from '../measure/compare-rows.js';
-import { fixed } from '../measure/report-format.js';
+  type SideBySideResult,
+  type SideBySideRow,
+  type SideBySideTarget,
+} from '../measure/side-by-side-rows.js';
 import { htmlTable } from './report-html.js';
 import type { Table } from './report-tables.js';
 import { gateLine, heading, type StandaloneReport } from './standalone-report-md.js';
@@ -13,44 +13,44 @@ import { escapeXml } from './svg-charts.js';
 
 /** report.md and report.html of `pnpm bench h2`, `grpc` and `tls`: the targets, then every row. */
 
-export interface CompareText {
+export interface SideBySideText {
   title: string;
   /** What the scenario measures and how, one paragraph. */
   intro: string;
 }
 
-export type CompareReport = StandaloneReport<CompareResult<unknown>>;
+export type SideBySideReport = StandaloneReport<SideBySideResult<unknown>>;
 
-function status(t: CompareTarget): string {
+function status(t: SideBySideTarget): string {
   if (t.met === null) return `not measured: ${t.unavailable ?? ''}`;
   return t.met ? 'met' : 'missed';
 }
 
-export function targetTable(targets: readonly CompareTarget[]): Table {
+export function targetTable(targets: readonly SideBySideTarget[]): Table {
   return {
     header: ['target', 'limit', 'measured', 'status'],
     rows: targets.map((t) => [t.name, t.limit, t.text, status(t)]),
   };
 }
 
-function errorsText(row: CompareRow): string {
+function errorsText(row: SideBySideRow): string {
   const entries = Object.entries(row.errors).filter(([, n]) => n > 0);
   return entries.length === 0 ? '0' : entries.map(([kind, n]) => `${kind} ${n}`).join(', ');
 }
 
-function processCpu(row: CompareRow): string {
+function processCpu(row: SideBySideRow): string {
   const parts = Object.entries(row.cpuPerRequestUs).map(([name, us]) => `${name} ${fixed(us)}`);
   return parts.length === 0 ? '–' : parts.join(' · ');
 }
 
-function rssText(row: CompareRow): string {
+function rssText(row: SideBySideRow): string {
   if (row.rss === null) return '–';
   return Object.entries(row.rss)
     .map(([name, r]) => `${name} ${fixed(r.firstMb)} → ${fixed(r.lastMb)} (max ${fixed(r.maxMb)})`)
     .join(' · ');
 }
 
-export function rowTable(rows: readonly CompareRow[]): Table {
+export function rowTable(rows: readonly SideBySideRow[]): Table {
   const streams = rows.some((r) => r.mode === 'stream');
   return {
     header: [
@@ -116,7 +116,7 @@ const FOOTNOTE =
   'coordinated omission. "Skipped sends" (fixed-rate rows): sends due while no connection (HTTP/1.1) or ' +
   'stream (h2) was free, which a row that kept its rate has none of.';
 
-export function renderCompareMarkdown(report: CompareReport, text: CompareText): string {
+export function renderSideBySideMarkdown(report: SideBySideReport, text: SideBySideText): string {
   const failed = report.result.rows.reduce((sum, r) => sum + errorTotal(r), 0);
   return (
     `${heading(text.title, report)}${text.intro}\n\n` +
@@ -126,7 +126,7 @@ export function renderCompareMarkdown(report: CompareReport, text: CompareText):
   );
 }
 
-export function renderCompareHtml(report: CompareReport, text: CompareText): string {
+export function renderSideBySideHtml(report: SideBySideReport, text: SideBySideText): string {
   const { gate } = report;
   const gateHtml = gate.passed
     ? '<p>Gate: passed.</p>'

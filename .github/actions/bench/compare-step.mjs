@@ -1,0 +1,120 @@
+// The bench action's comparison (the `baseline` input): finds the baseline report (a path, or the newest
+// `artifact:<name>` of the default branch), runs the kit's `compare <baseline> <this run>`, and puts its
+// Markdown in the job summary and, on a pull request, in one comment updated in place.
+
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createGitHub } from './github-api.mjs';
+
+const ARTIFACT = /^artifact:(.+)$/;
+
+/**
+ * Where the baseline report is, or why there is none. A missing artifact is not an error (the default
+ * branch has not run the kit yet: the first run makes it); every other failure is.
+ */
+async function resolveBaseline(baseline, { workspace, dir, github, log }) {
+  const artifact = ARTIFACT.exec(baseline);
+  if (artifact === null) return { path: resolve(workspace, baseline) };
+  const name = artifact[1].trim();
+  const found = await github.findBaselineArtifact(name);
+  if (found === null)
+    return { none: `no artifact named ${name} on the default branch yet: nothing to compare with` };
+  log(`baseline: artifact ${name} #${found.id} of ${found.branch} (${found.created_at ?? 'date unknown'})`);
+  const text = await github.downloadReport(found);
+  mkdirSync(dir, { recursive: true });
+  const path = resolve(dir, 'report.json');
+  writeFileSync(path, text);
+  return { path };
+}
+
+/** Runs the kit's compare; answers its exit code (0 no regression, 1 regression, 2 bad input). */
+function runKitCompare(command, prefix, args) {
+  return new Promise((done) => {
+    const child = spawn(command, [...prefix, 'compare', ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
+    child.once('error', () => done(2));
+    child.once('close', (code) => done(code ?? 2));
+  });
+}
+
+function pullRequestNumber(env) {
+  if (!/^pull_request(_target)?$/.test(env.GITHUB_EVENT_NAME ?? '') || !env.GITHUB_EVENT_PATH) return null;
+  try {
+    const event = JSON.parse(readFileSync(env.GITHUB_EVENT_PATH, 'utf8'));
+    return event.pull_request?.number ?? event.number ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Answers { code, compareDir } where code is the kit's compare exit code, or 0 when there was no baseline
+ * to compare with, or 2 when the baseline could not be had.
+ */
+export async function compareWithBaseline({
+  baseline,
+  maxRegress,
+  comment,
+  reportDir,
+  workspace,
+  kit,
+  env,
+  summary,
+  output,
+  log,
+}) {
+  const compareDir = resolve(reportDir, 'compare');
+  const github = createGitHub({
+    apiUrl: env.GITHUB_API_URL,
+    repository: env.GITHUB_REPOSITORY,
+    token: env.GITHUB_TOKEN ?? '',
+  });
+  let found;
+  try {
+    found = await resolveBaseline(baseline, {
+      workspace,
+      dir: resolve(workspace, '.bench-baseline'),
+      github,
+      log,
+    });
+  } catch (err) {
+    const line = `bench action: the baseline ${baseline} could not be fetched: ${err.message}`;
+    log(line);
+    summary(`\n> ${line}`);
+    return { code: 2, compareDir: null };
+  }
+  if (found.none !== undefined) {
+    log(`bench action: ${found.none}`);
+    summary(`\n> ${found.none}.`);
+    return { code: 0, compareDir: null };
+  }
+  const args = [found.path, reportDir, '--out', compareDir];
+  if (maxRegress !== '') args.push('--max-regress', maxRegress);
+  const code = await runKitCompare(kit.command, kit.prefix, args);
+  let markdown = null;
+  try {
+    markdown = readFileSync(resolve(compareDir, 'compare.md'), 'utf8');
+  } catch {
+    summary(
+      `\n> bench action: the comparison with ${baseline} wrote nothing (exit code ${code}): see the step's log.`,
+    );
+  }
+  if (markdown !== null) {
+    summary(`\n${markdown}`);
+    output('compare-dir', compareDir);
+    const number = comment ? pullRequestNumber(env) : null;
+    if (number !== null) {
+      try {
+        const done = await github.upsertComment(number, markdown);
+        log(`bench action: comparison comment ${done.action} on #${number}`);
+      } catch (err) {
+        // A fork's pull request gets a read-only token: the summary still has the comparison.
+        log(
+          `bench action: could not comment on #${number} (permissions: pull-requests: write?): ${err.message}`,
+        );
+      }
+    }
+  }
+  output('regressed', String(code === 1));
+  return { code, compareDir };
+}

@@ -1,0 +1,87 @@
+// The GitHub REST calls of the bench action: the baseline artifact of the default branch, and the one
+// comparison comment on a pull request. Plain fetch against GITHUB_API_URL (https://api.github.com, or a
+// GitHub Enterprise Server's, or a local server in the tests) with the workflow's token.
+
+import { readZipEntry } from './unzip.mjs';
+
+/** Finds the hidden marker in the comment the action wrote before (the kit's compare-markdown.ts). */
+export const COMMENT_MARKER = '<!-- tunnel2-bench-compare -->';
+/** GitHub refuses a comment body over 65,536 characters. */
+const MAX_COMMENT = 65_000;
+
+export function createGitHub({ apiUrl, repository, token, fetchImpl = fetch }) {
+  const base = (apiUrl || 'https://api.github.com').replace(/\/+$/, '');
+  async function call(method, path, body) {
+    const res = await fetchImpl(path.startsWith('http') ? path : `${base}${path}`, {
+      method,
+      headers: {
+        accept: 'application/vnd.github+json',
+        authorization: `Bearer ${token}`,
+        'x-github-api-version': '2022-11-28',
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      redirect: 'follow',
+    });
+    if (!res.ok) {
+      const text = (await res.text()).slice(0, 300);
+      throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    }
+    return res;
+  }
+  const json = async (method, path, body) => (await call(method, path, body)).json();
+
+  return {
+    /**
+     * The newest unexpired artifact named `name` made on the default branch (so a pull request's own
+     * uploads of the same name are never its baseline); null when there is none yet.
+     */
+    async findBaselineArtifact(name) {
+      const repo = await json('GET', `/repos/${repository}`);
+      const branch = repo.default_branch;
+      for (let page = 1; page <= 10; page++) {
+        const list = await json(
+          'GET',
+          `/repos/${repository}/actions/artifacts?name=${encodeURIComponent(name)}&per_page=100&page=${page}`,
+        );
+        const found = (list.artifacts ?? []).find(
+          (a) => a.name === name && !a.expired && a.workflow_run?.head_branch === branch,
+        );
+        if (found) return { ...found, branch };
+        if ((list.artifacts ?? []).length < 100) break;
+      }
+      return null;
+    },
+
+    /** The artifact's report.json, as text (the archive is fetched whole: a few hundred KiB). */
+    async downloadReport(artifact) {
+      const res = await call('GET', artifact.archive_download_url);
+      const entry = readZipEntry(Buffer.from(await res.arrayBuffer()), 'report.json');
+      if (entry === null) throw new Error(`artifact ${artifact.name} (#${artifact.id}) holds no report.json`);
+      return entry.toString('utf8');
+    },
+
+    /** Writes `markdown` as the pull request's comparison comment: updates the marked one, or adds it. */
+    async upsertComment(issueNumber, markdown) {
+      let text = markdown;
+      if (text.length > MAX_COMMENT) {
+        text = `${text.slice(0, text.lastIndexOf('\n', MAX_COMMENT))}\n\n… cut to fit a comment: the job summary and the artifact have it whole.\n`;
+      }
+      const body = `${COMMENT_MARKER}\n${text}`;
+      for (let page = 1; page <= 30; page++) {
+        const comments = await json(
+          'GET',
+          `/repos/${repository}/issues/${issueNumber}/comments?per_page=100&page=${page}`,
+        );
+        const mine = comments.find((c) => typeof c.body === 'string' && c.body.includes(COMMENT_MARKER));
+        if (mine) {
+          await json('PATCH', `/repos/${repository}/issues/comments/${mine.id}`, { body });
+          return { action: 'updated', id: mine.id };
+        }
+        if (comments.length < 100) break;
+      }
+      const created = await json('POST', `/repos/${repository}/issues/${issueNumber}/comments`, { body });
+      return { action: 'created', id: created.id };
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import { countsLine, figureTable, ruleText, sourceLines, type Table, verdictLine } from './compare-tables.js';
+import type { Comparison } from './comparison.js';
+
+function mdTable(table: Table): string {
+  const cell = (text: string): string => text.replace(/\|/g, '\\|');
+  return [
+    `| ${table.header.map(cell).join(' | ')} |`,
+    `| ${table.header.map(() => '---').join(' | ')} |`,
+    ...table.rows.map((row) => `| ${row.map(cell).join(' | ')} |`),
+  ].join('\n');
+}
+
+/** compare.md: the verdict, the regressions, every figure beyond the noise, then every figure shared. */
+export function renderCompareMarkdown(c: Comparison): string {
+  const beyond = c.figures.filter((f) => f.beyondNoise && f.mark !== 'regression');
+  const parts = [
+    `# tunnel2 bench compare: ${c.scenario}`,
+    sourceLines(c).join('  \n'),
+    `**${verdictLine(c)}**`,
+    countsLine(c),
+  ];
+  if (c.regressions.length > 0) parts.push('## Regressions', mdTable(figureTable(c.regressions)));
+  if (beyond.length > 0) parts.push('## Changed beyond the noise', mdTable(figureTable(beyond)));
+  parts.push(
+    '## Every figure',
+    `<details><summary>${c.figures.length} figures</summary>\n\n${mdTable(figureTable(c.figures))}\n\n</details>`,
+    `_${ruleText(c)}_`,
+  );
+  return `${parts.join('\n\n')}\n`;
+}

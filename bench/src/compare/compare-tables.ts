@@ -1,0 +1,85 @@
+import type { ComparedFigure, Comparison, Mark } from './comparison.js';
+
+/** The comparison's tables and sentences as text, which compare-markdown.ts and compare-html.ts lay out. */
+
+/** A table as text cells: compare.md renders it with pipes, compare.html as <table>. */
+export interface Table {
+  header: string[];
+  rows: string[][];
+}
+
+export const MARK_TEXT: Record<Mark, string> = {
+  regression: '✗ regression',
+  worse: '↓ worse',
+  better: '↑ better',
+  changed: '≠ changed',
+  '': '',
+};
+
+/** The figure as read: whole from 100 up, 1 decimal from 10, else 3 significant digits. */
+export function figureText(value: number): string {
+  const abs = Math.abs(value);
+  if (abs >= 100) return Math.round(value).toLocaleString('en-US');
+  if (abs >= 10) return value.toFixed(1);
+  if (abs === 0) return '0';
+  return Number(value.toPrecision(3)).toString();
+}
+
+export function changeText(change: number | null): string {
+  if (change === null) return 'new';
+  const sign = change > 0 ? '+' : change < 0 ? '−' : '±';
+  return `${sign}${Math.abs(change).toFixed(1)} %`;
+}
+
+export function figureTable(figures: readonly ComparedFigure[]): Table {
+  return {
+    header: ['figure', 'base', 'head', 'change', 'noise', ''],
+    rows: figures.map((f) => [
+      f.lowSample ? `${f.key} ~` : f.key,
+      figureText(f.base),
+      figureText(f.head),
+      changeText(f.changePct),
+      `±${f.noisePct.toFixed(0)} %`,
+      MARK_TEXT[f.mark],
+    ]),
+  };
+}
+
+/** The verdict in one line, as the job summary and stderr show it. */
+export function verdictLine(c: Comparison): string {
+  if (c.passed) {
+    return `No regression: no p99, throughput, CPU per request or RSS figure is worse by more than ${c.maxRegressPct} % beyond the noise.`;
+  }
+  const n = c.regressions.length;
+  return `Regression: ${n} figure${n === 1 ? '' : 's'} worse by more than --max-regress ${c.maxRegressPct} % beyond the noise: ${c.regressions
+    .map((f) => `${f.key} ${changeText(f.changePct)}`)
+    .join(', ')}.`;
+}
+
+export function ruleText(c: Comparison): string {
+  return (
+    `A change is marked when it is beyond the noise: larger than the larger of ${c.minNoisePct} % and the ` +
+    'spread either run shows for that figure: the spread of its repetitions, or its stage second by second ' +
+    "(the interquartile range of the seconds' rate, or p50, over their median; for a p99, how many times the " +
+    "best second's p99 the worst second's is, less one; CPU and RSS take the rate's). CPU per request also " +
+    "takes what the load generator's and the kit's test backend's CPU per request beside it moved by: their " +
+    'code is the same in both runs, so that much is the machine. A regression is a p99, throughput, CPU per ' +
+    'request or RSS figure that moved the worse way beyond the noise by more than ' +
+    `${c.maxRegressPct} % (--max-regress); a percentile read from too few samples (~) is shown but never gated.`
+  );
+}
+
+export function sourceLines(c: Comparison): string[] {
+  const line = (name: string, r: Comparison['base']): string =>
+    `${name}: ${r.file}${r.startedAt === null ? '' : ` (${r.startedAt})`}${r.command === null ? '' : `: \`${r.command}\``}`;
+  return [line('base', c.base), line('head', c.head)];
+}
+
+export function countsLine(c: Comparison): string {
+  const beyond = c.figures.filter((f) => f.beyondNoise).length;
+  const only =
+    c.onlyInBase + c.onlyInHead === 0
+      ? ''
+      : ` (${c.onlyInBase} only in base, ${c.onlyInHead} only in head: not compared)`;
+  return `${c.figures.length} figures in both reports${only}; ${beyond} changed beyond the noise.`;
+}

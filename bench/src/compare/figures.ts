@@ -1,0 +1,190 @@
+import { type FigureKind, figureKind } from './figure-kind.js';
+import { seriesNoise } from './series-noise.js';
+
+/**
+ * Every figure of a report under a key that names the same measurement in any other report of its
+ * scenario: the path to the number, with each array element named by what it measured rather than by
+ * its position (`stages[200 req/s].tunnel.correctedP99Ms`, `closedLoop[tunnel 100 conn].rps`,
+ * `rows[h2 tunnel rate 1000 req/s].betweenCpuPerRequestUs`). It reads every scenario's report.json the
+ * same way, so a scenario added later, or a field added to one, is compared without a change here; what
+ * is not a measurement (settings, the environment, the gate, a verdict, identities) is left out.
+ */
+
+export interface Figure {
+  key: string;
+  value: number;
+  kind: FigureKind;
+  /**
+   * The run-to-run noise this report itself shows for the figure, as a fraction of it (0.05: 5 %): the
+   * spread of its repetitions (rounds), or of its stage's seconds; null when the report shows none.
+   */
+  noise: number | null;
+  /** A percentile the report marks as read from too few samples (`lowSamplePercentiles`). */
+  lowSample: boolean;
+}
+
+/** Subtrees that hold no measurement of the run: how it was set up, its own judgement, raw series. */
+const SKIPPED = new Set([
+  'schemaVersion',
+  'environment',
+  'settings',
+  'command',
+  'startedAt',
+  'finishedAt',
+  'gate',
+  'verdict',
+  'perSecond',
+  'events',
+  'stack',
+  'warmup',
+  'lowSamplePercentiles',
+  'targets',
+]);
+
+/** Numbers that say what was measured, or that grow with the run's length: identities, not figures. */
+const NOT_FIGURES = new Set([
+  'index',
+  'targetRps',
+  'offeredRps',
+  'connections',
+  'streams',
+  'durationSec',
+  'warmupSec',
+  'round',
+  'second',
+  'sent',
+  'requests',
+  'ok',
+  'bytes',
+  'latencySamples',
+  'cpuMs',
+  'requested',
+  'samples',
+]);
+
+/**
+ * The fields that name an array element, in the order its name reads. `round` is left out on purpose:
+ * elements that differ only by their round are repetitions of one measurement (see `collect`).
+ */
+const IDENTITY: ReadonlyArray<[string, (value: string | number) => string]> = [
+  ['label', String],
+  ['name', String],
+  ['route', String],
+  ['kind', String],
+  ['direction', String],
+  ['side', String],
+  ['protocol', String],
+  ['mode', String],
+  ['targetRps', (v) => `${v} req/s`],
+  ['connections', (v) => `${v} conn`],
+  ['streams', (v) => `${v} streams`],
+];
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** What an element of an array measured, from its identity fields; null when it has none. */
+export function elementName(element: Record<string, unknown>): string | null {
+  const parts: string[] = [];
+  for (const [field, show] of IDENTITY) {
+    const value = element[field];
+    if (typeof value !== 'string' && typeof value !== 'number') continue;
+    const text = show(value);
+    // A row labelled "h2 tunnel" with side "tunnel" reads once.
+    if (!parts.some((part) => part.split(' ').includes(text))) parts.push(text);
+  }
+  return parts.length === 0 ? null : parts.join(' ');
+}
+
+interface Context {
+  noise: { rate: number | null; p50: number | null; p99: number | null } | null;
+  lowSample: readonly string[];
+}
+
+interface Sample {
+  value: number;
+  kind: FigureKind;
+  seriesNoise: number | null;
+  lowSample: boolean;
+}
+
+/** The figures of a report's JSON, by key. */
+export function reportFigures(json: Record<string, unknown>): Map<string, Figure> {
+  const samples = new Map<string, Sample[]>();
+  walk(json, '', { noise: null, lowSample: [] }, samples);
+  const figures = new Map<string, Figure>();
+  for (const [key, list] of samples) {
+    const first = list[0];
+    if (first === undefined) continue;
+    const values = list.map((s) => s.value).sort((a, b) => a - b);
+    const value = median(values);
+    const series = list.map((s) => s.seriesNoise).filter((n): n is number => n !== null);
+    // Repetitions: how far apart they landed, over their median (the figure compared).
+    const lowest = values[0] ?? value;
+    const highest = values[values.length - 1] ?? value;
+    const spread = list.length > 1 && value !== 0 ? (highest - lowest) / Math.abs(value) : null;
+    const noises = [...series, ...(spread === null ? [] : [spread])];
+    figures.set(key, {
+      key,
+      value,
+      kind: first.kind,
+      noise: noises.length === 0 ? null : Math.max(...noises),
+      lowSample: list.some((s) => s.lowSample),
+    });
+  }
+  return figures;
+}
+
+function walk(node: Record<string, unknown>, path: string, outer: Context, out: Map<string, Sample[]>) {
+  const ctx: Context = {
+    noise: Array.isArray(node.perSecond) ? seriesNoise(node.perSecond) : outer.noise,
+    lowSample: Array.isArray(node.lowSamplePercentiles)
+      ? node.lowSamplePercentiles.filter((p): p is string => typeof p === 'string')
+      : outer.lowSample,
+  };
+  for (const [field, value] of Object.entries(node)) {
+    if (SKIPPED.has(field)) continue;
+    const key = path === '' ? field : `${path}.${field}`;
+    if (typeof value === 'number') {
+      if (!NOT_FIGURES.has(field) && Number.isFinite(value)) add(out, key, value, ctx);
+    } else if (Array.isArray(value)) {
+      value.forEach((element, i) => {
+        if (!isRecord(element)) return;
+        walk(element, `${key}[${elementName(element) ?? `#${i + 1}`}]`, ctx, out);
+      });
+    } else if (isRecord(value) && field !== 'errors') {
+      walk(value, key, ctx, out);
+    }
+  }
+}
+
+function add(out: Map<string, Sample[]>, key: string, value: number, ctx: Context): void {
+  const kind = figureKind(key);
+  const leaf = key.slice(key.lastIndexOf('.') + 1);
+  const percentile = /^p(50|75|90|95|99|999)(Ms)?$/.exec(leaf)?.[1];
+  const noise = ctx.noise;
+  let seriesNoise: number | null = null;
+  if (noise !== null) {
+    if (percentile === '50' || /^min(Ms)?$/.test(leaf)) seriesNoise = noise.p50;
+    // The tail (p75 up, the mean a stall drags, the max) is as steady as the seconds' p99.
+    else if (kind === 'p99' || percentile !== undefined || /^(mean|max)(Ms)?$/.test(leaf)) {
+      seriesNoise = noise.p99;
+    }
+    // Figures without a series of their own (CPU, RSS, ratios) get the steadiness of their stage's rate.
+    else seriesNoise = noise.rate;
+  }
+  const lowSample =
+    (percentile !== undefined && ctx.lowSample.includes(`p${percentile}`)) ||
+    (kind === 'p99' && ctx.lowSample.includes('p99'));
+  const list = out.get(key);
+  const sample = { value, kind, seriesNoise, lowSample };
+  if (list === undefined) out.set(key, [sample]);
+  else list.push(sample);
+}
+
+export function median(sorted: readonly number[]): number {
+  if (sorted.length === 0) return Number.NaN;
+  const mid = Math.floor(sorted.length / 2);
+  const hi = sorted[mid] ?? Number.NaN;
+  return sorted.length % 2 === 1 ? hi : ((sorted[mid - 1] ?? hi) + hi) / 2;
+}

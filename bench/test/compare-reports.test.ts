@@ -1,0 +1,356 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { renderCompareHtml } from '../src/compare/compare-html.js';
+import { renderCompareMarkdown } from '../src/compare/compare-markdown.js';
+import { type ComparedFigure, compareReports, DEFAULT_MAX_REGRESS_PCT } from '../src/compare/comparison.js';
+import { reportFigures } from '../src/compare/figures.js';
+import { type LoadedReport, loadPair, loadReport, ReportInputError } from '../src/compare/report-input.js';
+import { BenchErrorCode } from '../src/errors.js';
+import { runBench } from './support/run-bench.js';
+import {
+  bulkResult,
+  clusterResult,
+  floorResult,
+  type StagedFigures,
+  sessionsResult,
+  sideBySideResult,
+  stagedReport,
+  standaloneReport,
+  tcpResult,
+  wanResult,
+} from './support/synthetic-reports.js';
+
+// `pnpm bench compare` on synthetic report.json pairs of every scenario family: which figures it matches,
+// the noise band it reads from the reports, the regressions --max-regress finds, its errors and exit codes.
+
+const work = mkdtempSync(join(tmpdir(), 'tunnel2-bench-compare-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+const loaded = (json: Record<string, unknown>): LoadedReport => ({
+  file: 'report.json',
+  scenario: String(json.scenario),
+  schemaVersion: 1,
+  command: null,
+  startedAt: null,
+  json,
+});
+
+const compare = (
+  base: Record<string, unknown>,
+  head: Record<string, unknown>,
+  max = DEFAULT_MAX_REGRESS_PCT,
+) => compareReports(loaded(base), loaded(head), max);
+
+const keys = (figures: readonly ComparedFigure[]): string[] => figures.map((f) => f.key);
+
+const steady: StagedFigures = { p99: 5, rps: 200, edgeCpu: 300, agentCpu: 300, edgeRss: 80 };
+const direct: StagedFigures = { p99: 2, rps: 200, edgeCpu: 0, agentCpu: 0, edgeRss: 0 };
+const ramp = (tunnel: StagedFigures, extra?: Record<string, unknown>) =>
+  stagedReport('ramp', [{ rate: 200, connections: 20, direct, tunnel }], extra);
+
+describe('staged scenarios (ramp, spike, constant, max)', () => {
+  it('names each figure by stage load, side and field', () => {
+    const figures = reportFigures(ramp(steady));
+    expect(figures.get('stages[rate 200 req/s 20 conn].tunnel.tunnelCpuPerRequestUs')).toMatchObject({
+      value: 600,
+      kind: 'cpu',
+    });
+    expect(figures.get('stages[rate 200 req/s 20 conn].tunnel.correctedP99Ms')?.kind).toBe('p99');
+    expect(figures.get('stages[rate 200 req/s 20 conn].direct.achievedRps')?.kind).toBe('throughput');
+    expect(figures.get('stages[rate 200 req/s 20 conn].tunnel.edge.peakRssMb')?.kind).toBe('rss');
+    // Ratios of two figures, identities and the run's settings are not figures of their own kind.
+    expect(figures.get('stages[rate 200 req/s 20 conn].comparison.p99Ratio')?.kind).toBe('other');
+    expect([...figures.keys()].some((k) => /targetRps|settings|environment|gate|perSecond/.test(k))).toBe(
+      false,
+    );
+  });
+
+  it('the same figures: no regression, nothing beyond the noise', () => {
+    const c = compare(ramp(steady), ramp(steady));
+    expect(c.passed).toBe(true);
+    expect(c.figures.length).toBeGreaterThan(40);
+    expect(c.figures.filter((f) => f.beyondNoise)).toEqual([]);
+  });
+
+  it('the tunnel CPU per request 50 % up: a regression at the default threshold, named', () => {
+    const c = compare(ramp(steady), ramp({ ...steady, edgeCpu: 450, agentCpu: 450 }));
+    expect(c.passed).toBe(false);
+    expect(keys(c.regressions)).toEqual([
+      'stages[rate 200 req/s 20 conn].tunnel.edge.cpuPerRequestUs',
+      'stages[rate 200 req/s 20 conn].tunnel.agent.cpuPerRequestUs',
+      'stages[rate 200 req/s 20 conn].tunnel.tunnelCpuPerRequestUs',
+    ]);
+    expect(c.regressions[2]?.changePct).toBeCloseTo(50, 5);
+    // Under a higher threshold it is still marked worse (beyond the noise), not a regression.
+    const lenient = compare(ramp(steady), ramp({ ...steady, edgeCpu: 450, agentCpu: 450 }), 60);
+    expect(lenient.passed).toBe(true);
+    expect(lenient.figures.find((f) => f.key.endsWith('tunnel.tunnelCpuPerRequestUs'))?.mark).toBe('worse');
+  });
+
+  it('each gated kind in the direction that is worse for it', () => {
+    const slower = compare(ramp(steady), ramp({ ...steady, rps: 120 }));
+    expect(keys(slower.regressions)).toContain('stages[rate 200 req/s 20 conn].tunnel.achievedRps');
+    const faster = compare(ramp(steady), ramp({ ...steady, rps: 300, edgeCpu: 150, edgeRss: 40 }));
+    expect(faster.passed).toBe(true);
+    expect(faster.figures.find((f) => f.key.endsWith('tunnel.achievedRps'))?.mark).toBe('better');
+    expect(faster.figures.find((f) => f.key.endsWith('tunnel.edge.peakRssMb'))?.mark).toBe('better');
+    const fatter = compare(ramp(steady), ramp({ ...steady, edgeRss: 120 }));
+    expect(keys(fatter.regressions)).toEqual(['stages[rate 200 req/s 20 conn].tunnel.edge.peakRssMb']);
+  });
+
+  it('a p99 set by one stalled second is within the noise the seconds show', () => {
+    // The base's seconds are alike; the head's p99 came from one second 20× its typical one.
+    const stalled = { ...steady, p99: 50, secondsP99: [5, 5, 100, 5, 5] };
+    const c = compare(ramp({ ...steady, rps: 2000 }), ramp({ ...stalled, rps: 2000 }));
+    const p99 = c.figures.find((f) => f.key === 'stages[rate 200 req/s 20 conn].tunnel.correctedP99Ms');
+    expect(p99).toMatchObject({ changePct: 900, beyondNoise: false, mark: '' });
+    expect(p99?.noisePct).toBeCloseTo(1900, 5);
+    expect(c.passed).toBe(true);
+    // Steady seconds at the same p99: beyond the noise, a regression.
+    const steadyWorse = { ...steady, rps: 2000, p99: 50, secondsP99: [50, 50, 50, 50, 50] };
+    expect(keys(compare(ramp({ ...steady, rps: 2000 }), ramp(steadyWorse)).regressions)).toContain(
+      'stages[rate 200 req/s 20 conn].tunnel.correctedP99Ms',
+    );
+  });
+
+  it('the rate seconds set the band of a stage figure that has no series (CPU)', () => {
+    const wobbly = { ...steady, secondsRps: [100, 300, 150, 250, 200] };
+    const c = compare(ramp(wobbly), ramp({ ...wobbly, edgeCpu: 390, agentCpu: 390 }));
+    const cpu = c.figures.find((f) => f.key.endsWith('tunnel.tunnelCpuPerRequestUs'));
+    expect(cpu?.noisePct).toBeCloseTo(50, 5);
+    expect(cpu?.mark).toBe('');
+  });
+
+  it("CPU per request moves with the kit's own processes beside it: that much is the machine", () => {
+    // Both runs of one build; in the head the backend and the load generator, same code, took 30 % more
+    // CPU per request (a busier machine), and the tunnel 25 % more with them.
+    const base = ramp(steady);
+    const head = ramp({ ...steady, edgeCpu: 375, agentCpu: 375 }) as {
+      stages: Array<{
+        tunnel: { backend: { cpuPerRequestUs: number }; generator: { cpuPerRequestUs: number } };
+      }>;
+    };
+    head.stages[0]!.tunnel.backend.cpuPerRequestUs = 130;
+    head.stages[0]!.tunnel.generator.cpuPerRequestUs = 60;
+    const c = compare(base, head as unknown as Record<string, unknown>);
+    const tunnel = c.figures.find((f) => f.key.endsWith('tunnel.tunnelCpuPerRequestUs'));
+    expect(tunnel).toMatchObject({ noisePct: 30, mark: '' });
+    expect(tunnel?.changePct).toBeCloseTo(25, 5);
+    expect(c.passed).toBe(true);
+    // The direct side's controls did not move: its figures keep their own band.
+    expect(c.figures.find((f) => f.key.endsWith('direct.backend.cpuPerRequestUs'))?.noisePct).toBe(5);
+  });
+
+  it('a p99 read from too few samples is shown but never gated', () => {
+    const few = { ...steady, rps: 50 };
+    const c = compare(ramp(few), ramp({ ...few, p99: 20 }));
+    const p99 = c.figures.find((f) => f.key.endsWith('tunnel.correctedP99Ms'));
+    expect(p99).toMatchObject({ lowSample: true, mark: 'worse' });
+    expect(c.passed).toBe(true);
+  });
+
+  it('max: closed-loop stages by connection count; unknown fields (a verdict) are ignored', () => {
+    const max = (tunnel: StagedFigures, extra?: Record<string, unknown>) =>
+      stagedReport('max', [{ rate: null, connections: 50, direct, tunnel }], extra);
+    const c = compare(max(steady), max({ ...steady, rps: 100 }, { verdict: { knee: 12 }, newField: 3 }));
+    expect(keys(c.regressions)).toContain('stages[closed 50 conn].tunnel.achievedRps');
+    expect(c.figures.some((f) => /verdict|newField/.test(f.key))).toBe(false);
+    // A field only one report has is counted, not compared.
+    expect(c.onlyInHead).toBe(1);
+  });
+});
+
+describe('standalone scenarios', () => {
+  it('bulk: transfers by direction and side; MB/s and the agent RSS', () => {
+    const c = compare(
+      standaloneReport('bulk', bulkResult(900, 70)),
+      standaloneReport('bulk', bulkResult(500, 110)),
+    );
+    expect(keys(c.regressions)).toEqual([
+      'result.transfers[download tunnel].mbPerSec',
+      'result.transfers[download tunnel].agent.peakMb',
+      'result.transfers[upload tunnel].mbPerSec',
+      'result.transfers[upload tunnel].agent.peakMb',
+    ]);
+  });
+
+  it('tcp: rounds are repetitions: their median is compared and their spread is the noise', () => {
+    const base = standaloneReport('tcp', tcpResult([5000, 5400, 4600], 60));
+    const rps = reportFigures(base).get('result.closedLoop[tunnel 100 conn].rps');
+    expect(rps?.value).toBe(5000);
+    expect(rps?.noise).toBeCloseTo(0.16, 5);
+    // 10 % fewer requests per second is inside the 16 % the rounds spread over.
+    const c = compare(base, standaloneReport('tcp', tcpResult([4500, 4500, 4500], 60)));
+    expect(c.figures.find((f) => f.key === 'result.closedLoop[tunnel 100 conn].rps')?.beyondNoise).toBe(
+      false,
+    );
+    const cpu = compare(base, standaloneReport('tcp', tcpResult([5000, 5000, 5000], 90)));
+    expect(keys(cpu.regressions)).toContain('result.closedLoop[tunnel 100 conn].tunnelCpuPerRequestUs');
+    expect(keys(cpu.regressions)).toContain('result.summary.tunnelCpuPerRequestUs');
+  });
+
+  it('h2, grpc, tls: rows by label, side and load', () => {
+    for (const scenario of ['h2', 'grpc', 'tls']) {
+      const c = compare(
+        standaloneReport(scenario, sideBySideResult(200, 1000)),
+        standaloneReport(scenario, sideBySideResult(300, 1000)),
+      );
+      expect(keys(c.regressions)).toEqual([
+        'result.rows[h2 tunnel rate 1000 req/s 10 conn].cpuPerRequestUs.edge',
+        'result.rows[h2 tunnel rate 1000 req/s 10 conn].cpuPerRequestUs.agent',
+        'result.rows[h2 tunnel rate 1000 req/s 10 conn].betweenCpuPerRequestUs',
+      ]);
+    }
+  });
+
+  it('cluster: latency stages by route; the cross-node p99 and CPU of all nodes', () => {
+    const c = compare(
+      standaloneReport('cluster', clusterResult(3.3, 452)),
+      standaloneReport('cluster', clusterResult(6, 700)),
+    );
+    expect(keys(c.regressions)).toEqual([
+      'result.latency[cross-node 500 req/s].p99Ms',
+      'result.latency[cross-node 500 req/s].cpuPerRequestUs.ingress',
+      'result.latency[cross-node 500 req/s].cpuPerRequestUs.holder',
+      'result.latency[cross-node 500 req/s].cpuPerRequestUs.nodes',
+    ]);
+    expect(c.figures.find((f) => f.key === 'result.faults[kill 200 req/s].recoveredAfterMs')?.base).toBe(313);
+  });
+
+  it('wan: the tunnel download rate', () => {
+    const c = compare(standaloneReport('wan', wanResult(100)), standaloneReport('wan', wanResult(60)));
+    expect(keys(c.regressions)).toEqual(['result.download.tunnelMBps', 'result.download.tunnel.mbPerSec']);
+  });
+
+  it('sessions: the edge RSS; the memory per session is compared, not gated', () => {
+    const c = compare(
+      standaloneReport('sessions', sessionsResult(6, 120)),
+      standaloneReport('sessions', sessionsResult(9, 180)),
+    );
+    expect(keys(c.regressions)).toEqual(['result.sessions.edgeRssAfterMb', 'result.sessions.edgePeakRssMb']);
+    expect(c.figures.find((f) => f.key === 'result.sessions.edgeKbPerSession')?.mark).toBe('changed');
+  });
+
+  it('floor: the tunnel stage among the relays; the summary ratios are not gated', () => {
+    const c = compare(
+      standaloneReport('floor', floorResult(300)),
+      standaloneReport('floor', floorResult(450)),
+    );
+    expect(keys(c.regressions)).toEqual([
+      'result.stages[tunnel rate 1000 req/s 100 conn].edgeCpuPerRequestUs',
+      'result.stages[tunnel rate 1000 req/s 100 conn].agentCpuPerRequestUs',
+      'result.stages[tunnel rate 1000 req/s 100 conn].betweenCpuPerRequestUs',
+      'result.summary.tunnelCpuPerRequestUs',
+    ]);
+    expect(c.figures.find((f) => f.key === 'result.summary.tunnelOverRelayCpu')?.mark).toBe('changed');
+  });
+});
+
+describe('reading reports', () => {
+  const write = (name: string, body: string): string => {
+    const dir = join(work, name);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'report.json'), body);
+    return dir;
+  };
+  const reason = (fn: () => unknown): string | undefined => {
+    try {
+      fn();
+    } catch (err) {
+      if (err instanceof ReportInputError && err.code === BenchErrorCode.REPORT_INPUT) return err.reason;
+      throw err;
+    }
+    return undefined;
+  };
+
+  it('a run directory or its report.json', () => {
+    const dir = write('ok', JSON.stringify(ramp(steady)));
+    expect(loadReport(dir).scenario).toBe('ramp');
+    expect(loadReport('report.json', dir).file).toBe(join(dir, 'report.json'));
+  });
+
+  it('typed errors: missing, a directory without a report, not JSON, not a report, a schema version it does not read, two scenarios', () => {
+    expect(reason(() => loadReport(join(work, 'nowhere')))).toBe('missing');
+    mkdirSync(join(work, 'empty'));
+    expect(reason(() => loadReport(join(work, 'empty')))).toBe('missing');
+    expect(reason(() => loadReport(write('garbled', '{"schemaVersion": 1,')))).toBe('unreadable');
+    expect(reason(() => loadReport(write('other', '{"hello": 1}')))).toBe('not-a-report');
+    const v2 = write('v2', JSON.stringify({ ...ramp(steady), schemaVersion: 2 }));
+    expect(reason(() => loadReport(v2))).toBe('schema-version');
+    const max = write('max', JSON.stringify({ ...ramp(steady), scenario: 'max' }));
+    expect(reason(() => loadPair(write('ramp', JSON.stringify(ramp(steady))), max))).toBe('scenario');
+  });
+});
+
+describe('the reports it writes', () => {
+  it('Markdown and HTML: the verdict, the regressions, every figure, the rule', () => {
+    const c = compare(ramp(steady), ramp({ ...steady, edgeCpu: 450 }));
+    const md = renderCompareMarkdown(c);
+    expect(md).toContain('# tunnel2 bench compare: ramp');
+    expect(md).toContain('**Regression: 2 figures worse by more than --max-regress 20 % beyond the noise');
+    expect(md).toMatch(
+      /\| stages\[rate 200 req\/s 20 conn\]\.tunnel\.edge\.cpuPerRequestUs \| 300 \| 450 \| \+50\.0 % \| ±5 % \| ✗ regression \|/,
+    );
+    expect(md).toContain('## Every figure');
+    expect(md).toContain('A change is marked when it is beyond the noise');
+    const html = renderCompareHtml(c);
+    expect(html).toContain('<p class="failed"><strong>Regression: 2 figures');
+    expect(html).not.toMatch(/<script|https?:\/\//);
+  });
+});
+
+describe('pnpm bench compare (the built entry)', () => {
+  const dir = (name: string, json: Record<string, unknown>): string => {
+    const d = join(work, 'cli', name);
+    mkdirSync(d, { recursive: true });
+    writeFileSync(join(d, 'report.json'), JSON.stringify(json));
+    return d;
+  };
+
+  it('exit 0 and Markdown on stdout when nothing regressed; --out writes compare.md, .html, .json', async () => {
+    const out = join(work, 'cli', 'out');
+    const run = await runBench(['compare', dir('a', ramp(steady)), dir('b', ramp(steady)), '--out', out]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('**No regression');
+    expect(run.stderr).toContain('No regression');
+    expect(readFileSync(join(out, 'compare.md'), 'utf8')).toBe(run.stdout);
+    expect(existsSync(join(out, 'compare.html'))).toBe(true);
+    expect(JSON.parse(readFileSync(join(out, 'compare.json'), 'utf8'))).toMatchObject({ passed: true });
+  });
+
+  it('exit 1 on a regression, naming the figures on stderr', async () => {
+    const run = await runBench([
+      'compare',
+      dir('c', ramp(steady)),
+      dir('d', ramp({ ...steady, agentCpu: 400 })),
+      '--max-regress',
+      '20',
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('stages[rate 200 req/s 20 conn].tunnel.agent.cpuPerRequestUs +33.3 %');
+  });
+
+  it('exit 2 with one line for a bad flag, a missing report or two scenarios', async () => {
+    const bad = await runBench([
+      'compare',
+      dir('e', ramp(steady)),
+      dir('f', ramp(steady)),
+      '--max-regress',
+      'x',
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('bench: --max-regress x: expected a percentage');
+    const missing = await runBench(['compare', join(work, 'cli', 'nope'), dir('g', ramp(steady))]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe(`bench: ${join(work, 'cli', 'nope')}: no such file or directory\n`);
+    const mixed = await runBench([
+      'compare',
+      dir('h', ramp(steady)),
+      dir('i', standaloneReport('bulk', bulkResult(1, 1))),
+    ]);
+    expect(mixed.code).toBe(2);
+    expect(mixed.stderr).toMatch(/different scenarios: .* is ramp, .* is bulk/);
+  });
+});
