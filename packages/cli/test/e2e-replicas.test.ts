@@ -310,16 +310,22 @@ describe('where replicas are not to be had', () => {
     }
   });
 
-  it('cluster mode refuses --replica with a clear 400 (replicas across nodes are not supported yet)', async () => {
+  it('cluster mode refuses a TCP replica with a clear 400 naming why (HTTP replicas join: e2e-cluster-replicas)', async () => {
     const { a, b } = await twoNodes();
     try {
-      await expect(
-        connect({ target: 1, server: b.url, subdomain: 'shop', replica: true, inspect: false }),
-      ).rejects.toMatchObject({
-        status: 400,
-        fatal: true,
-        message: expect.stringContaining('cluster mode, where replicas (--replica) are not supported yet'),
+      const ws = new WebSocket(
+        `${b.url.replace(/^http/, 'ws')}/_tunnel2/connect?name=shop&replica=1&tcp=40123`,
+      );
+      const [, res] = (await once(ws, 'unexpected-response')) as [unknown, IncomingMessage];
+      expect(res.statusCode).toBe(400);
+      const body = await new Promise<string>((resolve) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        res.on('end', () => resolve(text));
       });
+      expect(body).toContain('cluster mode, where TCP replicas (tcp --replica) are not supported yet');
     } finally {
       await b.close(0);
       await a.close(0);

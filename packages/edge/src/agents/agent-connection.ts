@@ -67,6 +67,8 @@ export interface AgentConnectionOptions {
   claimTunnels?: ((connection: AgentConnection, asks: unknown[]) => Promise<ClaimedTunnels>) | undefined;
   onReady: (connection: AgentConnection) => void;
   onClose: (connection: AgentConnection, error: Error | undefined) => void;
+  /** The agent said GOAWAY: it takes no new requests from now on (its replica's place may go). */
+  onGoingAway?: ((connection: AgentConnection) => void) | undefined;
 }
 
 /** One agent's WebSocket on the edge, and the multiplexed session running over it. */
@@ -159,6 +161,7 @@ export class AgentConnection implements AgentSession {
           // Every agent version sends GOING_AWAY only from its close(); any other code is an error.
           if (goAway.code === ErrorCode.GOING_AWAY) this.leaving = true;
           this.slots.close();
+          options.onGoingAway?.(this);
         },
         onStreamError: (stream, err) => this.#log.error({ err, stream: stream.id }, 'stream handler failed'),
         onStreamClosed: () => this.slots.release(),
