@@ -118,6 +118,19 @@ describe('replicas on two nodes of a cluster', () => {
     expect(b.sessions.replicas('shop')).toHaveLength(2);
   });
 
+  it('each agent is told how many serve the name across the nodes, as they join and leave', async () => {
+    const first = await agent(a, backends[0]!);
+    const second = await agent(b, backends[1]!);
+    // Node A hears of B's place at its next renewal round (a third of the lease).
+    await until(() => first.info?.replicas === 2 && second.info?.replicas === 2, {
+      what: 'both told of the other node',
+      timeoutMs: 10_000,
+    });
+    await second.close(0);
+    tunnels.splice(tunnels.indexOf(second), 1);
+    await until(() => first.info?.replicas === 1, { what: 'A told B left', timeoutMs: 10_000 });
+  });
+
   it('another owner gets 409 on either node, with or without --replica', async () => {
     await agent(a, backends[0]!);
     for (const node of [a, b])

@@ -37,7 +37,10 @@ export interface SessionInfo {
   urls: string[];
   /** A TCP tunnel's public port (its url is `tcp://host:port`). */
   tcp?: { port: number };
-  /** Asked as a replica: how many agents serve the name with this one, as the edge said at connect. */
+  /**
+   * Asked as a replica: how many agents serve the name with this one, as the edge said at connect and
+   * since then in its NOTICEs (PROTOCOL.md §8) as replicas join and leave.
+   */
   replicas?: number;
 }
 
@@ -112,6 +115,8 @@ export interface ConnectedSession {
   closed: Promise<Error | undefined>;
   /** Graceful: GOAWAY, wait for in-flight requests (up to graceMs), then close. */
   close(graceMs: number): Promise<void>;
+  /** Called when the edge says the replica count changed (`info.replicas` already holds it). */
+  onReplicas: ((count: number) => void) | undefined;
 }
 
 /** The WebSocket URL for an edge base URL: http→ws, https→wss, path joined. */
@@ -196,6 +201,8 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
     );
 
     const extras = (options.extras ?? []).map((extra) => extra.forwarding);
+    /** The session as handed out once the edge answered HELLO (its NOTICEs update its info). */
+    let connected: ConnectedSession | undefined;
     const session = new MuxSession({
       role: 'agent',
       settings: options.protocol,
@@ -259,8 +266,9 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
             return;
           }
           settled = true;
-          resolve({
+          connected = {
             info,
+            onReplicas: undefined,
             extras: answers,
             edgeHttp2: hello.meta.http2 === true,
             closed,
@@ -270,12 +278,20 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
               openStreams: session.streams.size,
               draining: session.draining,
             }),
-          });
+          };
+          resolve(connected);
         },
         onStream: (stream) => {
           const own: Forwarding = options.tcp !== undefined ? { tcp: options.tcp } : { http: options.http };
           if (extras.length === 0) forwardStream(stream, own, session, options.logger);
           else dispatchStream(stream, [own, ...extras], session, options.logger);
+        },
+        onNotice: (meta) => {
+          const count = meta.replicas;
+          if (connected === undefined || connected.info.replicas === undefined) return;
+          if (!Number.isInteger(count) || (count as number) < 1) return;
+          connected.info.replicas = count as number;
+          connected.onReplicas?.(count as number);
         },
         onGoAway: (goAway) => {
           options.logger.info({ reason: goAway.reason }, 'edge is going away');

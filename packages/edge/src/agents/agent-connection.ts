@@ -109,6 +109,8 @@ export class AgentConnection implements AgentSession {
   readonly #log: Logger;
   readonly #options: AgentConnectionOptions;
   #helloTimer: NodeJS.Timeout | undefined;
+  /** The replica count the agent was last told (at HELLO or in a NOTICE). */
+  #replicasTold: unknown;
   /** Set once handing over: the reason the connection closes with when its streams are done. */
   #handOver: string | undefined;
 
@@ -300,6 +302,16 @@ export class AgentConnection implements AgentSession {
     );
   }
 
+  /**
+   * Tells the agent of a replica how many agents serve its name now (a NOTICE, once per change; PROTOCOL.md
+   * §8): its status follows joins and leaves. An agent older than NOTICE skips it.
+   */
+  tellReplicas(count: number): void {
+    if (!this.replica || count === this.#replicasTold || !this.#connected) return;
+    this.#replicasTold = count;
+    this.session.sendNotice({ replicas: count });
+  }
+
   #answer(hello: Hello, tunnels: Record<string, unknown>[] | undefined): void {
     // `http2`: this edge serves HTTP/2 and gRPC to public clients (an agent with an HTTP/2 backend warns
     // when its edge does not say so).
@@ -309,6 +321,7 @@ export class AgentConnection implements AgentSession {
     );
     this.#log.info({ agent: hello.meta.agent, tunnels: tunnels?.length }, 'agent connected');
     this.#connected = true;
+    this.#replicasTold = this.#options.sessionInfo.replicas;
     this.#options.onReady(this);
   }
 }

@@ -45,6 +45,8 @@ export class SessionTable {
    * while any of them lives.
    */
   readonly #local = new Map<string, TunnelEntry[]>();
+  /** Cluster mode: other nodes holding a place in a replicated name's set, as of the last renewal round. */
+  readonly #otherHolders = new Map<string, number>();
   /** Where the next tie among replicas starts (replica-choice.ts). */
   #turn = 0;
   readonly #options: SessionTableOptions;
@@ -169,10 +171,7 @@ export class SessionTable {
     return { ok: true, epoch: result.holder.epoch };
   }
 
-  /**
-   * Cluster mode: an exclusive claim took a name the same owner's replicas held on other nodes: each of
-   * those nodes is told, and closes its replicas (older epochs) as on one edge.
-   */
+  /** Cluster mode: an exclusive claim took the owner's replicas' name: their nodes are told (one edge's rule). */
   async #replaceReplicas(claimed: SessionRecord): Promise<void> {
     const set = await this.#options.replicaSets?.lookupReplicas(claimed.name);
     if (set === undefined || set.owner !== claimed.owner) return;
@@ -181,9 +180,10 @@ export class SessionTable {
         this.#options.onTakeover?.({ ...claimed, ...holder, connected: true }, claimed);
   }
 
-  /** The agent of a replica said it is leaving: when no replica of its name is left serving here, this node's place in the set goes at once, so other nodes stop choosing it. */
+  /** A replica's agent is leaving: with none left serving here, this node's place goes (nodes stop choosing it). */
   draining(connection: TunnelEntry): void {
     const { replicaSets, nodeId, logger } = this.#options;
+    if (connection.replica) this.#tellReplicas(connection.name);
     if (replicaSets === undefined || !connection.replica) return;
     const entries = this.replicas(connection.name);
     if (entries.length === 0 || !entries.every((entry) => entry.leaving || entry.session.draining)) return;
@@ -240,6 +240,7 @@ export class SessionTable {
       this.#options.logger.info({ session: connection.name }, 'newer connection replaces the older one');
       older.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection for this name');
     }
+    this.#tellReplicas(connection.name);
     const waiters = this.#arrivals.get(connection.name);
     if (waiters !== undefined) {
       this.#arrivals.delete(connection.name);
@@ -288,8 +289,11 @@ export class SessionTable {
     const entries = this.#local.get(connection.name);
     if (entries !== undefined) {
       const rest = entries.filter((entry) => entry !== connection);
-      if (rest.length === 0) this.#local.delete(connection.name);
-      else if (rest.length < entries.length) this.#local.set(connection.name, rest);
+      if (rest.length === 0) {
+        this.#local.delete(connection.name);
+        this.#otherHolders.delete(connection.name);
+      } else if (rest.length < entries.length) this.#local.set(connection.name, rest);
+      this.#tellReplicas(connection.name);
       // Other replicas still hold the claim it shared: the name stays theirs, nothing to tell the registry.
       if (rest.some((entry) => entry.epoch === connection.epoch)) return;
     }
@@ -422,7 +426,13 @@ export class SessionTable {
         const entries = this.replicas(first.name);
         if (entries.every((entry) => entry.leaving || entry.session.draining)) return;
         try {
-          if (await replicaSets.renewReplica(first.name, nodeId, first.epoch, leaseTtlMs)) return;
+          if (await replicaSets.renewReplica(first.name, nodeId, first.epoch, leaseTtlMs)) {
+            const set = await replicaSets.lookupReplicas(first.name);
+            const others = set?.holders.filter((holder) => holder.nodeId !== nodeId).length ?? 0;
+            if (this.#local.has(first.name)) this.#otherHolders.set(first.name, others);
+            this.#tellReplicas(first.name);
+            return;
+          }
           if (!this.#holds(first)) return;
           const claimed = await replicaSets.claimReplica({
             name: first.name,
@@ -442,6 +452,18 @@ export class SessionTable {
         }
       }),
     );
+  }
+
+  /**
+   * Tells a replicated name's agents how many serve it: its replicas here not leaving, plus (cluster mode)
+   * one per other node holding a place at the last renewal round (the registry keeps places, not agents).
+   */
+  #tellReplicas(name: string): void {
+    const entries = this.replicas(name);
+    if (entries.length === 0 || !entries[0]?.replica) return;
+    let count = this.#otherHolders.get(name) ?? 0;
+    for (const entry of entries) if (!entry.leaving && !entry.session.draining) count++;
+    for (const entry of entries) entry.connection.tellReplicas?.(Math.max(1, count));
   }
 
   /** The name's first entry, which stands for its replicas in the lease renewal, is still live. */
