@@ -110,7 +110,7 @@ export function dispatch(
       forwardAcross(arrival, route, options, crossNode, holder);
       return;
     }
-    arrival.watch(crossNode.track(route.name, crossNode.nodeId));
+    if (!arrival.upgrade) arrival.watch(crossNode.track(route.name, crossNode.nodeId));
   }
   // In a cluster, a session draining here (its agent told to go elsewhere) is looked for on other nodes;
   // a request another node forwarded is never forwarded again and gets "offline" so that node looks.
@@ -307,7 +307,9 @@ function forwardTracked(
   owner: OwnerEntry,
   lost: (owner: OwnerEntry) => void,
 ): void {
-  if (owner.replica === true) arrival.watch(crossNode.track(route.name, owner.nodeId));
+  // Requests only: an upgrade's socket already carries the hop's pipe listeners, and a WebSocket's choice
+  // by the requests outstanding (ties round robin) spreads them as well.
+  if (owner.replica === true && !arrival.upgrade) arrival.watch(crossNode.track(route.name, owner.nodeId));
   arrival.forward(owner, crossNode, lost);
 }
 
