@@ -10,7 +10,7 @@ import { until } from './support/stack.js';
 // HAProxy round-robin in front, and three agent processes (`tunnel2 http … --replica`) of one token, each
 // connected to a different node and in front of its own backend. Public requests come through HAProxy at
 // ~500/s (bounded: at most MAX_OUTSTANDING at once, each phase a few seconds): how they spread, and what a
-// SIGTERM and a kill -9 of one agent cost.
+// SIGTERM, a kill -9 and a rolling restart of the agents cost.
 
 const NAME = 'shop';
 const TOKEN = 'token-a';
@@ -200,4 +200,21 @@ describe('three replicas on three nodes behind HAProxy, one Redis, ~500 requests
     expect(outcomes.filter((o) => o.startedAt > goneAt && o.answer === 'r1')).toEqual([]);
     await startAgent(1).waitFor('ready');
   }, 90_000);
+
+  it('a rolling restart of all three agents (SIGTERM, start again on its node, next) loses nothing', async () => {
+    await allThreeServe();
+    const load = steadyLoad();
+    await load.more(200);
+    for (let i = 0; i < 3; i++) {
+      const old = agents[i]!;
+      old.kill('SIGTERM');
+      expect(await old.exited).toBe(0);
+      await startAgent(i).waitFor('ready');
+      await load.more(200);
+    }
+    const outcomes = await load.stop();
+    console.info(`rolling restart: ${outcomes.length} requests at ~${rate(outcomes)}/s`);
+    expect(outcomes.filter((o) => !o.ok)).toEqual([]);
+    await allThreeServe();
+  }, 120_000);
 });
