@@ -292,17 +292,13 @@ export class Cluster {
    * not in `passed`, by the fewest requests outstanding from here.
    */
   async find(name: string, passed?: ReadonlySet<string>): Promise<OwnerFinding> {
-    const finding = await this.#findShared(name);
+    this.counters.lookups.miss++;
+    const finding = await this.#finds.get(name, () => this.#ask(name));
     if (finding.state !== 'remote' || finding.entry.replica !== true) return finding;
     const holder = this.replicas.pick(name, false, passed);
     return holder === undefined || holder === 'here'
       ? { state: 'pending' }
       : { state: 'remote', entry: holder };
-  }
-
-  #findShared(name: string): Promise<OwnerFinding> {
-    this.counters.lookups.miss++;
-    return this.#finds.get(name, () => this.#ask(name));
   }
 
   async #ask(name: string): Promise<OwnerFinding> {
