@@ -129,6 +129,18 @@ async function sessionsOn(i: number): Promise<number> {
   return Number(line?.[1] ?? Number.NaN);
 }
 
+/** Requests this cluster's nodes carried to another node so far (every outcome), as their /metrics say. */
+async function forwardedTotal(): Promise<number> {
+  let total = 0;
+  for (const node of cluster.nodes) {
+    const res = await send({ port: node.adminPort, path: '/metrics' });
+    for (const line of res.body.toString().split('\n'))
+      if (line.startsWith('tunnel2_cluster_forwarded_total{'))
+        total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
 /** Every backend answers through HAProxy (every node's replica is live and chosen). */
 async function allThreeServe(): Promise<void> {
   const seen = new Set<string>();
@@ -144,12 +156,17 @@ describe('three replicas on three nodes behind HAProxy, one Redis, ~500 requests
     for (let i = 0; i < 3; i++) expect(await sessionsOn(i)).toBe(1);
     await allThreeServe();
     const before = backends.map((backend) => backend.requests);
+    const crossedBefore = await forwardedTotal();
     const load = steadyLoad();
     await load.more(1_000);
     const outcomes = await load.stop();
     const served = backends.map((backend, i) => backend.requests - (before[i] ?? 0));
     const total = served.reduce((a, b) => a + b, 0);
-    console.info(`spread: ${outcomes.length} requests at ~${rate(outcomes)}/s, served ${served.join('/')}`);
+    const crossed = (await forwardedTotal()) - crossedBefore;
+    console.info(
+      `spread: ${outcomes.length} requests at ~${rate(outcomes)}/s, served ${served.join('/')}, ` +
+        `${crossed} carried to another node`,
+    );
     expect(outcomes.filter((o) => !o.ok)).toEqual([]);
     for (const count of served) expect(count / total).toBeGreaterThanOrEqual(0.2);
   }, 90_000);
