@@ -31,6 +31,7 @@ export const isolatedTests = [
   'packages/inspector/test/api-abuse.test.ts',
   // Three agent processes on one name under ~500 RPS, SIGTERMed, killed and restarted.
   'packages/cli/test/e2e-replicas-faults.test.ts',
+  'packages/cli/test/e2e-cluster-replicas-faults.test.ts',
 ];
 
 export default defineConfig({

@@ -62,10 +62,16 @@ function get(name = 'shop'): Promise<string> {
 
 describe('joining a name as a replica', () => {
   it('three agents with one token serve one name; each is told how many serve it when it connects', async () => {
+    const atConnect: (number | undefined)[] = [];
     const a = await agent(backends[0]!);
+    atConnect.push(a.info?.replicas);
     const b = await agent(backends[1]!);
+    atConnect.push(b.info?.replicas);
     const c = await agent(backends[2]!);
-    expect([a.info?.replicas, b.info?.replicas, c.info?.replicas]).toEqual([1, 2, 3]);
+    atConnect.push(c.info?.replicas);
+    expect(atConnect).toEqual([1, 2, 3]);
+    // Then each follows the joins (the live count: the next test).
+    await until(() => a.info?.replicas === 3 && b.info?.replicas === 3, { what: 'told', timeoutMs: 5_000 });
     expect(edge.sessions.replicas('shop')).toHaveLength(3);
     expect(edge.sessions.size).toBe(3);
     expect(edge.sessions.names).toBe(1);
@@ -83,6 +89,39 @@ describe('joining a name as a replica', () => {
     });
     tunnels.push(second);
     const status = (await (await fetch(`${second.inspectorUrl}/api/status`)).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(status).toMatchObject({ name: 'shop', replicas: 2 });
+  });
+
+  it('the count follows joins and leaves while connected (a NOTICE): the tunnel, its event and the inspector', async () => {
+    const first = await connect({
+      target: backends[0]!.port,
+      server: edge.url,
+      subdomain: 'shop',
+      token: 'token-a',
+      replica: true,
+      inspect: { port: 0 },
+    });
+    tunnels.push(first);
+    const counts: number[] = [];
+    first.on('replicas', (count) => counts.push(count));
+    const second = await agent(backends[1]!);
+    await until(() => first.info?.replicas === 2, { what: 'told of the second', timeoutMs: 5_000 });
+    const third = await agent(backends[2]!);
+    await until(() => first.info?.replicas === 3 && second.info?.replicas === 3, {
+      what: 'both told of the third',
+      timeoutMs: 5_000,
+    });
+    await third.close(0);
+    tunnels.splice(tunnels.indexOf(third), 1);
+    await until(() => first.info?.replicas === 2 && second.info?.replicas === 2, {
+      what: 'both told the third left',
+      timeoutMs: 5_000,
+    });
+    expect(counts).toEqual([2, 3, 2]);
+    const status = (await (await fetch(`${first.inspectorUrl}/api/status`)).json()) as Record<
       string,
       unknown
     >;
@@ -310,16 +349,22 @@ describe('where replicas are not to be had', () => {
     }
   });
 
-  it('cluster mode refuses --replica with a clear 400 (replicas across nodes are not supported yet)', async () => {
+  it('cluster mode refuses a TCP replica with a clear 400 naming why (HTTP replicas join: e2e-cluster-replicas)', async () => {
     const { a, b } = await twoNodes();
     try {
-      await expect(
-        connect({ target: 1, server: b.url, subdomain: 'shop', replica: true, inspect: false }),
-      ).rejects.toMatchObject({
-        status: 400,
-        fatal: true,
-        message: expect.stringContaining('cluster mode, where replicas (--replica) are not supported yet'),
+      const ws = new WebSocket(
+        `${b.url.replace(/^http/, 'ws')}/_tunnel2/connect?name=shop&replica=1&tcp=40123`,
+      );
+      const [, res] = (await once(ws, 'unexpected-response')) as [unknown, IncomingMessage];
+      expect(res.statusCode).toBe(400);
+      const body = await new Promise<string>((resolve) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        res.on('end', () => resolve(text));
       });
+      expect(body).toContain('cluster mode, where TCP replicas (tcp --replica) are not supported yet');
     } finally {
       await b.close(0);
       await a.close(0);

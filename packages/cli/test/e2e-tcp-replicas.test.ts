@@ -1,8 +1,10 @@
 import { once } from 'node:events';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
+import { ErrorCode, MuxSession } from '@tunnel2/protocol';
 import { freePort } from '@tunnel2/test-services';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { type Spawned, spawnCli } from './support/processes.js';
 import { silent, until } from './support/stack.js';
 import { howItEnds } from './support/tcp-stack.js';
@@ -69,6 +71,46 @@ async function echoes(socket: Socket): Promise<boolean> {
     socket.on('data', onData);
     socket.once('error', () => resolve(false));
   });
+}
+
+/**
+ * A replica of the port (token-a) whose every connection is refused before it is taken (REFUSED_STREAM), as
+ * an agent does with a connection that reaches it after it sent its GOAWAY (SIGTERM) and before the edge
+ * has read it: the race made certain. Returns the closer.
+ */
+async function refusingReplica(): Promise<() => void> {
+  const ws = new WebSocket(
+    `${edge.url.replace('http', 'ws')}/_tunnel2/connect?name=refuser&tcp=${publicPort}&replica=1`,
+    { perMessageDeflate: false, headers: { authorization: `Bearer ${TOKEN}` } },
+  );
+  await once(ws, 'open');
+  let answered: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    answered = resolve;
+  });
+  const session = new MuxSession({
+    role: 'agent',
+    settings: { heartbeatIntervalMs: 0 },
+    transport: { send: (message, done) => ws.send(message, { binary: true }, done), close: () => ws.close() },
+    handler: {
+      onHello: () => answered(),
+      onClose: () => {},
+      onStream: (stream) => {
+        stream.handler = {
+          onHeaders: () => stream.reset(ErrorCode.REFUSED_STREAM),
+          onData: (chunk) => stream.consume(chunk.length),
+          onEnd: () => {},
+          onReset: () => {},
+          onDrain: () => {},
+        };
+      },
+    },
+  });
+  ws.on('message', (data) => session.receive(data as Buffer));
+  ws.on('close', () => session.transportClosed());
+  session.sendHello({ agent: 'refusing', streamKinds: ['tcp'] }, false);
+  await ready;
+  return () => ws.terminate();
 }
 
 beforeAll(async () => {
@@ -140,7 +182,7 @@ describe('TCP replicas (tunnel2 tcp --remote-port P --replica)', () => {
     const onDraining = [...first, ...later].filter((c) => c.id === 'r2');
     agents[2]?.kill('SIGTERM');
     await agents[2]?.waitFor('finishing');
-    // Once the edge has its GOAWAY (a connection that reaches the agent before is reset: see scaling.md).
+    // Once the edge has its GOAWAY (one that reaches the agent before is refused and goes to another: below).
     await until(() => [...edge.sessions.tunnels()].some((entry) => entry.session.draining));
     const drained: { socket: Socket; id: string }[] = [];
     for (let i = 0; i < 5; i++) drained.push(await openPublic('drained'));
@@ -148,6 +190,20 @@ describe('TCP replicas (tunnel2 tcp --remote-port P --replica)', () => {
     for (const c of onDraining.slice(0, 3)) expect(await echoes(c.socket)).toBe(true);
     for (const c of onDraining) c.socket.end();
     expect(await agents[2]?.exited).toBe(0);
+  }, 30_000);
+
+  it('a connection a replica refuses before taking it (its GOAWAY on the way) goes to another one, bytes and all', async () => {
+    const close = await refusingReplica();
+    try {
+      // The refusing replica has the fewest open connections: the edge tries it first, every time.
+      for (let i = 0; i < 6; i++) {
+        const c = await openPublic('refused');
+        expect(IDS).toContain(c.id);
+        expect(await echoes(c.socket)).toBe(true);
+      }
+    } finally {
+      close();
+    }
   }, 30_000);
 
   it('another token cannot join the port, with or without --replica', async () => {

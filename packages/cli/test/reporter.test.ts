@@ -75,7 +75,7 @@ describe('a replica (--replica)', () => {
     };
     const { lines, reporter } = human();
     reporter.ready(info, 'http://localhost:3000');
-    expect(lines).toContain('        replicas  3 agents on this name (at connect)\n');
+    expect(lines).toContain('        replicas  3 agents on this name\n');
     const json: string[] = [];
     createJsonReporter({
       write: (line) => void json.push(line),
@@ -86,6 +86,19 @@ describe('a replica (--replica)', () => {
     const { lines: plain, reporter: single } = human();
     single.ready({ name: 'n', url: 'http://n/', urls: ['http://n/'] }, 'http://localhost:3000');
     expect(plain.join('')).not.toContain('replicas');
+  });
+
+  it('human and --json: a change of the count while connected is a line and a `replicas` event', () => {
+    const { lines, reporter } = human();
+    reporter.replicas?.(2);
+    expect(lines).toContain('        replicas  2 agents on this name now\n');
+    const json: string[] = [];
+    createJsonReporter({
+      write: (line) => void json.push(line),
+      writeBatched: (line) => void json.push(line),
+      flush: () => {},
+    }).replicas?.(4);
+    expect(JSON.parse(json[0]!)).toMatchObject({ event: 'replicas', replicas: 4 });
   });
 });
 

@@ -41,7 +41,7 @@ describe('renderStatus', () => {
   it('a replica: its URL line says how many agents served the name when it connected', () => {
     const replica = snapshot({ tunnels: snapshot().tunnels.map((row) => ({ ...row, replicas: 3 })) });
     expect(renderStatus(replica, 100, false)[1]).toBe(
-      '  http://app.localhost:8080/ -> http://localhost:3000   replicas 3 (at connect)',
+      '  http://app.localhost:8080/ -> http://localhost:3000   replicas 3',
     );
   });
 

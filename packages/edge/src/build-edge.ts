@@ -15,7 +15,7 @@ import { createCrossNodeForwarder } from './cluster/cross-node-forwarder.js';
 import { NodeLinkServer } from './cluster/link/node-link-server.js';
 import { LINK_PATH } from './cluster/node-auth.js';
 import { SharedTcpPorts } from './cluster/tcp/shared-tcp-ports.js';
-import { RegistryTimings, timedRegistry } from './cluster/timed-registry.js';
+import { RegistryTimings, replicaSetsOf, timedRegistry } from './cluster/timed-registry.js';
 import { type EdgeAddresses, edgeAddresses } from './edge-addresses.js';
 import { registerEdgeRoutes } from './edge-routes.js';
 import { EdgeErrorCode } from './errors.js';
@@ -109,6 +109,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           protocol: options.protocol,
           maxMessageSize: options.maxMessageSize,
           windowBudget,
+          replicaSets: replicaSetsOf(registry),
         });
   const sessions = new SessionTable({
     registry,
@@ -119,6 +120,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     logger,
     onTakeover:
       cluster === undefined ? undefined : (replaced, claimed) => cluster.tellTakeover(replaced, claimed),
+    replicaSets: cluster === undefined ? undefined : replicaSetsOf(registry),
   });
   const inFlight = new InFlight();
   const clients = new ClientOriginResolver(options.trustedProxies);

@@ -1,7 +1,7 @@
 import { ErrorCode } from '@tunnel2/protocol';
 import { createMemoryRegistry } from '@tunnel2/registry';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionTable } from '../src/agents/session-table.js';
 import type { TunnelEntry } from '../src/agents/tunnel-entry.js';
 
@@ -157,5 +157,64 @@ describe('SessionTable with replicas', () => {
     b.session.draining = true;
     // None can take it: the newest is returned and the caller answers as for one draining agent.
     expect(sessions.get('shop')).toBe(c);
+  });
+});
+
+describe('SessionTable with replicas in cluster mode (a place per node in the replica set)', () => {
+  function clusterTable(leaseTtlMs = 60_000) {
+    const registry = createMemoryRegistry();
+    const sessions = new SessionTable({
+      registry,
+      replicaSets: registry,
+      nodeId: 'node-1',
+      leaseTtlMs,
+      reconnectGraceMs: 30_000,
+      maxArrivalWaiters: 10,
+      logger: pino({ level: 'silent' }),
+    });
+    tables.push(sessions);
+    return { registry, sessions };
+  }
+
+  it("claims this node's place; it goes with the last replica here, at once when they all drain", async () => {
+    const { registry, sessions } = clusterTable();
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const first = fake(admitted.epoch);
+    const second = fake(admitted.epoch);
+    sessions.activate(as(first));
+    sessions.activate(as(second), true);
+    expect((await registry.lookupReplicas('shop'))?.holders).toEqual([
+      expect.objectContaining({ nodeId: 'node-1', epoch: admitted.epoch }),
+    ]);
+    expect(await registry.lookup('shop')).toBeUndefined(); // no exclusive record
+    await sessions.deactivate(as(first));
+    expect(await registry.lookupReplicas('shop')).toBeDefined();
+    second.leaving = true;
+    sessions.draining(as(second));
+    await vi.waitFor(async () => expect(await registry.lookupReplicas('shop')).toBeUndefined());
+  });
+
+  it('another owner is refused with or without a replica; its live replica set refuses an exclusive claim', async () => {
+    const { sessions } = clusterTable();
+    expect((await sessions.admitReplica('shop', 'owner-a')).ok).toBe(true);
+    expect((await sessions.admitReplica('shop', 'owner-b')).ok).toBe(false);
+    expect((await sessions.admit('shop', 'owner-b')).ok).toBe(false);
+  });
+
+  it('a place the registry lost is claimed again at the next round; one another owner took closes the replicas', async () => {
+    const { registry, sessions } = clusterTable(750);
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const entry = fake(admitted.epoch);
+    sessions.activate(as(entry));
+    await registry.releaseReplica('shop', 'node-1', admitted.epoch); // as a Redis restarted empty
+    await vi.waitFor(() => expect(entry.epoch).toBeGreaterThan(admitted.epoch), { timeout: 5_000 });
+    expect((await registry.lookupReplicas('shop'))?.holders[0]?.epoch).toBe(entry.epoch);
+    await registry.releaseReplica('shop', 'node-1', entry.epoch);
+    expect(
+      (await registry.claim({ name: 'shop', owner: 'owner-b', nodeId: 'node-2', ttlMs: 60_000 })).ok,
+    ).toBe(true);
+    await vi.waitFor(() => expect(entry.closedWith).toBe(ErrorCode.GOING_AWAY), { timeout: 5_000 });
   });
 });

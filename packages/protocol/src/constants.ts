@@ -23,6 +23,8 @@ export const FrameType = {
   PING: 0x4,
   GOAWAY: 0x5,
   HELLO: 0x6,
+  /** Session metadata that changed after HELLO (a JSON object), edge to agent; a peer without it skips it. */
+  NOTICE: 0x7,
 } as const;
 export type FrameType = (typeof FrameType)[keyof typeof FrameType];
 

@@ -235,6 +235,7 @@ describe('frame limits and checks', () => {
     ['PING', FrameType.PING, 8],
     ['GOAWAY', FrameType.GOAWAY, 8],
     ['HELLO', FrameType.HELLO, 6],
+    ['NOTICE', FrameType.NOTICE, 2],
   ])('rejects %s on a stream other than 0', (_name, type, size) => {
     expectProtocolError(
       () => decodeFrames(encodeFrame(type, 0, 1, Buffer.alloc(size))),

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { bridgeSocket, type MuxStream } from '../src/index.js';
+import { bridgeSocket, ErrorCode, type MuxStream } from '../src/index.js';
 import { connectPair, type Pair } from './support/mux-harness.js';
 
 const cleanups: (() => void)[] = [];
@@ -84,5 +84,54 @@ describe('bridgeSocket', () => {
     expect(writes()).toBeGreaterThan(0);
     expect(writes()).toBeLessThanOrEqual(16);
     await closed;
+  });
+});
+
+describe('bridgeSocket, a stream refused before its peer took it', () => {
+  it('carries the connection on the stream `refused` gives, the bytes sent so far replayed', async () => {
+    const pair: Pair = await connectPair();
+    cleanups.push(() => pair.dispose());
+    // The agent refuses the first stream (its GOAWAY on the way) and echoes on every later one.
+    let seen = 0;
+    pair.agent.events.onStreamOpened = (stream: MuxStream) => {
+      const first = seen++ === 0;
+      stream.handler = {
+        onHeaders: () => {
+          if (first) stream.reset(ErrorCode.REFUSED_STREAM);
+        },
+        onData: (chunk) => {
+          stream.consume(chunk.length);
+          if (!first) stream.write(Buffer.from(chunk));
+        },
+        onEnd: () => stream.end(),
+        onReset: () => {},
+        onDrain: () => {},
+      };
+    };
+    const open = (): MuxStream => {
+      const stream = pair.edge.session.openStream();
+      stream.sendHeaders(Buffer.alloc(0), false);
+      return stream;
+    };
+    const server = createServer((publicSide) => {
+      bridgeSocket(open(), publicSide, { socketResetCode: () => 0, onClose: () => {}, refused: open });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const client = tcpConnect((server.address() as { port: number }).port, '127.0.0.1');
+    cleanups.push(() => {
+      client.destroy();
+      server.close();
+    });
+    client.write('hello before the refusal');
+    let echoed = '';
+    await new Promise<void>((resolve, reject) => {
+      client.on('data', (chunk: Buffer) => {
+        echoed += chunk.toString();
+        if (echoed === 'hello before the refusal') resolve();
+      });
+      client.once('error', reject);
+    });
+    expect(seen).toBe(2);
   });
 });

@@ -95,6 +95,7 @@ export function runHttpCommand(target: string, options: HttpCommandOptions): Pro
       tunnel.on('ready', (info) =>
         reporter.ready(info, targetLabel, tunnel.inspectorUrl, tunnel.backendProtocol),
       );
+      tunnel.on('replicas', (count) => reporter.replicas?.(count));
       tunnel.on('hint', (hint) => reporter.hint(hint.code, hint.message));
       tunnel.on('request', (report) => reporter.request(report));
     },

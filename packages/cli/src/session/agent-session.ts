@@ -26,20 +26,17 @@ import {
   type HttpForwarding,
   type TcpForwarding,
 } from '../forwarding/stream-dispatch.js';
-import { terminalSafe } from '../terminal-text.js';
 import { notAnEdge, unreachable } from './connect-failure-text.js';
 import { type RefusalContext, refusalMessage } from './refusal-message.js';
+import {
+  type ExtraTunnelAnswer,
+  readExtraAnswers,
+  readSessionInfo,
+  type SessionInfo,
+} from './session-info.js';
 import { edgeRangeOf, versionMismatch } from './version-mismatch.js';
 
-export interface SessionInfo {
-  name: string;
-  url: string;
-  urls: string[];
-  /** A TCP tunnel's public port (its url is `tcp://host:port`). */
-  tcp?: { port: number };
-  /** Asked as a replica: how many agents serve the name with this one, as the edge said at connect. */
-  replicas?: number;
-}
+export type { ExtraTunnelAnswer, SessionInfo } from './session-info.js';
 
 export type AgentSessionOptions = SessionOptions &
   ({ http: HttpForwarding; tcp?: undefined } | { tcp: TcpForwarding; http?: undefined });
@@ -98,9 +95,6 @@ export interface ExtraTunnelAsk {
   forwarding: Forwarding;
 }
 
-/** The edge's answer for one listed tunnel: its session info, or why it was refused. */
-export type ExtraTunnelAnswer = { info: SessionInfo } | { error: { code: string; message: string } };
-
 export interface ConnectedSession {
   info: SessionInfo;
   stats(): SessionStats;
@@ -112,6 +106,8 @@ export interface ConnectedSession {
   closed: Promise<Error | undefined>;
   /** Graceful: GOAWAY, wait for in-flight requests (up to graceMs), then close. */
   close(graceMs: number): Promise<void>;
+  /** Called when the edge says the replica count changed (`info.replicas` already holds it). */
+  onReplicas: ((count: number) => void) | undefined;
 }
 
 /** The WebSocket URL for an edge base URL: http→ws, https→wss, path joined. */
@@ -196,6 +192,8 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
     );
 
     const extras = (options.extras ?? []).map((extra) => extra.forwarding);
+    /** The session as handed out once the edge answered HELLO (its NOTICEs update its info). */
+    let connected: ConnectedSession | undefined;
     const session = new MuxSession({
       role: 'agent',
       settings: options.protocol,
@@ -259,8 +257,9 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
             return;
           }
           settled = true;
-          resolve({
+          connected = {
             info,
+            onReplicas: undefined,
             extras: answers,
             edgeHttp2: hello.meta.http2 === true,
             closed,
@@ -270,12 +269,20 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
               openStreams: session.streams.size,
               draining: session.draining,
             }),
-          });
+          };
+          resolve(connected);
         },
         onStream: (stream) => {
           const own: Forwarding = options.tcp !== undefined ? { tcp: options.tcp } : { http: options.http };
           if (extras.length === 0) forwardStream(stream, own, session, options.logger);
           else dispatchStream(stream, [own, ...extras], session, options.logger);
+        },
+        onNotice: (meta) => {
+          const count = meta.replicas;
+          if (connected === undefined || connected.info.replicas === undefined) return;
+          if (!Number.isInteger(count) || (count as number) < 1) return;
+          connected.info.replicas = count as number;
+          connected.onReplicas?.(count as number);
         },
         onGoAway: (goAway) => {
           options.logger.info({ reason: goAway.reason }, 'edge is going away');
@@ -448,23 +455,6 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
   });
 }
 
-function readSessionInfo(meta: Record<string, unknown>): SessionInfo | undefined {
-  const { name, url, urls, tcp, replicas } = meta;
-  if (typeof name !== 'string' || typeof url !== 'string') return undefined;
-  const list = Array.isArray(urls) ? urls.filter((u): u is string => typeof u === 'string') : [url];
-  // Printed on the user's terminal as they are (the ready line, the header): an edge whose name or URLs hold
-  // a control character is not believed (an escape sequence would be the terminal's to obey).
-  if ([name, url, ...list].some((text) => terminalSafe(text) !== text)) return undefined;
-  const port = typeof tcp === 'object' && tcp !== null ? (tcp as { port?: unknown }).port : undefined;
-  return {
-    name,
-    url,
-    urls: list,
-    ...(typeof port === 'number' ? { tcp: { port } } : {}),
-    ...(Number.isInteger(replicas) && (replicas as number) > 0 ? { replicas: replicas as number } : {}),
-  };
-}
-
 /** What this agent lists in `streamKinds`: TCP when any of its tunnels is one, tags when it lists tunnels. */
 function streamKinds(options: AgentSessionOptions): { streamKinds?: string[] } {
   const extras = options.extras ?? [];
@@ -473,23 +463,4 @@ function streamKinds(options: AgentSessionOptions): { streamKinds?: string[] } {
     kinds.push(TCP_STREAM_KIND);
   if (extras.length > 0) kinds.push(TUNNEL_STREAM_KIND);
   return kinds.length > 0 ? { streamKinds: kinds } : {};
-}
-
-/** The edge's per-tunnel answers; undefined when it sent none for tunnels that were asked (an older edge). */
-function readExtraAnswers(answers: unknown, asked: number): ExtraTunnelAnswer[] | undefined {
-  if (asked === 0) return [];
-  if (!Array.isArray(answers) || answers.length !== asked) return undefined;
-  return answers.map((answer: unknown): ExtraTunnelAnswer => {
-    const fields = typeof answer === 'object' && answer !== null ? (answer as Record<string, unknown>) : {};
-    const info = readSessionInfo(fields);
-    if (info !== undefined) return { info };
-    const error = typeof fields.error === 'object' && fields.error !== null ? fields.error : {};
-    const { code, message } = error as Record<string, unknown>;
-    return {
-      error: {
-        code: typeof code === 'string' ? code : 'TUNNEL2_ERR_UNKNOWN',
-        message: typeof message === 'string' ? message : 'refused by the edge',
-      },
-    };
-  });
 }

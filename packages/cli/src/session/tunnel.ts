@@ -41,6 +41,8 @@ export interface ReconnectingEvent {
 
 export interface TunnelEvents {
   ready: [SessionInfo];
+  /** A replica: the number of agents serving its name changed (the edge's NOTICE); `info.replicas` has it. */
+  replicas: [number];
   request: [RequestReport];
   /** A TCP tunnel's connection ended. */
   connection: [TcpConnectionReport];
@@ -247,6 +249,10 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     if (inspect === undefined || inspect === false || this.#inspector !== undefined) return;
     this.#inspector = await startInspector(inspect, this.target, this.#hostHeader);
     this.on('ready', (info) => this.#inspector?.setPublicUrl(info.url, info.name, info.replicas));
+    this.on('replicas', () => {
+      const info = this.info;
+      if (info !== undefined) this.#inspector?.setPublicUrl(info.url, info.name, info.replicas);
+    });
   }
 
   /**
@@ -409,6 +415,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         attempt = 0;
         const upSince = performance.now();
         this.emit('ready', session.info);
+        session.onReplicas = (count) => this.emit('replicas', count);
         this.#adviseOnEdge(session.edgeHttp2);
         for (const [i, extra] of this.#extras.entries()) {
           const answer = session.extras[i];

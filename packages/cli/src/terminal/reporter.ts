@@ -14,6 +14,8 @@ export interface Reporter {
    */
   ready(info: SessionInfo, target: string, inspectorUrl?: string, backendProtocol?: string): void;
   request(report: RequestReport): void;
+  /** A replica: the number of agents serving its name changed while connected (the edge said so). */
+  replicas?(count: number): void;
   /** A TCP tunnel's connection ended. */
   connection(report: TcpConnectionReport): void;
   reconnecting(event: ReconnectingEvent): void;
@@ -53,13 +55,14 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
   // `closed` is the last event: a request or connection cut by the close may report after it.
   let over = false;
   return {
+    replicas: (count) => emit('replicas', { replicas: count }),
     ready: (info, target, inspectorUrl, backendProtocol) =>
       emit('ready', {
         name: info.name,
         url: info.url,
         urls: info.urls,
         target,
-        // A replica: how many agents served the name with this one when it connected.
+        // A replica: how many agents serve the name with this one at connect (then `replicas` events).
         ...(info.replicas === undefined ? {} : { replicas: info.replicas }),
         ...(backendProtocol === undefined ? {} : { backendProtocol }),
         ...(inspectorUrl === undefined ? {} : { inspectorUrl }),
@@ -104,6 +107,9 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
   // The closing line is the last: a request or connection cut by the close may report after it.
   let over = false;
   return {
+    replicas(count) {
+      out(`        replicas  ${count} agents on this name now\n`);
+    },
     ready(info, target, inspectorUrl, backendProtocol) {
       if (announced !== undefined) {
         // A TCP tunnel whose port was taken while it was away comes back on another one.
@@ -119,8 +125,7 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
       out(`tunnel2: forwarding ${info.url} -> ${targetWithProtocol(target, backendProtocol)}\n`);
       for (const url of info.urls.filter((u) => u !== info.url)) out(`         also at  ${url}\n`);
       if (inspectorUrl !== undefined) out(`       inspector  ${inspectorUrl}\n`);
-      if (info.replicas !== undefined)
-        out(`        replicas  ${info.replicas} agents on this name (at connect)\n`);
+      if (info.replicas !== undefined) out(`        replicas  ${info.replicas} agents on this name\n`);
       out('\n');
     },
     request(r) {

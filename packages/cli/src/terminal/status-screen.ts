@@ -304,6 +304,12 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     request(r) {
       count(unit, requestText(r));
     },
+    replicas(n) {
+      const row = tunnels.get(OWN_TUNNEL);
+      if (row === undefined) return;
+      tunnels.set(OWN_TUNNEL, { ...row, replicas: n });
+      if (height > 0) schedule();
+    },
     connection(c) {
       count(unit, connectionLine(c));
     },

@@ -104,7 +104,7 @@ export function renderStatus(status: StatusSnapshot, width: number, colour: bool
       [` -> ${tunnel.target}`, Style.Plain],
       ...(tunnel.replicas === undefined
         ? []
-        : ([[`   replicas ${tunnel.replicas} (at connect)`, Style.Dim]] as Segment[])),
+        : ([[`   replicas ${tunnel.replicas}`, Style.Dim]] as Segment[])),
     ]);
     for (const other of tunnel.urls.filter((u) => u !== tunnel.url)) {
       lines.push([

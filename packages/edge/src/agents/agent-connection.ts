@@ -67,6 +67,8 @@ export interface AgentConnectionOptions {
   claimTunnels?: ((connection: AgentConnection, asks: unknown[]) => Promise<ClaimedTunnels>) | undefined;
   onReady: (connection: AgentConnection) => void;
   onClose: (connection: AgentConnection, error: Error | undefined) => void;
+  /** The agent said GOAWAY: it takes no new requests from now on (its replica's place may go). */
+  onGoingAway?: ((connection: AgentConnection) => void) | undefined;
 }
 
 /** One agent's WebSocket on the edge, and the multiplexed session running over it. */
@@ -107,6 +109,8 @@ export class AgentConnection implements AgentSession {
   readonly #log: Logger;
   readonly #options: AgentConnectionOptions;
   #helloTimer: NodeJS.Timeout | undefined;
+  /** The replica count the agent was last told (at HELLO or in a NOTICE). */
+  #replicasTold: unknown;
   /** Set once handing over: the reason the connection closes with when its streams are done. */
   #handOver: string | undefined;
 
@@ -159,6 +163,7 @@ export class AgentConnection implements AgentSession {
           // Every agent version sends GOING_AWAY only from its close(); any other code is an error.
           if (goAway.code === ErrorCode.GOING_AWAY) this.leaving = true;
           this.slots.close();
+          options.onGoingAway?.(this);
         },
         onStreamError: (stream, err) => this.#log.error({ err, stream: stream.id }, 'stream handler failed'),
         onStreamClosed: () => this.slots.release(),
@@ -297,6 +302,16 @@ export class AgentConnection implements AgentSession {
     );
   }
 
+  /**
+   * Tells the agent of a replica how many agents serve its name now (a NOTICE, once per change; PROTOCOL.md
+   * §8): its status follows joins and leaves. An agent older than NOTICE skips it.
+   */
+  tellReplicas(count: number): void {
+    if (!this.replica || count === this.#replicasTold || !this.#connected) return;
+    this.#replicasTold = count;
+    this.session.sendNotice({ replicas: count });
+  }
+
   #answer(hello: Hello, tunnels: Record<string, unknown>[] | undefined): void {
     // `http2`: this edge serves HTTP/2 and gRPC to public clients (an agent with an HTTP/2 backend warns
     // when its edge does not say so).
@@ -306,6 +321,7 @@ export class AgentConnection implements AgentSession {
     );
     this.#log.info({ agent: hello.meta.agent, tunnels: tunnels?.length }, 'agent connected');
     this.#connected = true;
+    this.#replicasTold = this.#options.sessionInfo.replicas;
     this.#options.onReady(this);
   }
 }

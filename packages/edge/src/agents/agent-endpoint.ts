@@ -104,13 +104,15 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     const tcpAsk = url.searchParams.get('tcp');
     const askedPort = tcpAsk === null ? Number.NaN : tcpPortOfParam(tcpAsk);
     const tcpReplicaAnyPort = replica && (askedPort === undefined || askedPort === 0);
-    if (replica && (options.cluster !== undefined || tcpReplicaAnyPort)) {
+    // In cluster mode a TCP port is one node's claim in the registry, not a set: its replicas would all
+    // have to reach that node, which the agents cannot choose.
+    const tcpReplicaInCluster = replica && tcpAsk !== null && options.cluster !== undefined;
+    if (tcpReplicaAnyPort || tcpReplicaInCluster) {
       rejectUpgrade(socket, {
         code: EdgeErrorCode.BAD_REQUEST,
-        message:
-          options.cluster !== undefined
-            ? 'this edge runs in cluster mode, where replicas (--replica) are not supported yet: run one agent per name'
-            : 'a TCP replica (--replica) shares a fixed public port: name it (--remote-port)',
+        message: tcpReplicaInCluster
+          ? 'this edge runs in cluster mode, where TCP replicas (tcp --replica) are not supported yet: run one agent per port (HTTP replicas are)'
+          : 'a TCP replica (--replica) shares a fixed public port: name it (--remote-port)',
       });
       return;
     }
@@ -182,7 +184,11 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     }
     let admitted: Awaited<ReturnType<SessionTable['admit']>>;
     try {
-      admitted = joined ? { ok: true, epoch: joinEpoch } : await sessions.admit(name, owner, account);
+      admitted = joined
+        ? { ok: true, epoch: joinEpoch }
+        : replica && tcpPort === undefined
+          ? await sessions.admitReplica(name, owner, account)
+          : await sessions.admit(name, owner, account);
     } catch (err) {
       logger.error({ err, session: name }, 'registry claim failed');
       if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
@@ -206,7 +212,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       if (tcpPort !== undefined) endpoint.tcp?.abandon(tcpPort);
       if (joined) return; // the claim is its replicas'
       sessions
-        .abandon(name, epoch)
+        .abandon(name, epoch, replica && tcpPort === undefined)
         .catch((err: unknown) => logger.warn({ err, session: name }, 'registry release failed'));
     };
     if (socket.destroyed) {
@@ -263,6 +269,9 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         run,
         replica,
         claimTunnels: claims.claim,
+        onGoingAway: (connection) => {
+          if (activated) sessions.draining(connection);
+        },
         onReady: (connection) => {
           activated = sessions.activate(connection, joined);
           if (!activated) return;
@@ -274,7 +283,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
           if (activated) void sessions.deactivate(connection);
           else if (!joined)
             sessions
-              .abandon(name, epoch)
+              .abandon(name, epoch, replica && tcpPort === undefined)
               .catch((err: unknown) => logger.warn({ err, session: name }, 'registry release failed'));
           void claims.release(connection.extras, activated);
         },

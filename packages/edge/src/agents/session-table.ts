@@ -1,5 +1,5 @@
 import { ErrorCode } from '@tunnel2/protocol';
-import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
+import type { ReplicaSetRegistry, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { pickReplica } from './replica-choice.js';
 import type { AgentSession, TunnelEntry } from './tunnel-entry.js';
@@ -14,6 +14,11 @@ export interface SessionTableOptions {
   logger: Logger;
   /** A claim here took a name over from a live record (cluster mode tells that record's node at once). */
   onTakeover?: ((replaced: SessionRecord, claimed: SessionRecord) => void) | undefined;
+  /**
+   * Cluster mode: replicas hold the node's place in the name's replica set (one per node, every node's
+   * holders side by side) instead of the one exclusive claim they share on a single edge.
+   */
+  replicaSets?: ReplicaSetRegistry | undefined;
 }
 
 type ArrivalWaiter = (connection: TunnelEntry | undefined) => void;
@@ -40,6 +45,8 @@ export class SessionTable {
    * while any of them lives.
    */
   readonly #local = new Map<string, TunnelEntry[]>();
+  /** Cluster mode: other nodes holding a place in a replicated name's set, as of the last renewal round. */
+  readonly #otherHolders = new Map<string, number>();
   /** Where the next tie among replicas starts (replica-choice.ts). */
   #turn = 0;
   readonly #options: SessionTableOptions;
@@ -141,7 +148,50 @@ export class SessionTable {
     });
     if (!result.ok) return { ok: false, record: result.record };
     if (result.replaced !== undefined) this.#options.onTakeover?.(result.replaced, result.record);
+    if (this.#options.replicaSets !== undefined)
+      await this.#replaceReplicas(result.record).catch((err: unknown) =>
+        this.#options.logger.warn({ err, session: name }, 'registry lookupReplicas failed'),
+      );
     return { ok: true, epoch: result.record.epoch };
+  }
+
+  /**
+   * Cluster mode: takes this node's place in the replica set of `name` for a replica of `owner`. Another
+   * owner's live set or record refuses it (its reserved record, if any, words the refusal). A live
+   * exclusive record of the same owner on another node is taken over as on one edge: its node is told.
+   */
+  async admitReplica(name: string, owner: string, account = owner): Promise<AdmitResult> {
+    const { registry, replicaSets, nodeId, leaseTtlMs } = this.#options;
+    if (replicaSets === undefined) return this.admit(name, owner, account);
+    const result = await replicaSets.claimReplica({ name, owner, account, nodeId, ttlMs: leaseTtlMs });
+    const record = await registry.lookup(name);
+    if (!result.ok) return { ok: false, record: record?.owner === result.owner ? record : undefined };
+    if (record?.owner === owner && record.connected && record.nodeId !== nodeId)
+      this.#options.onTakeover?.(record, { ...record, nodeId, epoch: result.holder.epoch });
+    return { ok: true, epoch: result.holder.epoch };
+  }
+
+  /** Cluster mode: an exclusive claim took the owner's replicas' name: their nodes are told (one edge's rule). */
+  async #replaceReplicas(claimed: SessionRecord): Promise<void> {
+    const set = await this.#options.replicaSets?.lookupReplicas(claimed.name);
+    if (set === undefined || set.owner !== claimed.owner) return;
+    for (const holder of set.holders)
+      if (holder.nodeId !== this.#options.nodeId && holder.epoch < claimed.epoch)
+        this.#options.onTakeover?.({ ...claimed, ...holder, connected: true }, claimed);
+  }
+
+  /** A replica's agent is leaving: with none left serving here, this node's place goes (nodes stop choosing it). */
+  draining(connection: TunnelEntry): void {
+    const { replicaSets, nodeId, logger } = this.#options;
+    if (connection.replica) this.#tellReplicas(connection.name);
+    if (replicaSets === undefined || !connection.replica) return;
+    const entries = this.replicas(connection.name);
+    if (entries.length === 0 || !entries.every((entry) => entry.leaving || entry.session.draining)) return;
+    replicaSets
+      .releaseReplica(connection.name, nodeId, connection.epoch)
+      .catch((err: unknown) =>
+        logger.warn({ err, session: connection.name }, 'registry releaseReplica failed'),
+      );
   }
 
   /**
@@ -155,9 +205,11 @@ export class SessionTable {
     return older.length > 0;
   }
 
-  /** A claimed name whose WebSocket never became a session. */
-  async abandon(name: string, epoch: number): Promise<void> {
-    await this.#options.registry.release(name, epoch);
+  /** A claimed name whose WebSocket never became a session (`replica`: a place in its replica set). */
+  async abandon(name: string, epoch: number, replica = false): Promise<void> {
+    const { registry, replicaSets, nodeId } = this.#options;
+    if (replica && replicaSets !== undefined) await replicaSets.releaseReplica(name, nodeId, epoch);
+    else await registry.release(name, epoch);
   }
 
   /**
@@ -188,6 +240,7 @@ export class SessionTable {
       this.#options.logger.info({ session: connection.name }, 'newer connection replaces the older one');
       older.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection for this name');
     }
+    this.#tellReplicas(connection.name);
     const waiters = this.#arrivals.get(connection.name);
     if (waiters !== undefined) {
       this.#arrivals.delete(connection.name);
@@ -236,19 +289,28 @@ export class SessionTable {
     const entries = this.#local.get(connection.name);
     if (entries !== undefined) {
       const rest = entries.filter((entry) => entry !== connection);
-      if (rest.length === 0) this.#local.delete(connection.name);
-      else if (rest.length < entries.length) this.#local.set(connection.name, rest);
+      if (rest.length === 0) {
+        this.#local.delete(connection.name);
+        this.#otherHolders.delete(connection.name);
+      } else if (rest.length < entries.length) this.#local.set(connection.name, rest);
+      this.#tellReplicas(connection.name);
       // Other replicas still hold the claim it shared: the name stays theirs, nothing to tell the registry.
       if (rest.some((entry) => entry.epoch === connection.epoch)) return;
     }
+    const { replicaSets, nodeId } = this.#options;
     try {
+      // A replica set keeps no reservation: its other holders still serve, the owner's agents rejoin.
+      if (connection.replica && replicaSets !== undefined) {
+        await replicaSets.releaseReplica(connection.name, nodeId, connection.epoch);
+        return;
+      }
       await this.#options.registry.markDisconnected(
         connection.name,
         connection.epoch,
         connection.leaving ? 0 : this.#options.reconnectGraceMs,
       );
     } catch (err) {
-      this.#options.logger.warn({ err, session: connection.name }, 'registry markDisconnected failed');
+      this.#options.logger.warn({ err, session: connection.name }, 'registry release of a name failed');
     }
   }
 
@@ -267,7 +329,10 @@ export class SessionTable {
    */
   async #renewAll(): Promise<void> {
     // One lease per name: replicas share theirs, the first stands for them all.
-    const connections = [...this.#local.values()].map((entries) => entries[0] as TunnelEntry);
+    const firsts = [...this.#local.values()].map((entries) => entries[0] as TunnelEntry);
+    const places = this.#options.replicaSets === undefined ? [] : firsts.filter((entry) => entry.replica);
+    const connections = places.length === 0 ? firsts : firsts.filter((entry) => !entry.replica);
+    if (places.length > 0) await this.#renewPlaces(places);
     if (connections.length === 0) return;
     let renewed: boolean[];
     try {
@@ -345,6 +410,61 @@ export class SessionTable {
       this.#renewFailing = true;
       logger.warn({ err, ...log }, 'could not re-assert a lease; trying again next round');
     }
+  }
+
+  /**
+   * Renews this node's places in replica sets, one call each (the sets are few: one per replicated name).
+   * A place the registry no longer has (expired in an outage, Redis restarted empty) is claimed afresh;
+   * one another owner took meanwhile closes the replicas here. A name whose replicas here all drain was
+   * released (draining above) and is not renewed.
+   */
+  async #renewPlaces(places: readonly TunnelEntry[]): Promise<void> {
+    const { replicaSets, nodeId, leaseTtlMs, logger } = this.#options;
+    if (replicaSets === undefined) return;
+    await Promise.all(
+      places.map(async (first) => {
+        const entries = this.replicas(first.name);
+        if (entries.every((entry) => entry.leaving || entry.session.draining)) return;
+        try {
+          if (await replicaSets.renewReplica(first.name, nodeId, first.epoch, leaseTtlMs)) {
+            const set = await replicaSets.lookupReplicas(first.name);
+            const others = set?.holders.filter((holder) => holder.nodeId !== nodeId).length ?? 0;
+            if (this.#local.has(first.name)) this.#otherHolders.set(first.name, others);
+            this.#tellReplicas(first.name);
+            return;
+          }
+          if (!this.#holds(first)) return;
+          const claimed = await replicaSets.claimReplica({
+            name: first.name,
+            owner: first.owner,
+            account: first.account,
+            nodeId,
+            ttlMs: leaseTtlMs,
+          });
+          if (!this.#holds(first)) {
+            if (claimed.ok) await replicaSets.releaseReplica(first.name, nodeId, claimed.holder.epoch);
+          } else if (claimed.ok) {
+            for (const entry of this.replicas(first.name)) entry.epoch = claimed.holder.epoch;
+            logger.info({ session: first.name, epoch: claimed.holder.epoch }, 'replica place re-asserted');
+          } else this.#loseAll(first.name, { nodeId: '', owner: claimed.owner });
+        } catch (err) {
+          logger.warn({ err, session: first.name }, 'replica place renewal failed; trying again next round');
+        }
+      }),
+    );
+  }
+
+  /**
+   * Tells a replicated name's agents how many serve it: its replicas here not leaving, plus (cluster mode)
+   * one per other node holding a place at the last renewal round (the registry keeps places, not agents).
+   */
+  #tellReplicas(name: string): void {
+    const entries = this.replicas(name);
+    // A TCP replica's fellows share its port, not its name: their count is the port's (said at connect).
+    if (entries.length === 0 || !entries[0]?.replica || entries[0].tcpPort !== undefined) return;
+    let count = this.#otherHolders.get(name) ?? 0;
+    for (const entry of entries) if (!entry.leaving && !entry.session.draining) count++;
+    for (const entry of entries) entry.connection.tellReplicas?.(Math.max(1, count));
   }
 
   /** The name's first entry, which stands for its replicas in the lease renewal, is still live. */

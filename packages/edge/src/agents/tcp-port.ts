@@ -60,9 +60,9 @@ export class TcpPort {
    * The session a new connection goes to: of several replicas, the one with the fewest open streams (its
    * connections), none that is draining while another can take it (replica-choice.ts).
    */
-  pick(): TunnelEntry | undefined {
+  pick(avoid?: TunnelEntry): TunnelEntry | undefined {
     if (this.#entries.length <= 1) return this.#entries[0];
     this.#turn = (this.#turn + 1) % 0x40000000;
-    return pickReplica(this.#entries, this.#turn);
+    return pickReplica(this.#entries, this.#turn, avoid);
   }
 }

@@ -60,4 +60,6 @@ export interface AgentSession extends TunnelEntry {
   readonly run: string | undefined;
   /** When the agent connected (ms since the epoch). */
   readonly connectedAt: number;
+  /** A replica's agent: how many agents serve its name now (sent when it changed). */
+  tellReplicas?(count: number): void;
 }

@@ -1,6 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import { type ProtocolSettings, type WindowBudget, withoutHopByHop } from '@tunnel2/protocol';
-import type { NodeRecord, SessionRecord, SessionRegistry } from '@tunnel2/registry';
+import type {
+  NodeRecord,
+  ReplicaSet,
+  ReplicaSetRegistry,
+  SessionRecord,
+  SessionRegistry,
+} from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import type { ClientOrigin } from '../access/client-address.js';
 import {
@@ -15,6 +21,8 @@ import { NodeLinks } from './link/node-link.js';
 import { NodeAuth, type SignedFields } from './node-auth.js';
 import { NodeHop } from './node-hop.js';
 import { OwnerCache } from './owner-cache.js';
+import { ReplicaRoutes } from './replica-routes.js';
+import { SharedFinds } from './shared-finds.js';
 import { NoticeSender, parseTakeoverTarget, type TakeoverNotice, takeoverTarget } from './takeover-notice.js';
 
 /** Cluster mode of an edge: how other nodes reach this one and how node-to-node traffic is authenticated. */
@@ -90,21 +98,6 @@ function single(value: string | string[] | undefined): string {
 const ANNOUNCE_RETRY_MS = 500;
 
 /**
- * How long the registry's answer about a name is shared with every later asker. Requests waiting for one
- * name each ask every 200 ms; sharing the answer in flight and for half that period makes the registry's
- * load one read pair per name per 100 ms, however many requests wait.
- */
-const FIND_SHARE_MS = 100;
-
-/** One registry answer about a name, shared by everyone asking while it is in flight and fresh. */
-interface SharedFinding {
-  readonly finding: Promise<OwnerFinding>;
-  /** Set once answered: the answer, and when (it is shared for FIND_SHARE_MS after). */
-  result: OwnerFinding | undefined;
-  settledAt: number;
-}
-
-/**
  * One node of a cluster: announces itself in the registry's node directory, finds which node holds a
  * name (through a short, bounded cache), signs what it forwards and verifies what other nodes forward.
  */
@@ -124,10 +117,12 @@ export class Cluster {
   /** Takeover notices this node sends (see takeover-notice.ts). */
   readonly notices: NoticeSender;
   readonly #registry: SessionRegistry;
+  readonly #replicaSets: ReplicaSetRegistry | undefined;
+  /** Names served by replicas on several nodes: their holders, and this node's requests on each. */
+  readonly replicas: ReplicaRoutes;
   readonly auth: NodeAuth;
   readonly #cache: OwnerCache;
-  /** Registry answers being asked or just answered, by name (entries live FIND_SHARE_MS once answered). */
-  readonly #finds = new Map<string, SharedFinding>();
+  readonly #finds = new SharedFinds();
   readonly #logger: Logger;
   #timer: NodeJS.Timeout | undefined;
   /** Set while a failed announcement is being retried (the registry was unreachable). */
@@ -147,10 +142,18 @@ export class Cluster {
     protocol: Partial<ProtocolSettings>;
     maxMessageSize: number;
     windowBudget: WindowBudget;
+    replicaSets?: ReplicaSetRegistry | undefined;
   }) {
     this.nodeId = input.nodeId;
     this.options = input.options;
     this.#registry = input.registry;
+    this.#replicaSets = input.replicaSets;
+    this.replicas = new ReplicaRoutes({
+      nodeId: input.nodeId,
+      ttlMs: input.options.ownerCacheTtlMs,
+      maxEntries: input.options.ownerCacheSize,
+      refresh: (name) => void this.find(name).catch(() => undefined),
+    });
     this.auth = new NodeAuth(input.options.secret);
     this.#cache = new OwnerCache({
       maxEntries: input.options.ownerCacheSize,
@@ -256,10 +259,6 @@ export class Cluster {
     return undefined;
   }
 
-  /**
-   * The other node that holds `name` live, or undefined (not held, held here, disconnected, or its node
-   * is not announced). Registry errors propagate: the caller answers "registry unreachable".
-   */
   /** The owner cache's entry for `name`, if it has one (no registry read). */
   cachedOwner(name: string): OwnerEntry | undefined {
     const cached = this.#cache.get(name);
@@ -267,7 +266,14 @@ export class Cluster {
     return cached;
   }
 
+  /**
+   * The other node that holds `name` live (of a replica set's holders, the one with the fewest requests
+   * outstanding from here), or undefined (not held, held here, disconnected, or its node is not announced).
+   * Registry errors propagate: the caller answers "registry unreachable".
+   */
   async owner(name: string): Promise<OwnerEntry | undefined> {
+    const holder = this.replicas.known(name) ? this.replicas.pick(name, false) : undefined;
+    if (holder !== undefined && holder !== 'here') return holder;
     const cached = this.#cache.get(name);
     if (cached !== undefined) {
       this.counters.lookups.hit++;
@@ -282,35 +288,29 @@ export class Cluster {
    * `remote` (live on an announced node; the entry is cached), `here` (the record names this node: its
    * agent is reconnecting or this node restarted), `pending` (reserved, or its node is not announced: a
    * record left by a dead node), or `none`. Registry errors propagate. Concurrent askers share one
-   * registry read, and its answer for FIND_SHARE_MS after.
+   * registry read, and its answer for a moment after (shared-finds.ts). Of a replica set's holders, one
+   * not in `passed`, by the fewest requests outstanding from here.
    */
-  find(name: string): Promise<OwnerFinding> {
+  async find(name: string, passed?: ReadonlySet<string>): Promise<OwnerFinding> {
     this.counters.lookups.miss++;
-    const shared = this.#finds.get(name);
-    if (
-      shared !== undefined &&
-      (shared.result === undefined || Date.now() - shared.settledAt < FIND_SHARE_MS)
-    )
-      return shared.finding;
-    const entry: SharedFinding = { finding: this.#ask(name), result: undefined, settledAt: 0 };
-    this.#finds.set(name, entry);
-    const forget = (): void => {
-      if (this.#finds.get(name) === entry) this.#finds.delete(name);
-    };
-    entry.finding.then(
-      (result) => {
-        entry.result = result;
-        entry.settledAt = Date.now();
-        setTimeout(forget, FIND_SHARE_MS).unref();
-      },
-      // A failed read is not shared with later askers: the next one asks again.
-      forget,
-    );
-    return entry.finding;
+    const finding = await this.#finds.get(name, () => this.#ask(name));
+    if (finding.state !== 'remote' || finding.entry.replica !== true) return finding;
+    const holder = this.replicas.pick(name, false, passed);
+    return holder === undefined || holder === 'here'
+      ? { state: 'pending' }
+      : { state: 'remote', entry: holder };
   }
 
   async #ask(name: string): Promise<OwnerFinding> {
-    const record = await this.#registry.lookup(name);
+    const [record, set] = await Promise.all([
+      this.#registry.lookup(name),
+      this.#replicaSets?.lookupReplicas(name),
+    ]);
+    // Both only for one owner's moment of change (exclusive to replicas or back): the newer claim wins.
+    const newest = Math.max(0, ...(set?.holders ?? []).map((holder) => holder.epoch));
+    if (set !== undefined && !(record?.connected === true && record.epoch > newest))
+      return this.#askedReplicas(set);
+    this.replicas.forget(name);
     if (record === undefined) return { state: 'none' };
     if (record.nodeId === this.nodeId) return { state: 'here' };
     if (!record.connected) return { state: 'pending' };
@@ -323,11 +323,31 @@ export class Cluster {
     return { state: 'remote', entry };
   }
 
+  /**
+   * A replica set's holders as routes (replica-routes.ts): `remote` names one of the other holders (the
+   * caller picks among them), `here` when this node is the only live holder.
+   */
+  async #askedReplicas(set: ReplicaSet): Promise<OwnerFinding> {
+    const entries = await Promise.all(
+      set.holders.map(async ({ nodeId, epoch }) => {
+        const node = nodeId === this.nodeId ? { url: this.#url } : await this.#lookupNode(nodeId);
+        return node && { nodeId, url: node.url, epoch, account: set.account, replica: true };
+      }),
+    );
+    const live = entries.filter((entry) => entry !== undefined);
+    this.replicas.set(set.name, live);
+    this.#cache.drop(set.name);
+    const remote = live.find((entry) => entry.nodeId !== this.nodeId);
+    if (remote !== undefined) return { state: 'remote', entry: remote };
+    return live.length > 0 ? { state: 'here' } : { state: 'pending' };
+  }
+
   /** The owner said "not here" (the session moved or ended): forget it, the next request asks again. */
   notHere(name: string, owner: OwnerEntry): void {
+    if (owner.replica === true) this.replicas.drop(name, owner.nodeId);
     this.counters.forwarded.not_here++;
     this.#cache.drop(name, owner);
-    if (this.#finds.get(name)?.result !== undefined) this.#finds.delete(name);
+    this.#finds.dropAnswered(name);
   }
 
   /** The owner could not be reached: forget every name it held and its connections. */
@@ -343,10 +363,9 @@ export class Cluster {
    */
   gone(owner: OwnerEntry): void {
     this.counters.forwarded.unreachable++;
+    this.replicas.down(owner.nodeId);
     this.#cache.dropNode(owner.nodeId);
-    for (const [name, shared] of this.#finds)
-      if (shared.result?.state === 'remote' && shared.result.entry.nodeId === owner.nodeId)
-        this.#finds.delete(name);
+    this.#finds.dropNode(owner.nodeId);
     this.links?.forget(owner.url, owner.nodeId);
   }
 

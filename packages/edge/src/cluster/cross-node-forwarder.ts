@@ -17,7 +17,9 @@ export function createCrossNodeForwarder(cluster: Cluster, context: ForwardingCo
   return {
     nodeId: cluster.nodeId,
     owner: (name) => cluster.owner(name),
-    find: (name) => cluster.find(name),
+    find: (name, passed) => cluster.find(name, passed),
+    pickHolder: (name, passed) => cluster.replicas.pick(name, true, passed) ?? 'here',
+    track: (name, nodeId) => cluster.replicas.track(name, nodeId),
     forwardRequest(request, res, owner, lost) {
       const links = cluster.links;
       if (links !== undefined && !links.viaHop(owner.url))

@@ -1,4 +1,4 @@
-import type { SessionRegistry } from '@tunnel2/registry';
+import type { ReplicaSetRegistry, SessionRegistry } from '@tunnel2/registry';
 
 /** The registry operations that are timed (every call that may cross the network in Redis mode). */
 export const REGISTRY_OPERATIONS = [
@@ -14,6 +14,10 @@ export const REGISTRY_OPERATIONS = [
   'lookupNode',
   'withdrawNode',
   'ping',
+  'claimReplica',
+  'renewReplica',
+  'releaseReplica',
+  'lookupReplicas',
 ] as const;
 
 export type RegistryOperation = (typeof REGISTRY_OPERATIONS)[number];
@@ -42,7 +46,10 @@ export class RegistryTimings {
  * The same registry, every operation timed into `timings`. A wrapper and not a change to the registries:
  * both implementations stay unaware of metrics, and the contract suite tests them unwrapped.
  */
-export function timedRegistry(inner: SessionRegistry, timings: RegistryTimings): SessionRegistry {
+export function timedRegistry(
+  inner: SessionRegistry & Partial<ReplicaSetRegistry>,
+  timings: RegistryTimings,
+): SessionRegistry & Partial<ReplicaSetRegistry> {
   const timed = <T>(operation: RegistryOperation, call: () => Promise<T>): Promise<T> => {
     const started = performance.now();
     const finish = (failed: boolean): void =>
@@ -65,7 +72,18 @@ export function timedRegistry(inner: SessionRegistry, timings: RegistryTimings):
       },
     );
   };
+  const sets = replicaSetsOf(inner);
   return {
+    ...(sets === undefined
+      ? {}
+      : {
+          claimReplica: (input) => timed('claimReplica', () => sets.claimReplica(input)),
+          renewReplica: (name, nodeId, epoch, ttlMs) =>
+            timed('renewReplica', () => sets.renewReplica(name, nodeId, epoch, ttlMs)),
+          releaseReplica: (name, nodeId, epoch) =>
+            timed('releaseReplica', () => sets.releaseReplica(name, nodeId, epoch)),
+          lookupReplicas: (name) => timed('lookupReplicas', () => sets.lookupReplicas(name)),
+        }),
     claim: (input) => timed('claim', () => inner.claim(input)),
     renew: (name, epoch, ttlMs) => timed('renew', () => inner.renew(name, epoch, ttlMs)),
     renewMany: (leases, ttlMs) => timed('renewMany', () => inner.renewMany(leases, ttlMs)),
@@ -80,5 +98,23 @@ export function timedRegistry(inner: SessionRegistry, timings: RegistryTimings):
     withdrawNode: (nodeId) => timed('withdrawNode', () => inner.withdrawNode(nodeId)),
     ping: () => timed('ping', () => inner.ping()),
     close: () => inner.close(),
+  };
+}
+
+/** The registry's replica sets, when it has them (every registry of this repository does; one passed in by an embedder may not). */
+export function replicaSetsOf(registry: Partial<ReplicaSetRegistry>): ReplicaSetRegistry | undefined {
+  const { claimReplica, renewReplica, releaseReplica, lookupReplicas } = registry;
+  if (
+    claimReplica === undefined ||
+    renewReplica === undefined ||
+    releaseReplica === undefined ||
+    lookupReplicas === undefined
+  )
+    return undefined;
+  return {
+    claimReplica: claimReplica.bind(registry),
+    renewReplica: renewReplica.bind(registry),
+    releaseReplica: releaseReplica.bind(registry),
+    lookupReplicas: lookupReplicas.bind(registry),
   };
 }

@@ -72,6 +72,11 @@ export interface SlotClaimant {
   start(stream: MuxStream, payload: Buffer): void;
   /** Calls `onGone` if the requester leaves; returns the unsubscribe. */
   watch(onGone: () => void): () => void;
+  /**
+   * The session's agent went away (GOAWAY) before the request got a stream, so it never ran: true when the
+   * claimant took it elsewhere (another replica, another holder node); false to be refused as before.
+   */
+  elsewhere?(): boolean;
 }
 
 /** Opens a stream of the session at once, or after the bounded wait for a free slot, or refuses. */
@@ -101,10 +106,12 @@ export function acquireStream(
     },
     refused() {
       unwatch();
+      if (connection.session.draining && claimant.elsewhere?.() === true) return;
       claimant.refuse(busy(name));
     },
   };
   if (!connection.slots.wait(waiter)) {
+    if (connection.session.draining && claimant.elsewhere?.() === true) return;
     claimant.refuse(busy(name));
     return;
   }

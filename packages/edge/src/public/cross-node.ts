@@ -32,6 +32,13 @@ export interface OwnerEntry {
    * for a record an older node wrote, which has no account.
    */
   readonly account?: string | undefined;
+  /** One holder of the name's replica set (replicas on several nodes); `epoch` is its place's. */
+  readonly replica?: boolean | undefined;
+}
+
+/** How a request remembers an owner it tried (`passed`): its node and the epoch of its claim. */
+export function ownerKey(owner: Pick<OwnerEntry, 'nodeId' | 'epoch'>): string {
+  return `${owner.nodeId}#${owner.epoch}`;
 }
 
 /** What the registry says about a name a request is waiting for (see `Cluster.find`). */
@@ -59,8 +66,18 @@ export interface CrossNodeForwarder {
   readonly nodeId: string;
   /** The owner of `name`, from the owner cache or else the registry; undefined when no live node holds it. */
   owner(name: string): Promise<OwnerEntry | undefined>;
-  /** Where `name` stands, asked of the registry itself while a request waits for its agent. */
-  find(name: string): Promise<OwnerFinding>;
+  /**
+   * Where `name` stands, asked of the registry itself while a request waits for its agent; of a replica
+   * set's holders, one not in `passed` (ownerKey).
+   */
+  find(name: string, passed?: ReadonlySet<string>): Promise<OwnerFinding>;
+  /**
+   * A name this node serves replicas of, when other nodes hold replicas of it too: where the next request
+   * goes, `here` or another holder, by the requests this node has outstanding on each (not in `passed`).
+   */
+  pickHolder(name: string, passed?: ReadonlySet<string>): OwnerEntry | 'here';
+  /** Counts a request this node sent to `nodeId` (itself included) for a replicated `name`; returns its end. */
+  track(name: string, nodeId: string): () => void;
   /** Carries the request as the ingress resolved it: the cluster never works its client out again. */
   forwardRequest(
     request: PublicRequest,

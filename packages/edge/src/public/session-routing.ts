@@ -22,6 +22,7 @@ import {
   type CrossNodeForwarder,
   type OwnerEntry,
   type OwnerFinding,
+  ownerKey,
 } from './cross-node.js';
 import { forwardedHeaders } from './forwarding-headers.js';
 import type { IngressRoute } from './ingress-route.js';
@@ -95,6 +96,22 @@ export function dispatch(
   waited: boolean,
 ): void {
   const connection = options.sessions.get(route.name, arrival.avoid);
+  const crossNode = options.crossNode;
+  // Replicas on several nodes: this node's (live) replicas are one holder of the name among the others.
+  if (
+    crossNode !== undefined &&
+    connection?.replica === true &&
+    connection.ready &&
+    !connection.session.draining &&
+    !arrival.request.vouched
+  ) {
+    const holder = crossNode.pickHolder(route.name, passedBy.get(arrival));
+    if (holder !== 'here') {
+      forwardAcross(arrival, route, options, crossNode, holder);
+      return;
+    }
+    if (!arrival.upgrade) arrival.watch(crossNode.track(route.name, crossNode.nodeId));
+  }
   // In a cluster, a session draining here (its agent told to go elsewhere) is looked for on other nodes;
   // a request another node forwarded is never forwarded again and gets "offline" so that node looks.
   const leaving = connection !== undefined && options.crossNode !== undefined && connection.session.draining;
@@ -173,21 +190,7 @@ async function awaitAgent(
         owner = undefined; // missingSession below asks again and says the registry is unreachable
       }
       if (arrival.gone) return;
-      const deadline = Date.now() + options.reconnectWaitMs;
-      const passed = new Set<string>();
-      // A waiting request counts as in flight: a draining node must not stop under it.
-      const wait = (): void => {
-        options.inFlight.start();
-        void awaitAcrossNodes(arrival, route, options, crossNode, deadline, passed, lost).finally(() =>
-          options.inFlight.finish(),
-        );
-      };
-      const lost = (gone: OwnerEntry): void => {
-        passed.add(ownerKey(gone));
-        wait();
-      };
-      if (owner !== undefined) arrival.forward(owner, crossNode, lost);
-      else wait();
+      forwardAcross(arrival, route, options, crossNode, owner);
     } finally {
       options.inFlight.finish();
     }
@@ -259,8 +262,55 @@ function awaitClaim(arrival: Arrival, route: IngressRoute, options: TunnelIngres
   });
 }
 
-function ownerKey(owner: OwnerEntry): string {
-  return `${owner.nodeId}#${owner.epoch}`;
+/** The owners a request already tried (they did not answer, or no longer held its session). */
+const passedBy = new WeakMap<Arrival, Set<string>>();
+
+/**
+ * Carries an arrival to `owner` on another node (or, with none known, to the wait across nodes). A request
+ * that can be sent again and whose owner is gone or no longer holds the session comes back through `lost`
+ * and waits (bounded) for the registry to name another: a replica set's next holder, or the node its agent
+ * reconnected to. Counted against its holder while outstanding, for a replica set's choice.
+ */
+function forwardAcross(
+  arrival: Arrival,
+  route: IngressRoute,
+  options: TunnelIngressOptions,
+  crossNode: CrossNodeForwarder,
+  owner: OwnerEntry | undefined,
+): void {
+  let passed = passedBy.get(arrival);
+  if (passed === undefined) {
+    passed = new Set();
+    passedBy.set(arrival, passed);
+  }
+  const tried = passed;
+  const deadline = Date.now() + options.reconnectWaitMs;
+  // A waiting request counts as in flight: a draining node must not stop under it.
+  const wait = (): void => {
+    options.inFlight.start();
+    void awaitAcrossNodes(arrival, route, options, crossNode, deadline, tried, lost).finally(() =>
+      options.inFlight.finish(),
+    );
+  };
+  const lost = (gone: OwnerEntry): void => {
+    tried.add(ownerKey(gone));
+    wait();
+  };
+  if (owner === undefined) wait();
+  else forwardTracked(arrival, route, crossNode, owner, lost);
+}
+
+function forwardTracked(
+  arrival: Arrival,
+  route: IngressRoute,
+  crossNode: CrossNodeForwarder,
+  owner: OwnerEntry,
+  lost: (owner: OwnerEntry) => void,
+): void {
+  // Requests only: an upgrade's socket already carries the hop's pipe listeners, and a WebSocket's choice
+  // by the requests outstanding (ties round robin) spreads them as well.
+  if (owner.replica === true && !arrival.upgrade) arrival.watch(crossNode.track(route.name, owner.nodeId));
+  arrival.forward(owner, crossNode, lost);
 }
 
 /**
@@ -291,7 +341,7 @@ async function awaitAcrossNodes(
     }
     let finding: OwnerFinding;
     try {
-      finding = await crossNode.find(route.name);
+      finding = await crossNode.find(route.name, passed);
     } catch {
       if (!arrival.gone) arrival.refuse(registryUnavailable(route.name));
       return;
@@ -307,7 +357,7 @@ async function awaitAcrossNodes(
     }
     if (finding.state === 'remote') {
       if (!passed.has(ownerKey(finding.entry))) {
-        arrival.forward(finding.entry, crossNode, lost);
+        forwardTracked(arrival, route, crossNode, finding.entry, lost);
         return;
       }
       last = finding.entry;

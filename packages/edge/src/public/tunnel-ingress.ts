@@ -103,6 +103,17 @@ class HttpArrival implements Arrival {
     else req.resume();
   }
 
+  /** The replica's agent went away while this request waited for a stream: a bodyless one goes elsewhere. */
+  elsewhere(): boolean {
+    const { req, route } = this.request;
+    if (this.gone || requestHasBody(req) || this.#retries >= MAX_REPLICA_RETRIES) return false;
+    if (this.via === undefined || !this.via.replica) return false;
+    this.#retries++;
+    this.avoid = this.via;
+    dispatch(this, route, this.#options, false);
+    return true;
+  }
+
   /**
    * A replica refused the stream before running it (REFUSED_STREAM: its agent is going away and never saw
    * the head): a request without a body goes to another live replica of the name, at most
@@ -113,10 +124,12 @@ class HttpArrival implements Arrival {
     if (error.protocolCode !== ErrorCode.REFUSED_STREAM || this.#retries >= MAX_REPLICA_RETRIES) return false;
     if (this.gone || requestHasBody(req)) return false;
     const replicas = this.#options.sessions.replicas(route.name);
-    if (!replicas.some((entry) => entry.ready && !entry.session.draining)) return false;
+    const crossNode = this.#options.crossNode !== undefined && this.via?.replica === true;
+    if (!crossNode && !replicas.some((entry) => entry.ready && !entry.session.draining)) return false;
     this.#retries++;
     this.avoid = this.via;
-    dispatch(this, route, this.#options, true);
+    // In a cluster the other replicas may be on other nodes: the routing looks there too.
+    dispatch(this, route, this.#options, !crossNode);
     return true;
   }
 }

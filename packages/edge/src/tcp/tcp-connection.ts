@@ -3,6 +3,7 @@ import { bridgeSocket, ErrorCode, encodeTcpHead, encodeTunnelTag, type MuxStream
 import type { Logger } from 'pino';
 import { normalizeAddress } from '../access/client-address.js';
 import type { TcpPort } from '../agents/tcp-port.js';
+import type { TunnelEntry } from '../agents/tunnel-entry.js';
 import type { InFlight } from '../exchange/in-flight.js';
 
 /** What the metrics read at scrape time; nothing is labelled per connection. */
@@ -18,6 +19,9 @@ export interface TcpCounters {
   /** Cluster: connections waiting, nothing sent on yet, for their port's agent to be served again (tcp-hold.ts). */
   held: number;
 }
+
+/** How often one connection may be refused by a replica going away and carried to another. */
+const MAX_REFUSALS = 2;
 
 /**
  * One public client's connection to a TCP tunnel's port: refused at once (RST) when no session serves the
@@ -44,20 +48,24 @@ export function acceptTcpConnection(
     socket.resetAndDestroy();
     return;
   }
+  const head = encodeTcpHead({ port: port.port, clientAddress, clientPort: socket.remotePort ?? 0 });
   // The session's stream limit (maxStreamsPerSession) counts TCP connections too, without a wait: a TCP
   // client retries a refused connection itself.
-  let stream: MuxStream | undefined;
-  try {
-    stream = connection.slots.tryOpen();
-    const head = encodeTcpHead({ port: port.port, clientAddress, clientPort: socket.remotePort ?? 0 });
-    // A tunnel the agent listed in its HELLO: the tag says which of its tunnels the connection is for.
-    stream?.sendHeaders(connection.tag === 0 ? head : encodeTunnelTag(connection.tag, head), false);
-  } catch (err) {
-    // The session is closing or draining.
-    logger.debug({ err, port: port.port }, 'TCP connection refused: no stream');
-    stream?.reset(ErrorCode.CANCEL);
-    stream = undefined;
-  }
+  const open = (on: TunnelEntry): MuxStream | undefined => {
+    let opened: MuxStream | undefined;
+    try {
+      opened = on.slots.tryOpen();
+      // A tunnel the agent listed in its HELLO: the tag says which of its tunnels the connection is for.
+      opened?.sendHeaders(on.tag === 0 ? head : encodeTunnelTag(on.tag, head), false);
+      return opened;
+    } catch (err) {
+      // The session is closing or draining.
+      logger.debug({ err, port: port.port }, 'TCP connection refused: no stream');
+      opened?.reset(ErrorCode.CANCEL);
+      return undefined;
+    }
+  };
+  const stream = open(connection);
   if (stream === undefined) {
     counters.connections.refused++;
     socket.resetAndDestroy();
@@ -67,8 +75,19 @@ export function acceptTcpConnection(
   counters.open++;
   inFlight?.start();
   port.sockets.add(socket);
+  let refusals = 0;
+  let via = connection;
   bridgeSocket(stream, socket, {
     socketResetCode: () => ErrorCode.CANCEL,
+    // A replica whose agent is going away refused the connection before taking it (its GOAWAY crossed
+    // the stream): another live replica of the port takes it, as a refused request goes to another one.
+    refused: () => {
+      if (++refusals > MAX_REFUSALS) return undefined;
+      const next = port.pick(via);
+      if (next === undefined || next === via || !next.ready || next.session.draining) return undefined;
+      via = next;
+      return open(next);
+    },
     onClose: (result) => {
       inFlight?.finish();
       port.sockets.delete(socket);

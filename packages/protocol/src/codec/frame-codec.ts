@@ -55,6 +55,7 @@ function checkStreamScope(type: number, streamId: number): void {
     case FrameType.PING:
     case FrameType.GOAWAY:
     case FrameType.HELLO:
+    case FrameType.NOTICE:
       if (streamId !== 0) throw frameError(`frame type ${type} on stream ${streamId} (must be 0)`);
       return;
     default:

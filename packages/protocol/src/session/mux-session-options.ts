@@ -41,6 +41,11 @@ export interface SessionHandler {
   onStream?(stream: MuxStream): void;
   onGoAway?(goAway: GoAway): void;
   /**
+   * The peer's NOTICE: session metadata that changed since HELLO (PROTOCOL.md §8), as a JSON object. One
+   * that does not parse as an object is skipped, as an unknown frame is.
+   */
+  onNotice?(meta: Record<string, unknown>): void;
+  /**
    * A handler threw while processing a stream; the stream was reset with INTERNAL_ERROR and its handler
    * heard onReset. (A ProtocolError from a handler resets with its own wire code and is not reported here.)
    */

@@ -321,9 +321,30 @@ export class MuxSession implements StreamHost {
       case FrameType.HELLO:
         this.#onHello(frame);
         return;
+      case FrameType.NOTICE:
+        this.#onNotice(frame.payload);
+        return;
       default:
         return;
     }
+  }
+
+  /** Tells the peer session metadata that changed since HELLO (a NOTICE frame; PROTOCOL.md §8). */
+  sendNotice(meta: Record<string, unknown>): void {
+    if (this.#closed) return;
+    this.enqueue(FrameType.NOTICE, 0, 0, Buffer.from(JSON.stringify(meta)));
+  }
+
+  #onNotice(payload: Buffer): void {
+    if (this.#handler.onNotice === undefined) return;
+    let meta: unknown;
+    try {
+      meta = JSON.parse(payload.toString('utf8'));
+    } catch {
+      return;
+    }
+    if (typeof meta === 'object' && meta !== null && !Array.isArray(meta))
+      this.#handler.onNotice(meta as Record<string, unknown>);
   }
 
   #onHello(frame: Frame): void {

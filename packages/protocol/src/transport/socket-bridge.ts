@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
+import { ErrorCode } from '../constants.js';
 import type { StreamResetError } from '../errors.js';
-import type { MuxStream } from '../session/mux-stream.js';
+import type { MuxStream, StreamHandler } from '../session/mux-stream.js';
 
 /** A TCP socket as the bridge needs it: a duplex that can also close with RST (net.Socket). */
 export type BridgedSocket = Duplex & { resetAndDestroy(): unknown; readonly connecting: boolean };
@@ -24,7 +25,17 @@ export interface BridgeOptions {
   socketResetCode: () => number;
   /** Once, after the socket has closed. */
   onClose: (result: BridgeResult) => void;
+  /**
+   * The stream was refused (RESET REFUSED_STREAM) before its peer sent anything: the peer never took the
+   * connection (an agent going away). Another stream for it, with its head already sent, carries the
+   * connection on, the socket's bytes so far sent again; undefined resets the socket as any reset does.
+   * Asked only while the socket's bytes so far fit in REFUSAL_REPLAY_BYTES.
+   */
+  refused?: () => MuxStream | undefined;
 }
+
+/** Socket bytes kept for a refused stream's replacement (bridgeSocket's `refused`); beyond, none is tried. */
+export const REFUSAL_REPLAY_BYTES = 64 * 1024;
 
 /**
  * Carries one TCP connection over one stream, both ways, as raw bytes. Backpressure both ways: the socket
@@ -33,7 +44,12 @@ export interface BridgeOptions {
  * stays bounded. A FIN is END_STREAM and END_STREAM is a FIN, each direction on its own (half-close); a
  * RESET is an RST and an RST (or an early close) is a RESET.
  */
-export function bridgeSocket(stream: MuxStream, socket: BridgedSocket, options: BridgeOptions): void {
+export function bridgeSocket(first: MuxStream, socket: BridgedSocket, options: BridgeOptions): void {
+  let stream = first;
+  // The socket's bytes sent so far, kept while the stream's peer has sent nothing (a refusal replays them).
+  let replay: Buffer[] | undefined = options.refused === undefined ? undefined : [];
+  let replayBytes = 0;
+  let socketEnded = false;
   const result: BridgeResult = {
     bytesFromSocket: 0,
     bytesToSocket: 0,
@@ -51,9 +67,12 @@ export function bridgeSocket(stream: MuxStream, socket: BridgedSocket, options: 
     corked = false;
     socket.uncork();
   };
-  stream.handler = {
-    onHeaders: () => {},
+  const handler: StreamHandler = {
+    onHeaders: () => {
+      replay = undefined;
+    },
     onData: (chunk) => {
+      replay = undefined;
       result.bytesToSocket += chunk.length;
       if (!corked) {
         corked = true;
@@ -64,8 +83,22 @@ export function bridgeSocket(stream: MuxStream, socket: BridgedSocket, options: 
       if (socket.write(chunk) && uncredited === 0) stream.consume(chunk.length);
       else uncredited += chunk.length;
     },
-    onEnd: () => socket.end(),
+    onEnd: () => {
+      replay = undefined;
+      socket.end();
+    },
     onReset: (error: StreamResetError) => {
+      const again = replay !== undefined && error.protocolCode === ErrorCode.REFUSED_STREAM;
+      const next = again ? options.refused?.() : undefined;
+      if (next !== undefined) {
+        stream = next;
+        stream.handler = handler;
+        for (const chunk of replay ?? []) stream.write(chunk);
+        if (socketEnded) stream.end();
+        socket.resume();
+        return;
+      }
+      replay = undefined;
       result.resetCode = error.protocolCode;
       result.resetBy = 'stream';
       // Node defers an RST on a socket still connecting until it connects: to a target that never answers,
@@ -75,6 +108,7 @@ export function bridgeSocket(stream: MuxStream, socket: BridgedSocket, options: 
     },
     onDrain: () => socket.resume(),
   };
+  stream.handler = handler;
   socket.on('drain', () => {
     const bytes = uncredited;
     uncredited = 0;
@@ -82,9 +116,17 @@ export function bridgeSocket(stream: MuxStream, socket: BridgedSocket, options: 
   });
   socket.on('data', (chunk: Buffer) => {
     result.bytesFromSocket += chunk.length;
+    if (replay !== undefined) {
+      replayBytes += chunk.length;
+      if (replayBytes > REFUSAL_REPLAY_BYTES) replay = undefined;
+      else replay.push(Buffer.from(chunk));
+    }
     if (!stream.write(chunk)) socket.pause();
   });
-  socket.on('end', () => stream.end());
+  socket.on('end', () => {
+    socketEnded = true;
+    stream.end();
+  });
   socket.on('error', (err: Error) => {
     result.error ??= err;
   });

@@ -137,6 +137,11 @@ export class SessionEvents implements SessionHandler {
   onGoAway(goAway: GoAway): void {
     this.goAway.resolve(goAway);
   }
+  /** Every NOTICE's metadata, in order. */
+  readonly notices: Record<string, unknown>[] = [];
+  onNotice(meta: Record<string, unknown>): void {
+    this.notices.push(meta);
+  }
   onStreamError(stream: MuxStream, error: unknown): void {
     this.streamErrors.push({ stream, error });
   }

@@ -99,6 +99,9 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
   /** The request's head, once read: a refusal takes the form its client asked for (read only then). */
   #head: RequestHead | undefined;
 
+  /** The session it goes to is one replica of its name (stream-splice.ts passes its refusal on as is). */
+  #replica = false;
+
   constructor(stream: MuxStream, context: LinkRequestContext) {
     this.#stream = stream;
     this.#context = context;
@@ -141,6 +144,7 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
       this.#stream.reset(ErrorCode.REFUSED_STREAM);
       return;
     }
+    this.#replica = connection.replica;
     const refusal = admit(
       connection,
       meta.name,
@@ -206,6 +210,12 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
 
   onDrain(): void {}
 
+  /** The agent went away before the request got a stream: the ingress node sends it elsewhere if it can. */
+  elsewhere(): boolean {
+    this.#stream.reset(ErrorCode.REFUSED_STREAM);
+    return true;
+  }
+
   watch(onGone: () => void): () => void {
     this.#goneWatchers.push(onGone);
     return () => {
@@ -220,7 +230,7 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
     this.#early = [];
     const bodyless = this.#ended && early.length === 0;
     agent.sendHeaders(payload, bodyless);
-    const splice = new StreamSplice(this.#stream, agent);
+    const splice = new StreamSplice(this.#stream, agent, this.#replica);
     if (!bodyless) splice.replay(early, this.#ended);
   }
 

@@ -14,8 +14,9 @@ export const AGENT_LOST = ErrorCode.CANCEL;
  * agent's refusal is passed on as the agent going away, its disconnection as AGENT_LOST (once the head
  * went to the agent, "not processed" is no longer known to be true).
  */
-function linkCode(code: number): number {
-  if (code === ErrorCode.REFUSED_STREAM) return ErrorCode.GOING_AWAY;
+function linkCode(code: number, replica: boolean): number {
+  // A replica's refusal is "not processed" still: the ingress node sends it to another holder of the name.
+  if (code === ErrorCode.REFUSED_STREAM) return replica ? code : ErrorCode.GOING_AWAY;
   if (code === ErrorCode.SESSION_CLOSED) return AGENT_LOST;
   return code;
 }
@@ -51,7 +52,7 @@ class Side implements StreamHandler {
 
   onReset(error: StreamResetError): void {
     const code = error.protocolCode;
-    if (this.#to === this.#splice.link) this.#to.reset(linkCode(code));
+    if (this.#to === this.#splice.link) this.#to.reset(linkCode(code, this.#splice.replica));
     else this.#to.reset(code === ErrorCode.SESSION_CLOSED ? ErrorCode.CANCEL : code);
   }
 
@@ -82,8 +83,12 @@ export class StreamSplice {
   readonly #up: Side;
   readonly #down: Side;
 
-  constructor(link: MuxStream, agent: MuxStream) {
+  /** The agent is one replica of its name: its REFUSED_STREAM goes on as is (linkCode). */
+  readonly replica: boolean;
+
+  constructor(link: MuxStream, agent: MuxStream, replica = false) {
     this.link = link;
+    this.replica = replica;
     this.#agent = agent;
     this.#up = new Side(link, agent, this);
     this.#down = new Side(agent, link, this);
