@@ -1,4 +1,6 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { MachineLoad } from '../plan/report-schema.js';
+import { meterMachine } from './machine-load.js';
 
 /** What one process spent during one stage. */
 export interface ProcessUsage {
@@ -8,11 +10,18 @@ export interface ProcessUsage {
   cpuPct: number;
   /** Largest resident set during the stage, in MiB (the whole process's lifetime if the reset failed). */
   peakRssMb: number;
+  /** Time its threads were runnable but waited for a core, summed, in % of wall time; null where unknown. */
+  runQueueWaitPct: number | null;
 }
 
 /** A running measurement of one process, started at the beginning of a stage. */
 export interface UsageMeter {
   stop(): ProcessUsage | null;
+}
+
+/** The load generator's usage, with the machine around it over the same interval. */
+export interface SelfUsage extends ProcessUsage {
+  machine: MachineLoad;
 }
 
 // The unit of utime/stime in /proc/<pid>/stat. USER_HZ is 100 on every Linux ABI Node runs on.
@@ -64,6 +73,34 @@ export function readTreeCpuMs(pid: number): number | undefined {
   return own + children;
 }
 
+/**
+ * Nanoseconds the process's threads spent waiting on a run queue, summed over its threads, from
+ * /proc/<pid>/task/<tid>/schedstat (on-CPU time, run-queue wait, timeslices); undefined off Linux or once
+ * it is gone. A process on a core shared with a busy loop shows little CPU but a long wait: it wanted a
+ * core. Every thread counts: an event loop that waits for a starved GC helper is not runnable itself.
+ */
+export function readRunQueueWaitNs(pid: number | 'self'): number | undefined {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined;
+  }
+  let total = 0;
+  for (const tid of tasks) {
+    try {
+      const wait = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+      if (Number.isFinite(wait)) total += wait;
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return total;
+}
+
+const waitPct = (start: number | undefined, end: number | undefined, wallMs: number): number | null =>
+  start === undefined || end === undefined || wallMs <= 0 ? null : ((end - start) / 1e6 / wallMs) * 100;
+
 /** A memory figure of a process from /proc/<pid>/status, in KiB; undefined off Linux or once it is gone. */
 export function readStatusKb(pid: number, field: 'VmHWM' | 'VmRSS'): number | undefined {
   let status: string;
@@ -99,10 +136,12 @@ export function meterProcess(pid: number): UsageMeter {
   resetPeakRss(pid);
   // The children's too: a worker's CPU is the edge's (one that restarts mid-stage loses what it had used).
   const startCpu = readTreeCpuMs(pid);
+  const startWait = readRunQueueWaitNs(pid);
   const startedAt = performance.now();
   return {
     stop() {
       const endCpu = readTreeCpuMs(pid);
+      const endWait = readRunQueueWaitNs(pid);
       const peakKb = readStatusKb(pid, 'VmHWM');
       if (startCpu === undefined || endCpu === undefined || peakKb === undefined) return null;
       const wallMs = performance.now() - startedAt;
@@ -111,6 +150,7 @@ export function meterProcess(pid: number): UsageMeter {
         cpuMs,
         cpuPct: wallMs > 0 ? (cpuMs / wallMs) * 100 : 0,
         peakRssMb: peakKb / 1024,
+        runQueueWaitPct: waitPct(startWait, endWait, wallMs),
       };
     },
   };
@@ -126,16 +166,24 @@ export function meterProcesses(pids: readonly number[]): UsageMeter {
     stop() {
       const usages = meters.map((meter) => meter.stop());
       if (usages.some((usage) => usage === null)) return null;
-      const sum = (field: keyof ProcessUsage) =>
+      const sum = (field: 'cpuMs' | 'cpuPct' | 'peakRssMb') =>
         usages.reduce((total, usage) => total + (usage as ProcessUsage)[field], 0);
-      return { cpuMs: sum('cpuMs'), cpuPct: sum('cpuPct'), peakRssMb: sum('peakRssMb') };
+      // Several event loops: the most starved one says whether the job wanted more CPU than it got.
+      const waits = usages.map((usage) => (usage as ProcessUsage).runQueueWaitPct);
+      const runQueueWaitPct = waits.some((w) => w === null) ? null : Math.max(...(waits as number[]));
+      return { cpuMs: sum('cpuMs'), cpuPct: sum('cpuPct'), peakRssMb: sum('peakRssMb'), runQueueWaitPct };
     },
   };
 }
 
-/** The same measurement for this process (the load generator), from Node's own counters. */
-export function meterSelf(): UsageMeter {
+/**
+ * The same measurement for this process (the load generator), from Node's own counters, and the machine
+ * around it over the same interval.
+ */
+export function meterSelf(): { stop(): SelfUsage } {
+  const machine = meterMachine();
   const start = process.cpuUsage();
+  const startWait = readRunQueueWaitNs('self');
   const startedAt = performance.now();
   // The generator's RSS is reported as the current peak of the whole run: it is not the system under test.
   return {
@@ -147,6 +195,8 @@ export function meterSelf(): UsageMeter {
         cpuMs,
         cpuPct: wallMs > 0 ? (cpuMs / wallMs) * 100 : 0,
         peakRssMb: process.resourceUsage().maxRSS / 1024,
+        runQueueWaitPct: waitPct(startWait, readRunQueueWaitNs('self'), wallMs),
+        machine: machine.stop(),
       };
     },
   };
