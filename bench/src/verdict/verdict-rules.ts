@@ -26,10 +26,13 @@ export function demandPct(usage: ProcessUsageReport | null | undefined): number 
   return usage.cpuPct + (usage.runQueueWaitPct ?? 0);
 }
 
-/** "CPU 42 % + wait 51 % of a core" (the wait only where it was measured). */
+/**
+ * "CPU 42 % + run-queue wait 51 % of a core" (the wait only where it was measured), and when the wait is
+ * the larger part, that the process was starved rather than busy: its core was taken by other work.
+ */
 export function demandText(usage: ProcessUsageReport): string {
   const wait = usage.runQueueWaitPct;
-  return wait === null || wait === undefined
-    ? `CPU ${usage.cpuPct.toFixed(0)} % of a core`
-    : `CPU ${usage.cpuPct.toFixed(0)} % + run-queue wait ${wait.toFixed(0)} % of a core`;
+  if (wait === null || wait === undefined) return `CPU ${usage.cpuPct.toFixed(0)} % of a core`;
+  const starved = wait > usage.cpuPct ? ', mostly waiting for a core other work held' : '';
+  return `CPU ${usage.cpuPct.toFixed(0)} % + run-queue wait ${wait.toFixed(0)} % of a core${starved}`;
 }
