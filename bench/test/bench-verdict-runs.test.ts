@@ -16,7 +16,8 @@ import { childPids, release, startBusyLoop, starve } from './support/starve-cpu.
 // starved of CPU, a load generator starved the same way. Each run is two 2 s stages per side at low rates
 // chosen so that the intended side saturates whatever else the machine runs: 20 RPS, which every side
 // holds, then a rate the limited side cannot reach: a 20 ms sleep serves 50 RPS, and a process starved
-// from stage 2 on (support/starve-cpu.ts: 1.5 % of a core) serves a few dozen. Starving it only after
+// from stage 2 on (support/starve-cpu.ts: 1.5 % of a core) serves a few dozen, while 150 RPS stays light
+// for the sides that are not starved on a machine busy with other work. Starving it only after
 // stage 1 keeps the first stage, every side's baseline, clear of it.
 
 const schema = JSON.parse(readFileSync(new URL('../report.schema.json', import.meta.url), 'utf8')) as object;
@@ -95,7 +96,7 @@ describe('the verdict on real runs', () => {
     busyLoop();
     const out = join(work, 'agent');
     let starved = false;
-    const run = await runBench(['ramp', '--stages', '20,400', ...STAGES, '--out', out], {}, (stderr, pid) => {
+    const run = await runBench(['ramp', '--stages', '20,150', ...STAGES, '--out', out], {}, (stderr, pid) => {
       if (starved || !STAGE_1_DONE.test(stderr)) return;
       const [agent] = childPids(pid, ['http', '--server']);
       if (agent === undefined) return;
@@ -111,19 +112,22 @@ describe('the verdict on real runs', () => {
       verdict.summary,
     ).toEqual(['none', 'tunnel']);
     expect(verdict).toMatchObject({ saturated: 'tunnel', process: 'agent', stage: 2 });
-    expect(verdict.stages[1]!.direct!.held, verdict.stages[1]!.reason).toBe(true);
+    // The direct side kept its rate (a busy machine may still lift its p99 past the limit: a soft bend).
+    expect(['rate', 'errors'], verdict.stages[1]!.reason).not.toContain(verdict.stages[1]!.direct!.bend);
     expect(verdict.stages[1]!.tunnel).toMatchObject({ held: false, bend: 'rate' });
-    expect(verdict.knee).toMatchObject({ direct: { stage: 2 }, tunnel: { stage: 1 } });
-    // The agent got little CPU but wanted a core: its threads waited on the run queue.
-    expect(json.stages[1]!.tunnel!.agent!.runQueueWaitPct).toBeGreaterThan(50);
-    expect(verdict.summary).toMatch(/^The tunnel saturated first in the agent, at stage 2 \(400 RPS\)/);
+    expect(verdict.knee.tunnel).toMatchObject({ stage: 1 });
+    // The agent got little CPU but wanted a core: its busiest thread rarely slept, and mostly waited.
+    const { agent, edge } = json.stages[1]!.tunnel!;
+    expect(agent!.busiestThreadPct).toBeGreaterThan(edge!.busiestThreadPct!);
+    expect(agent!.runQueueWaitPct).toBeGreaterThan(agent!.cpuPct);
+    expect(verdict.summary).toMatch(/^The tunnel saturated first in the agent, at stage 2 \(150 RPS\)/);
   });
 
   it('a load generator starved the same way from stage 2 on: the generator saturates, on both sides', async () => {
     busyLoop();
     const out = join(work, 'generator');
     let state: 'running' | 'starved' | 'released' = 'running';
-    const run = await runBench(['ramp', '--stages', '20,400', ...STAGES, '--out', out], {}, (stderr, pid) => {
+    const run = await runBench(['ramp', '--stages', '20,150', ...STAGES, '--out', out], {}, (stderr, pid) => {
       if (state === 'running' && STAGE_1_DONE.test(stderr)) {
         // The bench's own process; its edge, agent and backend keep their cores.
         starve(pid);
@@ -146,6 +150,6 @@ describe('the verdict on real runs', () => {
     expect(verdict.stages[1]!.direct).toMatchObject({ held: false, bend: 'rate' });
     expect(verdict.stages[1]!.tunnel).toMatchObject({ held: false, bend: 'rate' });
     expect(verdict.knee).toMatchObject({ direct: { stage: 1 }, tunnel: { stage: 1 } });
-    expect(verdict.summary).toMatch(/^The load generator saturated first, at stage 2 \(400 RPS\)/);
+    expect(verdict.summary).toMatch(/^The load generator saturated first, at stage 2 \(150 RPS\)/);
   });
 });

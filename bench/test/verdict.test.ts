@@ -49,6 +49,8 @@ interface SideCase {
   agent?: ProcessUsageReport | null;
   tunnelUs?: number | null;
   busy?: number | null;
+  /** Measured seconds of the side (5 planned). */
+  seconds?: number;
 }
 
 /** A side of a 5 s stage. */
@@ -64,8 +66,8 @@ function side(c: SideCase, tunnel: boolean): SideReport {
     sent: c.sent ?? requests,
     missedSlots: 0,
     offeredRps: rps,
-    achievedRps: rps,
-    durationSec: 5,
+    achievedRps: requests / (c.seconds ?? 5),
+    durationSec: c.seconds ?? 5,
     bytes: 0,
     latencyMs: latency(c.p50 ?? 1, c.p99 ?? 3),
     correctedLatencyMs: latency(c.p50 ?? 1, c.p99 ?? 3),
@@ -161,6 +163,15 @@ describe('holdOf: a side held a stage', () => {
     },
     // In flight beyond one per connection (10) do not count.
     { name: 'many in flight', target: 100, c: { rps: 90, sent: 500 }, base: 3, held: false, bend: 'rate' },
+    // 500 answers planned over 5 s, measured over 5.1 s (the generator's next sample): 100 %, not 98 %.
+    {
+      name: 'measured past the planned seconds',
+      target: 100,
+      c: { seconds: 5.1 },
+      base: 3,
+      held: true,
+      bend: null,
+    },
     { name: '99.8 % success', target: 100, c: { successPct: 99.8 }, base: 3, held: false, bend: 'errors' },
     { name: 'p99 under the 25 ms floor', target: 100, c: { p99: 24 }, base: 1, held: true, bend: null },
     { name: 'p99 over 5 × the first', target: 100, c: { p99: 260 }, base: 50, held: false, bend: 'latency' },
@@ -231,6 +242,38 @@ describe('buildVerdict: what saturated first, and where', () => {
       process: 'edge',
       stage: 2,
       knees: [2, 1],
+    },
+    {
+      name: 'the busiest thread, not the CPU, places it: an edge thread that never slept beats a busier agent',
+      stages: [
+        stage(1, 100, {}, {}),
+        stage(
+          2,
+          200,
+          { rps: 200 },
+          { ...bent, edge: { ...usage(20, 70), busiestThreadPct: 99 }, agent: usage(60) },
+        ),
+      ],
+      saturated: 'tunnel',
+      process: 'edge',
+      stage: 2,
+      knees: [2, 1],
+    },
+    {
+      name: 'a machine so busy that every thread waits: a thread that still sleeps is not saturated',
+      stages: [
+        stage(1, 100, {}, {}),
+        stage(
+          2,
+          2000,
+          { ...bent, generator: { ...usage(10, 150), busiestThreadPct: 60 } },
+          { ...bent, generator: { ...usage(10, 150), busiestThreadPct: 60 } },
+        ),
+      ],
+      saturated: 'backend',
+      process: 'backend',
+      stage: 2,
+      knees: [1, 1],
     },
     {
       name: 'every side bends with the generator at a core: the generator',

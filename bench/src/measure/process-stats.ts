@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { MachineLoad } from '../plan/report-schema.js';
-import { meterMachine } from './machine-load.js';
+import { meterMachine, meterThreads } from './cpu-contention.js';
 
 /** What one process spent during one stage. */
 export interface ProcessUsage {
@@ -12,6 +12,8 @@ export interface ProcessUsage {
   peakRssMb: number;
   /** Time its threads were runnable but waited for a core, summed, in % of wall time; null where unknown. */
   runQueueWaitPct: number | null;
+  /** Its busiest thread's time on a core or waiting for one, in % of wall time; null where unknown. */
+  busiestThreadPct: number | null;
 }
 
 /** A running measurement of one process, started at the beginning of a stage. */
@@ -73,34 +75,6 @@ export function readTreeCpuMs(pid: number): number | undefined {
   return own + children;
 }
 
-/**
- * Nanoseconds the process's threads spent waiting on a run queue, summed over its threads, from
- * /proc/<pid>/task/<tid>/schedstat (on-CPU time, run-queue wait, timeslices); undefined off Linux or once
- * it is gone. A process on a core shared with a busy loop shows little CPU but a long wait: it wanted a
- * core. Every thread counts: an event loop that waits for a starved GC helper is not runnable itself.
- */
-export function readRunQueueWaitNs(pid: number | 'self'): number | undefined {
-  let tasks: string[];
-  try {
-    tasks = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return undefined;
-  }
-  let total = 0;
-  for (const tid of tasks) {
-    try {
-      const wait = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
-      if (Number.isFinite(wait)) total += wait;
-    } catch {
-      // A thread that ended between the listing and the read.
-    }
-  }
-  return total;
-}
-
-const waitPct = (start: number | undefined, end: number | undefined, wallMs: number): number | null =>
-  start === undefined || end === undefined || wallMs <= 0 ? null : ((end - start) / 1e6 / wallMs) * 100;
-
 /** A memory figure of a process from /proc/<pid>/status, in KiB; undefined off Linux or once it is gone. */
 export function readStatusKb(pid: number, field: 'VmHWM' | 'VmRSS'): number | undefined {
   let status: string;
@@ -136,12 +110,12 @@ export function meterProcess(pid: number): UsageMeter {
   resetPeakRss(pid);
   // The children's too: a worker's CPU is the edge's (one that restarts mid-stage loses what it had used).
   const startCpu = readTreeCpuMs(pid);
-  const startWait = readRunQueueWaitNs(pid);
+  const threads = meterThreads(pid);
   const startedAt = performance.now();
   return {
     stop() {
       const endCpu = readTreeCpuMs(pid);
-      const endWait = readRunQueueWaitNs(pid);
+      const sched = threads.stop();
       const peakKb = readStatusKb(pid, 'VmHWM');
       if (startCpu === undefined || endCpu === undefined || peakKb === undefined) return null;
       const wallMs = performance.now() - startedAt;
@@ -150,7 +124,7 @@ export function meterProcess(pid: number): UsageMeter {
         cpuMs,
         cpuPct: wallMs > 0 ? (cpuMs / wallMs) * 100 : 0,
         peakRssMb: peakKb / 1024,
-        runQueueWaitPct: waitPct(startWait, endWait, wallMs),
+        ...sched,
       };
     },
   };
@@ -169,9 +143,17 @@ export function meterProcesses(pids: readonly number[]): UsageMeter {
       const sum = (field: 'cpuMs' | 'cpuPct' | 'peakRssMb') =>
         usages.reduce((total, usage) => total + (usage as ProcessUsage)[field], 0);
       // Several event loops: the most starved one says whether the job wanted more CPU than it got.
-      const waits = usages.map((usage) => (usage as ProcessUsage).runQueueWaitPct);
-      const runQueueWaitPct = waits.some((w) => w === null) ? null : Math.max(...(waits as number[]));
-      return { cpuMs: sum('cpuMs'), cpuPct: sum('cpuPct'), peakRssMb: sum('peakRssMb'), runQueueWaitPct };
+      const most = (field: 'runQueueWaitPct' | 'busiestThreadPct'): number | null => {
+        const values = usages.map((usage) => (usage as ProcessUsage)[field]);
+        return values.some((v) => v === null) ? null : Math.max(...(values as number[]));
+      };
+      return {
+        cpuMs: sum('cpuMs'),
+        cpuPct: sum('cpuPct'),
+        peakRssMb: sum('peakRssMb'),
+        runQueueWaitPct: most('runQueueWaitPct'),
+        busiestThreadPct: most('busiestThreadPct'),
+      };
     },
   };
 }
@@ -183,7 +165,7 @@ export function meterProcesses(pids: readonly number[]): UsageMeter {
 export function meterSelf(): { stop(): SelfUsage } {
   const machine = meterMachine();
   const start = process.cpuUsage();
-  const startWait = readRunQueueWaitNs('self');
+  const threads = meterThreads('self');
   const startedAt = performance.now();
   // The generator's RSS is reported as the current peak of the whole run: it is not the system under test.
   return {
@@ -195,7 +177,7 @@ export function meterSelf(): { stop(): SelfUsage } {
         cpuMs,
         cpuPct: wallMs > 0 ? (cpuMs / wallMs) * 100 : 0,
         peakRssMb: process.resourceUsage().maxRSS / 1024,
-        runQueueWaitPct: waitPct(startWait, readRunQueueWaitNs('self'), wallMs),
+        ...threads.stop(),
         machine: machine.stop(),
       };
     },

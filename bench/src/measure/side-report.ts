@@ -50,6 +50,7 @@ function usageReport(usage: ProcessUsage | null, requests: number): ProcessUsage
         peakRssMb: round(usage.peakRssMb, 1),
         cpuPerRequestUs: perRequestUs(usage.cpuMs, requests),
         runQueueWaitPct: usage.runQueueWaitPct === null ? null : round(usage.runQueueWaitPct, 1),
+        busiestThreadPct: usage.busiestThreadPct === null ? null : round(usage.busiestThreadPct, 1),
       };
 }
 

@@ -146,6 +146,12 @@ export interface ProcessUsageReport {
    * it got. null where it cannot be read. Absent in older reports.
    */
   runQueueWaitPct?: number | null;
+  /**
+   * The process's busiest thread's time on a core or waiting for one, in % of wall time (Linux schedstat):
+   * near 100, a thread that never slept, saturated whether it got the core (busy) or not (starved); an
+   * event loop with room sleeps between events. null where it cannot be read. Absent in older reports.
+   */
+  busiestThreadPct?: number | null;
 }
 
 export interface SideReport {

@@ -23,7 +23,7 @@ export interface VerdictRules {
   p99Factor: number;
   /** ... or at most this, in ms, whichever is larger: a p99 this low never counts as bent. */
   p99FloorMs: number;
-  /** A process whose CPU plus run-queue wait (its main thread wanting a core) reaches this % of a core is saturated. */
+  /** A process whose busiest thread was on a core or waiting for one this % of the time (or whose CPU reached it) is saturated. */
   nearCorePct: number;
   /** Machine CPU used by processes outside the run beyond this, in % of one core, makes a busy machine. */
   busyOtherCpuPct: number;

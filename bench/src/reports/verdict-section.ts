@@ -35,7 +35,7 @@ function rulesText(verdict: Verdict): string {
     `A side held a stage when it achieved ≥ ${r.heldRatePct} % of the target (requests in flight at the stop ` +
     `counted, one per connection), success ≥ ${r.minSuccessPct} % and its p99 (corrected at a fixed rate) ` +
     `≤ ${r.p99Factor} × its first stage's or ${r.p99FloorMs} ms, whichever is larger. A process is saturated ` +
-    `when its CPU plus its threads' run-queue wait reaches ${r.nearCorePct} % of a core. The first stage ` +
+    `when its busiest thread was on a core or waiting for one ${r.nearCorePct} % of the time (or its CPU reached that). The first stage ` +
     'a side did not hold names what saturated: the generator when it was saturated and every side bent, ' +
     'the backend when the direct side bent, the tunnel (the edge or the agent, whichever wanted more CPU) ' +
     `when only the tunnel bent. A busy machine: over ${r.busyOtherCpuPct} % of a core used outside the run's ` +

@@ -26,7 +26,7 @@ const hard = (hold: SideHold | null): boolean =>
   hold !== null && (hold.bend === 'rate' || hold.bend === 'errors');
 const bent = (hold: SideHold | null): boolean => hold !== null && !hold.held;
 
-/** The generator set the pace on a side: it wanted a whole core (CPU + run-queue wait). */
+/** The generator set the pace on a side: it wanted a whole core (demandPct). */
 function generatorBusy(side: SideReport, rules: VerdictRules): boolean {
   return (demandPct(side.generator) ?? 0) >= rules.nearCorePct;
 }

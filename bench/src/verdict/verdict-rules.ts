@@ -7,7 +7,7 @@ import type { ProcessUsageReport, VerdictRules } from '../plan/report-schema.js'
  * on a shared machine a p99 of 2 ms at the first stage reads 6–15 ms at a later one without anything
  * saturating (a GC pause, a neighbour's burst), while a saturated side's corrected p99 grows without bound
  * (the queue grows every second), so 5× and 25 ms miss no real bend and call no noise one. 90 % of a core:
- * a Node.js event loop that wants a core shows CPU + run-queue wait just under 100 %. The generator is
+ * a saturated Node.js event loop's thread is on a core or waiting for one just under 100 % of the time. The generator is
  * judged by that alone, not by its event-loop delay: on a busy machine the delay passes 50 ms while the
  * generator still keeps its schedule (the run's other side, measured right after, shows it).
  */
@@ -20,19 +20,28 @@ export const VERDICT_RULES: VerdictRules = {
   busyOtherCpuPct: 25,
 };
 
-/** What a process asked of the CPU: what it got plus what its event loop waited for, in % of one core. */
+/**
+ * What a process asked of the CPU, in % of one core: its busiest thread's time on a core or waiting for
+ * one (100: a thread that never slept), or its CPU if higher (several busy threads); in reports without
+ * the thread figure, CPU + run-queue wait.
+ */
 export function demandPct(usage: ProcessUsageReport | null | undefined): number | null {
   if (usage === null || usage === undefined) return null;
+  const busiest = usage.busiestThreadPct;
+  if (busiest !== null && busiest !== undefined) return Math.max(busiest, usage.cpuPct);
   return usage.cpuPct + (usage.runQueueWaitPct ?? 0);
 }
 
 /**
- * "CPU 42 % + run-queue wait 51 % of a core" (the wait only where it was measured), and when the wait is
- * the larger part, that the process was starved rather than busy: its core was taken by other work.
+ * "CPU 4 %, run-queue wait 95 %, busiest thread 99 % of a core" (each where measured), and when the wait
+ * is larger than the CPU, that the process was starved rather than busy: other work held its core.
  */
 export function demandText(usage: ProcessUsageReport): string {
+  const parts = [`CPU ${usage.cpuPct.toFixed(0)} %`];
   const wait = usage.runQueueWaitPct;
-  if (wait === null || wait === undefined) return `CPU ${usage.cpuPct.toFixed(0)} % of a core`;
-  const starved = wait > usage.cpuPct ? ', mostly waiting for a core other work held' : '';
-  return `CPU ${usage.cpuPct.toFixed(0)} % + run-queue wait ${wait.toFixed(0)} % of a core${starved}`;
+  if (wait !== null && wait !== undefined) parts.push(`run-queue wait ${wait.toFixed(0)} %`);
+  const busiest = usage.busiestThreadPct;
+  if (busiest !== null && busiest !== undefined) parts.push(`busiest thread ${busiest.toFixed(0)} %`);
+  const starved = wait != null && wait > usage.cpuPct ? ', mostly waiting for a core other work held' : '';
+  return `${parts.join(', ')} of a core${starved}`;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { meterMachine } from '../src/measure/machine-load.js';
-import { meterSelf, readRunQueueWaitNs } from '../src/measure/process-stats.js';
+import { meterMachine, meterThreads, readRunQueueWaitNs } from '../src/measure/cpu-contention.js';
+import { meterSelf } from '../src/measure/process-stats.js';
 
 // The machine figures a side records (S.machine) and a process's run-queue wait, read from this process
 // and the real /proc: consistent with each other, whatever else the machine runs.
@@ -30,6 +30,14 @@ describe('machine load', () => {
     expect(usage.machine.busyCpuPct).not.toBeNull();
     expect(usage.runQueueWaitPct).not.toBeNull();
     expect(usage.runQueueWaitPct!).toBeGreaterThanOrEqual(0);
+  });
+
+  it('finds the busiest thread near a core while this one spins, and says nothing of a process that is gone', () => {
+    const threads = meterThreads('self');
+    spin(200);
+    // This thread never slept: on a core, or waiting for one, all along (whatever else the machine runs).
+    expect(threads.stop().busiestThreadPct!).toBeGreaterThan(90);
+    expect(meterThreads(2 ** 22 + 1).stop()).toEqual({ runQueueWaitPct: null, busiestThreadPct: null });
   });
 
   it('reads a run-queue wait that only grows, and none for a process that is gone', () => {
