@@ -36,7 +36,7 @@ export function holdOf(
     const pct = (100 * served) / stage.targetRps;
     if (pct < rules.heldRatePct) bends.push('rate');
     parts.push(
-      `achieved ${side.achievedRps.toFixed(1)} of ${stage.targetRps} RPS (${pct.toFixed(1)} % with in-flight)`,
+      `achieved ${side.achievedRps.toFixed(1)} of ${stage.targetRps} RPS (${pct.toFixed(1)} % counting those in flight)`,
     );
   } else parts.push(`achieved ${side.achievedRps.toFixed(1)} RPS`);
   if (side.successPct < rules.minSuccessPct) bends.push('errors');
