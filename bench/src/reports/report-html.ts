@@ -223,6 +223,7 @@ h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28
 code { background: #edf2f7; padding: 1px 4px; border-radius: 3px; }
 .meta { color: #4a5568; } .gate-ok { color: #276749; font-weight: 600; } .gate-fail { color: #c53030; font-weight: 600; }
 .verdict { font-weight: 600; font-size: 15px; }
+.verdict-table td, .verdict-table th { white-space: normal; text-align: left; } .verdict-table td:nth-child(6) { min-width: 32em; }
 .warn { background: #fffaf0; border-left: 4px solid #dd6b20; padding: 6px 10px; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 600px), 1fr)); gap: 16px; }
 .charts.small { grid-template-columns: repeat(auto-fill, minmax(min(100%, 420px), 1fr)); } .charts.small .chart { max-width: 640px; }
@@ -274,7 +275,7 @@ export function renderHtml(report: BenchReport): string {
   if (verdict !== null) {
     parts.push('<h2>Verdict</h2>', `<p class="verdict">${escapeXml(verdict.summary)}</p>`);
     if (verdict.cost !== null) parts.push(`<p>Tunnel cost: ${escapeXml(verdict.cost)}</p>`);
-    parts.push(htmlTable(verdict.table));
+    parts.push(`<div class="verdict-table">${htmlTable(verdict.table)}</div>`);
     if (verdict.stageCosts.length > 1) {
       parts.push(`<ul>${verdict.stageCosts.map((c) => `<li>${escapeXml(c)}</li>`).join('')}</ul>`);
     }
