@@ -367,6 +367,18 @@ describe('buildVerdict: what saturated first, and where', () => {
     );
   });
 
+  it('says when the stage that bent met a busy machine, and when the tunnel waited for cores rather than ran', () => {
+    const starvedTunnel = { ...bent, busy: 190, edge: usage(10, 60), agent: usage(9, 50) };
+    const verdict = buildVerdict(input([stage(1, 100, {}, {}), stage(2, 200, { rps: 200 }, starvedTunnel)]));
+    expect(verdict.saturated).toBe('tunnel');
+    expect(verdict.stages[1]!.reason).toContain(
+      "so other work on the machine, not the tunnel's own limit, set its pace",
+    );
+    expect(verdict.summary).toContain(
+      'The machine was busy at that stage (151 % of a core used outside the run): measure it again on a quieter one',
+    );
+  });
+
   it('a backend that waits rather than computes is said to', () => {
     const verdict = buildVerdict(
       input([stage(1, 100, {}, {}), stage(2, 200, { ...bent, backend: usage(3) }, bent)]),

@@ -11,7 +11,7 @@ import { holdOf, kneeOf, p99Of } from './side-hold.js';
 import { readStage } from './stage-reading.js';
 import { costSentence } from './tunnel-cost.js';
 import { VERDICT_RULES } from './verdict-rules.js';
-import { explained, mergeWarnings, stageWarnings } from './verdict-warnings.js';
+import { explained, mergeWarnings, otherCpuPct, stageWarnings } from './verdict-warnings.js';
 
 /** What the verdict reads of a report: everything it says comes from these figures. */
 export type VerdictInput = Pick<BenchReport, 'stages' | 'settings' | 'aborted'>;
@@ -52,7 +52,14 @@ function summaryOf(
       : `${SIDE_NAMES[verdict.saturated]} saturated first${where}, at stage ${verdict.stage}`;
   const at = input.stages.find((s) => s.index === verdict.stage);
   const rate = at?.targetRps == null ? '' : ` (${at.targetRps} RPS)`;
-  return `${head}${rate}: ${stage.reason}.${kneeLine}${stopped}`;
+  // A busy machine at the very stage that bent changes the reading more than any other warning.
+  const others =
+    at === undefined ? [] : [at.direct, at.tunnel].map((s) => (s === null ? null : otherCpuPct(s)));
+  const busiest = Math.max(0, ...others.map((o) => o ?? 0));
+  const busy = stage.warnings.some((w) => w.kind === 'busy-machine')
+    ? ` The machine was busy at that stage (${busiest.toFixed(0)} % of a core used outside the run): measure it again on a quieter one before trusting this.`
+    : '';
+  return `${head}${rate}: ${stage.reason}.${busy}${kneeLine}${stopped}`;
 }
 
 /**

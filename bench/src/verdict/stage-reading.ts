@@ -83,13 +83,17 @@ function tunnelReading(
   const name: 'edge' | 'agent' = (agent ?? -1) >= (edge ?? -1) ? 'agent' : 'edge';
   const usage = (name === 'agent' ? tunnel.agent : tunnel.edge)!;
   const near = (demandPct(usage) ?? 0) >= context.rules.nearCorePct;
+  // Far from a core but waiting for one more than running: the machine's other work slowed the tunnel.
+  const starved = (usage.runQueueWaitPct ?? 0) > usage.cpuPct;
+  const elsewhere = starved
+    ? "other work on the machine, not the tunnel's own limit, set its pace"
+    : 'the limit is elsewhere in the tunnel (its windows, its connections)';
   return {
     saturated: 'tunnel',
     process: name,
     reason: near
       ? `${head}; the ${name} is the limit: ${demandText(usage)}, near a core`
-      : `${head}; neither edge nor agent was near a core (the busier, the ${name}: ${demandText(usage)}), so the ` +
-        'limit is elsewhere in the tunnel (its windows, its connections)',
+      : `${head}; neither edge nor agent was near a core (the busier, the ${name}: ${demandText(usage)}), so ${elsewhere}`,
   };
 }
 
