@@ -89,7 +89,7 @@ const edgeRules = layerRules(
 /** The bench kit (bench/README.md, "Source layout"). */
 const benchRules = layerRules(
   'bench',
-  ['compare', 'runs', 'reports', 'scenarios', 'processes', 'measure', 'stacks', 'plan'],
+  ['compare', 'runs', 'reports', 'verdict', 'scenarios', 'processes', 'measure', 'stacks', 'plan'],
   ['main'],
 );
 /** The inspector (packages/inspector/README.md, "How it is built"). */

@@ -18,6 +18,8 @@ export const isolatedTests = [
   // `pnpm bench cluster`: redis-server, HAProxy, three edges, backend and agent, with a rolling restart and
   // a kill -9 under load.
   'bench/test/bench-cluster-smoke.test.ts',
+  // The verdict's real runs: a busy loop pinned to a core, and the bench's agent or itself starved on it.
+  'bench/test/bench-verdict-runs.test.ts',
   // `pnpm bench h2`, `grpc` and `tls`: edges, agents, backends, h2load, grpc-js clients and HAProxy under load.
   'bench/test/bench-h2-smoke.test.ts',
   // `pnpm bench compare` on three real runs whose CPU per request it compares: other files' load would skew it.

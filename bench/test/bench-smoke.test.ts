@@ -112,6 +112,11 @@ describe('bench scenarios (smoke)', () => {
       }
     }
     expect(json.gate).toEqual({ failUnderPct: null, maxP99Ms: null, passed: true, violations: [] });
+    // The verdict: a reading of every stage, in all three formats, and the machine around each side.
+    expect(json.verdict!.stages.map((s) => s.index)).toEqual([1, 2]);
+    expect(json.verdict!.warnings.map((w) => w.kind)).toContain('low-samples');
+    for (const text of [md, html]) expect(text).toContain(json.verdict!.summary.slice(0, 40));
+    expect(json.stages[0]!.tunnel!.machine!.loadAverageBefore).toBeGreaterThanOrEqual(0);
     expect(json.command).toBe(`pnpm bench ramp --stages 20,40 --duration 1 --warmup 0.5 --out ${out}`);
     // --warmup given: before the first stage only, as it always was; every stage says what it had.
     expect(json.stages.map((s) => s.warmupSec)).toEqual([0.5, 0]);

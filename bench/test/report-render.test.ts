@@ -4,6 +4,7 @@ import { lowSamplePercentiles } from '../src/plan/sample-sufficiency.js';
 import { planWarmup, proportionalWarmupSec, warmupGiven } from '../src/plan/warmup-plan.js';
 import { renderHtml } from '../src/reports/report-html.js';
 import { renderMarkdown } from '../src/reports/report-md.js';
+import { buildVerdict } from '../src/verdict/build-verdict.js';
 
 // report.md and report.html from a report built here: what a reader sees of the per-second record, of a
 // percentile read from too few samples, of the units and of each stage's warm-up.
@@ -226,6 +227,46 @@ describe('report.md', () => {
     expect(row('| 2 | 1000 RPS | direct |', '## Second by second')).toContain(
       '| 3 | 30.0 | 3.00 | 3.00 | 0 | 1000 | 0 | 0 |',
     );
+  });
+});
+
+describe('the verdict', () => {
+  const withVerdict = (): BenchReport => {
+    const r = report();
+    r.verdict = buildVerdict(r);
+    return r;
+  };
+
+  it('opens report.md, before the totals: the reading, the cost sentence, a row per stage, the rules', () => {
+    const md = renderMarkdown(withVerdict());
+    const verdict = md.indexOf('## Verdict');
+    expect(verdict).toBeGreaterThan(0);
+    expect(verdict).toBeLessThan(md.indexOf('## Totals'));
+    expect(md).toContain(
+      '**Nothing saturated up to the last stage, stage 2 (1000 RPS): every side held every stage.',
+    );
+    expect(md).toContain('Tunnel cost: At 1000 RPS (stage 2) the tunnel added +0.00 ms at p50');
+    expect(md).toContain(
+      '| # | load | direct | tunnel | saturated | reading | machine (load avg · busy CPU) |',
+    );
+    expect(md).toContain('| 1 | 61 RPS | held | held | none | direct and tunnel held the stage | – |');
+    // Stage 1's 61 answers: the warning names them and says what it means.
+    expect(md).toContain(
+      '- ⚠ stage 1: p99 read from 61 (direct), 61 (tunnel) answers: a p99 needs 1,000 answers',
+    );
+    expect(md).toContain('A side held a stage when it achieved ≥ 99 % of the target');
+  });
+
+  it('opens report.html the same way, escaped', () => {
+    const html = renderHtml(withVerdict());
+    expect(html.indexOf('<h2>Verdict</h2>')).toBeLessThan(html.indexOf('<h2>Charts</h2>'));
+    expect(html).toContain('<p class="verdict">Nothing saturated up to the last stage');
+    expect(html).toContain('<th>machine (load avg · busy CPU)</th>');
+  });
+
+  it('is absent from a report written before the kit had one', () => {
+    expect(renderMarkdown(report())).not.toContain('## Verdict');
+    expect(renderHtml(report())).not.toContain('<h2>Verdict</h2>');
   });
 });
 

@@ -1,4 +1,6 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { MachineLoad } from '../plan/report-schema.js';
+import { meterMachine, meterThreads } from './cpu-contention.js';
 
 /** What one process spent during one stage. */
 export interface ProcessUsage {
@@ -8,11 +10,20 @@ export interface ProcessUsage {
   cpuPct: number;
   /** Largest resident set during the stage, in MiB (the whole process's lifetime if the reset failed). */
   peakRssMb: number;
+  /** Time its threads were runnable but waited for a core, summed, in % of wall time; null where unknown. */
+  runQueueWaitPct: number | null;
+  /** Its busiest thread's time on a core or waiting for one, in % of wall time; null where unknown. */
+  busiestThreadPct: number | null;
 }
 
 /** A running measurement of one process, started at the beginning of a stage. */
 export interface UsageMeter {
   stop(): ProcessUsage | null;
+}
+
+/** The load generator's usage, with the machine around it over the same interval. */
+export interface SelfUsage extends ProcessUsage {
+  machine: MachineLoad;
 }
 
 // The unit of utime/stime in /proc/<pid>/stat. USER_HZ is 100 on every Linux ABI Node runs on.
@@ -99,10 +110,12 @@ export function meterProcess(pid: number): UsageMeter {
   resetPeakRss(pid);
   // The children's too: a worker's CPU is the edge's (one that restarts mid-stage loses what it had used).
   const startCpu = readTreeCpuMs(pid);
+  const threads = meterThreads(pid);
   const startedAt = performance.now();
   return {
     stop() {
       const endCpu = readTreeCpuMs(pid);
+      const sched = threads.stop();
       const peakKb = readStatusKb(pid, 'VmHWM');
       if (startCpu === undefined || endCpu === undefined || peakKb === undefined) return null;
       const wallMs = performance.now() - startedAt;
@@ -111,6 +124,7 @@ export function meterProcess(pid: number): UsageMeter {
         cpuMs,
         cpuPct: wallMs > 0 ? (cpuMs / wallMs) * 100 : 0,
         peakRssMb: peakKb / 1024,
+        ...sched,
       };
     },
   };
@@ -126,16 +140,32 @@ export function meterProcesses(pids: readonly number[]): UsageMeter {
     stop() {
       const usages = meters.map((meter) => meter.stop());
       if (usages.some((usage) => usage === null)) return null;
-      const sum = (field: keyof ProcessUsage) =>
+      const sum = (field: 'cpuMs' | 'cpuPct' | 'peakRssMb') =>
         usages.reduce((total, usage) => total + (usage as ProcessUsage)[field], 0);
-      return { cpuMs: sum('cpuMs'), cpuPct: sum('cpuPct'), peakRssMb: sum('peakRssMb') };
+      // Several event loops: the most starved one says whether the job wanted more CPU than it got.
+      const most = (field: 'runQueueWaitPct' | 'busiestThreadPct'): number | null => {
+        const values = usages.map((usage) => (usage as ProcessUsage)[field]);
+        return values.some((v) => v === null) ? null : Math.max(...(values as number[]));
+      };
+      return {
+        cpuMs: sum('cpuMs'),
+        cpuPct: sum('cpuPct'),
+        peakRssMb: sum('peakRssMb'),
+        runQueueWaitPct: most('runQueueWaitPct'),
+        busiestThreadPct: most('busiestThreadPct'),
+      };
     },
   };
 }
 
-/** The same measurement for this process (the load generator), from Node's own counters. */
-export function meterSelf(): UsageMeter {
+/**
+ * The same measurement for this process (the load generator), from Node's own counters, and the machine
+ * around it over the same interval.
+ */
+export function meterSelf(): { stop(): SelfUsage } {
+  const machine = meterMachine();
   const start = process.cpuUsage();
+  const threads = meterThreads('self');
   const startedAt = performance.now();
   // The generator's RSS is reported as the current peak of the whole run: it is not the system under test.
   return {
@@ -147,6 +177,8 @@ export function meterSelf(): UsageMeter {
         cpuMs,
         cpuPct: wallMs > 0 ? (cpuMs / wallMs) * 100 : 0,
         peakRssMb: process.resourceUsage().maxRSS / 1024,
+        ...threads.stop(),
+        machine: machine.stop(),
       };
     },
   };

@@ -1,6 +1,7 @@
 import type {
   Comparison,
   InspectorCost,
+  MachineLoad,
   ProcessUsageReport,
   SideName,
   SideReport,
@@ -22,7 +23,8 @@ export interface SideUsage {
   backend: ProcessUsage | null;
   edge: ProcessUsage | null;
   agent: ProcessUsage | null;
-  generator: ProcessUsage;
+  /** With the machine around it when meterSelf() measured it. */
+  generator: ProcessUsage & { machine?: MachineLoad };
 }
 
 const round = (n: number, digits = 3): number => {
@@ -47,6 +49,8 @@ function usageReport(usage: ProcessUsage | null, requests: number): ProcessUsage
         cpuPct: round(usage.cpuPct, 1),
         peakRssMb: round(usage.peakRssMb, 1),
         cpuPerRequestUs: perRequestUs(usage.cpuMs, requests),
+        runQueueWaitPct: usage.runQueueWaitPct === null ? null : round(usage.runQueueWaitPct, 1),
+        busiestThreadPct: usage.busiestThreadPct === null ? null : round(usage.busiestThreadPct, 1),
       };
 }
 
@@ -123,6 +127,14 @@ export function buildSideReport(
       usage.edge === null || usage.agent === null
         ? null
         : perRequestUs(usage.edge.cpuMs + usage.agent.cpuMs, outcomes.finished);
+  }
+  if (usage.generator.machine !== undefined) {
+    const { loadAverageBefore, loadAverageAfter, busyCpuPct } = usage.generator.machine;
+    report.machine = {
+      loadAverageBefore: round(loadAverageBefore, 2),
+      loadAverageAfter: round(loadAverageAfter, 2),
+      busyCpuPct,
+    };
   }
   // Last: it is the long part of a side's record.
   report.perSecond = result.perSecond;

@@ -5,6 +5,9 @@
  */
 
 import type { PercentileKey } from './sample-sufficiency.js';
+import type { MachineLoad, Verdict } from './verdict-schema.js';
+
+export type * from './verdict-schema.js';
 
 export const SCHEMA_VERSION = 1;
 
@@ -28,6 +31,8 @@ export interface BenchReport {
   /** Totals of each side over all stages (null for a side that did not run). */
   totals: { direct: SideTotals | null; tunnel: SideTotals | null };
   gate: GateReport;
+  /** The kit's reading: what saturated first and where, each side's knee, the tunnel's cost, warnings. Absent in older reports. */
+  verdict?: Verdict;
 }
 
 export interface Environment {
@@ -135,6 +140,18 @@ export interface ProcessUsageReport {
   peakRssMb: number;
   /** cpuMs per request the side finished during the stage, in µs; null when none finished. */
   cpuPerRequestUs: number | null;
+  /**
+   * Time the process's threads were ready to run but waited for a core, summed over its threads, in % of
+   * the stage's wall time (Linux schedstat); cpuPct + this near 100 is a process that wanted more CPU than
+   * it got. null where it cannot be read. Absent in older reports.
+   */
+  runQueueWaitPct?: number | null;
+  /**
+   * The process's busiest thread's time on a core or waiting for one, in % of wall time (Linux schedstat):
+   * near 100, a thread that never slept, saturated whether it got the core (busy) or not (starved); an
+   * event loop with room sleeps between events. null where it cannot be read. Absent in older reports.
+   */
+  busiestThreadPct?: number | null;
 }
 
 export interface SideReport {
@@ -189,6 +206,8 @@ export interface SideReport {
   tunnelCpuPerRequestUs?: number | null;
   /** The load generator (this process): when it is saturated, the numbers measure it, not the stack. */
   generator: ProcessUsageReport & { eventLoopDelayP99Ms: number };
+  /** The machine during this side's measured part: load average and busy CPU. Absent in older reports. */
+  machine?: MachineLoad;
 }
 
 /** One second of a stage, by completion time: what finished in [second, second + durationSec) of the stage. */

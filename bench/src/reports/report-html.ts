@@ -16,6 +16,7 @@ import {
   totalsTable,
 } from './report-tables.js';
 import { barChart, escapeXml, lineChart, type Series } from './svg-charts.js';
+import { verdictSection } from './verdict-section.js';
 
 const COLORS = {
   direct: '#2b6cb0',
@@ -221,6 +222,8 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin:
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #e2e8f0; }
 code { background: #edf2f7; padding: 1px 4px; border-radius: 3px; }
 .meta { color: #4a5568; } .gate-ok { color: #276749; font-weight: 600; } .gate-fail { color: #c53030; font-weight: 600; }
+.verdict { font-weight: 600; font-size: 15px; }
+.verdict-table td, .verdict-table th { white-space: normal; text-align: left; } .verdict-table td:nth-child(6) { min-width: 32em; }
 .warn { background: #fffaf0; border-left: 4px solid #dd6b20; padding: 6px 10px; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 600px), 1fr)); gap: 16px; }
 .charts.small { grid-template-columns: repeat(auto-fill, minmax(min(100%, 420px), 1fr)); } .charts.small .chart { max-width: 640px; }
@@ -267,6 +270,19 @@ export function renderHtml(report: BenchReport): string {
           ? `<ul>${gate.violations.map((v) => `<li>${escapeXml(v)}</li>`).join('')}</ul>`
           : ''),
     );
+  }
+  const verdict = verdictSection(report);
+  if (verdict !== null) {
+    parts.push('<h2>Verdict</h2>', `<p class="verdict">${escapeXml(verdict.summary)}</p>`);
+    if (verdict.cost !== null) parts.push(`<p>Tunnel cost: ${escapeXml(verdict.cost)}</p>`);
+    parts.push(`<div class="verdict-table">${htmlTable(verdict.table)}</div>`);
+    if (verdict.stageCosts.length > 1) {
+      parts.push(`<ul>${verdict.stageCosts.map((c) => `<li>${escapeXml(c)}</li>`).join('')}</ul>`);
+    }
+    if (verdict.warnings.length > 0) {
+      parts.push(`<ul>${verdict.warnings.map((w) => `<li class="warn">${escapeXml(w)}</li>`).join('')}</ul>`);
+    }
+    parts.push(`<p class="meta">${escapeXml(verdict.rules)}</p>`);
   }
   parts.push('<h2>Charts</h2><div class="charts">');
   parts.push(latencyChart(report, latencyLabels), throughputChart(report, labels));

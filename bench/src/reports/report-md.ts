@@ -14,6 +14,7 @@ import {
   type Table,
   totalsTable,
 } from './report-tables.js';
+import { verdictSection } from './verdict-section.js';
 
 function markdownTable(table: Table): string {
   // A pipe inside a cell would end it.
@@ -49,6 +50,15 @@ export function renderMarkdown(report: BenchReport): string {
   if (gate.failUnderPct !== null || gate.maxP99Ms !== null || !gate.passed) {
     out.push(gate.passed ? '**Gate: passed**' : '**Gate: FAILED**', '');
     if (gate.violations.length > 0) out.push(...gate.violations.map((v) => `- ${v}`), '');
+  }
+  const verdict = verdictSection(report);
+  if (verdict !== null) {
+    out.push('## Verdict', '', `**${verdict.summary}**`, '');
+    if (verdict.cost !== null) out.push(`Tunnel cost: ${verdict.cost}`, '');
+    out.push(markdownTable(verdict.table), '');
+    if (verdict.stageCosts.length > 1) out.push(...verdict.stageCosts.map((c) => `- ${c}`), '');
+    if (verdict.warnings.length > 0) out.push(...verdict.warnings.map((w) => `- ⚠ ${w}`), '');
+    out.push(verdict.rules, '');
   }
   out.push('## Totals', '', markdownTable(totalsTable(report)), '');
   out.push('## Per stage', '', markdownTable(stageTable(report)), '');

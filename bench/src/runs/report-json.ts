@@ -8,6 +8,7 @@ import type { WarmupPlan } from '../plan/warmup-plan.js';
 import { evaluateGate } from '../reports/gate.js';
 import { runtime } from '../runtime-paths.js';
 import type { StackDescription } from '../stacks/bench-stack.js';
+import { buildVerdict } from '../verdict/build-verdict.js';
 import type { ScenarioRun } from './run-scenario.js';
 
 function versionOf(packageName: string): string {
@@ -58,7 +59,7 @@ export interface ReportInput {
 
 export function buildReport(input: ReportInput): BenchReport {
   const { options, run } = input;
-  return {
+  const report: BenchReport = {
     schemaVersion: SCHEMA_VERSION,
     scenario: options.scenario,
     command: commandLine(input.argv),
@@ -91,6 +92,8 @@ export function buildReport(input: ReportInput): BenchReport {
     totals: { direct: totalsOf(run.stages, 'direct'), tunnel: totalsOf(run.stages, 'tunnel') },
     gate: evaluateGate(run.stages, options.sides, options, run.aborted),
   };
+  report.verdict = buildVerdict(report);
+  return report;
 }
 
 export function renderJson(report: BenchReport): string {

@@ -10,8 +10,15 @@ export interface BenchRun {
   stderr: string;
 }
 
-/** Runs `pnpm bench <args>` (the built entry, in its own process) to its end, with `env` added to its own. */
-export function runBench(args: string[], env: NodeJS.ProcessEnv = {}): Promise<BenchRun> {
+/**
+ * Runs `pnpm bench <args>` (the built entry, in its own process) to its end, with `env` added to its own;
+ * `onStderr` sees its stderr so far and its pid after each chunk (to act on the bench mid-run).
+ */
+export function runBench(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  onStderr?: (stderr: string, pid: number) => void,
+): Promise<BenchRun> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [benchMain, ...args], {
       env: { ...process.env, ...env },
@@ -24,6 +31,7 @@ export function runBench(args: string[], env: NodeJS.ProcessEnv = {}): Promise<B
     });
     child.stderr.on('data', (c: Buffer) => {
       stderr += c.toString();
+      onStderr?.(stderr, child.pid!);
     });
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });

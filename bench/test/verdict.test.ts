@@ -1,0 +1,468 @@
+import { describe, expect, it } from 'vitest';
+import type {
+  BenchReport,
+  LatencyMs,
+  ProcessUsageReport,
+  SideReport,
+  StageReport,
+} from '../src/plan/report-schema.js';
+import { lowSamplePercentiles } from '../src/plan/sample-sufficiency.js';
+import { buildVerdict, type VerdictInput } from '../src/verdict/build-verdict.js';
+import { holdOf, kneeOf } from '../src/verdict/side-hold.js';
+import { costSentence } from '../src/verdict/tunnel-cost.js';
+import { VERDICT_RULES } from '../src/verdict/verdict-rules.js';
+import { mergeWarnings, otherCpuPct, stageWarnings } from '../src/verdict/verdict-warnings.js';
+
+// The verdict's rules as table cases, on reports built here: every figure the rules read is set by the
+// case, the rest is a healthy default.
+
+const latency = (p50: number, p99: number): LatencyMs => ({
+  min: p50 / 2,
+  mean: p50,
+  p50,
+  p75: p50,
+  p90: p99,
+  p95: p99,
+  p99,
+  p999: p99,
+  max: p99,
+});
+
+const usage = (cpuPct: number, wait = 0, cpuPerRequestUs: number | null = 100): ProcessUsageReport => ({
+  cpuMs: cpuPct * 50,
+  cpuPct,
+  peakRssMb: 50,
+  cpuPerRequestUs,
+  runQueueWaitPct: wait,
+});
+
+interface SideCase {
+  rps?: number;
+  successPct?: number;
+  p50?: number;
+  p99?: number;
+  sent?: number;
+  samples?: number;
+  generator?: ProcessUsageReport;
+  backend?: ProcessUsageReport | null;
+  edge?: ProcessUsageReport | null;
+  agent?: ProcessUsageReport | null;
+  tunnelUs?: number | null;
+  busy?: number | null;
+  /** Measured seconds of the side (5 planned). */
+  seconds?: number;
+}
+
+/** A side of a 5 s stage. */
+function side(c: SideCase, tunnel: boolean): SideReport {
+  const rps = c.rps ?? 100;
+  const requests = Math.round(rps * 5);
+  const samples = c.samples ?? 10_000;
+  const report: SideReport = {
+    requests,
+    ok: Math.round((requests * (c.successPct ?? 100)) / 100),
+    errors: {},
+    successPct: c.successPct ?? 100,
+    sent: c.sent ?? requests,
+    missedSlots: 0,
+    offeredRps: rps,
+    achievedRps: requests / (c.seconds ?? 5),
+    durationSec: c.seconds ?? 5,
+    bytes: 0,
+    latencyMs: latency(c.p50 ?? 1, c.p99 ?? 3),
+    correctedLatencyMs: latency(c.p50 ?? 1, c.p99 ?? 3),
+    correctedP99Ms: c.p99 ?? 3,
+    latencySamples: samples,
+    lowSamplePercentiles: lowSamplePercentiles(samples),
+    keptUp: true,
+    shortfall: null,
+    backend: c.backend === undefined ? usage(10) : c.backend,
+    generator: { ...(c.generator ?? usage(10)), eventLoopDelayP99Ms: 2 },
+    machine: {
+      loadAverageBefore: 0.5,
+      loadAverageAfter: 0.6,
+      busyCpuPct: c.busy === undefined ? null : c.busy,
+    },
+  };
+  if (tunnel) {
+    report.edge = c.edge === undefined ? usage(20) : c.edge;
+    report.agent = c.agent === undefined ? usage(20) : c.agent;
+    report.tunnelCpuPerRequestUs = c.tunnelUs === undefined ? 200 : c.tunnelUs;
+  }
+  return report;
+}
+
+function stage(
+  index: number,
+  targetRps: number | null,
+  direct: SideCase | null,
+  tunnel: SideCase | null,
+): StageReport {
+  const d = direct === null ? null : side(direct, false);
+  const t = tunnel === null ? null : side(tunnel, true);
+  return {
+    index,
+    mode: targetRps === null ? 'closed' : 'rate',
+    targetRps,
+    connections: 10,
+    durationSec: 5,
+    direct: d,
+    tunnel: t,
+    comparison:
+      d === null || t === null
+        ? null
+        : {
+            throughputRatio: t.achievedRps / d.achievedRps,
+            addedP50Ms: t.latencyMs.p50 - d.latencyMs.p50,
+            addedP99Ms: t.latencyMs.p99 - d.latencyMs.p99,
+            addedCorrectedP99Ms: t.correctedP99Ms - d.correctedP99Ms,
+            p50Ratio: t.latencyMs.p50 / d.latencyMs.p50,
+            p99Ratio: t.latencyMs.p99 / d.latencyMs.p99,
+          },
+  };
+}
+
+function input(stages: StageReport[], extra: Partial<BenchReport['settings']> = {}): VerdictInput {
+  const sides = (['direct', 'tunnel'] as const).filter((s) => stages.some((st) => st[s] !== null));
+  return {
+    stages,
+    aborted: null,
+    settings: {
+      path: '/',
+      warmupSec: 0,
+      timeoutSec: 10,
+      sides: [...sides],
+      backendUrl: 'http://127.0.0.1:1/',
+      tunnelUrl: null,
+      inspect: 'off',
+      targetUrl: null,
+      ...extra,
+    },
+  };
+}
+
+describe('holdOf: a side held a stage', () => {
+  const cases: {
+    name: string;
+    target: number | null;
+    c: SideCase;
+    base: number;
+    held: boolean;
+    bend: string | null;
+  }[] = [
+    { name: 'on target, no errors, flat p99', target: 100, c: {}, base: 3, held: true, bend: null },
+    { name: '98 % of target', target: 100, c: { rps: 98 }, base: 3, held: false, bend: 'rate' },
+    // 495 finished + 5 in flight at the stop = 500 of 500 scheduled.
+    {
+      name: '99 % finished, the rest in flight',
+      target: 100,
+      c: { rps: 99, sent: 500 },
+      base: 3,
+      held: true,
+      bend: null,
+    },
+    // In flight beyond one per connection (10) do not count.
+    { name: 'many in flight', target: 100, c: { rps: 90, sent: 500 }, base: 3, held: false, bend: 'rate' },
+    // 500 answers planned over 5 s, measured over 5.1 s (the generator's next sample): 100 %, not 98 %.
+    {
+      name: 'measured past the planned seconds',
+      target: 100,
+      c: { seconds: 5.1 },
+      base: 3,
+      held: true,
+      bend: null,
+    },
+    { name: '99.8 % success', target: 100, c: { successPct: 99.8 }, base: 3, held: false, bend: 'errors' },
+    { name: 'p99 under the 25 ms floor', target: 100, c: { p99: 24 }, base: 1, held: true, bend: null },
+    { name: 'p99 over 5 × the first', target: 100, c: { p99: 260 }, base: 50, held: false, bend: 'latency' },
+    {
+      name: 'rate and latency: rate first',
+      target: 100,
+      c: { rps: 50, p99: 900 },
+      base: 3,
+      held: false,
+      bend: 'rate',
+    },
+    { name: 'closed loop: no target', target: null, c: { rps: 5 }, base: 3, held: true, bend: null },
+  ];
+  for (const t of cases) {
+    it(t.name, () => {
+      const st = stage(1, t.target, t.c, null);
+      const hold = holdOf(st, st.direct!, t.base, VERDICT_RULES);
+      expect({ held: hold.held, bend: hold.bend }).toEqual({ held: t.held, bend: t.bend });
+    });
+  }
+});
+
+describe('buildVerdict: what saturated first, and where', () => {
+  const bent = { rps: 50, p99: 900 };
+  const cases: {
+    name: string;
+    stages: StageReport[];
+    extra?: Partial<BenchReport['settings']>;
+    saturated: string;
+    process: string | null;
+    stage: number | null;
+    knees: [number | null, number | null];
+  }[] = [
+    {
+      name: 'both held every stage: nothing',
+      stages: [stage(1, 100, {}, {}), stage(2, 200, { rps: 200 }, { rps: 200 })],
+      saturated: 'none',
+      process: null,
+      stage: null,
+      knees: [2, 2],
+    },
+    {
+      name: 'both bend at the same stage: the backend',
+      stages: [stage(1, 100, {}, {}), stage(2, 200, bent, { ...bent, rps: 48 })],
+      saturated: 'backend',
+      process: 'backend',
+      stage: 2,
+      knees: [1, 1],
+    },
+    {
+      name: 'direct holds, tunnel bends, agent near a core: the tunnel, in the agent',
+      stages: [
+        stage(1, 100, {}, {}),
+        stage(2, 200, { rps: 200 }, { ...bent, agent: usage(4, 95), edge: usage(30) }),
+      ],
+      saturated: 'tunnel',
+      process: 'agent',
+      stage: 2,
+      knees: [2, 1],
+    },
+    {
+      name: 'direct holds, tunnel bends, edge near a core: the tunnel, in the edge',
+      stages: [
+        stage(1, 100, {}, {}),
+        stage(2, 200, { rps: 200 }, { ...bent, edge: usage(98), agent: usage(60) }),
+      ],
+      saturated: 'tunnel',
+      process: 'edge',
+      stage: 2,
+      knees: [2, 1],
+    },
+    {
+      name: 'the busiest thread, not the CPU, places it: an edge thread that never slept beats a busier agent',
+      stages: [
+        stage(1, 100, {}, {}),
+        stage(
+          2,
+          200,
+          { rps: 200 },
+          { ...bent, edge: { ...usage(20, 70), busiestThreadPct: 99 }, agent: usage(60) },
+        ),
+      ],
+      saturated: 'tunnel',
+      process: 'edge',
+      stage: 2,
+      knees: [2, 1],
+    },
+    {
+      name: 'a machine so busy that every thread waits: a thread that still sleeps is not saturated',
+      stages: [
+        stage(1, 100, {}, {}),
+        stage(
+          2,
+          2000,
+          { ...bent, generator: { ...usage(10, 150), busiestThreadPct: 60 } },
+          { ...bent, generator: { ...usage(10, 150), busiestThreadPct: 60 } },
+        ),
+      ],
+      saturated: 'backend',
+      process: 'backend',
+      stage: 2,
+      knees: [1, 1],
+    },
+    {
+      name: 'every side bends with the generator at a core: the generator',
+      stages: [
+        stage(1, 100, {}, {}),
+        stage(2, 2000, { ...bent, generator: usage(9, 88) }, { ...bent, generator: usage(10, 85) }),
+      ],
+      saturated: 'generator',
+      process: 'generator',
+      stage: 2,
+      knees: [1, 1],
+    },
+    {
+      name: 'a busy generator while the direct side held is not the generator',
+      stages: [
+        stage(1, 100, {}, {}),
+        stage(2, 200, { rps: 200, generator: usage(95) }, { ...bent, generator: usage(95) }),
+      ],
+      saturated: 'tunnel',
+      process: 'agent',
+      stage: 2,
+      knees: [2, 1],
+    },
+    {
+      name: 'direct only bends in latency while the tunnel misses its rate: the tunnel',
+      stages: [stage(1, 100, {}, {}), stage(2, 200, { rps: 200, p99: 200 }, bent)],
+      saturated: 'tunnel',
+      process: 'agent',
+      stage: 2,
+      knees: [1, 1],
+    },
+    {
+      name: 'a spike: the middle stage bends, the knee is the highest held rate',
+      stages: [stage(1, 100, {}, {}), stage(2, 1000, bent, bent), stage(3, 100, {}, {})],
+      saturated: 'backend',
+      process: 'backend',
+      stage: 2,
+      knees: [3, 3],
+    },
+    {
+      name: 'only the tunnel side, nothing near a core: unknown',
+      stages: [stage(1, 100, null, {}), stage(2, 200, null, bent)],
+      saturated: 'unknown',
+      process: null,
+      stage: 2,
+      knees: [null, 1],
+    },
+    {
+      name: 'only the tunnel side, the backend near a core: the backend',
+      stages: [stage(1, 100, null, {}), stage(2, 200, null, { ...bent, backend: usage(97) })],
+      saturated: 'backend',
+      process: 'backend',
+      stage: 2,
+      knees: [null, 1],
+    },
+    {
+      name: 'closed loop: p99 grows past 5 × with the connections: the tunnel',
+      stages: [stage(1, null, { p99: 10 }, { p99: 12 }), stage(2, null, { p99: 20 }, { p99: 90 })],
+      saturated: 'tunnel',
+      process: 'agent',
+      stage: 2,
+      knees: [2, 1],
+    },
+  ];
+  for (const t of cases) {
+    it(t.name, () => {
+      const verdict = buildVerdict(input(t.stages, t.extra));
+      expect(
+        { saturated: verdict.saturated, process: verdict.process, stage: verdict.stage },
+        verdict.summary,
+      ).toEqual({ saturated: t.saturated, process: t.process, stage: t.stage });
+      expect([verdict.knee.direct?.stage ?? null, verdict.knee.tunnel?.stage ?? null]).toEqual(t.knees);
+    });
+  }
+
+  it('says it in a sentence, with the knees', () => {
+    const target = { backend: null };
+    const stages = [
+      stage(1, 100, target, target),
+      stage(2, 200, { ...bent, ...target }, { ...bent, ...target }),
+    ];
+    const verdict = buildVerdict(input(stages, { targetUrl: 'http://x/' }));
+    expect(verdict.summary).toMatch(
+      /^The backend saturated first, at stage 2 \(200 RPS\): the direct side bent/,
+    );
+    expect(verdict.summary).toContain('its CPU is not metered (--target)');
+    expect(verdict.summary).toContain('Knee: the direct side held up to stage 1 (100 RPS, 100 RPS achieved)');
+    const none = buildVerdict(input([stage(1, 100, {}, {})]));
+    expect(none.summary).toMatch(
+      /^Nothing saturated up to the last stage, stage 1 \(100 RPS\): every side held every stage\./,
+    );
+  });
+
+  it('says when the stage that bent met a busy machine, and when the tunnel waited for cores rather than ran', () => {
+    const starvedTunnel = { ...bent, busy: 190, edge: usage(10, 60), agent: usage(9, 50) };
+    const verdict = buildVerdict(input([stage(1, 100, {}, {}), stage(2, 200, { rps: 200 }, starvedTunnel)]));
+    expect(verdict.saturated).toBe('tunnel');
+    expect(verdict.stages[1]!.reason).toContain(
+      "so other work on the machine, not the tunnel's own limit, set its pace",
+    );
+    expect(verdict.summary).toContain(
+      'The machine was busy at that stage (151 % of a core used outside the run): measure it again on a quieter one',
+    );
+  });
+
+  it('a backend that waits rather than computes is said to', () => {
+    const verdict = buildVerdict(
+      input([stage(1, 100, {}, {}), stage(2, 200, { ...bent, backend: usage(3) }, bent)]),
+    );
+    expect(verdict.stages[1]!.reason).toContain('it waits rather than computes');
+  });
+});
+
+describe('kneeOf', () => {
+  it('is null for a side that held nothing, and the later stage on a tie', () => {
+    const stages = [stage(1, 100, {}, null), stage(2, 100, {}, null)];
+    expect(kneeOf(stages, [null, null], 'direct')).toBeNull();
+    const held = { held: true, bend: null, reason: '' };
+    expect(kneeOf(stages, [held, held], 'direct')?.stage).toBe(2);
+  });
+});
+
+describe('costSentence', () => {
+  it('says the latency added, the CPU per request and the throughput kept', () => {
+    const st = stage(
+      2,
+      200,
+      { rps: 200, p50: 1, p99: 3 },
+      { rps: 200, p50: 1.5, p99: 5, tunnelUs: 310, edge: usage(20, 0, 120), agent: usage(20, 0, 190) },
+    );
+    expect(costSentence(st)).toBe(
+      'At 200 RPS (stage 2) the tunnel added +0.50 ms at p50 and +2.00 ms at p99, cost 310 µs of CPU per ' +
+        "request (edge 120, agent 190), and kept 100.0 % of the direct side's throughput.",
+    );
+    expect(costSentence(stage(1, null, null, {}))).toBeNull();
+  });
+
+  it('marks a p99 from too few answers and a CPU that is not known', () => {
+    const st = stage(1, null, { samples: 200 }, { samples: 200, tunnelUs: null, edge: null, agent: null });
+    expect(costSentence(st)).toMatch(
+      /^With 10 connections \(stage 1\) .* at p99 \(p99 from too few answers\), its CPU per request is not known/,
+    );
+  });
+});
+
+describe('warnings', () => {
+  const context = { rules: VERDICT_RULES, targetGiven: false };
+  const kinds = (st: StageReport, all: StageReport[] = [st]): string[] =>
+    stageWarnings(st, all, context).map((w) => w.kind);
+
+  it('too few samples for a p99', () => {
+    expect(kinds(stage(1, 20, { samples: 100 }, {}))).toEqual(['low-samples']);
+    expect(kinds(stage(1, 20, {}, {}))).toEqual([]);
+  });
+
+  it('an idle-dominated CPU per request: twice the cheapest stage at a lower rate, or under 10 clock ticks', () => {
+    const low = stage(1, 10, { rps: 10 }, { rps: 10, tunnelUs: 900 });
+    const high = stage(2, 1000, { rps: 1000 }, { rps: 1000, tunnelUs: 150 });
+    expect(kinds(low, [low, high])).toEqual(['idle-cpu']);
+    expect(kinds(high, [low, high])).toEqual([]);
+    const coarse = stage(1, 10, {}, { edge: usage(0.5), agent: usage(0.5) });
+    expect(stageWarnings(coarse, [coarse], context)[0]?.text).toContain('only 50 ms of CPU measured');
+  });
+
+  it('a busy machine: CPU used outside the run, with the load average before and after', () => {
+    // 150 % busy, the run's own 10 + 10 + 20 + 20 = 60 %: 90 % of a core elsewhere.
+    const busy = stage(1, 100, { busy: 80 }, { busy: 150 });
+    expect(otherCpuPct(busy.tunnel!)).toBe(90);
+    const [warning] = stageWarnings(busy, [busy], context);
+    expect(warning?.kind).toBe('busy-machine');
+    expect(warning?.text).toContain('90 % of a core outside the run during the tunnel side');
+    expect(warning?.text).toContain('load average 0.50 before, 0.60 after');
+    expect(kinds(stage(1, 100, { busy: 40 }, { busy: 70 }))).toEqual([]);
+  });
+
+  it('are merged by kind for the run, naming the stages', () => {
+    const merged = mergeWarnings([
+      { kind: 'low-samples', stages: [1], text: 'a' },
+      { kind: 'low-samples', stages: [2], text: 'b' },
+      { kind: 'idle-cpu', stages: [1], text: 'c' },
+    ]);
+    expect(merged.map((w) => [w.kind, w.stages])).toEqual([
+      ['low-samples', [1, 2]],
+      ['idle-cpu', [1]],
+    ]);
+  });
+
+  it('the run says when only the tunnel side ran, or the tunnel is not the kit’s', () => {
+    const verdict = buildVerdict(input([stage(1, 100, null, {})], { tunnelGiven: true }));
+    expect(verdict.warnings.map((w) => w.kind)).toEqual(['no-direct-side', 'not-metered']);
+  });
+});
