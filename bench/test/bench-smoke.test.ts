@@ -116,6 +116,8 @@ describe('bench scenarios (smoke)', () => {
     expect(json.verdict!.stages.map((s) => s.index)).toEqual([1, 2]);
     expect(json.verdict!.warnings.map((w) => w.kind)).toContain('low-samples');
     for (const text of [md, html]) expect(text).toContain(json.verdict!.summary.slice(0, 40));
+    // ...and on the terminal, after the stages, where a person running it looks first.
+    expect(run.stderr).toContain(`verdict: ${json.verdict!.summary}`);
     expect(json.stages[0]!.tunnel!.machine!.loadAverageBefore).toBeGreaterThanOrEqual(0);
     expect(json.command).toBe(`pnpm bench ramp --stages 20,40 --duration 1 --warmup 0.5 --out ${out}`);
     // --warmup given: before the first stage only, as it always was; every stage says what it had.
