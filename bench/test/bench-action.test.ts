@@ -188,6 +188,9 @@ interface ApiCall {
   body: string;
 }
 
+/** The repository id the fake API gives octo/app; a fork has another. */
+const OCTO_APP_ID = 4242;
+
 /** A local server standing in for api.github.com (the action reads GITHUB_API_URL, as on GHES). */
 async function fakeGitHub(artifacts: (api: string) => object[], zips: Record<string, Buffer>) {
   const calls: ApiCall[] = [];
@@ -209,7 +212,7 @@ async function fakeGitHub(artifacts: (api: string) => object[], zips: Record<str
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(value));
       };
-      if (url.pathname === '/repos/octo/app') return send(200, { default_branch: 'main' });
+      if (url.pathname === '/repos/octo/app') return send(200, { id: OCTO_APP_ID, default_branch: 'main' });
       if (url.pathname === '/repos/octo/app/actions/artifacts') {
         const list = artifacts(base).filter(
           (a) => (a as { name: string }).name === url.searchParams.get('name'),
@@ -310,19 +313,29 @@ describe('the bench action compares with a baseline', () => {
 
   it('artifact:<name>: the newest of the default branch, and one pull request comment updated in place', async () => {
     const artifact =
-      (id: number, branch: string, expired = false) =>
+      (id: number, branch: string, expired = false, headRepository = OCTO_APP_ID) =>
       (api: string) => ({
         id,
         name: 'bench-baseline',
         expired,
         created_at: `2026-11-0${id}T00:00:00Z`,
-        workflow_run: { head_branch: branch },
+        workflow_run: { repository_id: OCTO_APP_ID, head_repository_id: headRepository, head_branch: branch },
         archive_download_url: `${api}/repos/octo/app/actions/artifacts/${id}/zip`,
       });
-    // Newest first, as the API lists them: a pull request's upload of the same name, then main's.
+    // Newest first, as the API lists them: a pull request from a fork's own branch named main (its run's
+    // head_branch is "main" too: were it taken, any fork could set the baseline), a pull request's upload
+    // of the same name, an expired one of main, then main's.
     const github = await fakeGitHub(
-      (api) => [artifact(4, 'feature')(api), artifact(3, 'main', true)(api), artifact(2, 'main')(api)],
-      { '2': zipArchive({ 'report.md': '# old', 'report.json': fastBaseline() }) },
+      (api) => [
+        artifact(5, 'main', false, 9999)(api),
+        artifact(4, 'feature')(api),
+        artifact(3, 'main', true)(api),
+        artifact(2, 'main')(api),
+      ],
+      {
+        '2': zipArchive({ 'report.md': '# old', 'report.json': fastBaseline() }),
+        '5': zipArchive({ 'report.json': fastBaseline() }),
+      },
     );
     try {
       const env = {

@@ -33,19 +33,23 @@ export function createGitHub({ apiUrl, repository, token, fetchImpl = fetch }) {
 
   return {
     /**
-     * The newest unexpired artifact named `name` made on the default branch (so a pull request's own
-     * uploads of the same name are never its baseline); null when there is none yet.
+     * The newest unexpired artifact named `name` made on the default branch of this repository (so a pull
+     * request's own uploads of the same name are never its baseline); null when there is none yet. The
+     * branch name alone does not say it: a pull request from a fork's own `main` runs with head_branch
+     * "main", and any fork could then set the baseline; its run's head repository is the fork.
      */
     async findBaselineArtifact(name) {
       const repo = await json('GET', `/repos/${repository}`);
       const branch = repo.default_branch;
+      const ours = (run) =>
+        run?.head_branch === branch && run.head_repository_id === repo.id && run.repository_id === repo.id;
       for (let page = 1; page <= 10; page++) {
         const list = await json(
           'GET',
           `/repos/${repository}/actions/artifacts?name=${encodeURIComponent(name)}&per_page=100&page=${page}`,
         );
         const found = (list.artifacts ?? []).find(
-          (a) => a.name === name && !a.expired && a.workflow_run?.head_branch === branch,
+          (a) => a.name === name && !a.expired && ours(a.workflow_run),
         );
         if (found) return { ...found, branch };
         if ((list.artifacts ?? []).length < 100) break;
