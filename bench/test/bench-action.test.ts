@@ -188,13 +188,28 @@ interface ApiCall {
   body: string;
 }
 
+interface FakeComment {
+  id: number;
+  body: string;
+  user: { login: string; type: string };
+}
+
+/** Who the workflow's token comments as. */
+const BOT = { login: 'github-actions[bot]', type: 'Bot' };
+
 /** The repository id the fake API gives octo/app; a fork has another. */
 const OCTO_APP_ID = 4242;
 
 /** A local server standing in for api.github.com (the action reads GITHUB_API_URL, as on GHES). */
-async function fakeGitHub(artifacts: (api: string) => object[], zips: Record<string, Buffer>) {
+async function fakeGitHub(
+  artifacts: (api: string) => object[],
+  zips: Record<string, Buffer>,
+  options: { denyArtifacts?: boolean; comments?: FakeComment[] } = {},
+) {
   const calls: ApiCall[] = [];
-  const comments: Array<{ id: number; body: string }> = [{ id: 1, body: 'Looks good to me' }];
+  const comments: FakeComment[] = options.comments ?? [
+    { id: 1, body: 'Looks good to me', user: { login: 'octocat', type: 'User' } },
+  ];
   const api = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => {
@@ -213,6 +228,10 @@ async function fakeGitHub(artifacts: (api: string) => object[], zips: Record<str
         res.end(JSON.stringify(value));
       };
       if (url.pathname === '/repos/octo/app') return send(200, { id: OCTO_APP_ID, default_branch: 'main' });
+      if (url.pathname.startsWith('/repos/octo/app/actions/') && options.denyArtifacts) {
+        // What GitHub answers a workflow token without `actions: read`.
+        return send(403, { message: 'Resource not accessible by integration' });
+      }
       if (url.pathname === '/repos/octo/app/actions/artifacts') {
         const list = artifacts(base).filter(
           (a) => (a as { name: string }).name === url.searchParams.get('name'),
@@ -233,7 +252,7 @@ async function fakeGitHub(artifacts: (api: string) => object[], zips: Record<str
       if (url.pathname === '/repos/octo/app/issues/7/comments' && req.method === 'GET')
         return send(200, comments);
       if (url.pathname === '/repos/octo/app/issues/7/comments' && req.method === 'POST') {
-        const comment = { id: 100 + comments.length, body: JSON.parse(body).body as string };
+        const comment = { id: 100 + comments.length, body: JSON.parse(body).body as string, user: BOT };
         comments.push(comment);
         return send(201, comment);
       }
@@ -241,6 +260,8 @@ async function fakeGitHub(artifacts: (api: string) => object[], zips: Record<str
       if (edit && req.method === 'PATCH') {
         const comment = comments.find((c) => c.id === Number(edit[1]));
         if (comment === undefined) return send(404, { message: 'Not Found' });
+        // The workflow's token edits only its own comments.
+        if (comment.user.login !== BOT.login) return send(403, { message: 'Resource not accessible by integration' });
         comment.body = JSON.parse(body).body as string;
         return send(200, comment);
       }
@@ -406,6 +427,80 @@ describe('the bench action compares with a baseline', () => {
       expect(result.code, result.stderr).toBe(0);
       expect(result.summary).toContain('no artifact named bench-baseline on the default branch yet');
       expect(result.outputs).toMatchObject({ passed: 'true', 'compare-exit-code': '0' });
+    } finally {
+      await github.close();
+    }
+  });
+});
+
+describe('the bench action baseline: a hostile or locked-down repository', () => {
+  const inputs = {
+    SCENARIO: 'ramp',
+    STAGES: '20',
+    DURATION: '1',
+    ARGS: '--warmup 0 --only direct',
+    BASELINE: 'artifact:bench-baseline',
+    MAX_REGRESS: '100000',
+  };
+  const env = (github: { base: string }, workspace: string) => ({
+    GITHUB_API_URL: github.base,
+    GITHUB_REPOSITORY: 'octo/app',
+    GITHUB_TOKEN: 'ghs_secret',
+    GITHUB_EVENT_NAME: 'pull_request',
+    GITHUB_EVENT_PATH: join(work, workspace, 'event.json'),
+  });
+  const event = (workspace: string) => {
+    writeFileSync(join(workspace, 'event.json'), JSON.stringify({ pull_request: { number: 7 } }));
+  };
+
+  it('a token without actions: read: exit 2, and the summary names the permission, no stack trace', async () => {
+    const github = await fakeGitHub(() => [], {}, { denyArtifacts: true });
+    try {
+      const result = await runAction(
+        'cmp-denied',
+        { ...inputs, TARGET: `${target}/health` },
+        event,
+        env(github, 'cmp-denied'),
+      );
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.summary).toContain('permissions: actions: read');
+      expect(result.stderr).toContain('permissions: actions: read');
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(result.outputs).toMatchObject({ passed: 'false', 'compare-exit-code': '2' });
+    } finally {
+      await github.close();
+    }
+  });
+
+  it("someone else's comment carrying the marker is neither edited nor a reason to skip the comparison", async () => {
+    const artifact = (api: string) => ({
+      id: 2,
+      name: 'bench-baseline',
+      expired: false,
+      workflow_run: { repository_id: OCTO_APP_ID, head_repository_id: OCTO_APP_ID, head_branch: 'main' },
+      archive_download_url: `${api}/repos/octo/app/actions/artifacts/2/zip`,
+    });
+    const mallory = { login: 'mallory', type: 'User' };
+    const github = await fakeGitHub(
+      (api) => [artifact(api)],
+      { '2': zipArchive({ 'report.json': fastBaseline() }) },
+      { comments: [{ id: 1, body: '<!-- tunnel2-bench-compare -->\nnothing to see', user: mallory }] },
+    );
+    try {
+      for (const name of ['cmp-marker-1', 'cmp-marker-2']) {
+        const result = await runAction(name, { ...inputs, TARGET: `${target}/health` }, event, env(github, name));
+        expect(result.code, result.stderr).toBe(0);
+        expect(result.stderr).not.toContain('could not comment');
+      }
+      // The first run tried the marked comment (a personal token's own would not be a Bot's), was
+      // refused, and added its own; the second edited its own, first among the marked as a Bot's.
+      const writes = github.calls.filter((c) => c.method !== 'GET').map((c) => `${c.method} ${c.url}`);
+      expect(writes).toEqual([
+        'PATCH /repos/octo/app/issues/comments/1',
+        'POST /repos/octo/app/issues/7/comments',
+        'PATCH /repos/octo/app/issues/comments/101',
+      ]);
+      expect(github.comments[0]!.body).toBe('<!-- tunnel2-bench-compare -->\nnothing to see');
     } finally {
       await github.close();
     }
