@@ -188,7 +188,6 @@ describe('standalone scenarios', () => {
     );
     const cpu = compare(base, standaloneReport('tcp', tcpResult([5000, 5000, 5000], 90)));
     expect(keys(cpu.regressions)).toContain('result.closedLoop[tunnel 100 conn].tunnelCpuPerRequestUs');
-    expect(keys(cpu.regressions)).toContain('result.summary.tunnelCpuPerRequestUs');
   });
 
   it('h2, grpc, tls: rows by label, side and load', () => {
@@ -233,7 +232,7 @@ describe('standalone scenarios', () => {
     expect(c.figures.find((f) => f.key === 'result.sessions.edgeKbPerSession')?.mark).toBe('changed');
   });
 
-  it('floor: the tunnel stage among the relays; the summary ratios are not gated', () => {
+  it('floor: the tunnel stage among the relays', () => {
     const c = compare(
       standaloneReport('floor', floorResult(300)),
       standaloneReport('floor', floorResult(450)),
@@ -242,9 +241,49 @@ describe('standalone scenarios', () => {
       'result.stages[tunnel rate 1000 req/s 100 conn].edgeCpuPerRequestUs',
       'result.stages[tunnel rate 1000 req/s 100 conn].agentCpuPerRequestUs',
       'result.stages[tunnel rate 1000 req/s 100 conn].betweenCpuPerRequestUs',
-      'result.summary.tunnelCpuPerRequestUs',
     ]);
-    expect(c.figures.find((f) => f.key === 'result.summary.tunnelOverRelayCpu')?.mark).toBe('changed');
+  });
+});
+
+describe('a summary restates its stages', () => {
+  // floor's and tcp's `summary` repeats figures of their stages (tcp: the rounds' median) without the
+  // stages' seconds or rounds, so under its key the noise band is the 5 % floor: two runs of one build
+  // moved floor's closed-loop tunnel CPU per request 43 % on this machine, inside its stage's band, and
+  // the summary's copy of it was called a regression.
+  const noisy = (report: Record<string, unknown>): Record<string, unknown> => {
+    const result = report.result as { stages: Array<{ side: string; perSecond: unknown[] }> };
+    const rates = [600, 1000, 1400, 1000, 700, 1300];
+    for (const stage of result.stages) {
+      stage.perSecond = rates.map((achievedRps, second) => ({
+        second,
+        durationSec: 1,
+        achievedRps,
+        p50Ms: 0.5,
+        p99Ms: 3,
+      }));
+    }
+    return report;
+  };
+
+  it('floor: a CPU per request change inside its stage band is no regression under the summary either', () => {
+    const c = compare(
+      noisy(standaloneReport('floor', floorResult(300))),
+      noisy(standaloneReport('floor', floorResult(390))),
+    );
+    const stage = c.figures.find(
+      (f) => f.key === 'result.stages[tunnel rate 1000 req/s 100 conn].betweenCpuPerRequestUs',
+    );
+    expect(stage).toMatchObject({ beyondNoise: false });
+    expect(c.regressions).toEqual([]);
+    expect(c.figures.some((f) => f.key.startsWith('result.summary.'))).toBe(false);
+  });
+
+  it('tcp: the rounds spread over 16 %: 10 % fewer requests per second is not a change, summary or not', () => {
+    const c = compare(
+      standaloneReport('tcp', tcpResult([5000, 5400, 4600], 60)),
+      standaloneReport('tcp', tcpResult([4500, 4500, 4500], 60)),
+    );
+    expect(c.figures.filter((f) => f.beyondNoise && f.kind !== 'other')).toEqual([]);
   });
 });
 

@@ -23,8 +23,14 @@ export interface Figure {
   lowSample: boolean;
 }
 
-/** Subtrees that hold no measurement of the run: how it was set up, its own judgement, raw series. */
+/**
+ * Subtrees that hold no measurement of the run: how it was set up, its own judgement, raw series, and
+ * restatements (floor's and tcp's `summary` repeats its stages' figures, tcp's as the rounds' median,
+ * without the seconds or rounds that give them their noise: under its key a copy would be gated against
+ * the 5 % floor, while the same figure under its stage's key is compared with its own band).
+ */
 const SKIPPED = new Set([
+  'summary',
   'schemaVersion',
   'environment',
   'settings',
