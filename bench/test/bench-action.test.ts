@@ -261,7 +261,8 @@ async function fakeGitHub(
         const comment = comments.find((c) => c.id === Number(edit[1]));
         if (comment === undefined) return send(404, { message: 'Not Found' });
         // The workflow's token edits only its own comments.
-        if (comment.user.login !== BOT.login) return send(403, { message: 'Resource not accessible by integration' });
+        if (comment.user.login !== BOT.login)
+          return send(403, { message: 'Resource not accessible by integration' });
         comment.body = JSON.parse(body).body as string;
         return send(200, comment);
       }
@@ -488,7 +489,12 @@ describe('the bench action baseline: a hostile or locked-down repository', () =>
     );
     try {
       for (const name of ['cmp-marker-1', 'cmp-marker-2']) {
-        const result = await runAction(name, { ...inputs, TARGET: `${target}/health` }, event, env(github, name));
+        const result = await runAction(
+          name,
+          { ...inputs, TARGET: `${target}/health` },
+          event,
+          env(github, name),
+        );
         expect(result.code, result.stderr).toBe(0);
         expect(result.stderr).not.toContain('could not comment');
       }

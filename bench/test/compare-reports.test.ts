@@ -115,6 +115,21 @@ describe('staged scenarios (ramp, spike, constant, max)', () => {
     );
   });
 
+  it("a stage's derived figures (added p99, ratios) take the band of the sides they are made of", () => {
+    // Two runs of one build on this machine: the tunnel's seconds' p99 spread 2 to 76 ms, and the added
+    // p99 and the p99 ratio moved 30 to 500 %, each marked "changed" against the 5 % floor although the
+    // p99s they are made of moved well inside their band.
+    const base = ramp({ ...steady, p99: 40, secondsP99: [5, 40, 8, 30, 6] });
+    const head = ramp({ ...steady, p99: 20, secondsP99: [20, 6, 5, 9, 7] });
+    const c = compare(base, head);
+    const stage = 'stages[rate 200 req/s 20 conn]';
+    expect(c.figures.find((f) => f.key === `${stage}.tunnel.correctedP99Ms`)?.beyondNoise).toBe(false);
+    for (const field of ['addedP99Ms', 'addedCorrectedP99Ms', 'p99Ratio']) {
+      const f = c.figures.find((x) => x.key === `${stage}.comparison.${field}`);
+      expect(f, field).toMatchObject({ beyondNoise: false, mark: '' });
+    }
+  });
+
   it('the rate seconds set the band of a stage figure that has no series (CPU)', () => {
     const wobbly = { ...steady, secondsRps: [100, 300, 150, 250, 200] };
     const c = compare(ramp(wobbly), ramp({ ...wobbly, edgeCpu: 390, agentCpu: 390 }));

@@ -61,7 +61,8 @@ export function ruleText(c: Comparison): string {
     `A change is marked when it is beyond the noise: larger than the larger of ${c.minNoisePct} % and the ` +
     'spread either run shows for that figure: the spread of its repetitions, or its stage second by second ' +
     "(the interquartile range of the seconds' rate, or p50, over their median; for a p99, how many times the " +
-    "best second's p99 the worst second's is, less one; CPU and RSS take the rate's). CPU per request also " +
+    "best second's p99 the worst second's is, less one; CPU and RSS take the rate's, the added p99 and " +
+    "the ratios of a stage the wider of its two sides'). CPU per request also " +
     "takes what the load generator's and the kit's test backend's CPU per request beside it moved by: their " +
     'code is the same in both runs, so that much is the machine. A regression is a p99, throughput, CPU per ' +
     'request or RSS figure that moved the worse way beyond the noise by more than ' +
