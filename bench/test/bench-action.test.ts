@@ -511,6 +511,47 @@ describe('the bench action baseline: a hostile or locked-down repository', () =>
       await github.close();
     }
   });
+
+  it('two jobs of one workflow (a matrix: each its own artifact-name) keep a comment each', async () => {
+    const artifact = (api: string) => ({
+      id: 2,
+      name: 'bench-baseline',
+      expired: false,
+      workflow_run: { repository_id: OCTO_APP_ID, head_repository_id: OCTO_APP_ID, head_branch: 'main' },
+      archive_download_url: `${api}/repos/octo/app/actions/artifacts/2/zip`,
+    });
+    const github = await fakeGitHub((api) => [artifact(api)], {
+      '2': zipArchive({ 'report.json': fastBaseline() }),
+    });
+    try {
+      for (const [name, job] of [
+        ['cmp-job-a-1', 'bench-ramp'],
+        ['cmp-job-b-1', 'bench-max'],
+        ['cmp-job-a-2', 'bench-ramp'],
+      ] as const) {
+        const result = await runAction(
+          name,
+          { ...inputs, TARGET: `${target}/health`, ARTIFACT_NAME: job },
+          event,
+          env(github, name),
+        );
+        expect(result.code, result.stderr).toBe(0);
+      }
+      const writes = github.calls.filter((c) => c.method !== 'GET').map((c) => `${c.method} ${c.url}`);
+      expect(writes).toEqual([
+        'POST /repos/octo/app/issues/7/comments',
+        'POST /repos/octo/app/issues/7/comments',
+        'PATCH /repos/octo/app/issues/comments/101',
+      ]);
+      expect(github.comments.map((c) => c.body.split('\n')[0])).toEqual([
+        'Looks good to me',
+        '<!-- tunnel2-bench-compare bench-ramp -->',
+        '<!-- tunnel2-bench-compare bench-max -->',
+      ]);
+    } finally {
+      await github.close();
+    }
+  });
 });
 
 describe('finding actionlint', () => {

@@ -55,6 +55,7 @@ export async function compareWithBaseline({
   baseline,
   maxRegress,
   comment,
+  commentKey,
   reportDir,
   workspace,
   kit,
@@ -105,7 +106,7 @@ export async function compareWithBaseline({
     const number = comment ? pullRequestNumber(env) : null;
     if (number !== null) {
       try {
-        const done = await github.upsertComment(number, markdown);
+        const done = await github.upsertComment(number, markdown, commentKey);
         log(`bench action: comparison comment ${done.action} on #${number}`);
       } catch (err) {
         // A fork's pull request gets a read-only token: the summary still has the comparison.

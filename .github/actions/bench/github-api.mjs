@@ -4,8 +4,15 @@
 
 import { readZipEntry } from './unzip.mjs';
 
-/** Finds the hidden marker in the comment the action wrote before (the kit's compare-markdown.ts). */
-export const COMMENT_MARKER = '<!-- tunnel2-bench-compare -->';
+/**
+ * The hidden first line by which the action finds the comment it wrote before. It names the job's
+ * artifact (`artifact-name`, unique in a workflow run), so two jobs of one workflow, a matrix of
+ * scenarios, keep a comment each instead of overwriting each other's.
+ */
+export function commentMarker(key = '') {
+  const name = key.replace(/[^\w.-]+/g, '_');
+  return name === '' ? '<!-- tunnel2-bench-compare -->' : `<!-- tunnel2-bench-compare ${name} -->`;
+}
 /** GitHub refuses a comment body over 65,536 characters. */
 const MAX_COMMENT = 65_000;
 
@@ -94,21 +101,20 @@ export function createGitHub({ apiUrl, repository, token, fetchImpl = fetch }) {
      * marker opens it), or adds it. Anyone can post a comment that opens with the marker: the workflow's
      * token cannot edit theirs (403), so the bot's own are tried first and a refused one is passed over.
      */
-    async upsertComment(issueNumber, markdown) {
+    async upsertComment(issueNumber, markdown, key = '') {
+      const marker = commentMarker(key);
       let text = markdown;
       if (text.length > MAX_COMMENT) {
         text = `${text.slice(0, text.lastIndexOf('\n', MAX_COMMENT))}\n\n… cut to fit a comment: the job summary and the artifact have it whole.\n`;
       }
-      const body = `${COMMENT_MARKER}\n${text}`;
+      const body = `${marker}\n${text}`;
       const marked = [];
       for (let page = 1; page <= 30; page++) {
         const comments = await json(
           'GET',
           `/repos/${repository}/issues/${issueNumber}/comments?per_page=100&page=${page}`,
         );
-        marked.push(
-          ...comments.filter((c) => typeof c.body === 'string' && c.body.startsWith(COMMENT_MARKER)),
-        );
+        marked.push(...comments.filter((c) => typeof c.body === 'string' && c.body.startsWith(marker)));
         if (comments.length < 100) break;
       }
       marked.sort((a, b) => Number(b.user?.type === 'Bot') - Number(a.user?.type === 'Bot'));
