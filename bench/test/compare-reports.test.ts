@@ -302,6 +302,23 @@ describe('a summary restates its stages', () => {
   });
 });
 
+describe('reports that share no gated figure', () => {
+  it('other stages (a workflow whose --stages changed): "nothing compared", not "no regression"', () => {
+    const at = (rate: number) =>
+      stagedReport('ramp', [{ rate, connections: 20, direct, tunnel: { ...steady, edgeCpu: rate } }], {
+        totals: { direct: { successPct: 100 }, tunnel: { successPct: 100 } },
+      });
+    const c = compare(at(200), at(400));
+    expect(c.figures.map((f) => f.key)).toEqual(['totals.direct.successPct', 'totals.tunnel.successPct']);
+    expect(c.passed).toBe(true);
+    const md = renderCompareMarkdown(c);
+    expect(md).not.toContain('No regression');
+    expect(md).toContain(
+      '**Nothing compared: the reports share no p99, throughput, CPU per request or RSS figure',
+    );
+  });
+});
+
 describe('reading reports', () => {
   const write = (name: string, body: string): string => {
     const dir = join(work, name);

@@ -1,4 +1,5 @@
 import type { ComparedFigure, Comparison, Mark } from './comparison.js';
+import { higherIsBetter } from './figure-kind.js';
 
 /** The comparison's tables and sentences as text, which compare-markdown.ts and compare-html.ts lay out. */
 
@@ -47,6 +48,11 @@ export function figureTable(figures: readonly ComparedFigure[]): Table {
 
 /** The verdict in one line, as the job summary and stderr show it. */
 export function verdictLine(c: Comparison): string {
+  // Reports of other stages or sides (a workflow whose --stages changed) pass, but say so: "no
+  // regression" would claim a comparison that was not made.
+  if (!c.figures.some((f) => higherIsBetter(f.kind) !== null)) {
+    return 'Nothing compared: the reports share no p99, throughput, CPU per request or RSS figure (other stages or sides?), so no regression could be found.';
+  }
   if (c.passed) {
     return `No regression: no p99, throughput, CPU per request or RSS figure is worse by more than ${c.maxRegressPct} % beyond the noise.`;
   }
