@@ -319,6 +319,25 @@ describe('reports that share no gated figure', () => {
   });
 });
 
+describe('runs made alike', () => {
+  it('names what differs between the runs: the machine (a hosted runner of another CPU), the settings', () => {
+    const base = ramp(steady, { environment: { node: 'v24.1.0', cpus: 4, cpuModel: 'AMD EPYC 7763' } });
+    const head = ramp(steady, {
+      environment: { node: 'v24.1.0', cpus: 4, cpuModel: 'Intel Xeon 8370C' },
+      settings: { path: '/health', sides: ['direct', 'tunnel'], backendUrl: 'http://127.0.0.1:2' },
+    });
+    const c = compare(base, head);
+    expect(c.differences).toEqual([
+      'environment.cpuModel: AMD EPYC 7763 → Intel Xeon 8370C',
+      'settings.path: /loadtest/get → /health',
+    ]);
+    expect(renderCompareMarkdown(c)).toContain(
+      'Not alike: environment.cpuModel: AMD EPYC 7763 → Intel Xeon 8370C; settings.path: /loadtest/get → /health',
+    );
+    expect(compare(ramp(steady), ramp(steady)).differences).toEqual([]);
+  });
+});
+
 describe('reading reports', () => {
   const write = (name: string, body: string): string => {
     const dir = join(work, name);

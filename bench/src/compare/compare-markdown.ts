@@ -1,4 +1,12 @@
-import { countsLine, figureTable, ruleText, sourceLines, type Table, verdictLine } from './compare-tables.js';
+import {
+  countsLine,
+  differencesLine,
+  figureTable,
+  ruleText,
+  sourceLines,
+  type Table,
+  verdictLine,
+} from './compare-tables.js';
 import type { Comparison } from './comparison.js';
 
 function mdTable(table: Table): string {
@@ -19,6 +27,8 @@ export function renderCompareMarkdown(c: Comparison): string {
     `**${verdictLine(c)}**`,
     countsLine(c),
   ];
+  const differences = differencesLine(c);
+  if (differences !== null) parts.push(`_${differences.replace(/[\\`*_<>[\]|]/g, '\\$&')}_`);
   if (c.regressions.length > 0) parts.push('## Regressions', mdTable(figureTable(c.regressions)));
   if (beyond.length > 0) parts.push('## Changed beyond the noise', mdTable(figureTable(beyond)));
   parts.push(

@@ -82,6 +82,11 @@ export function sourceLines(c: Comparison): string[] {
   return [line('base', c.base), line('head', c.head)];
 }
 
+/** The runs' differences besides the code, in one line; null when they were made alike. */
+export function differencesLine(c: Comparison): string | null {
+  return c.differences.length === 0 ? null : `Not alike: ${c.differences.join('; ')}.`;
+}
+
 export function countsLine(c: Comparison): string {
   const beyond = c.figures.filter((f) => f.beyondNoise).length;
   const only =
