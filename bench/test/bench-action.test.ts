@@ -333,6 +333,34 @@ describe('the bench action compares with a baseline', () => {
     });
   });
 
+  it('a reused out folder: a comparison that failed does not show the previous one as its own', async () => {
+    const result = await runAction(
+      'cmp-stale',
+      {
+        ...load,
+        TARGET: `${target}/health`,
+        ARGS: '--warmup 0 --only direct',
+        // A report of another scenario: the kit's compare refuses it (exit 2) and writes nothing.
+        BASELINE: 'base/report.json',
+      },
+      (workspace) => {
+        mkdirSync(join(workspace, 'base'));
+        writeFileSync(
+          join(workspace, 'base', 'report.json'),
+          JSON.stringify({ ...JSON.parse(fastBaseline()), scenario: 'max' }),
+        );
+        const old = join(workspace, 'bench-results', 'compare');
+        mkdirSync(old, { recursive: true });
+        writeFileSync(join(old, 'compare.md'), '# an old comparison\n');
+      },
+    );
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.summary).not.toContain('an old comparison');
+    expect(result.summary).toContain('wrote nothing (exit code 2)');
+    expect(result.outputs).toMatchObject({ passed: 'false', 'compare-exit-code': '2' });
+    expect(result.outputs['compare-dir']).toBeUndefined();
+  });
+
   it('artifact:<name>: the newest of the default branch, and one pull request comment updated in place', async () => {
     const artifact =
       (id: number, branch: string, expired = false, headRepository = OCTO_APP_ID) =>

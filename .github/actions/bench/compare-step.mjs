@@ -3,7 +3,7 @@
 // Markdown in the job summary and, on a pull request, in one comment updated in place.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createGitHub } from './github-api.mjs';
 
@@ -89,6 +89,9 @@ export async function compareWithBaseline({
     summary(`\n> ${found.none}.`);
     return { code: 0, compareDir: null };
   }
+  // A reused workspace (a self-hosted runner) keeps the last run's compare/: a comparison that fails
+  // now must not find that one and show it as its own.
+  rmSync(compareDir, { recursive: true, force: true });
   const args = [found.path, reportDir, '--out', compareDir];
   if (maxRegress !== '') args.push('--max-regress', maxRegress);
   const code = await runKitCompare(kit.command, kit.prefix, args);
