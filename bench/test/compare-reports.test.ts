@@ -443,4 +443,14 @@ describe('pnpm bench compare (the built entry)', () => {
     expect(mixed.code).toBe(2);
     expect(mixed.stderr).toMatch(/different scenarios: .* is ramp, .* is bulk/);
   });
+
+  it('an --out it cannot write: exit 2 with one line, not 1 (the bench action reads 1 as a regression)', async () => {
+    const [base, head] = [dir('j', ramp(steady)), dir('k', ramp(steady))];
+    const file = join(base, 'a-file');
+    writeFileSync(file, '');
+    const run = await runBench(['compare', base, head, '--out', join(file, 'sub')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^bench: --out .*a-file\/sub: cannot write the comparison \(ENOTDIR/);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+  });
 });
