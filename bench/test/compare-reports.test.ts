@@ -444,6 +444,21 @@ describe('pnpm bench compare (the built entry)', () => {
     expect(mixed.stderr).toMatch(/different scenarios: .* is ramp, .* is bulk/);
   });
 
+  it('a report nested past any real one (hostile input): exit 2 with one line, not a stack overflow (exit 1)', async () => {
+    const depth = 50_000;
+    const d = join(work, 'cli', 'deep');
+    mkdirSync(d, { recursive: true });
+    writeFileSync(
+      join(d, 'report.json'),
+      `{"schemaVersion":1,"scenario":"ramp","x":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`,
+    );
+    const run = await runBench(['compare', d, d]);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(
+      /^bench: .*report\.json: not a bench report \(nested deeper than 64 levels\)\n$/,
+    );
+  });
+
   it('an --out it cannot write: exit 2 with one line, not 1 (the bench action reads 1 as a regression)', async () => {
     const [base, head] = [dir('j', ramp(steady)), dir('k', ramp(steady))];
     const file = join(base, 'a-file');
