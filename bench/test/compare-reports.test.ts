@@ -389,6 +389,20 @@ describe('the reports it writes', () => {
     expect(html).toContain('<p class="failed"><strong>Regression: 2 figures');
     expect(html).not.toMatch(/<script|https?:\/\//);
   });
+
+  it("a report's names are data: an HTML comment or a line break in one cannot hide or break the PR comment", () => {
+    const hostile = (cpu: number) => {
+      const result = sideBySideResult(cpu, 1000);
+      result.rows[1]!.label = 'h2 <!-- tunnel\n| x |';
+      return standaloneReport('h2', result);
+    };
+    const md = renderCompareMarkdown(compare(hostile(200), hostile(300)));
+    expect(md).not.toContain('<!--');
+    // Every row of the hostile stack is whole: its name, base, head, change, noise and mark on one line.
+    const rows = md.split('\n').filter((line) => line.startsWith('| result.rows[h2 &lt;!-- tunnel'));
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) expect(row.split(/(?<!\\)\|/)).toHaveLength(8);
+  });
 });
 
 describe('pnpm bench compare (the built entry)', () => {
