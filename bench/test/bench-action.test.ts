@@ -404,12 +404,19 @@ describe('the bench action compares with a baseline', () => {
         writeFileSync(join(workspace, 'event.json'), JSON.stringify({ pull_request: { number: 7 } }));
       };
       for (const name of ['cmp-pr-1', 'cmp-pr-2']) {
+        const runnerTemp = join(work, `${name}-runner-temp`);
+        mkdirSync(runnerTemp);
         const result = await runAction(name, inputs, event, {
           ...env,
           GITHUB_TOKEN: 'ghs_secret',
           GITHUB_EVENT_PATH: join(work, name, 'event.json'),
+          RUNNER_TEMP: runnerTemp,
         });
         expect(result.code, result.stderr).toBe(1);
+        // The downloaded baseline goes to the runner's temporary folder, not into the checkout where a
+        // later step (a commit, a lint) would find it.
+        expect(existsSync(join(work, name, '.bench-baseline'))).toBe(false);
+        expect(existsSync(join(runnerTemp, 'tunnel2-bench-baseline', 'report.json'))).toBe(true);
         expect(result.summary).toContain('# tunnel2 bench compare: ramp');
         expect(result.stderr).toContain('baseline: artifact bench-baseline #2 of main');
       }

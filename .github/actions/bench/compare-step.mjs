@@ -74,7 +74,10 @@ export async function compareWithBaseline({
   try {
     found = await resolveBaseline(baseline, {
       workspace,
-      dir: resolve(workspace, '.bench-baseline'),
+      // The runner's temporary folder (emptied after each job), not the checkout a later step may commit.
+      dir: env.RUNNER_TEMP
+        ? resolve(env.RUNNER_TEMP, 'tunnel2-bench-baseline')
+        : resolve(workspace, '.bench-baseline'),
       github,
       log,
     });
