@@ -333,6 +333,35 @@ describe('the bench action compares with a baseline', () => {
     });
   });
 
+  it('a compare that crashed (exit 1 and nothing written) is not read as a regression', async () => {
+    const result = await runAction(
+      'cmp-crash',
+      {
+        ...load,
+        TARGET: `${target}/health`,
+        ARGS: '--warmup 0 --only direct',
+        BASELINE: 'base/report.json',
+        BENCH: 'kit.js',
+      },
+      (workspace) => {
+        mkdirSync(join(workspace, 'base'));
+        writeFileSync(join(workspace, 'base', 'report.json'), fastBaseline());
+        // The kit, but its compare dies of an uncaught error, which Node ends with exit code 1.
+        writeFileSync(
+          join(workspace, 'kit.js'),
+          `const { spawnSync } = require('node:child_process');
+if (process.argv[2] === 'compare') throw new Error('a bug in compare');
+const run = spawnSync(process.execPath, [${JSON.stringify(benchMain)}, ...process.argv.slice(2)], { stdio: 'inherit' });
+process.exit(run.status ?? 3);
+`,
+        );
+      },
+    );
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.outputs).toMatchObject({ 'compare-exit-code': '2', regressed: 'false', passed: 'false' });
+    expect(result.summary).toContain('wrote nothing (exit code 1)');
+  });
+
   it('a reused out folder: a comparison that failed does not show the previous one as its own', async () => {
     const result = await runAction(
       'cmp-stale',

@@ -97,7 +97,7 @@ export async function compareWithBaseline({
   rmSync(compareDir, { recursive: true, force: true });
   const args = [found.path, reportDir, '--out', compareDir];
   if (maxRegress !== '') args.push('--max-regress', maxRegress);
-  const code = await runKitCompare(kit.command, kit.prefix, args);
+  let code = await runKitCompare(kit.command, kit.prefix, args);
   let markdown = null;
   try {
     markdown = readFileSync(resolve(compareDir, 'compare.md'), 'utf8');
@@ -105,6 +105,9 @@ export async function compareWithBaseline({
     summary(
       `\n> bench action: the comparison with ${baseline} wrote nothing (exit code ${code}): see the step's log.`,
     );
+    // A comparison that wrote nothing found no regression: it failed (a kit that died of an uncaught
+    // error exits 1, the code of a regression).
+    code = 2;
   }
   if (markdown !== null) {
     summary(`\n${markdown}`);
