@@ -517,6 +517,14 @@ describe('the bench action baseline: a hostile or locked-down repository', () =>
   const event = (workspace: string) => {
     writeFileSync(join(workspace, 'event.json'), JSON.stringify({ pull_request: { number: 7 } }));
   };
+  /** main's baseline artifact #2 (its zip: fastBaseline). */
+  const mainArtifact = (api: string) => ({
+    id: 2,
+    name: 'bench-baseline',
+    expired: false,
+    workflow_run: { repository_id: OCTO_APP_ID, head_repository_id: OCTO_APP_ID, head_branch: 'main' },
+    archive_download_url: `${api}/repos/octo/app/actions/artifacts/2/zip`,
+  });
 
   it('a token without actions: read: exit 2, and the summary names the permission, no stack trace', async () => {
     const github = await fakeGitHub(() => [], {}, { denyArtifacts: true });
@@ -538,16 +546,9 @@ describe('the bench action baseline: a hostile or locked-down repository', () =>
   });
 
   it("someone else's comment carrying the marker is neither edited nor a reason to skip the comparison", async () => {
-    const artifact = (api: string) => ({
-      id: 2,
-      name: 'bench-baseline',
-      expired: false,
-      workflow_run: { repository_id: OCTO_APP_ID, head_repository_id: OCTO_APP_ID, head_branch: 'main' },
-      archive_download_url: `${api}/repos/octo/app/actions/artifacts/2/zip`,
-    });
     const mallory = { login: 'mallory', type: 'User' };
     const github = await fakeGitHub(
-      (api) => [artifact(api)],
+      (api) => [mainArtifact(api)],
       { '2': zipArchive({ 'report.json': fastBaseline() }) },
       { comments: [{ id: 1, body: '<!-- tunnel2-bench-compare -->\nnothing to see', user: mallory }] },
     );
@@ -577,14 +578,7 @@ describe('the bench action baseline: a hostile or locked-down repository', () =>
   });
 
   it('two jobs of one workflow (a matrix: each its own artifact-name) keep a comment each', async () => {
-    const artifact = (api: string) => ({
-      id: 2,
-      name: 'bench-baseline',
-      expired: false,
-      workflow_run: { repository_id: OCTO_APP_ID, head_repository_id: OCTO_APP_ID, head_branch: 'main' },
-      archive_download_url: `${api}/repos/octo/app/actions/artifacts/2/zip`,
-    });
-    const github = await fakeGitHub((api) => [artifact(api)], {
+    const github = await fakeGitHub((api) => [mainArtifact(api)], {
       '2': zipArchive({ 'report.json': fastBaseline() }),
     });
     try {
