@@ -577,6 +577,49 @@ describe('the bench action baseline: a hostile or locked-down repository', () =>
     }
   });
 
+  it('a comparison too long for a comment is cut where a table row ends, its <details> closed', async () => {
+    const github = await fakeGitHub((api) => [mainArtifact(api)], {
+      '2': zipArchive({ 'report.json': fastBaseline() }),
+    });
+    try {
+      const name = 'cmp-long';
+      const result = await runAction(
+        name,
+        { ...inputs, TARGET: `${target}/health`, BENCH: 'kit.js' },
+        (workspace) => {
+          event(workspace);
+          // The kit, but its compare writes a comparison of 2,000 figures (a long ramp of h2 rows, say).
+          writeFileSync(
+            join(workspace, 'kit.js'),
+            `const { spawnSync } = require('node:child_process');
+const { mkdirSync, writeFileSync } = require('node:fs');
+const args = process.argv.slice(2);
+if (args[0] === 'compare') {
+  const out = args[args.indexOf('--out') + 1];
+  mkdirSync(out, { recursive: true });
+  const NL = String.fromCharCode(10);
+  const rows = Array.from({ length: 2000 }, (_, i) => '| stages[rate ' + i + ' req/s].tunnel.tunnelCpuPerRequestUs | 1 | 1 | ±0.0 % | ±5 % |  |');
+  const md = ['# tunnel2 bench compare: ramp', '', '**No regression.**', '', '<details><summary>2000 figures</summary>', '', '| figure | base | head | change | noise |  |', '| --- | --- | --- | --- | --- | --- |', ...rows, '', '</details>', '', '_the rule_', ''];
+  writeFileSync(out + '/compare.md', md.join(NL));
+  process.exit(0);
+}
+const run = spawnSync(process.execPath, [${JSON.stringify(benchMain)}, ...args], { stdio: 'inherit' });
+process.exit(run.status ?? 3);
+`,
+          );
+        },
+        env(github, name),
+      );
+      expect(result.code, result.stderr).toBe(0);
+      const body = github.comments[1]!.body;
+      expect(body.length).toBeLessThanOrEqual(65_536);
+      expect(body.match(/<details>/g)?.length).toBe(body.match(/<\/details>/g)?.length);
+      expect(body).toMatch(/\| {2}\|\n\n<\/details>\n\n… cut to fit a comment/);
+    } finally {
+      await github.close();
+    }
+  });
+
   it('two jobs of one workflow (a matrix: each its own artifact-name) keep a comment each', async () => {
     const github = await fakeGitHub((api) => [mainArtifact(api)], {
       '2': zipArchive({ 'report.json': fastBaseline() }),

@@ -105,7 +105,11 @@ export function createGitHub({ apiUrl, repository, token, fetchImpl = fetch }) {
       const marker = commentMarker(key);
       let text = markdown;
       if (text.length > MAX_COMMENT) {
-        text = `${text.slice(0, text.lastIndexOf('\n', MAX_COMMENT))}\n\n… cut to fit a comment: the job summary and the artifact have it whole.\n`;
+        // Cut where a line (a table row) ends; a <details> left open would fold the note below into it.
+        const cut = text.slice(0, text.lastIndexOf('\n', MAX_COMMENT - 200));
+        const open = (cut.match(/<details>/g) ?? []).length - (cut.match(/<\/details>/g) ?? []).length;
+        const close = '\n\n</details>'.repeat(Math.max(0, open));
+        text = `${cut}${close}\n\n… cut to fit a comment: the job summary and the artifact have it whole.\n`;
       }
       const body = `${marker}\n${text}`;
       const marked = [];
