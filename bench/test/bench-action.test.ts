@@ -386,6 +386,8 @@ process.exit(run.status ?? 3);
     expect(result.code, result.stderr).toBe(2);
     expect(result.summary).not.toContain('an old comparison');
     expect(result.summary).toContain('wrote nothing (exit code 2)');
+    // Why, in the summary itself: the kit's one line.
+    expect(result.summary).toMatch(/> bench: the reports are of different scenarios: .* is max, .* is ramp/);
     expect(result.outputs).toMatchObject({ passed: 'false', 'compare-exit-code': '2' });
     expect(result.outputs['compare-dir']).toBeUndefined();
   });
