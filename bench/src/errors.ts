@@ -18,6 +18,8 @@ export const BenchErrorCode = {
    * know, or the two reports are of different scenarios (exit code 2).
    */
   REPORT_INPUT: 'TUNNEL2_ERR_BENCH_REPORT_INPUT',
+  /** `compare --out <dir>`: the folder or a file in it cannot be written (exit code 2). */
+  REPORT_OUTPUT: 'TUNNEL2_ERR_BENCH_REPORT_OUTPUT',
 } as const;
 export type BenchErrorCode = (typeof BenchErrorCode)[keyof typeof BenchErrorCode];
 

@@ -188,10 +188,28 @@ interface ApiCall {
   body: string;
 }
 
+interface FakeComment {
+  id: number;
+  body: string;
+  user: { login: string; type: string };
+}
+
+/** Who the workflow's token comments as. */
+const BOT = { login: 'github-actions[bot]', type: 'Bot' };
+
+/** The repository id the fake API gives octo/app; a fork has another. */
+const OCTO_APP_ID = 4242;
+
 /** A local server standing in for api.github.com (the action reads GITHUB_API_URL, as on GHES). */
-async function fakeGitHub(artifacts: (api: string) => object[], zips: Record<string, Buffer>) {
+async function fakeGitHub(
+  artifacts: (api: string) => object[],
+  zips: Record<string, Buffer>,
+  options: { denyArtifacts?: boolean; comments?: FakeComment[] } = {},
+) {
   const calls: ApiCall[] = [];
-  const comments: Array<{ id: number; body: string }> = [{ id: 1, body: 'Looks good to me' }];
+  const comments: FakeComment[] = options.comments ?? [
+    { id: 1, body: 'Looks good to me', user: { login: 'octocat', type: 'User' } },
+  ];
   const api = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => {
@@ -209,7 +227,11 @@ async function fakeGitHub(artifacts: (api: string) => object[], zips: Record<str
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(value));
       };
-      if (url.pathname === '/repos/octo/app') return send(200, { default_branch: 'main' });
+      if (url.pathname === '/repos/octo/app') return send(200, { id: OCTO_APP_ID, default_branch: 'main' });
+      if (url.pathname.startsWith('/repos/octo/app/actions/') && options.denyArtifacts) {
+        // What GitHub answers a workflow token without `actions: read`.
+        return send(403, { message: 'Resource not accessible by integration' });
+      }
       if (url.pathname === '/repos/octo/app/actions/artifacts') {
         const list = artifacts(base).filter(
           (a) => (a as { name: string }).name === url.searchParams.get('name'),
@@ -230,7 +252,7 @@ async function fakeGitHub(artifacts: (api: string) => object[], zips: Record<str
       if (url.pathname === '/repos/octo/app/issues/7/comments' && req.method === 'GET')
         return send(200, comments);
       if (url.pathname === '/repos/octo/app/issues/7/comments' && req.method === 'POST') {
-        const comment = { id: 100 + comments.length, body: JSON.parse(body).body as string };
+        const comment = { id: 100 + comments.length, body: JSON.parse(body).body as string, user: BOT };
         comments.push(comment);
         return send(201, comment);
       }
@@ -238,6 +260,9 @@ async function fakeGitHub(artifacts: (api: string) => object[], zips: Record<str
       if (edit && req.method === 'PATCH') {
         const comment = comments.find((c) => c.id === Number(edit[1]));
         if (comment === undefined) return send(404, { message: 'Not Found' });
+        // The workflow's token edits only its own comments.
+        if (comment.user.login !== BOT.login)
+          return send(403, { message: 'Resource not accessible by integration' });
         comment.body = JSON.parse(body).body as string;
         return send(200, comment);
       }
@@ -308,21 +333,90 @@ describe('the bench action compares with a baseline', () => {
     });
   });
 
+  it('a compare that crashed (exit 1 and nothing written) is not read as a regression', async () => {
+    const result = await runAction(
+      'cmp-crash',
+      {
+        ...load,
+        TARGET: `${target}/health`,
+        ARGS: '--warmup 0 --only direct',
+        BASELINE: 'base/report.json',
+        BENCH: 'kit.js',
+      },
+      (workspace) => {
+        mkdirSync(join(workspace, 'base'));
+        writeFileSync(join(workspace, 'base', 'report.json'), fastBaseline());
+        // The kit, but its compare dies of an uncaught error, which Node ends with exit code 1.
+        writeFileSync(
+          join(workspace, 'kit.js'),
+          `const { spawnSync } = require('node:child_process');
+if (process.argv[2] === 'compare') throw new Error('a bug in compare');
+const run = spawnSync(process.execPath, [${JSON.stringify(benchMain)}, ...process.argv.slice(2)], { stdio: 'inherit' });
+process.exit(run.status ?? 3);
+`,
+        );
+      },
+    );
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.outputs).toMatchObject({ 'compare-exit-code': '2', regressed: 'false', passed: 'false' });
+    expect(result.summary).toContain('wrote nothing (exit code 1)');
+  });
+
+  it('a reused out folder: a comparison that failed does not show the previous one as its own', async () => {
+    const result = await runAction(
+      'cmp-stale',
+      {
+        ...load,
+        TARGET: `${target}/health`,
+        ARGS: '--warmup 0 --only direct',
+        // A report of another scenario: the kit's compare refuses it (exit 2) and writes nothing.
+        BASELINE: 'base/report.json',
+      },
+      (workspace) => {
+        mkdirSync(join(workspace, 'base'));
+        writeFileSync(
+          join(workspace, 'base', 'report.json'),
+          JSON.stringify({ ...JSON.parse(fastBaseline()), scenario: 'max' }),
+        );
+        const old = join(workspace, 'bench-results', 'compare');
+        mkdirSync(old, { recursive: true });
+        writeFileSync(join(old, 'compare.md'), '# an old comparison\n');
+      },
+    );
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.summary).not.toContain('an old comparison');
+    expect(result.summary).toContain('wrote nothing (exit code 2)');
+    // Why, in the summary itself: the kit's one line.
+    expect(result.summary).toMatch(/> bench: the reports are of different scenarios: .* is max, .* is ramp/);
+    expect(result.outputs).toMatchObject({ passed: 'false', 'compare-exit-code': '2' });
+    expect(result.outputs['compare-dir']).toBeUndefined();
+  });
+
   it('artifact:<name>: the newest of the default branch, and one pull request comment updated in place', async () => {
     const artifact =
-      (id: number, branch: string, expired = false) =>
+      (id: number, branch: string, expired = false, headRepository = OCTO_APP_ID) =>
       (api: string) => ({
         id,
         name: 'bench-baseline',
         expired,
         created_at: `2026-11-0${id}T00:00:00Z`,
-        workflow_run: { head_branch: branch },
+        workflow_run: { repository_id: OCTO_APP_ID, head_repository_id: headRepository, head_branch: branch },
         archive_download_url: `${api}/repos/octo/app/actions/artifacts/${id}/zip`,
       });
-    // Newest first, as the API lists them: a pull request's upload of the same name, then main's.
+    // Newest first, as the API lists them: a pull request from a fork's own branch named main (its run's
+    // head_branch is "main" too: were it taken, any fork could set the baseline), a pull request's upload
+    // of the same name, an expired one of main, then main's.
     const github = await fakeGitHub(
-      (api) => [artifact(4, 'feature')(api), artifact(3, 'main', true)(api), artifact(2, 'main')(api)],
-      { '2': zipArchive({ 'report.md': '# old', 'report.json': fastBaseline() }) },
+      (api) => [
+        artifact(5, 'main', false, 9999)(api),
+        artifact(4, 'feature')(api),
+        artifact(3, 'main', true)(api),
+        artifact(2, 'main')(api),
+      ],
+      {
+        '2': zipArchive({ 'report.md': '# old', 'report.json': fastBaseline() }),
+        '5': zipArchive({ 'report.json': fastBaseline() }),
+      },
     );
     try {
       const env = {
@@ -341,12 +435,19 @@ describe('the bench action compares with a baseline', () => {
         writeFileSync(join(workspace, 'event.json'), JSON.stringify({ pull_request: { number: 7 } }));
       };
       for (const name of ['cmp-pr-1', 'cmp-pr-2']) {
+        const runnerTemp = join(work, `${name}-runner-temp`);
+        mkdirSync(runnerTemp);
         const result = await runAction(name, inputs, event, {
           ...env,
           GITHUB_TOKEN: 'ghs_secret',
           GITHUB_EVENT_PATH: join(work, name, 'event.json'),
+          RUNNER_TEMP: runnerTemp,
         });
         expect(result.code, result.stderr).toBe(1);
+        // The downloaded baseline goes to the runner's temporary folder, not into the checkout where a
+        // later step (a commit, a lint) would find it.
+        expect(existsSync(join(work, name, '.bench-baseline'))).toBe(false);
+        expect(existsSync(join(runnerTemp, 'tunnel2-bench-baseline', 'report.json'))).toBe(true);
         expect(result.summary).toContain('# tunnel2 bench compare: ramp');
         expect(result.stderr).toContain('baseline: artifact bench-baseline #2 of main');
       }
@@ -393,6 +494,163 @@ describe('the bench action compares with a baseline', () => {
       expect(result.code, result.stderr).toBe(0);
       expect(result.summary).toContain('no artifact named bench-baseline on the default branch yet');
       expect(result.outputs).toMatchObject({ passed: 'true', 'compare-exit-code': '0' });
+    } finally {
+      await github.close();
+    }
+  });
+});
+
+describe('the bench action baseline: a hostile or locked-down repository', () => {
+  const inputs = {
+    SCENARIO: 'ramp',
+    STAGES: '20',
+    DURATION: '1',
+    ARGS: '--warmup 0 --only direct',
+    BASELINE: 'artifact:bench-baseline',
+    MAX_REGRESS: '100000',
+  };
+  const env = (github: { base: string }, workspace: string) => ({
+    GITHUB_API_URL: github.base,
+    GITHUB_REPOSITORY: 'octo/app',
+    GITHUB_TOKEN: 'ghs_secret',
+    GITHUB_EVENT_NAME: 'pull_request',
+    GITHUB_EVENT_PATH: join(work, workspace, 'event.json'),
+  });
+  const event = (workspace: string) => {
+    writeFileSync(join(workspace, 'event.json'), JSON.stringify({ pull_request: { number: 7 } }));
+  };
+  /** main's baseline artifact #2 (its zip: fastBaseline). */
+  const mainArtifact = (api: string) => ({
+    id: 2,
+    name: 'bench-baseline',
+    expired: false,
+    workflow_run: { repository_id: OCTO_APP_ID, head_repository_id: OCTO_APP_ID, head_branch: 'main' },
+    archive_download_url: `${api}/repos/octo/app/actions/artifacts/2/zip`,
+  });
+
+  it('a token without actions: read: exit 2, and the summary names the permission, no stack trace', async () => {
+    const github = await fakeGitHub(() => [], {}, { denyArtifacts: true });
+    try {
+      const result = await runAction(
+        'cmp-denied',
+        { ...inputs, TARGET: `${target}/health` },
+        event,
+        env(github, 'cmp-denied'),
+      );
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.summary).toContain('permissions: actions: read');
+      expect(result.stderr).toContain('permissions: actions: read');
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(result.outputs).toMatchObject({ passed: 'false', 'compare-exit-code': '2' });
+    } finally {
+      await github.close();
+    }
+  });
+
+  it("someone else's comment carrying the marker is neither edited nor a reason to skip the comparison", async () => {
+    const mallory = { login: 'mallory', type: 'User' };
+    const github = await fakeGitHub(
+      (api) => [mainArtifact(api)],
+      { '2': zipArchive({ 'report.json': fastBaseline() }) },
+      { comments: [{ id: 1, body: '<!-- tunnel2-bench-compare -->\nnothing to see', user: mallory }] },
+    );
+    try {
+      for (const name of ['cmp-marker-1', 'cmp-marker-2']) {
+        const result = await runAction(
+          name,
+          { ...inputs, TARGET: `${target}/health` },
+          event,
+          env(github, name),
+        );
+        expect(result.code, result.stderr).toBe(0);
+        expect(result.stderr).not.toContain('could not comment');
+      }
+      // The first run tried the marked comment (a personal token's own would not be a Bot's), was
+      // refused, and added its own; the second edited its own, first among the marked as a Bot's.
+      const writes = github.calls.filter((c) => c.method !== 'GET').map((c) => `${c.method} ${c.url}`);
+      expect(writes).toEqual([
+        'PATCH /repos/octo/app/issues/comments/1',
+        'POST /repos/octo/app/issues/7/comments',
+        'PATCH /repos/octo/app/issues/comments/101',
+      ]);
+      expect(github.comments[0]!.body).toBe('<!-- tunnel2-bench-compare -->\nnothing to see');
+    } finally {
+      await github.close();
+    }
+  });
+
+  it('a comparison too long for a comment is cut where a table row ends, its <details> closed', async () => {
+    const github = await fakeGitHub((api) => [mainArtifact(api)], {
+      '2': zipArchive({ 'report.json': fastBaseline() }),
+    });
+    try {
+      const name = 'cmp-long';
+      const result = await runAction(
+        name,
+        { ...inputs, TARGET: `${target}/health`, BENCH: 'kit.js' },
+        (workspace) => {
+          event(workspace);
+          // The kit, but its compare writes a comparison of 2,000 figures (a long ramp of h2 rows, say).
+          writeFileSync(
+            join(workspace, 'kit.js'),
+            `const { spawnSync } = require('node:child_process');
+const { mkdirSync, writeFileSync } = require('node:fs');
+const args = process.argv.slice(2);
+if (args[0] === 'compare') {
+  const out = args[args.indexOf('--out') + 1];
+  mkdirSync(out, { recursive: true });
+  const NL = String.fromCharCode(10);
+  const rows = Array.from({ length: 2000 }, (_, i) => '| stages[rate ' + i + ' req/s].tunnel.tunnelCpuPerRequestUs | 1 | 1 | ±0.0 % | ±5 % |  |');
+  const md = ['# tunnel2 bench compare: ramp', '', '**No regression.**', '', '<details><summary>2000 figures</summary>', '', '| figure | base | head | change | noise |  |', '| --- | --- | --- | --- | --- | --- |', ...rows, '', '</details>', '', '_the rule_', ''];
+  writeFileSync(out + '/compare.md', md.join(NL));
+  process.exit(0);
+}
+const run = spawnSync(process.execPath, [${JSON.stringify(benchMain)}, ...args], { stdio: 'inherit' });
+process.exit(run.status ?? 3);
+`,
+          );
+        },
+        env(github, name),
+      );
+      expect(result.code, result.stderr).toBe(0);
+      const body = github.comments[1]!.body;
+      expect(body.length).toBeLessThanOrEqual(65_536);
+      expect(body.match(/<details>/g)?.length).toBe(body.match(/<\/details>/g)?.length);
+      expect(body).toMatch(/\| {2}\|\n\n<\/details>\n\n… cut to fit a comment/);
+    } finally {
+      await github.close();
+    }
+  });
+
+  it('two jobs of one workflow (a matrix: each its own artifact-name) keep a comment each', async () => {
+    const github = await fakeGitHub((api) => [mainArtifact(api)], {
+      '2': zipArchive({ 'report.json': fastBaseline() }),
+    });
+    try {
+      for (const [name, job] of [
+        ['cmp-job-a-1', 'bench-ramp'],
+        ['cmp-job-b-1', 'bench-max'],
+        ['cmp-job-a-2', 'bench-ramp'],
+      ] as const) {
+        const result = await runAction(
+          name,
+          { ...inputs, TARGET: `${target}/health`, ARTIFACT_NAME: job },
+          event,
+          env(github, name),
+        );
+        expect(result.code, result.stderr).toBe(0);
+      }
+      const writes = github.calls.filter((c) => c.method !== 'GET').map((c) => `${c.method} ${c.url}`);
+      expect(writes).toEqual([
+        'POST /repos/octo/app/issues/7/comments',
+        'POST /repos/octo/app/issues/7/comments',
+        'PATCH /repos/octo/app/issues/comments/101',
+      ]);
+      expect(github.comments.map((c) => c.body.split('\n')[0])).toEqual([
+        'Looks good to me',
+        '<!-- tunnel2-bench-compare bench-ramp -->',
+        '<!-- tunnel2-bench-compare bench-max -->',
+      ]);
     } finally {
       await github.close();
     }

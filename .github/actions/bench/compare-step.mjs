@@ -3,7 +3,7 @@
 // Markdown in the job summary and, on a pull request, in one comment updated in place.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createGitHub } from './github-api.mjs';
 
@@ -28,12 +28,29 @@ async function resolveBaseline(baseline, { workspace, dir, github, log }) {
   return { path };
 }
 
-/** Runs the kit's compare; answers its exit code (0 no regression, 1 regression, 2 bad input). */
+/** The longest reason line kept from the kit's stderr (it goes into the job summary). */
+const MAX_REASON = 1000;
+
+/**
+ * Runs the kit's compare, its stderr passed through to the log; answers its exit code (0 no regression,
+ * 1 regression, 2 bad input) and the last `bench: ...` line it wrote, the reason a failed one gives.
+ */
 function runKitCompare(command, prefix, args) {
   return new Promise((done) => {
-    const child = spawn(command, [...prefix, 'compare', ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
-    child.once('error', () => done(2));
-    child.once('close', (code) => done(code ?? 2));
+    const child = spawn(command, [...prefix, 'compare', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let reason = '';
+    let partial = '';
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk) => {
+      process.stderr.write(chunk);
+      const lines = (partial + chunk).split('\n');
+      partial = (lines.pop() ?? '').slice(0, MAX_REASON);
+      for (const line of lines) if (line.startsWith('bench: ')) reason = line.slice(0, MAX_REASON);
+    });
+    child.once('error', (err) =>
+      done({ code: 2, reason: `bench: could not start ${command}: ${err.message}` }),
+    );
+    child.once('close', (code) => done({ code: code ?? 2, reason }));
   });
 }
 
@@ -55,6 +72,7 @@ export async function compareWithBaseline({
   baseline,
   maxRegress,
   comment,
+  commentKey,
   reportDir,
   workspace,
   kit,
@@ -73,7 +91,10 @@ export async function compareWithBaseline({
   try {
     found = await resolveBaseline(baseline, {
       workspace,
-      dir: resolve(workspace, '.bench-baseline'),
+      // The runner's temporary folder (emptied after each job), not the checkout a later step may commit.
+      dir: env.RUNNER_TEMP
+        ? resolve(env.RUNNER_TEMP, 'tunnel2-bench-baseline')
+        : resolve(workspace, '.bench-baseline'),
       github,
       log,
     });
@@ -88,9 +109,12 @@ export async function compareWithBaseline({
     summary(`\n> ${found.none}.`);
     return { code: 0, compareDir: null };
   }
+  // A reused workspace (a self-hosted runner) keeps the last run's compare/: a comparison that fails
+  // now must not find that one and show it as its own.
+  rmSync(compareDir, { recursive: true, force: true });
   const args = [found.path, reportDir, '--out', compareDir];
   if (maxRegress !== '') args.push('--max-regress', maxRegress);
-  const code = await runKitCompare(kit.command, kit.prefix, args);
+  let { code, reason } = await runKitCompare(kit.command, kit.prefix, args);
   let markdown = null;
   try {
     markdown = readFileSync(resolve(compareDir, 'compare.md'), 'utf8');
@@ -98,6 +122,10 @@ export async function compareWithBaseline({
     summary(
       `\n> bench action: the comparison with ${baseline} wrote nothing (exit code ${code}): see the step's log.`,
     );
+    if (reason !== '') summary(`>\n> ${reason}`);
+    // A comparison that wrote nothing found no regression: it failed (a kit that died of an uncaught
+    // error exits 1, the code of a regression).
+    code = 2;
   }
   if (markdown !== null) {
     summary(`\n${markdown}`);
@@ -105,7 +133,7 @@ export async function compareWithBaseline({
     const number = comment ? pullRequestNumber(env) : null;
     if (number !== null) {
       try {
-        const done = await github.upsertComment(number, markdown);
+        const done = await github.upsertComment(number, markdown, commentKey);
         log(`bench action: comparison comment ${done.action} on #${number}`);
       } catch (err) {
         // A fork's pull request gets a read-only token: the summary still has the comparison.

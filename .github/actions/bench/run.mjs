@@ -151,6 +151,7 @@ if (baseline !== '' && (code === 0 || code === 1) && existsSync(reportJson)) {
     baseline,
     maxRegress: input('MAX_REGRESS'),
     comment: input('COMMENT') !== 'false',
+    commentKey: input('ARTIFACT_NAME'),
     reportDir: outDir,
     workspace,
     kit: { command, prefix: commandArgs.slice(0, commandArgs.length - args.length) },

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { usageError } from '../errors.js';
+import { BenchError, BenchErrorCode, usageError } from '../errors.js';
 import { renderCompareHtml } from './compare-html.js';
 import { renderCompareMarkdown } from './compare-markdown.js';
 import { verdictLine } from './compare-tables.js';
@@ -21,7 +21,8 @@ compare.html and compare.json.
   --out <dir>          where compare.md, compare.html and compare.json go
 
 Exit codes: 0 no regression, 1 a regression (the figures are named on stderr), 2 bad flags, or a report
-that is missing, unreadable, of a schema version this kit does not read, or of another scenario.
+that is missing, unreadable, of a schema version this kit does not read, or of another scenario, or an
+--out folder it cannot write.
 `;
 }
 
@@ -41,7 +42,8 @@ function maxRegress(text: string | undefined): number {
 
 /**
  * `compare <base> <head>`: reads both, compares them, writes the Markdown to `out` and the files to
- * --out. Throws BenchError (TUNNEL2_ERR_BENCH_USAGE, TUNNEL2_ERR_BENCH_REPORT_INPUT) for exit code 2;
+ * --out. Throws BenchError (TUNNEL2_ERR_BENCH_USAGE, TUNNEL2_ERR_BENCH_REPORT_INPUT,
+ * TUNNEL2_ERR_BENCH_REPORT_OUTPUT) for exit code 2;
  * answers 1 on a regression.
  */
 export function runCompare(
@@ -68,10 +70,21 @@ export function runCompare(
   const outDir = parsed.values.out;
   if (outDir !== undefined) {
     const dir = resolve(cwd, outDir);
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'compare.md'), markdown);
-    writeFileSync(join(dir, 'compare.html'), renderCompareHtml(comparison));
-    writeFileSync(join(dir, 'compare.json'), `${JSON.stringify(comparison, null, 2)}\n`);
+    // A folder it cannot write is exit 2, never an uncaught throw: Node exits 1 on those, which is the
+    // code of a regression.
+    try {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'compare.md'), markdown);
+      writeFileSync(join(dir, 'compare.html'), renderCompareHtml(comparison));
+      writeFileSync(join(dir, 'compare.json'), `${JSON.stringify(comparison, null, 2)}\n`);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
+      throw new BenchError(
+        BenchErrorCode.REPORT_OUTPUT,
+        `--out ${outDir}: cannot write the comparison (${code})`,
+        { cause: err },
+      );
+    }
   }
   io.out(markdown);
   io.note(verdictLine(comparison));

@@ -1,4 +1,12 @@
-import { countsLine, figureTable, ruleText, sourceLines, type Table, verdictLine } from './compare-tables.js';
+import {
+  countsLine,
+  differencesLine,
+  figureTable,
+  ruleText,
+  sourceLines,
+  type Table,
+  verdictLine,
+} from './compare-tables.js';
 import type { Comparison } from './comparison.js';
 
 function escapeXml(text: string): string {
@@ -22,6 +30,7 @@ export function renderCompareHtml(c: Comparison): string {
     `<p>${sourceLines(c).map(escapeXml).join('<br>')}</p>`,
     `<p class="${c.passed ? 'passed' : 'failed'}"><strong>${escapeXml(verdictLine(c))}</strong></p>`,
     `<p>${escapeXml(countsLine(c))}</p>`,
+    differencesLine(c) === null ? '' : `<p class="rule">${escapeXml(differencesLine(c) ?? '')}</p>`,
     c.regressions.length > 0 ? section('Regressions', htmlTable(figureTable(c.regressions))) : '',
     beyond.length > 0 ? section('Changed beyond the noise', htmlTable(figureTable(beyond))) : '',
     section('Every figure', htmlTable(figureTable(c.figures))),

@@ -1,8 +1,22 @@
-import { countsLine, figureTable, ruleText, sourceLines, type Table, verdictLine } from './compare-tables.js';
+import {
+  countsLine,
+  differencesLine,
+  figureTable,
+  ruleText,
+  sourceLines,
+  type Table,
+  verdictLine,
+} from './compare-tables.js';
 import type { Comparison } from './comparison.js';
 
 function mdTable(table: Table): string {
-  const cell = (text: string): string => text.replace(/\|/g, '\\|');
+  // Names come from the reports (data, perhaps hostile): a pipe or a line break would break the table,
+  // and `<` could open an HTML comment that hides the rest of a pull request comment.
+  const cell = (text: string): string =>
+    text
+      .replace(/[\r\n]+/g, ' ')
+      .replace(/\|/g, '\\|')
+      .replace(/</g, '&lt;');
   return [
     `| ${table.header.map(cell).join(' | ')} |`,
     `| ${table.header.map(() => '---').join(' | ')} |`,
@@ -10,15 +24,20 @@ function mdTable(table: Table): string {
   ].join('\n');
 }
 
+/** A line of report text in Markdown: one line, no HTML. */
+const inline = (text: string): string => text.replace(/[\r\n]+/g, ' ').replace(/</g, '&lt;');
+
 /** compare.md: the verdict, the regressions, every figure beyond the noise, then every figure shared. */
 export function renderCompareMarkdown(c: Comparison): string {
   const beyond = c.figures.filter((f) => f.beyondNoise && f.mark !== 'regression');
   const parts = [
-    `# tunnel2 bench compare: ${c.scenario}`,
-    sourceLines(c).join('  \n'),
-    `**${verdictLine(c)}**`,
+    `# tunnel2 bench compare: ${inline(c.scenario)}`,
+    sourceLines(c).map(inline).join('  \n'),
+    `**${inline(verdictLine(c))}**`,
     countsLine(c),
   ];
+  const differences = differencesLine(c);
+  if (differences !== null) parts.push(`_${differences.replace(/[\\`*_<>[\]|]/g, '\\$&')}_`);
   if (c.regressions.length > 0) parts.push('## Regressions', mdTable(figureTable(c.regressions)));
   if (beyond.length > 0) parts.push('## Changed beyond the noise', mdTable(figureTable(beyond)));
   parts.push(

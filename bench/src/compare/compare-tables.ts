@@ -1,4 +1,5 @@
 import type { ComparedFigure, Comparison, Mark } from './comparison.js';
+import { higherIsBetter } from './figure-kind.js';
 
 /** The comparison's tables and sentences as text, which compare-markdown.ts and compare-html.ts lay out. */
 
@@ -47,6 +48,11 @@ export function figureTable(figures: readonly ComparedFigure[]): Table {
 
 /** The verdict in one line, as the job summary and stderr show it. */
 export function verdictLine(c: Comparison): string {
+  // Reports of other stages or sides (a workflow whose --stages changed) pass, but say so: "no
+  // regression" would claim a comparison that was not made.
+  if (!c.figures.some((f) => higherIsBetter(f.kind) !== null)) {
+    return 'Nothing compared: the reports share no p99, throughput, CPU per request or RSS figure (other stages or sides?), so no regression could be found.';
+  }
   if (c.passed) {
     return `No regression: no p99, throughput, CPU per request or RSS figure is worse by more than ${c.maxRegressPct} % beyond the noise.`;
   }
@@ -61,7 +67,8 @@ export function ruleText(c: Comparison): string {
     `A change is marked when it is beyond the noise: larger than the larger of ${c.minNoisePct} % and the ` +
     'spread either run shows for that figure: the spread of its repetitions, or its stage second by second ' +
     "(the interquartile range of the seconds' rate, or p50, over their median; for a p99, how many times the " +
-    "best second's p99 the worst second's is, less one; CPU and RSS take the rate's). CPU per request also " +
+    "best second's p99 the worst second's is, less one; CPU and RSS take the rate's, the added p99 and " +
+    "the ratios of a stage the wider of its two sides'). CPU per request also " +
     "takes what the load generator's and the kit's test backend's CPU per request beside it moved by: their " +
     'code is the same in both runs, so that much is the machine. A regression is a p99, throughput, CPU per ' +
     'request or RSS figure that moved the worse way beyond the noise by more than ' +
@@ -73,6 +80,11 @@ export function sourceLines(c: Comparison): string[] {
   const line = (name: string, r: Comparison['base']): string =>
     `${name}: ${r.file}${r.startedAt === null ? '' : ` (${r.startedAt})`}${r.command === null ? '' : `: \`${r.command}\``}`;
   return [line('base', c.base), line('head', c.head)];
+}
+
+/** The runs' differences besides the code, in one line; null when they were made alike. */
+export function differencesLine(c: Comparison): string | null {
+  return c.differences.length === 0 ? null : `Not alike: ${c.differences.join('; ')}.`;
 }
 
 export function countsLine(c: Comparison): string {

@@ -1,3 +1,4 @@
+import { runDifferences } from './differences.js';
 import { type FigureKind, higherIsBetter } from './figure-kind.js';
 import { type Figure, reportFigures } from './figures.js';
 import type { LoadedReport } from './report-input.js';
@@ -51,6 +52,8 @@ export interface Comparison {
   /** Figures only one of the two has (a side or stage the other did not run, a field it did not know). */
   onlyInBase: number;
   onlyInHead: number;
+  /** What differs between the runs besides the code: the machine, the settings (differences.ts). */
+  differences: string[];
   passed: boolean;
 }
 
@@ -111,6 +114,7 @@ export function compareReports(base: LoadedReport, head: LoadedReport, maxRegres
     regressions,
     onlyInBase: before.size - shared,
     onlyInHead: after.size - shared,
+    differences: runDifferences(base.json, head.json),
     passed: regressions.length === 0,
   };
 }

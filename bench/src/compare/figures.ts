@@ -1,5 +1,5 @@
 import { type FigureKind, figureKind } from './figure-kind.js';
-import { seriesNoise } from './series-noise.js';
+import { type SeriesNoise, seriesNoise } from './series-noise.js';
 
 /**
  * Every figure of a report under a key that names the same measurement in any other report of its
@@ -23,8 +23,14 @@ export interface Figure {
   lowSample: boolean;
 }
 
-/** Subtrees that hold no measurement of the run: how it was set up, its own judgement, raw series. */
+/**
+ * Subtrees that hold no measurement of the run: how it was set up, its own judgement, raw series, and
+ * restatements (floor's and tcp's `summary` repeats its stages' figures, tcp's as the rounds' median,
+ * without the seconds or rounds that give them their noise: under its key a copy would be gated against
+ * the 5 % floor, while the same figure under its stage's key is compared with its own band).
+ */
 const SKIPPED = new Set([
+  'summary',
   'schemaVersion',
   'environment',
   'settings',
@@ -97,7 +103,7 @@ export function elementName(element: Record<string, unknown>): string | null {
 }
 
 interface Context {
-  noise: { rate: number | null; p50: number | null; p99: number | null } | null;
+  noise: SeriesNoise | null;
   lowSample: readonly string[];
 }
 
@@ -135,9 +141,26 @@ export function reportFigures(json: Record<string, unknown>): Map<string, Figure
   return figures;
 }
 
+/**
+ * The noise of a node without seconds of its own whose children have them (a stage of `direct`, `tunnel`
+ * and `comparison`): each band the widest of theirs, so the figures made of both sides (the added p99,
+ * the ratios) are as steady as the least steady side, not held to the 5 % floor.
+ */
+function childrenNoise(node: Record<string, unknown>): SeriesNoise | null {
+  const bands = Object.values(node).flatMap((child) =>
+    isRecord(child) && Array.isArray(child.perSecond) ? [seriesNoise(child.perSecond)] : [],
+  );
+  if (bands.length === 0) return null;
+  const widest = (pick: (n: SeriesNoise) => number | null): number | null => {
+    const values = bands.map(pick).filter((v): v is number => v !== null);
+    return values.length === 0 ? null : Math.max(...values);
+  };
+  return { rate: widest((n) => n.rate), p50: widest((n) => n.p50), p99: widest((n) => n.p99) };
+}
+
 function walk(node: Record<string, unknown>, path: string, outer: Context, out: Map<string, Sample[]>) {
   const ctx: Context = {
-    noise: Array.isArray(node.perSecond) ? seriesNoise(node.perSecond) : outer.noise,
+    noise: Array.isArray(node.perSecond) ? seriesNoise(node.perSecond) : (childrenNoise(node) ?? outer.noise),
     lowSample: Array.isArray(node.lowSamplePercentiles)
       ? node.lowSamplePercentiles.filter((p): p is string => typeof p === 'string')
       : outer.lowSample,
@@ -162,12 +185,14 @@ function add(out: Map<string, Sample[]>, key: string, value: number, ctx: Contex
   const kind = figureKind(key);
   const leaf = key.slice(key.lastIndexOf('.') + 1);
   const percentile = /^p(50|75|90|95|99|999)(Ms)?$/.exec(leaf)?.[1];
+  // A figure made of a percentile (addedP99Ms, p50Ratio, eventLoopDelayP99Ms) is as steady as it.
+  const madeOf = percentile ?? /p(50|75|90|95|99|999)/i.exec(leaf)?.[1];
   const noise = ctx.noise;
   let seriesNoise: number | null = null;
   if (noise !== null) {
-    if (percentile === '50' || /^min(Ms)?$/.test(leaf)) seriesNoise = noise.p50;
+    if (madeOf === '50' || /^min(Ms)?$/.test(leaf)) seriesNoise = noise.p50;
     // The tail (p75 up, the mean a stall drags, the max) is as steady as the seconds' p99.
-    else if (kind === 'p99' || percentile !== undefined || /^(mean|max)(Ms)?$/.test(leaf)) {
+    else if (kind === 'p99' || madeOf !== undefined || /^(mean|max)(Ms)?$/.test(leaf)) {
       seriesNoise = noise.p99;
     }
     // Figures without a series of their own (CPU, RSS, ratios) get the steadiness of their stage's rate.

@@ -66,6 +66,12 @@ export function loadReport(path: string, cwd: string = process.cwd()): LoadedRep
       `${file}: not a bench report (no "scenario" and "schemaVersion" fields)`,
     );
   }
+  if (deeperThan(json, MAX_DEPTH)) {
+    throw new ReportInputError(
+      'not-a-report',
+      `${file}: not a bench report (nested deeper than ${MAX_DEPTH} levels)`,
+    );
+  }
   const version = json.schemaVersion;
   if (typeof version !== 'number' || !KNOWN_SCHEMA_VERSIONS.includes(version)) {
     throw new ReportInputError(
@@ -95,6 +101,25 @@ export function loadPair(basePath: string, headPath: string, cwd?: string): [Loa
     );
   }
   return [base, head];
+}
+
+/**
+ * No report nests past a dozen levels; figures.ts walks one recursively, so a file nested deeper (read as
+ * hostile: a baseline can be anyone's file) is refused here instead of overflowing the stack, which Node
+ * would end with exit 1, the code of a regression.
+ */
+const MAX_DEPTH = 64;
+
+/** Whether `value` nests objects or arrays deeper than `limit`, measured without recursion. */
+function deeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [node, depth] = next;
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 function errText(err: unknown): string {
