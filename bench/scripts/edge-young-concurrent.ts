@@ -5,6 +5,8 @@
 //   node bench/scripts/edge-young-concurrent.ts [rounds=4] [rate=closed] [duration=10] [connections=100] [A=3] [B=6]
 // rate: requests per second per side, or `closed` for a closed loop. Prints per round each edge's CPU per
 // request (from /proc) and its peak RSS in the round (VmHWM), the ratio B ÷ A, and the medians. Build first.
+// YOUNG_SIDE=agent gives the sizes to the two agents instead (in their worker: the script reads their
+// stdout), the edges at their default, and measures the agents.
 import { runLoad } from '../dist/measure/load-runner.js';
 import { meterProcess } from '../dist/measure/process-stats.js';
 import {
@@ -21,6 +23,7 @@ const rate = args[1] === undefined || args[1] === 'closed' ? undefined : Number(
 const duration = Number(args[2] ?? 10);
 const connections = Number(args[3] ?? 100);
 const sizes = [args[4] ?? '3', args[5] ?? '6'] as const;
+const agentSide = process.env.YOUNG_SIDE === 'agent';
 
 const load = (target: LoadTarget, durationSec: number): ReturnType<typeof runLoad> =>
   runLoad({ target, path: '/loadtest/get', connections, durationSec, ratePerSec: rate, timeoutSec: 10 });
@@ -36,17 +39,26 @@ const started = [backend];
 try {
   const sides = [];
   for (const [i, size] of sizes.entries()) {
-    const edge = await startEdgeService([], { TUNNEL2_YOUNG_GENERATION_MB: size });
+    const young = { TUNNEL2_YOUNG_GENERATION_MB: size };
+    const edge = await startEdgeService([], agentSide ? {} : young);
     started.push(edge);
-    const agent = await startAgentService(backend.readyValue, edge.readyValue, `young-${i}`);
+    const agent = await startAgentService(
+      backend.readyValue,
+      edge.readyValue,
+      `young-${i}`,
+      undefined,
+      false,
+      [],
+      agentSide ? young : {},
+    );
     started.push(agent);
-    sides.push({ size, edge, target: targetOf(agent.readyValue) });
+    sides.push({ size, measured: agentSide ? agent : edge, target: targetOf(agent.readyValue) });
   }
   await Promise.all(sides.map((side) => load(side.target, 3))); // warm-up, discarded
   const cpu: number[][] = [[], []];
   const rss: number[][] = [[], []];
   for (let round = 1; round <= rounds; round++) {
-    const meters = sides.map((side) => meterProcess(side.edge.pid));
+    const meters = sides.map((side) => meterProcess(side.measured.pid));
     const results = await Promise.all(sides.map((side) => load(side.target, duration)));
     const line: string[] = [];
     for (const [i, meter] of meters.entries()) {
@@ -58,12 +70,12 @@ try {
       line.push(`${sizes[i]} MB: ${us.toFixed(1)} µs, ${(usage?.peakRssMb ?? 0).toFixed(0)} MB (${ok} ok)`);
     }
     process.stdout.write(
-      `round ${round}: edge ${line.join(' | ')}; CPU ${sizes[1]} ÷ ${sizes[0]} ${(cpu[1]![round - 1]! / cpu[0]![round - 1]!).toFixed(3)}\n`,
+      `round ${round}: ${agentSide ? 'agent' : 'edge'} ${line.join(' | ')}; CPU ${sizes[1]} ÷ ${sizes[0]} ${(cpu[1]![round - 1]! / cpu[0]![round - 1]!).toFixed(3)}\n`,
     );
   }
   const ratios = cpu[1]!.map((us, i) => us / cpu[0]![i]!);
   process.stdout.write(
-    `median: edge CPU ${sizes[0]} MB ${median(cpu[0]!).toFixed(1)} µs, ${sizes[1]} MB ${median(cpu[1]!).toFixed(1)} µs, ` +
+    `median: ${agentSide ? 'agent' : 'edge'} CPU ${sizes[0]} MB ${median(cpu[0]!).toFixed(1)} µs, ${sizes[1]} MB ${median(cpu[1]!).toFixed(1)} µs, ` +
       `ratio ${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}); ` +
       `peak RSS ${sizes[0]} MB ${Math.min(...rss[0]!).toFixed(0)}–${Math.max(...rss[0]!).toFixed(0)}, ` +
       `${sizes[1]} MB ${Math.min(...rss[1]!).toFixed(0)}–${Math.max(...rss[1]!).toFixed(0)}\n`,
