@@ -56,9 +56,10 @@ if (workerSetting !== '' && workerSetting !== '0' && workerSetting !== '1') {
 // The young generation, of the worker (below) or of the main thread (its semi-spaces a third of it: two
 // semi-spaces and V8's young large-object space). The edge's is 6 MB (2 MB semi-spaces): with 100 requests in
 // flight 1 MB semi-spaces promoted much of what they hold, the old generation grew by the heap growing factor
-// above, and the collector took ~20 % of the edge's CPU (edge RSS in `bench max` at 100 connections 138-155
-// MB against 108-112, CPU per request -15-30 %; bench/README.md, optimization log). An agent's stays at 3 MB:
-// a larger one measured no better there, and its idle RSS counts.
+// above, and the collector took ~20 % of the edge's CPU. With 6 MB, both loaded at once: edge CPU per request
+// 0.84x in a closed loop and 0.95x at 1,000 RPS, peak RSS in `bench max` 100-139 MB against 128-156, and
+// 10-15 MB more in a bulk transfer (bench/README.md, optimization log). An agent's stays at 3 MB: 6 MB saved
+// its worker 7 % of CPU but held 15-20 MB more in bulk transfers, and its idle RSS counts.
 const youngMb = Number(process.env.TUNNEL2_YOUNG_GENERATION_MB || (process.argv[2] === 'server' ? 6 : 3));
 if (!(youngMb >= 1 && youngMb <= 256)) {
   process.stderr.write('tunnel2: TUNNEL2_YOUNG_GENERATION_MB must be a number of MB in [1, 256]\n');
