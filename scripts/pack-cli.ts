@@ -44,6 +44,7 @@ const OPTIONAL_NATIVE = ['bufferutil', 'utf-8-validate'];
 const FILES = [
   'bin/tunnel2.js',
   'bin/check-node.js',
+  'bin/young-generation.js',
   'dist',
   'static',
   'THIRD-PARTY-NOTICES.md',
@@ -375,7 +376,14 @@ export async function buildPublishDir(
     join(publishDir, 'package.json'),
     `${JSON.stringify(publishManifest(source, options.repository), null, 2)}\n`,
   );
-  for (const file of ['bin/tunnel2.js', 'bin/check-node.js', 'README.md', 'LICENSE', 'tunnel2.schema.json']) {
+  for (const file of [
+    'bin/tunnel2.js',
+    'bin/check-node.js',
+    'bin/young-generation.js',
+    'README.md',
+    'LICENSE',
+    'tunnel2.schema.json',
+  ]) {
     await copyFile(join(cliDir, file), join(publishDir, file));
   }
   // The inspector's page: its code finds it at `../static/` from the bundled chunk in dist/.

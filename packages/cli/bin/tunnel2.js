@@ -8,6 +8,7 @@ import * as nodeModule from 'module';
 // biome-ignore lint/style/useNodejsImportProtocol: as above, old Node must reach the version check.
 import { setFlagsFromString } from 'v8';
 import { checkNodeVersion } from './check-node.js';
+import { holdSemiSpace } from './young-generation.js';
 
 const problem = checkNodeVersion(process.versions.node);
 if (problem !== undefined) {
@@ -52,8 +53,14 @@ if (workerSetting !== '' && workerSetting !== '0' && workerSetting !== '1') {
   process.stderr.write('tunnel2: TUNNEL2_WORKER must be 0 or 1\n');
   process.exit(1);
 }
-// The worker's young generation (below); the main thread's is held at 1 MB semi-spaces, the same 3 MB.
-const youngMb = Number(process.env.TUNNEL2_YOUNG_GENERATION_MB || 3);
+// The young generation, of the worker (below) or of the main thread (its semi-spaces a third of it: two
+// semi-spaces and V8's young large-object space). The edge's is 6 MB (2 MB semi-spaces): with 100 requests in
+// flight 1 MB semi-spaces promoted much of what they hold, the old generation grew by the heap growing factor
+// above, and the collector took ~20 % of the edge's CPU. With 6 MB, both loaded at once: edge CPU per request
+// 0.84x in a closed loop and 0.95x at 1,000 RPS, peak RSS in `bench max` 100-139 MB against 128-156, and
+// 10-15 MB more in a bulk transfer (bench/README.md, optimization log). An agent's stays at 3 MB: 6 MB saved
+// its worker 7 % of CPU but held 15-20 MB more in bulk transfers, and its idle RSS counts.
+const youngMb = Number(process.env.TUNNEL2_YOUNG_GENERATION_MB || (process.argv[2] === 'server' ? 6 : 3));
 if (!(youngMb >= 1 && youngMb <= 256)) {
   process.stderr.write('tunnel2: TUNNEL2_YOUNG_GENERATION_MB must be a number of MB in [1, 256]\n');
   process.exit(1);
@@ -65,11 +72,11 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
   // The tunnel runs on the main thread with a small young generation: buffers that a proxy churns through
   // at line rate are then freed by frequent cheap scavenges instead of piling up until a full GC, which keeps
   // RSS flat. The semi-space size cannot be set from inside a running process, but whether it grows can
-  // (V8 reads the growth factor at every scavenge): held at its initial 1 MB it is the young generation the
+  // (young-generation.js): held at a third of TUNNEL2_YOUNG_GENERATION_MB it is the young generation the
   // worker below gets, without the worker's second isolate (about 10 MB of idle RSS). A semi-space size
   // given to node itself is left alone.
   const nodeFlags = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS || ''}`;
-  if (!nodeFlags.includes('semi-space')) setFlagsFromString('--semi-space-growth-factor=1');
+  if (!nodeFlags.includes('semi-space')) holdSemiSpace(youngMb / 3);
   import(main.href);
 } else {
   // An agent whose stdout is a pipe runs in a worker: Node writes to a pipe synchronously, so a reader that

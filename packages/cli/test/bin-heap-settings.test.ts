@@ -107,6 +107,38 @@ describe('where the tunnel runs', () => {
   });
 });
 
+describe('the young generation on the main thread', () => {
+  // The new space's size (both semi-spaces) as the process ends, after the bin has set it up.
+  const newSpaceProbe = `data:text/javascript,${encodeURIComponent(
+    "import { getHeapSpaceStatistics } from 'node:v8'; process.on('exit', () => { const s = getHeapSpaceStatistics().find((x) => x.space_name === 'new_space'); process.stderr.write('new space ' + s.space_size + '\\n'); });",
+  )}`;
+  const newSpaceOf = async (
+    args: string[],
+    env: Record<string, string> = {},
+    bin: string = cliBin,
+  ): Promise<number> => {
+    const { stderr } = await run(process.execPath, ['--import', newSpaceProbe, bin, ...args], {
+      env: { ...process.env, TUNNEL2_WORKER: '', TUNNEL2_YOUNG_GENERATION_MB: '', ...env },
+    });
+    const line = stderr.split('\n').find((text) => text.startsWith('new space '));
+    return Number(line?.slice('new space '.length));
+  };
+  const MB = 1024 * 1024;
+
+  it("the edge's is grown to 2 MB semi-spaces at start and held (100 requests in flight stay young)", async () => {
+    expect(await newSpaceOf(['server', '--help'])).toBe(4 * MB);
+    expect(await newSpaceOf(['--help'], {}, edgeBin)).toBe(4 * MB);
+  });
+
+  it("an agent's is left at V8's start, 1 MB semi-spaces at most (its idle RSS counts)", async () => {
+    expect(await newSpaceOf(['http', '--help'], { TUNNEL2_WORKER: '0' })).toBeLessThanOrEqual(2 * MB);
+  });
+
+  it('TUNNEL2_YOUNG_GENERATION_MB sets it (a third of it per semi-space)', async () => {
+    expect(await newSpaceOf(['server', '--help'], { TUNNEL2_YOUNG_GENERATION_MB: '12' })).toBe(8 * MB);
+  });
+});
+
 describe('compile cache', () => {
   // The next start reuses V8's code for the CLI's modules instead of compiling each again (bench/README.md,
   // optimization log); Node puts it in the OS temp folder unless NODE_COMPILE_CACHE says otherwise.
