@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { meterMachine, meterThreads, readRunQueueWaitNs } from '../src/measure/cpu-contention.js';
 import { meterSelf } from '../src/measure/process-stats.js';
@@ -45,5 +48,18 @@ describe('machine load', () => {
     spin(50);
     expect(readRunQueueWaitNs('self')!).toBeGreaterThanOrEqual(before);
     expect(readRunQueueWaitNs(2 ** 22 + 1)).toBeUndefined();
+  });
+
+  it('says nothing, rather than 0 %, of a process whose threads have no schedstat (a kernel without it)', () => {
+    // A /proc that lists the threads but has no schedstat for them: CONFIG_SCHEDSTATS off, gVisor, WSL 1.
+    const proc = mkdtempSync(join(tmpdir(), 'tunnel2-proc-'));
+    try {
+      mkdirSync(join(proc, '7', 'task', '7'), { recursive: true });
+      mkdirSync(join(proc, '7', 'task', '8'), { recursive: true });
+      expect(meterThreads(7, proc).stop()).toEqual({ runQueueWaitPct: null, busiestThreadPct: null });
+      expect(readRunQueueWaitNs(7, proc)).toBeUndefined();
+    } finally {
+      rmSync(proc, { recursive: true, force: true });
+    }
   });
 });
