@@ -9,7 +9,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { BenchReport } from '../src/plan/report-schema.js';
-import { runBench } from './support/run-bench.js';
+import { type BenchRun, runBench } from './support/run-bench.js';
 import { childPids, release, startBusyLoop, starve } from './support/starve-cpu.js';
 
 // The verdict on real runs made to end each way (issue #35): a slow backend, a tunnel whose agent is
@@ -53,6 +53,29 @@ async function stop(child: ChildProcess): Promise<void> {
   await once(child, 'exit');
 }
 
+/**
+ * runBench, with the bench stopped after the test whatever happened: a failed or timed-out test must not
+ * leave it (starved at nice 19, perhaps) and its edge, agent and backend running. SIGTERM, which the bench
+ * answers by closing its stack, on every core again; SIGKILL if it has not exited within 10 s.
+ */
+function bench(args: string[], onStderr?: (stderr: string, pid: number) => void): Promise<BenchRun> {
+  return runBench(args, {}, onStderr, (child) => {
+    cleanups.push(async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      try {
+        release(child.pid!);
+      } catch {
+        // Exited meanwhile.
+      }
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    });
+  });
+}
+
 /** The busy loop of support/starve-cpu.ts for this test only. */
 function busyLoop(): void {
   const loop = startBusyLoop();
@@ -73,7 +96,7 @@ describe('the verdict on real runs', () => {
   it('a backend that serves one request at a time with a 20 ms sleep: the backend saturates first', async () => {
     const target = await startSerialBackend(20);
     const out = join(work, 'backend');
-    const run = await runBench(['ramp', '--target', target, '--stages', '20,100', ...STAGES, '--out', out]);
+    const run = await bench(['ramp', '--target', target, '--stages', '20,100', ...STAGES, '--out', out]);
     expect(run.code, run.stderr).toBe(0);
     const { json, md, html } = readReport(out);
     const verdict = json.verdict!;
@@ -96,7 +119,7 @@ describe('the verdict on real runs', () => {
     busyLoop();
     const out = join(work, 'agent');
     let starved = false;
-    const run = await runBench(['ramp', '--stages', '20,150', ...STAGES, '--out', out], {}, (stderr, pid) => {
+    const run = await bench(['ramp', '--stages', '20,150', ...STAGES, '--out', out], (stderr, pid) => {
       if (starved || !STAGE_1_DONE.test(stderr)) return;
       const [agent] = childPids(pid, ['http', '--server']);
       if (agent === undefined) return;
@@ -127,7 +150,7 @@ describe('the verdict on real runs', () => {
     busyLoop();
     const out = join(work, 'generator');
     let state: 'running' | 'starved' | 'released' = 'running';
-    const run = await runBench(['ramp', '--stages', '20,150', ...STAGES, '--out', out], {}, (stderr, pid) => {
+    const run = await bench(['ramp', '--stages', '20,150', ...STAGES, '--out', out], (stderr, pid) => {
       if (state === 'running' && STAGE_1_DONE.test(stderr)) {
         // The bench's own process; its edge, agent and backend keep their cores.
         starve(pid);
