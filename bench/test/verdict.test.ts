@@ -379,6 +379,34 @@ describe('buildVerdict: what saturated first, and where', () => {
     );
   });
 
+  it('a bend in latency alone, no process near a core, on a busy machine: not blamed on the backend or the tunnel', () => {
+    // Rate and success kept; a p99 of 40 ms against a 25 ms limit while 170 % of a core ran elsewhere.
+    const slow = { rps: 200, p99: 40, busy: 190 };
+    const direct = buildVerdict(input([stage(1, 100, {}, {}), stage(2, 200, slow, slow)]));
+    expect(direct).toMatchObject({ saturated: 'unknown', process: null, stage: 2 });
+    expect(direct.stages[1]!.reason).toMatch(/^the direct side bent only in latency \(/);
+    expect(direct.stages[1]!.reason).toContain(
+      "while 170 % of a core was used outside the run: the machine's other work explains it as well as the backend does",
+    );
+    expect(direct.summary).toMatch(
+      /^Something saturated that the figures cannot place, at stage 2 \(200 RPS\): the direct side bent only/,
+    );
+    const tunnel = buildVerdict(input([stage(1, 100, {}, {}), stage(2, 200, { rps: 200 }, slow)]));
+    expect(tunnel).toMatchObject({ saturated: 'unknown', process: null, stage: 2 });
+    expect(tunnel.stages[1]!.reason).toContain('as well as the tunnel does');
+    // The same bend on a quiet machine, or with the backend near a core, or a rate missed: named as before.
+    const quiet = { rps: 200, p99: 40 };
+    expect(buildVerdict(input([stage(1, 100, {}, {}), stage(2, 200, quiet, quiet)])).saturated).toBe(
+      'backend',
+    );
+    const hot = { ...slow, backend: usage(95) };
+    expect(buildVerdict(input([stage(1, 100, {}, {}), stage(2, 200, hot, hot)])).saturated).toBe('backend');
+    const short = { ...slow, rps: 150 };
+    expect(buildVerdict(input([stage(1, 100, {}, {}), stage(2, 200, short, short)])).saturated).toBe(
+      'backend',
+    );
+  });
+
   it('a backend that waits rather than computes is said to', () => {
     const verdict = buildVerdict(
       input([stage(1, 100, {}, {}), stage(2, 200, { ...bent, backend: usage(3) }, bent)]),

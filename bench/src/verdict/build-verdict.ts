@@ -48,7 +48,7 @@ function summaryOf(
     verdict.process !== null && verdict.process !== verdict.saturated ? ` in the ${verdict.process}` : '';
   const head =
     verdict.saturated === 'unknown'
-      ? `Something saturated at stage ${verdict.stage} that the figures cannot place`
+      ? `Something saturated that the figures cannot place, at stage ${verdict.stage}`
       : `${SIDE_NAMES[verdict.saturated]} saturated first${where}, at stage ${verdict.stage}`;
   const at = input.stages.find((s) => s.index === verdict.stage);
   const rate = at?.targetRps == null ? '' : ` (${at.targetRps} RPS)`;
