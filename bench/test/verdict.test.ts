@@ -407,6 +407,20 @@ describe('buildVerdict: what saturated first, and where', () => {
     );
   });
 
+  it('with --target, a busy machine in the summary may be the target itself: it says so', () => {
+    // The target's CPU is outside the run's metered processes: a backend at a core reads as a busy machine.
+    const stages = [stage(1, 100, {}, {}), stage(2, 200, { ...bent, backend: null, busy: 120 }, bent)];
+    const verdict = buildVerdict(input(stages, { targetUrl: 'http://x/' }));
+    expect(verdict.saturated).toBe('backend');
+    expect(verdict.summary).toContain(
+      'The machine was busy at that stage (110 % of a core used outside the run, your --target included if it runs here)',
+    );
+    const own = buildVerdict(input([stage(1, 100, {}, {}), stage(2, 200, { ...bent, busy: 120 }, bent)]));
+    expect(own.summary).toContain(
+      'The machine was busy at that stage (100 % of a core used outside the run):',
+    );
+  });
+
   it('a backend that waits rather than computes is said to', () => {
     const verdict = buildVerdict(
       input([stage(1, 100, {}, {}), stage(2, 200, { ...bent, backend: usage(3) }, bent)]),

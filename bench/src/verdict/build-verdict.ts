@@ -56,8 +56,10 @@ function summaryOf(
   const others =
     at === undefined ? [] : [at.direct, at.tunnel].map((s) => (s === null ? null : otherCpuPct(s)));
   const busiest = Math.max(0, ...others.map((o) => o ?? 0));
+  // A --target is not metered, so its own CPU counts as outside the run: a backend at a core is no neighbour.
+  const target = input.settings.targetUrl == null ? '' : ', your --target included if it runs here';
   const busy = stage.warnings.some((w) => w.kind === 'busy-machine')
-    ? ` The machine was busy at that stage (${busiest.toFixed(0)} % of a core used outside the run): measure it again on a quieter one before trusting this.`
+    ? ` The machine was busy at that stage (${busiest.toFixed(0)} % of a core used outside the run${target}): measure it again on a quieter one before trusting this.`
     : '';
   return `${head}${rate}: ${stage.reason}.${busy}${kneeLine}${stopped}`;
 }
