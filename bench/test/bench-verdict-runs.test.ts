@@ -113,6 +113,8 @@ describe('the verdict on real runs', () => {
     // 40 answers at 20 RPS in 2 s: far from the 1,000 a p99 needs.
     expect(verdict.warnings.map((w) => w.kind)).toContain('low-samples');
     for (const text of [md, html]) expect(text).toContain('The backend saturated first, at stage 2');
+    // And on the terminal, where the run was watched, before the reports' path: the answer without opening them.
+    expect(run.stderr).toContain(`[ramp] verdict: ${verdict.summary}\n[ramp] reports written to ${out}`);
   });
 
   it('an agent starved of CPU from stage 2 on (its core shared with a busy loop, at nice 19): the tunnel saturates, in the agent', async () => {
