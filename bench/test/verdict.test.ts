@@ -421,6 +421,33 @@ describe('buildVerdict: what saturated first, and where', () => {
     );
   });
 
+  it('a first stage whose p99 noise lifted: the latency limit it sets is said to be loose', () => {
+    // The tunnel's first p99 72 ms (a neighbour's burst over 200 answers), 5.4 ms at stage 2: a 362 ms limit.
+    const stages = [
+      stage(1, 50, {}, { p99: 72.3 }),
+      stage(2, 200, { rps: 200 }, { rps: 200, p99: 5.4 }),
+      stage(3, 400, { rps: 400 }, { rps: 400, p99: 68 }),
+    ];
+    const verdict = buildVerdict(input(stages));
+    expect(verdict.saturated).toBe('none');
+    const loose = verdict.warnings.filter((w) => w.kind === 'loose-baseline');
+    expect(loose).toEqual([
+      {
+        kind: 'loose-baseline',
+        stages: [1],
+        text:
+          "the tunnel side's first-stage p99 (72 ms) is 13.4× its lowest later one (5.4 ms at stage 2): " +
+          'the latency limit it sets (362 ms) is 13.4× the 27 ms that one would set, so a later bend in latency ' +
+          'alone can pass unseen; a longer first stage, or one at a lower rate, sets a truer limit',
+      },
+    ]);
+    // A limit within twice the one the lowest later p99 sets (40 ms against 25), or the floor anyway: none.
+    const steady = [stage(1, 100, {}, { p99: 8 }), stage(2, 200, { rps: 200 }, { rps: 200, p99: 1.9 })];
+    expect(buildVerdict(input(steady)).warnings.map((w) => w.kind)).not.toContain('loose-baseline');
+    const floor = [stage(1, 100, {}, { p99: 4 }), stage(2, 200, { rps: 200 }, { rps: 200, p99: 1 })];
+    expect(buildVerdict(input(floor)).warnings.map((w) => w.kind)).not.toContain('loose-baseline');
+  });
+
   it('a backend that waits rather than computes is said to', () => {
     const verdict = buildVerdict(
       input([stage(1, 100, {}, {}), stage(2, 200, { ...bent, backend: usage(3) }, bent)]),

@@ -11,7 +11,7 @@ import { holdOf, kneeOf, p99Of } from './side-hold.js';
 import { readStage } from './stage-reading.js';
 import { costSentence } from './tunnel-cost.js';
 import { VERDICT_RULES } from './verdict-rules.js';
-import { explained, mergeWarnings, otherCpuPct, stageWarnings } from './verdict-warnings.js';
+import { explained, looseBaseline, mergeWarnings, otherCpuPct, stageWarnings } from './verdict-warnings.js';
 
 /** What the verdict reads of a report: everything it says comes from these figures. */
 export type VerdictInput = Pick<BenchReport, 'stages' | 'settings' | 'aborted'>;
@@ -113,6 +113,10 @@ export function buildVerdict(input: VerdictInput, rules: VerdictRules = VERDICT_
       stages: [],
       text: 'only the tunnel side ran: without the direct side beside it, the backend and the tunnel are told apart by their CPU alone',
     });
+  }
+  for (const side of ['direct', 'tunnel'] as const) {
+    const loose = looseBaseline(input.stages, side, rules);
+    if (loose !== null) runWarnings.push(loose);
   }
   if (input.settings.tunnelGiven === true) {
     runWarnings.push({
