@@ -1,14 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { BenchReport } from '../src/plan/report-schema.js';
+import { readReports } from './support/read-reports.js';
 import { type BenchRun, runBench } from './support/run-bench.js';
 import { childPids, release, startBusyLoop, starve } from './support/starve-cpu.js';
 
@@ -19,11 +17,6 @@ import { childPids, release, startBusyLoop, starve } from './support/starve-cpu.
 // from stage 2 on (support/starve-cpu.ts: 1.5 % of a core) serves a few dozen, while 150 RPS stays light
 // for the sides that are not starved on a machine busy with other work. Starving it only after
 // stage 1 keeps the first stage, every side's baseline, clear of it.
-
-const schema = JSON.parse(readFileSync(new URL('../report.schema.json', import.meta.url), 'utf8')) as object;
-const ajv = new Ajv2020({ allErrors: true, strict: true });
-addFormats.default(ajv);
-const validate = ajv.compile(schema);
 
 const work = mkdtempSync(join(tmpdir(), 'tunnel2-bench-verdict-'));
 const STAGES = ['--duration', '2', '--warmup', '0', '--inspect', 'off'];
@@ -82,23 +75,13 @@ function busyLoop(): void {
   cleanups.push(() => stop(loop));
 }
 
-function readReport(out: string): { json: BenchReport; md: string; html: string } {
-  const json = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as BenchReport;
-  expect(validate(json), JSON.stringify(validate.errors, null, 2)).toBe(true);
-  return {
-    json,
-    md: readFileSync(join(out, 'report.md'), 'utf8'),
-    html: readFileSync(join(out, 'report.html'), 'utf8'),
-  };
-}
-
 describe('the verdict on real runs', () => {
   it('a backend that serves one request at a time with a 20 ms sleep: the backend saturates first', async () => {
     const target = await startSerialBackend(20);
     const out = join(work, 'backend');
     const run = await bench(['ramp', '--target', target, '--stages', '20,100', ...STAGES, '--out', out]);
     expect(run.code, run.stderr).toBe(0);
-    const { json, md, html } = readReport(out);
+    const { json, md, html } = readReports(out);
     const verdict = json.verdict!;
     expect(
       verdict.stages.map((s) => s.saturated),
@@ -130,7 +113,7 @@ describe('the verdict on real runs', () => {
     });
     expect(run.code, run.stderr).toBe(0);
     expect(starved).toBe(true);
-    const { json } = readReport(out);
+    const { json } = readReports(out);
     const verdict = json.verdict!;
     expect(
       verdict.stages.map((s) => s.saturated),
@@ -165,7 +148,7 @@ describe('the verdict on real runs', () => {
     });
     expect(run.code, run.stderr).toBe(0);
     expect(state).toBe('released');
-    const { json } = readReport(out);
+    const { json } = readReports(out);
     const verdict = json.verdict!;
     expect(
       verdict.stages.map((s) => s.saturated),
