@@ -75,7 +75,8 @@ function busyLoop(): void {
   cleanups.push(() => stop(loop));
 }
 
-describe('the verdict on real runs', () => {
+// taskset, renice and /proc: Linux only (the kit itself reads null thread and machine figures elsewhere).
+describe.runIf(process.platform === 'linux')('the verdict on real runs', () => {
   it('a backend that serves one request at a time with a 20 ms sleep: the backend saturates first', async () => {
     const target = await startSerialBackend(20);
     const out = join(work, 'backend');

@@ -17,33 +17,42 @@ function spin(ms: number): void {
   }
 }
 
+/** /proc/stat and schedstat: Linux only. Elsewhere (macOS) the figures are null, as for a kernel without schedstat. */
+const linux = process.platform === 'linux';
+
 describe('machine load', () => {
-  it('counts this process’s own CPU in the machine’s busy CPU, with the load average at both ends', () => {
-    const machine = meterMachine();
-    const self = meterSelf();
-    spin(300);
-    const usage = self.stop();
-    const load = machine.stop();
-    expect(load.loadAverageBefore).toBeGreaterThanOrEqual(0);
-    expect(load.loadAverageAfter).toBeGreaterThanOrEqual(0);
-    // The machine was at least as busy as this process (10 ms ticks on both sides: a tick's slack each).
-    expect(load.busyCpuPct).not.toBeNull();
-    expect(load.busyCpuPct!).toBeGreaterThanOrEqual(usage.cpuPct * 0.8);
-    // meterSelf records the same machine figures over its own interval.
-    expect(usage.machine.busyCpuPct).not.toBeNull();
-    expect(usage.runQueueWaitPct).not.toBeNull();
-    expect(usage.runQueueWaitPct!).toBeGreaterThanOrEqual(0);
-  });
+  it.runIf(linux)(
+    'counts this process’s own CPU in the machine’s busy CPU, with the load average at both ends',
+    () => {
+      const machine = meterMachine();
+      const self = meterSelf();
+      spin(300);
+      const usage = self.stop();
+      const load = machine.stop();
+      expect(load.loadAverageBefore).toBeGreaterThanOrEqual(0);
+      expect(load.loadAverageAfter).toBeGreaterThanOrEqual(0);
+      // The machine was at least as busy as this process (10 ms ticks on both sides: a tick's slack each).
+      expect(load.busyCpuPct).not.toBeNull();
+      expect(load.busyCpuPct!).toBeGreaterThanOrEqual(usage.cpuPct * 0.8);
+      // meterSelf records the same machine figures over its own interval.
+      expect(usage.machine.busyCpuPct).not.toBeNull();
+      expect(usage.runQueueWaitPct).not.toBeNull();
+      expect(usage.runQueueWaitPct!).toBeGreaterThanOrEqual(0);
+    },
+  );
 
-  it('finds the busiest thread near a core while this one spins, and says nothing of a process that is gone', () => {
-    const threads = meterThreads('self');
-    spin(200);
-    // This thread never slept: on a core, or waiting for one, all along (whatever else the machine runs).
-    expect(threads.stop().busiestThreadPct!).toBeGreaterThan(90);
-    expect(meterThreads(2 ** 22 + 1).stop()).toEqual({ runQueueWaitPct: null, busiestThreadPct: null });
-  });
+  it.runIf(linux)(
+    'finds the busiest thread near a core while this one spins, and says nothing of a process that is gone',
+    () => {
+      const threads = meterThreads('self');
+      spin(200);
+      // This thread never slept: on a core, or waiting for one, all along (whatever else the machine runs).
+      expect(threads.stop().busiestThreadPct!).toBeGreaterThan(90);
+      expect(meterThreads(2 ** 22 + 1).stop()).toEqual({ runQueueWaitPct: null, busiestThreadPct: null });
+    },
+  );
 
-  it('reads a run-queue wait that only grows, and none for a process that is gone', () => {
+  it.runIf(linux)('reads a run-queue wait that only grows, and none for a process that is gone', () => {
     const before = readRunQueueWaitNs(process.pid)!;
     spin(50);
     expect(readRunQueueWaitNs('self')!).toBeGreaterThanOrEqual(before);
