@@ -319,5 +319,13 @@ describe('buildVerdict: what saturated first, and where', () => {
       input([stage(1, 100, {}, {}), stage(2, 200, { ...bent, backend: usage(3) }, bent)]),
     );
     expect(verdict.stages[1]!.reason).toContain('it waits rather than computes');
+    // One that waited for a core more than it ran did not sleep: the machine's other work held it back.
+    const starved = buildVerdict(
+      input([stage(1, 100, {}, {}), stage(2, 200, { ...bent, backend: usage(3, 45) }, bent)]),
+    );
+    expect(starved.stages[1]!.reason).not.toContain('it waits rather than computes');
+    expect(starved.stages[1]!.reason).toContain(
+      "backend CPU 3 %, run-queue wait 45 % of a core, mostly waiting for a core other work held: other work on the machine, not the backend's own limit, set its pace",
+    );
   });
 });

@@ -49,10 +49,14 @@ function backendReading(side: SideReport, hold: SideHold, context: ReadingContex
     where = context.targetGiven ? 'its CPU is not metered (--target)' : 'its CPU is not known';
   } else {
     const demand = demandPct(side.backend) ?? 0;
+    // Far from a core and waiting for one more than running: starved by other work, not sleeping.
+    const starved = (side.backend.runQueueWaitPct ?? 0) > side.backend.cpuPct;
     where =
       demand >= context.rules.nearCorePct
         ? `backend ${demandText(side.backend)}, near a core`
-        : `backend ${demandText(side.backend)}: it waits rather than computes (a sleep, a lock, few workers)`;
+        : starved
+          ? `backend ${demandText(side.backend)}: other work on the machine, not the backend's own limit, set its pace`
+          : `backend ${demandText(side.backend)}: it waits rather than computes (a sleep, a lock, few workers)`;
   }
   return {
     saturated: 'backend',
