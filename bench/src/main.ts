@@ -190,6 +190,8 @@ async function runStaged(options: BenchOptions): Promise<void> {
     writeFileSync(join(options.outDir, 'report.json'), renderJson(report));
     writeFileSync(join(options.outDir, 'report.md'), renderMarkdown(report));
     writeFileSync(join(options.outDir, 'report.html'), renderHtml(report));
+    // The answer the run was made for, where it was watched: no need to open a report to read it.
+    if (report.verdict !== undefined) progress.note(`verdict: ${report.verdict.summary}`);
     progress.note(`reports written to ${options.outDir} (report.json, report.md, report.html)`);
     // The reading people run the kit for, where they look first: the terminal.
     if (report.verdict !== undefined) {

@@ -1,23 +1,16 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BenchReport } from '../src/plan/report-schema.js';
 import { startAgentService, startEdgeService } from '../src/stacks/bench-stack.js';
 import type { ChildService } from '../src/stacks/child-service.js';
+import { readReports } from './support/read-reports.js';
 import { runBench } from './support/run-bench.js';
 
 // The kit pointed at someone else's service: a plain node:http server (not tunnel2's test backend) as
 // --target on both sides, an existing edge + agent as --tunnel-url, and the preflight's messages.
-
-const schema = JSON.parse(readFileSync(new URL('../report.schema.json', import.meta.url), 'utf8')) as object;
-const ajv = new Ajv2020({ allErrors: true, strict: true });
-addFormats.default(ajv);
-const validate = ajv.compile(schema);
 
 /** One half-second stage, no warm-up. */
 const HALF_SECOND = ['--duration', '0.5', '--warmup', '0'];
@@ -61,16 +54,6 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function readReport(out: string): { json: BenchReport; md: string; html: string } {
-  const json = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as BenchReport;
-  expect(validate(json), JSON.stringify(validate.errors, null, 2)).toBe(true);
-  return {
-    json,
-    md: readFileSync(join(out, 'report.md'), 'utf8'),
-    html: readFileSync(join(out, 'report.html'), 'utf8'),
-  };
-}
-
 describe('bench against your own service', () => {
   it('--target: both sides load a plain HTTP server with the given method, paths, headers and body', async () => {
     const out = join(work, 'target');
@@ -104,7 +87,7 @@ describe('bench against your own service', () => {
     ]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain(`[ramp] target ${target}/, edge http://127.0.0.1:`);
-    const { json, md, html } = readReport(out);
+    const { json, md, html } = readReports(out);
     expect(json.settings).toMatchObject({
       targetUrl: `${target}/`,
       backendUrl: `${target}/`,
@@ -150,7 +133,7 @@ describe('bench against your own service', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain(`[max] tunnel ${agent.readyValue}a`);
     expect(run.stderr).not.toContain('edge http');
-    const { json, md } = readReport(out);
+    const { json, md } = readReports(out);
     expect(json.settings).toMatchObject({
       sides: ['tunnel'],
       tunnelUrl: `${agent.readyValue}a`,
@@ -182,7 +165,7 @@ describe('bench against your own service', () => {
       ]),
     );
     expect(run.code, run.stderr).toBe(0);
-    const { json, md } = readReport(out);
+    const { json, md } = readReports(out);
     const direct = json.stages[0]!.direct!;
     expect(direct.ok).toBe(direct.requests);
     expect(direct.errors).toEqual({});
@@ -211,7 +194,7 @@ describe('a target that dies after the preflight', () => {
     expect(run.stderr).toMatch(
       /bench: the run stopped early: no request got an answer \(refused \d+\): is the service still running\? \(during stage 1, direct side\)/,
     );
-    const { json, md } = readReport(out);
+    const { json, md } = readReports(out);
     expect(json.stages).toHaveLength(1);
     expect(json.stages[0]!.direct!.errors.refused).toBeGreaterThan(0);
     expect(md).toContain('**The run stopped early:** no request got an answer');

@@ -260,6 +260,15 @@ describe('the verdict', () => {
   it('opens report.html the same way, escaped', () => {
     const html = renderHtml(withVerdict());
     expect(html.indexOf('<h2>Verdict</h2>')).toBeLessThan(html.indexOf('<h2>Charts</h2>'));
+    // The summary carries why a run stopped, which names a process that died: text, never markup.
+    const stopped = report();
+    stopped.aborted = 'the backend <img src=x onerror=alert(1)> exited';
+    stopped.verdict = buildVerdict(stopped);
+    const escaped = renderHtml(stopped);
+    expect(escaped).toMatch(
+      /The run stopped early \(the backend &(lt|#60);img src=x onerror=alert\(1\)&(gt|#62); exited\)/,
+    );
+    expect(escaped).not.toContain('<img');
     expect(html).toContain('<p class="verdict">Nothing saturated up to the last stage');
     expect(html).toContain('<th>machine (load avg · busy CPU)</th>');
   });

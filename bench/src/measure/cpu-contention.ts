@@ -49,29 +49,36 @@ export function meterMachine(): { stop(): MachineLoad } {
   };
 }
 
-/** On-CPU and run-queue nanoseconds of each thread of a process (/proc/<pid>/task/<tid>/schedstat). */
-function readThreadTimes(pid: number | 'self'): Map<string, { run: number; wait: number }> | undefined {
+/**
+ * On-CPU and run-queue nanoseconds of each thread of a process (`<proc>/<pid>/task/<tid>/schedstat`), or
+ * undefined off Linux, once the process is gone, or when the kernel keeps no schedstat (CONFIG_SCHEDSTATS
+ * off, gVisor, WSL 1): no thread read is no figure, not a thread that never ran.
+ */
+function readThreadTimes(
+  pid: number | 'self',
+  proc = '/proc',
+): Map<string, { run: number; wait: number }> | undefined {
   let tasks: string[];
   try {
-    tasks = readdirSync(`/proc/${pid}/task`);
+    tasks = readdirSync(`${proc}/${pid}/task`);
   } catch {
     return undefined;
   }
   const times = new Map<string, { run: number; wait: number }>();
   for (const tid of tasks) {
     try {
-      const [run, wait] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
+      const [run, wait] = readFileSync(`${proc}/${pid}/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
       if (Number.isFinite(run) && Number.isFinite(wait)) times.set(tid, { run: run!, wait: wait! });
     } catch {
       // A thread that ended between the listing and the read.
     }
   }
-  return times;
+  return times.size === 0 ? undefined : times;
 }
 
 /** Nanoseconds a process's threads spent waiting on a run queue, summed; undefined off Linux or once gone. */
-export function readRunQueueWaitNs(pid: number | 'self'): number | undefined {
-  const times = readThreadTimes(pid);
+export function readRunQueueWaitNs(pid: number | 'self', proc = '/proc'): number | undefined {
+  const times = readThreadTimes(pid, proc);
   if (times === undefined) return undefined;
   let total = 0;
   for (const { wait } of times.values()) total += wait;
@@ -94,12 +101,12 @@ export interface ThreadContention {
  * Starts measuring a process's threads (Linux schedstat): their run-queue wait and the busiest one. A
  * process on a core shared with a busy loop shows little CPU but a long wait: it wanted a core.
  */
-export function meterThreads(pid: number | 'self'): { stop(): ThreadContention } {
-  const start = readThreadTimes(pid);
+export function meterThreads(pid: number | 'self', proc = '/proc'): { stop(): ThreadContention } {
+  const start = readThreadTimes(pid, proc);
   const startedAt = performance.now();
   return {
     stop() {
-      const end = readThreadTimes(pid);
+      const end = readThreadTimes(pid, proc);
       const wallNs = (performance.now() - startedAt) * 1e6;
       if (start === undefined || end === undefined || wallNs <= 0) {
         return { runQueueWaitPct: null, busiestThreadPct: null };

@@ -38,7 +38,13 @@ export interface SideHold {
   reason: string;
 }
 
-export type WarningKind = 'low-samples' | 'idle-cpu' | 'busy-machine' | 'no-direct-side' | 'not-metered';
+export type WarningKind =
+  | 'low-samples'
+  | 'idle-cpu'
+  | 'busy-machine'
+  | 'loose-baseline'
+  | 'no-direct-side'
+  | 'not-metered';
 
 /** Something that changes how a figure should be read. */
 export interface VerdictWarning {

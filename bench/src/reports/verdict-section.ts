@@ -38,7 +38,8 @@ function rulesText(verdict: Verdict): string {
     `when its busiest thread was on a core or waiting for one ${r.nearCorePct} % of the time (or its CPU reached that). The first stage ` +
     'a side did not hold names what saturated: the generator when it was saturated and every side bent, ' +
     'the backend when the direct side bent, the tunnel (the edge or the agent, whichever wanted more CPU) ' +
-    `when only the tunnel bent. A busy machine: over ${r.busyOtherCpuPct} % of a core used outside the run's ` +
+    'when only the tunnel bent; none of them (unknown) for a bend in latency alone with no process near a ' +
+    `core on a busy machine. A busy machine: over ${r.busyOtherCpuPct} % of a core used outside the run's ` +
     'processes during a side. Machine column: 1-minute load average before → after the stage, the whole ' +
     "machine's busy CPU during each side (% of one core)."
   );

@@ -11,7 +11,7 @@ import { holdOf, kneeOf, p99Of } from './side-hold.js';
 import { readStage } from './stage-reading.js';
 import { costSentence } from './tunnel-cost.js';
 import { VERDICT_RULES } from './verdict-rules.js';
-import { explained, mergeWarnings, otherCpuPct, stageWarnings } from './verdict-warnings.js';
+import { explained, looseBaseline, mergeWarnings, otherCpuPct, stageWarnings } from './verdict-warnings.js';
 
 /** What the verdict reads of a report: everything it says comes from these figures. */
 export type VerdictInput = Pick<BenchReport, 'stages' | 'settings' | 'aborted'>;
@@ -48,7 +48,7 @@ function summaryOf(
     verdict.process !== null && verdict.process !== verdict.saturated ? ` in the ${verdict.process}` : '';
   const head =
     verdict.saturated === 'unknown'
-      ? `Something saturated at stage ${verdict.stage} that the figures cannot place`
+      ? `Something saturated that the figures cannot place, at stage ${verdict.stage}`
       : `${SIDE_NAMES[verdict.saturated]} saturated first${where}, at stage ${verdict.stage}`;
   const at = input.stages.find((s) => s.index === verdict.stage);
   const rate = at?.targetRps == null ? '' : ` (${at.targetRps} RPS)`;
@@ -56,8 +56,10 @@ function summaryOf(
   const others =
     at === undefined ? [] : [at.direct, at.tunnel].map((s) => (s === null ? null : otherCpuPct(s)));
   const busiest = Math.max(0, ...others.map((o) => o ?? 0));
+  // A --target is not metered, so its own CPU counts as outside the run: a backend at a core is no neighbour.
+  const target = input.settings.targetUrl == null ? '' : ', your --target included if it runs here';
   const busy = stage.warnings.some((w) => w.kind === 'busy-machine')
-    ? ` The machine was busy at that stage (${busiest.toFixed(0)} % of a core used outside the run): measure it again on a quieter one before trusting this.`
+    ? ` The machine was busy at that stage (${busiest.toFixed(0)} % of a core used outside the run${target}): measure it again on a quieter one before trusting this.`
     : '';
   return `${head}${rate}: ${stage.reason}.${busy}${kneeLine}${stopped}`;
 }
@@ -111,6 +113,10 @@ export function buildVerdict(input: VerdictInput, rules: VerdictRules = VERDICT_
       stages: [],
       text: 'only the tunnel side ran: without the direct side beside it, the backend and the tunnel are told apart by their CPU alone',
     });
+  }
+  for (const side of ['direct', 'tunnel'] as const) {
+    const loose = looseBaseline(input.stages, side, rules);
+    if (loose !== null) runWarnings.push(loose);
   }
   if (input.settings.tunnelGiven === true) {
     runWarnings.push({

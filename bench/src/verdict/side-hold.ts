@@ -10,7 +10,8 @@ export function p99Limit(baselineP99Ms: number, rules: VerdictRules): number {
   return Math.max(rules.p99Factor * baselineP99Ms, rules.p99FloorMs);
 }
 
-const ms = (n: number): string => (n < 10 ? n.toFixed(1) : n.toFixed(0));
+/** A latency in ms as the verdict writes it: one decimal under 10 ms. */
+export const ms = (n: number): string => (n < 10 ? n.toFixed(1) : n.toFixed(0));
 
 /**
  * Whether one side held one stage: achieved ≥ heldRatePct of the target (fixed rate only), success ≥

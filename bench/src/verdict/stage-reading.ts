@@ -7,6 +7,7 @@ import type {
   VerdictRules,
 } from '../plan/report-schema.js';
 import { demandPct, demandText } from './verdict-rules.js';
+import { otherCpuPct } from './verdict-warnings.js';
 
 /** What gave out at one stage, where, and why this reading. */
 export interface StageReading {
@@ -48,10 +49,14 @@ function backendReading(side: SideReport, hold: SideHold, context: ReadingContex
     where = context.targetGiven ? 'its CPU is not metered (--target)' : 'its CPU is not known';
   } else {
     const demand = demandPct(side.backend) ?? 0;
+    // Far from a core and waiting for one more than running: starved by other work, not sleeping.
+    const starved = (side.backend.runQueueWaitPct ?? 0) > side.backend.cpuPct;
     where =
       demand >= context.rules.nearCorePct
         ? `backend ${demandText(side.backend)}, near a core`
-        : `backend ${demandText(side.backend)}: it waits rather than computes (a sleep, a lock, few workers)`;
+        : starved
+          ? `backend ${demandText(side.backend)}: other work on the machine, not the backend's own limit, set its pace`
+          : `backend ${demandText(side.backend)}: it waits rather than computes (a sleep, a lock, few workers)`;
   }
   return {
     saturated: 'backend',
@@ -120,9 +125,42 @@ function tunnelOnlyReading(tunnel: SideReport, hold: SideHold, context: ReadingC
 }
 
 /**
+ * A side that kept its rate and its answers but bent in latency alone, with none of its processes near a
+ * core, on a machine where other work took more than busyOtherCpuPct of a core: that work lifts a p99 past
+ * the limit as readily as the backend or the tunnel would, so the bend is not placed (`unknown`) rather than
+ * blamed on the side's own processes.
+ */
+function softBendOnBusyMachine(
+  stage: StageReport,
+  name: 'direct' | 'tunnel',
+  hold: SideHold,
+  reading: StageReading,
+  rules: VerdictRules,
+): StageReading {
+  const side = stage[name];
+  if (hold.bend !== 'latency' || side === null) return reading;
+  const processes = [side.backend, side.edge, side.agent];
+  if (processes.some((usage) => (demandPct(usage) ?? 0) >= rules.nearCorePct)) return reading;
+  const other = Math.max(
+    0,
+    ...[stage.direct, stage.tunnel].map((s) => (s === null ? 0 : (otherCpuPct(s) ?? 0))),
+  );
+  if (other <= rules.busyOtherCpuPct) return reading;
+  const blamed = name === 'direct' ? 'the backend' : 'the tunnel';
+  return {
+    saturated: 'unknown',
+    process: null,
+    reason:
+      `the ${name} side bent only in latency (${hold.reason}) with no process near a core while ` +
+      `${other.toFixed(0)} % of a core was used outside the run: the machine's other work explains it as well as ${blamed} does`,
+  };
+}
+
+/**
  * Reads one stage. In order: every side held (none); every side bent while the generator wanted a whole
  * core (generator); the direct side bent hard, or only softly while the tunnel did not bend hard (backend, which
  * the tunnel carries too); the tunnel bent (tunnel, in the edge or the agent, whichever wanted more CPU).
+ * A bend in latency alone on a busy machine with no process near a core is not placed (softBendOnBusyMachine).
  */
 export function readStage(
   stage: StageReport,
@@ -130,6 +168,7 @@ export function readStage(
   context: ReadingContext,
 ): StageReading {
   const { direct, tunnel } = holds;
+  const { rules } = context;
   if (!bent(direct) && !bent(tunnel)) {
     const sides = [direct && 'direct', tunnel && 'tunnel'].filter(Boolean).join(' and ');
     return { saturated: 'none', process: null, reason: `${sides} held the stage` };
@@ -142,12 +181,20 @@ export function readStage(
     if (everyBent && generatorBusy(side, context.rules)) return generatorReading(side, name);
   }
   if (direct !== null && stage.direct !== null && (hard(direct) || (bent(direct) && !hard(tunnel)))) {
-    return backendReading(stage.direct, direct, context);
+    return softBendOnBusyMachine(
+      stage,
+      'direct',
+      direct,
+      backendReading(stage.direct, direct, context),
+      rules,
+    );
   }
   if (tunnel === null || stage.tunnel === null) {
     return { saturated: 'unknown', process: null, reason: 'no side bent that this reading can place' };
   }
-  return direct === null
-    ? tunnelOnlyReading(stage.tunnel, tunnel, context)
-    : tunnelReading(stage.tunnel, tunnel, direct, context);
+  const reading =
+    direct === null
+      ? tunnelOnlyReading(stage.tunnel, tunnel, context)
+      : tunnelReading(stage.tunnel, tunnel, direct, context);
+  return softBendOnBusyMachine(stage, 'tunnel', tunnel, reading, rules);
 }

@@ -1,5 +1,6 @@
 import type { SideReport, StageReport, VerdictRules, VerdictWarning } from '../plan/report-schema.js';
 import { samplesNeeded } from '../plan/sample-sufficiency.js';
+import { ms, p99Limit, p99Of } from './side-hold.js';
 
 /** A CPU time under this many ms is fewer than 10 of the kernel's 10 ms clock ticks: ±10 % or worse. */
 const MIN_CPU_MS = 100;
@@ -96,6 +97,44 @@ function busyMachine(stage: StageReport, context: WarningContext): VerdictWarnin
   };
 }
 
+/** A latency limit this many times the one the side's lowest later p99 would set was lifted by noise. */
+const LOOSE_RATIO = 2;
+
+/**
+ * The side's first p99 sets its latency limit (p99Limit); one that a GC pause, a neighbour's burst or too
+ * few answers lifted (72 ms over 200 answers at load 10, then 5.4 ms at the next stage) sets a limit so
+ * loose that a later bend in latency alone passes unseen. Null when the limit is the floor anyway.
+ */
+export function looseBaseline(
+  stages: readonly StageReport[],
+  name: 'direct' | 'tunnel',
+  rules: VerdictRules,
+): VerdictWarning | null {
+  const ran = stages.filter((stage) => stage[name] !== null);
+  const first = ran[0];
+  if (first === undefined) return null;
+  const base = p99Of(first, first[name]!);
+  const limit = p99Limit(base, rules);
+  if (limit <= rules.p99FloorMs) return null;
+  let lowest: { p99: number; index: number } | null = null;
+  for (const stage of ran.slice(1)) {
+    const p99 = p99Of(stage, stage[name]!);
+    if (lowest === null || p99 < lowest.p99) lowest = { p99, index: stage.index };
+  }
+  if (lowest === null) return null;
+  const truer = p99Limit(lowest.p99, rules);
+  if (limit <= LOOSE_RATIO * truer) return null;
+  return {
+    kind: 'loose-baseline',
+    stages: [first.index],
+    text:
+      `the ${name} side's first-stage p99 (${ms(base)} ms) is ${(base / lowest.p99).toFixed(1)}× its lowest ` +
+      `later one (${ms(lowest.p99)} ms at stage ${lowest.index}): the latency limit it sets (${ms(limit)} ms) ` +
+      `is ${(limit / truer).toFixed(1)}× the ${ms(truer)} ms that one would set, so a later bend in latency ` +
+      'alone can pass unseen; a longer first stage, or one at a lower rate, sets a truer limit',
+  };
+}
+
 /** The warnings of one stage, each with its figures only (`explained` adds what it means). */
 export function stageWarnings(
   stage: StageReport,
@@ -115,6 +154,7 @@ const MEANING: Record<VerdictWarning['kind'], string> = {
   'busy-machine':
     'the machine was busy: other processes took CPU the run could have used, so its figures (latency most) are worse than on a quiet machine',
   'no-direct-side': '',
+  'loose-baseline': '',
   'not-metered': '',
 };
 

@@ -9,11 +9,13 @@ import { availableParallelism } from 'node:os';
  */
 export const STARVED_CORE = 0;
 
-/** A `for (;;)` in its own process on STARVED_CORE; kill it when done. */
+/**
+ * A busy loop in its own process on STARVED_CORE; kill it when done. It ends by itself after two minutes
+ * (each run needs under 30 s) so that a test runner killed before its cleanup leaves no core burning.
+ */
 export function startBusyLoop(): ChildProcess {
-  return spawn('taskset', ['-c', String(STARVED_CORE), process.execPath, '-e', 'for (;;) {}'], {
-    stdio: 'ignore',
-  });
+  const loop = 'const end = Date.now() + 120_000; while (Date.now() < end) {}';
+  return spawn('taskset', ['-c', String(STARVED_CORE), process.execPath, '-e', loop], { stdio: 'ignore' });
 }
 
 /**
