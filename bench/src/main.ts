@@ -191,13 +191,11 @@ async function runStaged(options: BenchOptions): Promise<void> {
     writeFileSync(join(options.outDir, 'report.md'), renderMarkdown(report));
     writeFileSync(join(options.outDir, 'report.html'), renderHtml(report));
     // The answer the run was made for, where it was watched: no need to open a report to read it.
-    if (report.verdict !== undefined) progress.note(`verdict: ${report.verdict.summary}`);
-    progress.note(`reports written to ${options.outDir} (report.json, report.md, report.html)`);
-    // The reading people run the kit for, where they look first: the terminal.
     if (report.verdict !== undefined) {
       progress.note(`verdict: ${report.verdict.summary}`);
       if (report.verdict.cost !== null) progress.note(`tunnel cost: ${report.verdict.cost}`);
     }
+    progress.note(`reports written to ${options.outDir} (report.json, report.md, report.html)`);
     process.stdout.write(`${options.outDir}\n`);
     if (run.aborted !== null) {
       writeErr(`bench: the run stopped early: ${run.aborted}\n`);
