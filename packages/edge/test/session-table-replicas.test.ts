@@ -217,4 +217,22 @@ describe('SessionTable with replicas in cluster mode (a place per node in the re
     ).toBe(true);
     await vi.waitFor(() => expect(entry.closedWith).toBe(ErrorCode.GOING_AWAY), { timeout: 5_000 });
   });
+
+  it('a replica never joins, without a claim, a place its draining fellows gave up (another owner may hold it now)', async () => {
+    const { registry, sessions } = clusterTable();
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const entry = fake(admitted.epoch);
+    sessions.activate(as(entry));
+    // Its agent said GOAWAY with a code other than GOING_AWAY: draining, not leaving.
+    entry.session.draining = true;
+    sessions.draining(as(entry));
+    await vi.waitFor(async () => expect(await registry.lookupReplicas('shop')).toBeUndefined());
+    expect(
+      (await registry.claim({ name: 'shop', owner: 'owner-b', nodeId: 'node-2', ttlMs: 60_000 })).ok,
+    ).toBe(true);
+    // Owner A's next replica here must claim (and be refused), not share owner B's name.
+    expect(sessions.joinable('shop', 'owner-a')).toBeUndefined();
+    expect((await sessions.admitReplica('shop', 'owner-a')).ok).toBe(false);
+  });
 });

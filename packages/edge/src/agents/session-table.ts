@@ -105,13 +105,14 @@ export class SessionTable {
   /**
    * The epoch a replica of `owner` joins `name` under without a claim of its own, when every live holder
    * of the name here is a replica of that owner still serving; undefined when it must claim as usual (no
-   * holder here: the first replica claims; a non-replica holder keeps its exclusive name).
+   * holder here: the first replica claims; a non-replica holder keeps its exclusive name; a draining one
+   * may have given its place up, which another owner may hold now: see draining()).
    */
   joinable(name: string, owner: string): number | undefined {
     const entries = this.#local.get(name);
     if (entries === undefined) return undefined;
-    for (const entry of entries)
-      if (!entry.replica || entry.owner !== owner || entry.leaving) return undefined;
+    for (const e of entries)
+      if (!e.replica || e.owner !== owner || e.leaving || e.session.draining) return undefined;
     return entries[0]?.epoch;
   }
 
