@@ -235,4 +235,44 @@ describe('SessionTable with replicas in cluster mode (a place per node in the re
     expect(sessions.joinable('shop', 'owner-a')).toBeUndefined();
     expect((await sessions.admitReplica('shop', 'owner-a')).ok).toBe(false);
   });
+
+  it('the last holder anywhere losing its last replica without a GOAWAY keeps its place for the reconnect grace', async () => {
+    const { registry, sessions } = clusterTable();
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const entry = fake(admitted.epoch);
+    sessions.activate(as(entry));
+    await sessions.deactivate(as(entry)); // its WebSocket dropped: the agent reconnects
+    const holders = (await registry.lookupReplicas('shop'))?.holders;
+    expect(holders).toEqual([expect.objectContaining({ nodeId: 'node-1', epoch: admitted.epoch })]);
+    // As on one edge: no other owner takes the name while its agent comes back; the owner's does.
+    expect((await sessions.admit('shop', 'owner-b')).ok).toBe(false);
+    expect((await sessions.admitReplica('shop', 'owner-b')).ok).toBe(false);
+    expect((await sessions.admitReplica('shop', 'owner-a')).ok).toBe(true);
+  });
+
+  it('a holder beside other live holders, or a last replica that said GOAWAY, releases its place at once', async () => {
+    const { registry, sessions } = clusterTable();
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const entry = fake(admitted.epoch);
+    sessions.activate(as(entry));
+    const other = await registry.claimReplica({
+      name: 'shop',
+      owner: 'owner-a',
+      nodeId: 'node-2',
+      ttlMs: 60_000,
+    });
+    await sessions.deactivate(as(entry));
+    expect((await registry.lookupReplicas('shop'))?.holders.map((h) => h.nodeId)).toEqual(['node-2']);
+    if (!other.ok) throw new Error('claim refused');
+    await registry.releaseReplica('shop', 'node-2', other.holder.epoch);
+    const again = await sessions.admitReplica('shop', 'owner-a');
+    if (!again.ok) throw new Error('claim refused');
+    const leaving = fake(again.epoch);
+    sessions.activate(as(leaving));
+    leaving.leaving = true;
+    await sessions.deactivate(as(leaving));
+    expect(await registry.lookupReplicas('shop')).toBeUndefined();
+  });
 });

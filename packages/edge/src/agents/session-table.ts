@@ -2,6 +2,7 @@ import { ErrorCode } from '@tunnel2/protocol';
 import type { ReplicaSetRegistry, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { pickReplica } from './replica-choice.js';
+import { leavePlace } from './replica-place.js';
 import type { AgentSession, TunnelEntry } from './tunnel-entry.js';
 
 export interface SessionTableOptions {
@@ -299,17 +300,11 @@ export class SessionTable {
       if (rest.some((entry) => entry.epoch === connection.epoch)) return;
     }
     const { replicaSets, nodeId } = this.#options;
+    const graceMs = connection.leaving ? 0 : this.#options.reconnectGraceMs;
     try {
-      // A replica set keeps no reservation: its other holders still serve, the owner's agents rejoin.
-      if (connection.replica && replicaSets !== undefined) {
-        await replicaSets.releaseReplica(connection.name, nodeId, connection.epoch);
-        return;
-      }
-      await this.#options.registry.markDisconnected(
-        connection.name,
-        connection.epoch,
-        connection.leaving ? 0 : this.#options.reconnectGraceMs,
-      );
+      if (connection.replica && replicaSets !== undefined)
+        await leavePlace(replicaSets, { name: connection.name, nodeId, epoch: connection.epoch }, graceMs);
+      else await this.#options.registry.markDisconnected(connection.name, connection.epoch, graceMs);
     } catch (err) {
       this.#options.logger.warn({ err, session: connection.name }, 'registry release of a name failed');
     }
