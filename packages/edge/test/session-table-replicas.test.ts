@@ -275,4 +275,21 @@ describe('SessionTable with replicas in cluster mode (a place per node in the re
     await sessions.deactivate(as(leaving));
     expect(await registry.lookupReplicas('shop')).toBeUndefined();
   });
+
+  it('a place kept for the grace goes at the next round once the agents came back on another node', async () => {
+    const { registry, sessions } = clusterTable(750);
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const entry = fake(admitted.epoch);
+    sessions.activate(as(entry));
+    await sessions.deactivate(as(entry));
+    expect((await registry.lookupReplicas('shop'))?.holders.map((h) => h.nodeId)).toEqual(['node-1']);
+    // Its agent reconnected through node-2: node-1's kept place would only draw requests it cannot serve.
+    await registry.claimReplica({ name: 'shop', owner: 'owner-a', nodeId: 'node-2', ttlMs: 60_000 });
+    await vi.waitFor(
+      async () =>
+        expect((await registry.lookupReplicas('shop'))?.holders.map((h) => h.nodeId)).toEqual(['node-2']),
+      { timeout: 5_000 },
+    );
+  });
 });

@@ -1,23 +1,56 @@
 import type { ReplicaSetRegistry } from '@tunnel2/registry';
+import type { Logger } from 'pino';
 
 /**
- * Cluster mode: this node leaves its place in the replica set of `name` as its last replica there goes.
- * Where it is the set's last live holder and the agent did not say it was leaving (`graceMs` > 0: its
- * WebSocket dropped, it will reconnect), the place is kept, not renewed, for the reconnect grace: the
- * reservation one edge keeps for a name's last agent, so that no other owner takes the name in a network
- * blip. Beside other live holders the name stays the owner's anyway: the place goes at once, and no node
- * chooses this one any more.
+ * Cluster mode: this node's places in replica sets as their last replica here goes. Where the node is the
+ * set's last live holder and the agent did not say it was leaving (`graceMs` > 0: its WebSocket dropped, it
+ * will reconnect), the place is kept, not renewed, for the reconnect grace: the reservation one edge keeps
+ * for a name's last agent, so that no other owner takes the name in a network blip. Beside other live
+ * holders the name stays the owner's anyway: the place goes at once, and no node chooses this one. A kept
+ * place goes as soon as another node holds the set again (the agents came back there: this node would only
+ * draw requests it cannot serve), checked at each lease round.
  */
-export async function leavePlace(
-  sets: ReplicaSetRegistry,
-  place: { name: string; nodeId: string; epoch: number },
-  graceMs: number,
-): Promise<void> {
-  const { name, nodeId, epoch } = place;
-  if (graceMs > 0) {
-    const set = await sets.lookupReplicas(name);
-    const last = set?.holders.every((holder) => holder.nodeId === nodeId) === true;
-    if (last && (await sets.renewReplica(name, nodeId, epoch, graceMs))) return;
+export class KeptPlaces {
+  /** Kept places by name: the epoch each is kept at (bounded by the names served here within a grace). */
+  readonly #kept = new Map<string, number>();
+  readonly #sets: ReplicaSetRegistry;
+  readonly #nodeId: string;
+  readonly #logger: Logger;
+
+  constructor(sets: ReplicaSetRegistry, nodeId: string, logger: Logger) {
+    this.#sets = sets;
+    this.#nodeId = nodeId;
+    this.#logger = logger;
   }
-  await sets.releaseReplica(name, nodeId, epoch);
+
+  /** The last replica of `name` here is gone: its place goes, or is kept for `graceMs` (see above). */
+  async leave(name: string, epoch: number, graceMs: number): Promise<void> {
+    const nodeId = this.#nodeId;
+    if (graceMs > 0) {
+      const set = await this.#sets.lookupReplicas(name);
+      const last = set?.holders.every((holder) => holder.nodeId === nodeId) === true;
+      if (last && (await this.#sets.renewReplica(name, nodeId, epoch, graceMs))) {
+        this.#kept.set(name, epoch);
+        return;
+      }
+    }
+    await this.#sets.releaseReplica(name, nodeId, epoch);
+  }
+
+  /** A lease round: a kept place goes once another node holds its set; one expired or claimed anew is forgotten. */
+  async round(): Promise<void> {
+    for (const [name, epoch] of [...this.#kept]) {
+      try {
+        const set = await this.#sets.lookupReplicas(name);
+        const mine = set?.holders.find((holder) => holder.nodeId === this.#nodeId);
+        if (set !== undefined && mine?.epoch === epoch) {
+          if (set.holders.length === 1) continue;
+          await this.#sets.releaseReplica(name, this.#nodeId, epoch);
+        }
+        this.#kept.delete(name);
+      } catch (err) {
+        this.#logger.warn({ err, session: name }, 'kept replica place check failed; trying again next round');
+      }
+    }
+  }
 }

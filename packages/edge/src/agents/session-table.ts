@@ -2,7 +2,7 @@ import { ErrorCode } from '@tunnel2/protocol';
 import type { ReplicaSetRegistry, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { pickReplica } from './replica-choice.js';
-import { leavePlace } from './replica-place.js';
+import { KeptPlaces } from './replica-place.js';
 import type { AgentSession, TunnelEntry } from './tunnel-entry.js';
 
 export interface SessionTableOptions {
@@ -48,6 +48,8 @@ export class SessionTable {
   readonly #local = new Map<string, TunnelEntry[]>();
   /** Cluster mode: other nodes holding a place in a replicated name's set, as of the last renewal round. */
   readonly #otherHolders = new Map<string, number>();
+  /** Cluster mode: places of names whose last replica here dropped, kept for the grace (replica-place.ts). */
+  readonly #kept: KeptPlaces | undefined;
   /** Where the next tie among replicas starts (replica-choice.ts). */
   #turn = 0;
   readonly #options: SessionTableOptions;
@@ -61,6 +63,8 @@ export class SessionTable {
 
   constructor(options: SessionTableOptions) {
     this.#options = options;
+    const { replicaSets, nodeId, logger } = options;
+    this.#kept = replicaSets && new KeptPlaces(replicaSets, nodeId, logger);
     // One timer for every session on this node, not one per session.
     this.#renewTimer = setInterval(
       () => {
@@ -299,11 +303,10 @@ export class SessionTable {
       // Other replicas still hold the claim it shared: the name stays theirs, nothing to tell the registry.
       if (rest.some((entry) => entry.epoch === connection.epoch)) return;
     }
-    const { replicaSets, nodeId } = this.#options;
     const graceMs = connection.leaving ? 0 : this.#options.reconnectGraceMs;
     try {
-      if (connection.replica && replicaSets !== undefined)
-        await leavePlace(replicaSets, { name: connection.name, nodeId, epoch: connection.epoch }, graceMs);
+      if (connection.replica && this.#kept !== undefined)
+        await this.#kept.leave(connection.name, connection.epoch, graceMs);
       else await this.#options.registry.markDisconnected(connection.name, connection.epoch, graceMs);
     } catch (err) {
       this.#options.logger.warn({ err, session: connection.name }, 'registry release of a name failed');
@@ -329,6 +332,7 @@ export class SessionTable {
     const places = this.#options.replicaSets === undefined ? [] : firsts.filter((entry) => entry.replica);
     const connections = places.length === 0 ? firsts : firsts.filter((entry) => !entry.replica);
     if (places.length > 0) await this.#renewPlaces(places);
+    await this.#kept?.round();
     if (connections.length === 0) return;
     let renewed: boolean[];
     try {
