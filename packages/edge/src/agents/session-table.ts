@@ -460,7 +460,7 @@ export class SessionTable {
    */
   #tellReplicas(name: string): void {
     const entries = this.replicas(name);
-    // A TCP replica's fellows share its port, not its name: their count is the port's (said at connect).
+    // A TCP replica's fellows share its port, not its name: their count is the port's (TcpPort.tellReplicas).
     if (entries.length === 0 || !entries[0]?.replica || entries[0].tcpPort !== undefined) return;
     let count = this.#otherHolders.get(name) ?? 0;
     for (const entry of entries) if (!entry.leaving && !entry.session.draining) count++;
