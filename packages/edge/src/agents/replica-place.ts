@@ -1,8 +1,46 @@
-import type { ReplicaSetRegistry } from '@tunnel2/registry';
+import type { ReplicaSetRegistry, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 
+/** What the claims of replica places need of the session table's options (session-table.ts). */
+export interface PlaceClaims {
+  registry: SessionRegistry;
+  replicaSets: ReplicaSetRegistry;
+  nodeId: string;
+  leaseTtlMs: number;
+  onTakeover?: ((replaced: SessionRecord, claimed: SessionRecord) => void) | undefined;
+}
+
 /**
- * Cluster mode: this node's places in replica sets as their last replica here goes. Where the node is the
+ * Cluster mode: takes this node's place in the replica set of `name` for a replica of `owner`. Another
+ * owner's live set or record refuses it (its reserved record, if any, words the refusal). A live
+ * exclusive record of the same owner on another node is taken over as on one edge: its node is told.
+ */
+export async function claimPlace(
+  claims: PlaceClaims,
+  ask: { name: string; owner: string; account: string },
+): Promise<{ ok: true; epoch: number } | { ok: false; record: SessionRecord | undefined }> {
+  const { registry, replicaSets, nodeId, leaseTtlMs } = claims;
+  const { name, owner } = ask;
+  const result = await replicaSets.claimReplica({ ...ask, nodeId, ttlMs: leaseTtlMs });
+  const record = await registry.lookup(name);
+  if (!result.ok) return { ok: false, record: record?.owner === result.owner ? record : undefined };
+  if (record?.owner === owner && record.connected && record.nodeId !== nodeId)
+    claims.onTakeover?.(record, { ...record, nodeId, epoch: result.holder.epoch });
+  return { ok: true, epoch: result.holder.epoch };
+}
+
+/** Cluster mode: an exclusive claim took the owner's replicas' name: their nodes are told (one edge's rule). */
+export async function tellReplacedPlaces(claims: PlaceClaims, claimed: SessionRecord): Promise<void> {
+  const set = await claims.replicaSets.lookupReplicas(claimed.name);
+  if (set === undefined || set.owner !== claimed.owner) return;
+  for (const holder of set.holders)
+    if (holder.nodeId !== claims.nodeId && holder.epoch < claimed.epoch)
+      claims.onTakeover?.({ ...claimed, ...holder, connected: true }, claimed);
+}
+
+/**
+ * Cluster mode (replica-place.ts is the registry side of this node's places in replica sets: claimed,
+ * told, left): this node's places as their last replica here goes. Where the node is the
  * set's last live holder and the agent did not say it was leaving (`graceMs` > 0: its WebSocket dropped, it
  * will reconnect), the place is kept, not renewed, for the reconnect grace: the reservation one edge keeps
  * for a name's last agent, so that no other owner takes the name in a network blip. Beside other live

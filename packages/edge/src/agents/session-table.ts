@@ -2,7 +2,7 @@ import { ErrorCode } from '@tunnel2/protocol';
 import type { ReplicaSetRegistry, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { pickReplica } from './replica-choice.js';
-import { KeptPlaces } from './replica-place.js';
+import { claimPlace, KeptPlaces, tellReplacedPlaces } from './replica-place.js';
 import type { AgentSession, TunnelEntry } from './tunnel-entry.js';
 
 export interface SessionTableOptions {
@@ -154,36 +154,19 @@ export class SessionTable {
     });
     if (!result.ok) return { ok: false, record: result.record };
     if (result.replaced !== undefined) this.#options.onTakeover?.(result.replaced, result.record);
-    if (this.#options.replicaSets !== undefined)
-      await this.#replaceReplicas(result.record).catch((err: unknown) =>
+    const { replicaSets } = this.#options;
+    if (replicaSets !== undefined)
+      await tellReplacedPlaces({ ...this.#options, replicaSets }, result.record).catch((err: unknown) =>
         this.#options.logger.warn({ err, session: name }, 'registry lookupReplicas failed'),
       );
     return { ok: true, epoch: result.record.epoch };
   }
 
-  /**
-   * Cluster mode: takes this node's place in the replica set of `name` for a replica of `owner`. Another
-   * owner's live set or record refuses it (its reserved record, if any, words the refusal). A live
-   * exclusive record of the same owner on another node is taken over as on one edge: its node is told.
-   */
-  async admitReplica(name: string, owner: string, account = owner): Promise<AdmitResult> {
-    const { registry, replicaSets, nodeId, leaseTtlMs } = this.#options;
+  /** Cluster mode: this node's place in the replica set of `name` for a replica of `owner` (claimPlace). */
+  admitReplica(name: string, owner: string, account = owner): Promise<AdmitResult> {
+    const { replicaSets } = this.#options;
     if (replicaSets === undefined) return this.admit(name, owner, account);
-    const result = await replicaSets.claimReplica({ name, owner, account, nodeId, ttlMs: leaseTtlMs });
-    const record = await registry.lookup(name);
-    if (!result.ok) return { ok: false, record: record?.owner === result.owner ? record : undefined };
-    if (record?.owner === owner && record.connected && record.nodeId !== nodeId)
-      this.#options.onTakeover?.(record, { ...record, nodeId, epoch: result.holder.epoch });
-    return { ok: true, epoch: result.holder.epoch };
-  }
-
-  /** Cluster mode: an exclusive claim took the owner's replicas' name: their nodes are told (one edge's rule). */
-  async #replaceReplicas(claimed: SessionRecord): Promise<void> {
-    const set = await this.#options.replicaSets?.lookupReplicas(claimed.name);
-    if (set === undefined || set.owner !== claimed.owner) return;
-    for (const holder of set.holders)
-      if (holder.nodeId !== this.#options.nodeId && holder.epoch < claimed.epoch)
-        this.#options.onTakeover?.({ ...claimed, ...holder, connected: true }, claimed);
+    return claimPlace({ ...this.#options, replicaSets }, { name, owner, account });
   }
 
   /** A replica's agent is leaving: with none left serving here, this node's place goes (nodes stop choosing it). */
