@@ -292,4 +292,27 @@ describe('SessionTable with replicas in cluster mode (a place per node in the re
       { timeout: 5_000 },
     );
   });
+
+  it('a registry outage logs once for all the places it fails to renew, not once per name per round', async () => {
+    const lines: string[] = [];
+    const registry = createMemoryRegistry();
+    const sessions = new SessionTable({
+      registry,
+      replicaSets: registry,
+      nodeId: 'node-1',
+      leaseTtlMs: 750,
+      reconnectGraceMs: 30_000,
+      maxArrivalWaiters: 10,
+      logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }),
+    });
+    tables.push(sessions);
+    for (const name of ['shop', 'blog', 'docs']) {
+      const admitted = await sessions.admitReplica(name, 'owner-a');
+      if (!admitted.ok) throw new Error('claim refused');
+      sessions.activate(as({ ...fake(admitted.epoch), name }));
+    }
+    await registry.close(); // every call fails from now on, as an unreachable Redis does
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // four rounds or so
+    expect(lines.length).toBe(1);
+  });
 });

@@ -58,6 +58,8 @@ export class SessionTable {
   readonly #arrivals = new Map<string, Set<ArrivalWaiter>>();
   /** The last renewal could not reach the registry (logged once per outage). */
   #renewFailing = false;
+  /** Renewing replica places is failing (logged once until one renews again). */
+  #placesFailing = false;
   /** A round still waiting on a slow registry: the next tick is skipped, rounds never pile up. */
   #renewing = false;
 
@@ -409,7 +411,9 @@ export class SessionTable {
         const entries = this.replicas(first.name);
         if (entries.every((entry) => entry.leaving || entry.session.draining)) return;
         try {
-          if (await replicaSets.renewReplica(first.name, nodeId, first.epoch, leaseTtlMs)) {
+          const renewed = await replicaSets.renewReplica(first.name, nodeId, first.epoch, leaseTtlMs);
+          this.#placesFailing = false;
+          if (renewed) {
             const set = await replicaSets.lookupReplicas(first.name);
             const others = set?.holders.filter((holder) => holder.nodeId !== nodeId).length ?? 0;
             if (this.#local.has(first.name)) this.#otherHolders.set(first.name, others);
@@ -431,7 +435,13 @@ export class SessionTable {
             logger.info({ session: first.name, epoch: claimed.holder.epoch }, 'replica place re-asserted');
           } else this.#loseAll(first.name, { nodeId: '', owner: claimed.owner });
         } catch (err) {
-          logger.warn({ err, session: first.name }, 'replica place renewal failed; trying again next round');
+          // Once per outage, as for leases: the replicas keep serving here meanwhile.
+          if (!this.#placesFailing)
+            logger.warn(
+              { err, session: first.name },
+              'replica place renewal failed; trying again each round',
+            );
+          this.#placesFailing = true;
         }
       }),
     );
