@@ -311,8 +311,17 @@ describe('SessionTable with replicas in cluster mode (a place per node in the re
       if (!admitted.ok) throw new Error('claim refused');
       sessions.activate(as({ ...fake(admitted.epoch), name }));
     }
+    // And two places kept for the grace (their last replica dropped), checked each round too.
+    for (const name of ['kept-1', 'kept-2']) {
+      const admitted = await sessions.admitReplica(name, 'owner-a');
+      if (!admitted.ok) throw new Error('claim refused');
+      const entry = as({ ...fake(admitted.epoch), name });
+      sessions.activate(entry);
+      await sessions.deactivate(entry);
+    }
     await registry.close(); // every call fails from now on, as an unreachable Redis does
     await new Promise((resolve) => setTimeout(resolve, 1_200)); // four rounds or so
-    expect(lines.length).toBe(1);
+    // One line for the places renewed, one for those kept.
+    expect(lines.length).toBe(2);
   });
 });

@@ -54,6 +54,8 @@ export class KeptPlaces {
   readonly #sets: ReplicaSetRegistry;
   readonly #nodeId: string;
   readonly #logger: Logger;
+  /** The registry is failing the checks (logged once until one answers). */
+  #failing = false;
 
   constructor(sets: ReplicaSetRegistry, nodeId: string, logger: Logger) {
     this.#sets = sets;
@@ -80,6 +82,7 @@ export class KeptPlaces {
     for (const [name, epoch] of [...this.#kept]) {
       try {
         const set = await this.#sets.lookupReplicas(name);
+        this.#failing = false;
         const mine = set?.holders.find((holder) => holder.nodeId === this.#nodeId);
         if (set !== undefined && mine?.epoch === epoch) {
           if (set.holders.length === 1) continue;
@@ -87,7 +90,9 @@ export class KeptPlaces {
         }
         this.#kept.delete(name);
       } catch (err) {
-        this.#logger.warn({ err, session: name }, 'kept replica place check failed; trying again next round');
+        // Once per outage: the place simply expires at the end of its grace meanwhile.
+        if (!this.#failing) this.#logger.warn({ err, session: name }, 'kept replica place check failed');
+        this.#failing = true;
       }
     }
   }
