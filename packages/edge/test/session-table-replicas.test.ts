@@ -324,4 +324,16 @@ describe('SessionTable with replicas in cluster mode (a place per node in the re
     // One line for the places renewed, one for those kept.
     expect(lines.length).toBe(2);
   });
+
+  it("a node's first replica of a name is told the other nodes' places at once, not a lease round later", async () => {
+    const { registry, sessions } = clusterTable(); // a 60 s lease: no round within this test
+    await registry.claimReplica({ name: 'shop', owner: 'owner-a', nodeId: 'node-2', ttlMs: 60_000 });
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const told: number[] = [];
+    const entry = fake(admitted.epoch);
+    const withTell = { ...entry, connection: { run: undefined, tellReplicas: (n: number) => told.push(n) } };
+    sessions.activate(as(withTell as unknown as FakeReplica));
+    await vi.waitFor(() => expect(told.at(-1)).toBe(2), { timeout: 2_000 });
+  });
 });

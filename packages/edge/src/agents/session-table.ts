@@ -2,6 +2,7 @@ import { ErrorCode } from '@tunnel2/protocol';
 import type { ReplicaSetRegistry, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { pickReplica } from './replica-choice.js';
+import { ReplicaCounts } from './replica-counts.js';
 import { claimPlace, KeptPlaces, tellReplacedPlaces } from './replica-place.js';
 import type { AgentSession, TunnelEntry } from './tunnel-entry.js';
 
@@ -46,8 +47,8 @@ export class SessionTable {
    * while any of them lives.
    */
   readonly #local = new Map<string, TunnelEntry[]>();
-  /** Cluster mode: other nodes holding a place in a replicated name's set, as of the last renewal round. */
-  readonly #otherHolders = new Map<string, number>();
+  /** What a replicated name's agents are told of their number (replica-counts.ts). */
+  readonly #counts: ReplicaCounts;
   /** Cluster mode: places of names whose last replica here dropped, kept for the grace (replica-place.ts). */
   readonly #kept: KeptPlaces | undefined;
   /** Where the next tie among replicas starts (replica-choice.ts). */
@@ -67,6 +68,7 @@ export class SessionTable {
     this.#options = options;
     const { replicaSets, nodeId, logger } = options;
     this.#kept = replicaSets && new KeptPlaces(replicaSets, nodeId, logger);
+    this.#counts = new ReplicaCounts(nodeId);
     // One timer for every session on this node, not one per session.
     this.#renewTimer = setInterval(
       () => {
@@ -174,7 +176,7 @@ export class SessionTable {
   /** A replica's agent is leaving: with none left serving here, this node's place goes (nodes stop choosing it). */
   draining(connection: TunnelEntry): void {
     const { replicaSets, nodeId, logger } = this.#options;
-    if (connection.replica) this.#tellReplicas(connection.name);
+    if (connection.replica) this.#counts.tell(connection.name, this.replicas(connection.name));
     if (replicaSets === undefined || !connection.replica) return;
     const entries = this.replicas(connection.name);
     if (entries.length === 0 || !entries.every((entry) => entry.leaving || entry.session.draining)) return;
@@ -227,11 +229,19 @@ export class SessionTable {
     const epoch = Math.max(...entries.map((entry) => entry.epoch));
     for (const entry of entries) entry.epoch = epoch;
     this.#local.set(connection.name, entries);
+    // This node's first replica of the name: the other nodes' places are read now, not a round later.
+    const { replicaSets, logger } = this.#options;
+    if (previous.length === 0 && connection.replica && replicaSets !== undefined)
+      this.#counts
+        .read(replicaSets, connection.name, () => this.replicas(connection.name))
+        .catch((err: unknown) =>
+          logger.warn({ err, session: connection.name }, 'registry lookupReplicas failed'),
+        );
     for (const older of replaced) {
       this.#options.logger.info({ session: connection.name }, 'newer connection replaces the older one');
       older.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection for this name');
     }
-    this.#tellReplicas(connection.name);
+    this.#counts.tell(connection.name, this.replicas(connection.name));
     const waiters = this.#arrivals.get(connection.name);
     if (waiters !== undefined) {
       this.#arrivals.delete(connection.name);
@@ -282,9 +292,9 @@ export class SessionTable {
       const rest = entries.filter((entry) => entry !== connection);
       if (rest.length === 0) {
         this.#local.delete(connection.name);
-        this.#otherHolders.delete(connection.name);
+        this.#counts.forget(connection.name);
       } else if (rest.length < entries.length) this.#local.set(connection.name, rest);
-      this.#tellReplicas(connection.name);
+      this.#counts.tell(connection.name, this.replicas(connection.name));
       // Other replicas still hold the claim it shared: the name stays theirs, nothing to tell the registry.
       if (rest.some((entry) => entry.epoch === connection.epoch)) return;
     }
@@ -414,10 +424,7 @@ export class SessionTable {
           const renewed = await replicaSets.renewReplica(first.name, nodeId, first.epoch, leaseTtlMs);
           this.#placesFailing = false;
           if (renewed) {
-            const set = await replicaSets.lookupReplicas(first.name);
-            const others = set?.holders.filter((holder) => holder.nodeId !== nodeId).length ?? 0;
-            if (this.#local.has(first.name)) this.#otherHolders.set(first.name, others);
-            this.#tellReplicas(first.name);
+            await this.#counts.read(replicaSets, first.name, () => this.replicas(first.name));
             return;
           }
           if (!this.#holds(first)) return;
@@ -445,19 +452,6 @@ export class SessionTable {
         }
       }),
     );
-  }
-
-  /**
-   * Tells a replicated name's agents how many serve it: its replicas here not leaving, plus (cluster mode)
-   * one per other node holding a place at the last renewal round (the registry keeps places, not agents).
-   */
-  #tellReplicas(name: string): void {
-    const entries = this.replicas(name);
-    // A TCP replica's fellows share its port, not its name: their count is the port's (TcpPort.tellReplicas).
-    if (entries.length === 0 || !entries[0]?.replica || entries[0].tcpPort !== undefined) return;
-    let count = this.#otherHolders.get(name) ?? 0;
-    for (const entry of entries) if (!entry.leaving && !entry.session.draining) count++;
-    for (const entry of entries) entry.connection.tellReplicas?.(Math.max(1, count));
   }
 
   /** The name's first entry, which stands for its replicas in the lease renewal, is still live. */
