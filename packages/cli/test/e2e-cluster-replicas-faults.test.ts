@@ -4,7 +4,7 @@ import { type Cluster, startCluster } from './support/cluster-harness.js';
 import { type CountingBackend, startCountingBackend } from './support/counting-backend.js';
 import { send } from './support/http-client.js';
 import { type Spawned, spawnCli } from './support/processes.js';
-import { until } from './support/stack.js';
+import { MAX_OUTSTANDING, type Outcome, rate, requestOnce, steadyLoad } from './support/replica-load.js';
 
 // Replicas across a cluster as an operator runs one: three `tunnel2 server` nodes on a real redis-server,
 // HAProxy round-robin in front, and three agent processes (`tunnel2 http … --replica`) of one token, each
@@ -14,9 +14,6 @@ import { until } from './support/stack.js';
 
 const NAME = 'shop';
 const TOKEN = 'token-a';
-const PER_TICK = 5;
-const TICK_MS = 10;
-const MAX_OUTSTANDING = 100;
 const BOUND = { timeoutMs: 30_000 };
 
 let cluster: Cluster;
@@ -62,64 +59,8 @@ afterAll(async () => {
   await Promise.all(backends.map((backend) => backend.close()));
 });
 
-interface Outcome {
-  startedAt: number;
-  endedAt: number;
-  /** The backend's id on a 200, else the status and the edge's error code. */
-  answer: string;
-  ok: boolean;
-}
-
-async function request(): Promise<Outcome> {
-  const startedAt = performance.now();
-  try {
-    const res = await send({
-      port: cluster.lbPort,
-      path: '/',
-      headers: ['Host', `${NAME}.localhost`],
-      agent: keepAlive,
-      timeoutMs: 15_000,
-    });
-    const ok = res.status === 200 && /^r\d$/.test(res.body.toString());
-    const answer = ok ? res.body.toString() : `${res.status} ${res.headers['x-tunnel2-error'] ?? ''}`;
-    return { startedAt, endedAt: performance.now(), answer, ok };
-  } catch (err) {
-    return { startedAt, endedAt: performance.now(), answer: `aborted ${String(err)}`, ok: false };
-  }
-}
-
-/** ~500 requests/s through HAProxy until stop(), at most MAX_OUTSTANDING in flight. */
-function steadyLoad() {
-  const outcomes: Outcome[] = [];
-  const pending = new Set<Promise<void>>();
-  const timer = setInterval(() => {
-    for (let i = 0; i < PER_TICK && pending.size < MAX_OUTSTANDING; i++) {
-      const p = request().then((outcome) => {
-        outcomes.push(outcome);
-        pending.delete(p);
-      });
-      pending.add(p);
-    }
-  }, TICK_MS);
-  return {
-    outcomes,
-    more(count: number): Promise<void> {
-      const target = outcomes.length + count;
-      return until(() => outcomes.length >= target, { what: `${count} more answers`, ...BOUND });
-    },
-    async stop(): Promise<Outcome[]> {
-      clearInterval(timer);
-      await Promise.all([...pending]);
-      return outcomes;
-    },
-  };
-}
-
-function rate(outcomes: Outcome[]): number {
-  if (outcomes.length < 2) return 0;
-  const first = Math.min(...outcomes.map((o) => o.startedAt));
-  const last = Math.max(...outcomes.map((o) => o.endedAt));
-  return Math.round((outcomes.length * 1000) / (last - first));
+function request(): Promise<Outcome> {
+  return requestOnce(cluster.lbPort, `${NAME}.localhost`, keepAlive);
 }
 
 /** Agent sessions connected to node `i`, as its /metrics says. */
@@ -157,7 +98,7 @@ describe('three replicas on three nodes behind HAProxy, one Redis, ~500 requests
     await allThreeServe();
     const before = backends.map((backend) => backend.requests);
     const crossedBefore = await forwardedTotal();
-    const load = steadyLoad();
+    const load = steadyLoad(request, BOUND);
     await load.more(1_000);
     const outcomes = await load.stop();
     const served = backends.map((backend, i) => backend.requests - (before[i] ?? 0));
@@ -173,7 +114,7 @@ describe('three replicas on three nodes behind HAProxy, one Redis, ~500 requests
 
   it('one agent SIGTERMed: not one request fails; the others take the new ones', async () => {
     await allThreeServe();
-    const load = steadyLoad();
+    const load = steadyLoad(request, BOUND);
     await load.more(300);
     const leaving = agents[0]!;
     leaving.kill('SIGTERM');
@@ -189,7 +130,7 @@ describe('three replicas on three nodes behind HAProxy, one Redis, ~500 requests
 
   it('one agent killed with SIGKILL: only requests in flight on it fail, each with a clean 502', async () => {
     await allThreeServe();
-    const load = steadyLoad();
+    const load = steadyLoad(request, BOUND);
     await load.more(300);
     const killedAt = performance.now();
     agents[1]!.kill('SIGKILL');
@@ -220,7 +161,7 @@ describe('three replicas on three nodes behind HAProxy, one Redis, ~500 requests
 
   it('a rolling restart of all three agents (SIGTERM, start again on its node, next) loses nothing', async () => {
     await allThreeServe();
-    const load = steadyLoad();
+    const load = steadyLoad(request, BOUND);
     await load.more(200);
     for (let i = 0; i < 3; i++) {
       const old = agents[i]!;

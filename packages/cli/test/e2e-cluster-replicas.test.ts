@@ -233,3 +233,58 @@ describe('replicas on two nodes of a cluster', () => {
     expect(await get(portB)).toBe('r2');
   });
 });
+
+describe('an agent going away with a request with a body waiting for it, across the link', () => {
+  it.each([
+    ['a replica', true],
+    ['an agent without --replica', false],
+  ])(
+    '%s: answers 503 busy as one edge does (the request never ran; it cannot be sent again), not 502 offline',
+    async (_what, replica) => {
+      // Node B: one stream per session, so the second request waits for a slot there.
+      const pair = await twoNodes({
+        a: { auth: { tokens: ['token-a'] } },
+        b: { auth: { tokens: ['token-a'] }, maxStreamsPerSession: 1, streamWaitMs: 10_000 },
+      });
+      const slow = await startCountingBackend('slow', 1_500);
+      try {
+        const tunnel = await connect({
+          target: slow.port,
+          server: pair.b.url,
+          subdomain: 'shop',
+          token: 'token-a',
+          replica,
+          inspect: false,
+        });
+        const portB2 = Number(new URL(pair.b.url).port);
+        // The slot on B is taken by a slow request; a POST through A (no replica there) waits for it on B.
+        const first = send({
+          port: portB2,
+          path: '/',
+          headers: ['Host', 'shop.localhost'],
+          timeoutMs: 10_000,
+        });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const post = send({
+          port: pair.portA,
+          method: 'POST',
+          path: '/',
+          headers: ['Host', 'shop.localhost', 'Content-Type', 'text/plain'],
+          body: Buffer.from('hello'),
+          timeoutMs: 10_000,
+        });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        // The agent leaves gracefully (GOAWAY): the waiting POST never ran and cannot be carried elsewhere.
+        const closing = tunnel.close(5_000);
+        const res = await post;
+        expect(`${res.status} ${res.headers['x-tunnel2-error']}`).toBe('503 TUNNEL2_ERR_TUNNEL_BUSY');
+        expect((await first).status).toBe(200);
+        await closing;
+      } finally {
+        await slow.close();
+        await pair.b.close(0);
+        await pair.a.close(0);
+      }
+    },
+  );
+});

@@ -258,6 +258,34 @@ describe('tunnel2 start: several tunnels from one file over one session', () => 
     expect(caSigned.seen.map((seen) => seen.url)).toEqual(['/there']);
   });
 
+  it('a replica tunnel from the file follows the live count (--json `replicas` events, labelled)', async () => {
+    const edge = buildEdge({ port: 0, logger: silent, auth: { tokens: ['replica-token'] } });
+    await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const web = await labelled('web');
+    const config = await file(
+      'replica.yml',
+      [
+        `server: ${edge.url}`,
+        'token: replica-token',
+        'tunnels:',
+        `  web: { target: ${web}, subdomain: live-count, replica: true }`,
+      ].join('\n'),
+    );
+    const agent = startCli(['start', '--all', '--config', config, '--json']);
+    expect(await agent.waitFor('ready')).toMatchObject({ tunnel: 'web', replicas: 1 });
+    const other = await connect({
+      target: web,
+      server: edge.url,
+      subdomain: 'live-count',
+      token: 'replica-token',
+      replica: true,
+      inspect: false,
+    });
+    cleanups.push(() => other.close(0));
+    expect(await agent.waitFor('replicas')).toMatchObject({ tunnel: 'web', replicas: 2 });
+  });
+
   it('takes the server from flag over env over file', async () => {
     const edge = await startEdge();
     const web = await labelled('web');

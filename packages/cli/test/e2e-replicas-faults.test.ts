@@ -2,8 +2,8 @@ import { Agent } from 'node:http';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CountingBackend, startCountingBackend } from './support/counting-backend.js';
-import { send } from './support/http-client.js';
 import { type Spawned, spawnCli } from './support/processes.js';
+import { MAX_OUTSTANDING, type Outcome, rate, requestOnce, steadyLoad } from './support/replica-load.js';
 import { silent, until } from './support/stack.js';
 
 // Three real agent processes (`tunnel2 http … --replica`) serve one name, each in front of its own backend,
@@ -13,9 +13,6 @@ import { silent, until } from './support/stack.js';
 const NAME = 'shop';
 const TOKEN = 'token-a';
 /** Requests started every tick of TICK_MS: 5 per 10 ms is ~500/s when the machine keeps up. */
-const PER_TICK = 5;
-const TICK_MS = 10;
-const MAX_OUTSTANDING = 100;
 const BOUND = { timeoutMs: 20_000 };
 
 let edge: Edge;
@@ -59,65 +56,8 @@ afterAll(async () => {
   await Promise.all(backends.map((backend) => backend.close()));
 });
 
-interface Outcome {
-  startedAt: number;
-  endedAt: number;
-  /** The backend's id on a 200, else the status and the edge's error code. */
-  answer: string;
-  ok: boolean;
-}
-
-async function request(): Promise<Outcome> {
-  const startedAt = performance.now();
-  try {
-    const res = await send({
-      port,
-      path: '/',
-      headers: ['Host', `${NAME}.localhost`],
-      agent: keepAlive,
-      timeoutMs: 15_000,
-    });
-    const ok = res.status === 200 && /^r\d$/.test(res.body.toString());
-    const answer = ok ? res.body.toString() : `${res.status} ${res.headers['x-tunnel2-error'] ?? ''}`;
-    return { startedAt, endedAt: performance.now(), answer, ok };
-  } catch (err) {
-    return { startedAt, endedAt: performance.now(), answer: `aborted ${String(err)}`, ok: false };
-  }
-}
-
-/** ~500 requests/s until stop(), at most MAX_OUTSTANDING in flight. */
-function steadyLoad() {
-  const outcomes: Outcome[] = [];
-  const pending = new Set<Promise<void>>();
-  const timer = setInterval(() => {
-    for (let i = 0; i < PER_TICK && pending.size < MAX_OUTSTANDING; i++) {
-      const p = request().then((outcome) => {
-        outcomes.push(outcome);
-        pending.delete(p);
-      });
-      pending.add(p);
-    }
-  }, TICK_MS);
-  return {
-    outcomes,
-    /** Resolves once `count` more requests have been answered. */
-    more(count: number): Promise<void> {
-      const target = outcomes.length + count;
-      return until(() => outcomes.length >= target, { what: `${count} more answers`, ...BOUND });
-    },
-    async stop(): Promise<Outcome[]> {
-      clearInterval(timer);
-      await Promise.all([...pending]);
-      return outcomes;
-    },
-  };
-}
-
-function rate(outcomes: Outcome[]): number {
-  if (outcomes.length < 2) return 0;
-  const first = Math.min(...outcomes.map((o) => o.startedAt));
-  const last = Math.max(...outcomes.map((o) => o.endedAt));
-  return Math.round((outcomes.length * 1000) / (last - first));
+function request(): Promise<Outcome> {
+  return requestOnce(port, `${NAME}.localhost`, keepAlive);
 }
 
 async function allThreeLive(): Promise<void> {
@@ -136,7 +76,7 @@ describe('three agent processes on one name under ~500 requests/s', () => {
   it('the requests spread over all three: each backend serves at least 20 %', async () => {
     await allThreeLive();
     const before = backends.map((backend) => backend.requests);
-    const load = steadyLoad();
+    const load = steadyLoad(request, BOUND);
     await load.more(1_000);
     const outcomes = await load.stop();
     const served = backends.map((backend, i) => backend.requests - (before[i] ?? 0));
@@ -148,7 +88,7 @@ describe('three agent processes on one name under ~500 requests/s', () => {
 
   it('one agent SIGTERMed: not one request fails; the others take the new ones', async () => {
     await allThreeLive();
-    const load = steadyLoad();
+    const load = steadyLoad(request, BOUND);
     await load.more(300);
     const leaving = agents[0]!;
     leaving.kill('SIGTERM');
@@ -164,7 +104,7 @@ describe('three agent processes on one name under ~500 requests/s', () => {
 
   it('one agent killed with SIGKILL: only requests in flight on it fail, each with a clean 502', async () => {
     await allThreeLive();
-    const load = steadyLoad();
+    const load = steadyLoad(request, BOUND);
     await load.more(300);
     const killedAt = performance.now();
     agents[1]!.kill('SIGKILL');
@@ -193,7 +133,7 @@ describe('three agent processes on one name under ~500 requests/s', () => {
 
   it('a rolling restart of all three agents (SIGTERM, start again, next) loses nothing', async () => {
     await allThreeLive();
-    const load = steadyLoad();
+    const load = steadyLoad(request, BOUND);
     await load.more(200);
     for (let i = 0; i < 3; i++) {
       const old = agents[i]!;

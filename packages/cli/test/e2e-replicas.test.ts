@@ -331,6 +331,34 @@ describe('a request a replica refused before running it', () => {
   });
 });
 
+describe("the edge's NOTICEs as a replica's agent reads them", () => {
+  it('reports a count only when it changed: repeated or unusable NOTICEs print nothing', async () => {
+    const played = await startPlayedEdge((_hello, session) => {
+      session.sendHello({ name: 'shop', url: 'http://shop.example/', urls: [], replicas: 1 }, true);
+      // Once the test listens (connect resolves at the HELLO answer).
+      setTimeout(() => {
+        for (const count of [1, 2, 2, 2, 0, -1, 1.5, 'x', 3, 3]) session.sendNotice({ replicas: count });
+      }, 300);
+    });
+    const tunnel = await connect({
+      target: 1,
+      server: played.url,
+      subdomain: 'shop',
+      replica: true,
+      inspect: false,
+    });
+    tunnels.push(tunnel);
+    const counts: number[] = [];
+    tunnel.on('replicas', (count) => counts.push(count));
+    try {
+      await until(() => tunnel.info?.replicas === 3, { what: 'the last NOTICE', timeoutMs: 5_000 });
+      expect(counts).toEqual([2, 3]);
+    } finally {
+      await played.close();
+    }
+  });
+});
+
 describe('where replicas are not to be had', () => {
   it('an edge older than replicas (no `replicas` in its HELLO answer): the agent stops, saying so', async () => {
     const played = await startPlayedEdge((_hello, session) =>

@@ -155,6 +155,10 @@ describe('TCP replicas (tunnel2 tcp --remote-port P --replica)', () => {
     const ready = await Promise.all(agents.map((agent) => agent.waitFor('ready')));
     expect(ready.map((event) => event.url)).toEqual(IDS.map(() => `tcp://localhost:${publicPort}`));
     expect(ready.map((event) => event.replicas)).toEqual([1, 2, 3]);
+    // Then each follows the port's count live (the edge's NOTICE), as an HTTP replica does its name's.
+    const told = (i: number): unknown[] =>
+      agents[i]?.events.filter((event) => event.event === 'replicas').map((event) => event.replicas) ?? [];
+    await until(() => told(0).join() === '2,3' && told(1).join() === '3');
 
     // Held open, so each agent's count of open connections is what the edge balances by.
     const first: { socket: Socket; id: string }[] = [];
@@ -171,6 +175,7 @@ describe('TCP replicas (tunnel2 tcp --remote-port P --replica)', () => {
     // Its connections are reset (their tunnel is gone); never a clean end that could pass for a full answer.
     expect(new Set(await Promise.all(endings))).toEqual(new Set(['ECONNRESET']));
     for (const c of onOthers) expect(await echoes(c.socket)).toBe(true);
+    await until(() => told(0).join() === '2,3,2');
 
     await until(() => (edge.tcp?.counters.open ?? 0) === onOthers.length);
     const later: { socket: Socket; id: string }[] = [];
@@ -184,6 +189,7 @@ describe('TCP replicas (tunnel2 tcp --remote-port P --replica)', () => {
     await agents[2]?.waitFor('finishing');
     // Once the edge has its GOAWAY (one that reaches the agent before is refused and goes to another: below).
     await until(() => [...edge.sessions.tunnels()].some((entry) => entry.session.draining));
+    await until(() => told(0).join() === '2,3,2,1');
     const drained: { socket: Socket; id: string }[] = [];
     for (let i = 0; i < 5; i++) drained.push(await openPublic('drained'));
     expect(drained.map((c) => c.id)).toEqual(['r0', 'r0', 'r0', 'r0', 'r0']);

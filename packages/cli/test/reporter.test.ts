@@ -143,4 +143,21 @@ describe('stopping', () => {
       expect.objectContaining({ event: 'closed', cut: 2 }),
     ]);
   });
+
+  it('a TCP replica shares a port, not a name: its lines say so', () => {
+    const { lines, reporter } = human();
+    reporter.ready(
+      {
+        name: 'db',
+        url: 'tcp://localhost:5000',
+        urls: ['tcp://localhost:5000'],
+        tcp: { port: 5000 },
+        replicas: 2,
+      },
+      'localhost:5432',
+    );
+    reporter.replicas?.(3);
+    expect(lines).toContain('        replicas  2 agents on this port\n');
+    expect(lines).toContain('        replicas  3 agents on this port now\n');
+  });
 });

@@ -207,6 +207,17 @@ describe('the status screen', () => {
     ]);
   });
 
+  it("a file's tunnel row follows its live replica count (tunnel2 start), not only the session's own", () => {
+    const { view, frames } = screen();
+    const web = view.tunnel('web', 'requests');
+    web.ready({ ...info, url: 'http://a.l/', urls: ['http://a.l/'], replicas: 1 }, 'x');
+    vi.advanceTimersByTime(250);
+    expect(frames().at(-1)).toContain('replicas 1');
+    web.replicas?.(3);
+    vi.advanceTimersByTime(250);
+    expect(frames().at(-1)).toContain('replicas 3');
+  });
+
   it('a refusal before any session stays a plain line, with no screen set up', () => {
     const { view, writes, errs } = screen();
     view.closed();

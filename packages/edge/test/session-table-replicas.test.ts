@@ -217,4 +217,123 @@ describe('SessionTable with replicas in cluster mode (a place per node in the re
     ).toBe(true);
     await vi.waitFor(() => expect(entry.closedWith).toBe(ErrorCode.GOING_AWAY), { timeout: 5_000 });
   });
+
+  it('a replica never joins, without a claim, a place its draining fellows gave up (another owner may hold it now)', async () => {
+    const { registry, sessions } = clusterTable();
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const entry = fake(admitted.epoch);
+    sessions.activate(as(entry));
+    // Its agent said GOAWAY with a code other than GOING_AWAY: draining, not leaving.
+    entry.session.draining = true;
+    sessions.draining(as(entry));
+    await vi.waitFor(async () => expect(await registry.lookupReplicas('shop')).toBeUndefined());
+    expect(
+      (await registry.claim({ name: 'shop', owner: 'owner-b', nodeId: 'node-2', ttlMs: 60_000 })).ok,
+    ).toBe(true);
+    // Owner A's next replica here must claim (and be refused), not share owner B's name.
+    expect(sessions.joinable('shop', 'owner-a')).toBeUndefined();
+    expect((await sessions.admitReplica('shop', 'owner-a')).ok).toBe(false);
+  });
+
+  it('the last holder anywhere losing its last replica without a GOAWAY keeps its place for the reconnect grace', async () => {
+    const { registry, sessions } = clusterTable();
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const entry = fake(admitted.epoch);
+    sessions.activate(as(entry));
+    await sessions.deactivate(as(entry)); // its WebSocket dropped: the agent reconnects
+    const holders = (await registry.lookupReplicas('shop'))?.holders;
+    expect(holders).toEqual([expect.objectContaining({ nodeId: 'node-1', epoch: admitted.epoch })]);
+    // As on one edge: no other owner takes the name while its agent comes back; the owner's does.
+    expect((await sessions.admit('shop', 'owner-b')).ok).toBe(false);
+    expect((await sessions.admitReplica('shop', 'owner-b')).ok).toBe(false);
+    expect((await sessions.admitReplica('shop', 'owner-a')).ok).toBe(true);
+  });
+
+  it('a holder beside other live holders, or a last replica that said GOAWAY, releases its place at once', async () => {
+    const { registry, sessions } = clusterTable();
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const entry = fake(admitted.epoch);
+    sessions.activate(as(entry));
+    const other = await registry.claimReplica({
+      name: 'shop',
+      owner: 'owner-a',
+      nodeId: 'node-2',
+      ttlMs: 60_000,
+    });
+    await sessions.deactivate(as(entry));
+    expect((await registry.lookupReplicas('shop'))?.holders.map((h) => h.nodeId)).toEqual(['node-2']);
+    if (!other.ok) throw new Error('claim refused');
+    await registry.releaseReplica('shop', 'node-2', other.holder.epoch);
+    const again = await sessions.admitReplica('shop', 'owner-a');
+    if (!again.ok) throw new Error('claim refused');
+    const leaving = fake(again.epoch);
+    sessions.activate(as(leaving));
+    leaving.leaving = true;
+    await sessions.deactivate(as(leaving));
+    expect(await registry.lookupReplicas('shop')).toBeUndefined();
+  });
+
+  it('a place kept for the grace goes at the next round once the agents came back on another node', async () => {
+    const { registry, sessions } = clusterTable(750);
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const entry = fake(admitted.epoch);
+    sessions.activate(as(entry));
+    await sessions.deactivate(as(entry));
+    expect((await registry.lookupReplicas('shop'))?.holders.map((h) => h.nodeId)).toEqual(['node-1']);
+    // Its agent reconnected through node-2: node-1's kept place would only draw requests it cannot serve.
+    await registry.claimReplica({ name: 'shop', owner: 'owner-a', nodeId: 'node-2', ttlMs: 60_000 });
+    await vi.waitFor(
+      async () =>
+        expect((await registry.lookupReplicas('shop'))?.holders.map((h) => h.nodeId)).toEqual(['node-2']),
+      { timeout: 5_000 },
+    );
+  });
+
+  it('a registry outage logs once for all the places it fails to renew, not once per name per round', async () => {
+    const lines: string[] = [];
+    const registry = createMemoryRegistry();
+    const sessions = new SessionTable({
+      registry,
+      replicaSets: registry,
+      nodeId: 'node-1',
+      leaseTtlMs: 750,
+      reconnectGraceMs: 30_000,
+      maxArrivalWaiters: 10,
+      logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }),
+    });
+    tables.push(sessions);
+    for (const name of ['shop', 'blog', 'docs']) {
+      const admitted = await sessions.admitReplica(name, 'owner-a');
+      if (!admitted.ok) throw new Error('claim refused');
+      sessions.activate(as({ ...fake(admitted.epoch), name }));
+    }
+    // And two places kept for the grace (their last replica dropped), checked each round too.
+    for (const name of ['kept-1', 'kept-2']) {
+      const admitted = await sessions.admitReplica(name, 'owner-a');
+      if (!admitted.ok) throw new Error('claim refused');
+      const entry = as({ ...fake(admitted.epoch), name });
+      sessions.activate(entry);
+      await sessions.deactivate(entry);
+    }
+    await registry.close(); // every call fails from now on, as an unreachable Redis does
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // four rounds or so
+    // One line for the places renewed, one for those kept.
+    expect(lines.length).toBe(2);
+  });
+
+  it("a node's first replica of a name is told the other nodes' places at once, not a lease round later", async () => {
+    const { registry, sessions } = clusterTable(); // a 60 s lease: no round within this test
+    await registry.claimReplica({ name: 'shop', owner: 'owner-a', nodeId: 'node-2', ttlMs: 60_000 });
+    const admitted = await sessions.admitReplica('shop', 'owner-a');
+    if (!admitted.ok) throw new Error('claim refused');
+    const told: number[] = [];
+    const entry = fake(admitted.epoch);
+    const withTell = { ...entry, connection: { run: undefined, tellReplicas: (n: number) => told.push(n) } };
+    sessions.activate(as(withTell as unknown as FakeReplica));
+    await vi.waitFor(() => expect(told.at(-1)).toBe(2), { timeout: 2_000 });
+  });
 });

@@ -28,6 +28,13 @@ export const FrameType = {
 } as const;
 export type FrameType = (typeof FrameType)[keyof typeof FrameType];
 
+/**
+ * The largest NOTICE payload a receiver reads (PROTOCOL.md §8); a longer one is skipped unparsed, as an
+ * unknown frame is. Today's NOTICE (`{"replicas": n}`) is some 20 bytes: this bounds what a hostile peer
+ * can make the other parse per frame far below the frame size.
+ */
+export const MAX_NOTICE_BYTES = 4096;
+
 export const FrameFlags = {
   /** DATA, HEADERS: the sender will send nothing more on this stream. */
   END_STREAM: 0x1,

@@ -20,6 +20,7 @@ export {
   type BridgeOptions,
   type BridgeResult,
   bridgeSocket,
+  REFUSAL_REPLAY_BYTES,
 } from './transport/socket-bridge.js';
 export {
   type CorkableStream,

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { defaultSettings, encodeFrame, encodeHello, FrameType } from '../src/index.js';
+import { defaultSettings, encodeFrame, encodeHello, FrameType, MAX_NOTICE_BYTES } from '../src/index.js';
 import { connectPair, createRawPeer, type Pair } from './support/mux-harness.js';
 
 // NOTICE (PROTOCOL.md §2, §8): session metadata that changed after HELLO, as a JSON object on stream 0
@@ -33,6 +33,15 @@ describe('NOTICE', () => {
     peer.session.sendHello({ agent: 'test' }, false);
     peer.feed(edgeHello, notice('not json'), notice('[1,2]'), notice('7'), notice('{"replicas":4}'));
     expect(peer.events.notices).toEqual([{ replicas: 4 }]);
+    expect(peer.session.closed).toBe(false);
+  });
+
+  it('a payload over MAX_NOTICE_BYTES is skipped unread (a hostile edge cannot make the agent parse megabytes)', () => {
+    const peer = createRawPeer('agent');
+    peer.session.sendHello({ agent: 'test' }, false);
+    const big = JSON.stringify({ replicas: 5, pad: 'x'.repeat(MAX_NOTICE_BYTES) });
+    peer.feed(edgeHello, notice(big), notice('{"replicas":6}'));
+    expect(peer.events.notices).toEqual([{ replicas: 6 }]);
     expect(peer.session.closed).toBe(false);
   });
 });

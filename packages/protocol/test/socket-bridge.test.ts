@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { bridgeSocket, ErrorCode, type MuxStream } from '../src/index.js';
+import { bridgeSocket, ErrorCode, type MuxStream, REFUSAL_REPLAY_BYTES } from '../src/index.js';
 import { connectPair, type Pair } from './support/mux-harness.js';
 
 const cleanups: (() => void)[] = [];
@@ -133,5 +133,52 @@ describe('bridgeSocket, a stream refused before its peer took it', () => {
       client.once('error', reject);
     });
     expect(seen).toBe(2);
+  });
+
+  it('past REFUSAL_REPLAY_BYTES from the client nothing is replayed: the refusal resets the client', async () => {
+    const pair: Pair = await connectPair();
+    cleanups.push(() => pair.dispose());
+    // The agent reads past the replay bound, then refuses (as a hostile or confused one might).
+    let received = 0;
+    pair.agent.events.onStreamOpened = (stream: MuxStream) => {
+      stream.handler = {
+        onHeaders: () => {},
+        onData: (chunk) => {
+          received += chunk.length;
+          if (received > REFUSAL_REPLAY_BYTES) stream.reset(ErrorCode.REFUSED_STREAM);
+        },
+        onEnd: () => {},
+        onReset: () => {},
+        onDrain: () => {},
+      };
+    };
+    let asked = 0;
+    const server = createServer((publicSide) => {
+      const stream = pair.edge.session.openStream();
+      stream.sendHeaders(Buffer.alloc(0), false);
+      bridgeSocket(stream, publicSide, {
+        socketResetCode: () => 0,
+        onClose: () => {},
+        refused: () => {
+          asked++;
+          return undefined;
+        },
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const client = tcpConnect((server.address() as { port: number }).port, '127.0.0.1');
+    cleanups.push(() => {
+      client.destroy();
+      server.close();
+    });
+    const reset = new Promise<string | undefined>((resolve) => {
+      client.on('error', (err: NodeJS.ErrnoException) => resolve(err.code));
+      client.on('close', () => resolve(undefined));
+    });
+    client.write(randomBytes(REFUSAL_REPLAY_BYTES + 16 * 1024));
+    expect(await reset).toBe('ECONNRESET');
+    expect(received).toBeGreaterThan(REFUSAL_REPLAY_BYTES);
+    expect(asked).toBe(0);
   });
 });

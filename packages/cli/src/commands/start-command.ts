@@ -80,6 +80,7 @@ export async function runStartCommand(names: string[], options: StartCommandOpti
         tunnel.on('ready', (info) =>
           reporter.ready(info, targetLabel, tunnel.inspectorUrl, tunnel.backendProtocol),
         );
+        tunnel.on('replicas', (count) => reporter.replicas?.(count));
         tunnel.on('hint', (hint) => reporter.hint(hint.code, hint.message));
         tunnel.on('request', (report) => reporter.request(report));
         tunnel.on('connection', (report) => reporter.connection(report));

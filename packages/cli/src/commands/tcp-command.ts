@@ -44,6 +44,7 @@ export function runTcpCommand(target: string, options: TcpCommandOptions): Promi
     },
     (tunnel, reporter) => {
       tunnel.on('ready', (info) => reporter.ready(info, tunnel.target.host));
+      tunnel.on('replicas', (count) => reporter.replicas?.(count));
       tunnel.on('connection', (report) => reporter.connection(report));
     },
   );

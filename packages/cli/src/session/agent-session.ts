@@ -280,7 +280,8 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
         onNotice: (meta) => {
           const count = meta.replicas;
           if (connected === undefined || connected.info.replicas === undefined) return;
-          if (!Number.isInteger(count) || (count as number) < 1) return;
+          // Only a change is news: an edge repeating itself (or a hostile one) prints nothing.
+          if (!Number.isInteger(count) || (count as number) < 1 || count === connected.info.replicas) return;
           connected.info.replicas = count as number;
           connected.onReplicas?.(count as number);
         },

@@ -104,13 +104,16 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
   const prefix = options.tunnel === undefined ? '' : `${options.tunnel}  `;
   const out = (line: string): void => stdout.write(line === '\n' ? line : prefix + line);
   let announced: string | undefined;
+  // What a replica's fellows share: a TCP replica's, its public port.
+  let shared = 'name';
   // The closing line is the last: a request or connection cut by the close may report after it.
   let over = false;
   return {
     replicas(count) {
-      out(`        replicas  ${count} agents on this name now\n`);
+      out(`        replicas  ${count} agents on this ${shared} now\n`);
     },
     ready(info, target, inspectorUrl, backendProtocol) {
+      shared = info.tcp === undefined ? 'name' : 'port';
       if (announced !== undefined) {
         // A TCP tunnel whose port was taken while it was away comes back on another one.
         out(
@@ -125,7 +128,7 @@ export function createHumanReporter(stdout: LineOutput, err: Write, options: Rep
       out(`tunnel2: forwarding ${info.url} -> ${targetWithProtocol(target, backendProtocol)}\n`);
       for (const url of info.urls.filter((u) => u !== info.url)) out(`         also at  ${url}\n`);
       if (inspectorUrl !== undefined) out(`       inspector  ${inspectorUrl}\n`);
-      if (info.replicas !== undefined) out(`        replicas  ${info.replicas} agents on this name\n`);
+      if (info.replicas !== undefined) out(`        replicas  ${info.replicas} agents on this ${shared}\n`);
       out('\n');
     },
     request(r) {

@@ -244,6 +244,14 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     else schedule();
   };
 
+  /** A replica's live count changed (the edge's NOTICE): its row shows it at the next draw. */
+  const replicas = (key: string | typeof OWN_TUNNEL, n: number): void => {
+    const row = tunnels.get(key);
+    if (row === undefined) return;
+    tunnels.set(key, { ...row, replicas: n });
+    if (height > 0) schedule();
+  };
+
   const count = (u: ActivityUnit, line: string): void => {
     // The closing line is the last: a request or connection cut by the close may report after it.
     if (finished) return;
@@ -283,6 +291,7 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
             label,
             prefix,
           ),
+        replicas: (n) => replicas(label, n),
         request: (r) => count(u, prefix + requestText(r)),
         connection: (c) => count(u, prefix + connectionLine(c)),
       };
@@ -304,12 +313,7 @@ export function createStatusScreen(options: StatusScreenOptions): StatusScreen {
     request(r) {
       count(unit, requestText(r));
     },
-    replicas(n) {
-      const row = tunnels.get(OWN_TUNNEL);
-      if (row === undefined) return;
-      tunnels.set(OWN_TUNNEL, { ...row, replicas: n });
-      if (height > 0) schedule();
-    },
+    replicas: (n) => replicas(OWN_TUNNEL, n),
     connection(c) {
       count(unit, connectionLine(c));
     },

@@ -255,7 +255,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
           name,
           ...urls,
           ...(tcpPort ? { tcp: { port: tcpPort.port } } : {}),
-          // How many agents serve the name with this one (said at connect only).
+          // How many agents serve the name with this one (at connect; then NOTICEs as it changes).
           ...(replica
             ? {
                 replicas:
@@ -270,7 +270,9 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
         replica,
         claimTunnels: claims.claim,
         onGoingAway: (connection) => {
-          if (activated) sessions.draining(connection);
+          if (!activated) return;
+          sessions.draining(connection);
+          tcpPort?.tellReplicas(); // a TCP replica's fellows count the port's (draining ones not)
         },
         onReady: (connection) => {
           activated = sessions.activate(connection, joined);

@@ -2,6 +2,8 @@ import { ErrorCode } from '@tunnel2/protocol';
 import type { ReplicaSetRegistry, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { pickReplica } from './replica-choice.js';
+import { ReplicaCounts } from './replica-counts.js';
+import { claimPlace, KeptPlaces, tellReplacedPlaces } from './replica-place.js';
 import type { AgentSession, TunnelEntry } from './tunnel-entry.js';
 
 export interface SessionTableOptions {
@@ -45,8 +47,10 @@ export class SessionTable {
    * while any of them lives.
    */
   readonly #local = new Map<string, TunnelEntry[]>();
-  /** Cluster mode: other nodes holding a place in a replicated name's set, as of the last renewal round. */
-  readonly #otherHolders = new Map<string, number>();
+  /** What a replicated name's agents are told of their number (replica-counts.ts). */
+  readonly #counts: ReplicaCounts;
+  /** Cluster mode: places of names whose last replica here dropped, kept for the grace (replica-place.ts). */
+  readonly #kept: KeptPlaces | undefined;
   /** Where the next tie among replicas starts (replica-choice.ts). */
   #turn = 0;
   readonly #options: SessionTableOptions;
@@ -55,11 +59,16 @@ export class SessionTable {
   readonly #arrivals = new Map<string, Set<ArrivalWaiter>>();
   /** The last renewal could not reach the registry (logged once per outage). */
   #renewFailing = false;
+  /** Renewing replica places is failing (logged once until one renews again). */
+  #placesFailing = false;
   /** A round still waiting on a slow registry: the next tick is skipped, rounds never pile up. */
   #renewing = false;
 
   constructor(options: SessionTableOptions) {
     this.#options = options;
+    const { replicaSets, nodeId, logger } = options;
+    this.#kept = replicaSets && new KeptPlaces(replicaSets, nodeId, logger);
+    this.#counts = new ReplicaCounts(nodeId);
     // One timer for every session on this node, not one per session.
     this.#renewTimer = setInterval(
       () => {
@@ -105,13 +114,14 @@ export class SessionTable {
   /**
    * The epoch a replica of `owner` joins `name` under without a claim of its own, when every live holder
    * of the name here is a replica of that owner still serving; undefined when it must claim as usual (no
-   * holder here: the first replica claims; a non-replica holder keeps its exclusive name).
+   * holder here: the first replica claims; a non-replica holder keeps its exclusive name; a draining one
+   * may have given its place up, which another owner may hold now: see draining()).
    */
   joinable(name: string, owner: string): number | undefined {
     const entries = this.#local.get(name);
     if (entries === undefined) return undefined;
-    for (const entry of entries)
-      if (!entry.replica || entry.owner !== owner || entry.leaving) return undefined;
+    for (const e of entries)
+      if (!e.replica || e.owner !== owner || e.leaving || e.session.draining) return undefined;
     return entries[0]?.epoch;
   }
 
@@ -148,42 +158,25 @@ export class SessionTable {
     });
     if (!result.ok) return { ok: false, record: result.record };
     if (result.replaced !== undefined) this.#options.onTakeover?.(result.replaced, result.record);
-    if (this.#options.replicaSets !== undefined)
-      await this.#replaceReplicas(result.record).catch((err: unknown) =>
+    const { replicaSets } = this.#options;
+    if (replicaSets !== undefined)
+      await tellReplacedPlaces({ ...this.#options, replicaSets }, result.record).catch((err: unknown) =>
         this.#options.logger.warn({ err, session: name }, 'registry lookupReplicas failed'),
       );
     return { ok: true, epoch: result.record.epoch };
   }
 
-  /**
-   * Cluster mode: takes this node's place in the replica set of `name` for a replica of `owner`. Another
-   * owner's live set or record refuses it (its reserved record, if any, words the refusal). A live
-   * exclusive record of the same owner on another node is taken over as on one edge: its node is told.
-   */
-  async admitReplica(name: string, owner: string, account = owner): Promise<AdmitResult> {
-    const { registry, replicaSets, nodeId, leaseTtlMs } = this.#options;
+  /** Cluster mode: this node's place in the replica set of `name` for a replica of `owner` (claimPlace). */
+  admitReplica(name: string, owner: string, account = owner): Promise<AdmitResult> {
+    const { replicaSets } = this.#options;
     if (replicaSets === undefined) return this.admit(name, owner, account);
-    const result = await replicaSets.claimReplica({ name, owner, account, nodeId, ttlMs: leaseTtlMs });
-    const record = await registry.lookup(name);
-    if (!result.ok) return { ok: false, record: record?.owner === result.owner ? record : undefined };
-    if (record?.owner === owner && record.connected && record.nodeId !== nodeId)
-      this.#options.onTakeover?.(record, { ...record, nodeId, epoch: result.holder.epoch });
-    return { ok: true, epoch: result.holder.epoch };
-  }
-
-  /** Cluster mode: an exclusive claim took the owner's replicas' name: their nodes are told (one edge's rule). */
-  async #replaceReplicas(claimed: SessionRecord): Promise<void> {
-    const set = await this.#options.replicaSets?.lookupReplicas(claimed.name);
-    if (set === undefined || set.owner !== claimed.owner) return;
-    for (const holder of set.holders)
-      if (holder.nodeId !== this.#options.nodeId && holder.epoch < claimed.epoch)
-        this.#options.onTakeover?.({ ...claimed, ...holder, connected: true }, claimed);
+    return claimPlace({ ...this.#options, replicaSets }, { name, owner, account });
   }
 
   /** A replica's agent is leaving: with none left serving here, this node's place goes (nodes stop choosing it). */
   draining(connection: TunnelEntry): void {
     const { replicaSets, nodeId, logger } = this.#options;
-    if (connection.replica) this.#tellReplicas(connection.name);
+    if (connection.replica) this.#counts.tell(connection.name, this.replicas(connection.name));
     if (replicaSets === undefined || !connection.replica) return;
     const entries = this.replicas(connection.name);
     if (entries.length === 0 || !entries.every((entry) => entry.leaving || entry.session.draining)) return;
@@ -236,11 +229,19 @@ export class SessionTable {
     const epoch = Math.max(...entries.map((entry) => entry.epoch));
     for (const entry of entries) entry.epoch = epoch;
     this.#local.set(connection.name, entries);
+    // This node's first replica of the name: the other nodes' places are read now, not a round later.
+    const { replicaSets, logger } = this.#options;
+    if (previous.length === 0 && connection.replica && replicaSets !== undefined)
+      this.#counts
+        .read(replicaSets, connection.name, () => this.replicas(connection.name))
+        .catch((err: unknown) =>
+          logger.warn({ err, session: connection.name }, 'registry lookupReplicas failed'),
+        );
     for (const older of replaced) {
       this.#options.logger.info({ session: connection.name }, 'newer connection replaces the older one');
       older.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection for this name');
     }
-    this.#tellReplicas(connection.name);
+    this.#counts.tell(connection.name, this.replicas(connection.name));
     const waiters = this.#arrivals.get(connection.name);
     if (waiters !== undefined) {
       this.#arrivals.delete(connection.name);
@@ -291,24 +292,17 @@ export class SessionTable {
       const rest = entries.filter((entry) => entry !== connection);
       if (rest.length === 0) {
         this.#local.delete(connection.name);
-        this.#otherHolders.delete(connection.name);
+        this.#counts.forget(connection.name);
       } else if (rest.length < entries.length) this.#local.set(connection.name, rest);
-      this.#tellReplicas(connection.name);
+      this.#counts.tell(connection.name, this.replicas(connection.name));
       // Other replicas still hold the claim it shared: the name stays theirs, nothing to tell the registry.
       if (rest.some((entry) => entry.epoch === connection.epoch)) return;
     }
-    const { replicaSets, nodeId } = this.#options;
+    const graceMs = connection.leaving ? 0 : this.#options.reconnectGraceMs;
     try {
-      // A replica set keeps no reservation: its other holders still serve, the owner's agents rejoin.
-      if (connection.replica && replicaSets !== undefined) {
-        await replicaSets.releaseReplica(connection.name, nodeId, connection.epoch);
-        return;
-      }
-      await this.#options.registry.markDisconnected(
-        connection.name,
-        connection.epoch,
-        connection.leaving ? 0 : this.#options.reconnectGraceMs,
-      );
+      if (connection.replica && this.#kept !== undefined)
+        await this.#kept.leave(connection.name, connection.epoch, graceMs);
+      else await this.#options.registry.markDisconnected(connection.name, connection.epoch, graceMs);
     } catch (err) {
       this.#options.logger.warn({ err, session: connection.name }, 'registry release of a name failed');
     }
@@ -333,6 +327,7 @@ export class SessionTable {
     const places = this.#options.replicaSets === undefined ? [] : firsts.filter((entry) => entry.replica);
     const connections = places.length === 0 ? firsts : firsts.filter((entry) => !entry.replica);
     if (places.length > 0) await this.#renewPlaces(places);
+    await this.#kept?.round();
     if (connections.length === 0) return;
     let renewed: boolean[];
     try {
@@ -426,11 +421,10 @@ export class SessionTable {
         const entries = this.replicas(first.name);
         if (entries.every((entry) => entry.leaving || entry.session.draining)) return;
         try {
-          if (await replicaSets.renewReplica(first.name, nodeId, first.epoch, leaseTtlMs)) {
-            const set = await replicaSets.lookupReplicas(first.name);
-            const others = set?.holders.filter((holder) => holder.nodeId !== nodeId).length ?? 0;
-            if (this.#local.has(first.name)) this.#otherHolders.set(first.name, others);
-            this.#tellReplicas(first.name);
+          const renewed = await replicaSets.renewReplica(first.name, nodeId, first.epoch, leaseTtlMs);
+          this.#placesFailing = false;
+          if (renewed) {
+            await this.#counts.read(replicaSets, first.name, () => this.replicas(first.name));
             return;
           }
           if (!this.#holds(first)) return;
@@ -448,23 +442,16 @@ export class SessionTable {
             logger.info({ session: first.name, epoch: claimed.holder.epoch }, 'replica place re-asserted');
           } else this.#loseAll(first.name, { nodeId: '', owner: claimed.owner });
         } catch (err) {
-          logger.warn({ err, session: first.name }, 'replica place renewal failed; trying again next round');
+          // Once per outage, as for leases: the replicas keep serving here meanwhile.
+          if (!this.#placesFailing)
+            logger.warn(
+              { err, session: first.name },
+              'replica place renewal failed; trying again each round',
+            );
+          this.#placesFailing = true;
         }
       }),
     );
-  }
-
-  /**
-   * Tells a replicated name's agents how many serve it: its replicas here not leaving, plus (cluster mode)
-   * one per other node holding a place at the last renewal round (the registry keeps places, not agents).
-   */
-  #tellReplicas(name: string): void {
-    const entries = this.replicas(name);
-    // A TCP replica's fellows share its port, not its name: their count is the port's (said at connect).
-    if (entries.length === 0 || !entries[0]?.replica || entries[0].tcpPort !== undefined) return;
-    let count = this.#otherHolders.get(name) ?? 0;
-    for (const entry of entries) if (!entry.leaving && !entry.session.draining) count++;
-    for (const entry of entries) entry.connection.tellReplicas?.(Math.max(1, count));
   }
 
   /** The name's first entry, which stands for its replicas in the lease renewal, is still live. */

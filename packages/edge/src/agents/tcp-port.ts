@@ -57,6 +57,15 @@ export class TcpPort {
   }
 
   /**
+   * Tells the port's replicas how many serve it now, not counting draining ones (a NOTICE to each whose
+   * count changed: AgentConnection.tellReplicas), as a name's replicas are told (session-table.ts).
+   */
+  tellReplicas(): void {
+    const live = this.#entries.filter((entry) => !entry.leaving && !entry.session.draining).length;
+    for (const entry of this.#entries) if (entry.replica) entry.connection.tellReplicas?.(Math.max(1, live));
+  }
+
+  /**
    * The session a new connection goes to: of several replicas, the one with the fewest open streams (its
    * connections), none that is draining while another can take it (replica-choice.ts).
    */

@@ -161,6 +161,7 @@ export class TcpTunnels implements TcpPortTable {
     for (const entry of replaced) port.leave(entry);
     if (joins) port.join(connection);
     else port.connection = connection;
+    port.tellReplicas();
     for (const older of replaced) {
       // As with a name: the newer connection of the same owner wins, and the older agent is told not to
       // reconnect (else two agents would take the port from each other in turn).
@@ -178,7 +179,10 @@ export class TcpTunnels implements TcpPortTable {
       return;
     }
     // Its other replicas keep serving the port; their connections go on.
-    if (port.connection !== undefined) return;
+    if (port.connection !== undefined) {
+      port.tellReplicas();
+      return;
+    }
     // Unless a newer claim of its owner has it meanwhile (not yet attached): that one keeps it.
     if (connection.leaving && !this.#reclaimed.has(port)) this.#release(port);
     else this.#startGrace(port);

@@ -15,7 +15,14 @@ import {
   resolveWindowTuning,
   settingsBeforeHello,
 } from '../config.js';
-import { ErrorCode, errorCodeName, FrameFlags, FrameType, ownVersionRange } from '../constants.js';
+import {
+  ErrorCode,
+  errorCodeName,
+  FrameFlags,
+  FrameType,
+  MAX_NOTICE_BYTES,
+  ownVersionRange,
+} from '../constants.js';
 import {
   frameError,
   PeerTimeoutError,
@@ -336,7 +343,7 @@ export class MuxSession implements StreamHost {
   }
 
   #onNotice(payload: Buffer): void {
-    if (this.#handler.onNotice === undefined) return;
+    if (this.#handler.onNotice === undefined || payload.length > MAX_NOTICE_BYTES) return;
     let meta: unknown;
     try {
       meta = JSON.parse(payload.toString('utf8'));

@@ -140,7 +140,10 @@ export function forwardOverLink(
           // REFUSED_STREAM: not processed there. AGENT_LOST: its agent left after it got the request.
           const processed = code === AGENT_LOST;
           if (again(processed)) lost?.(owner);
-          else refuse(processed ? agentDisconnected(name) : offline(name));
+          else if (processed) refuse(agentDisconnected(name));
+          // A replica's refusal (its agent going away before the request ran) is "busy" as on one edge:
+          // the name is still served, by its other replicas, and the client may send it again.
+          else refuse(owner.replica === true ? busy(name) : offline(name));
           return true;
         },
         onFinish: () => {

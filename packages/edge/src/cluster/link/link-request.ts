@@ -210,8 +210,13 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
 
   onDrain(): void {}
 
-  /** The agent went away before the request got a stream: the ingress node sends it elsewhere if it can. */
+  /**
+   * The agent went away before the request got a stream: a bodyless one goes back to the ingress node,
+   * which sends it elsewhere; one with a body (or not known to have none yet) is refused here as busy, as
+   * one edge does, for the ingress could not send it again anyway.
+   */
   elsewhere(): boolean {
+    if (!this.#ended || this.#early.length > 0) return false;
     this.#stream.reset(ErrorCode.REFUSED_STREAM);
     return true;
   }
