@@ -206,6 +206,17 @@ describe('h2c with prior knowledge on the plain port', () => {
     expect(Buffer.concat(chunks).toString()).toBe('sent after 100');
   });
 
+  it('an Expect other than 100-continue is answered 417 (as Node answered it), never sent on', async () => {
+    const session = h2c(port);
+    const answer = await h2Request(session, {
+      ':path': '/head',
+      ':authority': `web.localhost:${port}`,
+      expect: 'something-else',
+    });
+    session.close();
+    expect(answer.status).toBe(417);
+  });
+
   it('a client RST_STREAM cancels the backend request', async () => {
     const session = h2c(port);
     const backendSawCancel = new Promise<void>((resolve) => {
