@@ -39,24 +39,31 @@ function connectionSocket(stream: ServerHttp2Stream): Socket {
   return ((session === undefined ? undefined : sessionSockets.get(session)) ?? session?.socket) as Socket;
 }
 
-// The stream's events, relayed by one shared function each (no closure per request): `this` is the stream.
-const requests = new WeakMap<ServerHttp2Stream, EdgeHttp2Request>();
-function onRequestData(this: ServerHttp2Stream, chunk: Buffer): void {
-  if (requests.get(this)?.push(chunk) === false) this.pause();
+// The stream's events, relayed by one shared function each (no closure per request): `this` is the stream,
+// which carries its request and response under symbols of this module (as Node's compatibility layer did).
+// Not WeakMaps: an entry per stream is a hash-table insert, and ephemeron work in every scavenge.
+const kRequest = Symbol('tunnel2.request');
+const kResponse = Symbol('tunnel2.response');
+interface EdgeStream extends ServerHttp2Stream {
+  [kRequest]?: EdgeHttp2Request;
+  [kResponse]?: EdgeHttp2Response;
 }
-function onRequestEnd(this: ServerHttp2Stream): void {
-  const req = requests.get(this);
+function onRequestData(this: EdgeStream, chunk: Buffer): void {
+  if (this[kRequest]?.push(chunk) === false) this.pause();
+}
+function onRequestEnd(this: EdgeStream): void {
+  const req = this[kRequest];
   if (req === undefined) return;
   req.complete = true;
   req.pushEnd();
 }
 function onRequestTrailers(
-  this: ServerHttp2Stream,
+  this: EdgeStream,
   _trailers: IncomingHttpHeaders,
   _flags: number,
   raw: string[],
 ): void {
-  const req = requests.get(this);
+  const req = this[kRequest];
   if (req !== undefined) req.rawTrailers = raw;
 }
 /** A stream's errors (a client's RST_STREAM with an error code) end that stream; 'close' follows. */
@@ -122,7 +129,7 @@ export class EdgeHttp2Request extends Readable implements PublicMessage {
       headers.host = authority;
     }
     this.rawHeaders = raw;
-    requests.set(stream, this);
+    (stream as EdgeStream)[kRequest] = this;
     if (this.bodyFollows) {
       stream.on('data', onRequestData);
       stream.on('trailers', onRequestTrailers);
@@ -190,17 +197,16 @@ function h2Fields(
 }
 
 // The stream's events for the response, one shared function each: `this` is the stream.
-const responses = new WeakMap<ServerHttp2Stream, EdgeHttp2Response>();
-function onResponseDrain(this: ServerHttp2Stream): void {
-  responses.get(this)?.emit('drain');
+function onResponseDrain(this: EdgeStream): void {
+  this[kResponse]?.emit('drain');
 }
-function onWantTrailers(this: ServerHttp2Stream): void {
+function onWantTrailers(this: EdgeStream): void {
   // An empty set ends the stream with an empty DATA frame (nghttp2), as Node's compatibility layer did.
-  this.sendTrailers(responses.get(this)?.trailers ?? {});
+  this.sendTrailers(this[kResponse]?.trailers ?? {});
 }
-function onStreamClose(this: ServerHttp2Stream): void {
-  const res = responses.get(this);
-  requests.get(this)?.streamClosed();
+function onStreamClose(this: EdgeStream): void {
+  const res = this[kResponse];
+  this[kRequest]?.streamClosed();
   if (res === undefined) return;
   if (res.writableFinished) res.emit('finish');
   res.emit('close');
@@ -240,7 +246,7 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
     this.req = req;
     const stream = req.stream;
     this.stream = stream;
-    responses.set(stream, this);
+    (stream as EdgeStream)[kResponse] = this;
     stream.on('error', ignore);
     stream.on('drain', onResponseDrain);
     stream.on('wantTrailers', onWantTrailers);
