@@ -236,6 +236,8 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
   #headers: OutgoingHttpHeaders | undefined;
   /** A final head given to writeHead and not sent yet. */
   #pendingHead: OutgoingHttpHeaders | undefined;
+  /** The final head, once given (getHeader reads it: the access log names an edge error by its field). */
+  #head: OutgoingHttpHeaders | undefined;
   /** Body written in the head's tick, held with it (at most HELD_WITH_HEAD bytes). */
   #pendingBody: Buffer[] = [];
   #pendingBytes = 0;
@@ -286,7 +288,7 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
   }
 
   getHeader(name: string): string | number | string[] | undefined {
-    return this.#headers?.[name.toLowerCase()];
+    return (this.#head ?? this.#headers)?.[name.toLowerCase()];
   }
 
   removeHeader(name: string): void {
@@ -307,6 +309,7 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
     const head = h2Fields(given, this.#headers === undefined ? {} : { ...this.#headers });
     head[':status'] = status;
     this.#pendingHead = head;
+    this.#head = head;
     process.nextTick(sendHeadLater, this);
     return this;
   }
@@ -419,6 +422,7 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
     const head = h2Fields(fields, this.#headers === undefined ? {} : { ...this.#headers });
     head[':status'] = status;
     this.#pendingHead = head;
+    this.#head = head;
     this.#ended = true;
     this.#respond(true, false);
   }
