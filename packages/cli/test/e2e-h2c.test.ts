@@ -2,8 +2,10 @@ import { execFile } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect as netConnect } from 'node:net';
+import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { buildEdge, type Edge, installRequestIds } from '@tunnel2/edge';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
 import { h2c, h2Request } from './support/h2-client.js';
@@ -206,6 +208,17 @@ describe('h2c with prior knowledge on the plain port', () => {
     expect(Buffer.concat(chunks).toString()).toBe('sent after 100');
   });
 
+  it('an Expect other than 100-continue is answered 417 (as Node answered it), never sent on', async () => {
+    const session = h2c(port);
+    const answer = await h2Request(session, {
+      ':path': '/head',
+      ':authority': `web.localhost:${port}`,
+      expect: 'something-else',
+    });
+    session.close();
+    expect(answer.status).toBe(417);
+  });
+
   it('a client RST_STREAM cancels the backend request', async () => {
     const session = h2c(port);
     const backendSawCancel = new Promise<void>((resolve) => {
@@ -344,6 +357,43 @@ describe('h2c with prior knowledge on the plain port', () => {
     expect(done.body.toString()).toBe('released');
     await closed;
     await agent.close(0);
+  });
+
+  it("the access log names an HTTP/2 answer's edge error, as on HTTP/1.1", async () => {
+    const lines: { msg: string; status?: number; edgeError?: string; url?: string }[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done): void {
+        for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const logged = buildEdge({ port: 0, logger: silent });
+    installRequestIds(logged, pino({ level: 'debug' }, sink));
+    const { port: loggedPort } = await logged.listen();
+    try {
+      const session = h2c(loggedPort);
+      // An edge page with a body (head, body and end in one tick), and a gRPC answer that is a head alone.
+      const page = await h2Request(session, {
+        ':path': '/page',
+        ':authority': `nobody.localhost:${loggedPort}`,
+      });
+      const call = await h2Request(session, {
+        ':method': 'POST',
+        ':path': '/pkg.Svc/Call',
+        ':authority': `nobody.localhost:${loggedPort}`,
+        'content-type': 'application/grpc',
+      });
+      session.close();
+      expect(page.status).toBe(404);
+      expect(call.headers['grpc-status']).toBeDefined();
+      await expect.poll(() => lines.filter((line) => line.edgeError !== undefined).length).toBe(2);
+      expect(lines.find((line) => line.url === '/page')?.edgeError).toBe(page.headers['x-tunnel2-error']);
+      expect(lines.find((line) => line.url === '/pkg.Svc/Call')?.edgeError).toBe(
+        call.headers['x-tunnel2-error'],
+      );
+    } finally {
+      await logged.close(0);
+    }
   });
 
   it('closes a connection that stalls inside the preface after the headers timeout', async () => {

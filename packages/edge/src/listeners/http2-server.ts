@@ -1,5 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Http2Server, ServerHttp2Session } from 'node:http2';
+import type { Http2Server, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { EdgeHttp2Request, EdgeHttp2Response, sessionSockets } from './http2-messages.js';
@@ -72,16 +71,11 @@ export interface PublicHttp2Options {
 /**
  * The public side's HTTP/2: Node's HTTP/2 server, never listening itself, fed connections that already
  * speak HTTP/2 — a plain one whose first bytes were the preface (preface-sniff.ts), or a TLS one whose
- * ALPN chose `h2`. Its requests are Node's compatibility messages shaped as the shared path's
- * (http2-messages.ts), so everything after parsing is HTTP/1.1's.
+ * ALPN chose `h2`. Each stream (Node's raw 'stream' API, not its compatibility layer) becomes a request and
+ * a response shaped as the shared path's (http2-messages.ts), so everything after parsing is HTTP/1.1's.
  */
 export class PublicHttp2Server {
-  readonly #server: Http2Server<
-    typeof IncomingMessage,
-    typeof ServerResponse,
-    typeof EdgeHttp2Request,
-    typeof EdgeHttp2Response
-  >;
+  readonly #server: Http2Server;
   readonly #sessions = new Set<ServerHttp2Session>();
   readonly #options: PublicHttp2Options;
   #draining = false;
@@ -93,8 +87,6 @@ export class PublicHttp2Server {
     this.#options = options;
     const { limits } = options;
     this.#server = createServer({
-      Http2ServerRequest: EdgeHttp2Request,
-      Http2ServerResponse: EdgeHttp2Response,
       maxSessionMemory: limits.maxSessionMemoryMiB,
       maxSettings: limits.maxSettings,
       maxOutstandingPings: limits.maxOutstandingPings,
@@ -110,20 +102,34 @@ export class PublicHttp2Server {
         enableConnectProtocol: false,
       },
     });
-    this.#server.on('request', (req: EdgeHttp2Request, res: EdgeHttp2Response) =>
-      options.onRequest(req, res, false),
-    );
-    this.#server.on('checkContinue', (req: EdgeHttp2Request, res: EdgeHttp2Response) =>
-      options.onRequest(req, res, true),
-    );
-    // CONNECT: refused by the edge in its own words (Node would answer a bare 405 without a listener).
-    this.#server.on('connect', (req: EdgeHttp2Request, res: EdgeHttp2Response) =>
-      options.onRequest(req, res, false),
-    );
+    // No 'request' listener: Node builds its compatibility objects only for one.
+    this.#server.on('stream', this.#onStream);
     this.#server.on('session', (session: ServerHttp2Session) => this.#track(session));
     // A session's errors (a peer's protocol error, a reset socket) end that connection only.
     this.#server.on('sessionError', (err: Error) => options.logger.debug({ err }, 'HTTP/2 session error'));
   }
+
+  /**
+   * Each stream as a request and its response. CONNECT too: the edge refuses it in its own words. Expect as
+   * Node's compatibility layer took it: 100-continue is the caller's (`expectsContinue`), any other
+   * expectation is answered 417.
+   */
+  readonly #onStream = (
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    _flags: number,
+    rawHeaders: string[],
+  ): void => {
+    const req = new EdgeHttp2Request(stream, headers, rawHeaders);
+    const res = new EdgeHttp2Response(req);
+    const expect = headers.expect;
+    if (expect === undefined) this.#options.onRequest(req, res, false);
+    else if (expect === '100-continue') this.#options.onRequest(req, res, true);
+    else {
+      res.writeHead(417);
+      res.end();
+    }
+  };
 
   /** Serves a connection that speaks HTTP/2 from its first byte (any bytes read put back on it). */
   handle(socket: Duplex): void {
