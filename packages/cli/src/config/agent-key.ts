@@ -1,8 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { closeSync, linkSync, mkdirSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { readUserFile } from '../user-file.js';
+
+// Not an `import`: an ESM import of node:crypto reads every export, and its `webcrypto` getter loads Web
+// Crypto, which the agent never uses (bench/README.md, issue #34: the workspace agent's idle RSS).
+const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 /**
  * An anonymous agent's identity across runs. The edge reserves a name for its owner for a grace after a

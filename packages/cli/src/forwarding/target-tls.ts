@@ -1,9 +1,14 @@
-import { X509Certificate } from 'node:crypto';
-import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { AgentError, AgentErrorCode } from '../errors.js';
 import { readUserFile } from '../user-file.js';
 import type { BackendErrorAnswer } from './backend-error-answer.js';
+
+// Not an `import`: an ESM import of node:crypto reads every export, and its `webcrypto` getter loads Web
+// Crypto, which the agent never uses (bench/README.md, issue #34: the workspace agent's idle RSS).
+const { X509Certificate } = process.getBuiltinModule('node:crypto');
+// Not an `import`: an ESM import of node:net reads every export, and its `BlockList` and `SocketAddress`
+// getters load both, which the agent never uses (bench/README.md, issue #34: the workspace agent's idle RSS).
+const { isIP } = process.getBuiltinModule('node:net');
 
 /** How the agent checks an `https://` target's certificate. */
 export interface TargetTls {

@@ -1,6 +1,9 @@
-import { connect } from 'node:net';
 import { bridgeSocket, decodeTcpHead, ErrorCode, errorCodeName, type MuxStream } from '@tunnel2/protocol';
 import type { TcpTarget } from './target.js';
+
+// Not an `import`: an ESM import of node:net reads every export, and its `BlockList` and `SocketAddress`
+// getters load both, which the agent never uses (bench/README.md, issue #34: the workspace agent's idle RSS).
+const { connect } = process.getBuiltinModule('node:net');
 
 /** One public client's connection through a TCP tunnel, reported when it ends. */
 export interface TcpConnectionReport {

@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import type { Socket } from 'node:net';
 import {
   ANY_TCP_PORT,
@@ -35,6 +34,10 @@ import {
   type SessionInfo,
 } from './session-info.js';
 import { edgeRangeOf, versionMismatch } from './version-mismatch.js';
+
+// Not an `import`: an ESM import of node:crypto reads every export, and its `webcrypto` getter loads Web
+// Crypto, which the agent never uses (bench/README.md, issue #34: the workspace agent's idle RSS).
+const { createHmac } = process.getBuiltinModule('node:crypto');
 
 export type { ExtraTunnelAnswer, SessionInfo } from './session-info.js';
 

@@ -1,9 +1,14 @@
-import { createHash } from 'node:crypto';
-import { isIP } from 'node:net';
 import type { ProtocolSettings, VersionRange } from '@tunnel2/protocol';
 import type { Logger } from 'pino';
 import { AgentError, AgentErrorCode } from '../errors.js';
 import type { HostHeaderMode } from '../forwarding/forward-options.js';
+
+// Not an `import`: an ESM import of node:crypto reads every export, and its `webcrypto` getter loads Web
+// Crypto, which the agent never uses (bench/README.md, issue #34: the workspace agent's idle RSS).
+const { createHash } = process.getBuiltinModule('node:crypto');
+// Not an `import`: an ESM import of node:net reads every export, and its `BlockList` and `SocketAddress`
+// getters load both, which the agent never uses (bench/README.md, issue #34: the workspace agent's idle RSS).
+const { isIP } = process.getBuiltinModule('node:net');
 
 export interface ConnectOptions {
   /** The tunnel's name in a config file (`tunnels.<name>`): it prefixes its output and its errors. */

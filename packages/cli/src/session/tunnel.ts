@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Inspector } from '@tunnel2/inspector';
 import { ANY_TCP_PORT } from '@tunnel2/protocol';
@@ -32,6 +31,10 @@ import { closeHttpBackend, type HttpBackend, openHttpBackend, probeHttpBackend }
 import type { RefusalContext } from './refusal-message.js';
 import { startInspector } from './tunnel-inspector.js';
 import { refusedTunnels } from './tunnel-refusals.js';
+
+// Not an `import`: an ESM import of node:crypto reads every export, and its `webcrypto` getter loads Web
+// Crypto, which the agent never uses (bench/README.md, issue #34: the workspace agent's idle RSS).
+const { randomUUID } = process.getBuiltinModule('node:crypto');
 
 export interface ReconnectingEvent {
   attempt: number;

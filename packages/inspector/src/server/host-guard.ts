@@ -1,4 +1,6 @@
-import { isIP } from 'node:net';
+// Not an `import`: an ESM import of node:net reads every export, and its `BlockList` and `SocketAddress`
+// getters load both, which the agent never uses (bench/README.md, issue #34: the workspace agent's idle RSS).
+const { isIP } = process.getBuiltinModule('node:net');
 
 /**
  * The DNS-rebinding guard: a page on another site can make a browser send requests to this port under its

@@ -1,0 +1,76 @@
+// The agent's idle memory, from the compiled workspace and from the published bundle alternated (issue #34,
+// target 4): an edge, then `tunnel2 http` with its stdout a file (so on the main thread, as on a terminal),
+// and the agent's VmRSS, RssAnon and RssFile read from /proc 5 s after it printed `ready`. The target is a
+// closed port: idle means no request.
+//   node bench/scripts/agent-idle-rss.ts [runs=3]
+// Build first (`pnpm exec tsc -b`, then `node scripts/pack-cli.ts --no-build` for packages/cli/publish/).
+// AGENT_NODE_FLAGS adds Node flags to the agent (e.g. `--no-turbofan`, to see what the optimizing compiler's
+// code pages cost).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+const runs = Number(process.argv[2] ?? 3);
+const flags = (process.env.AGENT_NODE_FLAGS ?? '').split(' ').filter((flag) => flag !== '');
+const builds = {
+  workspace: fileURLToPath(new URL('../../packages/cli/bin/tunnel2.js', import.meta.url)),
+  bundle: fileURLToPath(new URL('../../packages/cli/publish/bin/tunnel2.js', import.meta.url)),
+};
+
+/** VmRSS, RssAnon and RssFile of a process in KiB. */
+async function rssOf(pid: number): Promise<Record<string, number>> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string): number =>
+    Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN);
+  return { rss: field('VmRSS'), anon: field('RssAnon'), file: field('RssFile') };
+}
+
+async function stopped(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
+const edge = spawn(
+  process.execPath,
+  [builds.workspace, 'server', '--port', '0', '--json', '--log-level', 'warn'],
+  {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
+let edgeOut = '';
+edge.stdout?.setEncoding('utf8');
+while (!edgeOut.includes('"listening"')) edgeOut += (await once(edge.stdout ?? edge, 'data'))[0];
+const edgeUrl = String((JSON.parse(edgeOut.split('\n')[0] ?? '{}') as { url?: string }).url);
+const dir = await mkdtemp(join(tmpdir(), 'tunnel2-idle-rss-'));
+const mib = (kib: number | undefined): string => ((kib ?? 0) / 1024).toFixed(1);
+try {
+  for (let run = 1; run <= runs; run++) {
+    for (const [name, bin] of Object.entries(builds)) {
+      const outPath = join(dir, `${name}-${run}.out`);
+      const out = await open(outPath, 'w');
+      const agent = spawn(process.execPath, [...flags, bin, 'http', '9', '--server', edgeUrl, '--json'], {
+        stdio: ['ignore', out.fd, 'inherit'],
+        env: { ...process.env, TUNNEL2_WORKER: '0' },
+      });
+      // Polled: the agent writes to a file, which gives no event to wait for.
+      while (!(await readFile(outPath, 'utf8')).includes('"ready"')) await sleep(50);
+      await sleep(5000);
+      const rss = await rssOf(agent.pid ?? 0);
+      await stopped(agent);
+      await out.close();
+      console.log(
+        `run ${run} ${name.padEnd(9)} VmRSS ${mib(rss.rss)} MiB (${((rss.rss ?? 0) * 1.024e-3).toFixed(1)} MB)` +
+          `  RssAnon ${mib(rss.anon)}  RssFile ${mib(rss.file)} MiB`,
+      );
+    }
+  }
+} finally {
+  await stopped(edge);
+  await rm(dir, { recursive: true, force: true });
+}
