@@ -101,7 +101,10 @@ describe.runIf(process.platform === 'linux')('the verdict on real runs', () => {
     expect(verdict.warnings.map((w) => w.kind)).toContain('low-samples');
     for (const text of [md, html]) expect(text).toContain('The backend saturated first, at stage 2');
     // And on the terminal, where the run was watched, before the reports' path: the answer without opening them.
-    expect(run.stderr).toContain(`[ramp] verdict: ${verdict.summary}\n[ramp] reports written to ${out}`);
+    expect(run.stderr).toContain(`[ramp] verdict: ${verdict.summary}\n[ramp] tunnel cost: ${verdict.cost}\n`);
+    expect(run.stderr.indexOf('[ramp] tunnel cost: ')).toBeLessThan(
+      run.stderr.indexOf(`[ramp] reports written to ${out}`),
+    );
   });
 
   it('an agent starved of CPU from stage 2 on (its core shared with a busy loop, at nice 19): the tunnel saturates, in the agent', async () => {
@@ -161,8 +164,10 @@ describe.runIf(process.platform === 'linux')('the verdict on real runs', () => {
       verdict.summary,
     ).toEqual(['none', 'generator']);
     expect(verdict).toMatchObject({ saturated: 'generator', process: 'generator', stage: 2 });
-    expect(verdict.stages[1]!.direct).toMatchObject({ held: false, bend: 'rate' });
-    expect(verdict.stages[1]!.tunnel).toMatchObject({ held: false, bend: 'rate' });
+    // Both sides bent; how (the rate fell, or only the latency grew while a starved generator still sent
+    // most of it) depends on how much of a core the machine left it, so only the bend itself is asserted.
+    expect(verdict.stages[1]!.direct).toMatchObject({ held: false });
+    expect(verdict.stages[1]!.tunnel).toMatchObject({ held: false });
     expect(verdict.knee).toMatchObject({ direct: { stage: 1 }, tunnel: { stage: 1 } });
     expect(verdict.summary).toMatch(/^The load generator saturated first, at stage 2 \(150 RPS\)/);
   });
