@@ -162,6 +162,15 @@ export class EdgeHttp2Request extends Readable implements PublicMessage {
 /** Body bytes a response holds back with its head until the end of the tick (a typical answer's whole body). */
 const HELD_WITH_HEAD = 64 * 1024;
 
+/**
+ * A final status HTTP/2 can carry (Node's respond() allows 200-599). HTTP/1.1 passes the agent's 600-999 on
+ * as given; here it must be refused now, while the caller can still answer 502 instead (the head itself
+ * leaves at the end of the tick, where a refusal could only reset the stream).
+ */
+function assertFinalStatus(status: number): void {
+  if (status < 200 || status > 599) throw new RangeError(`status ${status} has no HTTP/2 form`);
+}
+
 /** Whether a response may have DATA frames: not to HEAD, not a 204, 205 or 304 (Node ends those at once). */
 function mayCarryBody(status: number, method: string | undefined): boolean {
   return method !== 'HEAD' && status !== 204 && status !== 205 && status !== 304;
@@ -303,6 +312,7 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
     fields?: OutgoingHttpHeaders | readonly string[],
   ): this {
     if (this.headersSent || this.stream.destroyed) return this;
+    assertFinalStatus(status);
     const given =
       typeof messageOrFields === 'string' || messageOrFields === undefined ? fields : messageOrFields;
     this.statusCode = status;
@@ -418,6 +428,7 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
   endWithHead(status: number, fields: string[]): void {
     const stream = this.stream;
     if (stream.destroyed || this.headersSent) return;
+    assertFinalStatus(status);
     this.statusCode = status;
     const head = h2Fields(fields, this.#headers === undefined ? {} : { ...this.#headers });
     head[':status'] = status;
@@ -433,7 +444,11 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
     if (stream.destroyed || this.headersSent) return;
     const head = h2Fields(fields);
     head[':status'] = status;
-    stream.additionalHeaders(head);
+    try {
+      stream.additionalHeaders(head);
+    } catch {
+      // An interim head is advisory (RFC 9110 §15.2): one Node refuses is dropped, the final head follows.
+    }
   }
 }
 

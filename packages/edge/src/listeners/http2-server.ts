@@ -93,6 +93,10 @@ export class PublicHttp2Server {
       maxHeaderListPairs: limits.maxHeaderListPairs,
       streamResetBurst: limits.streamResetBurst,
       streamResetRate: limits.streamResetRate,
+      // A field Node holds single-valued (Content-Type, ETag…) that a backend gave twice goes on as given,
+      // as HTTP/1.1 passes it, rather than Node throwing on it as the head leaves (a reset instead of an
+      // answer). Node versions without this option keep throwing: that one stream is then reset.
+      strictSingleValueFields: false,
       settings: {
         maxConcurrentStreams: limits.maxConcurrentStreams,
         maxHeaderListSize: limits.maxHeaderListSize,
