@@ -53,7 +53,9 @@ function onRequestData(this: EdgeStream, chunk: Buffer): void {
 }
 function onRequestEnd(this: EdgeStream): void {
   const req = this[kRequest];
-  if (req === undefined) return;
+  // Node ends the stream's readable side when the client is gone too ('aborted' first): that body did not
+  // end, and must not reach the backend as a complete request.
+  if (req === undefined || this.aborted) return;
   req.complete = true;
   req.pushEnd();
 }
@@ -152,9 +154,12 @@ export class EdgeHttp2Request extends Readable implements PublicMessage {
     this.stream.resume();
   }
 
-  /** The stream closed (answered, or reset by either side): a body not read to its end ends here. */
+  /**
+   * The stream closed (answered, or reset by either side): a body not read to its end ends here, unless
+   * the client aborted it (its 'end' would read as a complete body; the exchange resets on 'close').
+   */
   streamClosed(): void {
-    this.pushEnd();
+    if (!this.stream.aborted) this.pushEnd();
     this.emit('close');
   }
 }
