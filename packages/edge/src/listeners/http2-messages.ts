@@ -155,11 +155,10 @@ export class EdgeHttp2Request extends Readable implements PublicMessage {
   }
 
   /**
-   * The stream closed (answered, or reset by either side): a body not read to its end ends here, unless
-   * the client aborted it (its 'end' would read as a complete body; the exchange resets on 'close').
+   * The stream closed (answered, or reset by either side). A body that had not ended does not end here:
+   * its 'end' would read as a complete body (the exchange would forward it as one); 'close' says it is over.
    */
   streamClosed(): void {
-    if (!this.stream.aborted) this.pushEnd();
     this.emit('close');
   }
 }
@@ -218,6 +217,19 @@ function onWantTrailers(this: EdgeStream): void {
   // An empty set ends the stream with an empty DATA frame (nghttp2), as Node's compatibility layer did.
   this.sendTrailers(this[kResponse]?.trailers ?? {});
 }
+/**
+ * The response is complete (its END_STREAM queued) while the client is still sending its body: nothing
+ * reads the rest, so the upload is stopped with RST_STREAM NO_ERROR (RFC 9113 §8.1, as Go and nginx do)
+ * rather than read and thrown away (a 413 would otherwise bound only what is forwarded, not what is read).
+ * At setImmediate: Node sends trailers at setImmediate too, queued before this, and the reset must follow.
+ */
+function onResponseFinish(this: EdgeStream): void {
+  const req = this[kRequest];
+  if (req !== undefined && !req.complete) setImmediate(stopUpload, this);
+}
+function stopUpload(stream: ServerHttp2Stream): void {
+  if (!stream.closed && !stream.destroyed) stream.close(constants.NGHTTP2_NO_ERROR);
+}
 function onStreamClose(this: EdgeStream): void {
   const res = this[kResponse];
   this[kRequest]?.streamClosed();
@@ -266,6 +278,7 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
     stream.on('error', ignore);
     stream.on('drain', onResponseDrain);
     stream.on('wantTrailers', onWantTrailers);
+    stream.on('finish', onResponseFinish);
     stream.on('close', onStreamClose);
   }
 
