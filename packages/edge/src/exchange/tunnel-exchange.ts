@@ -141,16 +141,12 @@ export class TunnelExchange implements StreamHandler {
     // A call's deadline runs on past the head; the response timeout ends with it.
     if (this.#context.callTimeoutMs === undefined) this.#clearTimer();
     const res = this.#res;
-    if (endStream && res.endWithHead !== undefined) {
+    try {
       // HTTP/2: a final head that ends the stream is one HEADERS frame with END_STREAM (a gRPC trailers-only
       // answer must be), not a head followed by an empty DATA frame.
-      res.endWithHead(head.status, withoutHopByHop(check.headers));
-      this.#headSent = true;
-      this.#finish();
-      return;
-    }
-    try {
-      this.#res.writeHead(head.status, head.statusMessage || undefined, withoutHopByHop(check.headers));
+      if (endStream && res.endWithHead !== undefined)
+        res.endWithHead(head.status, withoutHopByHop(check.headers));
+      else res.writeHead(head.status, head.statusMessage || undefined, withoutHopByHop(check.headers));
     } catch (err) {
       // The check above should leave Node nothing to refuse; if it does, the agent's reason must not stay
       // on the response, where the 502's head would pick it up.

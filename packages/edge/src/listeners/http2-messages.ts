@@ -53,7 +53,9 @@ function onRequestData(this: EdgeStream, chunk: Buffer): void {
 }
 function onRequestEnd(this: EdgeStream): void {
   const req = this[kRequest];
-  if (req === undefined) return;
+  // Node ends the stream's readable side when the client is gone too ('aborted' first): that body did not
+  // end, and must not reach the backend as a complete request.
+  if (req === undefined || this.aborted) return;
   req.complete = true;
   req.pushEnd();
 }
@@ -152,15 +154,26 @@ export class EdgeHttp2Request extends Readable implements PublicMessage {
     this.stream.resume();
   }
 
-  /** The stream closed (answered, or reset by either side): a body not read to its end ends here. */
+  /**
+   * The stream closed (answered, or reset by either side). A body that had not ended does not end here:
+   * its 'end' would read as a complete body (the exchange would forward it as one); 'close' says it is over.
+   */
   streamClosed(): void {
-    this.pushEnd();
     this.emit('close');
   }
 }
 
 /** Body bytes a response holds back with its head until the end of the tick (a typical answer's whole body). */
 const HELD_WITH_HEAD = 64 * 1024;
+
+/**
+ * A final status HTTP/2 can carry (Node's respond() allows 200-599). HTTP/1.1 passes the agent's 600-999 on
+ * as given; here it must be refused now, while the caller can still answer 502 instead (the head itself
+ * leaves at the end of the tick, where a refusal could only reset the stream).
+ */
+function assertFinalStatus(status: number): void {
+  if (status < 200 || status > 599) throw new RangeError(`status ${status} has no HTTP/2 form`);
+}
 
 /** Whether a response may have DATA frames: not to HEAD, not a 204, 205 or 304 (Node ends those at once). */
 function mayCarryBody(status: number, method: string | undefined): boolean {
@@ -203,6 +216,19 @@ function onResponseDrain(this: EdgeStream): void {
 function onWantTrailers(this: EdgeStream): void {
   // An empty set ends the stream with an empty DATA frame (nghttp2), as Node's compatibility layer did.
   this.sendTrailers(this[kResponse]?.trailers ?? {});
+}
+/**
+ * The response is complete (its END_STREAM queued) while the client is still sending its body: nothing
+ * reads the rest, so the upload is stopped with RST_STREAM NO_ERROR (RFC 9113 §8.1, as Go and nginx do)
+ * rather than read and thrown away (a 413 would otherwise bound only what is forwarded, not what is read).
+ * At setImmediate: Node sends trailers at setImmediate too, queued before this, and the reset must follow.
+ */
+function onResponseFinish(this: EdgeStream): void {
+  const req = this[kRequest];
+  if (req !== undefined && !req.complete) setImmediate(stopUpload, this);
+}
+function stopUpload(stream: ServerHttp2Stream): void {
+  if (!stream.closed && !stream.destroyed) stream.close(constants.NGHTTP2_NO_ERROR);
 }
 function onStreamClose(this: EdgeStream): void {
   const res = this[kResponse];
@@ -252,6 +278,7 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
     stream.on('error', ignore);
     stream.on('drain', onResponseDrain);
     stream.on('wantTrailers', onWantTrailers);
+    stream.on('finish', onResponseFinish);
     stream.on('close', onStreamClose);
   }
 
@@ -303,6 +330,7 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
     fields?: OutgoingHttpHeaders | readonly string[],
   ): this {
     if (this.headersSent || this.stream.destroyed) return this;
+    assertFinalStatus(status);
     const given =
       typeof messageOrFields === 'string' || messageOrFields === undefined ? fields : messageOrFields;
     this.statusCode = status;
@@ -418,6 +446,7 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
   endWithHead(status: number, fields: string[]): void {
     const stream = this.stream;
     if (stream.destroyed || this.headersSent) return;
+    assertFinalStatus(status);
     this.statusCode = status;
     const head = h2Fields(fields, this.#headers === undefined ? {} : { ...this.#headers });
     head[':status'] = status;
@@ -433,7 +462,11 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
     if (stream.destroyed || this.headersSent) return;
     const head = h2Fields(fields);
     head[':status'] = status;
-    stream.additionalHeaders(head);
+    try {
+      stream.additionalHeaders(head);
+    } catch {
+      // An interim head is advisory (RFC 9110 §15.2): one Node refuses is dropped, the final head follows.
+    }
   }
 }
 

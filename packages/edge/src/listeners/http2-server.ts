@@ -93,6 +93,10 @@ export class PublicHttp2Server {
       maxHeaderListPairs: limits.maxHeaderListPairs,
       streamResetBurst: limits.streamResetBurst,
       streamResetRate: limits.streamResetRate,
+      // A field Node holds single-valued (Content-Type, ETag…) that a backend gave twice goes on as given,
+      // as HTTP/1.1 passes it, rather than Node throwing on it as the head leaves (a reset instead of an
+      // answer). Node versions without this option keep throwing: that one stream is then reset.
+      strictSingleValueFields: false,
       settings: {
         maxConcurrentStreams: limits.maxConcurrentStreams,
         maxHeaderListSize: limits.maxHeaderListSize,
@@ -133,6 +137,10 @@ export class PublicHttp2Server {
 
   /** Serves a connection that speaks HTTP/2 from its first byte (any bytes read put back on it). */
   handle(socket: Duplex): void {
+    // HTTP/2 has no half-closed connection: the client's FIN ends it. The plain listener accepts half-open
+    // connections for HTTP/1.1's sake, and on one Node's session never notices the FIN: a client gone mid-
+    // request (a closed tab, a lost network) left its session, its streams and their backend calls open.
+    socket.allowHalfOpen = false;
     // Node starts the session ('session', #track) within this call: that is where the socket is recorded.
     this.#accepting = socket;
     try {
