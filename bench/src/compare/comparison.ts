@@ -6,6 +6,7 @@ import {
   loadWarning,
   machineCpuChangePct,
   machineFloorChangePct,
+  machineLatencyChangePct,
   ranAgainstTarget,
 } from './machine-rules.js';
 import type { LoadedReport } from './report-input.js';
@@ -107,10 +108,17 @@ export function compareReports(
     if (h === undefined) continue;
     const gated = higherIsBetter(b.kind) !== null && b.kind !== 'success';
     const cpu = b.kind === 'cpu' ? machineCpuChangePct(key, before, after) : null;
+    const held = b.kind === 'p99' && h.value > b.value ? machineLatencyChangePct(key, before, after) : null;
     const change = b.value === 0 ? 0 : (h.value - b.value) / Math.abs(b.value);
     const floor =
       gated && floorsAreTheKits && change !== 0 ? machineFloorChangePct(key, change, before, after) : null;
-    const compared = compareFigure(b, h, maxRegressPct, Math.max(cpu ?? 0, floor ?? 0), maxErrorRisePts);
+    const compared = compareFigure(
+      b,
+      h,
+      maxRegressPct,
+      Math.max(cpu ?? 0, held ?? 0, floor ?? 0),
+      maxErrorRisePts,
+    );
     if (floorsAreTheKits && b.kind !== 'success' && isFloor(key)) {
       compared.floor = true;
       if (compared.mark === 'regression') compared.mark = 'worse';
@@ -172,10 +180,24 @@ export function compareFigure(
       const gated = !lowSample && !noNoiseEstimate;
       if (!worse) mark = 'better';
       // What the machine moved it by is not the change's: only the rest counts against --max-regress.
-      else mark = gated && Math.abs(changePct) - machinePct > maxRegressPct ? 'regression' : 'worse';
+      else mark = gated && netOfMachinePct(changePct, machinePct) > maxRegressPct ? 'regression' : 'worse';
     }
   }
   return { ...compared, noisePct, beyondNoise, noNoiseEstimate, floor: false, mark };
+}
+
+/**
+ * How much worse a figure moved than the machine moved it, in %: the two compose as factors (a machine
+ * that slowed every request 3× and a change that slowed it 10 % more read 3.3×), so the figure's factor
+ * over the machine's. `changePct` is the figure's change the worse way, `machinePct` the machine's move
+ * the same way (0: none).
+ */
+export function netOfMachinePct(changePct: number, machinePct: number): number {
+  const change = Math.abs(changePct) / 100;
+  const machine = machinePct / 100;
+  if (changePct > 0) return ((1 + change) / (1 + machine) - 1) * 100;
+  // Down (throughput): what is left of the figure over what the machine left of its floor.
+  return machine >= 1 ? 0 : (1 - (1 - change) / (1 - machine)) * 100;
 }
 
 /**
