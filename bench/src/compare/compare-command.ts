@@ -22,8 +22,9 @@ the noise the reports themselves show. Markdown on stdout; --out <dir> also writ
 compare.html and compare.json.
 
   --max-regress <pct>  a p99, throughput, CPU per request or RSS figure worse by more than this, beyond
-                       the noise, is a regression (default ${DEFAULT_MAX_REGRESS_PCT}); a figure neither
-                       report shows noise for (a one-shot measurement) is shown, never gated
+                       the noise and past what the machine moved it by, is a regression (default
+                       ${DEFAULT_MAX_REGRESS_PCT}); a figure of a floor (the direct side, a relay) or with
+                       no noise estimate (a one-shot transfer) is shown, never gated
   --max-error-rise <pts>
                        a success rate lower than base's by more than this many percentage points (errors
                        up) is a regression (default ${DEFAULT_MAX_ERROR_RISE_PTS})
