@@ -72,20 +72,21 @@ export function machineLatencyChangePct(
 
 /**
  * The floors a side is measured against, by the side's name: the same load sent straight to the kit's
- * backend (`direct`), and through the kit's plain relays (floor's `relay`, `http-relay`). Their code is
+ * backend (`direct`), and through the kit's plain relays (floor's `relay`, `http-relay`; tcp's `floor`). Their code is
  * the kit's, the same in both runs: what they moved by, the way the figure moved, is the machine (two
  * `floor` runs of one build here: the relay rate −20.7 % with the direct rate beside it; reversed
  * `tcp --size 16` runs: the direct side −62 % and −87 %).
  */
 const FLOORS: Record<string, readonly string[]> = {
-  tunnel: ['direct', 'relay', 'http-relay'],
+  tunnel: ['direct', 'relay', 'http-relay', 'floor'],
   relay: ['direct'],
   'http-relay': ['direct'],
+  floor: ['direct'],
 };
 
 /** A figure of a floor side itself (`.direct.`, `[relay rate …]`): what the tunnel is measured against. */
 export function isFloor(key: string): boolean {
-  return /(?<=[.[ ])(direct|relay|http-relay)(?=[.\] ]|$)/.test(key);
+  return /(?<=[.[ ])(direct|relay|http-relay|floor)(?=[.\] ]|$)/.test(key);
 }
 
 /** The same figure in each floor of its side: the key with the side's name swapped, where it is one. */
