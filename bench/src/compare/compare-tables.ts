@@ -51,6 +51,7 @@ export function noiseText(f: ComparedFigure): string {
   if (f.kind === 'success') return `−${f.noisePct} pts gate`;
   if (f.noNoiseEstimate) return `±${f.noisePct.toFixed(0)} % (no noise estimate)`;
   if (f.floor) return `±${f.noisePct.toFixed(0)} % (floor)`;
+  if (f.gatedBySeconds) return `±${f.noisePct.toFixed(0)} % (gated: typical second)`;
   return `±${f.noisePct.toFixed(0)} %`;
 }
 
@@ -83,7 +84,8 @@ export function ruleText(c: Comparison): string {
     "relays; not with --target, whose direct side is the user's service): their code is the same in both " +
     "runs, so that much is the machine, and only the rest counts against --max-regress; the floors' own " +
     "figures are shown, never gated. `typicalSecondP99Ms` is the median of the seconds' p99s, its noise " +
-    "their interquartile range over it: the p99 to gate on, since one stalled second sets the stage's. A " +
+    "their interquartile range over it: the p99 gated in place of the stage's, which one stalled second " +
+    'sets (shown, never gated). A ' +
     'regression is a p99, throughput, CPU per request or RSS figure that moved the worse way beyond the ' +
     `noise by more than ${c.maxRegressPct} % (--max-regress), or a success rate that fell by more than ` +
     `${c.maxErrorRisePts} points (--max-error-rise); a percentile read from too few samples (~) and a ` +

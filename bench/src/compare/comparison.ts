@@ -1,6 +1,6 @@
 import { runDifferences } from './differences.js';
 import { type FigureKind, higherIsBetter } from './figure-kind.js';
-import { type Figure, reportFigures } from './figures.js';
+import { type Figure, reportFigures, TYPICAL_SECOND_P99 } from './figures.js';
 import {
   isFloor,
   loadWarning,
@@ -61,6 +61,11 @@ export interface ComparedFigure {
    * in both runs, so what it moved by is the machine's: shown, never gated.
    */
   floor: boolean;
+  /**
+   * A stage's own p99 (or a percentile above it) beside the typical second's (`typicalSecondP99Ms`): one
+   * stalled second sets it, so that one is gated in its stead; this is shown, never gated.
+   */
+  gatedBySeconds: boolean;
   mark: Mark;
 }
 
@@ -92,6 +97,21 @@ export interface Comparison {
 
 const ref = (r: LoadedReport): ReportRef => ({ file: r.file, command: r.command, startedAt: r.startedAt });
 
+/** Whether a node holding `key` (its side, its stage) has the typical second's p99 in both reports. */
+function hasTypicalSecond(
+  key: string,
+  before: ReadonlyMap<string, Figure>,
+  after: ReadonlyMap<string, Figure>,
+) {
+  let prefix = key;
+  while (prefix.includes('.')) {
+    prefix = prefix.slice(0, prefix.lastIndexOf('.'));
+    const typical = `${prefix}.${TYPICAL_SECOND_P99}`;
+    if (before.has(typical) && after.has(typical)) return true;
+  }
+  return false;
+}
+
 export function compareReports(
   base: LoadedReport,
   head: LoadedReport,
@@ -116,13 +136,16 @@ export function compareReports(
       b,
       h,
       maxRegressPct,
-      Math.max(cpu ?? 0, held ?? 0, floor ?? 0),
+      Math.max(cpu ?? 0, held ?? 0, floor?.sameWay ?? 0),
       maxErrorRisePts,
+      floor?.any ?? 0,
     );
-    if (floorsAreTheKits && b.kind !== 'success' && isFloor(key)) {
-      compared.floor = true;
-      if (compared.mark === 'regression') compared.mark = 'worse';
+    if (floorsAreTheKits && b.kind !== 'success' && isFloor(key)) compared.floor = true;
+    if (b.kind === 'p99' && !key.endsWith(`.${TYPICAL_SECOND_P99}`) && hasTypicalSecond(key, before, after)) {
+      compared.gatedBySeconds = true;
     }
+    if ((compared.floor || compared.gatedBySeconds) && compared.mark === 'regression')
+      compared.mark = 'worse';
     figures.push(compared);
   }
   const warning = loadWarning(base.json, head.json);
@@ -151,6 +174,8 @@ export function compareFigure(
   maxRegressPct: number,
   machinePct = 0,
   maxErrorRisePts = DEFAULT_MAX_ERROR_RISE_PTS,
+  /** How far the machine's state moved either way (its floors'): widens the band only. */
+  machineSpreadPct = 0,
 ): ComparedFigure {
   const changePct =
     base.value === 0
@@ -169,7 +194,13 @@ export function compareFigure(
   };
   if (base.kind === 'success') return compareSuccess(compared, maxErrorRisePts);
   const noNoiseEstimate = ONE_SHOT.test(base.key) && base.noise === null && head.noise === null;
-  const noisePct = Math.max(MIN_NOISE_PCT, (base.noise ?? 0) * 100, (head.noise ?? 0) * 100, machinePct);
+  const noisePct = Math.max(
+    MIN_NOISE_PCT,
+    (base.noise ?? 0) * 100,
+    (head.noise ?? 0) * 100,
+    machinePct,
+    machineSpreadPct,
+  );
   const beyondNoise = changePct !== null && Math.abs(changePct) > noisePct;
   const higher = higherIsBetter(base.kind);
   let mark: Mark = '';
@@ -183,7 +214,7 @@ export function compareFigure(
       else mark = gated && netOfMachinePct(changePct, machinePct) > maxRegressPct ? 'regression' : 'worse';
     }
   }
-  return { ...compared, noisePct, beyondNoise, noNoiseEstimate, floor: false, mark };
+  return { ...compared, noisePct, beyondNoise, noNoiseEstimate, floor: false, gatedBySeconds: false, mark };
 }
 
 /**
@@ -217,6 +248,7 @@ function compareSuccess(
     beyondNoise: fall !== 0,
     noNoiseEstimate: false,
     floor: false,
+    gatedBySeconds: false,
     mark,
   };
 }

@@ -103,21 +103,26 @@ export function floorKeys(key: string): string[] {
 }
 
 /**
- * The largest change, in %, of the same figure in its floors that moved the same way as `change`; null
- * when none did. Not for a run against the user's own service (`--target`): its direct side is that
- * service, whose code may be what changed.
+ * What the same figure moved by in its floors, in %: `sameWay` the largest move the way `change` went
+ * (that much of the change is the machine's), `any` the largest either way (the machine's state differed
+ * that much between the runs: two `tcp --size 16` runs of one build here moved the direct side's rate
+ * +120 % and the tunnel's −33 %, in turns of a few seconds each). Null when it has no floor. Not for a
+ * run against the user's own service (`--target`): its direct side is that service, whose code may be
+ * what changed.
  */
 export function machineFloorChangePct(
   key: string,
   change: number,
   before: ReadonlyMap<string, Figure>,
   after: ReadonlyMap<string, Figure>,
-): number | null {
+): { sameWay: number; any: number } | null {
   const moves = floorKeys(key).flatMap((floor) => {
     const moved = changePct(before.get(floor)?.value, after.get(floor)?.value);
-    return moved !== null && Math.sign(moved) === Math.sign(change) ? [Math.abs(moved)] : [];
+    return moved === null ? [] : [moved];
   });
-  return moves.length === 0 ? null : Math.max(...moves);
+  if (moves.length === 0) return null;
+  const same = moves.filter((m) => Math.sign(m) === Math.sign(change)).map(Math.abs);
+  return { sameWay: same.length === 0 ? 0 : Math.max(...same), any: Math.max(...moves.map(Math.abs)) };
 }
 
 /** Whether the run's direct side was the user's service (`--target`), not the kit's own backend. */
