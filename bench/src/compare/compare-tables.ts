@@ -80,7 +80,7 @@ export function ruleText(c: Comparison): string {
     "the ratios of a stage the wider of its two sides'). CPU per request also " +
     "takes what the load generator's and the kit's test backend's CPU per request beside it moved by, and " +
     "a p99 how much the load generator's own event loop delay p99 beside it rose, and " +
-    'every gated figure what the same figure moved by the same way in its floors (the direct side, the ' +
+    'every gated figure what the same figure moved by in its floors, either way (the direct side, the ' +
     "relays; not with --target, whose direct side is the user's service): their code is the same in both " +
     "runs, so that much is the machine, and only the rest counts against --max-regress; the floors' own " +
     "figures are shown, never gated. `typicalSecondP99Ms` is the median of the seconds' p99s, its noise " +

@@ -15,8 +15,9 @@ import type { LoadedReport } from './report-input.js';
  * Two reports of one scenario, figure by figure. A change counts as beyond the noise when it is larger
  * than the noise band: the larger of MIN_NOISE_PCT and the noise either report shows for that figure
  * (figures.ts: its repetitions' spread, or its stage's seconds), and for CPU per request what the kit's
- * own processes beside it moved by, and for any gated figure what the same figure in its floors (the
- * direct side, the relays: machine-rules.ts) moved by the same way. A regression is a gated figure (p99,
+ * own processes beside it moved by, for a p99 how much the load generator's loop delay rose, and for any
+ * gated figure what the same figure in its floors (the direct side, the relays: machine-rules.ts) moved
+ * by. The machine's move the figure's way is taken off the change (as factors) before `maxRegressPct`. A regression is a gated figure (p99,
  * throughput, CPU per request, RSS: figure-kind.ts) that moved the worse way by more than `maxRegressPct`
  * and beyond the noise, that has a noise estimate in at least one report (a one-shot figure has none: it
  * is shown, not gated), and whose percentile neither report marks as read from too few samples; or a
