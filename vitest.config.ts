@@ -24,6 +24,7 @@ export const isolatedTests = [
   'bench/test/bench-h2-smoke.test.ts',
   // `pnpm bench compare` on three real runs whose CPU per request it compares: other files' load would skew it.
   'bench/test/bench-compare-real.test.ts',
+  'bench/test/bench-compare-p99-real.test.ts',
   // PostgreSQL, redis-server, redis-benchmark and 200 MiB each way through a TCP tunnel.
   'packages/cli/test/e2e-tcp-real.test.ts',
   // Two nodes, eight agents and 560 clients in one process, 0.6–1 GB through a link, a victim's deadline.

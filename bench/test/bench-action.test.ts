@@ -333,6 +333,26 @@ describe('the bench action compares with a baseline', () => {
     });
   });
 
+  it('max-error-rise goes to the kit as --max-error-rise: a bad value is a usage error of the kit (exit 2)', async () => {
+    const result = await runAction(
+      'cmp-error-rise',
+      {
+        ...load,
+        TARGET: `${target}/health`,
+        ARGS: '--warmup 0 --only direct',
+        BASELINE: 'base/report.json',
+        MAX_ERROR_RISE: 'lots',
+      },
+      (workspace) => {
+        mkdirSync(join(workspace, 'base'));
+        writeFileSync(join(workspace, 'base', 'report.json'), fastBaseline());
+      },
+    );
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.outputs).toMatchObject({ 'compare-exit-code': '2', passed: 'false' });
+    expect(`${result.summary}\n${result.stderr}`).toContain('--max-error-rise lots');
+  });
+
   it('a compare that crashed (exit 1 and nothing written) is not read as a regression', async () => {
     const result = await runAction(
       'cmp-crash',

@@ -110,9 +110,12 @@ describe('staged scenarios (ramp, spike, constant, max)', () => {
     expect(c.passed).toBe(true);
     // Steady seconds at the same p99: beyond the noise, a regression.
     const steadyWorse = { ...steady, rps: 2000, p99: 50, secondsP99: [50, 50, 50, 50, 50] };
-    expect(keys(compare(ramp({ ...steady, rps: 2000 }), ramp(steadyWorse)).regressions)).toContain(
-      'stages[rate 200 req/s 20 conn].tunnel.correctedP99Ms',
-    );
+    // Gated as the typical second's p99: the stage's own is shown beside it, never gated.
+    const worse = compare(ramp({ ...steady, rps: 2000 }), ramp(steadyWorse));
+    expect(keys(worse.regressions)).toContain('stages[rate 200 req/s 20 conn].tunnel.typicalSecondP99Ms');
+    expect(
+      worse.figures.find((f) => f.key === 'stages[rate 200 req/s 20 conn].tunnel.correctedP99Ms'),
+    ).toMatchObject({ gatedBySeconds: true, mark: 'worse' });
   });
 
   it("a stage's derived figures (added p99, ratios) take the band of the sides they are made of", () => {
@@ -178,17 +181,22 @@ describe('staged scenarios (ramp, spike, constant, max)', () => {
 });
 
 describe('standalone scenarios', () => {
-  it('bulk: transfers by direction and side; MB/s and the agent RSS', () => {
+  it('bulk: transfers by direction and side; one-shot MB/s and agent RSS are shown, not gated', () => {
     const c = compare(
       standaloneReport('bulk', bulkResult(900, 70)),
       standaloneReport('bulk', bulkResult(500, 110)),
     );
-    expect(keys(c.regressions)).toEqual([
+    // One transfer each way: nothing shows how far the next run's would land (no noise estimate).
+    const worse = c.figures.filter((f) => f.mark === 'worse');
+    expect(keys(worse)).toEqual([
       'result.transfers[download tunnel].mbPerSec',
       'result.transfers[download tunnel].agent.peakMb',
       'result.transfers[upload tunnel].mbPerSec',
       'result.transfers[upload tunnel].agent.peakMb',
     ]);
+    expect(worse.every((f) => f.noNoiseEstimate)).toBe(true);
+    expect(c.regressions).toEqual([]);
+    expect(renderCompareMarkdown(c)).toContain('(no noise estimate)');
   });
 
   it('tcp: rounds are repetitions: their median is compared and their spread is the noise', () => {
@@ -481,5 +489,189 @@ describe('pnpm bench compare (the built entry)', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/^bench: --out .*a-file\/sub: cannot write the comparison \(ENOTDIR/);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('the p99 to gate on: the typical second (issue #35 item 2 follow-up)', () => {
+  const TYPICAL = 'stages[rate 200 req/s 20 conn].tunnel.typicalSecondP99Ms';
+  const STAGE = 'stages[rate 200 req/s 20 conn].tunnel.correctedP99Ms';
+  // Seconds as a noisy machine gives them: one stalled second sets the stage's p99, the others vary.
+  const base = { ...steady, rps: 2000, p99: 60, secondsP99: [5, 6, 5.5, 60, 6, 5, 5.5, 6] };
+
+  it('every second 50 % slower: the typical second p99 is a regression, though the stage p99 is in its band', () => {
+    const head = { ...base, p99: 70, secondsP99: [8, 9, 8.5, 70, 8.8, 7.6, 8.3, 9] };
+    const c = compare(ramp(base), ramp(head));
+    expect(c.figures.find((f) => f.key === STAGE)).toMatchObject({ beyondNoise: false });
+    const typical = c.figures.find((f) => f.key === TYPICAL);
+    expect(typical).toMatchObject({ kind: 'p99', mark: 'regression' });
+    expect(typical?.changePct).toBeGreaterThan(40);
+    expect(keys(c.regressions)).toEqual([TYPICAL]);
+  });
+
+  it('the stall lands in another second, the others as alike: no regression', () => {
+    const head = { ...base, p99: 80, secondsP99: [6, 5, 80, 5.5, 6, 5.5, 5, 6] };
+    const c = compare(ramp(base), ramp(head));
+    expect(c.regressions).toEqual([]);
+    expect(c.figures.find((f) => f.key === TYPICAL)?.beyondNoise).toBe(false);
+  });
+  it("the load generator's own loop held as long: the machine, not a p99 regression", () => {
+    const every = { ...base, p99: 70, secondsP99: [20, 22, 21, 70, 20, 19, 21, 22] };
+    const held = (delayMs: number) => {
+      const report = ramp(every);
+      for (const stage of report.stages as Array<{ tunnel: { generator: Record<string, unknown> } }>) {
+        stage.tunnel.generator.eventLoopDelayP99Ms = delayMs;
+      }
+      return report;
+    };
+    // The generator's loop delay p99 2 → 30 ms (+1,400 %): the typical second's +270 % is inside that.
+    const c = compare(ramp(base), held(30));
+    expect(c.figures.find((f) => f.key === TYPICAL)).toMatchObject({ mark: '' });
+    expect(c.regressions).toEqual([]);
+    // The same p99s with the generator's loop as before: the tunnel's doing.
+    expect(keys(compare(ramp(base), held(2)).regressions)).toEqual([TYPICAL]);
+  });
+});
+
+describe('a busy machine is not the change (issue #35 item 2 follow-up)', () => {
+  type Stage = { side: string; mode: string; rps: number; edgeCpuPerRequestUs: number | null };
+  const floorWith = (edit: (stages: Stage[]) => void) => {
+    const report = standaloneReport('floor', floorResult(300));
+    edit((report.result as { stages: Stage[] }).stages);
+    return report;
+  };
+  const scale = (stages: Stage[], side: string, field: 'rps' | 'edgeCpuPerRequestUs', by: number) => {
+    for (const s of stages) {
+      const value = s[field];
+      if (s.side === side && value !== null) s[field] = value * by;
+    }
+  };
+
+  it('floor: the relay rate −21 % with the direct side −20 %: the machine, no regression', () => {
+    const c = compare(
+      floorWith(() => {}),
+      floorWith((s) => {
+        scale(s, 'direct', 'rps', 0.8);
+        scale(s, 'relay', 'rps', 0.793);
+      }),
+    );
+    expect(c.regressions).toEqual([]);
+    const relay = c.figures.find((f) => f.key === 'result.stages[relay rate 1000 req/s 100 conn].rps');
+    expect(relay).toMatchObject({ floor: true, mark: 'worse' });
+  });
+
+  it('floor: the tunnel rate moved as much as its floors: no regression; alone: a regression', () => {
+    const tunnelRps = 'result.stages[tunnel rate 1000 req/s 100 conn].rps';
+    const withFloors = compare(
+      floorWith(() => {}),
+      floorWith((s) => {
+        scale(s, 'relay', 'rps', 0.7);
+        scale(s, 'tunnel', 'rps', 0.72);
+      }),
+    );
+    expect(withFloors.regressions).toEqual([]);
+    expect(withFloors.figures.find((f) => f.key === tunnelRps)?.noisePct).toBeCloseTo(30, 5);
+    const alone = compare(
+      floorWith(() => {}),
+      floorWith((s) => scale(s, 'tunnel', 'rps', 0.72)),
+    );
+    expect(keys(alone.regressions)).toEqual([tunnelRps]);
+  });
+
+  it('floor: the tunnel edge CPU +63 % with the relay edge CPU +60 %: the machine', () => {
+    const c = compare(
+      floorWith(() => {}),
+      floorWith((s) => {
+        scale(s, 'relay', 'edgeCpuPerRequestUs', 1.6);
+        scale(s, 'tunnel', 'edgeCpuPerRequestUs', 1.63);
+      }),
+    );
+    expect(keys(c.regressions)).toEqual([]);
+  });
+
+  it('tcp: the direct side moved: its own figures are the floor, never a regression', () => {
+    const slowDirect = standaloneReport('tcp', tcpResult([5000], 60));
+    const result = slowDirect.result as { closedLoop: Array<{ side: string; rps: number }> };
+    for (const s of result.closedLoop) if (s.side === 'direct') s.rps *= 0.38;
+    const c = compare(standaloneReport('tcp', tcpResult([5000], 60)), slowDirect);
+    expect(c.regressions).toEqual([]);
+    expect(c.figures.find((f) => f.key === 'result.closedLoop[direct 100 conn].rps')?.mark).toBe('worse');
+  });
+
+  it('tcp: the direct side +120 % while the tunnel −33 %: the machine moved that much, no regression', () => {
+    const moved = standaloneReport('tcp', tcpResult([5000], 60));
+    const result = moved.result as { closedLoop: Array<{ side: string; rps: number }> };
+    for (const s of result.closedLoop) s.rps *= s.side === 'direct' ? 2.2 : 0.67;
+    const c = compare(standaloneReport('tcp', tcpResult([5000], 60)), moved);
+    expect(c.regressions).toEqual([]);
+    expect(c.figures.find((f) => f.key === 'result.closedLoop[tunnel 100 conn].rps')?.noisePct).toBeCloseTo(
+      120,
+      5,
+    );
+  });
+
+  it('with --target the direct side is the user service: its move is the change, still gated', () => {
+    const target = { settings: { path: '/', sides: ['direct', 'tunnel'], targetUrl: 'http://127.0.0.1:1/' } };
+    const slower = { ...direct, p99: 4, secondsP99: [4, 4, 4, 4, 4] };
+    const c = compare(
+      stagedReport('ramp', [{ rate: 200, connections: 20, direct, tunnel: steady }], target),
+      stagedReport(
+        'ramp',
+        [{ rate: 200, connections: 20, direct: slower, tunnel: { ...steady, p99: 10 } }],
+        target,
+      ),
+    );
+    expect(keys(c.regressions)).toContain('stages[rate 200 req/s 20 conn].tunnel.typicalSecondP99Ms');
+    expect(keys(c.regressions)).toContain('stages[rate 200 req/s 20 conn].direct.typicalSecondP99Ms');
+  });
+
+  it("warns when one run's machine was busier (the load average in each side's machine field)", () => {
+    const loaded = (load: number) => {
+      const report = ramp(steady);
+      for (const stage of report.stages as Array<{ tunnel: Record<string, unknown> }>) {
+        stage.tunnel.machine = { loadAverageBefore: load, loadAverageAfter: load, busyCpuPct: 150 };
+      }
+      return report;
+    };
+    const c = compare(loaded(1.2), loaded(6.5));
+    expect(c.warnings).toEqual([expect.stringContaining('busier in head than in base')]);
+    expect(renderCompareMarkdown(c)).toContain('⚠ The machine was busier in head than in base');
+    expect(c.figures.some((f) => f.key.includes('machine'))).toBe(false);
+    expect(compare(loaded(1.2), loaded(1.6)).warnings).toEqual([]);
+  });
+});
+
+describe('errors (issue #35 item 2 follow-up)', () => {
+  const withSuccess = (pct: number) =>
+    ramp(steady, { totals: { direct: null, tunnel: { successPct: pct } } });
+
+  it('a success rate 2 points lower is a regression at the default --max-error-rise 1, not at 5', () => {
+    const c = compare(withSuccess(100), withSuccess(98));
+    expect(keys(c.regressions)).toEqual(['totals.tunnel.successPct']);
+    expect(compareReports(loaded(withSuccess(100)), loaded(withSuccess(98)), 20, 5).passed).toBe(true);
+    expect(compare(withSuccess(100), withSuccess(99.5)).passed).toBe(true);
+  });
+
+  it('floor and tcp count requests and answers: their success rate is compared alike', () => {
+    const failing = standaloneReport('floor', floorResult(300));
+    const stages = (failing.result as { stages: Array<{ side: string; ok: number }> }).stages;
+    for (const s of stages) if (s.side === 'tunnel') s.ok = 9500;
+    const c = compare(standaloneReport('floor', floorResult(300)), failing);
+    expect(keys(c.regressions)).toEqual(['result.stages[tunnel rate 1000 req/s 100 conn].successPct']);
+  });
+
+  it('--max-error-rise on the command line: a bad value is exit 2, a looser one passes', async () => {
+    const dir = join(work, 'errors');
+    mkdirSync(dir, { recursive: true });
+    const basePath = join(dir, 'base.json');
+    const headPath = join(dir, 'head.json');
+    writeFileSync(basePath, JSON.stringify(withSuccess(100)));
+    writeFileSync(headPath, JSON.stringify(withSuccess(97)));
+    const failed = await runBench(['compare', basePath, headPath]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('totals.tunnel.successPct');
+    expect((await runBench(['compare', basePath, headPath, '--max-error-rise', '5'])).code).toBe(0);
+    const bad = await runBench(['compare', basePath, headPath, '--max-error-rise', 'lots']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--max-error-rise lots');
   });
 });

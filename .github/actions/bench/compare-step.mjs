@@ -71,6 +71,7 @@ function pullRequestNumber(env) {
 export async function compareWithBaseline({
   baseline,
   maxRegress,
+  maxErrorRise = '',
   comment,
   commentKey,
   reportDir,
@@ -114,6 +115,7 @@ export async function compareWithBaseline({
   rmSync(compareDir, { recursive: true, force: true });
   const args = [found.path, reportDir, '--out', compareDir];
   if (maxRegress !== '') args.push('--max-regress', maxRegress);
+  if (maxErrorRise !== '') args.push('--max-error-rise', maxErrorRise);
   let { code, reason } = await runKitCompare(kit.command, kit.prefix, args);
   let markdown = null;
   try {

@@ -150,6 +150,7 @@ if (baseline !== '' && (code === 0 || code === 1) && existsSync(reportJson)) {
   const compared = await compareWithBaseline({
     baseline,
     maxRegress: input('MAX_REGRESS'),
+    maxErrorRise: input('MAX_ERROR_RISE'),
     comment: input('COMMENT') !== 'false',
     commentKey: input('ARTIFACT_NAME'),
     reportDir: outDir,

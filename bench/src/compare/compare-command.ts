@@ -5,11 +5,16 @@ import { BenchError, BenchErrorCode, usageError } from '../errors.js';
 import { renderCompareHtml } from './compare-html.js';
 import { renderCompareMarkdown } from './compare-markdown.js';
 import { verdictLine } from './compare-tables.js';
-import { type Comparison, compareReports, DEFAULT_MAX_REGRESS_PCT } from './comparison.js';
+import {
+  type Comparison,
+  compareReports,
+  DEFAULT_MAX_ERROR_RISE_PTS,
+  DEFAULT_MAX_REGRESS_PCT,
+} from './comparison.js';
 import { loadPair } from './report-input.js';
 
 export function compareUsage(command: string): string {
-  return `Usage: ${command} compare <base> <head> [--max-regress <pct>] [--out <dir>]
+  return `Usage: ${command} compare <base> <head> [--max-regress <pct>] [--max-error-rise <pts>] [--out <dir>]
 
 Compares two runs of one scenario (any: ramp, max, bulk, tcp, h2, cluster, ...), each a run directory or
 its report.json: every figure both reports share, its change in %, and a mark where the change is beyond
@@ -17,7 +22,12 @@ the noise the reports themselves show. Markdown on stdout; --out <dir> also writ
 compare.html and compare.json.
 
   --max-regress <pct>  a p99, throughput, CPU per request or RSS figure worse by more than this, beyond
-                       the noise, is a regression (default ${DEFAULT_MAX_REGRESS_PCT})
+                       the noise and past what the machine moved it by, is a regression (default
+                       ${DEFAULT_MAX_REGRESS_PCT}); a figure of a floor (the direct side, a relay) or with
+                       no noise estimate (a one-shot transfer) is shown, never gated
+  --max-error-rise <pts>
+                       a success rate lower than base's by more than this many percentage points (errors
+                       up) is a regression (default ${DEFAULT_MAX_ERROR_RISE_PTS})
   --out <dir>          where compare.md, compare.html and compare.json go
 
 Exit codes: 0 no regression, 1 a regression (the figures are named on stderr), 2 bad flags, or a report
@@ -31,11 +41,11 @@ export interface CompareRun {
   comparison: Comparison;
 }
 
-function maxRegress(text: string | undefined): number {
-  if (text === undefined) return DEFAULT_MAX_REGRESS_PCT;
+function threshold(flag: string, text: string | undefined, fallback: number, unit: string): number {
+  if (text === undefined) return fallback;
   const value = Number(text);
   if (!/^\d+(\.\d+)?$/.test(text) || !Number.isFinite(value)) {
-    throw usageError(`--max-regress ${text}: expected a percentage (a number ≥ 0)`);
+    throw usageError(`${flag} ${text}: expected ${unit} (a number ≥ 0)`);
   }
   return value;
 }
@@ -63,9 +73,20 @@ export function runCompare(
       'compare takes two reports: compare <base> <head> (run directories or report.json files)',
     );
   }
-  const threshold = maxRegress(parsed.values['max-regress']);
+  const maxRegress = threshold(
+    '--max-regress',
+    parsed.values['max-regress'],
+    DEFAULT_MAX_REGRESS_PCT,
+    'a percentage',
+  );
+  const maxErrorRise = threshold(
+    '--max-error-rise',
+    parsed.values['max-error-rise'],
+    DEFAULT_MAX_ERROR_RISE_PTS,
+    'percentage points',
+  );
   const [base, head] = loadPair(basePath, headPath, cwd);
-  const comparison = compareReports(base, head, threshold);
+  const comparison = compareReports(base, head, maxRegress, maxErrorRise);
   const markdown = renderCompareMarkdown(comparison);
   const outDir = parsed.values.out;
   if (outDir !== undefined) {
@@ -98,6 +119,7 @@ function parse(argv: string[]) {
     allowPositionals: true,
     options: {
       'max-regress': { type: 'string' },
+      'max-error-rise': { type: 'string' },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -6,6 +6,7 @@ import {
   sourceLines,
   type Table,
   verdictLine,
+  warningLines,
 } from './compare-tables.js';
 import type { Comparison } from './comparison.js';
 
@@ -31,6 +32,7 @@ export function renderCompareHtml(c: Comparison): string {
     `<p class="${c.passed ? 'passed' : 'failed'}"><strong>${escapeXml(verdictLine(c))}</strong></p>`,
     `<p>${escapeXml(countsLine(c))}</p>`,
     differencesLine(c) === null ? '' : `<p class="rule">${escapeXml(differencesLine(c) ?? '')}</p>`,
+    ...warningLines(c).map((w) => `<p class="failed">⚠ ${escapeXml(w)}</p>`),
     c.regressions.length > 0 ? section('Regressions', htmlTable(figureTable(c.regressions))) : '',
     beyond.length > 0 ? section('Changed beyond the noise', htmlTable(figureTable(beyond))) : '',
     section('Every figure', htmlTable(figureTable(c.figures))),

@@ -6,6 +6,7 @@ import {
   sourceLines,
   type Table,
   verdictLine,
+  warningLines,
 } from './compare-tables.js';
 import type { Comparison } from './comparison.js';
 
@@ -38,6 +39,7 @@ export function renderCompareMarkdown(c: Comparison): string {
   ];
   const differences = differencesLine(c);
   if (differences !== null) parts.push(`_${differences.replace(/[\\`*_<>[\]|]/g, '\\$&')}_`);
+  for (const warning of warningLines(c)) parts.push(`⚠ ${inline(warning)}`);
   if (c.regressions.length > 0) parts.push('## Regressions', mdTable(figureTable(c.regressions)));
   if (beyond.length > 0) parts.push('## Changed beyond the noise', mdTable(figureTable(beyond)));
   parts.push(

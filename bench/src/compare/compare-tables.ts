@@ -40,24 +40,33 @@ export function figureTable(figures: readonly ComparedFigure[]): Table {
       figureText(f.base),
       figureText(f.head),
       changeText(f.changePct),
-      `±${f.noisePct.toFixed(0)} %`,
+      noiseText(f),
       MARK_TEXT[f.mark],
     ]),
   };
+}
+
+/** The noise column: a band in %, a success rate's threshold in points, or that there is none. */
+export function noiseText(f: ComparedFigure): string {
+  if (f.kind === 'success') return `−${f.noisePct} pts gate`;
+  if (f.noNoiseEstimate) return `±${f.noisePct.toFixed(0)} % (no noise estimate)`;
+  if (f.floor) return `±${f.noisePct.toFixed(0)} % (floor)`;
+  if (f.gatedBySeconds) return `±${f.noisePct.toFixed(0)} % (gated: typical second)`;
+  return `±${f.noisePct.toFixed(0)} %`;
 }
 
 /** The verdict in one line, as the job summary and stderr show it. */
 export function verdictLine(c: Comparison): string {
   // Reports of other stages or sides (a workflow whose --stages changed) pass, but say so: "no
   // regression" would claim a comparison that was not made.
-  if (!c.figures.some((f) => higherIsBetter(f.kind) !== null)) {
+  if (!c.figures.some((f) => higherIsBetter(f.kind) !== null && f.kind !== 'success')) {
     return 'Nothing compared: the reports share no p99, throughput, CPU per request or RSS figure (other stages or sides?), so no regression could be found.';
   }
   if (c.passed) {
-    return `No regression: no p99, throughput, CPU per request or RSS figure is worse by more than ${c.maxRegressPct} % beyond the noise.`;
+    return `No regression: no p99, throughput, CPU per request or RSS figure is worse by more than ${c.maxRegressPct} % beyond the noise, no success rate fell by more than ${c.maxErrorRisePts} points.`;
   }
   const n = c.regressions.length;
-  return `Regression: ${n} figure${n === 1 ? '' : 's'} worse by more than --max-regress ${c.maxRegressPct} % beyond the noise: ${c.regressions
+  return `Regression: ${n} figure${n === 1 ? '' : 's'} worse by more than --max-regress ${c.maxRegressPct} % beyond the noise or --max-error-rise ${c.maxErrorRisePts} points: ${c.regressions
     .map((f) => `${f.key} ${changeText(f.changePct)}`)
     .join(', ')}.`;
 }
@@ -69,10 +78,18 @@ export function ruleText(c: Comparison): string {
     "(the interquartile range of the seconds' rate, or p50, over their median; for a p99, how many times the " +
     "best second's p99 the worst second's is, less one; CPU and RSS take the rate's, the added p99 and " +
     "the ratios of a stage the wider of its two sides'). CPU per request also " +
-    "takes what the load generator's and the kit's test backend's CPU per request beside it moved by: their " +
-    'code is the same in both runs, so that much is the machine. A regression is a p99, throughput, CPU per ' +
-    'request or RSS figure that moved the worse way beyond the noise by more than ' +
-    `${c.maxRegressPct} % (--max-regress); a percentile read from too few samples (~) is shown but never gated.`
+    "takes what the load generator's and the kit's test backend's CPU per request beside it moved by, and " +
+    "a p99 how much the load generator's own event loop delay p99 beside it rose, and " +
+    'every gated figure what the same figure moved by in its floors, either way (the direct side, the ' +
+    "relays; not with --target, whose direct side is the user's service): their code is the same in both " +
+    "runs, so that much is the machine, and only the rest counts against --max-regress; the floors' own " +
+    "figures are shown, never gated. `typicalSecondP99Ms` is the median of the seconds' p99s, its noise " +
+    "their interquartile range over it: the p99 gated in place of the stage's, which one stalled second " +
+    'sets (shown, never gated). A ' +
+    'regression is a p99, throughput, CPU per request or RSS figure that moved the worse way beyond the ' +
+    `noise by more than ${c.maxRegressPct} % (--max-regress), or a success rate that fell by more than ` +
+    `${c.maxErrorRisePts} points (--max-error-rise); a percentile read from too few samples (~) and a ` +
+    'figure with no noise estimate (a one-shot measurement) are shown but never gated.'
   );
 }
 
@@ -80,6 +97,11 @@ export function sourceLines(c: Comparison): string[] {
   const line = (name: string, r: Comparison['base']): string =>
     `${name}: ${r.file}${r.startedAt === null ? '' : ` (${r.startedAt})`}${r.command === null ? '' : `: \`${r.command}\``}`;
   return [line('base', c.base), line('head', c.head)];
+}
+
+/** What may have moved the figures besides the code, one line each (a busier machine). */
+export function warningLines(c: Comparison): string[] {
+  return c.warnings;
 }
 
 /** The runs' differences besides the code, in one line; null when they were made alike. */

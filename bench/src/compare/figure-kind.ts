@@ -1,15 +1,16 @@
 /**
  * The four kinds of figure `--max-regress` gates, each with the direction that is worse, read from the
  * figure's key: every scenario names them alike (`p99`, `correctedP99Ms`, `rps`, `achievedRps`, `mbPerSec`,
- * `…CpuPerRequestUs`, `peakRssMb`, `rss.edge.max`). Every other figure is compared but not gated.
+ * `…CpuPerRequestUs`, `peakRssMb`, `rss.edge.max`), and the success rate (`successPct`), which
+ * `--max-error-rise` gates in percentage points. Every other figure is compared but not gated.
  */
-export type FigureKind = 'p99' | 'throughput' | 'cpu' | 'rss' | 'other';
+export type FigureKind = 'p99' | 'throughput' | 'cpu' | 'rss' | 'success' | 'other';
 
-export const GATED_KINDS: readonly FigureKind[] = ['p99', 'throughput', 'cpu', 'rss'];
+export const GATED_KINDS: readonly FigureKind[] = ['p99', 'throughput', 'cpu', 'rss', 'success'];
 
 /** Whether a higher value of this kind is better; null for figures that are not gated. */
 export function higherIsBetter(kind: FigureKind): boolean | null {
-  if (kind === 'throughput') return true;
+  if (kind === 'throughput' || kind === 'success') return true;
   if (kind === 'other') return null;
   return false;
 }
@@ -24,7 +25,8 @@ export function figureKind(key: string): FigureKind {
   if (/Over|Ratio|^added|ratio/.test(leaf) || /^(ratios|comparison|inspectorCost)$/.test(parent)) {
     return 'other';
   }
-  if (/^(corrected)?p99(Ms)?$/i.test(leaf)) return 'p99';
+  if (/^((corrected)?p99(Ms)?|typicalSecondP99Ms)$/i.test(leaf)) return 'p99';
+  if (leaf === 'successPct') return 'success';
   if (/cpuPer(Request|Call)Us$/i.test(leaf) || /cpuPer(Request|Call)Us$/i.test(parent)) return 'cpu';
   if (/rss/i.test(leaf) || names.some((n) => /^rss$/i.test(n)) || /^(peak|end)Mb$/.test(leaf)) {
     // Where it started is the state before the run, not what the run cost.

@@ -45,6 +45,8 @@ const SKIPPED = new Set([
   'warmup',
   'lowSamplePercentiles',
   'targets',
+  // The load around a side (verdict-schema.ts MachineLoad): not what the code did; comparison.ts reads it.
+  'machine',
 ]);
 
 /** Numbers that say what was measured, or that grow with the run's length: identities, not figures. */
@@ -155,10 +157,46 @@ function childrenNoise(node: Record<string, unknown>): SeriesNoise | null {
     const values = bands.map(pick).filter((v): v is number => v !== null);
     return values.length === 0 ? null : Math.max(...values);
   };
-  return { rate: widest((n) => n.rate), p50: widest((n) => n.p50), p99: widest((n) => n.p99) };
+  return {
+    rate: widest((n) => n.rate),
+    p50: widest((n) => n.p50),
+    p99: widest((n) => n.p99),
+    typicalSecondP99: null,
+  };
 }
 
+/** The key of the figure a node's seconds give of their own (series-noise.ts `typicalSecondP99`). */
+export const TYPICAL_SECOND_P99 = 'typicalSecondP99Ms';
+
 function walk(node: Record<string, unknown>, path: string, outer: Context, out: Map<string, Sample[]>) {
+  const own = Array.isArray(node.perSecond) ? seriesNoise(node.perSecond).typicalSecondP99 : null;
+  if (own !== null && path !== '') {
+    // A second's p99 is read from fewer samples than its stage's (the seconds' spread is its noise): it
+    // is too few only where the stage's own p99 is.
+    const stageLow = Array.isArray(node.lowSamplePercentiles) && node.lowSamplePercentiles.includes('p99');
+    push(out, `${path}.${TYPICAL_SECOND_P99}`, {
+      value: own.value,
+      kind: 'p99',
+      seriesNoise: own.noise,
+      lowSample: stageLow,
+    });
+  }
+  // A side that counts requests and answers but states no success rate (floor, tcp): its rate, so a rise
+  // in errors is compared alike in every scenario.
+  if (
+    typeof node.requests === 'number' &&
+    typeof node.ok === 'number' &&
+    node.requests > 0 &&
+    node.successPct === undefined &&
+    path !== ''
+  ) {
+    push(out, `${path}.successPct`, {
+      value: (100 * node.ok) / node.requests,
+      kind: 'success',
+      seriesNoise: null,
+      lowSample: false,
+    });
+  }
   const ctx: Context = {
     noise: Array.isArray(node.perSecond) ? seriesNoise(node.perSecond) : (childrenNoise(node) ?? outer.noise),
     lowSample: Array.isArray(node.lowSamplePercentiles)
@@ -201,8 +239,11 @@ function add(out: Map<string, Sample[]>, key: string, value: number, ctx: Contex
   const lowSample =
     (percentile !== undefined && ctx.lowSample.includes(`p${percentile}`)) ||
     (kind === 'p99' && ctx.lowSample.includes('p99'));
+  push(out, key, { value, kind, seriesNoise, lowSample });
+}
+
+function push(out: Map<string, Sample[]>, key: string, sample: Sample): void {
   const list = out.get(key);
-  const sample = { value, kind, seriesNoise, lowSample };
   if (list === undefined) out.set(key, [sample]);
   else list.push(sample);
 }

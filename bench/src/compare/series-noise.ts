@@ -6,11 +6,18 @@
  * stalled second (a busy machine, a GC) sets a stage's p99, and the next run's stall lands elsewhere or
  * nowhere, so a p99 is only as steady as its seconds are alike. Partial seconds (the stage's last) are left
  * out; fewer than four full seconds, or a median (a best p99) of 0, tell nothing (null).
+ *
+ * That band is right for the stage's p99 but too wide to gate on (±600 % to ±3,500 % on real runs): a
+ * regression would show only if every second moved. So the seconds' p99s also give a figure of their own,
+ * `typicalSecondP99`: their median, with their interquartile range over it as its noise. A stall moves
+ * one second's p99 and not the median of ten; a change that slows every request moves it, as k6's
+ * per-run p99 threshold would see.
  */
 export interface SeriesNoise {
   rate: number | null;
   p50: number | null;
   p99: number | null;
+  typicalSecondP99: { value: number; noise: number } | null;
 }
 
 const MIN_SECONDS = 4;
@@ -26,6 +33,7 @@ export function seriesNoise(points: readonly unknown[]): SeriesNoise {
     rate: spread(pick('achievedRps')),
     p50: spread(pick('p50Ms')),
     p99: worstOverBest(pick('p99Ms')),
+    typicalSecondP99: medianWithSpread(pick('p99Ms')),
   };
 }
 
@@ -48,4 +56,17 @@ export function spread(values: readonly number[]): number | null {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = quantile(sorted, 0.5);
   return mid === 0 ? null : (quantile(sorted, 0.75) - quantile(sorted, 0.25)) / Math.abs(mid);
+}
+
+/** The median of the values with their interquartile range over it; null as `spread`. */
+export function medianWithSpread(values: readonly number[]): { value: number; noise: number } | null {
+  const noise = spread(values);
+  if (noise === null) return null;
+  return {
+    value: quantile(
+      [...values].sort((a, b) => a - b),
+      0.5,
+    ),
+    noise,
+  };
 }
