@@ -72,6 +72,12 @@ async function startNode(i: number): Promise<Node> {
   return { host, url: `http://${host}:${port}`, edge };
 }
 
+function node0(): Node {
+  const found = nodes[0];
+  if (found === undefined) throw new Error('no node 0');
+  return found;
+}
+
 function replicaAgent(backendPort: number, server: string, token = TOKEN): Spawned {
   const agent = spawnCli([
     'tcp',
@@ -172,6 +178,33 @@ describe('TCP replicas in a cluster (two nodes, redis registry)', () => {
     for (let i = 0; i < 10; i++) later.push(await openPublic(hosts[i % 2] ?? ''));
     expect(later.map((c) => c.id)).toEqual(later.map(() => 'r1'));
     for (const c of later.slice(0, 2)) expect(await echoes(c.socket)).toBe(true);
+  }, 60_000);
+
+  it('a draining replica (SIGTERM) gets no new connection through either node; its open one carries on', async () => {
+    const r2 = replicaAgent(await startGreetingBackend('r2'), node0().url);
+    await r2.waitFor('ready');
+    // Through its node, which counts its own replica as one holder with nothing open from it yet.
+    let onR2: Socket | undefined;
+    for (let i = 0; i < 20 && onR2 === undefined; i++) {
+      const c = await openPublic(node0().host);
+      if (c.id === 'r2') onR2 = c.socket;
+    }
+    if (onR2 === undefined) throw new Error('no connection reached the new replica');
+    r2.kill('SIGTERM');
+    await r2.waitFor('finishing');
+    // Until its node has read the GOAWAY, a connection the agent refuses before taking it is reset (the
+    // node's only replica of the port refused it, and a refusal is retried on that node's replicas only:
+    // docs/scaling.md "Replicas"); then every new one goes to r1.
+    let probe = '';
+    for (let i = 0; i < 50 && probe !== 'r1'; i++)
+      probe = (await openPublic(node0().host).catch(() => ({ id: '' }))).id;
+    expect(probe).toBe('r1');
+    const later: string[] = [];
+    for (let i = 0; i < 10; i++) later.push((await openPublic(nodes[i % 2]?.host ?? '')).id);
+    expect(later).toEqual(later.map(() => 'r1'));
+    expect(await echoes(onR2)).toBe(true);
+    onR2.end();
+    expect(await r2.exited).toBe(0);
   }, 60_000);
 
   it('another token cannot join the port on either node, with or without --replica', async () => {
