@@ -11,7 +11,6 @@ import { hostileAgent } from './support/hostile-agent.js';
 import { send } from './support/http-client.js';
 import { startPlayedEdge } from './support/played-edge.js';
 import { silent, until } from './support/stack.js';
-import { twoNodes } from './support/two-nodes.js';
 
 // Several agents serving one name (`--replica`, PROTOCOL.md "Replicas"), in process: who may join, how
 // requests and WebSockets spread, what the agents are told. The process-level faults (SIGTERM, kill -9,
@@ -374,28 +373,6 @@ describe('where replicas are not to be had', () => {
       });
     } finally {
       await played.close();
-    }
-  });
-
-  it('cluster mode refuses a TCP replica with a clear 400 naming why (HTTP replicas join: e2e-cluster-replicas)', async () => {
-    const { a, b } = await twoNodes();
-    try {
-      const ws = new WebSocket(
-        `${b.url.replace(/^http/, 'ws')}/_tunnel2/connect?name=shop&replica=1&tcp=40123`,
-      );
-      const [, res] = (await once(ws, 'unexpected-response')) as [unknown, IncomingMessage];
-      expect(res.statusCode).toBe(400);
-      const body = await new Promise<string>((resolve) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => {
-          text += chunk.toString();
-        });
-        res.on('end', () => resolve(text));
-      });
-      expect(body).toContain('cluster mode, where TCP replicas (tcp --replica) are not supported yet');
-    } finally {
-      await b.close(0);
-      await a.close(0);
     }
   });
 

@@ -148,6 +148,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           reconnectGraceMs: options.reconnectGraceMs,
           leaseTtlMs: options.leaseTtlMs,
           registry,
+          replicaSets: replicaSetsOf(registry),
           cluster,
           inFlight,
           reconnectWaitMs: options.reconnectWaitMs,

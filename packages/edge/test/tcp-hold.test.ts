@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Cluster } from '../src/cluster/cluster.js';
 import type { LinkOpening } from '../src/cluster/link/node-link.js';
+import { ReplicaRoutes } from '../src/cluster/replica-routes.js';
 import { TcpHolds, type TcpHoldsOptions } from '../src/cluster/tcp/tcp-hold.js';
 import { InFlight } from '../src/exchange/in-flight.js';
 import type { OwnerEntry, OwnerFinding } from '../src/public/cross-node.js';
@@ -237,6 +238,8 @@ async function carrying(input: {
     find: (name: string) => input.find(Number(name.slice('tcp:'.length))),
     notHere: () => {},
     unreachable: () => {},
+    // No port here is served by replicas: the real routes, which never learn a set.
+    replicas: new ReplicaRoutes({ nodeId: 'here', ttlMs: 1000, maxEntries: 0, refresh: () => {} }),
   } as unknown as Cluster;
   const holds = new TcpHolds({
     cluster,

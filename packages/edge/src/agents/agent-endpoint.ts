@@ -103,16 +103,10 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
     // A TCP replica shares a port it names: with `tcp=any` each agent would get a port of its own.
     const tcpAsk = url.searchParams.get('tcp');
     const askedPort = tcpAsk === null ? Number.NaN : tcpPortOfParam(tcpAsk);
-    const tcpReplicaAnyPort = replica && (askedPort === undefined || askedPort === 0);
-    // In cluster mode a TCP port is one node's claim in the registry, not a set: its replicas would all
-    // have to reach that node, which the agents cannot choose.
-    const tcpReplicaInCluster = replica && tcpAsk !== null && options.cluster !== undefined;
-    if (tcpReplicaAnyPort || tcpReplicaInCluster) {
+    if (replica && (askedPort === undefined || askedPort === 0)) {
       rejectUpgrade(socket, {
         code: EdgeErrorCode.BAD_REQUEST,
-        message: tcpReplicaInCluster
-          ? 'this edge runs in cluster mode, where TCP replicas (tcp --replica) are not supported yet: run one agent per port (HTTP replicas are)'
-          : 'a TCP replica (--replica) shares a fixed public port: name it (--remote-port)',
+        message: 'a TCP replica (--replica) shares a fixed public port: name it (--remote-port)',
       });
       return;
     }
@@ -151,7 +145,7 @@ export function createAgentEndpoint(endpoint: AgentEndpointOptions) {
       }
       const claim = Number.isNaN(askedPort)
         ? ({ ok: false, code: EdgeErrorCode.BAD_REQUEST, message: TCP_ASK_PROBLEM } as const)
-        : await tcp.claim(owner, askedPort, address);
+        : await tcp.claim(owner, askedPort, address, replica);
       if (!claim.ok) {
         rejectUpgrade(socket, { code: claim.code, message: claim.message });
         return;

@@ -18,8 +18,10 @@ export interface PortClaims {
    * Claims `requested` (or any free port) for `owner`. `address`: an anonymous agent's client address, which
    * its ports count against instead of its owner key. An account at its limit gives back its oldest port in
    * the reconnect grace to make room; with none in grace, the claim is refused (TOO_MANY_TCP_PORTS).
+   * `replica`: a TCP replica's claim of a named port (`tcp --replica`); in a cluster it takes this node's
+   * place in the port's replica set, on one node the replica joins the port when it attaches.
    */
-  claim(owner: string, requested: number | undefined, address?: string): Promise<TcpClaim>;
+  claim(owner: string, requested: number | undefined, address?: string, replica?: boolean): Promise<TcpClaim>;
   abandon(port: TcpPort): void;
   attach(port: TcpPort, connection: TunnelEntry): void;
   detach(port: TcpPort, connection: TunnelEntry): void;

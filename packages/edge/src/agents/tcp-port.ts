@@ -48,6 +48,27 @@ export class TcpPort {
     this.#entries = [...this.#entries.filter((other) => other !== entry), entry];
   }
 
+  /**
+   * A session is ready to serve the port: a replica joins its owner's other replicas (replacing only an
+   * older connection of its own run, a reconnect); anything else takes the port over alone. Returns the
+   * sessions it replaced, for the caller to close; the replicas are told their count.
+   */
+  take(entry: TunnelEntry): TunnelEntry[] {
+    const previous = this.#entries;
+    const joins =
+      entry.replica &&
+      previous.every((other) => other.replica && other.owner === entry.owner && other !== entry);
+    const run = joins ? entry.connection.run : undefined;
+    const replaced = joins
+      ? previous.filter((other) => run !== undefined && other.connection.run === run)
+      : previous.filter((other) => other !== entry);
+    for (const other of replaced) this.leave(other);
+    if (joins) this.join(entry);
+    else this.connection = entry;
+    this.tellReplicas();
+    return replaced;
+  }
+
   /** The session stops serving the port; true if it did serve it. */
   leave(entry: TunnelEntry): boolean {
     const rest = this.#entries.filter((other) => other !== entry);
@@ -61,6 +82,8 @@ export class TcpPort {
    * count changed: AgentConnection.tellReplicas), as a name's replicas are told (session-table.ts).
    */
   tellReplicas(): void {
+    // Only replicas are told: a port served by one agent that did not ask to be a replica has nobody to tell.
+    if (!this.#entries.some((entry) => entry.replica)) return;
     const live = this.#entries.filter((entry) => !entry.leaving && !entry.session.draining).length;
     for (const entry of this.#entries) if (entry.replica) entry.connection.tellReplicas?.(Math.max(1, live));
   }

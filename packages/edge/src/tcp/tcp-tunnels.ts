@@ -148,20 +148,7 @@ export class TcpTunnels implements TcpPortTable {
     this.#resume(port);
     this.#reclaimed.delete(port);
     port.attached = true;
-    const previous = port.entries;
-    // A replica joins the owner's other replicas on the port (replacing only an older connection of its
-    // own run, a reconnect); anything else takes the port over alone.
-    const joins =
-      connection.replica &&
-      previous.every((entry) => entry.replica && entry.owner === connection.owner && entry !== connection);
-    const run = joins ? connection.connection.run : undefined;
-    const replaced = joins
-      ? previous.filter((entry) => run !== undefined && entry.connection.run === run)
-      : previous.filter((entry) => entry !== connection);
-    for (const entry of replaced) port.leave(entry);
-    if (joins) port.join(connection);
-    else port.connection = connection;
-    port.tellReplicas();
+    const replaced = port.take(connection);
     for (const older of replaced) {
       // As with a name: the newer connection of the same owner wins, and the older agent is told not to
       // reconnect (else two agents would take the port from each other in turn).

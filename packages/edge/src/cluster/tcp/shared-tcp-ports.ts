@@ -1,6 +1,6 @@
-import { createServer, type Server, type Socket } from 'node:net';
-import { ErrorCode, encodeTcpHead, encodeTunnelTag, type MuxStream, type TcpHead } from '@tunnel2/protocol';
-import type { SessionRecord, SessionRegistry } from '@tunnel2/registry';
+import type { Server, Socket } from 'node:net';
+import { ErrorCode, type MuxStream, type TcpHead } from '@tunnel2/protocol';
+import type { ReplicaSetRegistry, SessionRecord, SessionRegistry } from '@tunnel2/registry';
 import type { Logger } from 'pino';
 import { agentAccount } from '../../agents/agent-account.js';
 import type { TcpClaim } from '../../agents/port-claims.js';
@@ -13,9 +13,18 @@ import type { TcpPortRange } from '../../tcp/tcp-port-range.js';
 import { type TcpPortTable, tooMany } from '../../tcp/tcp-tunnels.js';
 import type { Cluster } from '../cluster.js';
 import type { LinkTcpArrival } from '../link/link-request.js';
-import { StreamSplice } from '../link/stream-splice.js';
-import { HeldPort, portKey, renewPortLeases, TCP_SPACE } from './port-leases.js';
-import { TCP_ACCEPTED } from './tcp-carry.js';
+import {
+  candidatePorts,
+  HeldPort,
+  makeRoom,
+  portKey,
+  type Room,
+  renewPortLeases,
+  TCP_SPACE,
+} from './port-leases.js';
+import { listenPort } from './port-listener.js';
+import { ReplicaPorts } from './replica-ports.js';
+import { arriveCarried } from './tcp-arrival.js';
 import { MAX_HELD_TCP_CONNECTIONS, TcpHolds } from './tcp-hold.js';
 
 export interface SharedTcpPortsOptions {
@@ -25,6 +34,8 @@ export interface SharedTcpPortsOptions {
   reconnectGraceMs: number;
   leaseTtlMs: number;
   registry: SessionRegistry;
+  /** The registry's replica sets: a port served by TCP replicas on several nodes (replica-ports.ts). */
+  replicaSets?: ReplicaSetRegistry | undefined;
   cluster: Cluster;
   inFlight: InFlight;
   /** How long a connection waits for its port's agent to be served again (tcp-hold.ts). */
@@ -39,11 +50,12 @@ export interface SharedTcpPortsOptions {
 }
 
 /**
- * A cluster node's public TCP ports. Every node listens on the whole range; a port is claimed in the shared
- * registry as `tcp:<port>` (owner, node, epoch: the same lease, grace and epoch fencing as a name), and an
- * owner's ports (an anonymous agent's: its address's) are counted across nodes, those in grace included. A connection to a port held here goes to the agent; one held
- * by another node is carried there over the node link (tcp-carry.ts) and spliced to the agent's stream by
- * the holder (`arrive`); one held nowhere is reset at once.
+ * A cluster node's public TCP ports. Every node listens on the whole range; a port is claimed in the registry
+ * as `tcp:<port>` (owner, node, epoch: a name's lease, grace and fencing); an owner's ports are counted across
+ * nodes. A connection to a port held here goes to the agent; one held by another node is carried there
+ * (tcp-carry.ts) and spliced by the holder (`arrive`); one held nowhere is reset. A port of TCP replicas is a
+ * replica set of holder nodes instead (replica-ports.ts): a connection goes to a local replica or is carried
+ * to another holder, by the fewest connections open from this node on each (`#spread`).
  */
 export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
   readonly counters: TcpCounters = {
@@ -54,6 +66,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
   };
   readonly #options: SharedTcpPortsOptions;
   readonly #holds: TcpHolds;
+  readonly #replicas: ReplicaPorts | undefined;
   readonly #listeners = new Map<number, Server>();
   readonly #held = new Map<number, HeldPort>();
   /** Connections carried to other nodes, reset when this node closes. */
@@ -75,6 +88,18 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       servedHere: (port) => this.#servedHere(port),
       logger: options.logger,
     });
+    const { replicaSets, cluster } = options;
+    this.#replicas =
+      replicaSets === undefined
+        ? undefined
+        : new ReplicaPorts({
+            registry: options.registry,
+            replicaSets,
+            nodeId: cluster.nodeId,
+            leaseTtlMs: options.leaseTtlMs,
+            logger: options.logger,
+            onTakeover: (replaced, claimed) => cluster.tellTakeover(replaced, claimed),
+          });
   }
 
   get size(): number {
@@ -112,7 +137,12 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     this.#renewTimer.unref();
   }
 
-  async claim(owner: string, requested: number | undefined, address?: string): Promise<TcpClaim> {
+  async claim(
+    owner: string,
+    requested: number | undefined,
+    address?: string,
+    replica = false,
+  ): Promise<TcpClaim> {
     if (this.#closed) return refuse(EdgeErrorCode.DRAINING, 'this edge is shutting down');
     const { first, last } = this.#options.range;
     const { registry, maxPortsPerOwner } = this.#options;
@@ -124,6 +154,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     }
     const refused = tooMany(maxPortsPerOwner, address, 'across the cluster');
     const account = agentAccount(owner, address);
+    if (replica && requested !== undefined) return this.#claimReplica(owner, requested, account, refused);
     try {
       const owned = await registry.listOwned(account, TCP_SPACE);
       // Its own port again (a reconnect, here or on another node): not one more port.
@@ -136,10 +167,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         if (holder !== undefined && holder.owner !== owner)
           return refuse(EdgeErrorCode.TCP_PORT_UNAVAILABLE, `port ${requested} is in use by another agent`);
       }
-      if (!again && !(await this.#makeRoom(owned, requested))) return refused;
+      if (!again && !(await makeRoom(owned, requested, this.#roomFor()))) return refused;
       // An owner's own ports are not candidates for another: claiming one would take it over from itself.
       const own = new Set(owned.map((record) => record.name));
-      for (const candidate of this.#candidates(requested)) {
+      for (const candidate of candidatePorts(this.#options.range, this.#held, requested)) {
         if (requested === undefined && own.has(portKey(candidate))) continue;
         if (this.#closed) return refuse(EdgeErrorCode.DRAINING, 'this edge is shutting down');
         if (!this.#listeners.has(candidate)) {
@@ -171,6 +202,12 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         // The same owner's live claim on another node (its agent came back elsewhere): that node stops
         // serving the port now rather than at its next renewal round.
         if (result.replaced !== undefined) this.#options.cluster.tellTakeover(result.replaced, result.record);
+        // The owner's replicas' places on other nodes, if any: this exclusive claim takes the port from them.
+        void this.#replicas
+          ?.tellReplaced(result.record)
+          .catch((err: unknown) =>
+            this.#options.logger.warn({ err, port: candidate }, 'TCP: takeover notice failed'),
+          );
         return { ok: true, port: this.#hold(candidate, owner, result.record.epoch, account) };
       }
     } catch (err) {
@@ -186,6 +223,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
   abandon(port: TcpPort): void {
     const held = this.#current(port);
     if (held === undefined || held.connection !== undefined) return;
+    if (held.replica) {
+      this.#leaveReplica(held, !held.attached);
+      return;
+    }
     if (held.attached) {
       held.servedEpoch = held.epoch;
       this.#startGrace(held);
@@ -207,10 +248,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     held.graceTimer = undefined;
     held.attached = true;
     held.servedEpoch = held.epoch;
-    const previous = held.connection;
-    held.connection = connection;
-    if (previous !== undefined && previous !== connection)
-      previous.close(ErrorCode.SESSION_REPLACED, 'another agent with the same token took over this TCP port');
+    // A replica joins its owner's other replicas here, as on one node (TcpPort.take).
+    const replaced = held.take(connection);
+    for (const older of replaced)
+      older.close(ErrorCode.SESSION_REPLACED, 'another agent with the same token took over this TCP port');
     // The agent came back to this node: connections held for it go to it now.
     this.#holds.wake(held.port);
   }
@@ -218,11 +259,19 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
   detach(port: TcpPort, connection: TunnelEntry): void {
     const held = this.#current(port);
     if (held === undefined) return;
-    if (held.connection !== connection) {
+    if (!held.leave(connection)) {
       this.abandon(held);
       return;
     }
-    held.connection = undefined;
+    // Its other replicas here keep serving the port; their connections go on.
+    if (held.connection !== undefined) {
+      held.tellReplicas();
+      return;
+    }
+    if (held.replica) {
+      this.#leaveReplica(held, connection.leaving);
+      return;
+    }
     // A newer claim of its owner (a newer epoch, not yet attached) keeps the port through a graceful close.
     this.#startGrace(held, connection.leaving && held.epoch === held.servedEpoch);
   }
@@ -254,108 +303,86 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
 
   /** A connection another node carried here: spliced to the agent holding the port, or refused. */
   arrive(link: MuxStream, head: TcpHead, started: (link: MuxStream) => void): void {
-    const { counters } = this;
-    const connection = this.#held.get(head.port)?.connection;
-    if (connection === undefined || !connection.ready || connection.session.draining) {
-      // "Not here": the ingress passes this node over and holds the connection until a newer claim.
-      counters.connections.no_agent++;
-      link.reset(ErrorCode.REFUSED_STREAM);
-      return;
-    }
-    if (
-      connection.protection !== undefined &&
-      !connection.protection.check(undefined, head.clientAddress).ok
-    ) {
-      counters.connections.forbidden++;
-      link.reset(ErrorCode.CANCEL);
-      return;
-    }
-    let agent: MuxStream | undefined;
-    try {
-      agent = connection.slots.tryOpen();
-      const tcpHead = encodeTcpHead(head);
-      agent?.sendHeaders(connection.tag === 0 ? tcpHead : encodeTunnelTag(connection.tag, tcpHead), false);
-    } catch (err) {
-      this.#options.logger.debug({ err, port: head.port }, 'TCP: carried connection refused: no stream');
-      agent?.reset(ErrorCode.CANCEL);
-      agent = undefined;
-    }
-    if (agent === undefined) {
-      counters.connections.refused++;
-      link.reset(ErrorCode.CANCEL);
-      return;
-    }
-    counters.connections.accepted++;
-    started(link);
-    // "Taken here": until this empty head, the ingress reads nothing from its client, so a refusal before
-    // it (the port moved, its cached owner was stale) loses no byte and the ingress may ask again.
-    link.sendHeaders(TCP_ACCEPTED, false);
-    new StreamSplice(link, agent);
+    arriveCarried(this.#held.get(head.port), link, head, {
+      counters: this.counters,
+      logger: this.#options.logger,
+      started,
+    });
   }
 
-  /**
-   * Room for one more port of the account whose ports are `owned`: true at once below the limit; at it, its
-   * oldest ports in their grace (reservations, on any node) are given back, as on one node (tcp-tunnels.ts);
-   * false when all of them are in use. A node still keeping a given-back port in its grace serves nothing on
-   * it (no session) and forgets it when that grace ends; the registry, not it, says who holds the port.
-   * The port asked for is never given back for its own claim: it is another owner's reservation (the same
-   * address, another agent key), which that claim must not take, as on one node.
-   */
-  async #makeRoom(owned: readonly SessionRecord[], requested: number | undefined): Promise<boolean> {
-    const excess = owned.length - this.#options.maxPortsPerOwner + 1;
-    if (excess <= 0) return true;
-    const inGrace = owned
-      .filter(
-        (record) => !record.connected && (requested === undefined || record.name !== portKey(requested)),
-      )
-      .sort((a, b) => a.expiresAt - b.expiresAt);
-    if (inGrace.length < excess) return false;
-    for (const record of inGrace.slice(0, excess)) {
-      const port = Number(record.name.slice(TCP_SPACE.length + 1));
-      this.#options.logger.info({ port }, 'TCP: oldest port in its grace given back for a new claim');
-      await this.#options.registry.release(record.name, record.epoch);
-      const held = this.#held.get(port);
-      if (held !== undefined && held.epoch === record.epoch && held.connection === undefined)
-        this.#forget(held);
-    }
-    return true;
-  }
-
-  /** The requested port, or every port of the range from a random start (a freed port is not reused first). */
-  *#candidates(requested: number | undefined): Generator<number> {
-    if (requested !== undefined) {
-      yield requested;
-      return;
-    }
-    const { first, last } = this.#options.range;
-    const size = last - first + 1;
-    const start = Math.floor(Math.random() * size);
-    for (let i = 0; i < size; i++) {
-      const candidate = first + ((start + i) % size);
-      if (!this.#held.has(candidate)) yield candidate;
-    }
-    // Then those this node keeps in a grace, no session on them: the registry may have given them back
-    // since (another node made room for their owner, `#makeRoom`), and it alone says whether they are free.
-    for (let i = 0; i < size; i++) {
-      const candidate = first + ((start + i) % size);
-      const held = this.#held.get(candidate);
-      if (held !== undefined && held.connection === undefined) yield candidate;
-    }
-  }
-
-  #hold(number: number, owner: string, epoch: number, account: string): HeldPort {
+  #hold(number: number, owner: string, epoch: number, account: string, replica = false): HeldPort {
     const existing = this.#held.get(number);
     if (existing !== undefined && existing.owner === owner) {
       // Its owner again: the grace runs on until that session is ready (attach), as on one node.
       existing.epoch = epoch;
+      existing.replica = replica;
       return existing;
     }
     // Another owner's entry here is stale: the registry just gave the port away, so it was lost.
     if (existing !== undefined) this.#lose(existing, { owner, nodeId: this.#options.cluster.nodeId });
     const server = this.#listeners.get(number)!;
     const held = new HeldPort(number, owner, server, epoch, account);
+    held.replica = replica;
     this.#held.set(number, held);
     return held;
+  }
+
+  /** A TCP replica's claim of `port`: its place in the port's replica set (replica-ports.ts). */
+  #claimReplica(owner: string, port: number, account: string, refused: TcpClaim): Promise<TcpClaim> {
+    const here = {
+      held: this.#held,
+      listening: this.#listeners.has(port),
+      closed: () => this.#closed,
+      maxPortsPerOwner: this.#options.maxPortsPerOwner,
+      hold: (epoch: number) => this.#hold(port, owner, epoch, account, true),
+    };
+    const noSets = refuse(
+      EdgeErrorCode.BAD_REQUEST,
+      'this registry keeps no replica sets: run one agent per port',
+    );
+    return this.#replicas?.claimPort({ owner, port, account, refused }, here) ?? Promise.resolve(noSets);
+  }
+
+  /**
+   * The last replica of the port here is gone (or its claim never got a session): this node stops serving
+   * it now, and its place in the set goes, or is kept for the grace when it is the set's last holder and the
+   * agent did not say it was leaving (KeptPlaces). Connections arriving meanwhile wait for a replica
+   * anywhere (tcp-hold.ts), and go to one coming back here (wake).
+   */
+  #leaveReplica(held: HeldPort, leaving: boolean): void {
+    this.#forget(held);
+    const graceMs = leaving || this.#closed ? 0 : this.#options.reconnectGraceMs;
+    void this.#replicas
+      ?.leave(held, graceMs)
+      .catch((err: unknown) =>
+        this.#options.logger.warn({ err, port: held.port }, 'TCP: replica place release failed'),
+      );
+  }
+
+  /**
+   * A connection to a port served by replicas here and maybe on other nodes: to the holder with the fewest
+   * connections this node has open on it (this node's own replicas count as one holder; replica-routes.ts,
+   * as for a name's requests), a holder that did not answer skipped; carried when another node is chosen.
+   */
+  #spread(held: HeldPort, socket: Socket): void {
+    const key = portKey(held.port);
+    const { cluster } = this.#options;
+    const choice = cluster.replicas.pick(key, true);
+    if (choice !== undefined && choice !== 'here') {
+      this.#holds.route(held.port, socket, choice);
+      return;
+    }
+    socket.once('close', cluster.replicas.track(key, cluster.nodeId));
+    acceptTcpConnection(held, socket, this.counters, this.#options.logger, this.#options.inFlight);
+  }
+
+  #roomFor(): Room {
+    const { registry, logger, maxPortsPerOwner } = this.#options;
+    const givenBack = (port: number, epoch: number): void => {
+      const held = this.#held.get(port);
+      if (held !== undefined && held.epoch === epoch && held.connection === undefined) this.#forget(held);
+    };
+    return { registry, logger, maxPortsPerOwner, givenBack };
   }
 
   #current(port: TcpPort): HeldPort | undefined {
@@ -392,22 +419,31 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
   /** The port is another claim's now (the same token on another node, or another owner after expiry). */
   #lose(held: HeldPort, holder: Pick<SessionRecord, 'owner' | 'nodeId'>): void {
     this.#forget(held);
-    const connection = held.connection;
+    const entries = held.entries;
     held.connection = undefined;
     this.#options.logger.warn({ port: held.port, holder: holder.nodeId }, 'TCP: port taken over elsewhere');
-    if (holder.owner === held.owner)
-      connection?.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection on another edge node');
-    else connection?.close(ErrorCode.GOING_AWAY, 'TCP port taken over elsewhere');
+    for (const connection of entries)
+      if (holder.owner === held.owner)
+        connection.close(ErrorCode.SESSION_REPLACED, 'replaced by a newer connection on another edge node');
+      else connection.close(ErrorCode.GOING_AWAY, 'TCP port taken over elsewhere');
   }
 
   /** Renews the leases of the ports served here (port-leases.ts); a registry that is away is retried next round. */
   async #renewAll(): Promise<void> {
-    const served = [...this.#held.values()].filter(
+    const all = [...this.#held.values()].filter(
       (h) => h.connection !== undefined && h.graceTimer === undefined,
     );
-    if (served.length === 0) return;
+    const served = all.filter((held) => !held.replica);
     const { registry, logger, leaseTtlMs } = this.#options;
     try {
+      await this.#replicas?.renew(
+        all.filter((held) => held.replica),
+        {
+          current: (held) => this.#held.get(held.port) === held,
+          lose: (held, holder) => this.#lose(held, holder),
+        },
+      );
+      if (served.length === 0) return;
       const reasserted = await renewPortLeases(served, {
         registry,
         logger,
@@ -422,37 +458,29 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     }
   }
 
-  #listen(number: number): Promise<boolean> {
-    // allowHalfOpen: a client's FIN ends only its direction; the answer still flows (half-close).
-    const server = createServer({ allowHalfOpen: true, noDelay: true });
-    server.on('connection', (socket) => this.#onConnection(number, socket));
-    return new Promise((resolve) => {
-      const onError = (err: NodeJS.ErrnoException): void => {
-        this.#options.logger.debug({ err, port: number }, 'TCP port not available');
-        resolve(false);
-      };
-      server.once('error', onError);
-      // Not exclusive: in a worker of `--workers N` the workers share each port (node:cluster hands its
-      // connections out in turn, or with reusePort each binds its own socket and the kernel spreads them;
-      // either way carried to the holder like another node's); elsewhere it changes nothing.
-      // exclusive with reusePort: a node:cluster worker binds its own socket instead of asking the primary.
-      const flags = this.#options.reusePort === true ? { reusePort: true, exclusive: true } : {};
-      server.listen({ port: number, host: this.#options.host, ...flags }, () => {
-        server.off('error', onError);
-        server.on('error', (err) => this.#options.logger.warn({ err, port: number }, 'TCP listener failed'));
-        if (this.#closed) {
-          server.close();
-          resolve(false);
-          return;
-        }
-        this.#listeners.set(number, server);
-        resolve(true);
-      });
+  async #listen(number: number): Promise<boolean> {
+    const { host, reusePort, logger } = this.#options;
+    const server = await listenPort(number, {
+      host,
+      reusePort: reusePort === true,
+      logger,
+      onConnection: (socket) => this.#onConnection(number, socket),
     });
+    if (server === undefined) return false;
+    if (this.#closed) {
+      server.close();
+      return false;
+    }
+    this.#listeners.set(number, server);
+    return true;
   }
 
   #onConnection(number: number, socket: Socket): void {
     const held = this.#servedHere(number);
+    if (held?.replica === true) {
+      this.#spread(held, socket);
+      return;
+    }
     if (held !== undefined) {
       acceptTcpConnection(held, socket, this.counters, this.#options.logger, this.#options.inFlight);
       return;
@@ -463,8 +491,7 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
   /** The port as held here when its session can take a connection now: ready, and not handing over. */
   #servedHere(number: number): HeldPort | undefined {
     const held = this.#held.get(number);
-    const connection = held?.connection;
-    return connection?.ready === true && !connection.session.draining ? held : undefined;
+    return held?.entries.some((entry) => entry.ready && !entry.session.draining) === true ? held : undefined;
   }
 }
 

@@ -78,8 +78,11 @@ export class TcpHolds {
     this.#options = options;
   }
 
-  /** A connection to `port` that this node cannot give to an agent of its own now. */
-  route(port: number, socket: Socket): void {
+  /**
+   * A connection to `port` that this node cannot give to an agent of its own now, or (`to`) one a port's
+   * replica set sends to another holder node.
+   */
+  route(port: number, socket: Socket, to?: OwnerEntry): void {
     socket.on('error', () => {});
     if (this.#closed) {
       this.#options.counters.connections.no_agent++;
@@ -100,7 +103,15 @@ export class TcpHolds {
     socket.once('close', () => this.#end(hold, 'reset'));
     // The first try needs no registry read when the owner is cached (the common case: a live holder),
     // and is not bounded: only a connection that has to wait counts against the bounds.
-    const cached = this.#options.cluster.cachedOwner(`tcp:${port}`);
+    // Of a port served by replicas on several nodes: the holder with the fewest connections carried from here.
+    const { replicas } = this.#options.cluster;
+    const key = `tcp:${port}`;
+    const picked = to ?? (replicas.known(key) ? replicas.pick(key, false) : undefined);
+    if (picked !== undefined && picked !== 'here') {
+      this.#carry(hold, picked);
+      return;
+    }
+    const cached = this.#options.cluster.cachedOwner(key);
     if (cached !== undefined) {
       this.#carry(hold, cached);
       return;
@@ -191,7 +202,10 @@ export class TcpHolds {
       this.#end(hold, 'handed');
       return;
     }
-    this.#options.cluster.find(`tcp:${hold.port}`).then(
+    // Holders passed over for now are left out of a replica set's choice (another holder is taken at once).
+    const now = Date.now();
+    const passed = new Set([...hold.passed].filter(([, until]) => until > now).map(([key]) => key));
+    this.#options.cluster.find(`tcp:${hold.port}`, passed).then(
       (finding) => this.#answered(hold, finding),
       (err: unknown) => {
         this.#options.logger.warn({ err, port: hold.port }, 'TCP: owner lookup failed');
@@ -247,6 +261,10 @@ export class TcpHolds {
     // flight throughout: a drain must not see zero in between.
     inFlight.start();
     this.#end(hold, 'handed');
+    // A replica holder: counted as one more connection on it from here (its set's choice) while open.
+    const key = `tcp:${hold.port}`;
+    const untrack = owner.replica === true ? cluster.replicas.track(key, owner.nodeId) : () => {};
+    hold.socket.once('close', untrack);
     carryTcpConnection(hold.socket, hold.port, owner, {
       cluster,
       counters,
@@ -254,6 +272,9 @@ export class TcpHolds {
       sockets: carried,
       logger,
       unreachable: () => {
+        untrack();
+        hold.socket.off('close', untrack);
+        if (owner.replica === true) cluster.replicas.drop(key, owner.nodeId);
         hold.passed.set(ownerKey(owner), Date.now() + PASSED_FOR_MS);
         if (this.#closed) {
           counters.connections.no_agent++;
