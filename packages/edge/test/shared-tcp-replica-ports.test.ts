@@ -57,10 +57,10 @@ async function replicaClaim(ports: SharedTcpPorts, owner: string, port: number):
 }
 
 /** The part of a replica's session the port table touches. */
-function replica(owner: string, run: string, leaving = false): TunnelEntry {
+function replica(owner: string, run: string, leaving = false, asReplica = true): TunnelEntry {
   return {
     owner,
-    replica: true,
+    replica: asReplica,
     leaving,
     ready: true,
     session: { draining: false },
@@ -130,5 +130,25 @@ describe('SharedTcpPorts: a port of TCP replicas is a replica set of holder node
     expect(await holders(registry, first, ['node-a', 'node-b'])).toEqual(['node-a', 'node-b']);
     ports.detach(port, dropped);
     expect(await holders(registry, first, ['node-b'])).toEqual(['node-b']);
+  });
+
+  it("a claim of another owner's replica port is refused before the account gives back a port in its grace", async () => {
+    const { ports, registry, first } = await node(3);
+    const set = await replicaClaim(ports, 'owner-1', first);
+    ports.attach(set, replica('owner-1', 'run-a'));
+    // owner-2 at its limit of 2: one port served, one in its reconnect grace (a dropped agent).
+    for (const number of [first + 1, first + 2]) {
+      const claim = await ports.claim('owner-2', number);
+      if (!claim.ok) throw new Error(claim.message);
+      const agent = replica('owner-2', `run-${number}`, false, false);
+      ports.attach(claim.port, agent);
+      if (number === first + 2) ports.detach(claim.port, agent);
+    }
+    expect(await ports.claim('owner-2', first)).toMatchObject({
+      ok: false,
+      code: EdgeErrorCode.TCP_PORT_UNAVAILABLE,
+    });
+    // Its reservation was not given back for a port it could never get.
+    expect(await registry.lookup(`tcp:${first + 2}`)).toMatchObject({ owner: 'owner-2' });
   });
 });

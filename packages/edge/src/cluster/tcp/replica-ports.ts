@@ -103,6 +103,11 @@ export class ReplicaPorts {
     }
   }
 
+  /** The owner of the port's live replica set, if any. */
+  async owner(port: number): Promise<string | undefined> {
+    return (await this.#options.replicaSets.lookupReplicas(portKey(port)))?.owner;
+  }
+
   /** An exclusive claim of the owner took the port: the nodes of its replica places are told. */
   async tellReplaced(claimed: SessionRecord): Promise<void> {
     await tellReplacedPlaces(this.#claims, claimed);

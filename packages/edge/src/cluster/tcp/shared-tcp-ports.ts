@@ -162,9 +162,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         requested !== undefined &&
         owned.some((record) => record.name === portKey(requested) && record.owner === owner);
       if (requested !== undefined && !again) {
-        // Another owner's port is refused before anything of this account is given back for it.
-        const holder = await registry.lookup(portKey(requested));
-        if (holder !== undefined && holder.owner !== owner)
+        // Another owner's port (its record or its replicas' set) is refused before anything is given back for it.
+        const holder =
+          (await registry.lookup(portKey(requested)))?.owner ?? (await this.#replicas?.owner(requested));
+        if (holder !== undefined && holder !== owner)
           return refuse(EdgeErrorCode.TCP_PORT_UNAVAILABLE, `port ${requested} is in use by another agent`);
       }
       if (!again && !(await makeRoom(owned, requested, this.#roomFor()))) return refused;
@@ -264,16 +265,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       return;
     }
     // Its other replicas here keep serving the port; their connections go on.
-    if (held.connection !== undefined) {
-      held.tellReplicas();
-      return;
-    }
-    if (held.replica) {
-      this.#leaveReplica(held, connection.leaving);
-      return;
-    }
+    if (held.connection !== undefined) held.tellReplicas();
+    else if (held.replica) this.#leaveReplica(held, connection.leaving);
     // A newer claim of its owner (a newer epoch, not yet attached) keeps the port through a graceful close.
-    this.#startGrace(held, connection.leaving && held.epoch === held.servedEpoch);
+    else this.#startGrace(held, connection.leaving && held.epoch === held.servedEpoch);
   }
 
   close(): void {
