@@ -151,4 +151,22 @@ describe('SharedTcpPorts: a port of TCP replicas is a replica set of holder node
     // Its reservation was not given back for a port it could never get.
     expect(await registry.lookup(`tcp:${first + 2}`)).toMatchObject({ owner: 'owner-2' });
   });
+
+  it("an account's replica ports count against its limit for a port of its own", async () => {
+    const { ports, first } = await node(3);
+    for (const number of [first, first + 1]) {
+      const port = await replicaClaim(ports, 'owner-1', number);
+      ports.attach(port, replica('owner-1', `run-${number}`));
+    }
+    // At its limit of 2: neither a third replica port nor an exclusive one.
+    expect(await ports.claim('owner-1', first + 2, undefined, true)).toMatchObject({
+      ok: false,
+      code: EdgeErrorCode.TOO_MANY_TCP_PORTS,
+    });
+    for (const requested of [first + 2, undefined])
+      expect(await ports.claim('owner-1', requested)).toMatchObject({
+        ok: false,
+        code: EdgeErrorCode.TOO_MANY_TCP_PORTS,
+      });
+  });
 });

@@ -168,7 +168,9 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         if (holder !== undefined && holder !== owner)
           return refuse(EdgeErrorCode.TCP_PORT_UNAVAILABLE, `port ${requested} is in use by another agent`);
       }
-      if (!again && !(await makeRoom(owned, requested, this.#roomFor()))) return refused;
+      // Its replica ports here count too: the registry lists exclusive records by account, not replica places.
+      const replicaPorts = [...this.#held.values()].filter((h) => h.replica && h.account === account).length;
+      if (!again && !(await makeRoom(owned, requested, this.#roomFor(replicaPorts)))) return refused;
       // An owner's own ports are not candidates for another: claiming one would take it over from itself.
       const own = new Set(owned.map((record) => record.name));
       for (const candidate of candidatePorts(this.#options.range, this.#held, requested)) {
@@ -196,7 +198,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         }
         // Counted after claiming (the registry cannot count and claim in one step across nodes): two
         // claims racing past the limit on two nodes both see it, and both give their port back.
-        if (!again && (await registry.listOwned(account, TCP_SPACE)).length > maxPortsPerOwner) {
+        if (
+          !again &&
+          (await registry.listOwned(account, TCP_SPACE)).length + replicaPorts > maxPortsPerOwner
+        ) {
           await registry.release(portKey(candidate), result.record.epoch);
           return refused;
         }
@@ -371,13 +376,13 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     acceptTcpConnection(held, socket, this.counters, this.#options.logger, this.#options.inFlight);
   }
 
-  #roomFor(): Room {
+  #roomFor(replicaPorts: number): Room {
     const { registry, logger, maxPortsPerOwner } = this.#options;
     const givenBack = (port: number, epoch: number): void => {
       const held = this.#held.get(port);
       if (held !== undefined && held.epoch === epoch && held.connection === undefined) this.#forget(held);
     };
-    return { registry, logger, maxPortsPerOwner, givenBack };
+    return { registry, logger, maxPortsPerOwner: maxPortsPerOwner - replicaPorts, givenBack };
   }
 
   #current(port: TcpPort): HeldPort | undefined {
