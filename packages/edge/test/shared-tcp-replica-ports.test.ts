@@ -23,7 +23,10 @@ const silent = pino({ level: 'silent' });
 
 type Registry = SessionRegistry & ReplicaSetRegistry;
 
-async function node(size: number): Promise<{ ports: SharedTcpPorts; registry: Registry; first: number }> {
+async function node(
+  size: number,
+  leaseTtlMs = 10_000,
+): Promise<{ ports: SharedTcpPorts; registry: Registry; first: number }> {
   const registry = createMemoryRegistry() as Registry;
   const cluster = loneCluster(registry);
   const range = await freeRange(size);
@@ -32,7 +35,7 @@ async function node(size: number): Promise<{ ports: SharedTcpPorts; registry: Re
     host: '127.0.0.1',
     maxPortsPerOwner: 2,
     reconnectGraceMs: 60_000,
-    leaseTtlMs: 10_000,
+    leaseTtlMs,
     registry,
     replicaSets: registry,
     cluster,
@@ -58,14 +61,16 @@ async function replicaClaim(ports: SharedTcpPorts, owner: string, port: number):
 
 /** The part of a replica's session the port table touches. */
 function replica(owner: string, run: string, leaving = false, asReplica = true): TunnelEntry {
+  const closed: string[] = [];
   return {
+    closed,
     owner,
     replica: asReplica,
     leaving,
     ready: true,
     session: { draining: false },
     connection: { run, tellReplicas: () => {} },
-    close: () => {},
+    close: (code: string) => closed.push(code),
   } as unknown as TunnelEntry;
 }
 
@@ -168,5 +173,28 @@ describe('SharedTcpPorts: a port of TCP replicas is a replica set of holder node
         ok: false,
         code: EdgeErrorCode.TOO_MANY_TCP_PORTS,
       });
+  });
+
+  it("a place that expired while the registry was away is not re-taken over the owner's newer exclusive claim", async () => {
+    const { ports, registry, first } = await node(2, 750);
+    const port = await replicaClaim(ports, 'owner-1', first);
+    const agent = replica('owner-1', 'run-a');
+    ports.attach(port, agent);
+    // The place expired meanwhile, and the owner's agent (not a replica) came back on node-b.
+    const [mine] = (await registry.lookupReplicas(`tcp:${first}`))?.holders ?? [];
+    await registry.releaseReplica(`tcp:${first}`, 'node-a', mine?.epoch ?? 0);
+    const newer = await registry.claim({
+      name: `tcp:${first}`,
+      owner: 'owner-1',
+      nodeId: 'node-b',
+      ttlMs: 10_000,
+    });
+    expect(newer.ok).toBe(true);
+    // A lease round (every leaseTtlMs / 3, at least 250 ms) finds the place gone.
+    for (let i = 0; i < 100 && (agent as unknown as { closed: string[] }).closed.length === 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await registry.lookup(`tcp:${first}`)).toMatchObject({ nodeId: 'node-b' });
+    expect(await holders(registry, first, [])).toEqual([]);
+    expect((agent as unknown as { closed: string[] }).closed).toHaveLength(1);
   });
 });
