@@ -83,7 +83,7 @@ const edgeRules = layerRules(
     'exchange',
     'answers',
   ],
-  ['main', 'index', 'build-edge', 'edge-server', 'edge-routes'],
+  ['main', 'index', 'build-edge', 'edge-server', 'edge-routes', 'edge-tcp'],
   { agents: ['settings'], answers: ['public', 'exchange'] },
 );
 /** The bench kit (bench/README.md, "Source layout"). */

@@ -14,10 +14,10 @@ import { Cluster } from './cluster/cluster.js';
 import { createCrossNodeForwarder } from './cluster/cross-node-forwarder.js';
 import { NodeLinkServer } from './cluster/link/node-link-server.js';
 import { LINK_PATH } from './cluster/node-auth.js';
-import { SharedTcpPorts } from './cluster/tcp/shared-tcp-ports.js';
 import { RegistryTimings, replicaSetsOf, timedRegistry } from './cluster/timed-registry.js';
 import { type EdgeAddresses, edgeAddresses } from './edge-addresses.js';
 import { registerEdgeRoutes } from './edge-routes.js';
+import { edgeTcpPorts } from './edge-tcp.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './exchange/in-flight.js';
 import {
@@ -36,7 +36,7 @@ import { resolveIngressRoute } from './public/ingress-route.js';
 import { StartupGrace } from './public/startup-grace.js';
 import { handleTunnelRequest, handleTunnelUpgrade } from './public/tunnel-ingress.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './settings/edge-options.js';
-import { type TcpPortTable, TcpTunnels } from './tcp/tcp-tunnels.js';
+import type { TcpPortTable } from './tcp/tcp-tunnels.js';
 
 export interface Edge {
   readonly app: FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>;
@@ -137,36 +137,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     logger,
   });
   let boundPort = options.port;
-  // In a cluster, ports are claimed in the shared registry and every node listens on the whole range.
-  const sharedTcp =
-    options.tcpPorts === undefined || cluster === undefined
-      ? undefined
-      : new SharedTcpPorts({
-          range: options.tcpPorts,
-          host: options.host,
-          maxPortsPerOwner: options.maxTcpPortsPerOwner,
-          reconnectGraceMs: options.reconnectGraceMs,
-          leaseTtlMs: options.leaseTtlMs,
-          registry,
-          replicaSets: replicaSetsOf(registry),
-          cluster,
-          inFlight,
-          reconnectWaitMs: options.reconnectWaitMs,
-          maxHeldPerPort: options.maxWaitingPerSession,
-          reusePort: options.reusePort,
-          logger,
-        });
-  const tcp: TcpPortTable | undefined =
-    options.tcpPorts === undefined || sharedTcp !== undefined
-      ? sharedTcp
-      : new TcpTunnels({
-          range: options.tcpPorts,
-          host: options.host,
-          maxPortsPerOwner: options.maxTcpPortsPerOwner,
-          reconnectGraceMs: options.reconnectGraceMs,
-          inFlight,
-          logger,
-        });
+  const { tcp, shared: sharedTcp } = edgeTcpPorts(options, { registry, cluster, inFlight, logger });
   const linkServer =
     cluster?.links === undefined
       ? undefined

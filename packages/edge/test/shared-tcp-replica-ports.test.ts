@@ -23,7 +23,10 @@ const silent = pino({ level: 'silent' });
 
 type Registry = SessionRegistry & ReplicaSetRegistry;
 
-async function node(size: number): Promise<{ ports: SharedTcpPorts; registry: Registry; first: number }> {
+async function node(
+  size: number,
+  leaseTtlMs = 10_000,
+): Promise<{ ports: SharedTcpPorts; registry: Registry; first: number }> {
   const registry = createMemoryRegistry() as Registry;
   const cluster = loneCluster(registry);
   const range = await freeRange(size);
@@ -32,7 +35,7 @@ async function node(size: number): Promise<{ ports: SharedTcpPorts; registry: Re
     host: '127.0.0.1',
     maxPortsPerOwner: 2,
     reconnectGraceMs: 60_000,
-    leaseTtlMs: 10_000,
+    leaseTtlMs,
     registry,
     replicaSets: registry,
     cluster,
@@ -57,15 +60,17 @@ async function replicaClaim(ports: SharedTcpPorts, owner: string, port: number):
 }
 
 /** The part of a replica's session the port table touches. */
-function replica(owner: string, run: string, leaving = false): TunnelEntry {
+function replica(owner: string, run: string, leaving = false, asReplica = true): TunnelEntry {
+  const closed: string[] = [];
   return {
+    closed,
     owner,
-    replica: true,
+    replica: asReplica,
     leaving,
     ready: true,
     session: { draining: false },
     connection: { run, tellReplicas: () => {} },
-    close: () => {},
+    close: (code: string) => closed.push(code),
   } as unknown as TunnelEntry;
 }
 
@@ -130,5 +135,66 @@ describe('SharedTcpPorts: a port of TCP replicas is a replica set of holder node
     expect(await holders(registry, first, ['node-a', 'node-b'])).toEqual(['node-a', 'node-b']);
     ports.detach(port, dropped);
     expect(await holders(registry, first, ['node-b'])).toEqual(['node-b']);
+  });
+
+  it("a claim of another owner's replica port is refused before the account gives back a port in its grace", async () => {
+    const { ports, registry, first } = await node(3);
+    const set = await replicaClaim(ports, 'owner-1', first);
+    ports.attach(set, replica('owner-1', 'run-a'));
+    // owner-2 at its limit of 2: one port served, one in its reconnect grace (a dropped agent).
+    for (const number of [first + 1, first + 2]) {
+      const claim = await ports.claim('owner-2', number);
+      if (!claim.ok) throw new Error(claim.message);
+      const agent = replica('owner-2', `run-${number}`, false, false);
+      ports.attach(claim.port, agent);
+      if (number === first + 2) ports.detach(claim.port, agent);
+    }
+    expect(await ports.claim('owner-2', first)).toMatchObject({
+      ok: false,
+      code: EdgeErrorCode.TCP_PORT_UNAVAILABLE,
+    });
+    // Its reservation was not given back for a port it could never get.
+    expect(await registry.lookup(`tcp:${first + 2}`)).toMatchObject({ owner: 'owner-2' });
+  });
+
+  it("an account's replica ports count against its limit for a port of its own", async () => {
+    const { ports, first } = await node(3);
+    for (const number of [first, first + 1]) {
+      const port = await replicaClaim(ports, 'owner-1', number);
+      ports.attach(port, replica('owner-1', `run-${number}`));
+    }
+    // At its limit of 2: neither a third replica port nor an exclusive one.
+    expect(await ports.claim('owner-1', first + 2, undefined, true)).toMatchObject({
+      ok: false,
+      code: EdgeErrorCode.TOO_MANY_TCP_PORTS,
+    });
+    for (const requested of [first + 2, undefined])
+      expect(await ports.claim('owner-1', requested)).toMatchObject({
+        ok: false,
+        code: EdgeErrorCode.TOO_MANY_TCP_PORTS,
+      });
+  });
+
+  it("a place that expired while the registry was away is not re-taken over the owner's newer exclusive claim", async () => {
+    const { ports, registry, first } = await node(2, 750);
+    const port = await replicaClaim(ports, 'owner-1', first);
+    const agent = replica('owner-1', 'run-a');
+    ports.attach(port, agent);
+    // The place expired meanwhile, and the owner's agent (not a replica) came back on node-b.
+    const [mine] = (await registry.lookupReplicas(`tcp:${first}`))?.holders ?? [];
+    await registry.releaseReplica(`tcp:${first}`, 'node-a', mine?.epoch ?? 0);
+    const newer = await registry.claim({
+      name: `tcp:${first}`,
+      owner: 'owner-1',
+      nodeId: 'node-b',
+      ttlMs: 10_000,
+    });
+    expect(newer.ok).toBe(true);
+    // A lease round (every leaseTtlMs / 3, at least 250 ms) finds the place gone.
+    for (let i = 0; i < 100 && (agent as unknown as { closed: string[] }).closed.length === 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await registry.lookup(`tcp:${first}`)).toMatchObject({ nodeId: 'node-b' });
+    expect(await holders(registry, first, [])).toEqual([]);
+    expect((agent as unknown as { closed: string[] }).closed).toHaveLength(1);
   });
 });

@@ -57,9 +57,8 @@ export interface TunnelEvents {
   close: [];
 }
 
-/** The edge's code for a TCP port it cannot give (taken, or outside its range). */
+// The edge's codes for a TCP port it cannot give (taken, or outside its range), a name another owner holds.
 const TCP_PORT_UNAVAILABLE = 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE';
-/** The edge's code for a name another owner holds. */
 const NAME_IN_USE = 'TUNNEL2_ERR_NAME_IN_USE';
 
 /** The `hint` code of an HTTP/2 backend behind an edge that serves no HTTP/2 to its clients. */
@@ -208,7 +207,6 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     const name = this.#granted.name ?? this.#options.subdomain?.toLowerCase();
     const port = this.#granted.port ?? this.#options.tcp?.remotePort;
     return {
-      // Undefined fields drop out of HELLO's JSON.
       ask: { name, tcp: this.#options.tcp && (port ?? ANY_TCP_PORT), protect: this.#protect },
       forwarding: this.#forwarding(port),
     };
@@ -291,7 +289,6 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
       this.on('error', onError);
       this.#loop = this.#run();
       // Closed before any ready (during the first connect, or its backoff): said, rather than never settled.
-      // After a ready or a refusal this changes nothing (a promise settles once).
       const ended = (err?: unknown): void => {
         this.off('error', onError);
         this.off('ready', onReady);

@@ -247,8 +247,6 @@ export class MuxSession implements StreamHost {
     this.#handler.onClose(error);
   }
 
-  // ---- StreamHost ----
-
   enqueue(type: number, flags: number, streamId: number, payload: Buffer | undefined): void {
     if (this.#closed) return;
     this.framesSent++;
@@ -281,8 +279,6 @@ export class MuxSession implements StreamHost {
     this.#handler.onStreamClosed?.(stream);
     if (this.streams.size === 0) this.#handler.onIdle?.();
   }
-
-  // ---- internals ----
 
   /**
    * Queues an answer the peer can provoke without limit (a PING ACK, the refusal of a stream it opened).
@@ -484,8 +480,7 @@ export class MuxSession implements StreamHost {
   }
 
   #isPeerStreamId(id: number): boolean {
-    const peerOpensOdd = this.role === 'agent';
-    return id % 2 === (peerOpensOdd ? 1 : 0);
+    return id % 2 === (this.role === 'agent' ? 1 : 0); // an agent's peer opens the odd ids
   }
 
   #fail(error: unknown): void {

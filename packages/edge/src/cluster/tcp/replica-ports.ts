@@ -103,6 +103,11 @@ export class ReplicaPorts {
     }
   }
 
+  /** The owner of the port's live replica set, if any. */
+  async owner(port: number): Promise<string | undefined> {
+    return (await this.#options.replicaSets.lookupReplicas(portKey(port)))?.owner;
+  }
+
   /** An exclusive claim of the owner took the port: the nodes of its replica places are told. */
   async tellReplaced(claimed: SessionRecord): Promise<void> {
     await tellReplacedPlaces(this.#claims, claimed);
@@ -115,7 +120,7 @@ export class ReplicaPorts {
 
   /**
    * A lease round for the replica ports `served` here: each place renewed; one that expired while the
-   * registry was away is taken again (a new epoch), one another owner holds now is lost. Then the kept
+   * registry was away is taken again (a new epoch), one another claim holds now is lost. Then the kept
    * places are checked.
    */
   async renew(served: readonly HeldPort[], renewal: ReplicaRenewal): Promise<void> {
@@ -123,7 +128,14 @@ export class ReplicaPorts {
     for (const held of served) {
       const name = portKey(held.port);
       if (await replicaSets.renewReplica(name, nodeId, held.epoch, leaseTtlMs)) continue;
+      // A live record (the owner's newer exclusive claim, or another owner's) has the port: as for an
+      // exclusive lease (renewPortLeases), only a port held by nobody is taken again.
+      const record = await this.#options.registry.lookup(name);
       if (!renewal.current(held)) continue;
+      if (record !== undefined) {
+        renewal.lose(held, record);
+        continue;
+      }
       const again = await this.claim(held.port, held.owner, held.account);
       if (!renewal.current(held)) continue;
       if (again.ok) {

@@ -162,12 +162,15 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         requested !== undefined &&
         owned.some((record) => record.name === portKey(requested) && record.owner === owner);
       if (requested !== undefined && !again) {
-        // Another owner's port is refused before anything of this account is given back for it.
-        const holder = await registry.lookup(portKey(requested));
-        if (holder !== undefined && holder.owner !== owner)
+        // Another owner's port (its record or its replicas' set) is refused before anything is given back for it.
+        const holder =
+          (await registry.lookup(portKey(requested)))?.owner ?? (await this.#replicas?.owner(requested));
+        if (holder !== undefined && holder !== owner)
           return refuse(EdgeErrorCode.TCP_PORT_UNAVAILABLE, `port ${requested} is in use by another agent`);
       }
-      if (!again && !(await makeRoom(owned, requested, this.#roomFor()))) return refused;
+      // Its replica ports here count too: the registry lists exclusive records by account, not replica places.
+      const replicaPorts = [...this.#held.values()].filter((h) => h.replica && h.account === account).length;
+      if (!again && !(await makeRoom(owned, requested, this.#roomFor(replicaPorts)))) return refused;
       // An owner's own ports are not candidates for another: claiming one would take it over from itself.
       const own = new Set(owned.map((record) => record.name));
       for (const candidate of candidatePorts(this.#options.range, this.#held, requested)) {
@@ -195,7 +198,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
         }
         // Counted after claiming (the registry cannot count and claim in one step across nodes): two
         // claims racing past the limit on two nodes both see it, and both give their port back.
-        if (!again && (await registry.listOwned(account, TCP_SPACE)).length > maxPortsPerOwner) {
+        if (
+          !again &&
+          (await registry.listOwned(account, TCP_SPACE)).length + replicaPorts > maxPortsPerOwner
+        ) {
           await registry.release(portKey(candidate), result.record.epoch);
           return refused;
         }
@@ -264,16 +270,10 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
       return;
     }
     // Its other replicas here keep serving the port; their connections go on.
-    if (held.connection !== undefined) {
-      held.tellReplicas();
-      return;
-    }
-    if (held.replica) {
-      this.#leaveReplica(held, connection.leaving);
-      return;
-    }
+    if (held.connection !== undefined) held.tellReplicas();
+    else if (held.replica) this.#leaveReplica(held, connection.leaving);
     // A newer claim of its owner (a newer epoch, not yet attached) keeps the port through a graceful close.
-    this.#startGrace(held, connection.leaving && held.epoch === held.servedEpoch);
+    else this.#startGrace(held, connection.leaving && held.epoch === held.servedEpoch);
   }
 
   close(): void {
@@ -376,13 +376,13 @@ export class SharedTcpPorts implements TcpPortTable, LinkTcpArrival {
     acceptTcpConnection(held, socket, this.counters, this.#options.logger, this.#options.inFlight);
   }
 
-  #roomFor(): Room {
+  #roomFor(replicaPorts: number): Room {
     const { registry, logger, maxPortsPerOwner } = this.#options;
     const givenBack = (port: number, epoch: number): void => {
       const held = this.#held.get(port);
       if (held !== undefined && held.epoch === epoch && held.connection === undefined) this.#forget(held);
     };
-    return { registry, logger, maxPortsPerOwner, givenBack };
+    return { registry, logger, maxPortsPerOwner: maxPortsPerOwner - replicaPorts, givenBack };
   }
 
   #current(port: TcpPort): HeldPort | undefined {
