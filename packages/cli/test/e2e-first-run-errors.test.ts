@@ -130,7 +130,7 @@ describe('no edge at the address', () => {
   });
 
   it("a hostile edge's words reach the terminal without its control characters (no escape sequences, no fake lines)", async () => {
-    // What an edge writes is as hostile as any other input: an escape sequence in a refusal would reach the
+    // What an edge writes is as hostile as every other input: an escape sequence in a refusal would reach the
     // user's terminal (OSC 52 writes the clipboard, CSI 2J clears the screen), a newline would forge a line.
     const ESC = String.fromCharCode(27);
     const BEL = String.fromCharCode(7);

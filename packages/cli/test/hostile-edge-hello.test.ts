@@ -1,4 +1,4 @@
-// An edge's HELLO is as hostile as any other input: the name and URLs it hands the agent are printed on the
+// An edge's HELLO is as hostile as every other input: the name and URLs it hands the agent are printed on the
 // user's terminal (the ready line, the status header), where an escape sequence would be obeyed (OSC 52 sets
 // the clipboard, CSI 2J clears the screen) and a newline would forge a line. Played here from the protocol.
 import { afterEach, describe, expect, it } from 'vitest';

@@ -12,7 +12,7 @@ export function notAnEdge(server: string, status: number, location: string | und
     try {
       to = new URL(location, server);
     } catch {
-      // Not a URL: said as any other answer that is not an edge's.
+      // Not a URL: said like every other answer that is not an edge's.
     }
     if (to !== undefined && (to.protocol === 'https:' || to.protocol === 'http:')) {
       // The agent path is the edge's own, appended to --server: the origin is what to try.

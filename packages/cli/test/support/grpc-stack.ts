@@ -45,7 +45,7 @@ export async function startEdge(
 
 /**
  * `tunnel2 http <target> [--h2c] [args]` in its own process, connected to `url` as `name`; it trusts the test CA
- * for a wss:// edge (NODE_EXTRA_CA_CERTS, read at start as any Node program does).
+ * for a wss:// edge (NODE_EXTRA_CA_CERTS, read at start, as every Node program does).
  */
 export async function startAgent(
   target: number,

@@ -23,7 +23,7 @@ export const TCP_STREAM_KIND = 'tcp';
 
 /**
  * How an agent asks for a TCP tunnel's public port (the agent endpoint's `tcp` parameter, a listed tunnel's
- * `tcp` in HELLO metadata): any free port of the edge's range, or that port.
+ * `tcp` in HELLO metadata): whichever free port of the edge's range, or that port.
  */
 export const ANY_TCP_PORT = 'any';
 export type TcpPortAsk = typeof ANY_TCP_PORT | number;

@@ -28,7 +28,7 @@ export interface BridgeOptions {
   /**
    * The stream was refused (RESET REFUSED_STREAM) before its peer sent anything: the peer never took the
    * connection (an agent going away). Another stream for it, with its head already sent, carries the
-   * connection on, the socket's bytes so far sent again; undefined resets the socket as any reset does.
+   * connection on, the socket's bytes so far sent again; undefined resets the socket like every other reset.
    * Asked only while the socket's bytes so far fit in REFUSAL_REPLAY_BYTES.
    */
   refused?: () => MuxStream | undefined;
