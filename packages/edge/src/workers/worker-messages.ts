@@ -1,29 +1,16 @@
+import { REGISTRY_OPERATIONS, type RegistryOperation } from '../cluster/timed-registry.js';
 import type { EdgeSettings } from '../settings/edge-config.js';
 
 // The IPC vocabulary between the primary and its workers (node:cluster's channel, JSON-serialised). Every
 // message carries `t` so that either side ignores what is not its own (node:cluster sends its own messages
 // on the same channel, with `cmd: 'NODE_...'`).
 
-/** The registry methods a worker may call on the primary's registry (close stays the primary's). */
-export const registryMethods = [
-  'claim',
-  'renew',
-  'renewMany',
-  'markDisconnected',
-  'release',
-  'lookup',
-  'list',
-  'listOwned',
-  'announceNode',
-  'lookupNode',
-  'withdrawNode',
-  'ping',
-  'claimReplica',
-  'renewReplica',
-  'releaseReplica',
-  'lookupReplicas',
-] as const;
-export type RegistryMethod = (typeof registryMethods)[number];
+/**
+ * The registry methods a worker may call on the primary's registry: every call the cluster times, the
+ * same list (close stays the primary's), so a method added to the registry is carried over IPC once timed.
+ */
+export const registryMethods = REGISTRY_OPERATIONS;
+export type RegistryMethod = RegistryOperation;
 
 /** What a worker needs to start, sent once after the fork (secrets travel over IPC, never in the env). */
 export interface WorkerStart {
