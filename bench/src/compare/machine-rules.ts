@@ -32,14 +32,22 @@ export function machineCpuChangePct(
   before: ReadonlyMap<string, Figure>,
   after: ReadonlyMap<string, Figure>,
 ): number | null {
-  let prefix = key;
-  while (prefix.includes('.')) {
-    prefix = prefix.slice(0, prefix.lastIndexOf('.'));
+  return nearest(key, (prefix) => {
     const changes = CONTROLS.flatMap((control) => {
       const change = changePct(before.get(prefix + control)?.value, after.get(prefix + control)?.value);
       return change === null ? [] : [Math.abs(change)];
     });
-    if (changes.length > 0) return Math.max(...changes);
+    return changes.length > 0 ? Math.max(...changes) : null;
+  });
+}
+
+/** The first answer `read` gives for `key`'s parents, nearest first (its side, then its stage, …). */
+function nearest(key: string, read: (prefix: string) => number | null): number | null {
+  let prefix = key;
+  while (prefix.includes('.')) {
+    prefix = prefix.slice(0, prefix.lastIndexOf('.'));
+    const found = read(prefix);
+    if (found !== null) return found;
   }
   return null;
 }
@@ -58,16 +66,11 @@ export function machineLatencyChangePct(
   before: ReadonlyMap<string, Figure>,
   after: ReadonlyMap<string, Figure>,
 ): number | null {
-  let prefix = key;
-  while (prefix.includes('.')) {
-    prefix = prefix.slice(0, prefix.lastIndexOf('.'));
-    const change = changePct(
-      before.get(prefix + LATENCY_CONTROL)?.value,
-      after.get(prefix + LATENCY_CONTROL)?.value,
-    );
-    if (change !== null) return change > 0 ? change : null;
-  }
-  return null;
+  // The nearest generator's figure answers, rise or fall: a fall is not looked past to a farther one.
+  const change = nearest(key, (prefix) =>
+    changePct(before.get(prefix + LATENCY_CONTROL)?.value, after.get(prefix + LATENCY_CONTROL)?.value),
+  );
+  return change !== null && change > 0 ? change : null;
 }
 
 /**
