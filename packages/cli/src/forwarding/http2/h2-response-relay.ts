@@ -67,6 +67,7 @@ export class H2ResponseRelay {
     });
     h2.on('trailers', (headers, _flags, raw?: string[]) => {
       this.#trailers = responseFields(raw, headers);
+      this.#recorder()?.responseTrailers(this.#trailers);
     });
     // node:http2 also ends the readable side of a stream the backend reset with CANCEL (without an 'error'):
     // only an end with no reset code is the response's END_STREAM; the rest is read on 'close'.
