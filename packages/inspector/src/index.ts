@@ -3,7 +3,7 @@
 export type { ExchangeRecorder } from './capture/capture.js';
 export { createCapture, type InspectorCapture, type RequestStart } from './capture/capture.js';
 export { EntryStore } from './capture/entry-store.js';
-export type { ReplayTarget } from './capture/replay.js';
+export type { ReplayRequest, ReplayTarget } from './capture/replay.js';
 export type {
   Body,
   Entry,

@@ -68,6 +68,16 @@ export function describeBackendError(error: Error, host: string, answerBegun: bo
         code: 'TUNNEL2_ERR_BACKEND_TIMEOUT',
         grpcStatus: GrpcStatus.UNAVAILABLE,
       };
+    // An HTTP/2 session whose backend left a keep-alive PING unanswered (http2/h2-keepalive.ts): it took
+    // the request and went silent (stopped, wedged, gone without a RST). UNAVAILABLE for a gRPC call, as
+    // Envoy answers the streams of a connection its keepalive closed: the call may be retried elsewhere.
+    case 'TUNNEL2_ERR_BACKEND_PING_TIMEOUT':
+      return {
+        status: 504,
+        message: `tunnel2: backend on ${host} stopped answering: ${error.message}`,
+        code: 'TUNNEL2_ERR_BACKEND_TIMEOUT',
+        grpcStatus: GrpcStatus.UNAVAILABLE,
+      };
     case 'UND_ERR_HEADERS_TIMEOUT':
       return {
         status: 504,

@@ -215,6 +215,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
   onResponseEnd(controller: DispatchController): void {
     const trailers = controller.rawTrailers;
     const raw = rawHeaderStrings(trailers);
+    this.#recorder?.responseTrailers(raw);
     if (raw.length > 0 && !this.#stream.closed) {
       this.#stream.sendHeaders(
         encodeResponseHead({ status: 200, statusMessage: '', headers: raw }, this.#options.maxHeadSize),

@@ -51,6 +51,12 @@ export interface ConnectOptions {
   http1?: boolean;
   /** @internal Tests only: how long a dial to an HTTP/2 backend may take (default 10 s). */
   backendConnectTimeoutMs?: number;
+  /**
+   * Keep-alive PINGs on the HTTP/2 backend's sessions (`--h2c`, or h2 by ALPN): one every `intervalMs`
+   * (default 30 s); a PING unanswered for `timeoutMs` (default 20 s) gives the session up, failing its
+   * requests (a gRPC call with UNAVAILABLE) so the next one dials anew. Programmatic only, no CLI flag.
+   */
+  backendKeepalive?: { intervalMs?: number; timeoutMs?: number };
   /** Backend connections kept by the pool. */
   connections?: number;
   protocol?: Partial<ProtocolSettings>;

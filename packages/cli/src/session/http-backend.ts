@@ -2,6 +2,7 @@ import Pool from 'undici/lib/dispatcher/pool.js';
 import { BackendQueue } from '../forwarding/backend-queue.js';
 import { resolveBackendMode } from '../forwarding/http2/backend-mode.js';
 import { H2Backend } from '../forwarding/http2/h2-backend.js';
+import { resolveKeepalive } from '../forwarding/http2/h2-keepalive.js';
 import { parseTarget, type Target } from '../forwarding/target.js';
 import { poolTlsOptions, resolveTargetTls } from '../forwarding/target-tls.js';
 import type { ConnectOptions } from './connect-options.js';
@@ -40,6 +41,7 @@ export function openHttpBackend(
     ...(tls === undefined ? {} : poolTlsOptions(tls)),
   });
   const mode = resolveBackendMode(target.origin, options);
+  const keepalive = resolveKeepalive(options.backendKeepalive);
   const h2 =
     mode === undefined
       ? undefined
@@ -48,6 +50,7 @@ export function openHttpBackend(
           mode,
           tls,
           connectTimeoutMs: options.backendConnectTimeoutMs,
+          keepalive,
           onChosen,
         });
   return { target, kind: { pool, backend: new BackendQueue(pool), h2 } };

@@ -248,7 +248,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   async #startInspector(): Promise<void> {
     const inspect = this.#options.inspect;
     if (inspect === undefined || inspect === false || this.#inspector !== undefined) return;
-    this.#inspector = await startInspector(inspect, this.target, this.#hostHeader);
+    this.#inspector = await startInspector(inspect, this.target, this.#hostHeader, this.#kind);
     this.on('ready', (info) => this.#inspector?.setPublicUrl(info.url, info.name, info.replicas));
     this.on('replicas', () => {
       const info = this.info;

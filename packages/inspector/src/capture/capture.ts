@@ -76,6 +76,16 @@ export class ExchangeRecorder {
   }
 
   /**
+   * The response's trailers (HTTP/2's, gRPC's `grpc-status`), flat name, value, ...: a copy is kept with the
+   * entry. Most exchanges have none, and then nothing is allocated.
+   */
+  responseTrailers(fields: readonly string[]): void {
+    const slot = this.#live();
+    if (slot === undefined || fields.length === 0) return;
+    slot.trailers = [...fields];
+  }
+
+  /**
    * Upgraded traffic, `in` from the client: counted (bytes, and WebSocket messages from the frame headers),
    * never kept.
    */

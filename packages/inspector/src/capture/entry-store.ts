@@ -236,7 +236,10 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     if (this.#count === this.maxEntries) this.#evictOldest();
     const slot = (this.#first + this.#count) % this.maxEntries;
     this.#count++;
-    const cost = size + this.#arena.wasted + SLOT_COST;
+    // Trailers are kept beside the arena (with the extras): their characters count against the budget too.
+    let trailerChars = 0;
+    for (const field of done.extras?.trailers ?? []) trailerChars += field.length;
+    const cost = size + this.#arena.wasted + SLOT_COST + trailerChars;
     const f = slot * F64_COLUMNS;
     const f64 = this.#f64;
     f64[f + ID] = id;

@@ -40,6 +40,8 @@ export class ExchangeSlot {
   kind: 'http' | 'websocket' = 'http';
   replayOf: string | undefined = undefined;
   clientAddress: string | undefined = undefined;
+  /** The response's trailers, when it had any (a copy: see ExchangeRecorder.responseTrailers). */
+  trailers: string[] | undefined = undefined;
   /** performance.now() at the start. */
   started = 0;
   /** Time to the response head, NaN until it came. */
@@ -92,6 +94,7 @@ export class ExchangeSlot {
     this.responseHeadLength = 0;
     this.replayOf = undefined;
     this.clientAddress = undefined;
+    this.trailers = undefined;
     this.ttfb = Number.NaN;
     this.status = 0;
     this.errorCode = undefined;
@@ -128,8 +131,14 @@ export class ExchangeSlot {
     if (error === undefined && this.errorCode !== undefined) {
       error = { code: this.errorCode, message: `answered with ${this.errorCode}` };
     }
-    if (error !== undefined || this.replayOf !== undefined || this.clientAddress !== undefined) {
-      this.extras = { error, replayOf: this.replayOf, clientAddress: this.clientAddress };
+    const { replayOf, clientAddress, trailers } = this;
+    if (
+      error !== undefined ||
+      replayOf !== undefined ||
+      clientAddress !== undefined ||
+      trailers !== undefined
+    ) {
+      this.extras = { error, replayOf, clientAddress, trailers };
     }
     if (this.framesIn !== undefined && this.framesOut !== undefined) {
       this.extras ??= {};

@@ -1,4 +1,5 @@
 import type { ClientRequest } from 'node:http';
+import type { ClientHttp2Stream } from 'node:http2';
 import type { ConnectionOptions } from 'node:tls';
 import { withoutHopByHop } from '@tunnel2/protocol';
 import type { EntryError } from '../entries/entry.js';
@@ -6,6 +7,7 @@ import type { StoredEntry } from '../entries/stored-entry.js';
 import { InspectorError, InspectorErrorCode } from '../errors.js';
 import { ExchangeRecorder } from './capture.js';
 import type { EntryStore } from './entry-store.js';
+import { sendOverH2 } from './replay-h2.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
 const { request: httpRequest } = process.getBuiltinModule('node:http');
@@ -27,6 +29,23 @@ export interface ReplayTarget {
    * agent's own requests have them: --insecure, --ca). Default: Node's (verified against bundled CAs).
    */
   tlsOptions?: (forwarded: string[]) => ConnectionOptions;
+  /**
+   * The agent's own HTTP/2 way to the target (`--h2c`, or h2 chosen by ALPN), when it has one: opens a
+   * stream for the replayed request on the agent's pool of sessions (its head sent, the body to follow), or
+   * resolves undefined when the target turned out to speak HTTP/1.1 (ALPN chose it). A replay then goes
+   * as the original request went: an h2c-only gRPC server cannot answer one over HTTP/1.1. Without it,
+   * replays go over HTTP/1.1.
+   */
+  h2Stream?: (request: ReplayRequest) => Promise<ClientHttp2Stream | undefined>;
+}
+
+/** A replayed request as it goes to the target: its head forwarded as the agent forwards, the base path added. */
+export interface ReplayRequest {
+  method: string;
+  /** The base path and the request target. */
+  path: string;
+  /** Flat name, value, ... with Host (as the agent forwards it) and the replayed body's Content-Length. */
+  headers: string[];
 }
 
 export interface ReplayEdits {
@@ -132,11 +151,12 @@ function replayedRequest(
 
 /**
  * Sends an entry's request (with edits) straight to the local target and records the exchange as a new
- * entry with `replayOf`. Resolves with it once the response ended or failed (the failure is in the entry);
+ * entry with `replayOf`: over the agent's HTTP/2 path when the target speaks HTTP/2 (ReplayTarget.h2Stream),
+ * else over HTTP/1.1. Resolves with it once the response ended or failed (the failure is in the entry);
  * the response streams into the capture (kept up to the body limit), never buffered whole. `signal` cancels
  * it (the API client went away, the inspector closes); a target silent for 30 s ends it too.
  */
-export function replay(
+export async function replay(
   original: StoredEntry,
   edits: ReplayEdits,
   target: ReplayTarget,
@@ -153,6 +173,33 @@ export function replay(
     bodyLimit,
   );
   if (body.length > 0) recorder.requestData(body);
+  let failure: EntryError | undefined;
+  let stream: ClientHttp2Stream | undefined;
+  try {
+    stream = await target.h2Stream?.({ method, path: target.basePath + path, headers });
+  } catch (err) {
+    // The agent's dial failed (the target is down): an entry with the failure, as over HTTP/1.1.
+    failure = { code: 'replay_failed', message: (err as Error).message };
+  }
+  if (failure === undefined) {
+    failure =
+      stream !== undefined
+        ? await sendOverH2(stream, body, recorder, signal, REPLAY_IDLE_TIMEOUT_MS)
+        : await sendOverHttp1(origin, target, { method, path, headers, body }, recorder, signal);
+  }
+  const entry = store.get(recorder.finish(failure) ?? '');
+  if (entry !== undefined) return entry;
+  throw new InspectorError(InspectorErrorCode.REPLAY_FAILED, 'the replay exceeded the budget: not kept');
+}
+
+/** The replay over HTTP/1.1 (node:http, node:https): resolves with why it ended early, if it did. */
+function sendOverHttp1(
+  origin: URL,
+  target: ReplayTarget,
+  { method, path, headers, body }: { method: string; path: string; headers: string[]; body: Buffer },
+  recorder: ExchangeRecorder,
+  signal: AbortSignal,
+): Promise<EntryError | undefined> {
   return new Promise((resolve, reject) => {
     /** Why it ended early, when it did: set before the request is destroyed. */
     let failure: EntryError | undefined;
@@ -161,12 +208,7 @@ export function replay(
       if (done) return;
       done = true;
       signal.removeEventListener('abort', onAbort);
-      const entry = store.get(recorder.finish(error) ?? '');
-      if (entry !== undefined) resolve(entry);
-      else
-        reject(
-          new InspectorError(InspectorErrorCode.REPLAY_FAILED, 'the replay exceeded the budget: not kept'),
-        );
+      resolve(error);
     };
     const stop = (error: EntryError): void => {
       failure ??= error;
@@ -192,7 +234,8 @@ export function replay(
       });
     } catch (err) {
       recorder.finish({ code: 'replay_failed', message: String(err) });
-      throw new InspectorError(InspectorErrorCode.REPLAY_FAILED, String(err), { cause: err });
+      reject(new InspectorError(InspectorErrorCode.REPLAY_FAILED, String(err), { cause: err }));
+      return;
     }
     signal.addEventListener('abort', onAbort, { once: true });
     req.on('timeout', () =>

@@ -10,6 +10,8 @@ export interface EntryExtras {
   /** Given by the recorder's caller (a replay); else read from X-Forwarded-For when shown. */
   clientAddress?: string;
   ws?: WebSocketTraffic;
+  /** The response's trailers, flat name, value, ... */
+  trailers?: readonly string[] | undefined;
 }
 
 /** Where a snapshot's body decodings are cached (the store, within its budget, while the entry is kept). */
@@ -108,6 +110,7 @@ export class CapturedEntry implements StoredEntry {
   readonly error: EntryError | undefined;
   readonly replayOf: string | undefined;
   readonly ws: WebSocketTraffic | undefined;
+  readonly responseTrailers: readonly string[];
   readonly cost: number;
   readonly flightSeq: number;
   readonly #requestHead: Buffer;
@@ -128,6 +131,7 @@ export class CapturedEntry implements StoredEntry {
     this.error = f.extras?.error;
     this.replayOf = f.extras?.replayOf;
     this.ws = f.extras?.ws;
+    this.responseTrailers = f.extras?.trailers ?? NO_HEADERS;
     let o = f.offset;
     this.#requestHead = f.chunk.subarray(o, o + f.requestHead);
     o += f.requestHead;

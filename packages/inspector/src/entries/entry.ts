@@ -93,6 +93,8 @@ export interface EntryHosts {
 export interface Entry extends EntrySummary {
   requestHeaders: [string, string][];
   responseHeaders: [string, string][];
+  /** The response's trailers (an HTTP/2 backend's, gRPC's `grpc-status`), when it had any. */
+  responseTrailers?: [string, string][];
   /** The reason phrase of the response head ('' when none). */
   responseStatusText: string;
   /** Given by `GET /api/entries/:id` (which knows how the agent forwards). */

@@ -30,6 +30,8 @@ export interface StoredEntry {
   status: number;
   requestHeaders: readonly string[];
   responseHeaders: readonly string[];
+  /** The response's trailers (HTTP/2, gRPC's grpc-status), flat; none when absent or empty. */
+  responseTrailers?: readonly string[];
   /** The reason phrase the response head carried ('' when none, or no head). */
   readonly responseStatusText: string;
   request: StoredBody;

@@ -63,10 +63,12 @@ function toBody(body: StoredBody, headers: readonly string[]): Body {
 }
 
 export function toEntry(entry: StoredEntry): Entry {
+  const trailers = entry.responseTrailers ?? [];
   return {
     ...toSummary(entry),
     requestHeaders: pairs(entry.requestHeaders),
     responseHeaders: pairs(entry.responseHeaders),
+    ...(trailers.length === 0 ? {} : { responseTrailers: pairs(trailers) }),
     responseStatusText: entry.responseStatusText,
     requestBody: toBody(entry.request, entry.requestHeaders),
     responseBody: toBody(entry.response, entry.responseHeaders),

@@ -1,6 +1,7 @@
 import type { ClientHttp2Session } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import type { TargetTls } from '../target-tls.js';
+import { DEFAULT_KEEPALIVE, type KeepaliveSettings, keepAlive } from './h2-keepalive.js';
 
 // node:http2 and node:tls are loaded when the first HTTP/2 session is dialled, not with the agent: a tunnel
 // to an HTTP/1.1 backend never pays for them (the agent's start-up footprint is measured in a test).
@@ -19,7 +20,8 @@ const netModule = (): typeof import('node:net') => process.getBuiltinModule('nod
  * pause/resume the tunnel's windows rely on for a request body. node:http2 gives all four directly.
  *
  * A session that says GOAWAY or closes is retired at once (its streams in flight finish); the next request
- * dials again, so a backend that restarts is reached with no state kept here.
+ * dials again, so a backend that restarts is reached with no state kept here. A session whose backend
+ * leaves a keep-alive PING unanswered (h2-keepalive.ts) is destroyed: its streams fail, and it is retired.
  */
 
 /** What a tunnel asked of its backend's protocol. */
@@ -41,6 +43,8 @@ export interface H2BackendOptions {
   maxSessions?: number;
   /** How long a dial may take, TCP, TLS and the backend's SETTINGS together (default 10 s). */
   connectTimeoutMs?: number | undefined;
+  /** PINGs on every session (default DEFAULT_KEEPALIVE: every 30 s, 20 s to answer). */
+  keepalive?: KeepaliveSettings | undefined;
   /** Told once when an https:// backend's ALPN choice becomes known (h2 or http/1.1). */
   onChosen?: ((protocol: BackendProtocol) => void) | undefined;
 }
@@ -315,6 +319,10 @@ export class H2Backend {
         return;
       }
       this.#slots.push(slot);
+      keepAlive(session, this.#options.keepalive ?? DEFAULT_KEEPALIVE, (err) => {
+        retire();
+        session.destroy(err);
+      });
       resolve();
     });
   }

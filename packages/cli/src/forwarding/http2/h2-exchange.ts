@@ -1,11 +1,9 @@
-import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { ClientHttp2Stream } from 'node:http2';
 import type { ExchangeRecorder } from '@tunnel2/inspector';
 import {
-  decodeRequestHead,
   ErrorCode,
   encodeResponseHead,
   type MuxStream,
-  type RawHeaders,
   type RequestHead,
   type StreamHandler,
   type StreamResetError,
@@ -25,28 +23,24 @@ import { expectsContinue } from '../node-http-exchange.js';
 import { serverNameOf } from '../target-tls.js';
 import type { H2Backend } from './h2-backend.js';
 import {
-  FLAG_END_STREAM,
   H2_CANCEL,
-  H2_NO_ERROR,
   H2_REFUSED_STREAM,
   h2RequestHeaders,
   isStreamError,
   resetCodeOfRst,
-  responseFields,
-  trailerObject,
 } from './h2-fields.js';
-
-/** Frames of the tunnel stream that came while the backend session was being opened. */
-type Queued = { data: Buffer } | { trailers: Buffer } | { end: true };
+import { H2RequestBody } from './h2-request-body.js';
+import { H2ResponseRelay } from './h2-response-relay.js';
+import { closeCodeOf, streamEndOf } from './h2-stream-end.js';
 
 /** The exchange's options with the HTTP/2 backend it forwards to. */
 export type H2ForwardOptions = ForwardOptions & { h2: H2Backend };
 
 /**
- * One tunnelled request forwarded to an HTTP/2 backend as one stream of a pooled session; the response's
- * head, body and trailers come back as the tunnel's frames (a trailers-only answer as one final head with
- * END_STREAM). Credit for request bytes goes back only once the backend stream took them (write() true, else
- * its 'drain'); the backend stream is paused while the tunnel stream has no credit. Resets cross both ways.
+ * One tunnelled request forwarded to an HTTP/2 backend as one stream of a pooled session: this class opens
+ * the stream (again, for a replay), and decides what a stream that closed early means; the request's body
+ * and trailers go through H2RequestBody, the response's head, body and trailers come back through
+ * H2ResponseRelay. Resets cross both ways.
  */
 export class H2Exchange implements StreamHandler {
   readonly #stream: MuxStream;
@@ -63,28 +57,24 @@ export class H2Exchange implements StreamHandler {
   /** Sent a second time already (see #replayOnce). */
   #replayed = false;
   #recording = false;
-  /** Frames that arrived before the backend stream existed, in order (bounded by the stream's window). */
-  #queued: Queued[] | undefined = [];
+  readonly #body: H2RequestBody;
+  readonly #response: H2ResponseRelay;
   #h2: ClientHttp2Stream | undefined;
   #release: (() => void) | undefined;
-  #trailers: OutgoingHttpHeaders | undefined;
-  #owed = 0;
-  #status = 0;
-  #bytes = 0;
-  #responseStarted = false;
-  #responseTrailers: RawHeaders | undefined;
   #cancelled = false;
   #finished = false;
-  /** The tunnel stream took the last chunk only into its queue (write() false): no onDrain since. */
-  #awaitingCredit = false;
-  /** The backend's response ended while #awaitingCredit: its end (trailers) goes at the next onDrain. */
-  #endAfterDrain = false;
   #recorder: ExchangeRecorder | undefined;
 
   constructor(stream: MuxStream, options: H2ForwardOptions, fallback: () => StreamHandler) {
     this.#stream = stream;
     this.#options = options;
     this.#fallback = fallback;
+    const recorder = (): ExchangeRecorder | undefined => this.#recorder;
+    this.#body = new H2RequestBody(stream, recorder, (reason) => this.#refuseRequest(reason));
+    this.#response = new H2ResponseRelay(stream, options.maxHeadSize, recorder, {
+      failBeforeHead: (err) => this.#failBeforeHead(err),
+      report: (error, code) => this.#report(error, code),
+    });
     stream.handler = this;
   }
 
@@ -93,6 +83,7 @@ export class H2Exchange implements StreamHandler {
     this.#head = head;
     this.#payload = payload;
     this.#headEnded = endStream;
+    this.#body.headEnded = endStream;
     this.#grpc = isGrpcRequest(head.headers);
     const { target, hostHeader } = this.#options;
     this.#forwarded = forwardHeaders(head.headers, target, hostHeader);
@@ -167,7 +158,7 @@ export class H2Exchange implements StreamHandler {
    * as backend-retry.ts's isH2Replayable() allows.
    */
   #replayOnce(error: Error | undefined, unprocessed = false): boolean {
-    if (this.#replayed || this.#responseStarted || this.#cancelled || this.#stream.closed) return false;
+    if (this.#replayed || this.#response.started || this.#cancelled || this.#stream.closed) return false;
     const request = { method: this.#head!.method, hasBody: !this.#headEnded, grpc: this.#grpc };
     if (!isH2Replayable(request, unprocessed, error !== undefined && isStreamError(error))) return false;
     this.#replayed = true;
@@ -180,28 +171,15 @@ export class H2Exchange implements StreamHandler {
 
   onHeaders(payload: Buffer, _endStream: boolean): void {
     // The first head went to start(); a second one is the request's trailers (PROTOCOL.md, request trailers).
-    if (this.#queued !== undefined) {
-      this.#queued.push({ trailers: payload });
-      return;
-    }
-    this.#takeTrailers(payload);
+    this.#body.trailers(payload);
   }
 
   onData(chunk: Buffer): void {
-    if (this.#queued !== undefined) {
-      this.#queued.push({ data: chunk });
-      return;
-    }
-    this.#recorder?.requestData(chunk);
-    this.#writeBody(chunk);
+    this.#body.data(chunk);
   }
 
   onEnd(): void {
-    if (this.#queued !== undefined) {
-      this.#queued.push({ end: true });
-      return;
-    }
-    this.#endBody();
+    this.#body.end();
   }
 
   onReset(error: StreamResetError): void {
@@ -211,68 +189,20 @@ export class H2Exchange implements StreamHandler {
       cancelled ? 'client_went_away' : 'stream_reset',
     );
     this.#cancelled = true;
-    this.#queued = undefined;
+    this.#body.takeQueued();
     // Whatever the client's reason, the backend hears CANCEL: it is told to stop, not that it failed.
     if (this.#h2 !== undefined && !this.#h2.closed) this.#h2.close(H2_CANCEL);
   }
 
   onDrain(): void {
-    this.#awaitingCredit = false;
-    if (this.#endAfterDrain) {
-      this.#endAfterDrain = false;
-      this.#onResponseEnd();
-      return;
-    }
-    if (this.#h2?.isPaused()) this.#h2.resume();
+    this.#response.drained();
   }
 
   // ---- the backend stream ----
 
   #attach(h2: ClientHttp2Stream): void {
     this.#h2 = h2;
-    const queued = this.#queued ?? [];
-    this.#queued = undefined;
-    // Credit owed for bytes the backend stream buffered goes back when they are taken: at 'drain', or at
-    // 'finish' (node emits no 'drain' once end() was called, so the body's last bytes would stay owed,
-    // holding the tunnel stream open and their share of the session's window for good), or at 'close'.
-    const pay = (): void => {
-      if (this.#owed === 0 || this.#stream.closed) return;
-      const owed = this.#owed;
-      this.#owed = 0;
-      this.#stream.consume(owed);
-    };
-    h2.on('drain', pay);
-    h2.on('finish', pay);
-    h2.on('wantTrailers', () => {
-      // A stream cancelled meanwhile (its close() ends the writable side first) has nothing to send.
-      if (h2.closed || h2.destroyed) return;
-      try {
-        h2.sendTrailers(this.#trailers ?? {});
-      } catch (err) {
-        // Trailer fields node:http2 will not send (a single-value field twice, a name that is no token):
-        // the client's request is malformed. It costs this stream, never the agent (a throw here is
-        // uncaught).
-        this.#refuseRequest(`request trailers refused: ${(err as Error).message}`);
-      }
-    });
-    h2.on('headers', (headers, _flags, raw?: string[]) => this.#onInterim(headers, raw));
-    h2.on('response', (headers, flags, raw?: string[]) => this.#onResponse(headers, flags, raw));
-    h2.on('data', (chunk: Buffer) => {
-      this.#bytes += chunk.length;
-      this.#recorder?.responseData(chunk);
-      if (!this.#stream.closed && !this.#stream.write(chunk)) {
-        this.#awaitingCredit = true;
-        h2.pause();
-      }
-    });
-    h2.on('trailers', (headers, _flags, raw?: string[]) => {
-      this.#responseTrailers = responseFields(raw, headers);
-    });
-    // node:http2 also ends the readable side of a stream the backend reset with CANCEL (without an 'error'):
-    // only an end with no reset code is the response's END_STREAM; the rest is read on 'close'.
-    h2.on('end', () => {
-      if ((h2.rstCode ?? H2_NO_ERROR) === H2_NO_ERROR) this.#onResponseEnd();
-    });
+    this.#response.attach(h2);
     let failure: Error | undefined;
     // A stream error (the backend's RST_STREAM, a lost session) is read on 'close', with the code.
     h2.on('error', (err) => {
@@ -280,37 +210,12 @@ export class H2Exchange implements StreamHandler {
     });
     const session = h2.session;
     h2.on('close', () => {
-      pay();
+      this.#body.pay();
       this.#release?.();
-      // A stream closed because its whole session went (the backend closed the connection, or its GOAWAY
-      // left this stream unprocessed) carries a CANCEL code of node's own: that is a lost connection, not
-      // the backend resetting this one stream.
-      // REFUSED_STREAM stays itself even then: nghttp2 closes so the streams a GOAWAY left unprocessed.
-      const lost = session === undefined || session.destroyed || session.closed;
-      const rstCode = h2.rstCode ?? H2_NO_ERROR;
-      this.#onClose(lost && rstCode !== H2_REFUSED_STREAM ? H2_NO_ERROR : rstCode, failure);
+      this.#onClose(closeCodeOf(h2, session), failure);
     });
-    for (const frame of queued) {
-      if ('data' in frame) this.onData(frame.data);
-      else if ('trailers' in frame) this.#takeTrailers(frame.trailers);
-      else this.#endBody();
-    }
-  }
-
-  #writeBody(chunk: Buffer): void {
-    const h2 = this.#h2;
-    if (h2 === undefined || h2.closed || h2.destroyed || this.#headEnded) {
-      this.#stream.consume(chunk.length);
-      return;
-    }
-    if (h2.write(chunk)) this.#stream.consume(chunk.length);
-    else this.#owed += chunk.length;
-  }
-
-  #endBody(): void {
-    if (this.#headEnded) return;
-    const h2 = this.#h2;
-    if (h2 !== undefined && !h2.closed && !h2.destroyed) h2.end();
+    // Last: the frames queued while the session was being opened are written now.
+    this.#body.attach(h2);
   }
 
   /** The client's request cannot be sent on: its stream is reset and the backend's cancelled. */
@@ -320,92 +225,9 @@ export class H2Exchange implements StreamHandler {
     if (this.#h2 !== undefined && !this.#h2.closed) this.#h2.close(H2_CANCEL);
   }
 
-  #takeTrailers(payload: Buffer): void {
-    try {
-      this.#trailers = trailerObject(decodeRequestHead(payload).headers);
-    } catch {
-      // A malformed trailer head carries nothing the backend could use; the body still ends.
-    }
-  }
-
-  #onInterim(headers: IncomingHttpHeaders, raw: string[] | undefined): void {
-    const status = Number(headers[':status']);
-    // 100 answered the edge's own Expect handling; a second one means nothing to the client.
-    if (!(status > 100 && status < 200) || this.#stream.closed) return;
-    let head: Buffer;
-    try {
-      head = encodeResponseHead(
-        { status, statusMessage: '', headers: responseFields(raw, headers) },
-        this.#options.maxHeadSize,
-      );
-    } catch {
-      // An interim head larger than a tunnel frame: it only advises, so it is dropped and the final answer
-      // still goes (a throw here would be uncaught).
-      return;
-    }
-    this.#stream.sendHeaders(head, false);
-  }
-
-  #onResponse(headers: IncomingHttpHeaders, flags: number, raw: string[] | undefined): void {
-    if (this.#stream.closed) return;
-    const status = Number(headers[':status']);
-    const fields = responseFields(raw, headers);
-    let head: Buffer;
-    try {
-      head = encodeResponseHead({ status, statusMessage: '', headers: fields }, this.#options.maxHeadSize);
-    } catch (err) {
-      this.#h2?.close(H2_CANCEL);
-      this.#failBeforeHead(err as Error);
-      return;
-    }
-    this.#status = status;
-    this.#responseStarted = true;
-    this.#recorder?.responseHead(status, fields, head);
-    // A trailers-only answer (gRPC's errors): one final head with END_STREAM, as the backend sent it.
-    const only = (flags & FLAG_END_STREAM) !== 0;
-    this.#stream.sendHeaders(head, only);
-  }
-
-  #onResponseEnd(): void {
-    if (!this.#responseStarted) return;
-    // node:http2 ends a paused stream once its buffer is empty: the body's last bytes may still wait in the
-    // tunnel stream for the client's credit, and trailers (END_STREAM) cannot go before them.
-    if (this.#awaitingCredit && !this.#stream.closed) {
-      this.#endAfterDrain = true;
-      return;
-    }
-    // A trailers-only answer already ended the tunnel stream with its head (and the stream may be closed by
-    // now, the request side having ended too): the exchange is complete all the same.
-    if (!this.#stream.localEnded && !this.#stream.closed) {
-      const trailers = this.#responseTrailers;
-      if (trailers !== undefined && trailers.length > 0) {
-        let head: Buffer;
-        try {
-          head = encodeResponseHead(
-            { status: 200, statusMessage: '', headers: trailers },
-            this.#options.maxHeadSize,
-          );
-        } catch (err) {
-          // Trailers larger than a tunnel frame: the body went, so the client must see the answer cut
-          // rather than end as if complete (a throw here would be uncaught).
-          this.#stream.reset(ErrorCode.BACKEND_ERROR);
-          this.#report(
-            `backend sent trailers the tunnel cannot carry: ${(err as Error).message}`,
-            'invalid_trailers',
-          );
-          return;
-        }
-        this.#stream.sendHeaders(head, true);
-      } else {
-        this.#stream.end();
-      }
-    }
-    this.#report(undefined);
-  }
-
   #onClose(rstCode: number, failure: Error | undefined): void {
-    // The response ended complete; its end waits for the client's credit (#onResponseEnd).
-    if (this.#finished || this.#endAfterDrain) return;
+    // The response ended complete; its end waits for the client's credit (H2ResponseRelay).
+    if (this.#finished || this.#response.endPending) return;
     if (this.#stream.closed) {
       this.#report(
         failure?.message ?? 'stream closed',
@@ -413,29 +235,32 @@ export class H2Exchange implements StreamHandler {
       );
       return;
     }
+    const started = this.#response.started;
     // REFUSED_STREAM (or a stream beyond the backend's GOAWAY) was never processed (RFC 9113 §8.7): a
     // bodiless request goes again whatever its method; any other travels on as REFUSED_STREAM, which HTTP/2
     // and gRPC clients retry themselves.
-    if (rstCode === H2_REFUSED_STREAM && !this.#responseStarted && this.#replayOnce(failure, true)) return;
-    if (rstCode !== H2_NO_ERROR && (failure === undefined || isStreamError(failure))) {
-      if (!this.#responseStarted && rstCode !== H2_CANCEL && rstCode !== H2_REFUSED_STREAM) {
+    if (rstCode === H2_REFUSED_STREAM && !started && this.#replayOnce(failure, true)) return;
+    switch (streamEndOf(rstCode, failure, started)) {
+      case 'answer':
         this.#answerBeforeHead(describeBackendReset(rstCode, this.#options.target.host));
         return;
+      case 'reset':
+        // The backend reset the stream: the client sees the same kind of reset (mapping item 4).
+        this.#stream.reset(resetCodeOfRst(rstCode));
+        this.#report(`backend reset the stream (HTTP/2 code ${rstCode})`, 'backend_reset');
+        return;
+      case 'lost': {
+        if (!started) {
+          const error = failure ?? Object.assign(new Error('stream closed'), { code: 'ECONNRESET' });
+          if (!this.#replayOnce(error)) this.#failBeforeHead(error);
+          return;
+        }
+        // Part of the body is already on its way: the client must see the response aborted.
+        this.#stream.reset(ErrorCode.BACKEND_ERROR);
+        const code = failure ? backendErrorCode(failure) : 'ECONNRESET';
+        this.#report(`backend failed mid-response: ${code}`, code);
       }
-      // The backend reset the stream: the client sees the same kind of reset (mapping item 4).
-      this.#stream.reset(resetCodeOfRst(rstCode));
-      this.#report(`backend reset the stream (HTTP/2 code ${rstCode})`, 'backend_reset');
-      return;
     }
-    if (!this.#responseStarted) {
-      const error = failure ?? Object.assign(new Error('stream closed'), { code: 'ECONNRESET' });
-      if (!this.#replayOnce(error)) this.#failBeforeHead(error);
-      return;
-    }
-    // Part of the body is already on its way: the client must see the response aborted.
-    this.#stream.reset(ErrorCode.BACKEND_ERROR);
-    const code = failure ? backendErrorCode(failure) : 'ECONNRESET';
-    this.#report(`backend failed mid-response: ${code}`, code);
   }
 
   /** No usable head from the backend: the agent's own answer (502 page, or the gRPC form for a call). */
@@ -445,15 +270,13 @@ export class H2Exchange implements StreamHandler {
 
   #answerBeforeHead(described: BackendErrorAnswer): void {
     // No backend stream will take the request body: what was queued for one is consumed now (what still
-    // comes is, by #writeBody without a stream), or the tunnel stream would wait for that credit and stay
+    // comes is, by H2RequestBody without a stream), or the tunnel stream would wait for that credit and stay
     // open, holding a graceful close for its whole grace.
-    const queued = this.#queued ?? [];
-    this.#queued = undefined;
-    for (const frame of queued) if ('data' in frame) this.#stream.consume(frame.data.length);
+    for (const frame of this.#body.takeQueued()) if ('data' in frame) this.#stream.consume(frame.data.length);
     if (this.#finished || this.#stream.closed) return;
     this.#record();
     const head = this.#head!;
-    this.#status = this.#grpc ? 200 : described.status;
+    this.#response.status = this.#grpc ? 200 : described.status;
     sendBackendErrorAnswer(this.#stream, described, this.#options.maxHeadSize, this.#recorder, {
       method: head.method,
       headers: head.headers,
@@ -465,8 +288,7 @@ export class H2Exchange implements StreamHandler {
   /** ALPN chose HTTP/1.1: the undici exchange takes the stream, with every frame received so far. */
   #toHttp1(): void {
     if (this.#cancelled) return;
-    const queued = this.#queued ?? [];
-    this.#queued = undefined;
+    const queued = this.#body.takeQueued();
     this.#finished = true;
     const handler = this.#fallback();
     // The head's own END_STREAM came as an onEnd, queued with the rest.
@@ -486,9 +308,9 @@ export class H2Exchange implements StreamHandler {
     const report: RequestReport = {
       method: head?.method ?? 'GET',
       path: head?.target ?? '/',
-      status: this.#status,
+      status: this.#response.status,
       durationMs: Math.round((performance.now() - this.#started) * 100) / 100,
-      bytes: this.#bytes,
+      bytes: this.#response.bytes,
     };
     if (error !== undefined) report.error = error;
     this.#options.onReport(report);

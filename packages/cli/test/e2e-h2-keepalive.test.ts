@@ -1,0 +1,165 @@
+import { once } from 'node:events';
+import { request } from 'node:http';
+import { createServer, type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { credentials } from '@grpc/grpc-js';
+import { buildEdge } from '@tunnel2/edge';
+import { TestServiceClient } from '@tunnel2/test-backend/grpc';
+import { afterEach, describe, expect, it } from 'vitest';
+import { H2Backend } from '../src/forwarding/http2/h2-backend.js';
+import { connect } from '../src/index.js';
+import { startH2Backend } from './support/h2-backend.js';
+import { send } from './support/http-client.js';
+import { spawnNode } from './support/processes.js';
+import { silent, until } from './support/stack.js';
+
+// Keep-alive PINGs on the agent's HTTP/2 backend sessions (h2-keepalive.ts), and a backend's GOAWAY: a
+// backend that stops answering (SIGSTOP: its connections stay open, nothing is read) must not leave a
+// request waiting for good, a healthy idle session must not be closed by the PINGs, and a backend that
+// says GOAWAY finishes what it has while new requests go to a new session.
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const grpcServerScript = fileURLToPath(new URL('./support/grpc-server-process.mjs', import.meta.url));
+
+describe('keep-alive PINGs on a pooled backend session', () => {
+  it('a healthy idle session answers them and stays: the next stream goes on the same session', async () => {
+    let pings = 0;
+    const sessions = new Set<ServerHttp2Session>();
+    const server: Http2Server = createServer();
+    server.on('session', (session) => {
+      sessions.add(session);
+      session.on('ping', () => pings++);
+    });
+    server.on('stream', (stream: ServerHttp2Stream) =>
+      stream.respond({ ':status': 200 }, { endStream: true }),
+    );
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    cleanups.push(async () => {
+      const closed = once(server, 'close');
+      server.close();
+      for (const session of sessions) session.destroy();
+      await closed;
+    });
+    const pool = new H2Backend({
+      origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      mode: 'h2c',
+      keepalive: { intervalMs: 20, timeoutMs: 5_000 },
+    });
+    cleanups.push(() => pool.close());
+    const first = await pool.open('');
+    if (first === 'http/1.1') throw new Error('h2c never chooses HTTP/1.1');
+    first.release();
+    await until(() => pings >= 5, { what: 'five PINGs on the idle session', timeoutMs: 10_000 });
+    const next = await pool.open('');
+    if (next === 'http/1.1') throw new Error('h2c never chooses HTTP/1.1');
+    next.release();
+    expect(next.session).toBe(first.session);
+    expect(pool.sessions).toBe(1);
+    expect(sessions.size).toBe(1);
+    expect([...sessions][0]!.closed).toBe(false);
+  });
+});
+
+describe('a backend that stops answering (SIGSTOP)', () => {
+  it('a gRPC call on its session gets UNAVAILABLE (14) naming the PING once it times out; after SIGCONT the next call is served on a new session', async () => {
+    const backend = spawnNode([grpcServerScript]);
+    cleanups.push(() => {
+      backend.kill('SIGCONT');
+      backend.kill('SIGKILL');
+      return backend.exited;
+    });
+    const backendPort = Number((await backend.waitFor('listening')).port);
+    const edge = buildEdge({ port: 0, logger: silent });
+    const { port, url } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const tunnel = await connect({
+      target: backendPort,
+      server: url,
+      subdomain: 'stopped',
+      h2c: true,
+      // Small, so the test waits about a second for the verdict (the defaults: 30 s and 20 s); the timeout
+      // long enough that the call reaches the agent before the stopped backend's session is given up.
+      backendKeepalive: { intervalMs: 200, timeoutMs: 1_000 },
+      backendConnectTimeoutMs: 1_000,
+    });
+    cleanups.push(() => tunnel.close(0));
+    const client = new TestServiceClient(`127.0.0.1:${port}`, credentials.createInsecure(), {
+      'grpc.default_authority': `stopped.localhost:${port}`,
+    });
+    cleanups.push(() => client.client.close());
+
+    const served = await client.unary('Echo', { message: 'before' }).outcome;
+    expect(served.error).toBeUndefined();
+
+    backend.kill('SIGSTOP');
+    const stoppedAt = performance.now();
+    const { error } = await client.unary('Echo', { message: 'while stopped' }).outcome;
+    expect(error?.code).toBe(14);
+    expect(error?.details).toMatch(/stopped answering: the backend left a PING unanswered for 1 s/);
+    // At most an interval and a timeout (1.2 s) after the stop; the bound is generous for a loaded machine,
+    // and far below "never", which is what the call got without the PINGs.
+    expect(performance.now() - stoppedAt).toBeLessThan(10_000);
+
+    backend.kill('SIGCONT');
+    const after = await client.unary('Echo', { message: 'after' }).outcome;
+    expect(after.error).toBeUndefined();
+    expect(after.reply?.message).toBe('after');
+  });
+});
+
+describe('a backend that says GOAWAY while a response is under way', () => {
+  it('the response in flight finishes on the old session; a request meanwhile goes to a new one', async () => {
+    const backend = await startH2Backend();
+    cleanups.push(() => backend.close());
+    const edge = buildEdge({ port: 0, logger: silent });
+    const { port, url } = await edge.listen();
+    cleanups.push(() => edge.close(0));
+    const tunnel = await connect({ target: backend.port, server: url, subdomain: 'goaway', h2c: true });
+    cleanups.push(() => tunnel.close(0));
+    const host = `goaway.localhost:${port}`;
+    let held: ServerHttp2Stream | undefined;
+    backend.routes.set('/held', (stream) => {
+      // GOAWAY naming this stream as the last one taken, before its head: by the time the head reaches the
+      // client, the agent has read the GOAWAY (one connection, in order).
+      stream.session?.goaway(0, stream.id);
+      stream.respond({ ':status': 200 });
+      stream.write('first ');
+      held = stream;
+    });
+    backend.routes.set('/next', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('next');
+    });
+    const before = backend.sessions;
+    const body = new Promise<string>((resolve, reject) => {
+      const req = request({ port, path: '/held', headers: { host }, agent: false });
+      req.on('error', reject);
+      req.on('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+          if (text === 'first ') void nextThenRelease();
+        });
+        res.on('end', () => resolve(text));
+        res.on('error', reject);
+      });
+      req.end();
+    });
+    let next: string | undefined;
+    const nextThenRelease = async (): Promise<void> => {
+      next = (await send({ port, path: '/next', headers: ['host', host] })).body.toString();
+      held?.end('last');
+    };
+    expect(await body).toBe('first last');
+    expect(next).toBe('next');
+    // The held stream's session, and a new one for /next.
+    expect(backend.sessions).toBe(before + 2);
+  });
+});
