@@ -262,13 +262,12 @@ describe('h2c with prior knowledge on the plain port', () => {
     expect(notTunnel.status).toBe(404);
   });
 
-  it('CONNECT is refused with 405; an RFC 8441 extended CONNECT (:protocol) is not enabled', async () => {
+  it('CONNECT is refused with 405; RFC 8441 extended CONNECT is announced (e2e-h2-websocket.test.ts)', async () => {
     const session = h2c(port);
     const answer = await h2Request(session, { ':method': 'CONNECT', ':authority': 'example.com:443' });
     expect(answer.status).toBe(405);
     expect(answer.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_METHOD_NOT_ALLOWED');
-    // The edge never offers SETTINGS_ENABLE_CONNECT_PROTOCOL: WebSockets stay on HTTP/1.1.
-    expect(session.remoteSettings.enableConnectProtocol).toBe(false);
+    expect(session.remoteSettings.enableConnectProtocol).toBe(true);
     session.close();
   });
 

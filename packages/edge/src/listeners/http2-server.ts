@@ -64,6 +64,11 @@ export interface PublicHttp2Options {
   /** A connection with no open stream for this long is closed with GOAWAY (HTTP/1.1's keep-alive timeout). */
   idleTimeoutMs: number;
   logger: Logger;
+  /**
+   * Carry WebSockets over HTTP/2 (RFC 8441 extended CONNECT, SETTINGS_ENABLE_CONNECT_PROTOCOL). Off in a
+   * cluster: an upgrade for another node's agent crosses over the HTTP hop, which relays HTTP/1.1 only.
+   */
+  webSockets: boolean;
   /** Each request, as the HTTP/1.1 server's 'request' (and 'checkContinue' with `expectsContinue`). */
   onRequest(req: EdgeHttp2Request, res: EdgeHttp2Response, expectsContinue: boolean): void;
 }
@@ -102,8 +107,9 @@ export class PublicHttp2Server {
         maxHeaderListSize: limits.maxHeaderListSize,
         headerTableSize: limits.headerTableSize,
         initialWindowSize: limits.streamWindowBytes,
-        // RFC 8441 WebSockets are not carried: the agent's upgrade path is HTTP/1.1's (answered 501).
-        enableConnectProtocol: false,
+        // RFC 8441: a browser opens its WebSockets as streams of this connection (http2-websocket.ts) only
+        // when the edge announces it; otherwise it opens an HTTP/1.1 connection for each.
+        enableConnectProtocol: options.webSockets,
       },
     });
     // No 'request' listener: Node builds its compatibility objects only for one.
