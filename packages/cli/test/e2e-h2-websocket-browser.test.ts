@@ -9,9 +9,9 @@ import type { Spawned } from './support/processes.js';
 import { silent } from './support/stack.js';
 
 // Chromium over the TLS edge (ALPN h2): a page through the tunnel whose script opens a WebSocket to the same
-// origin. The edge announces RFC 8441 (SETTINGS_ENABLE_CONNECT_PROTOCOL) on one node, so Chromium may open
-// the WebSocket as a stream of the page's HTTP/2 connection; the test counts which way each WebSocket came
-// (an extended CONNECT stream, or an HTTP/1.1 upgrade).
+// origin, and the edge's own landing page. The edge announces RFC 8441 (SETTINGS_ENABLE_CONNECT_PROTOCOL)
+// on one node, so Chromium may open the WebSocket as a stream of the page's HTTP/2 connection; the test
+// counts which way each WebSocket came (an extended CONNECT stream, or an HTTP/1.1 upgrade).
 
 const CHROMIUM = '/usr/bin/chromium';
 const NAME = 'browser';
@@ -46,7 +46,7 @@ afterAll(async () => {
   await tls?.dispose();
 });
 
-it("Chromium's WebSocket through the TLS edge echoes, and its page came over h2", async () => {
+it("Chromium's WebSocket through the TLS edge echoes, and its page and the landing page came over h2", async () => {
   // No silent skip: .ci/run installs Debian's chromium, and this test must run there.
   expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(true);
   const browser = await chromium.launch({
@@ -76,6 +76,12 @@ it("Chromium's WebSocket through the TLS edge echoes, and its page came over h2"
       `Chromium ${browser.version()} opened its WebSocket ${came.rfc8441 === 1 ? 'as an RFC 8441 stream of the h2 connection' : 'over an HTTP/1.1 upgrade'}`,
     );
     expect(came.rfc8441).toBe(1);
+
+    // The edge's own landing page: over h2 too, where it used to be the 404.
+    const landing = await page.goto(`https://localhost:${port}/`);
+    expect(landing?.status()).toBe(200);
+    expect(await landing?.text()).toContain('tunnel2 edge');
+    expect(await page.evaluate(navigation)).toBe('h2');
   } finally {
     await browser.close();
   }

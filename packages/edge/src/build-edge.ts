@@ -21,6 +21,7 @@ import { edgeTcpPorts } from './edge-tcp.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './exchange/in-flight.js';
 import { createHttp1Server, headProblem, isWebSocketUpgrade } from './listeners/http1-server.js';
+import { compatibilityPair } from './listeners/http2-compat.js';
 import { EdgeHttp2Request, EdgeHttp2Response } from './listeners/http2-messages.js';
 import { DEFAULT_HTTP2_LIMITS, PublicHttp2Server } from './listeners/http2-server.js';
 import { type Http2Problem, http2RequestProblem, isHttp2WebSocket } from './listeners/http2-websocket.js';
@@ -251,13 +252,12 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         return;
       }
       if (expectsContinue) res.writeContinue();
-      if (overHttp2 || res instanceof EdgeHttp2Response) {
-        // The edge's own pages are HTTP/1.1 (Fastify's); over HTTP/2 only tunnels are served (and the
-        // agents' endpoint and the node links are HTTP/1.1 upgrades).
-        sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, notTunnel(req.url ?? '/'));
-        return;
-      }
-      fastifyHandler(req, res);
+      // The agents' endpoint and the node links are HTTP/1.1 upgrades: over HTTP/2, no tunnel is the 404.
+      if (webSocket) sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, notTunnel(req.url ?? '/'));
+      // The edge's own pages over HTTP/2: Fastify's router, over Node's compatibility objects (rare path).
+      else if (req instanceof EdgeHttp2Request) {
+        if (res instanceof EdgeHttp2Response) fastifyHandler(...compatibilityPair(req, res));
+      } else if (!(res instanceof EdgeHttp2Response)) fastifyHandler(req, res);
     };
     // HTTP/2 requests reach this server's 'request' and 'checkContinue' too (PublicHttp2Server's onRequest).
     return createHttp1Server({

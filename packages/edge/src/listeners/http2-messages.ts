@@ -424,6 +424,30 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
     this.#respond(true, false);
   }
 
+  /**
+   * The stream goes to Node's compatibility objects (the edge's own pages, http2-compat.ts): this request
+   * and response stop relaying its events, but for 'close' (the metrics and the access log listen here).
+   */
+  handOver(): void {
+    const stream = this.stream;
+    stream.off('data', onRequestData);
+    stream.off('trailers', onRequestTrailers);
+    stream.off('end', onRequestEnd);
+    stream.off('drain', onResponseDrain);
+    stream.off('wantTrailers', onWantTrailers);
+    stream.off('finish', onResponseFinish);
+  }
+
+  /**
+   * What the compatibility objects answered, once sent: this response then reads as that one (its status
+   * and end for the metrics, its head for the access log's `edgeError`).
+   */
+  handedOverFinished(status: number, head: OutgoingHttpHeaders): void {
+    this.statusCode = status;
+    this.#head = head;
+    this.#ended = true;
+  }
+
   /** An interim head (1xx) as a HEADERS frame before the final one. */
   sendInterim(status: number, fields: string[]): void {
     const stream = this.stream;
