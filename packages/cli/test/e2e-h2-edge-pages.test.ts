@@ -114,6 +114,23 @@ describe.each<Transport>(['h2c', 'tls'])("the edge's own pages over %s", (transp
     expect(landing.body).toContain('tunnel2 edge');
   });
 
+  it('answers a large upload to its own host and closes the stream (the unread body is stopped)', async () => {
+    const session =
+      transport === 'h2c'
+        ? h2Connect(`http://127.0.0.1:${port}`)
+        : h2Connect(`https://localhost:${port}`, { ca: ca.ca.cert });
+    session.on('error', () => {});
+    const body = Array.from({ length: 64 }, () => Buffer.alloc(64 * 1024, 1));
+    // 4 MiB, past any window: an answer that waited for the whole body, or a stream left open, never ends.
+    const answer = await h2Request(
+      session,
+      { ':method': 'POST', ':path': '/upload', ':authority': `localhost:${port}` },
+      { body },
+    );
+    session.close();
+    expect(answer.status).toBe(404);
+  });
+
   it('answers /metrics over HTTP/2 too', async () => {
     const one = await overHttp1('/metrics', {});
     const two = await overHttp2('/metrics', {});
