@@ -165,7 +165,7 @@ function nextAccepted(): Promise<BackendSocket> {
 }
 
 describe('RFC 8441 WebSockets over h2c', () => {
-  it('announces SETTINGS_ENABLE_CONNECT_PROTOCOL on one node', async () => {
+  it('announces SETTINGS_ENABLE_CONNECT_PROTOCOL', async () => {
     const s = await session();
     expect(s.remoteSettings.enableConnectProtocol).toBe(true);
     s.close();

@@ -183,15 +183,12 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     return { url: hostUrl.href, urls: [hostUrl.href, pathUrl.href] };
   };
 
-  // RFC 8441 WebSockets over HTTP/2 on one node: in a cluster an upgrade may cross the HTTP/1.1 hop.
-  const webSocketsOverHttp2 = cluster === undefined;
   // HTTP/2 on the public side: its requests join HTTP/1.1's below ('request', so request ids and metrics
   // see them too) once the connection is known to speak it (the preface on the plain port, or ALPN).
   const http2 = new PublicHttp2Server({
     limits: { ...DEFAULT_HTTP2_LIMITS, maxHeaderListSize: options.maxHeaderBytes },
     idleTimeoutMs: options.keepAliveTimeoutMs,
     logger,
-    webSockets: webSocketsOverHttp2,
     onRequest: (req, res, expectsContinue) =>
       app.server.emit(expectsContinue ? 'checkContinue' : 'request', req, res),
   });
@@ -224,9 +221,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
       const overHttp2 = req instanceof EdgeHttp2Request;
       // HTTP/1.1's CONNECT never gets here (its own event, below); over HTTP/2 it is a request like any, and
       // an RFC 8441 WebSocket is made HTTP/1.1's upgrade request here.
-      const problem: Http2Problem | undefined = overHttp2
-        ? http2RequestProblem(req, webSocketsOverHttp2)
-        : headProblem(req);
+      const problem: Http2Problem | undefined = overHttp2 ? http2RequestProblem(req) : headProblem(req);
       if (problem !== undefined) {
         sendEdgeError(
           res,

@@ -23,14 +23,6 @@ export const http2OverHop = (name: string, owner: { readonly nodeId: string }): 
     'carries HTTP/1.1 (node links carry HTTP/2 requests)',
 });
 
-/** An RFC 8441 WebSocket for another node's agent (not announced in a cluster: reached only in a race). */
-export const webSocketOverHop = (name: string, owner: { readonly nodeId: string }): Refusal => ({
-  code: EdgeErrorCode.NODE_UNREACHABLE,
-  message:
-    `tunnel ${name}: its agent is on node ${owner.nodeId}, reached here only over the HTTP hop, which ` +
-    'carries WebSockets as HTTP/1.1 upgrades: open this WebSocket over HTTP/1.1',
-});
-
 /** A gRPC call for an agent that did not say `http2` in its HELLO (PROTOCOL.md, capabilities). */
 export const agentTooOld = (name: string, agent: string | undefined): Refusal => ({
   code: EdgeErrorCode.AGENT_TOO_OLD,

@@ -197,7 +197,7 @@ export class StreamUpgradeTunnel implements StreamHandler {
  * Sec-WebSocket-Accept that answers the edge's key, not the client's), Sec-WebSocket-Protocol and
  * -Extensions and the rest pass on.
  */
-function acceptedFields(headers: RawHeaders): RawHeaders {
+export function acceptedFields(headers: RawHeaders): RawHeaders {
   const out = withoutHopByHop(headers);
   let write = 0;
   for (let read = 0; read < out.length; read += 2) {

@@ -64,11 +64,6 @@ export interface PublicHttp2Options {
   /** A connection with no open stream for this long is closed with GOAWAY (HTTP/1.1's keep-alive timeout). */
   idleTimeoutMs: number;
   logger: Logger;
-  /**
-   * Carry WebSockets over HTTP/2 (RFC 8441 extended CONNECT, SETTINGS_ENABLE_CONNECT_PROTOCOL). Off in a
-   * cluster: an upgrade for another node's agent crosses over the HTTP hop, which relays HTTP/1.1 only.
-   */
-  webSockets: boolean;
   /** Each request, as the HTTP/1.1 server's 'request' (and 'checkContinue' with `expectsContinue`). */
   onRequest(req: EdgeHttp2Request, res: EdgeHttp2Response, expectsContinue: boolean): void;
 }
@@ -109,7 +104,7 @@ export class PublicHttp2Server {
         initialWindowSize: limits.streamWindowBytes,
         // RFC 8441: a browser opens its WebSockets as streams of this connection (http2-websocket.ts) only
         // when the edge announces it; otherwise it opens an HTTP/1.1 connection for each.
-        enableConnectProtocol: options.webSockets,
+        enableConnectProtocol: true,
       },
     });
     // No 'request' listener: Node builds its compatibility objects only for one.

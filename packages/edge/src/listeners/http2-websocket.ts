@@ -16,11 +16,11 @@ export interface Http2Problem {
 }
 
 /**
- * Why `req` is answered before routing, or undefined when it goes on. `webSockets`: the edge announced
- * SETTINGS_ENABLE_CONNECT_PROTOCOL (http2-server.ts); a `:protocol websocket` request is then turned into
- * an HTTP/1.1 upgrade in place (`isHttp2WebSocket` says so afterwards).
+ * Why `req` is answered before routing, or undefined when it goes on. A `:protocol websocket` request (the
+ * edge announces SETTINGS_ENABLE_CONNECT_PROTOCOL, http2-server.ts) is turned into an HTTP/1.1 upgrade in
+ * place (`isHttp2WebSocket` says so afterwards).
  */
-export function http2RequestProblem(req: EdgeHttp2Request, webSockets: boolean): Http2Problem | undefined {
+export function http2RequestProblem(req: EdgeHttp2Request): Http2Problem | undefined {
   if (req.hostConflict !== undefined) {
     // RFC 9113 §8.3.1: routing by either would let a client aim the edge's checks at one tunnel and its
     // request at another (a proxy in front that reads the other field).
@@ -33,7 +33,7 @@ export function http2RequestProblem(req: EdgeHttp2Request, webSockets: boolean):
   }
   if (req.method !== 'CONNECT') return undefined;
   const protocol = req.headers[':protocol'];
-  if (protocol === undefined || !webSockets) {
+  if (protocol === undefined) {
     return {
       code: EdgeErrorCode.METHOD_NOT_ALLOWED,
       message: 'CONNECT is not served: this edge is not a forward proxy',

@@ -4,7 +4,7 @@ import { ErrorCode, type MuxStream, type StreamResetError } from '@tunnel2/proto
 import type { ClientOrigin } from '../access/client-address.js';
 import type { TunnelEntry } from '../agents/tunnel-entry.js';
 import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
-import { type Refusal, webSocketOverHop } from '../answers/refusals.js';
+import type { Refusal } from '../answers/refusals.js';
 import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
 import { requestHasBody } from '../exchange/raw-http.js';
 import { StreamUpgradeTunnel } from '../exchange/stream-upgrade-tunnel.js';
@@ -219,9 +219,8 @@ class StreamUpgradeArrival implements Arrival {
     this.#options = options;
   }
 
-  /** The HTTP hop relays HTTP/1.1 upgrades only: an edge in a cluster does not announce RFC 8441. */
-  forward(owner: OwnerEntry): void {
-    sendRefusal(this.#res, webSocketOverHop(this.request.route.name, owner));
+  forward(owner: OwnerEntry, crossNode: CrossNodeForwarder): void {
+    crossNode.forwardStreamUpgrade(this.request, this.#res, owner);
   }
 
   get gone(): boolean {
