@@ -59,7 +59,8 @@ export function forwardStreamUpgrade(
     settle(false);
   };
   res.once('close', onClientGone);
-  outgoing.once('error', (err) => {
+  // `on`, not `once`: a request destroyed after its answer may still report an error, never unheard.
+  outgoing.on('error', (err) => {
     if (settled || res.headersSent) return;
     res.off('close', onClientGone);
     unreachable(cluster, owner, name, context, err);
