@@ -252,23 +252,26 @@ describe('h2c with prior knowledge on the plain port', () => {
     session.close();
   });
 
-  it('answers an unknown tunnel with the edge 404', async () => {
+  it("answers an unknown tunnel with the edge 404, and the edge's own host with its landing page", async () => {
     const session = h2c(port);
     const answer = await h2Request(session, { ':path': '/', ':authority': `nobody.localhost:${port}` });
-    const notTunnel = await h2Request(session, { ':path': '/', ':authority': `localhost:${port}` });
+    const landing = await h2Request(session, { ':path': '/', ':authority': `localhost:${port}` });
+    const notTunnel = await h2Request(session, { ':path': '/nothing', ':authority': `localhost:${port}` });
     session.close();
     expect(answer.status).toBe(404);
     expect(answer.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_UNKNOWN_SESSION');
+    expect(landing.status).toBe(200);
+    expect(landing.body.toString()).toContain('tunnel2 edge');
     expect(notTunnel.status).toBe(404);
+    expect(notTunnel.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_UNKNOWN_SESSION');
   });
 
-  it('CONNECT is refused with 405; an RFC 8441 extended CONNECT (:protocol) is not enabled', async () => {
+  it('CONNECT is refused with 405; RFC 8441 extended CONNECT is announced (e2e-h2-websocket.test.ts)', async () => {
     const session = h2c(port);
     const answer = await h2Request(session, { ':method': 'CONNECT', ':authority': 'example.com:443' });
     expect(answer.status).toBe(405);
     expect(answer.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_METHOD_NOT_ALLOWED');
-    // The edge never offers SETTINGS_ENABLE_CONNECT_PROTOCOL: WebSockets stay on HTTP/1.1.
-    expect(session.remoteSettings.enableConnectProtocol).toBe(false);
+    expect(session.remoteSettings.enableConnectProtocol).toBe(true);
     session.close();
   });
 
@@ -383,10 +386,14 @@ describe('h2c with prior knowledge on the plain port', () => {
         ':authority': `nobody.localhost:${loggedPort}`,
         'content-type': 'application/grpc',
       });
+      // The edge's own 404 (Fastify's, over Node's compatibility objects).
+      const own = await h2Request(session, { ':path': '/own', ':authority': `localhost:${loggedPort}` });
       session.close();
       expect(page.status).toBe(404);
       expect(call.headers['grpc-status']).toBeDefined();
-      await expect.poll(() => lines.filter((line) => line.edgeError !== undefined).length).toBe(2);
+      await expect.poll(() => lines.filter((line) => line.edgeError !== undefined).length).toBe(3);
+      expect(lines.find((line) => line.url === '/own')?.edgeError).toBe(own.headers['x-tunnel2-error']);
+      expect(lines.find((line) => line.url === '/own')?.status).toBe(404);
       expect(lines.find((line) => line.url === '/page')?.edgeError).toBe(page.headers['x-tunnel2-error']);
       expect(lines.find((line) => line.url === '/pkg.Svc/Call')?.edgeError).toBe(
         call.headers['x-tunnel2-error'],

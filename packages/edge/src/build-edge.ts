@@ -20,21 +20,18 @@ import { registerEdgeRoutes } from './edge-routes.js';
 import { edgeTcpPorts } from './edge-tcp.js';
 import { EdgeErrorCode } from './errors.js';
 import { InFlight } from './exchange/in-flight.js';
-import {
-  ALLOWED_METHODS,
-  createHttp1Server,
-  headProblem,
-  isWebSocketUpgrade,
-} from './listeners/http1-server.js';
+import { createHttp1Server, headProblem, isWebSocketUpgrade } from './listeners/http1-server.js';
+import { compatibilityPair } from './listeners/http2-compat.js';
 import { EdgeHttp2Request, EdgeHttp2Response } from './listeners/http2-messages.js';
 import { DEFAULT_HTTP2_LIMITS, PublicHttp2Server } from './listeners/http2-server.js';
+import { type Http2Problem, http2RequestProblem, isHttp2WebSocket } from './listeners/http2-websocket.js';
 import { PrefaceSniffer } from './listeners/preface-sniff.js';
 import { type DropReason, PublicConnections } from './listeners/public-connections.js';
 import { type EdgeTls, PublicPort } from './listeners/public-port.js';
 import { answerFrameworkError, ignoreBody } from './public/framework-answers.js';
 import { resolveIngressRoute } from './public/ingress-route.js';
 import { StartupGrace } from './public/startup-grace.js';
-import { handleTunnelRequest, handleTunnelUpgrade } from './public/tunnel-ingress.js';
+import { handleTunnelRequest, handleTunnelUpgrade, handleTunnelWebSocket } from './public/tunnel-ingress.js';
 import { type EdgeOptions, type ResolvedEdgeOptions, resolveEdgeOptions } from './settings/edge-options.js';
 import type { TcpPortTable } from './tcp/tcp-tunnels.js';
 
@@ -222,22 +219,20 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
         return;
       }
       const overHttp2 = req instanceof EdgeHttp2Request;
-      if (overHttp2 && req.method === 'CONNECT') {
-        // HTTP/1.1's CONNECT never gets here (its own event, below); over HTTP/2 it is a request like any.
+      // HTTP/1.1's CONNECT never gets here (its own event, below); over HTTP/2 it is a request like any, and
+      // an RFC 8441 WebSocket is made HTTP/1.1's upgrade request here.
+      const problem: Http2Problem | undefined = overHttp2 ? http2RequestProblem(req) : headProblem(req);
+      if (problem !== undefined) {
         sendEdgeError(
           res,
-          EdgeErrorCode.METHOD_NOT_ALLOWED,
-          'CONNECT is not served: this edge is not a forward proxy',
+          problem.code,
+          problem.message,
           undefined,
-          { allow: ALLOWED_METHODS },
+          problem.headers ?? { connection: 'close' },
         );
         return;
       }
-      const problem = overHttp2 ? undefined : headProblem(req);
-      if (problem !== undefined) {
-        sendEdgeError(res, problem.code, problem.message, undefined, { connection: 'close' });
-        return;
-      }
+      const webSocket = overHttp2 && isHttp2WebSocket(req);
       const route = resolveIngressRoute(req.headers.host, req.url ?? '/', options.domain);
       if (route !== undefined) {
         // Another node's forwarded request: believed for its client only when its signature verifies.
@@ -247,16 +242,17 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
           return;
         }
         // With Expect: 100-continue the backend decides: its 100 is relayed, or its early final answer.
-        handleTunnelRequest(req, res, route, ingress, via);
+        if (webSocket) handleTunnelWebSocket(req, res, route, ingress, via);
+        else handleTunnelRequest(req, res, route, ingress, via);
         return;
       }
       if (expectsContinue) res.writeContinue();
-      if (overHttp2 || res instanceof EdgeHttp2Response) {
-        // The edge's own pages are HTTP/1.1 (Fastify's); over HTTP/2 only tunnels are served.
-        sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, notTunnel(req.url ?? '/'));
-        return;
-      }
-      fastifyHandler(req, res);
+      // The agents' endpoint and the node links are HTTP/1.1 upgrades: over HTTP/2, no tunnel is the 404.
+      if (webSocket) sendEdgeError(res, EdgeErrorCode.UNKNOWN_SESSION, notTunnel(req.url ?? '/'));
+      // The edge's own pages over HTTP/2: Fastify's router, over Node's compatibility objects (rare path).
+      else if (req instanceof EdgeHttp2Request) {
+        if (res instanceof EdgeHttp2Response) fastifyHandler(...compatibilityPair(req, res));
+      } else if (!(res instanceof EdgeHttp2Response)) fastifyHandler(req, res);
     };
     // HTTP/2 requests reach this server's 'request' and 'checkContinue' too (PublicHttp2Server's onRequest).
     return createHttp1Server({

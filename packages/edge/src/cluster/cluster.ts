@@ -16,7 +16,7 @@ import {
   type OwnerEntry,
   type OwnerFinding,
 } from '../public/cross-node.js';
-import { type HopOrigin, isForwardingField } from '../public/forwarding-headers.js';
+import { type HopOrigin, type HopRequest, isForwardingField } from '../public/forwarding-headers.js';
 import { NodeLinks } from './link/node-link.js';
 import { NodeAuth, type SignedFields } from './node-auth.js';
 import { NodeHop } from './node-hop.js';
@@ -373,7 +373,7 @@ export class Cluster {
    * The headers a forwarded request carries to its owner: the client's own minus hop-by-hop and every
    * forwarding field, then what this node decided about the client, signed.
    */
-  hopHeaders(req: IncomingMessage, origin: HopOrigin): string[] {
+  hopHeaders(req: HopRequest, origin: HopOrigin): string[] {
     const headers = withoutHopByHop(req.rawHeaders);
     const out: string[] = [];
     for (let i = 0; i < headers.length; i += 2) {

@@ -6,12 +6,13 @@ import type { CrossNodeForwarder } from '../public/cross-node.js';
 import type { Cluster } from './cluster.js';
 import { type ForwardingContext, forwardRequest, forwardUpgrade } from './forward-arrival.js';
 import { forwardOverLink } from './link/link-arrival.js';
+import { forwardStreamUpgrade } from './stream-upgrade-hop.js';
 
 /**
  * The cluster behind the ingress's CrossNodeForwarder (public/cross-node.ts): owner lookups are the
  * cluster's, and the one choice of path for a request is made here, over the node link when one reaches
  * the owner (and the link does not send that owner through the hop), else over the HTTP hop. An upgrade
- * always takes the hop (a raw pipe once it connects).
+ * always takes the hop (a raw pipe once it connects; an RFC 8441 one through Node's HTTP client).
  */
 export function createCrossNodeForwarder(cluster: Cluster, context: ForwardingContext): CrossNodeForwarder {
   return {
@@ -31,6 +32,8 @@ export function createCrossNodeForwarder(cluster: Cluster, context: ForwardingCo
     forwardUpgrade(request, socket, head, owner) {
       if (isHttp1(request.req)) forwardUpgrade(request, request.req, socket, head, owner, cluster, context);
     },
+    forwardStreamUpgrade: (request, res, owner) =>
+      forwardStreamUpgrade(request, res, owner, cluster, context),
   };
 }
 

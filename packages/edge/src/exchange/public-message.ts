@@ -35,6 +35,8 @@ export interface PublicResponse extends NodeJS.EventEmitter {
   readonly headersSent: boolean;
   readonly destroyed: boolean;
   readonly writableFinished: boolean;
+  /** end() was called (what was written may still be leaving). */
+  readonly writableEnded: boolean;
   readonly socket: Socket | null;
   /** Only HTTP/1.x sends a reason phrase; HTTP/2 has none. */
   statusMessage: string;

@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
+import { h2Fields } from './http2-fields.js';
 
 // The HTTP/2 ingress's request and response over Node's raw stream API (ServerHttp2Stream: respond(),
 // additionalHeaders, sendTrailers), shaped as the shared path reads and writes a public message
@@ -13,18 +14,6 @@ import type { PublicMessage, PublicResponse } from '../exchange/public-message.j
 // Not an `import` of values: the edge loads node:http2 only where it is used.
 const { constants } = process.getBuiltinModule('node:http2');
 const { EventEmitter } = process.getBuiltinModule('node:events');
-
-/** Fields HTTP/2 forbids (RFC 9113 §8.2.2): Node's http2 throws on them, so they are dropped first. */
-const connectionSpecific: ReadonlySet<string> = new Set([
-  'connection',
-  'proxy-connection',
-  'keep-alive',
-  'transfer-encoding',
-  'upgrade',
-  'te',
-  'host',
-  'http2-settings',
-]);
 
 /** Each HTTP/2 connection's socket, by its session (http2-server.ts records it as the session starts). */
 export const sessionSockets = new WeakMap<Http2Session, Duplex>();
@@ -83,7 +72,8 @@ export class EdgeHttp2Request extends Readable implements PublicMessage {
   readonly headers: IncomingHttpHeaders;
   readonly rawHeaders: string[];
   rawTrailers: string[] = [];
-  readonly method: string | undefined;
+  /** Not readonly: an RFC 8441 WebSocket (CONNECT) is carried as HTTP/1.1's GET upgrade (http2-websocket.ts). */
+  method: string | undefined;
   readonly url: string | undefined;
   readonly httpVersionMajor = 2;
   readonly httpVersionMinor = 0;
@@ -95,6 +85,11 @@ export class EdgeHttp2Request extends Readable implements PublicMessage {
   complete = false;
   /** The body's end has been pushed (Readable's own flag is not public before 'end' is emitted). */
   #eof = false;
+  /**
+   * The `host` field, when it names another authority than `:authority`: such a request is malformed
+   * (RFC 9113 §8.3.1) and answered 400 before routing (http2-websocket.ts `http2RequestProblem`).
+   */
+  hostConflict: string | undefined;
 
   constructor(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, raw: string[]) {
     super({ autoDestroy: false });
@@ -106,13 +101,13 @@ export class EdgeHttp2Request extends Readable implements PublicMessage {
     this.bodyFollows = !stream.endAfterHeaders;
     // Node hands over the array it decoded; it is rewritten in place, once, to the tunnel's form.
     let write = 0;
-    let host = false;
+    let host: string | undefined;
     // HTTP/2 may split Cookie into crumbs, one field each; HTTP/1.1 must see one field (RFC 9113 §8.2.3).
     let cookie = -1;
     for (let read = 0; read < raw.length; read += 2) {
       const name = raw[read]!;
       if (name.charCodeAt(0) === 58 /* ':' */) continue;
-      if (name === 'host') host = true;
+      if (name === 'host') host = raw[read + 1]!;
       else if (name === 'cookie') {
         if (cookie >= 0) {
           raw[cookie + 1] = `${raw[cookie + 1]}; ${raw[read + 1]}`;
@@ -126,9 +121,11 @@ export class EdgeHttp2Request extends Readable implements PublicMessage {
     }
     raw.length = write;
     const authority = headers[':authority'];
-    if (!host && typeof authority === 'string') {
-      raw.unshift('host', authority);
-      headers.host = authority;
+    if (typeof authority === 'string') {
+      if (host === undefined) {
+        raw.unshift('host', authority);
+        headers.host = authority;
+      } else if (host.toLowerCase() !== authority.toLowerCase()) this.hostConflict = host;
     }
     this.rawHeaders = raw;
     (stream as EdgeStream)[kRequest] = this;
@@ -178,35 +175,6 @@ function assertFinalStatus(status: number): void {
 /** Whether a response may have DATA frames: not to HEAD, not a 204, 205 or 304 (Node ends those at once). */
 function mayCarryBody(status: number, method: string | undefined): boolean {
   return method !== 'HEAD' && status !== 204 && status !== 205 && status !== 304;
-}
-
-/** Pairs or a flat list of fields, minus those HTTP/2 forbids, added to `out` (Node's http2 object form). */
-function h2Fields(
-  fields: readonly string[] | OutgoingHttpHeaders | undefined,
-  out: OutgoingHttpHeaders = {},
-): OutgoingHttpHeaders {
-  if (fields === undefined) return out;
-  if (!Array.isArray(fields)) {
-    for (const [name, value] of Object.entries(fields)) {
-      const lower = name.toLowerCase();
-      if (!connectionSpecific.has(lower) && value !== undefined) out[lower] = value;
-    }
-    return out;
-  }
-  for (let i = 0; i < fields.length; i += 2) {
-    const name = (fields[i] as string).toLowerCase();
-    if (connectionSpecific.has(name) || name.charCodeAt(0) === 58) continue;
-    const value = fields[i + 1] as string;
-    const existing = out[name];
-    // Repeated fields stay separate fields (Set-Cookie must), never joined.
-    out[name] =
-      existing === undefined
-        ? value
-        : Array.isArray(existing)
-          ? [...existing, value]
-          : [String(existing), value];
-  }
-  return out;
 }
 
 // The stream's events for the response, one shared function each: `this` is the stream.
@@ -454,6 +422,30 @@ export class EdgeHttp2Response extends EventEmitter implements PublicResponse {
     this.#head = head;
     this.#ended = true;
     this.#respond(true, false);
+  }
+
+  /**
+   * The stream goes to Node's compatibility objects (the edge's own pages, http2-compat.ts): this request
+   * and response stop relaying its events, but for 'close' (the metrics and the access log listen here).
+   */
+  handOver(): void {
+    const stream = this.stream;
+    stream.off('data', onRequestData);
+    stream.off('trailers', onRequestTrailers);
+    stream.off('end', onRequestEnd);
+    stream.off('drain', onResponseDrain);
+    stream.off('wantTrailers', onWantTrailers);
+    stream.off('finish', onResponseFinish);
+  }
+
+  /**
+   * What the compatibility objects answered, once sent: this response then reads as that one (its status
+   * and end for the metrics, its head for the access log's `edgeError`).
+   */
+  handedOverFinished(status: number, head: OutgoingHttpHeaders): void {
+    this.statusCode = status;
+    this.#head = head;
+    this.#ended = true;
   }
 
   /** An interim head (1xx) as a HEADERS frame before the final one. */

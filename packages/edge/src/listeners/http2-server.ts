@@ -102,8 +102,9 @@ export class PublicHttp2Server {
         maxHeaderListSize: limits.maxHeaderListSize,
         headerTableSize: limits.headerTableSize,
         initialWindowSize: limits.streamWindowBytes,
-        // RFC 8441 WebSockets are not carried: the agent's upgrade path is HTTP/1.1's (answered 501).
-        enableConnectProtocol: false,
+        // RFC 8441: a browser opens its WebSockets as streams of this connection (http2-websocket.ts) only
+        // when the edge announces it; otherwise it opens an HTTP/1.1 connection for each.
+        enableConnectProtocol: true,
       },
     });
     // No 'request' listener: Node builds its compatibility objects only for one.

@@ -357,7 +357,7 @@ export function createEdgeMetrics(edge: MeteredEdge, version: string): EdgeMetri
   });
   const upgrades = new Counter({
     name: 'tunnel2_websocket_upgrades_total',
-    help: 'Public WebSocket upgrades received (agent connections not included)',
+    help: 'Public WebSocket upgrades received, HTTP/1.1 and RFC 8441 (agent connections not included)',
     registers: [registry],
   });
   const agentConnects = new Counter({
@@ -398,9 +398,11 @@ export function createEdgeMetrics(edge: MeteredEdge, version: string): EdgeMetri
     if (!this.writableFinished) aborted.inc();
     else requestsByClass[Math.min(4, Math.max(0, Math.floor(this.statusCode / 100) - 1))]!.inc();
   }
-  const onRequest = (_req: IncomingMessage, res: ServerResponse): void => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     started.set(res, performance.now());
     res.on('close', onResponseClose);
+    // An RFC 8441 WebSocket is an HTTP/2 request (counted above too) and an upgrade.
+    if (req.httpVersionMajor === 2 && req.headers[':protocol'] === 'websocket') upgrades.inc();
   };
   const onUpgrade = (req: IncomingMessage): void => {
     if ((req.url ?? '').split('?')[0] === agentPath) {

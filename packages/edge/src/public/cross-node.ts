@@ -86,4 +86,6 @@ export interface CrossNodeForwarder {
     lost?: (owner: OwnerEntry) => void,
   ): void;
   forwardUpgrade(request: PublicRequest, socket: Duplex, head: Buffer, owner: OwnerEntry): void;
+  /** An RFC 8441 WebSocket (an HTTP/2 stream), carried as the same HTTP/1.1 upgrade over the HTTP hop. */
+  forwardStreamUpgrade(request: PublicRequest, res: PublicResponse, owner: OwnerEntry): void;
 }

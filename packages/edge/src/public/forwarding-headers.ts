@@ -43,6 +43,9 @@ export interface HopOrigin {
   prefix: string;
 }
 
+/** What the head a node forwards another is written from (an HTTP/1.1 message, or an RFC 8441 stream's). */
+export type HopRequest = Pick<PublicRequest['req'], 'rawHeaders' | 'headers' | 'method' | 'url'>;
+
 /** What this node decided about a client, for the node it forwards the request to. */
 export function hopOrigin(request: PublicRequest): HopOrigin {
   return {

@@ -7,6 +7,7 @@ import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
 import type { Refusal } from '../answers/refusals.js';
 import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
 import { requestHasBody } from '../exchange/raw-http.js';
+import { StreamUpgradeTunnel } from '../exchange/stream-upgrade-tunnel.js';
 import { TunnelExchange } from '../exchange/tunnel-exchange.js';
 import { UpgradeTunnel } from '../exchange/upgrade-tunnel.js';
 import type { CrossNodeForwarder, OwnerEntry } from './cross-node.js';
@@ -42,6 +43,21 @@ export function handleTunnelUpgrade(
 ): void {
   const request = resolvePublicRequest(req, route, options.clients, via);
   dispatch(new UpgradeArrival(request, socket, head, options), route, options, false);
+}
+
+/**
+ * Carries an RFC 8441 WebSocket (an HTTP/2 stream that listeners/http2-websocket.ts made an HTTP/1.1
+ * upgrade request) into the tunnel, as `handleTunnelUpgrade` carries an HTTP/1.1 one.
+ */
+export function handleTunnelWebSocket(
+  req: PublicMessage,
+  res: PublicResponse,
+  route: IngressRoute,
+  options: TunnelIngressOptions,
+  via?: ClientOrigin,
+): void {
+  const request = resolvePublicRequest(req, route, options.clients, via);
+  dispatch(new StreamUpgradeArrival(request, res, options), route, options, false);
 }
 
 /**
@@ -182,5 +198,54 @@ class UpgradeArrival implements Arrival {
     });
     stream.sendHeaders(payload, false);
     tunnel.pumpClientBytes(this.#head);
+  }
+}
+
+/**
+ * An RFC 8441 WebSocket as an arrival: refused with an HTTP/2 response, or carried once started. Checked,
+ * routed and admitted as an HTTP/1.1 upgrade (`upgrade`: the backend's head asks for one).
+ */
+class StreamUpgradeArrival implements Arrival {
+  readonly request: PublicRequest;
+  readonly upgrade = true;
+  via: TunnelEntry | undefined = undefined;
+  readonly avoid = undefined;
+  readonly #res: PublicResponse;
+  readonly #options: TunnelIngressOptions;
+
+  constructor(request: PublicRequest, res: PublicResponse, options: TunnelIngressOptions) {
+    this.request = request;
+    this.#res = res;
+    this.#options = options;
+  }
+
+  forward(owner: OwnerEntry, crossNode: CrossNodeForwarder): void {
+    crossNode.forwardStreamUpgrade(this.request, this.#res, owner);
+  }
+
+  get gone(): boolean {
+    return this.#res.destroyed;
+  }
+
+  refuse(refusal: Refusal): void {
+    sendRefusal(this.#res, refusal);
+  }
+
+  watch(onGone: () => void): () => void {
+    const res = this.#res;
+    res.once('close', onGone);
+    return () => res.off('close', onGone);
+  }
+
+  start(stream: MuxStream, payload: Buffer): void {
+    const inFlight = this.#options.inFlight;
+    inFlight.start();
+    const tunnel = new StreamUpgradeTunnel(this.request.req, this.#res, stream, {
+      name: this.request.route.name,
+      responseTimeoutMs: this.#options.responseTimeoutMs,
+      onFinish: () => inFlight.finish(),
+    });
+    stream.sendHeaders(payload, false);
+    tunnel.pumpClientBytes();
   }
 }

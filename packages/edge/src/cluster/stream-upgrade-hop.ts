@@ -1,0 +1,121 @@
+import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
+import { withoutHopByHop } from '@tunnel2/protocol';
+import { sendRefusal } from '../answers/error-response.js';
+import { unreachableOwner } from '../answers/refusals.js';
+import type { PublicResponse } from '../exchange/public-message.js';
+import { acceptedFields } from '../exchange/stream-upgrade-tunnel.js';
+import type { OwnerEntry } from '../public/cross-node.js';
+import { hopOrigin } from '../public/forwarding-headers.js';
+import type { PublicRequest } from '../public/public-request.js';
+import type { Cluster } from './cluster.js';
+import { type ForwardingContext, unreachable } from './forward-arrival.js';
+
+/**
+ * An RFC 8441 WebSocket (an HTTP/2 stream) for an agent on another node, over the HTTP hop: the owner sees
+ * the same HTTP/1.1 upgrade an HTTP/1.1 client's would be relayed as (the request head cleaned and signed,
+ * `cluster.hopHeaders`), and handles it as a local one. Node's HTTP client reads the owner's answer: its
+ * 101 becomes the stream's `:status 200` (as `StreamUpgradeTunnel` makes a backend's), then bytes flow
+ * both ways, each side paused while the other is full; any other answer is passed on as the response.
+ */
+export function forwardStreamUpgrade(
+  request: PublicRequest,
+  res: PublicResponse,
+  owner: OwnerEntry,
+  cluster: Cluster,
+  context: Pick<ForwardingContext, 'inFlight' | 'logger' | 'responseTimeoutMs'>,
+): void {
+  const req = request.req;
+  const name = request.route.name;
+  const headers = cluster.hopHeaders(req, hopOrigin(request));
+  headers.push('Connection', 'Upgrade', 'Upgrade', 'websocket');
+  const url = new URL(owner.url);
+  const secure = url.protocol === 'https:';
+  context.inFlight.start();
+  let settled = false;
+  const settle = (ok: boolean): void => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    if (ok) cluster.counters.forwarded.ok++;
+    context.inFlight.finish();
+  };
+  const outgoing: ClientRequest = (secure ? httpsRequest : httpRequest)({
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(url.port || (secure ? 443 : 80)),
+    method: 'GET',
+    path: req.url ?? '/',
+    headers,
+    agent: false,
+  });
+  // Until the owner answers the upgrade (as a local upgrade waits for its backend's answer).
+  const timer = setTimeout(
+    () => outgoing.destroy(new Error('no answer to the upgrade')),
+    context.responseTimeoutMs,
+  );
+  const onClientGone = (): void => {
+    outgoing.destroy();
+    settle(false);
+  };
+  res.once('close', onClientGone);
+  // `on`, not `once`: a request destroyed after its answer may still report an error, never unheard.
+  outgoing.on('error', (err) => {
+    if (settled || res.headersSent) return;
+    res.off('close', onClientGone);
+    unreachable(cluster, owner, name, context, err);
+    sendRefusal(res, unreachableOwner(name, owner));
+    settle(false);
+  });
+  outgoing.once('upgrade', (answer: IncomingMessage, socket: Socket, head: Buffer) => {
+    clearTimeout(timer);
+    res.off('close', onClientGone);
+    res.writeHead(200, acceptedFields(answer.rawHeaders));
+    res.flushHeaders();
+    if (head.length > 0) res.write(head);
+    relay(req, res, socket, () => settle(true));
+  });
+  outgoing.once('response', (answer: IncomingMessage) => {
+    clearTimeout(timer);
+    res.off('close', onClientGone);
+    res.writeHead(answer.statusCode ?? 502, withoutHopByHop(answer.rawHeaders));
+    answer.on('data', (chunk: Buffer) => {
+      if (!res.write(chunk)) answer.pause();
+    });
+    res.on('drain', () => answer.resume());
+    answer.once('end', () => {
+      res.end();
+      settle(true);
+    });
+    // Cut short (the owner's connection lost mid-body): the stream is aborted, not ended as complete.
+    answer.once('close', () => {
+      if (!res.writableEnded) res.abortStream?.();
+    });
+    res.once('close', () => {
+      answer.destroy();
+      settle(false);
+    });
+  });
+  outgoing.end();
+}
+
+/** Both directions of an accepted upgrade, each paused while the other side is full; `done` once closed. */
+function relay(req: PublicRequest['req'], res: PublicResponse, socket: Socket, done: () => void): void {
+  socket.on('data', (chunk: Buffer) => {
+    if (!res.write(chunk)) socket.pause();
+  });
+  res.on('drain', () => socket.resume());
+  req.on('data', (chunk: Buffer) => {
+    if (!socket.write(chunk)) req.pause();
+  });
+  socket.on('drain', () => req.resume());
+  req.once('end', () => socket.end());
+  socket.once('end', () => res.end());
+  socket.on('error', () => {});
+  socket.once('close', () => {
+    // The owner's connection went before its end was passed on: the stream is cut short, not ended.
+    if (!res.writableEnded) res.abortStream?.();
+    done();
+  });
+  res.once('close', () => socket.destroy());
+}
