@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { request } from 'node:http';
 import { createServer, type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { credentials } from '@grpc/grpc-js';
 import { buildEdge } from '@tunnel2/edge';
@@ -161,5 +161,83 @@ describe('a backend that says GOAWAY while a response is under way', () => {
     expect(next).toBe('next');
     // The held stream's session, and a new one for /next.
     expect(backend.sessions).toBe(before + 2);
+  });
+});
+
+/** An HTTP/2 frame: 9-byte header (length, type, flags, stream id), then the payload. */
+function frame(type: number, flags: number, streamId: number, payload: Buffer = Buffer.alloc(0)): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(streamId, 5);
+  return Buffer.concat([head, payload]);
+}
+
+describe('a busy session whose backend answers PINGs late', () => {
+  it('is kept while its response DATA keeps coming: only a silent session is given up', async () => {
+    // A backend written here, byte by byte, that never acknowledges a PING (as one whose PING ACKs queue
+    // behind seconds of DATA on a slow link) but streams its answer steadily: alive, just slow to answer.
+    const sockets = new Set<Socket>();
+    const server = createNetServer((socket) => {
+      sockets.add(socket);
+      let buffered = Buffer.alloc(0);
+      let prefaceRead = false;
+      socket.write(frame(0x4, 0, 0));
+      socket.on('data', (chunk: Buffer) => {
+        buffered = Buffer.concat([buffered, chunk]);
+        if (!prefaceRead) {
+          if (buffered.length < 24) return;
+          buffered = buffered.subarray(24);
+          prefaceRead = true;
+        }
+        while (buffered.length >= 9) {
+          const length = buffered.readUIntBE(0, 3);
+          if (buffered.length < 9 + length) return;
+          const [type, flags] = [buffered[3]!, buffered[4]!];
+          const streamId = buffered.readUInt32BE(5) & 0x7fffffff;
+          buffered = buffered.subarray(9 + length);
+          if (type === 0x4 && (flags & 0x1) === 0) socket.write(frame(0x4, 0x1, 0));
+          if (type === 0x1) {
+            // :status 200 (HPACK static table index 8), then 30 chunks 40 ms apart (1.2 s in all).
+            socket.write(frame(0x1, 0x4, streamId, Buffer.from([0x88])));
+            let sent = 0;
+            const tick = setInterval(() => {
+              sent++;
+              socket.write(frame(0x0, sent === 30 ? 0x1 : 0, streamId, Buffer.alloc(100, 0x61)));
+              if (sent === 30) clearInterval(tick);
+            }, 40);
+            socket.once('close', () => clearInterval(tick));
+          }
+        }
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    cleanups.push(async () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    });
+    const pool = new H2Backend({
+      origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      mode: 'h2c',
+      keepalive: { intervalMs: 50, timeoutMs: 200 },
+    });
+    cleanups.push(() => pool.close());
+    const opened = await pool.open('');
+    if (opened === 'http/1.1') throw new Error('h2c never chooses HTTP/1.1');
+    const stream = opened.session.request({ ':path': '/slow' });
+    stream.once('close', opened.release);
+    let bytes = 0;
+    stream.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    const outcome = await new Promise<string>((resolve) => {
+      stream.on('error', (err) => resolve(`error: ${err.message}`));
+      stream.on('end', () => resolve('end'));
+    });
+    expect(outcome).toBe('end');
+    expect(bytes).toBe(3_000);
+    expect(opened.session.destroyed).toBe(false);
   });
 });
