@@ -92,6 +92,27 @@ describe('entry store', () => {
     expect(store.bytes).toBeLessThanOrEqual(50_000);
   });
 
+  it('counts a response\'s trailers against the budget: a set larger than it is not kept', () => {
+    const store = new EntryStore({ budgetBytes: 50_000 });
+    for (let i = 0; i < 3; i++) record(store, 20_000, Buffer.alloc(10_000, i));
+    // A hostile backend's trailer set larger than the whole budget: numbered, not kept, nothing evicted.
+    const recorder = createCapture(store, 1_000).begin({ method: 'POST', target: '/', headers: [] })!;
+    recorder.responseHead(200, []);
+    recorder.responseTrailers(['x-big', 'v'.repeat(60_000)]);
+    const id = recorder.finish()!;
+    expect(store.get(id)).toBeUndefined();
+    expect(store.count).toBe(3);
+    expect(store.bytes).toBeLessThanOrEqual(50_000);
+    // Trailers that fit are kept, and their characters are charged.
+    const before = store.bytes;
+    const small = createCapture(store, 1_000).begin({ method: 'POST', target: '/', headers: [] })!;
+    small.responseHead(200, []);
+    small.responseTrailers(['grpc-status', '0', 'x-pad', 'p'.repeat(5_000)]);
+    const kept = store.get(small.finish()!)!;
+    expect(kept.responseTrailers).toContain('grpc-status');
+    expect(store.bytes - before).toBeGreaterThan(5_000);
+  });
+
   it('counts bodies still being captured against the budget: concurrent exchanges cannot exceed it', () => {
     const store = new EntryStore({ budgetBytes: 100_000 });
     const capture = createCapture(store, 50_000);
