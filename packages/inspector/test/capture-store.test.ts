@@ -92,7 +92,7 @@ describe('entry store', () => {
     expect(store.bytes).toBeLessThanOrEqual(50_000);
   });
 
-  it('counts a response\'s trailers against the budget: a set larger than it is not kept', () => {
+  it("counts a response's trailers against the budget: a set larger than it is not kept", () => {
     const store = new EntryStore({ budgetBytes: 50_000 });
     for (let i = 0; i < 3; i++) record(store, 20_000, Buffer.alloc(10_000, i));
     // A hostile backend's trailer set larger than the whole budget: numbered, not kept, nothing evicted.
