@@ -8,6 +8,7 @@ import { buildEdge } from '@tunnel2/edge';
 import { TestServiceClient } from '@tunnel2/test-backend/grpc';
 import { afterEach, describe, expect, it } from 'vitest';
 import { H2Backend } from '../src/forwarding/http2/h2-backend.js';
+import { resolveKeepalive } from '../src/forwarding/http2/h2-keepalive.js';
 import { connect } from '../src/index.js';
 import { startH2Backend } from './support/h2-backend.js';
 import { send } from './support/http-client.js';
@@ -239,5 +240,55 @@ describe('a busy session whose backend answers PINGs late', () => {
     expect(outcome).toBe('end');
     expect(bytes).toBe(3_000);
     expect(opened.session.destroyed).toBe(false);
+  });
+});
+
+describe('backendKeepalive, the option', () => {
+  it('refuses a time setTimeout cannot wait (it would fire at once: every session killed by its first PING)', () => {
+    expect(() => resolveKeepalive({ timeoutMs: 3_000_000_000 })).toThrow(/at most 2147483647/);
+    expect(() => resolveKeepalive({ intervalMs: 2 ** 31 })).toThrow(/at most 2147483647/);
+    expect(resolveKeepalive({ intervalMs: 2 ** 31 - 1 })).toEqual({
+      intervalMs: 2 ** 31 - 1,
+      timeoutMs: 20_000,
+    });
+  });
+
+  it('false turns the PINGs off (a backend whose PING policy would close its connections)', async () => {
+    expect(resolveKeepalive(false)).toBe(false);
+    const pingsBy = new Map<number, number>();
+    const sessions = new Set<ServerHttp2Session>();
+    const server: Http2Server = createServer();
+    server.on('session', (session) => {
+      sessions.add(session);
+      const port = session.socket.remotePort ?? 0;
+      session.on('ping', () => pingsBy.set(port, (pingsBy.get(port) ?? 0) + 1));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    cleanups.push(async () => {
+      const closed = once(server, 'close');
+      server.close();
+      for (const session of sessions) session.destroy();
+      await closed;
+    });
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const on = new H2Backend({ origin, mode: 'h2c', keepalive: { intervalMs: 10, timeoutMs: 5_000 } });
+    const off = new H2Backend({ origin, mode: 'h2c', keepalive: false });
+    cleanups.push(
+      () => on.close(),
+      () => off.close(),
+    );
+    const quiet = await off.open('');
+    const pinging = await on.open('');
+    if (quiet === 'http/1.1' || pinging === 'http/1.1') throw new Error('h2c never chooses HTTP/1.1');
+    quiet.release();
+    pinging.release();
+    // The pinging pool as the clock: by its fifth PING the other has had time for as many.
+    const onPort = pinging.session.socket.localPort ?? 0;
+    await until(() => (pingsBy.get(onPort) ?? 0) >= 5, {
+      what: 'five PINGs with PINGs on',
+      timeoutMs: 10_000,
+    });
+    expect(pingsBy.get(quiet.session.socket.localPort ?? 0) ?? 0).toBe(0);
   });
 });

@@ -53,10 +53,11 @@ export interface ConnectOptions {
   backendConnectTimeoutMs?: number;
   /**
    * Keep-alive PINGs on the HTTP/2 backend's sessions (`--h2c`, or h2 by ALPN): one after `intervalMs`
-   * (default 30 s) with nothing received; a PING unanswered for `timeoutMs` (default 20 s) gives the session up, failing its
-   * requests (a gRPC call with UNAVAILABLE) so the next one dials anew. Programmatic only, no CLI flag.
+   * (default 30 s) with nothing received; a PING unanswered for `timeoutMs` (default 20 s) gives the
+   * session up, failing its requests (a gRPC call with UNAVAILABLE) so the next one dials anew. `false`
+   * sends none. Programmatic only, no CLI flag.
    */
-  backendKeepalive?: { intervalMs?: number; timeoutMs?: number };
+  backendKeepalive?: { intervalMs?: number; timeoutMs?: number } | false;
   /** Backend connections kept by the pool. */
   connections?: number;
   protocol?: Partial<ProtocolSettings>;

@@ -43,8 +43,8 @@ export interface H2BackendOptions {
   maxSessions?: number;
   /** How long a dial may take, TCP, TLS and the backend's SETTINGS together (default 10 s). */
   connectTimeoutMs?: number | undefined;
-  /** PINGs on every session (default DEFAULT_KEEPALIVE: every 30 s, 20 s to answer). */
-  keepalive?: KeepaliveSettings | undefined;
+  /** PINGs on every session (default DEFAULT_KEEPALIVE: after 30 s quiet, 20 s to answer); false: none. */
+  keepalive?: KeepaliveSettings | false | undefined;
   /** Told once when an https:// backend's ALPN choice becomes known (h2 or http/1.1). */
   onChosen?: ((protocol: BackendProtocol) => void) | undefined;
 }
@@ -319,10 +319,13 @@ export class H2Backend {
         return;
       }
       this.#slots.push(slot);
-      keepAlive(session, this.#options.keepalive ?? DEFAULT_KEEPALIVE, (err) => {
-        retire();
-        session.destroy(err);
-      });
+      const keepalive = this.#options.keepalive ?? DEFAULT_KEEPALIVE;
+      if (keepalive !== false) {
+        keepAlive(session, keepalive, (err) => {
+          retire();
+          session.destroy(err);
+        });
+      }
       resolve();
     });
   }

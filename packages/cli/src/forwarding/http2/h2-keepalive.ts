@@ -32,14 +32,24 @@ export const DEFAULT_KEEPALIVE: Readonly<KeepaliveSettings> = { intervalMs: 30_0
 /** The code of a session given up because a PING went unanswered (backend-error.ts words it). */
 export const PING_TIMEOUT = 'TUNNEL2_ERR_BACKEND_PING_TIMEOUT';
 
-/** The settings with their defaults; a value that is not a positive number of ms is a usage error. */
-export function resolveKeepalive(given: Partial<KeepaliveSettings> | undefined): KeepaliveSettings {
+/** The longest wait setTimeout keeps: beyond it Node waits 1 ms instead (every PING would time out at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The settings with their defaults, or false (PINGs off: for a backend whose PING policy closes connections
+ * that PING, or one the user knows to be alive); a value that is not a positive number of ms that a timer
+ * can wait is a usage error.
+ */
+export function resolveKeepalive(
+  given: Partial<KeepaliveSettings> | false | undefined,
+): KeepaliveSettings | false {
+  if (given === false) return false;
   const settings = { ...DEFAULT_KEEPALIVE, ...given };
   for (const [name, value] of Object.entries(settings)) {
-    if (!Number.isFinite(value) || value <= 0) {
+    if (!Number.isFinite(value) || value <= 0 || value > MAX_TIMER_MS) {
       throw new AgentError(
         AgentErrorCode.INVALID_OPTION,
-        `backendKeepalive.${name} must be a positive number of milliseconds, got ${String(value)}`,
+        `backendKeepalive.${name} must be a positive number of milliseconds, at most ${MAX_TIMER_MS}, got ${String(value)}`,
       );
     }
   }
