@@ -292,3 +292,44 @@ describe('backendKeepalive, the option', () => {
     expect(pingsBy.get(quiet.session.socket.localPort ?? 0) ?? 0).toBe(0);
   });
 });
+
+describe("a backend that says GOAWAY 'too_many_pings' (grpc-go's, grpc-java's PING policy)", () => {
+  it('the next sessions PING half as often, as grpc-go clients back off, until the backend stops objecting', async () => {
+    const sessions = new Set<ServerHttp2Session>();
+    let objections = 0;
+    const server: Http2Server = createServer();
+    server.on('session', (session) => {
+      sessions.add(session);
+      // As grpc-go's server says it (ENHANCE_YOUR_CALM, debug data "too_many_pings"), at the first PING.
+      session.once('ping', () => {
+        objections++;
+        session.goaway(11, 0, Buffer.from('too_many_pings'));
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    cleanups.push(async () => {
+      const closed = once(server, 'close');
+      server.close();
+      for (const session of sessions) session.destroy();
+      await closed;
+    });
+    const pool = new H2Backend({
+      origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      mode: 'h2c',
+      keepalive: { intervalMs: 20, timeoutMs: 5_000 },
+    });
+    cleanups.push(() => pool.close());
+    for (const expected of [40, 80]) {
+      const opened = await pool.open('');
+      if (opened === 'http/1.1') throw new Error('h2c never chooses HTTP/1.1');
+      opened.release();
+      await until(() => opened.session.closed || opened.session.destroyed, {
+        what: 'the session closed by its GOAWAY',
+        timeoutMs: 10_000,
+      });
+      expect(pool.keepaliveIntervalMs).toBe(expected);
+    }
+    expect(objections).toBe(2);
+  });
+});

@@ -25,7 +25,8 @@ export interface KeepaliveSettings {
  * received nothing for the interval (a busy one needs none), whether or not streams are open: a gRPC server
  * that polices PINGs (grpc-go's and grpc-java's defaults allow one per 5 min while they send nothing) may say
  * GOAWAY `too_many_pings` after a few, which retires an idle session (the next request dials anew) but also
- * ends a call that stayed quiet that long.
+ * ends a call that stayed quiet that long: the interval then doubles for the pool's next sessions
+ * (afterGoaway), as grpc-go's client does, and `backendKeepalive: false` turns the PINGs off.
  */
 export const DEFAULT_KEEPALIVE: Readonly<KeepaliveSettings> = { intervalMs: 30_000, timeoutMs: 20_000 };
 
@@ -54,6 +55,24 @@ export function resolveKeepalive(
     }
   }
   return settings;
+}
+
+/** RFC 9113's ENHANCE_YOUR_CALM, which grpc-go and grpc-java send with "too_many_pings" to a client that PINGs. */
+const ENHANCE_YOUR_CALM = 0xb;
+
+/**
+ * The settings for the next sessions after a backend's GOAWAY: the interval doubled when it objected to the
+ * PINGs (ENHANCE_YOUR_CALM, debug data `too_many_pings`), as grpc-go's client does, so that a backend with a
+ * 5 min PING policy stops closing its connections after a few rounds instead of every minute or two; else
+ * the same.
+ */
+export function afterGoaway(
+  settings: KeepaliveSettings,
+  code: number,
+  debugData: Buffer | undefined,
+): KeepaliveSettings {
+  if (code !== ENHANCE_YOUR_CALM || debugData?.toString('latin1') !== 'too_many_pings') return settings;
+  return { ...settings, intervalMs: Math.min(settings.intervalMs * 2, MAX_TIMER_MS) };
 }
 
 /**
