@@ -111,6 +111,14 @@ describe('entry store', () => {
     const kept = store.get(small.finish()!)!;
     expect(kept.responseTrailers).toContain('grpc-status');
     expect(store.bytes - before).toBeGreaterThan(5_000);
+    // Each field is a string of its own, not bytes in the arena: its overhead is charged too, or 128 short
+    // pairs (what node:http2 lets a backend send) would cost the budget almost nothing.
+    const many = createCapture(store, 1_000).begin({ method: 'POST', target: '/', headers: [] })!;
+    many.responseHead(200, []);
+    many.responseTrailers(Array.from({ length: 256 }, () => 'x'));
+    const beforeMany = store.bytes;
+    many.finish();
+    expect(store.bytes - beforeMany).toBeGreaterThan(256 * 16);
   });
 
   it('counts bodies still being captured against the budget: concurrent exchanges cannot exceed it', () => {

@@ -17,6 +17,8 @@ export const DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_ENTRIES = 1_000;
 /** What a slot's numbers take (its share of the preallocated columns), charged with each entry. */
 const SLOT_COST = 96;
+/** What a kept trailer field costs beside its characters: a V8 string's header and its array slot. */
+const FIELD_COST = 24;
 /**
  * Free exchange slots kept for reuse (each with its buffers of at most a few KiB): enough for the agent's
  * usual concurrency; past it, a finished exchange's slot is left to the collector.
@@ -224,10 +226,10 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     const requestCaptured = request.captured;
     const responseCaptured = response.captured;
     const size = requestHead + responseHead + requestCaptured + responseCaptured;
-    // Trailers are kept beside the arena (with the extras): their characters count against the budget too,
+    // Trailers are kept beside the arena (with the extras): their strings count against the budget too,
     // and a set larger than the whole budget (a hostile backend's) leaves its entry out like a huge head.
     let trailerChars = 0;
-    for (const field of done.extras?.trailers ?? []) trailerChars += field.length;
+    for (const field of done.extras?.trailers ?? []) trailerChars += field.length + FIELD_COST;
     if (size + SLOT_COST + trailerChars > this.budgetBytes) {
       this.#recycle(done);
       return String(id);
