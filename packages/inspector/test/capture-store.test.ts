@@ -92,6 +92,35 @@ describe('entry store', () => {
     expect(store.bytes).toBeLessThanOrEqual(50_000);
   });
 
+  it("counts a response's trailers against the budget: a set larger than it is not kept", () => {
+    const store = new EntryStore({ budgetBytes: 50_000 });
+    for (let i = 0; i < 3; i++) record(store, 20_000, Buffer.alloc(10_000, i));
+    // A hostile backend's trailer set larger than the whole budget: numbered, not kept, nothing evicted.
+    const recorder = createCapture(store, 1_000).begin({ method: 'POST', target: '/', headers: [] })!;
+    recorder.responseHead(200, []);
+    recorder.responseTrailers(['x-big', 'v'.repeat(60_000)]);
+    const id = recorder.finish()!;
+    expect(store.get(id)).toBeUndefined();
+    expect(store.count).toBe(3);
+    expect(store.bytes).toBeLessThanOrEqual(50_000);
+    // Trailers that fit are kept, and their characters are charged.
+    const before = store.bytes;
+    const small = createCapture(store, 1_000).begin({ method: 'POST', target: '/', headers: [] })!;
+    small.responseHead(200, []);
+    small.responseTrailers(['grpc-status', '0', 'x-pad', 'p'.repeat(5_000)]);
+    const kept = store.get(small.finish()!)!;
+    expect(kept.responseTrailers).toContain('grpc-status');
+    expect(store.bytes - before).toBeGreaterThan(5_000);
+    // Each field is a string of its own, not bytes in the arena: its overhead is charged too, or 128 short
+    // pairs (what node:http2 lets a backend send) would cost the budget almost nothing.
+    const many = createCapture(store, 1_000).begin({ method: 'POST', target: '/', headers: [] })!;
+    many.responseHead(200, []);
+    many.responseTrailers(Array.from({ length: 256 }, () => 'x'));
+    const beforeMany = store.bytes;
+    many.finish();
+    expect(store.bytes - beforeMany).toBeGreaterThan(256 * 16);
+  });
+
   it('counts bodies still being captured against the budget: concurrent exchanges cannot exceed it', () => {
     const store = new EntryStore({ budgetBytes: 100_000 });
     const capture = createCapture(store, 50_000);

@@ -52,11 +52,12 @@ export interface ConnectOptions {
   /** @internal Tests only: how long a dial to an HTTP/2 backend may take (default 10 s). */
   backendConnectTimeoutMs?: number;
   /**
-   * Keep-alive PINGs on the HTTP/2 backend's sessions (`--h2c`, or h2 by ALPN): one every `intervalMs`
-   * (default 30 s); a PING unanswered for `timeoutMs` (default 20 s) gives the session up, failing its
-   * requests (a gRPC call with UNAVAILABLE) so the next one dials anew. Programmatic only, no CLI flag.
+   * Keep-alive PINGs on the HTTP/2 backend's sessions (`--h2c`, or h2 by ALPN): one after `intervalMs`
+   * (default 30 s) with nothing received; a PING unanswered for `timeoutMs` (default 20 s) gives the
+   * session up, failing its requests (a gRPC call with UNAVAILABLE) so the next one dials anew. `false`
+   * sends none. Programmatic only, no CLI flag.
    */
-  backendKeepalive?: { intervalMs?: number; timeoutMs?: number };
+  backendKeepalive?: { intervalMs?: number; timeoutMs?: number } | false;
   /** Backend connections kept by the pool. */
   connections?: number;
   protocol?: Partial<ProtocolSettings>;

@@ -17,6 +17,8 @@ export const DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_ENTRIES = 1_000;
 /** What a slot's numbers take (its share of the preallocated columns), charged with each entry. */
 const SLOT_COST = 96;
+/** What a kept trailer field costs beside its characters: a V8 string's header and its array slot. */
+const FIELD_COST = 24;
 /**
  * Free exchange slots kept for reuse (each with its buffers of at most a few KiB): enough for the agent's
  * usual concurrency; past it, a finished exchange's slot is left to the collector.
@@ -212,7 +214,7 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
   /**
    * Stores a finished exchange, numbering it now, and returns its id; its slot goes back to the pool. One
    * larger than the whole budget is numbered but not kept (its bodies were reserved as they grew, so only
-   * its heads can make it so). Its bytes (heads, then bodies) are copied into the arena, one place for the
+   * its heads or trailers can make it so). Its bytes (heads, then bodies) are copied into the arena, one place for the
    * whole entry, and what the bodies held of the budget is released.
    */
   add(done: ExchangeSlot): string {
@@ -224,7 +226,11 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     const requestCaptured = request.captured;
     const responseCaptured = response.captured;
     const size = requestHead + responseHead + requestCaptured + responseCaptured;
-    if (size + SLOT_COST > this.budgetBytes) {
+    // Trailers are kept beside the arena (with the extras): their strings count against the budget too,
+    // and a set larger than the whole budget (a hostile backend's) leaves its entry out like a huge head.
+    let trailerChars = 0;
+    for (const field of done.extras?.trailers ?? []) trailerChars += field.length + FIELD_COST;
+    if (size + SLOT_COST + trailerChars > this.budgetBytes) {
       this.#recycle(done);
       return String(id);
     }
@@ -236,9 +242,6 @@ export class EntryStore extends EventEmitter<EntryStoreEvents> implements Captur
     if (this.#count === this.maxEntries) this.#evictOldest();
     const slot = (this.#first + this.#count) % this.maxEntries;
     this.#count++;
-    // Trailers are kept beside the arena (with the extras): their characters count against the budget too.
-    let trailerChars = 0;
-    for (const field of done.extras?.trailers ?? []) trailerChars += field.length;
     const cost = size + this.#arena.wasted + SLOT_COST + trailerChars;
     const f = slot * F64_COLUMNS;
     const f64 = this.#f64;

@@ -1,7 +1,7 @@
 import type { ClientHttp2Session } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import type { TargetTls } from '../target-tls.js';
-import { DEFAULT_KEEPALIVE, type KeepaliveSettings, keepAlive } from './h2-keepalive.js';
+import { afterGoaway, DEFAULT_KEEPALIVE, type KeepaliveSettings, keepAlive } from './h2-keepalive.js';
 
 // node:http2 and node:tls are loaded when the first HTTP/2 session is dialled, not with the agent: a tunnel
 // to an HTTP/1.1 backend never pays for them (the agent's start-up footprint is measured in a test).
@@ -43,8 +43,8 @@ export interface H2BackendOptions {
   maxSessions?: number;
   /** How long a dial may take, TCP, TLS and the backend's SETTINGS together (default 10 s). */
   connectTimeoutMs?: number | undefined;
-  /** PINGs on every session (default DEFAULT_KEEPALIVE: every 30 s, 20 s to answer). */
-  keepalive?: KeepaliveSettings | undefined;
+  /** PINGs on every session (default DEFAULT_KEEPALIVE: after 30 s quiet, 20 s to answer); false: none. */
+  keepalive?: KeepaliveSettings | false | undefined;
   /** Told once when an https:// backend's ALPN choice becomes known (h2 or http/1.1). */
   onChosen?: ((protocol: BackendProtocol) => void) | undefined;
 }
@@ -76,18 +76,26 @@ export class H2Backend {
   /** Dials under way, by SNI: requests arriving meanwhile wait for the same one. */
   readonly #dialling = new Map<string, Promise<void>>();
   #chosen: BackendProtocol | undefined;
+  /** The PINGs of the next sessions (backed off when the backend objected to them), or false: none. */
+  #keepalive: KeepaliveSettings | false;
   #closed = false;
   /** Each dial under way, given up at close(): its socket and timer would keep the process alive. */
   readonly #abandons = new Set<() => void>();
 
   constructor(options: H2BackendOptions) {
     this.#options = options;
+    this.#keepalive = options.keepalive ?? DEFAULT_KEEPALIVE;
     if (options.mode === 'h2c') this.#chosen = 'h2c';
   }
 
   /** What the backend speaks: known at once for h2c, after the first TLS handshake for ALPN. */
   get protocol(): BackendProtocol | undefined {
     return this.#chosen;
+  }
+
+  /** The interval of the next sessions' PINGs (undefined: PINGs off). */
+  get keepaliveIntervalMs(): number | undefined {
+    return this.#keepalive === false ? undefined : this.#keepalive.intervalMs;
   }
 
   /** Sessions open now. */
@@ -303,7 +311,10 @@ export class H2Backend {
       const notH2 = (err as { code?: unknown }).code === 'ERR_HTTP2_ERROR';
       reject(notH2 ? Object.assign(new Error(err.message, { cause: err }), { code: NOT_HTTP2 }) : err);
     });
-    session.on('goaway', retire);
+    session.on('goaway', (code: number, _lastStreamId: number, debugData?: Buffer) => {
+      retire();
+      if (this.#keepalive !== false) this.#keepalive = afterGoaway(this.#keepalive, code, debugData);
+    });
     session.on('close', () => {
       retire();
       if (!ready) reject(Object.assign(new Error('backend closed the connection'), { code: 'ECONNRESET' }));
@@ -319,10 +330,13 @@ export class H2Backend {
         return;
       }
       this.#slots.push(slot);
-      keepAlive(session, this.#options.keepalive ?? DEFAULT_KEEPALIVE, (err) => {
-        retire();
-        session.destroy(err);
-      });
+      const keepalive = this.#keepalive;
+      if (keepalive !== false) {
+        keepAlive(session, keepalive, (err) => {
+          retire();
+          session.destroy(err);
+        });
+      }
       resolve();
     });
   }

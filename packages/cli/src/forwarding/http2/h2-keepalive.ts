@@ -10,9 +10,9 @@ import { AgentError, AgentErrorCode } from '../../errors.js';
  * UNAVAILABLE) and the next request dials a new session.
  */
 export interface KeepaliveSettings {
-  /** How long after the session's SETTINGS, or after the last PING's answer, the next PING goes. */
+  /** How long the session may receive nothing (no frame, no PING's answer) before a PING goes. */
   intervalMs: number;
-  /** How long a PING may go unanswered before the session is given up. */
+  /** How long a PING may go unanswered, with nothing else received either, before the session is given up. */
   timeoutMs: number;
 }
 
@@ -21,33 +21,68 @@ export interface KeepaliveSettings {
  * cloud load balancers (60-350 s), so the PING also keeps such a middlebox from forgetting the flow; one PING
  * per session per 30 s costs nothing. 20 s to answer: grpc-go's keepalive timeout, long enough for a
  * backend in a GC pause or under load (node:http2 answers PINGs without the application), short enough that
- * a request to a dead backend fails within a minute rather than never. PINGs go whether or not streams are
- * open, as Envoy's do: a gRPC server that polices PINGs (grpc-go's default allows none without calls) may
- * then say GOAWAY to an idle session, which only retires it; the next request dials anew.
+ * a request to a dead backend fails within a minute rather than never. PINGs go only on a session that has
+ * received nothing for the interval (a busy one needs none), whether or not streams are open: a gRPC server
+ * that polices PINGs (grpc-go's and grpc-java's defaults allow one per 5 min while they send nothing) may say
+ * GOAWAY `too_many_pings` after a few, which retires an idle session (the next request dials anew) but also
+ * ends a call that stayed quiet that long: the interval then doubles for the pool's next sessions
+ * (afterGoaway), as grpc-go's client does, and `backendKeepalive: false` turns the PINGs off.
  */
 export const DEFAULT_KEEPALIVE: Readonly<KeepaliveSettings> = { intervalMs: 30_000, timeoutMs: 20_000 };
 
 /** The code of a session given up because a PING went unanswered (backend-error.ts words it). */
 export const PING_TIMEOUT = 'TUNNEL2_ERR_BACKEND_PING_TIMEOUT';
 
-/** The settings with their defaults; a value that is not a positive number of ms is a usage error. */
-export function resolveKeepalive(given: Partial<KeepaliveSettings> | undefined): KeepaliveSettings {
+/** The longest wait setTimeout keeps: beyond it Node waits 1 ms instead (every PING would time out at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The settings with their defaults, or false (PINGs off: for a backend whose PING policy closes connections
+ * that PING, or one the user knows to be alive); a value that is not a positive number of ms that a timer
+ * can wait is a usage error.
+ */
+export function resolveKeepalive(
+  given: Partial<KeepaliveSettings> | false | undefined,
+): KeepaliveSettings | false {
+  if (given === false) return false;
   const settings = { ...DEFAULT_KEEPALIVE, ...given };
   for (const [name, value] of Object.entries(settings)) {
-    if (!Number.isFinite(value) || value <= 0) {
+    if (!Number.isFinite(value) || value <= 0 || value > MAX_TIMER_MS) {
       throw new AgentError(
         AgentErrorCode.INVALID_OPTION,
-        `backendKeepalive.${name} must be a positive number of milliseconds, got ${String(value)}`,
+        `backendKeepalive.${name} must be a positive number of milliseconds, at most ${MAX_TIMER_MS}, got ${String(value)}`,
       );
     }
   }
   return settings;
 }
 
+/** RFC 9113's ENHANCE_YOUR_CALM, which grpc-go and grpc-java send with "too_many_pings" to a client that PINGs. */
+const ENHANCE_YOUR_CALM = 0xb;
+
 /**
- * PINGs `session` every `intervalMs` until it closes; a PING unanswered for `timeoutMs` calls `dead` with an
- * error coded PING_TIMEOUT (the caller destroys the session with it). Timers are unref'd: the tunnel's
- * WebSocket keeps the agent alive, not an idle backend session.
+ * The settings for the next sessions after a backend's GOAWAY: the interval doubled when it objected to the
+ * PINGs (ENHANCE_YOUR_CALM, debug data `too_many_pings`), as grpc-go's client does, so that a backend with a
+ * 5 min PING policy stops closing its connections after a few rounds instead of every minute or two; else
+ * the same.
+ */
+export function afterGoaway(
+  settings: KeepaliveSettings,
+  code: number,
+  debugData: Buffer | undefined,
+): KeepaliveSettings {
+  if (code !== ENHANCE_YOUR_CALM || debugData?.toString('latin1') !== 'too_many_pings') return settings;
+  return { ...settings, intervalMs: Math.min(settings.intervalMs * 2, MAX_TIMER_MS) };
+}
+
+/**
+ * PINGs `session` when it has received nothing for `intervalMs`, until it closes; a PING unanswered for
+ * `timeoutMs`, with nothing else received meanwhile either, calls `dead` with an error coded PING_TIMEOUT (the
+ * caller destroys the session with it). Any bytes in count as a sign of life, as grpc-go's client keepalive
+ * reads "activity" and Envoy extends its PING timeout on any frame: a busy backend whose PING ACK waits
+ * behind seconds of DATA (a slow link, a server that writes its frames in order) is alive, and killing its
+ * session would cut every response on it. The socket's byte count is read once per tick, nothing per
+ * request. Timers are unref'd: the tunnel's WebSocket keeps the agent alive, not an idle backend session.
  */
 export function keepAlive(
   session: ClientHttp2Session,
@@ -55,27 +90,47 @@ export function keepAlive(
   dead: (error: Error) => void,
 ): void {
   let timer: NodeJS.Timeout | undefined;
+  /** The socket's bytes read at the last look: more since means the backend is alive. */
+  let seen = bytesIn(session);
+  const alive = (): boolean => {
+    const now = bytesIn(session);
+    const more = now !== seen;
+    seen = now;
+    return more;
+  };
   const schedule = (ms: number, then: () => void): void => {
     timer = setTimeout(then, ms);
     timer.unref();
   };
-  const ping = (): void => {
+  const waitForAnswer = (): void => {
     if (session.destroyed) return;
-    schedule(settings.timeoutMs, () => {
-      const seconds = settings.timeoutMs / 1000;
-      dead(
-        Object.assign(new Error(`the backend left a PING unanswered for ${seconds} s`), {
-          code: PING_TIMEOUT,
-        }),
-      );
-    });
+    if (alive()) {
+      // No ACK yet, but frames came: the ACK is on its way behind them; wait once more.
+      schedule(settings.timeoutMs, waitForAnswer);
+      return;
+    }
+    const seconds = settings.timeoutMs / 1000;
+    dead(
+      Object.assign(new Error(`the backend left a PING unanswered for ${seconds} s`), {
+        code: PING_TIMEOUT,
+      }),
+    );
+  };
+  const tick = (): void => {
+    if (session.destroyed) return;
+    if (alive()) {
+      schedule(settings.intervalMs, tick);
+      return;
+    }
+    schedule(settings.timeoutMs, waitForAnswer);
     try {
       // The callback also runs, with an error, when the session is destroyed meanwhile: its 'close' has
       // stopped the timer by then.
       session.ping((err) => {
-        if (err !== null) return;
+        if (err !== null || session.destroyed) return;
         clearTimeout(timer);
-        schedule(settings.intervalMs, ping);
+        alive();
+        schedule(settings.intervalMs, tick);
       });
     } catch {
       // Destroyed between the check and the PING: nothing to keep alive.
@@ -83,5 +138,10 @@ export function keepAlive(
     }
   };
   session.once('close', () => clearTimeout(timer));
-  schedule(settings.intervalMs, ping);
+  schedule(settings.intervalMs, tick);
+}
+
+/** Bytes the session's socket has read (the proxy node:http2 hands out passes bytesRead through). */
+function bytesIn(session: ClientHttp2Session): number {
+  return session.destroyed ? 0 : (session.socket?.bytesRead ?? 0);
 }
