@@ -84,7 +84,7 @@ describe('a backend that stops answering (SIGSTOP)', () => {
       server: url,
       subdomain: 'stopped',
       h2c: true,
-      // Small, so the test waits about a second for the verdict (the defaults: 30 s and 20 s); the timeout
+      // Small, so the test waits about a second for the verdict (the defaults: 310 s and 20 s); the timeout
       // long enough that the call reaches the agent before the stopped backend's session is given up.
       backendKeepalive: { intervalMs: 200, timeoutMs: 1_000 },
       backendConnectTimeoutMs: 1_000,
@@ -251,6 +251,14 @@ describe('backendKeepalive, the option', () => {
       intervalMs: 2 ** 31 - 1,
       timeoutMs: 20_000,
     });
+  });
+
+  it("by default PINGs no more often than gRPC servers' own policy allows (grpc-go, grpc-java: one per 5 min)", () => {
+    // A 30 s default made a grpc-go server answer GOAWAY too_many_pings after three PINGs on a quiet call
+    // (a server-streaming watch), cutting the call every minute or two.
+    const settings = resolveKeepalive(undefined);
+    expect(settings).not.toBe(false);
+    expect(settings === false ? 0 : settings.intervalMs).toBeGreaterThan(5 * 60_000);
   });
 
   it('false turns the PINGs off (a backend whose PING policy would close its connections)', async () => {

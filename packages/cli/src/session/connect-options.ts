@@ -53,7 +53,7 @@ export interface ConnectOptions {
   backendConnectTimeoutMs?: number;
   /**
    * Keep-alive PINGs on the HTTP/2 backend's sessions (`--h2c`, or h2 by ALPN): one after `intervalMs`
-   * (default 30 s) with nothing received; a PING unanswered for `timeoutMs` (default 20 s) gives the
+   * (default 310 s, within gRPC servers' 5 min PING policy) with nothing received; a PING unanswered for `timeoutMs` (default 20 s) gives the
    * session up, failing its requests (a gRPC call with UNAVAILABLE) so the next one dials anew. `false`
    * sends none. Programmatic only, no CLI flag.
    */

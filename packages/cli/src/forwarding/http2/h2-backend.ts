@@ -43,7 +43,7 @@ export interface H2BackendOptions {
   maxSessions?: number;
   /** How long a dial may take, TCP, TLS and the backend's SETTINGS together (default 10 s). */
   connectTimeoutMs?: number | undefined;
-  /** PINGs on every session (default DEFAULT_KEEPALIVE: after 30 s quiet, 20 s to answer); false: none. */
+  /** PINGs on every session (default DEFAULT_KEEPALIVE: after 310 s quiet, 20 s to answer); false: none. */
   keepalive?: KeepaliveSettings | false | undefined;
   /** Told once when an https:// backend's ALPN choice becomes known (h2 or http/1.1). */
   onChosen?: ((protocol: BackendProtocol) => void) | undefined;

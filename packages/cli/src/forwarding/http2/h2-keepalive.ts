@@ -17,18 +17,19 @@ export interface KeepaliveSettings {
 }
 
 /**
- * 30 s between PINGs: Envoy's commonly configured interval and below the idle timeouts of NATs, conntrack and
- * cloud load balancers (60-350 s), so the PING also keeps such a middlebox from forgetting the flow; one PING
- * per session per 30 s costs nothing. 20 s to answer: grpc-go's keepalive timeout, long enough for a
- * backend in a GC pause or under load (node:http2 answers PINGs without the application), short enough that
- * a request to a dead backend fails within a minute rather than never. PINGs go only on a session that has
- * received nothing for the interval (a busy one needs none), whether or not streams are open: a gRPC server
- * that polices PINGs (grpc-go's and grpc-java's defaults allow one per 5 min while they send nothing) may say
- * GOAWAY `too_many_pings` after a few, which retires an idle session (the next request dials anew) but also
- * ends a call that stayed quiet that long: the interval then doubles for the pool's next sessions
- * (afterGoaway), as grpc-go's client does, and `backendKeepalive: false` turns the PINGs off.
+ * 310 s between PINGs: just above the 5 min that gRPC servers allow between a client's PINGs by default
+ * (grpc-go's and grpc-java's keepalive enforcement: a client that PINGs more often while the server sends
+ * nothing gets GOAWAY `too_many_pings` after a few, and that GOAWAY ends every call on the connection, a quiet
+ * server-streaming watch included). Envoy sends no upstream PINGs unless configured; a shorter interval would
+ * find a dead backend sooner but cut healthy quiet calls to the most common gRPC servers, so the default stays
+ * within their policy. PINGs go only on a session that has received nothing for the interval (a busy one
+ * needs none). 20 s to answer: grpc-go's keepalive timeout, long enough for a backend in a GC pause or under
+ * load (node:http2 answers PINGs without the application). A server with a stricter policy (grpc-go's also
+ * objects to PINGs on a session with no call open) still says `too_many_pings`: that retires an idle session
+ * (the next request dials anew) and doubles the interval for the pool's next sessions (afterGoaway), as
+ * grpc-go's client does; `backendKeepalive` sets both figures, and `false` turns the PINGs off.
  */
-export const DEFAULT_KEEPALIVE: Readonly<KeepaliveSettings> = { intervalMs: 30_000, timeoutMs: 20_000 };
+export const DEFAULT_KEEPALIVE: Readonly<KeepaliveSettings> = { intervalMs: 310_000, timeoutMs: 20_000 };
 
 /** The code of a session given up because a PING went unanswered (backend-error.ts words it). */
 export const PING_TIMEOUT = 'TUNNEL2_ERR_BACKEND_PING_TIMEOUT';
