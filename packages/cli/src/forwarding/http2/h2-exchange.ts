@@ -35,9 +35,8 @@ import {
   responseFields,
   trailerObject,
 } from './h2-fields.js';
-
-/** Frames of the tunnel stream that came while the backend session was being opened. */
-type Queued = { data: Buffer } | { trailers: Buffer } | { end: true };
+import { type Queued, trailersMayFollow } from './queued-frames.js';
+import { listenUntilClose } from './stream-listeners.js';
 
 /** The exchange's options with the HTTP/2 backend it forwards to. */
 export type H2ForwardOptions = ForwardOptions & { h2: H2Backend };
@@ -138,7 +137,10 @@ export class H2Exchange implements StreamHandler {
         try {
           h2 = opened.session.request(
             h2RequestHeaders(head.method, target.basePath + head.target, scheme, forwarded, this.#grpc),
-            { endStream: this.#headEnded, waitForTrailers: !this.#headEnded },
+            {
+              endStream: this.#headEnded,
+              waitForTrailers: !this.#headEnded && trailersMayFollow(this.#queued ?? []),
+            },
           );
         } catch (err) {
           opened.release();
@@ -241,9 +243,11 @@ export class H2Exchange implements StreamHandler {
       this.#owed = 0;
       this.#stream.consume(owed);
     };
-    h2.on('drain', pay);
-    h2.on('finish', pay);
-    h2.on('wantTrailers', () => {
+    // Taken off the stream again as it closes (stream-listeners.ts says why).
+    const on = listenUntilClose(h2);
+    on('drain', pay);
+    on('finish', pay);
+    on('wantTrailers', () => {
       // A stream cancelled meanwhile (its close() ends the writable side first) has nothing to send.
       if (h2.closed || h2.destroyed) return;
       try {
@@ -255,9 +259,9 @@ export class H2Exchange implements StreamHandler {
         this.#refuseRequest(`request trailers refused: ${(err as Error).message}`);
       }
     });
-    h2.on('headers', (headers, _flags, raw?: string[]) => this.#onInterim(headers, raw));
-    h2.on('response', (headers, flags, raw?: string[]) => this.#onResponse(headers, flags, raw));
-    h2.on('data', (chunk: Buffer) => {
+    on('headers', (headers, _flags, raw?: string[]) => this.#onInterim(headers, raw));
+    on('response', (headers, flags, raw?: string[]) => this.#onResponse(headers, flags, raw));
+    on('data', (chunk: Buffer) => {
       this.#bytes += chunk.length;
       this.#recorder?.responseData(chunk);
       if (!this.#stream.closed && !this.#stream.write(chunk)) {
@@ -265,21 +269,21 @@ export class H2Exchange implements StreamHandler {
         h2.pause();
       }
     });
-    h2.on('trailers', (headers, _flags, raw?: string[]) => {
+    on('trailers', (headers, _flags, raw?: string[]) => {
       this.#responseTrailers = responseFields(raw, headers);
     });
     // node:http2 also ends the readable side of a stream the backend reset with CANCEL (without an 'error'):
     // only an end with no reset code is the response's END_STREAM; the rest is read on 'close'.
-    h2.on('end', () => {
+    on('end', () => {
       if ((h2.rstCode ?? H2_NO_ERROR) === H2_NO_ERROR) this.#onResponseEnd();
     });
     let failure: Error | undefined;
     // A stream error (the backend's RST_STREAM, a lost session) is read on 'close', with the code.
-    h2.on('error', (err) => {
+    on('error', (err) => {
       failure = err;
     });
     const session = h2.session;
-    h2.on('close', () => {
+    on('close', () => {
       pay();
       this.#release?.();
       // A stream closed because its whole session went (the backend closed the connection, or its GOAWAY
