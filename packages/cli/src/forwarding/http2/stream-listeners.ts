@@ -14,10 +14,8 @@ type StreamListener = Parameters<ClientHttp2Stream['off']>[1];
  * This 'close' listener comes first, and an emit calls the listeners it started with, so the caller's own
  * 'close' listener still runs.
  */
-export function listenUntilClose(
-  stream: ClientHttp2Stream,
-): (event: string, listener: StreamListener) => void {
-  const attached: [string, StreamListener][] = [];
+export function listenUntilClose(stream: ClientHttp2Stream): ClientHttp2Stream['on'] {
+  const attached: [string | symbol, StreamListener][] = [];
   stream.once('close', () => {
     for (const [event, listener] of attached) stream.off(event, listener);
     attached.length = 0;
