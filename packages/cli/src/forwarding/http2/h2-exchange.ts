@@ -32,6 +32,7 @@ import {
 import { H2RequestBody } from './h2-request-body.js';
 import { H2ResponseRelay } from './h2-response-relay.js';
 import { closeCodeOf, streamEndOf } from './h2-stream-end.js';
+import { listenUntilClose } from './stream-listeners.js';
 
 /** The exchange's options with the HTTP/2 backend it forwards to. */
 export type H2ForwardOptions = ForwardOptions & { h2: H2Backend };
@@ -129,7 +130,10 @@ export class H2Exchange implements StreamHandler {
         try {
           h2 = opened.session.request(
             h2RequestHeaders(head.method, target.basePath + head.target, scheme, forwarded, this.#grpc),
-            { endStream: this.#headEnded, waitForTrailers: !this.#headEnded },
+            {
+              endStream: this.#headEnded,
+              waitForTrailers: !this.#headEnded && this.#body.trailersMayFollow(),
+            },
           );
         } catch (err) {
           opened.release();
@@ -202,20 +206,22 @@ export class H2Exchange implements StreamHandler {
 
   #attach(h2: ClientHttp2Stream): void {
     this.#h2 = h2;
-    this.#response.attach(h2);
+    // Every listener below comes off the stream again as it closes (stream-listeners.ts says why).
+    const on = listenUntilClose(h2);
+    this.#response.attach(h2, on);
     let failure: Error | undefined;
     // A stream error (the backend's RST_STREAM, a lost session) is read on 'close', with the code.
-    h2.on('error', (err) => {
+    on('error', (err) => {
       failure = err;
     });
     const session = h2.session;
-    h2.on('close', () => {
+    on('close', () => {
       this.#body.pay();
       this.#release?.();
       this.#onClose(closeCodeOf(h2, session), failure);
     });
     // Last: the frames queued while the session was being opened are written now.
-    this.#body.attach(h2);
+    this.#body.attach(h2, on);
   }
 
   /** The client's request cannot be sent on: its stream is reset and the backend's cancelled. */

@@ -2,9 +2,10 @@ import type { ClientHttp2Stream, OutgoingHttpHeaders } from 'node:http2';
 import type { ExchangeRecorder } from '@tunnel2/inspector';
 import { decodeRequestHead, type MuxStream } from '@tunnel2/protocol';
 import { trailerObject } from './h2-fields.js';
+import { type Queued, trailersMayFollow } from './queued-frames.js';
 
-/** Frames of the tunnel stream that came while the backend session was being opened. */
-export type QueuedFrame = { data: Buffer } | { trailers: Buffer } | { end: true };
+/** Frames of the tunnel stream that came while the backend session was being opened (queued-frames.ts). */
+export type QueuedFrame = Queued;
 
 /**
  * The request half of an HTTP/2 exchange (h2-exchange.ts): the body and trailers the edge sends after the
@@ -67,16 +68,27 @@ export class H2RequestBody {
     return queued;
   }
 
-  /** The backend stream the body goes to (again, for a replay): the queued frames are written to it now. */
-  attach(h2: ClientHttp2Stream): void {
+  /**
+   * Whether request trailers may still follow what came so far: the backend stream is opened with
+   * `waitForTrailers` only then (queued-frames.ts says what that saves a unary gRPC call).
+   */
+  trailersMayFollow(): boolean {
+    return trailersMayFollow(this.#queued ?? []);
+  }
+
+  /**
+   * The backend stream the body goes to (again, for a replay): the queued frames are written to it now.
+   * `on` adds a listener that comes off the stream as it closes (stream-listeners.ts).
+   */
+  attach(h2: ClientHttp2Stream, on: ClientHttp2Stream['on']): void {
     this.#h2 = h2;
     const queued = this.takeQueued();
     // Credit owed for bytes the backend stream buffered goes back when they are taken: at 'drain', or at
     // 'finish' (node emits no 'drain' once end() was called, so the body's last bytes would stay owed,
     // holding the tunnel stream open and their share of the session's window for good), or at 'close'.
-    h2.on('drain', () => this.pay());
-    h2.on('finish', () => this.pay());
-    h2.on('wantTrailers', () => {
+    on('drain', () => this.pay());
+    on('finish', () => this.pay());
+    on('wantTrailers', () => {
       // A stream cancelled meanwhile (its close() ends the writable side first) has nothing to send.
       if (h2.closed || h2.destroyed) return;
       try {

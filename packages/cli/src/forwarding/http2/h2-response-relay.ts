@@ -52,12 +52,15 @@ export class H2ResponseRelay {
     return this.#endAfterDrain;
   }
 
-  /** Listens to the backend stream's answer (again, for a replay). */
-  attach(h2: ClientHttp2Stream): void {
+  /**
+   * Listens to the backend stream's answer (again, for a replay), through `on`: listeners that come off the
+   * stream as it closes (stream-listeners.ts).
+   */
+  attach(h2: ClientHttp2Stream, on: ClientHttp2Stream['on']): void {
     this.#h2 = h2;
-    h2.on('headers', (headers, _flags, raw?: string[]) => this.#onInterim(headers, raw));
-    h2.on('response', (headers, flags, raw?: string[]) => this.#onResponse(headers, flags, raw));
-    h2.on('data', (chunk: Buffer) => {
+    on('headers', (headers, _flags, raw?: string[]) => this.#onInterim(headers, raw));
+    on('response', (headers, flags, raw?: string[]) => this.#onResponse(headers, flags, raw));
+    on('data', (chunk: Buffer) => {
       this.bytes += chunk.length;
       this.#recorder()?.responseData(chunk);
       if (!this.#stream.closed && !this.#stream.write(chunk)) {
@@ -65,13 +68,13 @@ export class H2ResponseRelay {
         h2.pause();
       }
     });
-    h2.on('trailers', (headers, _flags, raw?: string[]) => {
+    on('trailers', (headers, _flags, raw?: string[]) => {
       this.#trailers = responseFields(raw, headers);
       this.#recorder()?.responseTrailers(this.#trailers);
     });
     // node:http2 also ends the readable side of a stream the backend reset with CANCEL (without an 'error'):
     // only an end with no reset code is the response's END_STREAM; the rest is read on 'close'.
-    h2.on('end', () => {
+    on('end', () => {
       if ((h2.rstCode ?? H2_NO_ERROR) === H2_NO_ERROR) this.#onEnd();
     });
   }
