@@ -87,7 +87,7 @@ describe('host and :authority on the HTTP/2 side', () => {
     expect(answer.body.toString().toLowerCase()).toBe(`backend saw open.localhost:${port}`);
   });
 
-  it('routes by :authority when host names it with the scheme\'s default port (an equivalent, as Envoy)', async () => {
+  it("routes by :authority when host names it with the scheme's default port (an equivalent, as Envoy)", async () => {
     const session = h2c(port);
     // A proxy in front that writes `host` with the port spelled out while :authority leaves it implied.
     const answer = await h2Request(session, {
