@@ -216,6 +216,34 @@ describe('RFC 8441 WebSockets over h2c', () => {
     s.close();
   });
 
+  it("keeps a message the client sends before the answer until the backend's 101, then delivers it", async () => {
+    const s = await session();
+    // No wait for the :status 200: the first message is in the stream's first DATA, with the request.
+    const stream = s.request(
+      {
+        ':method': 'CONNECT',
+        ':protocol': 'websocket',
+        ':scheme': 'http',
+        ':path': '/echo',
+        ':authority': `chat.localhost:${port}`,
+        'sec-websocket-version': '13',
+      },
+      { endStream: false },
+    );
+    stream.on('error', () => {});
+    const frames = new FrameReader();
+    stream.on('data', (chunk: Buffer) => frames.push(chunk));
+    stream.write(clientFrame(OPCODE.text, 'early bird'));
+    const head = await new Promise<IncomingHttpHeaders>((resolve) => stream.once('response', resolve));
+    expect(head[':status']).toBe(200);
+    stream.write(clientFrame(OPCODE.text, 'second'));
+    const [first, second] = await frames.next(2);
+    expect(first!.payload.toString()).toBe('early bird');
+    expect(second!.payload.toString()).toBe('second');
+    stream.close(constants.NGHTTP2_CANCEL);
+    s.close();
+  });
+
   it('a client that resets its stream closes the backend socket', async () => {
     const s = await session();
     const seen = nextAccepted();

@@ -45,8 +45,14 @@ export class StreamUpgradeTunnel implements StreamHandler {
     req.on('error', () => {});
   }
 
-  /** The client's bytes (WebSocket frames) flow into the stream with backpressure; its END_STREAM ends it. */
-  pumpClientBytes(): void {
+  /**
+   * Once the backend switched: the client's bytes (WebSocket frames) flow into the stream with
+   * backpressure; its END_STREAM ends it. Not before: the agent has no backend socket to write them to
+   * until the 101 (it would drop them), so a message the client sends with its request waits here, in
+   * the request's buffer and the h2 stream's window (bounded), and an answer that refuses the upgrade
+   * never sees it.
+   */
+  #pumpClientBytes(): void {
     const req = this.#req;
     req.on('data', (chunk: Buffer) => {
       if (!this.#stream.write(chunk)) req.pause();
@@ -79,7 +85,10 @@ export class StreamUpgradeTunnel implements StreamHandler {
     this.#headSent = true;
     // Sent now: a WebSocket server may wait for the client's first message before writing anything. (A
     // head with END_STREAM is followed by onEnd, from the stream.)
-    if (check.kind === 'switch') res.flushHeaders();
+    if (check.kind === 'switch') {
+      res.flushHeaders();
+      this.#pumpClientBytes();
+    }
   }
 
   onData(chunk: Buffer): void {
