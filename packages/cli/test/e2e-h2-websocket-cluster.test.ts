@@ -22,11 +22,14 @@ let tunnel: Tunnel;
 const closes: number[] = [];
 let onClose: (() => void) | undefined;
 let lastHeaders: IncomingHttpHeaders = {};
+const RESPONSE_TIMEOUT_MS = 1_000;
 
 beforeAll(async () => {
   backend = createServer((_req, res) => res.end('plain'));
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   backend.on('upgrade', (req, socket, head) => {
+    // Accepted, never answered: the owner answers 504 at its response timeout.
+    if (req.url === '/silent') return;
     if (req.url === '/forbidden') {
       socket.end(
         'HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\nnot allowed!',
@@ -43,7 +46,11 @@ beforeAll(async () => {
     });
   });
   await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  ({ a, b, portA } = await twoNodes());
+  // Short response timeouts, so that a backend that never answers the upgrade is answered soon.
+  ({ a, b, portA } = await twoNodes({
+    a: { responseTimeoutMs: RESPONSE_TIMEOUT_MS },
+    b: { responseTimeoutMs: RESPONSE_TIMEOUT_MS },
+  }));
   tunnel = await connect({
     target: (backend.address() as AddressInfo).port,
     server: b.url,
@@ -141,5 +148,23 @@ describe('RFC 8441 WebSockets across nodes', () => {
     s.close();
     expect(head[':status']).toBe(403);
     expect(Buffer.concat(chunks).toString()).toBe('not allowed!');
+  });
+
+  it("answers the owner's 504 for a backend that never answers the upgrade; the owner is not marked unreachable", async () => {
+    const s = await session();
+    const stream = s.request({
+      ':method': 'CONNECT',
+      ':protocol': 'websocket',
+      ':scheme': 'http',
+      ':path': '/silent',
+      ':authority': `chat.localhost:${portA}`,
+      'sec-websocket-version': '13',
+    });
+    stream.on('error', () => {});
+    const head = await new Promise<IncomingHttpHeaders>((resolve) => stream.once('response', resolve));
+    s.close();
+    // The owner's own answer at its response timeout, not the ingress node calling a live owner unreachable.
+    expect(head[':status']).toBe(504);
+    expect(head['x-tunnel2-error']).toBe('TUNNEL2_ERR_RESPONSE_TIMEOUT');
   });
 });
