@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type ClientHttp2Session, type ClientHttp2Stream, constants } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
-import { buildEdge, type Edge, installRequestIds } from '@tunnel2/edge';
+import { buildEdge, createEdgeMetrics, type Edge, installRequestIds } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { connect, type Tunnel } from '../src/index.js';
@@ -242,6 +242,29 @@ describe('RFC 8441 WebSockets over h2c', () => {
     expect(second!.payload.toString()).toBe('second');
     stream.close(constants.NGHTTP2_CANCEL);
     s.close();
+  });
+
+  it('counts a WebSocket once, as an upgrade (as over HTTP/1.1), not as a request of its lifetime', async () => {
+    const metrics = createEdgeMetrics(edge, 'test');
+    try {
+      const upgradesOf = async (): Promise<number> => {
+        const { body } = await metrics.render();
+        const line = body.split('\n').find((l) => l.startsWith('tunnel2_websocket_upgrades_total '));
+        return Number(line?.split(' ')[1] ?? 0);
+      };
+      const requests = await metrics.requestTotals();
+      const s = await session();
+      const ws = await open(s, '/echo');
+      expect(ws.status).toBe(200);
+      ws.stream.end(clientClose(1000));
+      await ws.closed;
+      s.close();
+      expect(await upgradesOf()).toBe(1);
+      // Neither a 2xx of an hour-long "request" in the latency histogram nor an aborted one.
+      expect(await metrics.requestTotals()).toEqual(requests);
+    } finally {
+      metrics.close();
+    }
   });
 
   it('a client that resets its stream closes the backend socket', async () => {
