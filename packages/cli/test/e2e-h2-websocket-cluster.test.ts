@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type ClientHttp2Session, constants } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
@@ -23,13 +24,22 @@ const closes: number[] = [];
 let onClose: (() => void) | undefined;
 let lastHeaders: IncomingHttpHeaders = {};
 const RESPONSE_TIMEOUT_MS = 1_000;
+/** The /silent upgrades' sockets: never answered, closed at the end (the backend's close waits for them). */
+const silent: Duplex[] = [];
 
 beforeAll(async () => {
   backend = createServer((_req, res) => res.end('plain'));
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   backend.on('upgrade', (req, socket, head) => {
     // Accepted, never answered: the owner answers 504 at its response timeout.
-    if (req.url === '/silent') return;
+    if (req.url === '/silent') {
+      silent.push(socket);
+      return;
+    }
+    if (req.url === '/ignores-upgrade') {
+      socket.end('HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n<p>a page</p>');
+      return;
+    }
     if (req.url === '/forbidden') {
       socket.end(
         'HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\nnot allowed!',
@@ -62,6 +72,7 @@ afterAll(async () => {
   await tunnel.close(0);
   await a.close(0);
   await b.close(0);
+  for (const socket of silent) socket.destroy();
   backend.closeAllConnections();
   await new Promise((resolve) => backend.close(resolve));
 });
@@ -166,5 +177,21 @@ describe('RFC 8441 WebSockets across nodes', () => {
     // The owner's own answer at its response timeout, not the ingress node calling a live owner unreachable.
     expect(head[':status']).toBe(504);
     expect(head['x-tunnel2-error']).toBe('TUNNEL2_ERR_RESPONSE_TIMEOUT');
+  });
+
+  it('answers 502 across nodes when the backend answers the upgrade 200, not 101', async () => {
+    const s = await session();
+    const stream = s.request({
+      ':method': 'CONNECT',
+      ':protocol': 'websocket',
+      ':scheme': 'http',
+      ':path': '/ignores-upgrade',
+      ':authority': `chat.localhost:${portA}`,
+      'sec-websocket-version': '13',
+    });
+    stream.on('error', () => {});
+    const head = await new Promise<IncomingHttpHeaders>((resolve) => stream.once('response', resolve));
+    s.close();
+    expect(head[':status']).toBe(502);
   });
 });

@@ -53,6 +53,11 @@ beforeAll(async () => {
       stalled?.(socket as Socket);
       return;
     }
+    if (req.url === '/ignores-upgrade') {
+      // A backend that serves the path as a page, not seeing the upgrade: 200, not 101.
+      socket.end('HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\n\r\n<p>a page</p>');
+      return;
+    }
     if (req.url === '/forbidden') {
       socket.end(
         'HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\nnot allowed!',
@@ -291,6 +296,16 @@ describe('RFC 8441 WebSockets over h2c', () => {
     await ws.ended;
     await ws.closed;
     s.close();
+  });
+
+  it('answers 502 when the backend answers the upgrade 200 (RFC 8441: any 2xx would read as accepted)', async () => {
+    const s = await session();
+    const ws = await open(s, '/ignores-upgrade');
+    await ws.closed;
+    s.close();
+    expect(ws.status).toBe(502);
+    expect(ws.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_STREAM_FAILED');
+    expect(ws.body()).not.toContain('a page');
   });
 
   it("passes a backend's refusal on as the HTTP/2 response", async () => {

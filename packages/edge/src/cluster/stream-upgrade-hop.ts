@@ -6,7 +6,7 @@ import { sendEdgeError, sendRefusal } from '../answers/error-response.js';
 import { unreachableOwner } from '../answers/refusals.js';
 import { EdgeErrorCode } from '../errors.js';
 import type { PublicResponse } from '../exchange/public-message.js';
-import { acceptedFields } from '../exchange/stream-upgrade-tunnel.js';
+import { acceptedFields, isSuccess } from '../exchange/stream-upgrade-tunnel.js';
 import type { OwnerEntry } from '../public/cross-node.js';
 import { hopOrigin } from '../public/forwarding-headers.js';
 import type { PublicRequest } from '../public/public-request.js';
@@ -106,7 +106,19 @@ export function forwardStreamUpgrade(
   outgoing.once('response', (answer: IncomingMessage) => {
     clearTimeout(timer);
     res.off('close', onClientGone);
-    res.writeHead(answer.statusCode ?? 502, withoutHopByHop(answer.rawHeaders));
+    const status = answer.statusCode ?? 502;
+    if (isSuccess(status)) {
+      // Not a switch, yet a 2xx would accept the WebSocket (as StreamUpgradeTunnel refuses it).
+      answer.destroy();
+      sendEdgeError(
+        res,
+        EdgeErrorCode.STREAM_FAILED,
+        `tunnel ${name}: the backend answered the WebSocket upgrade ${status}, not 101`,
+      );
+      settle(false);
+      return;
+    }
+    res.writeHead(status, withoutHopByHop(answer.rawHeaders));
     answer.on('data', (chunk: Buffer) => {
       if (!res.write(chunk)) answer.pause();
     });

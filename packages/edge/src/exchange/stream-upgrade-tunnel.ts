@@ -72,6 +72,12 @@ export class StreamUpgradeTunnel implements StreamHandler {
     const { head, check } = framed;
     // Interim heads are not relayed on an upgrade (the framing still counts them against a flood).
     if (check.kind === 'interim') return;
+    if (check.kind !== 'switch' && isSuccess(head.status)) {
+      // RFC 8441 §5: any 2xx accepts the WebSocket; a backend that did not switch (it served the path as
+      // a page) would have its body read as WebSocket frames.
+      this.#invalidHead(`${head.status} to a WebSocket upgrade (only 101 accepts it)`);
+      return;
+    }
     this.#clearTimer();
     const res = this.#res;
     try {
@@ -199,6 +205,11 @@ export class StreamUpgradeTunnel implements StreamHandler {
       this.#timer = undefined;
     }
   }
+}
+
+/** A 2xx: what accepts an RFC 8441 WebSocket, so only the edge's mapping of a 101 may send one. */
+export function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300;
 }
 
 /**
