@@ -18,7 +18,8 @@ import { type ForwardingContext, unreachable } from './forward-arrival.js';
  * the same HTTP/1.1 upgrade an HTTP/1.1 client's would be relayed as (the request head cleaned and signed,
  * `cluster.hopHeaders`), and handles it as a local one. Node's HTTP client reads the owner's answer: its
  * 101 becomes the stream's `:status 200` (as `StreamUpgradeTunnel` makes a backend's), then bytes flow
- * both ways, each side paused while the other is full; any other answer is passed on as the response.
+ * both ways, each side paused while the other is full; any other answer is passed on as the response,
+ * but a 2xx (it would read as accepted: a 502).
  */
 export function forwardStreamUpgrade(
   request: PublicRequest,

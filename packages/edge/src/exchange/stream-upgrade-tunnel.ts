@@ -18,7 +18,8 @@ const { constants } = process.getBuiltinModule('node:http2');
  * An RFC 8441 WebSocket (an HTTP/2 stream opened with extended CONNECT) carried over one tunnel stream, as
  * `UpgradeTunnel` carries an HTTP/1.1 one: the backend answers the upgrade the edge made of it; its 101 is
  * the stream's `:status 200` (RFC 8441 §5), then bytes flow both ways as the h2 stream's DATA, each side
- * paused while the other's window or buffer is full. Any other answer is passed on as the h2 response.
+ * paused while the other's window or buffer is full. Any other answer is passed on as the h2 response, but
+ * a 2xx (it would read as accepted: a 502).
  * END_STREAM on either side ends the tunnel stream's side; a reset on either side resets the other.
  */
 export class StreamUpgradeTunnel implements StreamHandler {
