@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type ClientHttp2Session, constants } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -193,5 +193,41 @@ describe('RFC 8441 WebSockets across nodes', () => {
     const head = await new Promise<IncomingHttpHeaders>((resolve) => stream.once('response', resolve));
     s.close();
     expect(head[':status']).toBe(502);
+  });
+
+  it('answers 502 NODE_UNREACHABLE at once when the owner node does not accept the connection', async () => {
+    // A node that advertises an address nothing listens on (a node gone without withdrawing its record).
+    const closed = createNetServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const deadPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const pair = await twoNodes({ b: { cluster: { nodeUrl: `http://127.0.0.1:${deadPort}` } } });
+    const agent = await connect({
+      target: (backend.address() as AddressInfo).port,
+      server: pair.b.url,
+      subdomain: 'far',
+    });
+    try {
+      const s = h2c(pair.portA);
+      await new Promise((resolve) => s.once('remoteSettings', resolve));
+      const stream = s.request({
+        ':method': 'CONNECT',
+        ':protocol': 'websocket',
+        ':scheme': 'http',
+        ':path': '/echo',
+        ':authority': `far.localhost:${pair.portA}`,
+        'sec-websocket-version': '13',
+      });
+      stream.on('error', () => {});
+      const head = await new Promise<IncomingHttpHeaders>((resolve) => stream.once('response', resolve));
+      s.close();
+      expect(head[':status']).toBe(502);
+      expect(head['x-tunnel2-error']).toBe('TUNNEL2_ERR_NODE_UNREACHABLE');
+      expect(head['retry-after']).toBe('5');
+    } finally {
+      await agent.close(0);
+      await pair.a.close(0);
+      await pair.b.close(0);
+    }
   });
 });
