@@ -429,4 +429,45 @@ describe('RFC 8441 WebSockets over h2c', () => {
     socket.destroy();
     s.close();
   });
+
+  it('edge.close: GOAWAY at once, an open WebSocket keeps working through the grace, then its stream ends', async () => {
+    const own = buildEdge({ port: 0, logger: silent });
+    const ownPort = (await own.listen()).port;
+    const agent = await connect({
+      target: (backend.address() as AddressInfo).port,
+      server: own.url,
+      subdomain: 'closing',
+    });
+    const s = h2c(ownPort);
+    s.on('error', () => {});
+    await new Promise((resolve) => s.once('remoteSettings', resolve));
+    const goaway = new Promise<void>((resolve) => s.once('goaway', () => resolve()));
+    const stream = s.request({
+      ':method': 'CONNECT',
+      ':protocol': 'websocket',
+      ':scheme': 'http',
+      ':path': '/echo',
+      ':authority': `closing.localhost:${ownPort}`,
+      'sec-websocket-version': '13',
+    });
+    stream.on('error', () => {});
+    const frames = new FrameReader();
+    stream.on('data', (chunk: Buffer) => frames.push(chunk));
+    const closedStream = new Promise<void>((resolve) => stream.once('close', resolve));
+    const head = await new Promise<IncomingHttpHeaders>((resolve) => stream.once('response', resolve));
+    expect(head[':status']).toBe(200);
+    const seen = accepted.at(-1)!;
+    const stopped = own.close(1_500);
+    await goaway;
+    // Within the grace: the WebSocket still carries messages both ways.
+    stream.write(clientFrame(OPCODE.text, 'still here'));
+    const [echo] = await frames.next(1);
+    expect(echo!.payload.toString()).toBe('still here');
+    await stopped;
+    await closedStream;
+    // The backend's socket is not left open past the edge's stop.
+    expect(await seen.closed).toBe(1006);
+    await agent.close(0);
+    s.destroy();
+  });
 });
