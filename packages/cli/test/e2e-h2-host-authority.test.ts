@@ -87,6 +87,42 @@ describe('host and :authority on the HTTP/2 side', () => {
     expect(answer.body.toString().toLowerCase()).toBe(`backend saw open.localhost:${port}`);
   });
 
+  it("routes by :authority when host names it with the scheme's default port (an equivalent, as Envoy)", async () => {
+    const session = h2c(port);
+    // A proxy in front that writes `host` with the port spelled out while :authority leaves it implied.
+    const answer = await h2Request(session, {
+      ':path': '/',
+      ':scheme': 'http',
+      ':authority': 'open.localhost',
+      host: 'OPEN.localhost:80',
+    });
+    const reverse = await h2Request(session, {
+      ':path': '/',
+      ':scheme': 'http',
+      ':authority': 'open.localhost:80',
+      host: 'open.localhost',
+    });
+    // An IPv6 literal: `[::1]:80` and `[::1]` are one authority (the edge's own landing page, not a 400).
+    const literal = await h2Request(session, {
+      ':path': '/',
+      ':scheme': 'http',
+      ':authority': '[::1]',
+      host: '[::1]:80',
+    });
+    // https's default port is not http's: still a conflict.
+    const otherPort = await h2Request(session, {
+      ':path': '/',
+      ':scheme': 'http',
+      ':authority': 'open.localhost',
+      host: 'open.localhost:443',
+    });
+    session.close();
+    expect(answer.status).toBe(200);
+    expect(reverse.status).toBe(200);
+    expect(literal.status).toBe(200);
+    expect(otherPort.status).toBe(400);
+  });
+
   it('routes a request with host and no :authority by host', async () => {
     const session = h2c(port);
     // node:http2 sends no :authority of its own when the request names its host.

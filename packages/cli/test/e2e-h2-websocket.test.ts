@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type ClientHttp2Session, type ClientHttp2Stream, constants } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
-import { buildEdge, type Edge, installRequestIds } from '@tunnel2/edge';
+import { buildEdge, createEdgeMetrics, type Edge, installRequestIds } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { connect, type Tunnel } from '../src/index.js';
@@ -51,6 +51,11 @@ beforeAll(async () => {
         `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
       );
       stalled?.(socket as Socket);
+      return;
+    }
+    if (req.url === '/ignores-upgrade') {
+      // A backend that serves the path as a page, not seeing the upgrade: 200, not 101.
+      socket.end('HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\n\r\n<p>a page</p>');
       return;
     }
     if (req.url === '/forbidden') {
@@ -216,6 +221,57 @@ describe('RFC 8441 WebSockets over h2c', () => {
     s.close();
   });
 
+  it("keeps a message the client sends before the answer until the backend's 101, then delivers it", async () => {
+    const s = await session();
+    // No wait for the :status 200: the first message is in the stream's first DATA, with the request.
+    const stream = s.request(
+      {
+        ':method': 'CONNECT',
+        ':protocol': 'websocket',
+        ':scheme': 'http',
+        ':path': '/echo',
+        ':authority': `chat.localhost:${port}`,
+        'sec-websocket-version': '13',
+      },
+      { endStream: false },
+    );
+    stream.on('error', () => {});
+    const frames = new FrameReader();
+    stream.on('data', (chunk: Buffer) => frames.push(chunk));
+    stream.write(clientFrame(OPCODE.text, 'early bird'));
+    const head = await new Promise<IncomingHttpHeaders>((resolve) => stream.once('response', resolve));
+    expect(head[':status']).toBe(200);
+    stream.write(clientFrame(OPCODE.text, 'second'));
+    const [first, second] = await frames.next(2);
+    expect(first!.payload.toString()).toBe('early bird');
+    expect(second!.payload.toString()).toBe('second');
+    stream.close(constants.NGHTTP2_CANCEL);
+    s.close();
+  });
+
+  it('counts a WebSocket once, as an upgrade (as over HTTP/1.1), not as a request of its lifetime', async () => {
+    const metrics = createEdgeMetrics(edge, 'test');
+    try {
+      const upgradesOf = async (): Promise<number> => {
+        const { body } = await metrics.render();
+        const line = body.split('\n').find((l) => l.startsWith('tunnel2_websocket_upgrades_total '));
+        return Number(line?.split(' ')[1] ?? 0);
+      };
+      const requests = await metrics.requestTotals();
+      const s = await session();
+      const ws = await open(s, '/echo');
+      expect(ws.status).toBe(200);
+      ws.stream.end(clientClose(1000));
+      await ws.closed;
+      s.close();
+      expect(await upgradesOf()).toBe(1);
+      // Neither a 2xx of an hour-long "request" in the latency histogram nor an aborted one.
+      expect(await metrics.requestTotals()).toEqual(requests);
+    } finally {
+      metrics.close();
+    }
+  });
+
   it('a client that resets its stream closes the backend socket', async () => {
     const s = await session();
     const seen = nextAccepted();
@@ -240,6 +296,16 @@ describe('RFC 8441 WebSockets over h2c', () => {
     await ws.ended;
     await ws.closed;
     s.close();
+  });
+
+  it('answers 502 when the backend answers the upgrade 200 (RFC 8441: any 2xx would read as accepted)', async () => {
+    const s = await session();
+    const ws = await open(s, '/ignores-upgrade');
+    await ws.closed;
+    s.close();
+    expect(ws.status).toBe(502);
+    expect(ws.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_STREAM_FAILED');
+    expect(ws.body()).not.toContain('a page');
   });
 
   it("passes a backend's refusal on as the HTTP/2 response", async () => {
@@ -362,5 +428,46 @@ describe('RFC 8441 WebSockets over h2c', () => {
     await ended;
     socket.destroy();
     s.close();
+  });
+
+  it('edge.close: GOAWAY at once, an open WebSocket keeps working through the grace, then its stream ends', async () => {
+    const own = buildEdge({ port: 0, logger: silent });
+    const ownPort = (await own.listen()).port;
+    const agent = await connect({
+      target: (backend.address() as AddressInfo).port,
+      server: own.url,
+      subdomain: 'closing',
+    });
+    const s = h2c(ownPort);
+    s.on('error', () => {});
+    await new Promise((resolve) => s.once('remoteSettings', resolve));
+    const goaway = new Promise<void>((resolve) => s.once('goaway', () => resolve()));
+    const stream = s.request({
+      ':method': 'CONNECT',
+      ':protocol': 'websocket',
+      ':scheme': 'http',
+      ':path': '/echo',
+      ':authority': `closing.localhost:${ownPort}`,
+      'sec-websocket-version': '13',
+    });
+    stream.on('error', () => {});
+    const frames = new FrameReader();
+    stream.on('data', (chunk: Buffer) => frames.push(chunk));
+    const closedStream = new Promise<void>((resolve) => stream.once('close', resolve));
+    const head = await new Promise<IncomingHttpHeaders>((resolve) => stream.once('response', resolve));
+    expect(head[':status']).toBe(200);
+    const seen = accepted.at(-1)!;
+    const stopped = own.close(1_500);
+    await goaway;
+    // Within the grace: the WebSocket still carries messages both ways.
+    stream.write(clientFrame(OPCODE.text, 'still here'));
+    const [echo] = await frames.next(1);
+    expect(echo!.payload.toString()).toBe('still here');
+    await stopped;
+    await closedStream;
+    // The backend's socket is not left open past the edge's stop.
+    expect(await seen.closed).toBe(1006);
+    await agent.close(0);
+    s.destroy();
   });
 });

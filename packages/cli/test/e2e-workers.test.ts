@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { type AddressInfo, createServer } from 'node:net';
 import { createTestBackend } from '@tunnel2/test-backend';
 import { type RedisServer, startRedisServer } from '@tunnel2/test-services';
@@ -11,6 +12,7 @@ import { type Spawned, spawnCli } from './support/processes.js';
 import { silent, until } from './support/stack.js';
 import { portRange, sendAndHash, startHashServer } from './support/tcp-stack.js';
 import { startWsBackend, type WsBackend } from './support/ws-backend.js';
+import { clientClose, clientFrame, FrameReader, OPCODE } from './support/ws-frames.js';
 
 // `tunnel2 server --workers N` as a real process: N edge workers share the ports, agents and public
 // connections land on any of them (the kernel spreads them with SO_REUSEPORT on Linux, node:cluster hands
@@ -173,6 +175,35 @@ describe.each([2, 4])('tunnel2 server --workers %i', (workers) => {
   it('carries WebSockets to the agent from whichever worker takes the upgrade', async () => {
     for (let i = 0; i < workers + 1; i++) {
       expect(await wsEcho(port, `ws${workers}`, `hello ${i}`)).toBe(`hello ${i}`);
+    }
+  });
+
+  it('carries RFC 8441 WebSockets (h2c extended CONNECT) from whichever worker takes the connection', async () => {
+    // A connection each: the kernel places them over the workers, most away from the agent's.
+    for (let i = 0; i < workers * 2; i++) {
+      const session = h2c(port);
+      try {
+        await new Promise((resolve) => session.once('remoteSettings', resolve));
+        const stream = session.request({
+          ':method': 'CONNECT',
+          ':protocol': 'websocket',
+          ':scheme': 'http',
+          ':path': '/echo',
+          ':authority': `ws${workers}.localhost`,
+          'sec-websocket-version': '13',
+        });
+        stream.on('error', () => {});
+        const frames = new FrameReader();
+        stream.on('data', (chunk: Buffer) => frames.push(chunk));
+        const head = await new Promise<IncomingHttpHeaders>((resolve) => stream.once('response', resolve));
+        expect(head[':status']).toBe(200);
+        stream.write(clientFrame(OPCODE.text, `h2 hello ${i}`));
+        const [echo] = await frames.next(1);
+        expect(echo!.payload.toString()).toBe(`h2 hello ${i}`);
+        stream.end(clientClose(1000));
+      } finally {
+        session.close();
+      }
     }
   });
 

@@ -2,10 +2,11 @@ import { type ClientRequest, request as httpRequest, type IncomingMessage } from
 import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import { withoutHopByHop } from '@tunnel2/protocol';
-import { sendRefusal } from '../answers/error-response.js';
+import { sendEdgeError, sendRefusal } from '../answers/error-response.js';
 import { unreachableOwner } from '../answers/refusals.js';
+import { EdgeErrorCode } from '../errors.js';
 import type { PublicResponse } from '../exchange/public-message.js';
-import { acceptedFields } from '../exchange/stream-upgrade-tunnel.js';
+import { acceptedFields, isSuccess } from '../exchange/stream-upgrade-tunnel.js';
 import type { OwnerEntry } from '../public/cross-node.js';
 import { hopOrigin } from '../public/forwarding-headers.js';
 import type { PublicRequest } from '../public/public-request.js';
@@ -17,7 +18,8 @@ import { type ForwardingContext, unreachable } from './forward-arrival.js';
  * the same HTTP/1.1 upgrade an HTTP/1.1 client's would be relayed as (the request head cleaned and signed,
  * `cluster.hopHeaders`), and handles it as a local one. Node's HTTP client reads the owner's answer: its
  * 101 becomes the stream's `:status 200` (as `StreamUpgradeTunnel` makes a backend's), then bytes flow
- * both ways, each side paused while the other is full; any other answer is passed on as the response.
+ * both ways, each side paused while the other is full; any other answer is passed on as the response,
+ * but a 2xx (it would read as accepted: a 502).
  */
 export function forwardStreamUpgrade(
   request: PublicRequest,
@@ -49,11 +51,26 @@ export function forwardStreamUpgrade(
     headers,
     agent: false,
   });
-  // Until the owner answers the upgrade (as a local upgrade waits for its backend's answer).
-  const timer = setTimeout(
-    () => outgoing.destroy(new Error('no answer to the upgrade')),
-    context.responseTimeoutMs,
+  // As the HTTP/1.1 upgrade's hop (node-hop.ts): an owner that does not accept the connection within the
+  // cluster's connect timeout is unreachable. Once connected, the owner answers 504 itself at its own
+  // response timeout (started later than any here): this node waits that long and a margin, as the hop's
+  // headers timeout does (cluster.ts), so a slow backend is never taken for a dead node.
+  let connected = false;
+  let timedOut = false;
+  let timer = setTimeout(
+    () => outgoing.destroy(new Error('connect timeout')),
+    cluster.options.connectTimeoutMs,
   );
+  outgoing.once('socket', (socket: Socket) => {
+    socket.once(secure ? 'secureConnect' : 'connect', () => {
+      connected = true;
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        timedOut = true;
+        outgoing.destroy(new Error('no answer to the upgrade'));
+      }, context.responseTimeoutMs + OWNER_ANSWER_MARGIN_MS);
+    });
+  });
   const onClientGone = (): void => {
     outgoing.destroy();
     settle(false);
@@ -63,8 +80,20 @@ export function forwardStreamUpgrade(
   outgoing.on('error', (err) => {
     if (settled || res.headersSent) return;
     res.off('close', onClientGone);
-    unreachable(cluster, owner, name, context, err);
-    sendRefusal(res, unreachableOwner(name, owner));
+    if (timedOut) {
+      sendEdgeError(
+        res,
+        EdgeErrorCode.RESPONSE_TIMEOUT,
+        `tunnel ${name}: node ${owner.nodeId} did not answer the upgrade`,
+      );
+    } else if (!connected) {
+      unreachable(cluster, owner, name, context, err);
+      sendRefusal(res, unreachableOwner(name, owner));
+    } else {
+      // The connection was accepted, then lost: the owner may be restarting; not marked unreachable here.
+      context.logger.warn({ err, session: name, node: owner.nodeId }, 'cluster: upgrade hop failed');
+      sendRefusal(res, unreachableOwner(name, owner));
+    }
     settle(false);
   });
   outgoing.once('upgrade', (answer: IncomingMessage, socket: Socket, head: Buffer) => {
@@ -78,7 +107,19 @@ export function forwardStreamUpgrade(
   outgoing.once('response', (answer: IncomingMessage) => {
     clearTimeout(timer);
     res.off('close', onClientGone);
-    res.writeHead(answer.statusCode ?? 502, withoutHopByHop(answer.rawHeaders));
+    const status = answer.statusCode ?? 502;
+    if (isSuccess(status)) {
+      // Not a switch, yet a 2xx would accept the WebSocket (as StreamUpgradeTunnel refuses it).
+      answer.destroy();
+      sendEdgeError(
+        res,
+        EdgeErrorCode.STREAM_FAILED,
+        `tunnel ${name}: the backend answered the WebSocket upgrade ${status}, not 101`,
+      );
+      settle(false);
+      return;
+    }
+    res.writeHead(status, withoutHopByHop(answer.rawHeaders));
     answer.on('data', (chunk: Buffer) => {
       if (!res.write(chunk)) answer.pause();
     });
@@ -98,6 +139,9 @@ export function forwardStreamUpgrade(
   });
   outgoing.end();
 }
+
+/** How long past its response timeout an owner that accepted the hop's connection is waited for. */
+const OWNER_ANSWER_MARGIN_MS = 5_000;
 
 /** Both directions of an accepted upgrade, each paused while the other side is full; `done` once closed. */
 function relay(req: PublicRequest['req'], res: PublicResponse, socket: Socket, done: () => void): void {

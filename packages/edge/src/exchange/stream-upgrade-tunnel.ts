@@ -18,7 +18,8 @@ const { constants } = process.getBuiltinModule('node:http2');
  * An RFC 8441 WebSocket (an HTTP/2 stream opened with extended CONNECT) carried over one tunnel stream, as
  * `UpgradeTunnel` carries an HTTP/1.1 one: the backend answers the upgrade the edge made of it; its 101 is
  * the stream's `:status 200` (RFC 8441 §5), then bytes flow both ways as the h2 stream's DATA, each side
- * paused while the other's window or buffer is full. Any other answer is passed on as the h2 response.
+ * paused while the other's window or buffer is full. Any other answer is passed on as the h2 response, but
+ * a 2xx (it would read as accepted: a 502).
  * END_STREAM on either side ends the tunnel stream's side; a reset on either side resets the other.
  */
 export class StreamUpgradeTunnel implements StreamHandler {
@@ -45,8 +46,14 @@ export class StreamUpgradeTunnel implements StreamHandler {
     req.on('error', () => {});
   }
 
-  /** The client's bytes (WebSocket frames) flow into the stream with backpressure; its END_STREAM ends it. */
-  pumpClientBytes(): void {
+  /**
+   * Once the backend switched: the client's bytes (WebSocket frames) flow into the stream with
+   * backpressure; its END_STREAM ends it. Not before: the agent has no backend socket to write them to
+   * until the 101 (it would drop them), so a message the client sends with its request waits here, in
+   * the request's buffer and the h2 stream's window (bounded), and an answer that refuses the upgrade
+   * never sees it.
+   */
+  #pumpClientBytes(): void {
     const req = this.#req;
     req.on('data', (chunk: Buffer) => {
       if (!this.#stream.write(chunk)) req.pause();
@@ -66,6 +73,12 @@ export class StreamUpgradeTunnel implements StreamHandler {
     const { head, check } = framed;
     // Interim heads are not relayed on an upgrade (the framing still counts them against a flood).
     if (check.kind === 'interim') return;
+    if (check.kind !== 'switch' && isSuccess(head.status)) {
+      // RFC 8441 §5: any 2xx accepts the WebSocket; a backend that did not switch (it served the path as
+      // a page) would have its body read as WebSocket frames.
+      this.#invalidHead(`${head.status} to a WebSocket upgrade (only 101 accepts it)`);
+      return;
+    }
     this.#clearTimer();
     const res = this.#res;
     try {
@@ -79,7 +92,10 @@ export class StreamUpgradeTunnel implements StreamHandler {
     this.#headSent = true;
     // Sent now: a WebSocket server may wait for the client's first message before writing anything. (A
     // head with END_STREAM is followed by onEnd, from the stream.)
-    if (check.kind === 'switch') res.flushHeaders();
+    if (check.kind === 'switch') {
+      res.flushHeaders();
+      this.#pumpClientBytes();
+    }
   }
 
   onData(chunk: Buffer): void {
@@ -190,6 +206,11 @@ export class StreamUpgradeTunnel implements StreamHandler {
       this.#timer = undefined;
     }
   }
+}
+
+/** A 2xx: what accepts an RFC 8441 WebSocket, so only the edge's mapping of a 101 may send one. */
+export function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300;
 }
 
 /**

@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
+import { sameAuthority } from './http2-authority.js';
 import { h2Fields } from './http2-fields.js';
 
 // The HTTP/2 ingress's request and response over Node's raw stream API (ServerHttp2Stream: respond(),
@@ -125,7 +126,9 @@ export class EdgeHttp2Request extends Readable implements PublicMessage {
       if (host === undefined) {
         raw.unshift('host', authority);
         headers.host = authority;
-      } else if (host.toLowerCase() !== authority.toLowerCase()) this.hostConflict = host;
+      } else if (host !== authority && !sameAuthority(host, authority, headers[':scheme'])) {
+        this.hostConflict = host;
+      }
     }
     this.rawHeaders = raw;
     (stream as EdgeStream)[kRequest] = this;

@@ -399,10 +399,14 @@ export function createEdgeMetrics(edge: MeteredEdge, version: string): EdgeMetri
     else requestsByClass[Math.min(4, Math.max(0, Math.floor(this.statusCode / 100) - 1))]!.inc();
   }
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    // An RFC 8441 WebSocket reaches here as an HTTP/2 request: counted once, as an upgrade, as over
+    // HTTP/1.1 (its lifetime is no request's latency, its reset no aborted request).
+    if (req.httpVersionMajor === 2 && req.headers[':protocol'] === 'websocket') {
+      upgrades.inc();
+      return;
+    }
     started.set(res, performance.now());
     res.on('close', onResponseClose);
-    // An RFC 8441 WebSocket is an HTTP/2 request (counted above too) and an upgrade.
-    if (req.httpVersionMajor === 2 && req.headers[':protocol'] === 'websocket') upgrades.inc();
   };
   const onUpgrade = (req: IncomingMessage): void => {
     if ((req.url ?? '').split('?')[0] === agentPath) {

@@ -240,12 +240,12 @@ class StreamUpgradeArrival implements Arrival {
   start(stream: MuxStream, payload: Buffer): void {
     const inFlight = this.#options.inFlight;
     inFlight.start();
-    const tunnel = new StreamUpgradeTunnel(this.request.req, this.#res, stream, {
+    // The client's bytes follow the backend's 101 (StreamUpgradeTunnel).
+    new StreamUpgradeTunnel(this.request.req, this.#res, stream, {
       name: this.request.route.name,
       responseTimeoutMs: this.#options.responseTimeoutMs,
       onFinish: () => inFlight.finish(),
     });
     stream.sendHeaders(payload, false);
-    tunnel.pumpClientBytes();
   }
 }
