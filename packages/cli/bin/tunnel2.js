@@ -23,7 +23,7 @@ if (problem !== undefined) {
 // transfer without them, bench/README.md). A fixed growing factor of 1 + 300 % lets the edge's old generation
 // reach four times its live size first. An agent's is 1 + 150 %: with 100 requests in flight its small young
 // generation promotes most of what they hold, and at 4x its old generation (and the dead socket buffers it
-// keeps) took its peak RSS to 155-159 MiB in `bench max`; at 2.5x 133-140 MiB, for no CPU per request or bulk
+// keeps) took its peak RSS to 155-159 MiB in `bench max`; at 2.5x 133-142 MiB, for no CPU per request or bulk
 // CPU this machine could show, and 6 MiB more at the peak of a bulk upload (at 2x a bulk transfer cost 15-30 %
 // more CPU: bench/README.md, optimization log). TUNNEL2_HEAP_GROWING_PERCENT changes either (0 = V8's own
 // heuristic). Set before the worker starts: V8 flags are per process and read at every collection.
