@@ -20,10 +20,16 @@ if (problem !== undefined) {
 // the last one, and for a heap as small as a tunnel's (~13 MB) that margin is a few MB. A proxy allocates
 // socket buffers at line rate; enough of them outlive a scavenge to cross the margin every few MB moved, and
 // V8 then runs full collections back to back (85 per GiB through the edge, three times the CPU of the same
-// transfer without them, bench/README.md). A fixed growing factor of 1 + 300 % lets the old generation reach
-// four times its live size first; TUNNEL2_HEAP_GROWING_PERCENT changes it (0 = V8's own heuristic). Set before
-// the worker starts: V8 flags are per process and read at every collection.
-const growingPercent = Number(process.env.TUNNEL2_HEAP_GROWING_PERCENT || 300);
+// transfer without them, bench/README.md). A fixed growing factor of 1 + 300 % lets the edge's old generation
+// reach four times its live size first. An agent's is 1 + 150 %: with 100 requests in flight its small young
+// generation promotes most of what they hold, and at 4x its old generation (and the dead socket buffers it
+// keeps) took its peak RSS to 155-159 MiB in `bench max`; at 2.5x 133-142 MiB, for no CPU per request or bulk
+// CPU this machine could show, and 6 MiB more at the peak of a bulk upload (at 2x a bulk transfer cost 15-30 %
+// more CPU: bench/README.md, optimization log). TUNNEL2_HEAP_GROWING_PERCENT changes either (0 = V8's own
+// heuristic). Set before the worker starts: V8 flags are per process and read at every collection.
+const growingPercent = Number(
+  process.env.TUNNEL2_HEAP_GROWING_PERCENT || (process.argv[2] === 'server' ? 300 : 150),
+);
 if (!(Number.isInteger(growingPercent) && growingPercent >= 0 && growingPercent <= 1000)) {
   process.stderr.write('tunnel2: TUNNEL2_HEAP_GROWING_PERCENT must be an integer in [0, 1000]\n');
   process.exit(1);
@@ -86,6 +92,13 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
   // cannot be set from inside a running process, and re-executing would orphan the child on SIGKILL; a
   // worker has neither problem. TUNNEL2_YOUNG_GENERATION_MB trades memory for CPU (a larger young
   // generation scavenges less often).
+  // The main thread only relays the worker's lines, but left to V8 its semi-spaces grew to 4 MB under the
+  // lines of 3,000 requests a second (its heap 18 MB against 9 held). Held at 1 MB as on the main-thread
+  // path: the growth factor is a per-process flag, and a worker's semi-spaces start at 1 MB, so it is held
+  // only while the worker's own young generation is no larger (the default 3 MB: two semi-spaces and V8's
+  // young large-object space).
+  const nodeFlags = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS || ''}`;
+  if (youngMb <= 3 && !nodeFlags.includes('semi-space')) holdSemiSpace(1);
   import('node:worker_threads').then(({ Worker }) => {
     // A worker's stdout is a pipe to this thread: whether it ends in a terminal, and the terminal's size and
     // resizes, are known only here (src/terminal/terminal.ts reads them).

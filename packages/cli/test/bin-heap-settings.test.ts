@@ -40,6 +40,60 @@ describe('TUNNEL2_HEAP_GROWING_PERCENT in both executables', () => {
   }
 });
 
+describe('the heap growing factor each command runs with', () => {
+  // V8 sets the old generation's next limit at a full collection to what survived it times the growing
+  // factor, plus one semi-space: a preload reads it back from V8's own trace of the last of two full
+  // collections of a ~20 MB heap as the process exits, i.e. the factor the process really runs with.
+  const factorProbe = `data:text/javascript,${encodeURIComponent(
+    [
+      "import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';",
+      "import { runInNewContext } from 'node:vm';",
+      "process.on('exit', () => {",
+      "  setFlagsFromString('--expose-gc');",
+      "  const gc = runInNewContext('gc');",
+      "  setFlagsFromString('--trace-gc-nvp');",
+      '  globalThis.kept = Array.from({ length: 400000 }, (_, i) => ({ i }));',
+      '  gc();',
+      '  gc();',
+      "  const young = getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;",
+      "  process.stdout.write('semi-space ' + young / 2 + '\\n');",
+      '});',
+    ].join('\n'),
+  )}`;
+  const factorOf = async (args: string[], env: Record<string, string> = {}): Promise<number> => {
+    const { stdout } = await run(process.execPath, ['--import', factorProbe, cliBin, ...args], {
+      env: {
+        ...process.env,
+        TUNNEL2_HEAP_GROWING_PERCENT: '',
+        TUNNEL2_WORKER: '0',
+        TUNNEL2_YOUNG_GENERATION_MB: '',
+        ...env,
+      },
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const field = (line: string, name: string): number =>
+      Number(new RegExp(` ${name}=(\\d+)`).exec(line)?.[1]);
+    const last = stdout
+      .split('\n')
+      .filter((line) => line.includes('old_gen_allocation_limit='))
+      .at(-1);
+    const semi = Number(/semi-space (\d+)/.exec(stdout)?.[1]);
+    if (last === undefined || !(semi > 0)) throw new Error(`no GC trace in the probe's output: ${stdout}`);
+    return (field(last, 'old_gen_allocation_limit') - semi) / field(last, 'end_object_size');
+  };
+
+  it("an agent's old generation may grow to 2.5 times what survived (100 requests in flight promote much)", async () => {
+    expect(await factorOf(['http', '--help'])).toBeCloseTo(2.5, 1);
+    expect(await factorOf(['tcp', '--help'])).toBeCloseTo(2.5, 1);
+  });
+
+  it("the edge's to 4 times (bulk transfers), and TUNNEL2_HEAP_GROWING_PERCENT sets either", async () => {
+    expect(await factorOf(['server', '--help'])).toBeCloseTo(4, 1);
+    expect(await factorOf(['http', '--help'], { TUNNEL2_HEAP_GROWING_PERCENT: '300' })).toBeCloseTo(4, 1);
+    expect(await factorOf(['server', '--help'], { TUNNEL2_HEAP_GROWING_PERCENT: '100' })).toBeCloseTo(2, 1);
+  });
+});
+
 describe('TUNNEL2_V8_PRETENURING in both executables', () => {
   for (const [name, bin] of [
     ['tunnel2', [cliBin, '--version']],
@@ -132,6 +186,31 @@ describe('the young generation on the main thread', () => {
 
   it("an agent's is left at V8's start, 1 MB semi-spaces at most (its idle RSS counts)", async () => {
     expect(await newSpaceOf(['http', '--help'], { TUNNEL2_WORKER: '0' })).toBeLessThanOrEqual(2 * MB);
+  });
+
+  it("an agent in its worker: the main thread's is held at 1 MB semi-spaces too, unless the worker's is larger", async () => {
+    // The main thread, once the worker has run: ~40 MB of survivors, which grow semi-spaces V8 leaves free.
+    const grownProbe = `data:text/javascript,${encodeURIComponent(
+      [
+        "import { getHeapSpaceStatistics } from 'node:v8';",
+        "import { isMainThread } from 'node:worker_threads';",
+        "if (isMainThread) process.on('exit', () => {",
+        '  const kept = [];',
+        '  for (let i = 0; i < 400000; i++) kept.push({ a: i, b: i, c: i, d: i, e: i });',
+        "  const s = getHeapSpaceStatistics().find((x) => x.space_name === 'new_space');",
+        "  process.stderr.write('new space ' + s.space_size + ' ' + kept.length + '\\n');",
+        '});',
+      ].join('\n'),
+    )}`;
+    const grown = async (env: Record<string, string>): Promise<number> => {
+      // execFile gives stdout a pipe: the agent runs in its worker.
+      const { stderr } = await run(process.execPath, ['--import', grownProbe, cliBin, 'http', '--help'], {
+        env: { ...process.env, TUNNEL2_WORKER: '', TUNNEL2_YOUNG_GENERATION_MB: '', ...env },
+      });
+      return Number(/new space (\d+)/.exec(stderr)?.[1]);
+    };
+    expect(await grown({})).toBeLessThanOrEqual(2 * MB);
+    expect(await grown({ TUNNEL2_YOUNG_GENERATION_MB: '6' })).toBeGreaterThan(2 * MB);
   });
 
   it('TUNNEL2_YOUNG_GENERATION_MB sets it (a third of it per semi-space)', async () => {
