@@ -1,7 +1,7 @@
 // Dependencies of the agent `require` Node built-ins when they load that an idle agent never uses: undici's
 // HTTP/2 client loads node:http2 (and with it node:tls), ws loads node:https, node:tls and node:zlib,
-// commander loads node:child_process (and with it node:dgram). Their sources and heap are ~5 MB of an idle
-// agent's RSS (bench/README.md, "Issue #34: the workspace agent's idle memory").
+// commander loads node:child_process (and with it node:dgram), undici and pino's sonic-boom load node:assert.
+// Their sources and heap are ~5 MB of an idle agent's RSS (bench/README.md, "Issue #34: the workspace agent's idle memory").
 // Each line below turns one such load into a proxy that loads the built-in on first use; the published bundle
 // applies them when it is built (scripts/pack-cli.ts), the workspace CLI with a load hook (lazy-builtins-hook.ts).
 // A dependency release without the expected line fails both loudly instead of silently loading eagerly again.
@@ -11,6 +11,8 @@ interface LazyRewrite {
   /** The file, by the end of its path inside the package. */
   file: RegExp;
   replacements: readonly (readonly [eager: string, deferred: string])[];
+  /** Whether a file of `file` may lack the lines (a rule for every file of a package). */
+  optional?: boolean;
   /** A last check or rewrite of the whole source (after the replacements). */
   finish?: (source: string, path: string) => string;
 }
@@ -18,6 +20,20 @@ interface LazyRewrite {
 /** A built-in as a value that loads it at its first property read. */
 function lazy(id: string): string {
   return `new Proxy({}, { get: (_t, key) => process.getBuiltinModule(${JSON.stringify(id)})[key] })`;
+}
+
+/**
+ * node:assert as the callers below use it, `assert(value, message)` and nothing else: loaded at the first
+ * failure only. The check itself is cheaper than node:assert's (which takes its arguments as a rest array).
+ */
+const FAILURE_ONLY_ASSERT =
+  "(value, message) => { if (!value) process.getBuiltinModule('node:assert')(value, message) }";
+
+/** The rewrite of `const assert = require(...)` is only right for a file that calls it and reads no member. */
+function callsAssertOnly(source: string, path: string): string {
+  if (/\bassert\.\w/.test(source))
+    throw new Error(`${path}: uses a member of node:assert (dependency changed?)`);
+  return source;
 }
 
 /**
@@ -68,6 +84,19 @@ const REWRITES: readonly LazyRewrite[] = [
     finish: undiciH2Constants,
   },
   {
+    // Most of undici's files require node:assert (as `assert(condition)` checks).
+    file: /[\\/]undici[\\/]lib[\\/].*\.js$/,
+    replacements: [["const assert = require('node:assert')\n", `const assert = ${FAILURE_ONLY_ASSERT}\n`]],
+    optional: true,
+    finish: callsAssertOnly,
+  },
+  {
+    // pino's: sonic-boom calls it when a destination closes, thread-stream in a transport (none in the agent).
+    file: /[\\/](sonic-boom|thread-stream)[\\/]index\.js$/,
+    replacements: [["const assert = require('assert')\n", `const assert = ${FAILURE_ONLY_ASSERT}\n`]],
+    finish: callsAssertOnly,
+  },
+  {
     // Only an executable subcommand (which tunnel2 has none of) spawns. `import process` read every export of
     // node:process (its report and finalization getters); the global is the same object.
     file: /[\\/]commander[\\/]lib[\\/]command\.js$/,
@@ -92,13 +121,18 @@ export function hasLazyBuiltins(path: string): boolean {
  */
 export function rewriteLazyBuiltins(path: string, source: string): string {
   if (!path.includes('node_modules')) return source;
-  const rewrite = REWRITES.find((candidate) => candidate.file.test(path));
-  if (rewrite === undefined) return source;
   let contents = source;
-  for (const [eager, deferred] of rewrite.replacements) {
-    if (!contents.includes(eager))
-      throw new Error(`${path}: expected \`${eager.trim()}\` (dependency changed?)`);
-    contents = contents.replace(eager, deferred);
+  for (const rewrite of REWRITES.filter((candidate) => candidate.file.test(path))) {
+    let replaced = false;
+    for (const [eager, deferred] of rewrite.replacements) {
+      if (!contents.includes(eager)) {
+        if (rewrite.optional) continue;
+        throw new Error(`${path}: expected \`${eager.trim()}\` (dependency changed?)`);
+      }
+      contents = contents.replace(eager, deferred);
+      replaced = true;
+    }
+    if (replaced && rewrite.finish !== undefined) contents = rewrite.finish(contents, path);
   }
-  return rewrite.finish === undefined ? contents : rewrite.finish(contents, path);
+  return contents;
 }

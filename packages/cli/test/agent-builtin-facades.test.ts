@@ -24,11 +24,13 @@ const FACADE_ONLY = [
 /**
  * Built-ins that dependencies load eagerly and an idle agent on ws:// to a plain HTTP target never uses:
  * undici's HTTP/2 client (node:http2, which loads node:tls), ws (node:https, node:tls, node:zlib), the
- * inspector's file server (node:fs/promises). ~5 MB of the idle agent's RSS together (bench/README.md, "Issue
+ * inspector's file server (node:fs/promises), undici and pino (node:assert, for failed checks). ~5 MB of the idle agent's RSS together (bench/README.md, "Issue
  * #34: the workspace agent's idle memory"); src/lazy-builtins.ts makes them load on first use, in the
  * workspace and in the bundle.
  */
-const NOT_AT_IDLE = ['http2', 'tls', 'https', 'zlib', 'fs/promises'].map((name) => `NativeModule ${name}`);
+const NOT_AT_IDLE = ['http2', 'tls', 'https', 'zlib', 'fs/promises', 'assert'].map(
+  (name) => `NativeModule ${name}`,
+);
 
 const cliDir = fileURLToPath(new URL('../', import.meta.url));
 const cleanups: (() => unknown)[] = [];

@@ -85,6 +85,14 @@ describe('lazy-builtins: the rewrites of the dependencies', () => {
     const path = '/x/node_modules/ws/lib/websocket.js';
     expect(() => rewriteLazyBuiltins(path, "const https = require('node:https');")).toThrow(/expected/);
     expect(rewriteLazyBuiltins('/x/src/websocket.js', 'unchanged')).toBe('unchanged');
+    // The failure-only assert is only right where assert is called and no member of it is read.
+    const undiciFile = '/x/node_modules/undici/lib/core/util.js';
+    const assertLine = "const assert = require('node:assert')\n";
+    expect(() => rewriteLazyBuiltins(undiciFile, `${assertLine}assert.strictEqual(1, 1)`)).toThrow(/member/);
+    const rewritten = rewriteLazyBuiltins(undiciFile, `${assertLine}module.exports = assert`);
+    const assert = new Function('module', `${rewritten}; return module.exports`)({}) as (v: unknown) => void;
+    expect(() => assert(true)).not.toThrow();
+    expect(() => assert(false)).toThrow(expect.objectContaining({ code: 'ERR_ASSERTION' }));
   });
 
   it("load undici's Pool and make an HTTP/1.1 request without node:http2 or node:tls", async () => {
