@@ -47,7 +47,7 @@ function layerRules(pkg, layers, entries, upward = {}) {
 const cliRules = layerRules(
   'packages/cli',
   ['commands', 'config', 'terminal', 'session', 'forwarding'],
-  ['main', 'index'],
+  ['main', 'cli-program', 'index'],
 );
 /**
  * The CLI's HTTP/2 backend path (packages/cli/src/forwarding/http2/README.md): chosen by forward-exchange.ts,

@@ -18,7 +18,7 @@ import { execFile } from 'node:child_process';
 import { copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
@@ -129,36 +129,31 @@ export const builtinsAsRequire: Plugin = {
   },
 };
 
+// Plain Node runs this file: the rewrites come from the CLI's build (dist/), loaded once the build is done.
+type LazyBuiltinsModule = typeof import('../packages/cli/src/lazy-builtins.js');
+
 /**
- * ws requires node:https and node:tls (for wss:// only) and node:zlib (for permessage-deflate, which the agent
- * turns off) when it loads; in the bundle each becomes a proxy that requires the module on first use, so
- * an agent on ws:// never loads them (bench/README.md, optimization log: issue #19 target 4). A ws release
- * that no longer has these lines fails the pack instead of silently bundling the eager requires.
+ * Dependencies that `require` built-ins an idle agent never uses when they load (ws: node:https, node:tls,
+ * node:zlib; undici: node:http2, and node:tls with it; commander: node:child_process): in the bundle each becomes a proxy that loads the built-in on first use, so an
+ * agent on ws:// never loads them (packages/cli/src/lazy-builtins.ts; bench/README.md, "Issue #34: the
+ * workspace agent's idle memory"). The workspace CLI does the same with a load hook
+ * (src/lazy-builtins-hook.ts), which the bundle does not need: it gets an empty one. A dependency release
+ * without the expected lines fails the pack instead of silently bundling the eager requires.
  */
-export const lazyWsBuiltins: Plugin = {
-  name: 'lazy-ws-builtins',
-  setup(b) {
-    const lazy = (id: string): string => `new Proxy({}, { get: (_t, key) => require('${id}')[key] })`;
-    const rewrites: Record<string, [string, string][]> = {
-      'websocket.js': [
-        ["const https = require('https');", `const https = ${lazy('https')};`],
-        ["const tls = require('tls');", `const tls = ${lazy('tls')};`],
-      ],
-      'permessage-deflate.js': [["const zlib = require('zlib');", `const zlib = ${lazy('zlib')};`]],
-    };
-    b.onLoad(
-      { filter: /[\\/]node_modules[\\/](\.pnpm[\\/].*[\\/])?ws[\\/]lib[\\/][a-z-]+\.js$/ },
-      async (args) => {
-        const replacements = rewrites[basename(args.path)];
-        if (replacements === undefined) return undefined;
-        let contents = await readFile(args.path, 'utf8');
-        for (const [eager, deferred] of replacements) {
-          if (!contents.includes(eager)) throw new Error(`${args.path}: expected \`${eager}\` (ws changed?)`);
-          contents = contents.replace(eager, deferred);
-        }
-        return { contents, loader: 'js' };
-      },
-    );
+export const lazyBuiltins: Plugin = {
+  name: 'lazy-builtins',
+  async setup(b) {
+    const { hasLazyBuiltins, rewriteLazyBuiltins } = (await import(
+      new URL('../packages/cli/dist/lazy-builtins.js', import.meta.url).href
+    )) as LazyBuiltinsModule;
+    b.onLoad({ filter: /[\\/]node_modules[\\/].*\.js$/ }, async (args) => {
+      if (!hasLazyBuiltins(args.path)) return undefined;
+      return { contents: rewriteLazyBuiltins(args.path, await readFile(args.path, 'utf8')), loader: 'js' };
+    });
+    b.onLoad({ filter: /[\\/]packages[\\/]cli[\\/]dist[\\/]lazy-builtins-hook\.js$/ }, () => ({
+      contents: 'export function installLazyBuiltins() {}',
+      loader: 'js',
+    }));
   },
 };
 
@@ -179,14 +174,15 @@ export const BUNDLE_OPTIONS = {
 /**
  * A whole program bundled with its chunks (the CLI, the edge's image): code only some runs need (the edge in
  * the CLI, the Redis registry) stays in chunks loaded on first use, which sit next to the entries so that
- * `../package.json` resolves from all of them; built-ins load with `require` and ws's TLS on first use.
+ * `../package.json` resolves from all of them; built-ins load with `require`, and those the dependencies load
+ * eagerly but an idle agent never uses (TLS, HTTP/2) on first use.
  */
 export const PROGRAM_BUNDLE_OPTIONS = {
   ...BUNDLE_OPTIONS,
   chunkNames: '[name]-[hash]',
   splitting: true,
   external: OPTIONAL_NATIVE,
-  plugins: [builtinsAsRequire, lazyWsBuiltins],
+  plugins: [builtinsAsRequire, lazyBuiltins],
 } as const satisfies BuildOptions;
 
 /** The modules an output file loads before its code runs (static imports, followed through chunks). */
@@ -227,10 +223,10 @@ async function bundleJs(): Promise<Metafile> {
   });
   if (metafile === undefined) throw new Error('esbuild wrote no metafile');
   // The agent path must not load the edge: main.js (the CLI) and index.js (connect()) statically reach
-  // neither fastify nor the edge's code, which only `tunnel2 server` imports dynamically. The http command's
-  // chunk is checked as well.
+  // neither fastify nor the edge's code, which only `tunnel2 server` imports dynamically. The command line's
+  // chunk (cli-program) and the http command's are checked as well.
   const entries = Object.keys(metafile.outputs).filter((file) =>
-    /\/(main|index|http-command-[A-Z0-9]+)\.js$/.test(file),
+    /\/(main|index|cli-program-[A-Z0-9]+|http-command-[A-Z0-9]+)\.js$/.test(file),
   );
   for (const output of entries) {
     const leaked = [...staticallyLoaded(metafile, output)].filter(
