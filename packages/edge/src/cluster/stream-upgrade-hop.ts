@@ -1,5 +1,4 @@
-import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { withoutHopByHop } from '@tunnel2/protocol';
 import { sendEdgeError, sendRefusal } from '../answers/error-response.js';
@@ -12,6 +11,10 @@ import { hopOrigin } from '../public/forwarding-headers.js';
 import type { PublicRequest } from '../public/public-request.js';
 import type { Cluster } from './cluster.js';
 import { type ForwardingContext, unreachable } from './forward-arrival.js';
+
+// Taken with process.getBuiltinModule: an ESM import of node:http reads every export, and its WebSocket
+// getter loads Node's own undici (bundled-undici-footprint.test.ts).
+const { request: httpRequest } = process.getBuiltinModule('node:http');
 
 /**
  * An RFC 8441 WebSocket (an HTTP/2 stream) for an agent on another node, over the HTTP hop: the owner sees
@@ -43,7 +46,7 @@ export function forwardStreamUpgrade(
     if (ok) cluster.counters.forwarded.ok++;
     context.inFlight.finish();
   };
-  const outgoing: ClientRequest = (secure ? httpsRequest : httpRequest)({
+  const outgoing: ClientRequest = (secure ? process.getBuiltinModule('node:https').request : httpRequest)({
     host: url.hostname.replace(/^\[|\]$/g, ''),
     port: Number(url.port || (secure ? 443 : 80)),
     method: 'GET',
