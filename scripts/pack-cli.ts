@@ -129,7 +129,8 @@ export const builtinsAsRequire: Plugin = {
   },
 };
 
-// Plain Node runs this file: the rewrites come from the CLI's build (dist/), loaded once the build is done.
+// Plain Node runs this file and strips the types of the rewrites' source (a file that imports nothing), so the
+// pack needs no build of the CLI for them: the edge's image copies that one file (docker/Dockerfile).
 type LazyBuiltinsModule = typeof import('../packages/cli/src/lazy-builtins.js');
 
 /**
@@ -144,7 +145,7 @@ export const lazyBuiltins: Plugin = {
   name: 'lazy-builtins',
   async setup(b) {
     const { hasLazyBuiltins, rewriteLazyBuiltins } = (await import(
-      new URL('../packages/cli/dist/lazy-builtins.js', import.meta.url).href
+      new URL('../packages/cli/src/lazy-builtins.ts', import.meta.url).href
     )) as LazyBuiltinsModule;
     b.onLoad({ filter: /[\\/]node_modules[\\/].*\.js$/ }, async (args) => {
       if (!hasLazyBuiltins(args.path)) return undefined;
