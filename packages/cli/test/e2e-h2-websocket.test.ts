@@ -298,7 +298,7 @@ describe('RFC 8441 WebSockets over h2c', () => {
     s.close();
   });
 
-  it('answers 502 when the backend answers the upgrade 200 (RFC 8441: any 2xx would read as accepted)', async () => {
+  it('answers 502 when the backend answers the upgrade 200 (under RFC 8441 every 2xx reads as accepted)', async () => {
     const s = await session();
     const ws = await open(s, '/ignores-upgrade');
     await ws.closed;

@@ -74,7 +74,7 @@ export class StreamUpgradeTunnel implements StreamHandler {
     // Interim heads are not relayed on an upgrade (the framing still counts them against a flood).
     if (check.kind === 'interim') return;
     if (check.kind !== 'switch' && isSuccess(head.status)) {
-      // RFC 8441 §5: any 2xx accepts the WebSocket; a backend that did not switch (it served the path as
+      // RFC 8441 §5: every 2xx accepts the WebSocket; a backend that did not switch (it served the path as
       // a page) would have its body read as WebSocket frames.
       this.#invalidHead(`${head.status} to a WebSocket upgrade (only 101 accepts it)`);
       return;
