@@ -293,7 +293,7 @@ export async function runStandalone(
     return runAndReport(
       () =>
         runBulkBench(
-          () => openBulkStack(sides),
+          openBulkStack,
           { bytes: sizeMiB * 2 ** 20, sides, warmupBytes: warmupMiB * 2 ** 20, cold },
           note,
         ),

@@ -163,8 +163,11 @@ async function warmUp(
   return { bytes, mbPerSec, error };
 }
 
-/** Opens the processes a transfer runs through; `cold` opens a fresh set for every transfer. */
-export type OpenStack = () => Promise<BulkStack>;
+/**
+ * Opens the processes the given sides run through; `cold` opens a fresh set for every transfer, for its side
+ * only, so a cold transfer shares the machine with no other side's processes still starting up.
+ */
+export type OpenStack = (sides: readonly BulkSideName[]) => Promise<BulkStack>;
 
 /** The backend, the edge and agent when the tunnel side runs, the relay pair when the relay side runs. */
 export async function openBulkStack(sides: readonly BulkSideName[]): Promise<BulkStack> {
@@ -229,7 +232,7 @@ export async function runBulkBench(
           await opened?.close();
           opened = undefined;
         }
-        opened ??= await openStack();
+        opened ??= await openStack(settings.cold ? [side] : settings.sides);
         transfers.push(await sideTransfer(opened, settings, direction, side, note));
       }
     }
