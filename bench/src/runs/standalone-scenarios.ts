@@ -101,10 +101,12 @@ function bulkGate(result: BulkResult, minMbps: number | null, minFloorRatio: num
       violations.push(`${t.direction} tunnel: ${t.mbPerSec.toFixed(0)} MB/s < ${minMbps}`);
     }
   }
-  for (const direction of minFloorRatio === null ? [] : (['download', 'upload'] as const)) {
-    const measured = result.ratios[direction].tunnelOverFloor;
-    if (measured !== null && minFloorRatio !== null && measured < minFloorRatio) {
-      violations.push(`${direction}: tunnel / byte floor = ${measured.toFixed(2)}× < ${minFloorRatio}`);
+  if (minFloorRatio !== null) {
+    for (const direction of ['download', 'upload'] as const) {
+      const measured = result.ratios[direction].tunnelOverFloor;
+      if (measured !== null && measured < minFloorRatio) {
+        violations.push(`${direction}: tunnel / byte floor = ${measured.toFixed(2)}× < ${minFloorRatio}`);
+      }
     }
   }
   return { passed: violations.length === 0, violations };

@@ -1,3 +1,4 @@
+import { BenchError, BenchErrorCode } from '../errors.js';
 import { bulkDownload, bulkUpload } from '../measure/bulk-client.js';
 import { meterSelf, readCpuMs, readStatusKb } from '../measure/process-stats.js';
 import { fixed } from '../measure/report-format.js';
@@ -264,7 +265,7 @@ async function sideTransfer(
 ): Promise<BulkTransfer> {
   if (side !== 'relay') return transfer(opened.stack, settings, direction, side, note);
   const { stack, relay } = opened;
-  if (relay === undefined) throw new Error('the relay side is not running');
+  if (relay === undefined) throw new BenchError(BenchErrorCode.STACK, 'the relay side is not running');
   // The relay passes bytes untouched: the backend sees the direct side's Host, as in `pnpm bench floor`.
   const view: BenchStack = {
     ...stack,
