@@ -25,7 +25,7 @@ function report<R>(out: string): { json: StandaloneReport<R> & { schemaVersion: 
 }
 
 describe('standalone bench scenarios (smoke)', () => {
-  it('bulk: every byte of a download and an upload arrives on both sides, with RSS traced', async () => {
+  it('bulk: every byte of a download and an upload arrives on the three sides (direct, byte floor, tunnel), with RSS traced', async () => {
     const out = join(work, 'bulk');
     const run = await runBench(['bulk', '--size', '16', '--warmup-mib', '4', '--out', out]);
     expect(run.code, run.stderr).toBe(0);
@@ -34,8 +34,10 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(json.schemaVersion).toBe(1);
     expect(json.result.transfers.map((t) => [t.direction, t.side])).toEqual([
       ['download', 'direct'],
+      ['download', 'relay'],
       ['download', 'tunnel'],
       ['upload', 'direct'],
+      ['upload', 'relay'],
       ['upload', 'tunnel'],
     ]);
     for (const t of json.result.transfers) {
@@ -47,17 +49,36 @@ describe('standalone bench scenarios (smoke)', () => {
       expect(t.warmup!.mbPerSec).toBeGreaterThan(0);
       // The instrument's own cost is reported beside the processes it measures.
       expect(t.clientCpuMs).toBeGreaterThan(0);
-      if (t.side === 'tunnel') {
+      if (t.side === 'direct') expect(t.edge).toBeNull();
+      else {
+        // The relay's two processes are traced in the edge and agent columns, as the tunnel's are.
         expect(t.edge!.peakMb).toBeGreaterThanOrEqual(t.edge!.startMb);
-        expect(t.agent!.cpuMs).toBeGreaterThan(0);
-      } else expect(t.edge).toBeNull();
+        expect(t.agent!.peakMb).toBeGreaterThanOrEqual(t.agent!.startMb);
+        expect(Number.isFinite(t.edge!.cpuMs) && Number.isFinite(t.agent!.cpuMs)).toBe(true);
+        expect(t.edge!.cpuMs + t.agent!.cpuMs).toBeGreaterThan(0);
+      }
+    }
+    // Issue #34's target 5 reads tunnel / byte floor from one run: every ratio of both directions is there.
+    for (const direction of ['download', 'upload'] as const) {
+      const ratios = json.result.ratios[direction];
+      for (const value of [ratios.tunnelOverDirect, ratios.tunnelOverFloor, ratios.floorOverDirect]) {
+        expect(Number.isFinite(value) && value! > 0, JSON.stringify(ratios)).toBe(true);
+      }
+      const mbps = (side: string) =>
+        json.result.transfers.find((t) => t.direction === direction && t.side === side)!.mbPerSec;
+      expect(ratios.tunnelOverFloor).toBeCloseTo(mbps('tunnel') / mbps('relay'), 9);
     }
     expect(json.gate).toEqual({ passed: true, violations: [] });
     expect(md).toContain('| direction | side | bytes | time | MB/s | warm-up (discarded) |');
     expect(md).toContain('| backend RSS · CPU | client CPU | error |');
+    expect(md).toContain('| download | relay | 16 MiB |');
     expect(md).toContain('| 4 MiB at ');
     expect(run.stderr).toContain('download tunnel: warm-up 4 MiB (discarded): ');
-    expect(md).toContain('- download: tunnel / direct = ');
+    expect(run.stderr).toContain('download relay: warm-up 4 MiB (discarded): ');
+    expect(md).toMatch(
+      /^- download: tunnel \/ direct = [\d.]+×, tunnel \/ byte floor = [\d.]+×, byte floor \/ direct = [\d.]+×$/m,
+    );
+    expect(run.stderr).toMatch(/upload: tunnel \/ direct = [\d.]+×, tunnel \/ byte floor = [\d.]+×/);
   });
 
   it('bulk --cold: each transfer through freshly started processes, with no warm-up', async () => {
@@ -107,6 +128,48 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(json.gate.violations).toHaveLength(2);
     expect(json.gate.violations[0]).toMatch(/^download tunnel: \d+ MB\/s < 1000000$/);
     expect(md).toContain('Gate: **failed**');
+  });
+
+  it('bulk: a --min-floor-ratio gate no tunnel can meet exits 1 and names each direction; it needs both sides', async () => {
+    const out = join(work, 'bulk-floor-gate');
+    const run = await runBench([
+      'bulk',
+      '--size',
+      '4',
+      '--warmup-mib',
+      '0',
+      '--min-floor-ratio',
+      '1000',
+      '--out',
+      out,
+    ]);
+    expect(run.code, run.stderr).toBe(1);
+    const { json } = report<BulkResult>(out);
+    expect(json.result.transfers.every((t) => t.error === null)).toBe(true);
+    expect(json.gate.violations).toHaveLength(2);
+    expect(json.gate.violations[0]).toMatch(/^download: tunnel \/ byte floor = [\d.]+× < 1000$/);
+    expect(json.gate.violations[1]).toMatch(/^upload: tunnel \/ byte floor = [\d.]+× < 1000$/);
+    const refused = await runBench(['bulk', '--only', 'tunnel', '--min-floor-ratio', '0.85']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--min-floor-ratio compares the tunnel with the relay');
+  });
+
+  it('bulk --cold --only relay: the byte floor through fresh relay processes, every byte counted', async () => {
+    const out = join(work, 'bulk-cold-relay');
+    const run = await runBench(['bulk', '--cold', '--size', '4', '--only', 'relay', '--out', out]);
+    expect(run.code, run.stderr).toBe(0);
+    const { json } = report<BulkResult>(out);
+    expect(json.result.transfers.map((t) => [t.direction, t.side, t.warmup, t.error, t.bytes])).toEqual([
+      ['download', 'relay', null, null, 4 * 2 ** 20],
+      ['upload', 'relay', null, null, 4 * 2 ** 20],
+    ]);
+    expect(json.result.transfers.every((t) => t.edge !== null && t.agent !== null)).toBe(true);
+    // One side: nothing to compare, and nothing made up.
+    expect(json.result.ratios.download).toEqual({
+      tunnelOverDirect: null,
+      tunnelOverFloor: null,
+      floorOverDirect: null,
+    });
   });
 
   it('sessions: many idle sessions stay open, and one session carries concurrent streams without mix-ups', async () => {

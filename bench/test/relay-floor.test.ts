@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { connect } from 'node:net';
+import { once } from 'node:events';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chunkedUpload, download } from '../src/measure/bulk-client.js';
@@ -7,12 +8,14 @@ import { readStatusKb } from '../src/measure/process-stats.js';
 import { jsonEvent, type LoadTarget, startBackendService, targetOf } from '../src/stacks/bench-stack.js';
 import { type ChildService, startChildService } from '../src/stacks/child-service.js';
 
-// The floor relay pair (the built relay-floor-process.js, as `pnpm bench floor` and `tcp` run it) between a
-// raw client and the test backend: a client that stops reading mid-download must stall the relay, not fill
-// its memory (the link and the sockets honour every write()'s verdict), and then get every byte.
+// The floor relay pair (the built relay-floor-process.js, as `pnpm bench floor`, `tcp` and `bulk` run it)
+// between a raw client and the test backend: a client that stops reading mid-download, or a backend that
+// stops reading mid-upload, must stall the relay, not fill its memory (the link and the sockets honour every
+// write()'s verdict), and then every byte must arrive.
 
 const relayBin = fileURLToPath(new URL('../dist/processes/relay-floor-process.js', import.meta.url));
 const DOWNLOAD = 512 * 2 ** 20;
+const UPLOAD = 512 * 2 ** 20;
 const started: ChildService[] = [];
 let backend: ChildService;
 let edge: ChildService;
@@ -76,6 +79,66 @@ describe('floor relay', () => {
     // The answer's head and every body byte.
     expect(received).toBeGreaterThan(DOWNLOAD);
     expect(received).toBeLessThan(DOWNLOAD + 1024);
+  }, 60_000);
+
+  it('a backend that stops reading stalls a 512 MiB upload without growing the relay, then gets every byte', async () => {
+    // The backend is a server of this test, so it can stop reading (the test backend always reads).
+    const sink = createServer();
+    sink.listen(0, '127.0.0.1');
+    await once(sink, 'listening');
+    const accepted = once(sink, 'connection') as Promise<[Socket]>;
+    const pair: ChildService[] = [];
+    try {
+      const backendUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+      const upAgent = await startChildService({
+        name: 'relay agent (stalled backend)',
+        args: [relayBin, '--role', 'agent', '--backend', backendUrl],
+        ready: listening,
+      });
+      pair.push(upAgent);
+      const upEdge = await startChildService({
+        name: 'relay edge (stalled backend)',
+        args: [relayBin, '--role', 'edge', '--upstream', upAgent.readyValue],
+        ready: listening,
+      });
+      pair.push(upEdge);
+      const client = connect(Number(new URL(upEdge.readyValue).port), '127.0.0.1');
+      await once(client, 'connect');
+      // The relay opens the backend connection on the stream's first bytes; it stays paused until resumed.
+      const chunk = Buffer.alloc(256 * 1024, 0x5a);
+      let sent = 0;
+      const sending = (async () => {
+        while (sent < UPLOAD) {
+          const ok = client.write(chunk);
+          sent += chunk.length;
+          if (!ok) await once(client, 'drain');
+        }
+      })();
+      const [backendSocket] = await accepted;
+      backendSocket.pause();
+      const start = [rssMb(upEdge), rssMb(upAgent)];
+      let growth = 0;
+      // 2 s of a stalled backend, sampled as in the download case above.
+      for (let i = 0; i < 20; i++) {
+        await new Promise((tick) => setTimeout(tick, 100));
+        growth = Math.max(growth, rssMb(upEdge) - start[0]!, rssMb(upAgent) - start[1]!);
+      }
+      expect(growth).toBeLessThan(48);
+      // What the client got in stalled: the sockets' kernel buffers and high-water marks, not the body.
+      expect(sent).toBeLessThan(96 * 2 ** 20);
+      let received = 0;
+      backendSocket.on('data', (data: Buffer) => {
+        received += data.length;
+      });
+      backendSocket.resume();
+      await sending;
+      client.end();
+      await once(backendSocket, 'end');
+      expect(received).toBe(UPLOAD);
+    } finally {
+      for (const service of pair.reverse()) await service.stop();
+      sink.close();
+    }
   }, 60_000);
 
   it('carries 8 concurrent downloads and uploads byte for byte (payloads split across reads, streams interleaved)', async () => {

@@ -4,6 +4,8 @@ import { lowSamplePercentiles } from '../src/plan/sample-sufficiency.js';
 import { planWarmup, proportionalWarmupSec, warmupGiven } from '../src/plan/warmup-plan.js';
 import { renderHtml } from '../src/reports/report-html.js';
 import { renderMarkdown } from '../src/reports/report-md.js';
+import { renderBulkMarkdown } from '../src/reports/standalone-report-md.js';
+import { type BulkTransfer, bulkRatios } from '../src/scenarios/bulk-scenario.js';
 import { buildVerdict } from '../src/verdict/build-verdict.js';
 
 // report.md and report.html from a report built here: what a reader sees of the per-second record, of a
@@ -296,5 +298,65 @@ describe('warm-up', () => {
     expect(warmupGiven(['ramp', '--warmup', '0'])).toBe(true);
     expect(warmupGiven(['ramp', '--warmup=2'])).toBe(true);
     expect(warmupGiven(['ramp', '--warmup-mib', '2'])).toBe(false);
+  });
+});
+
+describe('bulk report.md', () => {
+  const trace = { startMb: 50, peakMb: 80, endMb: 80, cpuMs: 700 };
+  const transfer = (
+    direction: BulkTransfer['direction'],
+    side: BulkTransfer['side'],
+    mbPerSec: number,
+    error: string | null = null,
+  ): BulkTransfer => ({
+    direction,
+    side,
+    bytes: error === null ? 2 ** 30 : 2 ** 29,
+    seconds: 2 ** 30 / mbPerSec / 1e6,
+    mbPerSec,
+    error,
+    warmup: { bytes: 2 ** 27, mbPerSec: mbPerSec / 2, error: null },
+    edge: side === 'direct' ? null : trace,
+    agent: side === 'direct' ? null : trace,
+    backend: trace,
+    clientCpuMs: 250,
+  });
+  const transfers = [
+    transfer('download', 'direct', 2000),
+    transfer('download', 'relay', 800),
+    transfer('download', 'tunnel', 700),
+    transfer('upload', 'direct', 2400),
+    transfer('upload', 'relay', 400, 'the connection closed after 536870912 of 1073741824 body bytes'),
+    transfer('upload', 'tunnel', 600),
+  ];
+  const md = renderBulkMarkdown({
+    command: 'pnpm bench bulk',
+    startedAt: '2026-11-29T04:00:00.000Z',
+    environment: report().environment,
+    result: {
+      scenario: 'bulk',
+      bytes: 2 ** 30,
+      warmupBytes: 2 ** 27,
+      cold: false,
+      transfers,
+      ratios: bulkRatios(transfers),
+    },
+    gate: { passed: false, violations: ['upload relay: the connection closed'] },
+  });
+
+  it('puts tunnel / byte floor beside tunnel / direct for each direction, from the same run', () => {
+    expect(md).toContain(
+      '- download: tunnel / direct = 0.35×, tunnel / byte floor = 0.88×, byte floor / direct = 0.40×\n',
+    );
+    expect(md).toContain('| download | relay | 1024 MiB |');
+  });
+
+  it('leaves out a ratio whose side lost data, rather than reading it from a short transfer', () => {
+    expect(bulkRatios(transfers).upload).toEqual({
+      tunnelOverDirect: 0.25,
+      tunnelOverFloor: null,
+      floorOverDirect: null,
+    });
+    expect(md).toContain('- upload: tunnel / direct = 0.25×\n');
   });
 });

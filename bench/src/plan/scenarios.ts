@@ -93,8 +93,11 @@ export function planStages(input: PlanInput): StagePlan[] {
 
 /** Scenarios outside the stage model (see standalone-scenarios.ts), as the usage text lists them. */
 export const STANDALONE_USAGE = `
-  bulk       1 GiB download and upload, direct and tunnel   --size 1024 (MiB) --warmup-mib 128 --only <side>
-             (each after a discarded warm-up transfer)      --min-mbps <n>
+  bulk       1 GiB download and upload through direct, the  --size 1024 (MiB) --warmup-mib 128
+             byte floor (relay: pnpm bench floor's bare     --only direct|relay|tunnel
+             relay pair) and the tunnel, each after a       --min-mbps <n> (tunnel MB/s)
+             discarded warm-up; tunnel / byte floor and     --min-floor-ratio <x> (tunnel / byte floor,
+             tunnel / direct per direction                  each direction)
              --cold: each through fresh processes, no       --cold (--size defaults to 100)
              warm-up
   sessions   10,000 idle sessions on one edge (KB each),    --sessions 10000 --streams 1000 --idle 15

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_LEVERS, type RelayLevers, RelayLink, readOptions } from './relay-floor-link.js';
 
 /*
- * One half of the floor relay of `pnpm bench floor` and `pnpm bench tcp`: the least two Node.js processes can
+ * One half of the floor relay of `pnpm bench floor`, `tcp` and `bulk`: the least two Node.js processes can
  * do to carry a client's bytes to a backend the way tunnel2 does (many client connections multiplexed over one
  * TCP connection between an edge-like and an agent-like process), with nothing else. No HTTP parsing, no
  * per-stream flow control, no limits, no errors answered: bytes in, an 8-byte header, bytes out, and the

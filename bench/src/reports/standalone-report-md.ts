@@ -1,6 +1,11 @@
 import { fixed, marked } from '../measure/report-format.js';
 import type { BenchReport } from '../plan/report-schema.js';
-import type { BulkResult, BulkTransfer, RssTrace } from '../scenarios/bulk-scenario.js';
+import {
+  type BulkResult,
+  type BulkTransfer,
+  bulkSummaryLines,
+  type RssTrace,
+} from '../scenarios/bulk-scenario.js';
 import { type FloorResult, summaryLines } from '../scenarios/floor-scenario.js';
 import type { SessionsRedisResult } from '../scenarios/sessions-redis.js';
 import type { SessionsResult } from '../scenarios/sessions-scenario.js';
@@ -49,17 +54,14 @@ export function renderBulkMarkdown(report: StandaloneReport<BulkResult>): string
       `${fixed(t.clientCpuMs)} ms | ` +
       `${t.error ?? ''} |`,
   );
-  const ratios = (['download', 'upload'] as const).flatMap((direction) => {
-    const direct = result.transfers.find((t) => t.direction === direction && t.side === 'direct');
-    const tunnel = result.transfers.find((t) => t.direction === direction && t.side === 'tunnel');
-    return direct && tunnel
-      ? [`- ${direction}: tunnel / direct = ${fixed(tunnel.mbPerSec / direct.mbPerSec, 2)}×`]
-      : [];
-  });
+  const ratios = bulkSummaryLines(result.ratios).map((line) => `- ${line}`);
   return (
     heading('Bulk transfers', report) +
     'One download (`GET /bytes/<n>`) and one upload (`POST /discard`) per side, streamed with backpressure ' +
-    'at both ends. MB/s = 10^6 bytes per second. RSS is sampled every 100 ms during the transfer. ' +
+    'at both ends. Sides: **direct** (the backend alone), **relay** (the byte floor of `pnpm bench floor`: ' +
+    'two Node.js processes that multiplex the client connections over one TCP connection and copy bytes; its ' +
+    "two processes fill the edge and agent columns) and **tunnel** (tunnel2's edge and agent). " +
+    'MB/s = 10^6 bytes per second. RSS is sampled every 100 ms during the transfer. ' +
     (result.cold
       ? 'Cold (`--cold`): each transfer ran through freshly started processes, with no warm-up. '
       : 'Each transfer follows a discarded warm-up transfer of the same kind, whose rate is shown beside it. ') +

@@ -5,7 +5,6 @@ import { fileURLToPath } from 'node:url';
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { BenchError, BenchErrorCode, usageError } from '../errors.js';
 import { USAGE } from '../plan/cli-args.js';
-import type { SideName } from '../plan/report-schema.js';
 import { type StandaloneName, WAN_USAGE } from '../plan/scenarios.js';
 import { DEFAULT_LINK_BUFFER_BYTES } from '../processes/delay-link.js';
 import { clusterGate, renderClusterMarkdown } from '../reports/cluster-report.js';
@@ -16,12 +15,16 @@ import {
   type StandaloneReport,
 } from '../reports/standalone-report-md.js';
 import { renderWanMarkdown, wanGate } from '../reports/wan-report.js';
-import { type BulkResult, runBulkBench } from '../scenarios/bulk-scenario.js';
+import {
+  type BulkResult,
+  type BulkSideName,
+  openBulkStack,
+  runBulkBench,
+} from '../scenarios/bulk-scenario.js';
 import { runClusterBench } from '../scenarios/cluster-scenario.js';
 import { type FloorResult, runFloorBench } from '../scenarios/floor-scenario.js';
 import { runSessionsBench, type SessionsResult } from '../scenarios/sessions-scenario.js';
 import { runWanBench } from '../scenarios/wan-scenario.js';
-import { startBenchStack } from '../stacks/bench-stack.js';
 import { grpcCommand } from './grpc-command.js';
 import { h2Command } from './h2-command.js';
 import { commandLine, describeEnvironment } from './report-json.js';
@@ -66,9 +69,12 @@ function optionalNumber(flag: string, text: string | undefined): number | null {
   return value;
 }
 
-function sidesOf(only: string | undefined): SideName[] {
-  if (only === undefined) return ['direct', 'tunnel'];
-  if (only !== 'direct' && only !== 'tunnel') throw usageError(`--only ${only}: expected direct or tunnel`);
+/** bulk's sides: by default the byte floor (relay) runs between direct and the tunnel. */
+function sidesOf(only: string | undefined): BulkSideName[] {
+  if (only === undefined) return ['direct', 'relay', 'tunnel'];
+  if (only !== 'direct' && only !== 'relay' && only !== 'tunnel') {
+    throw usageError(`--only ${only}: expected direct, relay or tunnel`);
+  }
   return [only];
 }
 
@@ -86,12 +92,21 @@ function writeReports(outDir: string, json: unknown, markdown: string): void {
   writeFileSync(join(outDir, 'report.md'), markdown);
 }
 
-function bulkGate(result: BulkResult, minMbps: number | null): Gate {
+/** `--min-floor-ratio`: tunnel ÷ byte floor per direction; a direction whose ratio is missing failed a transfer. */
+function bulkGate(result: BulkResult, minMbps: number | null, minFloorRatio: number | null): Gate {
   const violations: string[] = [];
   for (const t of result.transfers) {
     if (t.error !== null) violations.push(`${t.direction} ${t.side}: ${t.error}`);
     else if (minMbps !== null && t.side === 'tunnel' && t.mbPerSec < minMbps) {
       violations.push(`${t.direction} tunnel: ${t.mbPerSec.toFixed(0)} MB/s < ${minMbps}`);
+    }
+  }
+  if (minFloorRatio !== null) {
+    for (const direction of ['download', 'upload'] as const) {
+      const measured = result.ratios[direction].tunnelOverFloor;
+      if (measured !== null && measured < minFloorRatio) {
+        violations.push(`${direction}: tunnel / byte floor = ${measured.toFixed(2)}× < ${minFloorRatio}`);
+      }
     }
   }
   return { passed: violations.length === 0, violations };
@@ -183,6 +198,7 @@ export async function runStandalone(
     'warmup-mib': { type: 'string' },
     cold: { type: 'boolean' },
     'min-mbps': { type: 'string' },
+    'min-floor-ratio': { type: 'string' },
     sessions: { type: 'string' },
     streams: { type: 'string' },
     idle: { type: 'string' },
@@ -206,7 +222,7 @@ export async function runStandalone(
     return 0;
   }
   const applies: Record<StandaloneName, string[]> = {
-    bulk: ['out', 'only', 'size', 'warmup-mib', 'min-mbps', 'cold'],
+    bulk: ['out', 'only', 'size', 'warmup-mib', 'min-mbps', 'min-floor-ratio', 'cold'],
     sessions: [
       'out',
       'sessions',
@@ -271,15 +287,19 @@ export async function runStandalone(
     const sizeMiB = positiveInt('size', str('size'), cold ? 100 : 1024);
     const warmupMiB = cold ? 0 : wholeNumber('warmup-mib', str('warmup-mib'), 128);
     const minMbps = optionalNumber('min-mbps', str('min-mbps'));
+    const minFloorRatio = optionalNumber('min-floor-ratio', str('min-floor-ratio'));
     const sides = sidesOf(str('only'));
+    if (minFloorRatio !== null && sides.length === 1) {
+      throw usageError('--min-floor-ratio compares the tunnel with the relay: it cannot go with --only');
+    }
     return runAndReport(
       () =>
         runBulkBench(
-          () => startBenchStack({ tunnel: sides.includes('tunnel') }),
+          openBulkStack,
           { bytes: sizeMiB * 2 ** 20, sides, warmupBytes: warmupMiB * 2 ** 20, cold },
           note,
         ),
-      (result) => bulkGate(result, minMbps),
+      (result) => bulkGate(result, minMbps, minFloorRatio),
       renderBulkMarkdown,
     );
   }

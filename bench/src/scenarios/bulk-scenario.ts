@@ -1,18 +1,30 @@
+import { BenchError, BenchErrorCode } from '../errors.js';
 import { bulkDownload, bulkUpload } from '../measure/bulk-client.js';
 import { meterSelf, readCpuMs, readStatusKb } from '../measure/process-stats.js';
+import { fixed } from '../measure/report-format.js';
 import type { SideName } from '../plan/report-schema.js';
-import type { BenchStack } from '../stacks/bench-stack.js';
+import { type BenchStack, startBenchStack, targetOf } from '../stacks/bench-stack.js';
 import type { ChildService } from '../stacks/child-service.js';
+import { startRelay } from './floor-scenario.js';
 
 /**
  * `pnpm bench bulk`: one large download and one large upload per side, measured as MB/s (10^6 bytes per
  * second), with the edge's and the agent's CPU and RSS sampled through the transfer (the RSS must stay
  * flat: nothing may buffer a body). Bodies are streamed with backpressure on both ends of the bench too,
  * so the bench itself never holds more than one chunk.
+ *
+ * The sides: direct (the backend alone), relay (the byte floor of `pnpm bench floor`: two Node.js processes
+ * that multiplex client connections over one TCP connection and copy bytes, relay-floor-process.ts) and
+ * tunnel. The relay is in the same run because issue #34 states the bulk target against it ("tunnel ≥ 0.85x
+ * the byte floor"), and two runs minutes apart on this machine differ by more than that.
  */
+
+/** The bulk sides: the staged scenarios' two, and the byte floor between them. */
+export type BulkSideName = SideName | 'relay';
+
 export interface BulkSettings {
   bytes: number;
-  sides: SideName[];
+  sides: BulkSideName[];
   /**
    * A transfer of this size, the same side and direction, runs right before each measured one and is
    * discarded: the first megabytes through fresh processes run unoptimized code. 0: none.
@@ -34,7 +46,7 @@ export interface RssTrace {
 
 export interface BulkTransfer {
   direction: 'download' | 'upload';
-  side: SideName;
+  side: BulkSideName;
   bytes: number;
   seconds: number;
   mbPerSec: number;
@@ -42,6 +54,7 @@ export interface BulkTransfer {
   error: string | null;
   /** The discarded warm-up transfer right before this one (null when there was none); shown, not hidden. */
   warmup: { bytes: number; mbPerSec: number; error: string | null } | null;
+  /** The tunnel's edge and agent, or on the relay side the relay's two processes; null on the direct side. */
   edge: RssTrace | null;
   agent: RssTrace | null;
   backend: RssTrace | null;
@@ -56,6 +69,22 @@ export interface BulkResult {
   /** Each transfer ran through freshly started processes (`--cold`). */
   cold: boolean;
   transfers: BulkTransfer[];
+  /** Per direction, the MB/s ratios of the sides that ran (null where one of the two did not, or failed). */
+  ratios: { download: BulkRatios; upload: BulkRatios };
+}
+
+export interface BulkRatios {
+  tunnelOverDirect: number | null;
+  /** tunnel ÷ relay: issue #34's target 5 reads this one (≥ 0.85 warm). */
+  tunnelOverFloor: number | null;
+  floorOverDirect: number | null;
+}
+
+/** The processes one set of transfers runs through: the bench stack, and the relay pair in front of its backend. */
+export interface BulkStack {
+  stack: BenchStack;
+  relay: { edge: ChildService; agent: ChildService } | undefined;
+  close(): Promise<void>;
 }
 
 const UPLOAD_CHUNK = Buffer.alloc(256 * 1024, 0x5a);
@@ -135,8 +164,60 @@ async function warmUp(
   return { bytes, mbPerSec, error };
 }
 
-/** Opens the processes a transfer runs through; `cold` opens a fresh set for every transfer. */
-export type OpenStack = () => Promise<BenchStack>;
+/**
+ * Opens the processes the given sides run through; `cold` opens a fresh set for every transfer, for its side
+ * only, so a cold transfer shares the machine with no other side's processes still starting up.
+ */
+export type OpenStack = (sides: readonly BulkSideName[]) => Promise<BulkStack>;
+
+/** The backend, the edge and agent when the tunnel side runs, the relay pair when the relay side runs. */
+export async function openBulkStack(sides: readonly BulkSideName[]): Promise<BulkStack> {
+  const stack = await startBenchStack({ tunnel: sides.includes('tunnel') });
+  const started: ChildService[] = [];
+  const close = async (): Promise<void> => {
+    for (const service of started.splice(0).reverse()) await service.stop();
+    await stack.close();
+  };
+  try {
+    const relay = sides.includes('relay') ? await startRelay(stack.backend.readyValue, started) : undefined;
+    return { stack, relay, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+const ratio = (a: number | null, b: number | null): number | null =>
+  a !== null && b !== null && b > 0 ? a / b : null;
+
+export function bulkRatios(transfers: readonly BulkTransfer[]): BulkResult['ratios'] {
+  const of = (direction: BulkTransfer['direction']): BulkRatios => {
+    const mbps = (side: BulkSideName): number | null => {
+      const t = transfers.find((x) => x.direction === direction && x.side === side);
+      return t === undefined || t.error !== null ? null : t.mbPerSec;
+    };
+    const [direct, relay, tunnel] = [mbps('direct'), mbps('relay'), mbps('tunnel')];
+    return {
+      tunnelOverDirect: ratio(tunnel, direct),
+      tunnelOverFloor: ratio(tunnel, relay),
+      floorOverDirect: ratio(relay, direct),
+    };
+  };
+  return { download: of('download'), upload: of('upload') };
+}
+
+/** One line per direction with the ratios it has, as the run's last lines and the report's summary say them. */
+export function bulkSummaryLines(ratios: BulkResult['ratios']): string[] {
+  return (['download', 'upload'] as const).flatMap((direction) => {
+    const r = ratios[direction];
+    const parts = [
+      r.tunnelOverDirect === null ? [] : [`tunnel / direct = ${fixed(r.tunnelOverDirect, 2)}×`],
+      r.tunnelOverFloor === null ? [] : [`tunnel / byte floor = ${fixed(r.tunnelOverFloor, 2)}×`],
+      r.floorOverDirect === null ? [] : [`byte floor / direct = ${fixed(r.floorOverDirect, 2)}×`],
+    ].flat();
+    return parts.length === 0 ? [] : [`${direction}: ${parts.join(', ')}`];
+  });
+}
 
 export async function runBulkBench(
   openStack: OpenStack,
@@ -144,28 +225,56 @@ export async function runBulkBench(
   note: (line: string) => void,
 ): Promise<BulkResult> {
   const transfers: BulkTransfer[] = [];
-  let stack: BenchStack | undefined;
+  let opened: BulkStack | undefined;
   try {
     for (const direction of ['download', 'upload'] as const) {
       for (const side of settings.sides) {
         if (settings.cold) {
-          await stack?.close();
-          stack = undefined;
+          await opened?.close();
+          opened = undefined;
         }
-        stack ??= await openStack();
-        transfers.push(await transfer(stack, settings, direction, side, note));
+        opened ??= await openStack(settings.cold ? [side] : settings.sides);
+        transfers.push(await sideTransfer(opened, settings, direction, side, note));
       }
     }
   } finally {
-    await stack?.close();
+    await opened?.close();
   }
+  const ratios = bulkRatios(transfers);
+  for (const line of bulkSummaryLines(ratios)) note(line);
   return {
     scenario: 'bulk',
     bytes: settings.bytes,
     warmupBytes: settings.warmupBytes,
     cold: settings.cold,
     transfers,
+    ratios,
   };
+}
+
+/**
+ * The relay is measured as the 'tunnel' of a view of the stack whose edge and agent are the relay's (as
+ * `pnpm bench tcp` measures its floor), so its processes are traced exactly as the tunnel's are.
+ */
+async function sideTransfer(
+  opened: BulkStack,
+  settings: BulkSettings,
+  direction: BulkTransfer['direction'],
+  side: BulkSideName,
+  note: (line: string) => void,
+): Promise<BulkTransfer> {
+  if (side !== 'relay') return transfer(opened.stack, settings, direction, side, note);
+  const { stack, relay } = opened;
+  if (relay === undefined) throw new BenchError(BenchErrorCode.STACK, 'the relay side is not running');
+  // The relay passes bytes untouched: the backend sees the direct side's Host, as in `pnpm bench floor`.
+  const view: BenchStack = {
+    ...stack,
+    edge: relay.edge,
+    agent: relay.agent,
+    tunnel: { ...targetOf(relay.edge.readyValue), host: stack.direct.host },
+  };
+  const measured = await transfer(view, settings, direction, 'tunnel', note, 'relay');
+  return { ...measured, side: 'relay' };
 }
 
 /**
