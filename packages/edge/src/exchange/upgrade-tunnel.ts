@@ -44,13 +44,17 @@ export class UpgradeTunnel implements StreamHandler {
     socket.on('error', () => {});
   }
 
-  /** Client bytes (the WebSocket frames after the handshake) flow into the stream with backpressure. */
+  /**
+   * Client bytes (the WebSocket frames after the handshake) flow into the stream with backpressure, from
+   * the start: a client may send its first message before the 101, and the agent holds it (within the
+   * stream's window) until its backend switched.
+   */
   pumpClientBytes(head: Buffer): void {
     if (head.length > 0) this.#stream.write(head);
     this.#socket.on('data', (chunk: Buffer) => {
       if (!this.#stream.write(chunk)) this.#socket.pause();
     });
-    this.#socket.on('end', () => this.#stream.end());
+    this.#socket.on('end', this.#onSocketEnd);
   }
 
   onHeaders(payload: Buffer, endStream: boolean): void {
@@ -168,6 +172,23 @@ export class UpgradeTunnel implements StreamHandler {
     const owed = this.#owed;
     this.#owed = 0;
     this.#stream.consume(owed);
+  };
+
+  /**
+   * The client's FIN. After an answer it is a half-close, passed on. Before one, the client is gone, as
+   * Node's HTTP server takes a FIN while a plain request waits for its answer: the stream is cancelled, so
+   * the agent closes its backend connection now, not at the response timeout.
+   */
+  readonly #onSocketEnd = (): void => {
+    if (this.#headSent) {
+      this.#stream.end();
+      return;
+    }
+    if (this.#done) return;
+    this.#clearTimer();
+    if (!this.#stream.closed) this.#stream.reset(ErrorCode.CANCEL);
+    this.#socket.destroy();
+    this.#finish();
   };
 
   readonly #onSocketClose = (): void => {

@@ -1,0 +1,212 @@
+import { once } from 'node:events';
+import type { ClientHttp2Stream, IncomingHttpHeaders } from 'node:http2';
+import { connect as netConnect, type Socket } from 'node:net';
+import { buildEdge, type Edge } from '@tunnel2/edge';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type Tunnel } from '../src/index.js';
+import { h2c } from './support/h2-client.js';
+import { type HeldUpgradeBackend, startHeldUpgradeBackend } from './support/held-upgrade-backend.js';
+import { silent } from './support/stack.js';
+import { clientFrame, FrameReader, OPCODE } from './support/ws-frames.js';
+
+// A WebSocket upgrade while the backend has not answered yet: the stream is open, the agent has a backend
+// connection with the request on it, and the client may already be sending. Whatever ends the stream then
+// (the edge's response timeout, the client leaving) must close that backend connection, and the client's
+// early bytes must reach the backend after its 101, in order, held meanwhile within the stream's window.
+// Over HTTP/1.1 (a raw client that does not wait for the 101) and RFC 8441 (h2c extended CONNECT) alike.
+
+/** The edge that gives up soon: its response timeout is what these tests wait for. */
+const QUICK_TIMEOUT_MS = 1_500;
+
+interface Stack {
+  edge: Edge;
+  tunnel: Tunnel;
+  port: number;
+}
+
+let backend: HeldUpgradeBackend;
+/** Response timeout QUICK_TIMEOUT_MS. */
+let quick: Stack;
+/** The default response timeout (60 s): nothing here waits for it. */
+let patient: Stack;
+
+async function startStack(responseTimeoutMs?: number): Promise<Stack> {
+  const edge = buildEdge({
+    port: 0,
+    logger: silent,
+    ...(responseTimeoutMs === undefined ? {} : { responseTimeoutMs }),
+  });
+  const { port } = await edge.listen();
+  const tunnel = await connect({ target: backend.port, server: edge.url, subdomain: 'held' });
+  return { edge, tunnel, port };
+}
+
+beforeAll(async () => {
+  backend = await startHeldUpgradeBackend();
+  quick = await startStack(QUICK_TIMEOUT_MS);
+  patient = await startStack();
+});
+
+afterAll(async () => {
+  for (const stack of [quick, patient]) {
+    await stack.tunnel.close(0);
+    await stack.edge.close(0);
+  }
+  await backend.close();
+});
+
+/** A raw HTTP/1.1 client that sends its upgrade request and, with it, `early` (no wait for the 101). */
+interface RawClient {
+  socket: Socket;
+  /** Everything received so far, as latin1. */
+  text(): string;
+  /** Resolves once the received text matches `pattern`. */
+  seen(pattern: RegExp): Promise<void>;
+  closed: Promise<void>;
+}
+
+async function rawUpgrade(stack: Stack, path: string, early: Buffer = Buffer.alloc(0)): Promise<RawClient> {
+  const socket = netConnect(stack.port, '127.0.0.1');
+  socket.on('error', () => {});
+  await once(socket, 'connect');
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  let received = '';
+  let onText: (() => void) | undefined;
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.toString('latin1');
+    onText?.();
+  });
+  const head =
+    `GET ${path} HTTP/1.1\r\nHost: held.localhost:${stack.port}\r\nUpgrade: websocket\r\n` +
+    'Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
+  // One write: the early bytes travel right behind the head.
+  socket.write(Buffer.concat([Buffer.from(head, 'latin1'), early]));
+  return {
+    socket,
+    text: () => received,
+    seen: (pattern) =>
+      new Promise<void>((resolve) => {
+        const check = (): void => {
+          if (!pattern.test(received)) return;
+          onText = undefined;
+          resolve();
+        };
+        onText = check;
+        check();
+      }),
+    closed,
+  };
+}
+
+/** An RFC 8441 stream whose first DATA (`early`) goes with the request, before any answer. */
+async function h2Upgrade(
+  stack: Stack,
+  path: string,
+  early: Buffer = Buffer.alloc(0),
+): Promise<{
+  stream: ClientHttp2Stream;
+  frames: FrameReader;
+  response: Promise<IncomingHttpHeaders>;
+  closed: Promise<void>;
+  done(): void;
+}> {
+  const session = h2c(stack.port);
+  await new Promise((resolve) => session.once('remoteSettings', resolve));
+  const stream = session.request(
+    {
+      ':method': 'CONNECT',
+      ':protocol': 'websocket',
+      ':scheme': 'http',
+      ':path': path,
+      ':authority': `held.localhost:${stack.port}`,
+      'sec-websocket-version': '13',
+    },
+    { endStream: false },
+  );
+  stream.on('error', () => {});
+  const frames = new FrameReader();
+  stream.on('data', (chunk: Buffer) => frames.push(chunk));
+  if (early.length > 0) stream.write(early);
+  return {
+    stream,
+    frames,
+    response: new Promise((resolve) => stream.once('response', resolve)),
+    closed: new Promise((resolve) => stream.once('close', () => resolve())),
+    done: () => session.destroy(),
+  };
+}
+
+describe('an HTTP/1.1 WebSocket upgrade the backend has not answered yet', () => {
+  it("the edge's response timeout (504) closes the agent's backend connection", async () => {
+    const arriving = backend.next();
+    const client = await rawUpgrade(quick, '/never');
+    const connection = await arriving;
+    await client.closed;
+    expect(client.text()).toMatch(/^HTTP\/1\.1 504 /);
+    await connection.closed;
+  });
+
+  it.each([
+    { how: 'FIN', leave: (socket: Socket) => socket.end() },
+    { how: 'RST', leave: (socket: Socket) => socket.resetAndDestroy() },
+  ])(
+    "a client that goes away ($how) before the answer closes the agent's backend connection",
+    async ({ leave }) => {
+      const arriving = backend.next();
+      const client = await rawUpgrade(patient, '/never');
+      const connection = await arriving;
+      // A FIN before the 101 is a client gone (as for a plain request), not a half-close to pass on: the
+      // backend's connection closed at once, not at the response timeout (60 s here).
+      leave(client.socket);
+      await connection.closed;
+      await client.closed;
+    },
+  );
+});
+
+describe('an RFC 8441 WebSocket the backend has not answered yet', () => {
+  it("the edge's response timeout (504) closes the agent's backend connection", async () => {
+    const arriving = backend.next();
+    const ws = await h2Upgrade(quick, '/never');
+    const connection = await arriving;
+    const head = await ws.response;
+    expect(head[':status']).toBe(504);
+    await connection.closed;
+    ws.done();
+  });
+
+  it("a client that resets its stream before the answer closes the agent's backend connection", async () => {
+    const arriving = backend.next();
+    const ws = await h2Upgrade(patient, '/never');
+    const connection = await arriving;
+    ws.stream.close(0x8); // NGHTTP2_CANCEL
+    await connection.closed;
+    ws.done();
+  });
+
+  it('bytes the client sent with its request reach the backend after the 101, in order', async () => {
+    const arriving = backend.next();
+    const early = clientFrame(OPCODE.text, 'early bird');
+    const ws = await h2Upgrade(patient, '/echo', early);
+    const connection = await arriving;
+    connection.accept();
+    expect((await ws.response)[':status']).toBe(200);
+    const second = clientFrame(OPCODE.text, 'second');
+    ws.stream.write(second);
+    const all = await connection.received(early.length + second.length);
+    expect(all.equals(Buffer.concat([early, second]))).toBe(true);
+    ws.done();
+    await connection.closed;
+  });
+
+  it('a refusal drops the bytes held for the backend: they never reach it', async () => {
+    const arriving = backend.next();
+    const ws = await h2Upgrade(patient, '/refused', clientFrame(OPCODE.text, 'early bird'));
+    const connection = await arriving;
+    connection.socket.write('HTTP/1.1 403 Forbidden\r\nContent-Length: 12\r\n\r\nnot allowed!');
+    expect((await ws.response)[':status']).toBe(403);
+    await connection.closed;
+    expect(Buffer.concat(connection.after).length).toBe(0);
+    ws.done();
+  });
+});
