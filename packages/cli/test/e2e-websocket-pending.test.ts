@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
 import { h2c } from './support/h2-client.js';
 import { type HeldUpgradeBackend, startHeldUpgradeBackend } from './support/held-upgrade-backend.js';
-import { silent } from './support/stack.js';
+import { silent, until } from './support/stack.js';
 import { clientFrame, FrameReader, OPCODE } from './support/ws-frames.js';
 
 // A WebSocket upgrade while the backend has not answered yet: the stream is open, the agent has a backend
@@ -15,6 +15,7 @@ import { clientFrame, FrameReader, OPCODE } from './support/ws-frames.js';
 // early bytes must reach the backend after its 101, in order, held meanwhile within the stream's window.
 // Over HTTP/1.1 (a raw client that does not wait for the 101) and RFC 8441 (h2c extended CONNECT) alike.
 
+const MiB = 1024 * 1024;
 /** The edge that gives up soon: its response timeout is what these tests wait for. */
 const QUICK_TIMEOUT_MS = 1_500;
 
@@ -136,14 +137,44 @@ async function h2Upgrade(
   };
 }
 
+/** Writes `total` bytes of a known pattern as fast as the socket takes them; `sent` counts what left. */
+function pump(write: (chunk: Buffer) => boolean, onDrain: (resume: () => void) => void, total: number) {
+  const chunk = Buffer.alloc(64 * 1024);
+  for (let i = 0; i < chunk.length; i++) chunk[i] = i % 251;
+  const state = { sent: 0 };
+  const next = (): void => {
+    while (state.sent < total) {
+      state.sent += chunk.length;
+      if (!write(chunk)) {
+        onDrain(next);
+        return;
+      }
+    }
+  };
+  next();
+  return { state, expected: Buffer.concat(Array.from({ length: total / chunk.length }, () => chunk)) };
+}
+
+/** Resolves once `value()` has not changed for ten polls in a row: the writer is held back. */
+async function steady(value: () => number): Promise<void> {
+  let last = -1;
+  let count = 0;
+  await until(() => {
+    count = value() === last ? count + 1 : 0;
+    last = value();
+    return count >= 10;
+  });
+}
+
 describe('an HTTP/1.1 WebSocket upgrade the backend has not answered yet', () => {
-  it("the edge's response timeout (504) closes the agent's backend connection", async () => {
+  it("the edge's response timeout (504) closes the agent's backend connection; the bytes held go with it", async () => {
     const arriving = backend.next();
-    const client = await rawUpgrade(quick, '/never');
+    const client = await rawUpgrade(quick, '/never', clientFrame(OPCODE.text, 'early bird'));
     const connection = await arriving;
     await client.closed;
     expect(client.text()).toMatch(/^HTTP\/1\.1 504 /);
     await connection.closed;
+    expect(Buffer.concat(connection.after).length).toBe(0);
   });
 
   it.each([
@@ -162,6 +193,60 @@ describe('an HTTP/1.1 WebSocket upgrade the backend has not answered yet', () =>
       await client.closed;
     },
   );
+
+  it('bytes the client sent with its request reach the backend after the 101, in order', async () => {
+    const arriving = backend.next();
+    const early = clientFrame(OPCODE.text, 'early bird');
+    const client = await rawUpgrade(patient, '/echo', early);
+    const connection = await arriving;
+    // Nothing before the backend's answer: the backend has not switched protocols yet.
+    expect(Buffer.concat(connection.after).length).toBe(0);
+    connection.accept();
+    await client.seen(/^HTTP\/1\.1 101 /);
+    const second = clientFrame(OPCODE.text, 'second');
+    client.socket.write(second);
+    const all = await connection.received(early.length + second.length);
+    expect(all.equals(Buffer.concat([early, second]))).toBe(true);
+    client.socket.destroy();
+    await connection.closed;
+  });
+
+  it('a refusal drops the bytes held for the backend: they never reach it; the client gets the refusal', async () => {
+    const arriving = backend.next();
+    const client = await rawUpgrade(patient, '/refused', clientFrame(OPCODE.text, 'early bird'));
+    const connection = await arriving;
+    connection.socket.write('HTTP/1.1 403 Forbidden\r\nContent-Length: 12\r\n\r\nnot allowed!');
+    await client.closed;
+    expect(client.text()).toMatch(/^HTTP\/1\.1 403 Forbidden\r\n[\s\S]*\r\n\r\nnot allowed!$/);
+    // The agent's connection goes with the refused exchange, and nothing followed the request on it.
+    await connection.closed;
+    expect(Buffer.concat(connection.after).length).toBe(0);
+  });
+
+  it('early bytes wait within the stream window while no answer comes (bounded), then all arrive after the 101', async () => {
+    const arriving = backend.next();
+    const client = await rawUpgrade(patient, '/slow');
+    const connection = await arriving;
+    const total = 64 * MiB;
+    const { state, expected } = pump(
+      (chunk) => client.socket.write(chunk),
+      (resume) => client.socket.once('drain', resume),
+      total,
+    );
+    await steady(() => state.sent);
+    console.log(
+      `the client got ${(state.sent / MiB).toFixed(1)} MiB of ${total / MiB} MiB out before the backend answered`,
+    );
+    // Held back by the windows (and the sockets' buffers), not taken in whole by the agent.
+    expect(state.sent).toBeLessThan(total / 2);
+    expect(Buffer.concat(connection.after).length).toBe(0);
+    connection.accept();
+    const all = await connection.received(total);
+    expect(all.length).toBe(total);
+    expect(all.equals(expected)).toBe(true);
+    client.socket.destroy();
+    await connection.closed;
+  });
 });
 
 describe('an RFC 8441 WebSocket the backend has not answered yet', () => {

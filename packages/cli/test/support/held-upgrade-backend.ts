@@ -41,9 +41,12 @@ export async function startHeldUpgradeBackend(): Promise<HeldUpgradeBackend> {
     let buffered = Buffer.alloc(0);
     let connection: HeldConnection | undefined;
     let onBytes: (() => void) | undefined;
+    /** Bytes in `after`, counted as they come (a concat per chunk would be quadratic). */
+    let length = 0;
     socket.on('data', (chunk: Buffer) => {
       if (connection !== undefined) {
         connection.after.push(chunk);
+        length += chunk.length;
         onBytes?.();
         return;
       }
@@ -54,6 +57,7 @@ export async function startHeldUpgradeBackend(): Promise<HeldUpgradeBackend> {
       const after: Buffer[] = [];
       const rest = buffered.subarray(end + 4);
       if (rest.length > 0) after.push(rest);
+      length = rest.length;
       const key = /\r\nsec-websocket-key:\s*(\S+)/i.exec(head)?.[1] ?? '';
       connection = {
         head,
@@ -64,11 +68,9 @@ export async function startHeldUpgradeBackend(): Promise<HeldUpgradeBackend> {
         received: (bytes) =>
           new Promise<Buffer>((resolve) => {
             const check = (): void => {
-              const all = Buffer.concat(after);
-              if (all.length >= bytes) {
-                onBytes = undefined;
-                resolve(all);
-              }
+              if (length < bytes) return;
+              onBytes = undefined;
+              resolve(Buffer.concat(after));
             };
             onBytes = check;
             check();
