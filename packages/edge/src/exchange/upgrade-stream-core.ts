@@ -6,6 +6,7 @@ import {
   type StreamResetError,
 } from '@tunnel2/protocol';
 import { EdgeErrorCode } from '../errors.js';
+import { BODY_BEFORE_HEAD, writeBodyChunk } from './body-chunk.js';
 import { ResponseFraming } from './response-framing.js';
 import type { AcceptedHead } from './response-head-check.js';
 
@@ -32,6 +33,8 @@ export abstract class UpgradeStreamCore implements StreamHandler {
   #owed = 0;
   /** The answer's head checks and a refusal's declared body length (`Infinity` after a 101). */
   readonly #framing = new ResponseFraming({ method: 'GET', upgrade: true });
+  /** The client as `writeBodyChunk` writes to it. */
+  readonly #client = { write: (chunk: Buffer): boolean => this.writeToClient(chunk) };
 
   constructor(stream: MuxStream, context: UpgradeTunnelContext) {
     this.stream = stream;
@@ -85,20 +88,15 @@ export abstract class UpgradeStreamCore implements StreamHandler {
 
   onData(chunk: Buffer): void {
     if (this.#done) return;
-    if (!this.#headSent) {
-      // Raw bytes before any head would reach the client as if they were the edge's answer.
-      this.#invalidHead('body bytes before a final response head');
-      return;
-    }
-    const fit = this.#framing.fit(chunk.length);
-    if (fit < chunk.length) {
+    // Raw bytes before any head would reach the client as if they were the edge's answer.
+    if (!this.#headSent) this.#invalidHead(BODY_BEFORE_HEAD);
+    else {
       // A refusal's body past its declared length: what fits is written, then the client is cut off.
-      if (fit > 0) this.writeToClient(chunk.subarray(0, fit));
-      this.#abort();
-      return;
+      const outcome = writeBodyChunk(this.#client, chunk, this.#framing);
+      if (outcome === 'taken') this.stream.consume(chunk.length);
+      else if (outcome === 'buffered') this.#owed += chunk.length;
+      else this.#abort();
     }
-    if (this.writeToClient(chunk)) this.stream.consume(chunk.length);
-    else this.#owed += chunk.length;
   }
 
   onEnd(): void {
