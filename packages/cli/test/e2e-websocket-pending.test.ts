@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { ClientHttp2Stream, IncomingHttpHeaders } from 'node:http2';
+import { type ClientHttp2Stream, constants, type IncomingHttpHeaders } from 'node:http2';
 import { connect as netConnect, type Socket } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { connect, type Tunnel } from '../src/index.js';
 import { h2c } from './support/h2-client.js';
 import { type HeldUpgradeBackend, startHeldUpgradeBackend } from './support/held-upgrade-backend.js';
 import { silent, until } from './support/stack.js';
-import { clientFrame, FrameReader, OPCODE } from './support/ws-frames.js';
+import { clientFrame, OPCODE } from './support/ws-frames.js';
 
 // A WebSocket upgrade while the backend has not answered yet: the stream is open, the agent has a backend
 // connection with the request on it, and the client may already be sending. Whatever ends the stream then
@@ -106,7 +106,6 @@ async function h2Upgrade(
   early: Buffer = Buffer.alloc(0),
 ): Promise<{
   stream: ClientHttp2Stream;
-  frames: FrameReader;
   response: Promise<IncomingHttpHeaders>;
   closed: Promise<void>;
   done(): void;
@@ -125,12 +124,9 @@ async function h2Upgrade(
     { endStream: false },
   );
   stream.on('error', () => {});
-  const frames = new FrameReader();
-  stream.on('data', (chunk: Buffer) => frames.push(chunk));
   if (early.length > 0) stream.write(early);
   return {
     stream,
-    frames,
     response: new Promise((resolve) => stream.once('response', resolve)),
     closed: new Promise((resolve) => stream.once('close', () => resolve())),
     done: () => session.destroy(),
@@ -250,13 +246,14 @@ describe('an HTTP/1.1 WebSocket upgrade the backend has not answered yet', () =>
 });
 
 describe('an RFC 8441 WebSocket the backend has not answered yet', () => {
-  it("the edge's response timeout (504) closes the agent's backend connection", async () => {
+  it("the edge's response timeout (504) closes the agent's backend connection; the bytes held go with it", async () => {
     const arriving = backend.next();
-    const ws = await h2Upgrade(quick, '/never');
+    const ws = await h2Upgrade(quick, '/never', clientFrame(OPCODE.text, 'early bird'));
     const connection = await arriving;
     const head = await ws.response;
     expect(head[':status']).toBe(504);
     await connection.closed;
+    expect(Buffer.concat(connection.after).length).toBe(0);
     ws.done();
   });
 
@@ -264,7 +261,7 @@ describe('an RFC 8441 WebSocket the backend has not answered yet', () => {
     const arriving = backend.next();
     const ws = await h2Upgrade(patient, '/never');
     const connection = await arriving;
-    ws.stream.close(0x8); // NGHTTP2_CANCEL
+    ws.stream.close(constants.NGHTTP2_CANCEL);
     await connection.closed;
     ws.done();
   });
