@@ -2,10 +2,12 @@ import { once } from 'node:events';
 import { type ClientHttp2Stream, constants, type IncomingHttpHeaders } from 'node:http2';
 import { connect as netConnect, type Socket } from 'node:net';
 import { buildEdge, type Edge } from '@tunnel2/edge';
+import { decodeResponseHead, encodeRequestHead, type MuxSession } from '@tunnel2/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
 import { h2c } from './support/h2-client.js';
 import { type HeldUpgradeBackend, startHeldUpgradeBackend } from './support/held-upgrade-backend.js';
+import { startPlayedEdge } from './support/played-edge.js';
 import { silent, until } from './support/stack.js';
 import { clientFrame, OPCODE } from './support/ws-frames.js';
 
@@ -290,5 +292,63 @@ describe('an RFC 8441 WebSocket the backend has not answered yet', () => {
     await connection.closed;
     expect(Buffer.concat(connection.after).length).toBe(0);
     ws.done();
+  });
+});
+
+describe('an edge that ended the client side before the 101 (an edge from before the client-FIN rule)', () => {
+  it('the agent writes the held bytes after the switch, then ends the backend side', async () => {
+    let opened: (session: MuxSession) => void = () => {};
+    const ready = new Promise<MuxSession>((resolve) => {
+      opened = resolve;
+    });
+    const played = await startPlayedEdge((_hello, session) => {
+      session.sendHello({ name: 'played', url: 'http://played.played/', urls: [] }, true);
+      opened(session);
+    });
+    const agent = await connect({ target: backend.port, server: played.url });
+    try {
+      const session = await ready;
+      const arriving = backend.next();
+      const stream = session.openStream();
+      const heads: number[] = [];
+      stream.handler = {
+        onHeaders: (payload) => heads.push(decodeResponseHead(payload).status),
+        onData: (chunk) => stream.consume(chunk.length),
+        onEnd: () => {},
+        onReset: () => {},
+        onDrain: () => {},
+      };
+      const head = encodeRequestHead(
+        {
+          method: 'GET',
+          target: '/half-closed',
+          headers: [
+            'host',
+            'played.played',
+            'upgrade',
+            'websocket',
+            'connection',
+            'Upgrade',
+            'sec-websocket-version',
+            '13',
+            'sec-websocket-key',
+            'dGhlIHNhbXBsZSBub25jZQ==',
+          ],
+        },
+        64 * 1024,
+      );
+      const early = clientFrame(OPCODE.text, 'last words');
+      stream.sendHeaders(head, false);
+      stream.write(early);
+      stream.end();
+      const connection = await arriving;
+      connection.accept();
+      await connection.ended;
+      expect(Buffer.concat(connection.after).equals(early)).toBe(true);
+      expect(heads).toEqual([101]);
+    } finally {
+      await agent.close(0);
+      await played.close();
+    }
   });
 });

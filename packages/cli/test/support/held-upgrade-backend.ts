@@ -11,6 +11,8 @@ export interface HeldConnection {
   readonly after: Buffer[];
   /** Resolves once `after` holds at least `bytes` bytes, with them all. */
   received(bytes: number): Promise<Buffer>;
+  /** Resolves when the agent ended its side (FIN). */
+  ended: Promise<void>;
   /** Resolves when the connection is gone (the agent closed or destroyed it). */
   closed: Promise<void>;
   /** Writes a 101 with the Sec-WebSocket-Accept that answers the request's key. */
@@ -37,6 +39,7 @@ export async function startHeldUpgradeBackend(): Promise<HeldUpgradeBackend> {
     sockets.add(socket);
     socket.on('error', () => {});
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()));
     void closed.then(() => sockets.delete(socket));
     let buffered = Buffer.alloc(0);
     let connection: HeldConnection | undefined;
@@ -64,6 +67,7 @@ export async function startHeldUpgradeBackend(): Promise<HeldUpgradeBackend> {
         path: head.split(' ')[1] ?? '',
         socket,
         after,
+        ended,
         closed,
         received: (bytes) =>
           new Promise<Buffer>((resolve) => {
