@@ -12,6 +12,7 @@ import {
 } from '@tunnel2/protocol';
 import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
 import type { ForwardOptions } from './forward-options.js';
+import { HeldBytes } from './held-bytes.js';
 import { httpsOptions } from './target-tls.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
@@ -51,9 +52,10 @@ export class NodeHttpExchange implements StreamHandler {
   #owed = 0;
   /**
    * A WebSocket client's bytes that came before the backend's 101 (a client that does not wait for it):
-   * kept, their credit not returned, so the stream's window bounds them, and written after the switch.
+   * kept (copied: what they weigh, not the socket reads they came in), their credit not returned, so the
+   * stream's window bounds them, and written after the switch.
    */
-  #held: Buffer[] = [];
+  readonly #held = new HeldBytes();
   /** The client's side ended before the switch: the backend socket is ended after the held bytes. */
   #heldEnd = false;
   #status = 0;
@@ -150,9 +152,7 @@ export class NodeHttpExchange implements StreamHandler {
 
   /** No switch came (a refusal, a failed request): the held bytes are dropped, their credit returned. */
   #dropHeld(): void {
-    let bytes = 0;
-    for (const chunk of this.#held) bytes += chunk.length;
-    this.#held = [];
+    const bytes = this.#held.take().length;
     this.#heldEnd = false;
     this.#stream.consume(bytes);
   }
@@ -165,7 +165,7 @@ export class NodeHttpExchange implements StreamHandler {
   }
 
   onReset(error: StreamResetError): void {
-    this.#held = [];
+    this.#held.take();
     this.#request?.destroy();
     this.#socket?.destroy();
     this.#response?.destroy();
@@ -209,9 +209,8 @@ export class NodeHttpExchange implements StreamHandler {
       this.#report(undefined);
     });
     // What the client sent before the 101, in order, then its end if it came too.
-    const held = this.#held;
-    this.#held = [];
-    for (const chunk of held) this.#toBackend(socket, chunk);
+    const held = this.#held.take();
+    if (held.length > 0) this.#toBackend(socket, held);
     if (this.#heldEnd) socket.end();
   }
 
