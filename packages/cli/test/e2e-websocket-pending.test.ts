@@ -375,6 +375,33 @@ describe('an edge that ended the client side before the 101 (an edge from before
   });
 });
 
+describe('the credit of the held bytes', () => {
+  it('a refusal returns it: the stream takes a window more after it (without, it stalled for good)', async () => {
+    const played = await playedStack();
+    try {
+      const arriving = backend.next();
+      const { stream, heads } = watchedStream(played.session);
+      stream.sendHeaders(upgradeHead('/refused-full'), false);
+      // Nearly the agent's whole stream window (256 KiB), held while the backend has not answered.
+      const early = Buffer.alloc(250 * 1024, 1);
+      expect(stream.write(early)).toBe(true);
+      const connection = await arriving;
+      connection.socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n');
+      await until(() => heads.length > 0);
+      expect(heads).toEqual([403]);
+      // What the client sends after the refusal has nowhere to go and is dropped, within the same window: it
+      // only passes if the held bytes' credit came back with the refusal.
+      stream.write(Buffer.alloc(200 * 1024, 2));
+      await until(() => stream.pendingBytes === 0, {
+        what: 'the credit of the dropped bytes',
+        timeoutMs: 10_000,
+      });
+    } finally {
+      await played.close();
+    }
+  });
+});
+
 describe('the memory the held bytes take', () => {
   it('is what they weigh, not the reads they arrived in (a byte at a time, among a bulk stream)', async () => {
     setFlagsFromString('--expose-gc');
