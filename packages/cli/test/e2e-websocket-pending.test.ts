@@ -8,7 +8,11 @@ import { decodeResponseHead, encodeRequestHead, type MuxSession, type MuxStream 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Tunnel } from '../src/index.js';
 import { h2c } from './support/h2-client.js';
-import { type HeldUpgradeBackend, startHeldUpgradeBackend } from './support/held-upgrade-backend.js';
+import {
+  type HeldConnection,
+  type HeldUpgradeBackend,
+  startHeldUpgradeBackend,
+} from './support/held-upgrade-backend.js';
 import { startPlayedEdge } from './support/played-edge.js';
 import { silent, until } from './support/stack.js';
 import { clientFrame, OPCODE } from './support/ws-frames.js';
@@ -246,6 +250,47 @@ describe('an HTTP/1.1 WebSocket upgrade the backend has not answered yet', () =>
     expect(all.equals(expected)).toBe(true);
     client.socket.destroy();
     await connection.closed;
+  });
+  it("many upgrades the backend has not answered cannot take the tunnel's window from the others", async () => {
+    // Each sends a whole stream window (256 KiB) before any answer: 200 of them are more than the agent's
+    // session window (16 + 32 MiB), which the bytes the agent holds would keep from every other stream.
+    const waiting: { client: RawClient; connection: HeldConnection }[] = [];
+    for (let i = 0; i < 200; i++) {
+      const arriving = backend.next();
+      const client = await rawUpgrade(patient, `/waiting-${i}`, Buffer.alloc(256 * 1024, 3));
+      waiting.push({ client, connection: await arriving });
+    }
+    try {
+      const arriving = backend.next();
+      const client = await rawUpgrade(patient, '/answered');
+      const connection = await arriving;
+      connection.accept();
+      await client.seen(/^HTTP\/1\.1 101 /);
+      const total = 8 * MiB;
+      const { expected } = pump(
+        (chunk) => client.socket.write(chunk),
+        (resume) => client.socket.once('drain', resume),
+        total,
+      );
+      // Bounded: without the edge's limit it never came (the others held the whole session window).
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = new Promise<Buffer>((resolve) => {
+        timer = setTimeout(() => resolve(Buffer.alloc(0)), 20_000);
+      });
+      const all = await Promise.race([connection.received(total), gaveUp]);
+      clearTimeout(timer);
+      expect(all.equals(expected)).toBe(true);
+      client.socket.destroy();
+      await connection.closed;
+    } finally {
+      // The backend's side goes first: a client's FIN behind bytes the edge left unread is not seen before an
+      // answer (as nginx does not see it), and here the agent's 502 is that answer.
+      for (const { client, connection } of waiting) {
+        connection.socket.destroy();
+        client.socket.destroy();
+      }
+      await Promise.all(waiting.map(({ client }) => client.closed));
+    }
   });
 });
 
