@@ -9,6 +9,15 @@ import { UpgradeStreamCore, type UpgradeTunnelContext } from './upgrade-stream-c
 export type { UpgradeTunnelContext } from './upgrade-stream-core.js';
 
 /**
+ * The client's bytes a stream carries before the backend answered. The agent holds them until the 101, and
+ * with them their share of its session window (48 MiB): at a whole stream window (256 KiB) each, 200
+ * unanswered upgrades took all of it, and every other stream of the tunnel stood still. At 16 KiB (a first
+ * message fits), the 1,000 streams an agent takes at once hold 16 MiB. The rest waits in the client's
+ * connection, unread, as nginx leaves it until the upstream answers.
+ */
+export const EARLY_BYTES_LIMIT = 16 * 1024;
+
+/**
  * A public WebSocket (or any accepted upgrade) carried over one stream. Until the backend answers, this is
  * an ordinary request; after a 101 the stream carries raw bytes both ways under the same flow control.
  * A refusal (any other status) is written back with its body, then the connection closes. What happens on
@@ -16,6 +25,8 @@ export type { UpgradeTunnelContext } from './upgrade-stream-core.js';
  */
 export class UpgradeTunnel extends UpgradeStreamCore {
   readonly #socket: Duplex;
+  /** Client bytes sent on the stream before the answer (at most EARLY_BYTES_LIMIT). */
+  #early = 0;
 
   constructor(socket: Duplex, stream: MuxStream, context: UpgradeTunnelContext) {
     super(stream, context);
@@ -27,22 +38,40 @@ export class UpgradeTunnel extends UpgradeStreamCore {
 
   /**
    * Client bytes (the WebSocket frames after the handshake) flow into the stream with backpressure, from
-   * the start: a client may send its first message before the 101, and the agent holds it (within the
-   * stream's window) until its backend switched.
+   * the start: a client may send its first message before the 101, and the agent holds it until its
+   * backend switched; past EARLY_BYTES_LIMIT the rest waits for the answer. `head`, read with the request,
+   * goes back into the socket to be counted the same way.
    */
   pumpClientBytes(head: Buffer): void {
-    if (head.length > 0) this.stream.write(head);
-    this.#socket.on('data', (chunk: Buffer) => {
-      if (!this.stream.write(chunk)) this.#socket.pause();
-    });
+    if (head.length > 0) this.#socket.unshift(head);
+    this.#socket.on('data', this.#onSocketData);
     this.#socket.on('end', this.#onSocketEnd);
   }
+
+  readonly #onSocketData = (chunk: Buffer): void => {
+    let bytes = chunk;
+    if (!this.headSent) {
+      const room = EARLY_BYTES_LIMIT - this.#early;
+      if (chunk.length >= room) {
+        // The limit reached: the rest goes back, unread, until the answer resumes the socket.
+        this.#socket.pause();
+        if (chunk.length > room) this.#socket.unshift(chunk.subarray(room));
+        bytes = chunk.subarray(0, room);
+      }
+      this.#early += bytes.length;
+      if (bytes.length === 0) return;
+    }
+    if (!this.stream.write(bytes)) this.#socket.pause();
+  };
 
   protected writeHead(head: ResponseHead, check: AcceptedHead): undefined {
     // A 101 keeps its Connection/Upgrade fields; a refusal is a normal response that ends the connection.
     const headers =
       check.kind === 'switch' ? check.headers : [...withoutHopByHop(check.headers), 'Connection', 'close'];
     this.#socket.write(serializeResponseHead(head.status, head.statusMessage, headers));
+    // Bytes held back by the limit flow now (resume() emits them from the next tick, once the answer is
+    // marked sent). If the stream has no credit, the first write pauses the socket again.
+    if (this.#early >= EARLY_BYTES_LIMIT) this.#socket.resume();
     return undefined;
   }
 
@@ -63,6 +92,8 @@ export class UpgradeTunnel extends UpgradeStreamCore {
   }
 
   protected resumeClient(): void {
+    // Credit back before the answer does not lift the early limit.
+    if (!this.headSent && this.#early >= EARLY_BYTES_LIMIT) return;
     this.#socket.resume();
   }
 
