@@ -20,7 +20,8 @@ import { clientFrame, OPCODE } from './support/ws-frames.js';
 // A WebSocket upgrade while the backend has not answered yet: the stream is open, the agent has a backend
 // connection with the request on it, and the client may already be sending. Whatever ends the stream then
 // (the edge's response timeout, the client leaving) must close that backend connection, and the client's
-// early bytes must reach the backend after its 101, in order, held meanwhile within the stream's window.
+// early bytes must reach the backend after its 101, in order, held meanwhile (the agent holds what the edge
+// passed on, at most 16 KiB; the rest waits unread in the client's connection).
 // Over HTTP/1.1 (a raw client that does not wait for the 101) and RFC 8441 (h2c extended CONNECT) alike.
 
 const MiB = 1024 * 1024;
@@ -241,7 +242,7 @@ describe('an HTTP/1.1 WebSocket upgrade the backend has not answered yet', () =>
     console.log(
       `the client got ${(state.sent / MiB).toFixed(1)} MiB of ${total / MiB} MiB out before the backend answered`,
     );
-    // Held back by the windows (and the sockets' buffers), not taken in whole by the agent.
+    // Held back by the edge's early limit (and the sockets' buffers), not taken in whole by the agent.
     expect(state.sent).toBeLessThan(total / 2);
     expect(Buffer.concat(connection.after).length).toBe(0);
     connection.accept();
