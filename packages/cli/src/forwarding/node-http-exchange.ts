@@ -12,6 +12,7 @@ import {
 } from '@tunnel2/protocol';
 import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
 import type { ForwardOptions } from './forward-options.js';
+import { HeldBytes } from './held-bytes.js';
 import { httpsOptions } from './target-tls.js';
 
 // Not an `import`: an ESM import of node:http also loads Node's bundled undici (README.md, "Development").
@@ -49,6 +50,14 @@ export class NodeHttpExchange implements StreamHandler {
   #socket: Duplex | undefined;
   #response: IncomingMessage | undefined;
   #owed = 0;
+  /**
+   * A WebSocket client's bytes that came before the backend's 101 (a client that does not wait for it):
+   * kept (copied: what they weigh, not the socket reads they came in), their credit not returned, so the
+   * stream's window bounds them, and written after the switch.
+   */
+  readonly #held = new HeldBytes();
+  /** The client's side ended before the switch: the backend socket is ended after the held bytes. */
+  #heldEnd = false;
   #status = 0;
   #reported = false;
   #upgrade = false;
@@ -118,19 +127,34 @@ export class NodeHttpExchange implements StreamHandler {
       else this.#owed += chunk.length;
       return;
     }
-    this.#recorder?.tunnelData('in', chunk);
     const socket = this.#socket;
-    if (socket === undefined || socket.destroyed) {
-      this.#stream.consume(chunk.length);
+    if (socket === undefined && this.#status === 0) {
+      this.#held.push(chunk);
       return;
     }
+    // A refusal or a failed request: the client's bytes have nowhere to go.
+    if (socket === undefined || socket.destroyed) this.#stream.consume(chunk.length);
+    else this.#toBackend(socket, chunk);
+  }
+
+  onEnd(): void {
+    if (!this.#upgrade) this.#request?.end();
+    else if (this.#socket !== undefined) this.#socket.end();
+    else if (this.#status === 0) this.#heldEnd = true;
+  }
+
+  /** Client bytes onto the upgraded backend socket; their credit returns once the socket took them. */
+  #toBackend(socket: Duplex, chunk: Buffer): void {
+    this.#recorder?.tunnelData('in', chunk);
     if (socket.write(chunk)) this.#stream.consume(chunk.length);
     else this.#owed += chunk.length;
   }
 
-  onEnd(): void {
-    if (this.#upgrade) this.#socket?.end();
-    else this.#request?.end();
+  /** No switch came (a refusal, a failed request): the held bytes are dropped, their credit returned. */
+  #dropHeld(): void {
+    const bytes = this.#held.take().length;
+    this.#heldEnd = false;
+    this.#stream.consume(bytes);
   }
 
   #creditRequestBody(): void {
@@ -141,6 +165,7 @@ export class NodeHttpExchange implements StreamHandler {
   }
 
   onReset(error: StreamResetError): void {
+    this.#held.take();
     this.#request?.destroy();
     this.#socket?.destroy();
     this.#response?.destroy();
@@ -183,6 +208,10 @@ export class NodeHttpExchange implements StreamHandler {
       if (!this.#stream.closed && !this.#stream.localEnded) this.#stream.reset(ErrorCode.BACKEND_ERROR);
       this.#report(undefined);
     });
+    // What the client sent before the 101, in order, then its end if it came too.
+    const held = this.#held.take();
+    if (held.length > 0) this.#toBackend(socket, held);
+    if (this.#heldEnd) socket.end();
   }
 
   /** A final response (for an upgrade: a refusal of the handshake): relayed with its body. */
@@ -193,6 +222,7 @@ export class NodeHttpExchange implements StreamHandler {
     }
     this.#status = res.statusCode ?? 502;
     this.#response = res;
+    this.#dropHeld();
     const headers = withoutHopByHop(res.rawHeaders);
     this.#recorder?.responseHead(this.#status, headers, undefined, res.statusMessage);
     this.#sendHead(this.#status, res.statusMessage ?? '', headers);
@@ -231,6 +261,7 @@ export class NodeHttpExchange implements StreamHandler {
     }
     const answer = describeBackendError(err, this.#options.target.host, this.#answerBegun);
     this.#status = answer.status;
+    this.#dropHeld();
     sendBackendErrorAnswer(this.#stream, answer, this.#options.maxHeadSize, this.#recorder, {
       method: this.#head?.method ?? 'GET',
       headers: this.#head?.headers ?? [],

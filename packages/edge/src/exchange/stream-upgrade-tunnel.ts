@@ -1,210 +1,92 @@
-import {
-  ErrorCode,
-  type MuxStream,
-  type RawHeaders,
-  type StreamHandler,
-  type StreamResetError,
-  withoutHopByHop,
-} from '@tunnel2/protocol';
+import { type MuxStream, type RawHeaders, type ResponseHead, withoutHopByHop } from '@tunnel2/protocol';
 import { sendEdgeError } from '../answers/error-response.js';
-import { EdgeErrorCode } from '../errors.js';
+import type { EdgeErrorCode } from '../errors.js';
 import type { PublicMessage, PublicResponse } from './public-message.js';
-import { ResponseFraming } from './response-framing.js';
-import type { UpgradeTunnelContext } from './upgrade-tunnel.js';
+import type { AcceptedHead } from './response-head-check.js';
+import { UpgradeStreamCore, type UpgradeTunnelContext } from './upgrade-stream-core.js';
 
 const { constants } = process.getBuiltinModule('node:http2');
 
 /**
  * An RFC 8441 WebSocket (an HTTP/2 stream opened with extended CONNECT) carried over one tunnel stream, as
- * `UpgradeTunnel` carries an HTTP/1.1 one: the backend answers the upgrade the edge made of it; its 101 is
- * the stream's `:status 200` (RFC 8441 §5), then bytes flow both ways as the h2 stream's DATA, each side
- * paused while the other's window or buffer is full. Any other answer is passed on as the h2 response, but
- * a 2xx (it would read as accepted: a 502).
- * END_STREAM on either side ends the tunnel stream's side; a reset on either side resets the other.
+ * `UpgradeTunnel` carries an HTTP/1.1 one (what happens on the tunnel stream is `UpgradeStreamCore`'s):
+ * the backend answers the upgrade the edge made of it; its 101 is the stream's `:status 200` (RFC 8441
+ * §5), then bytes flow both ways as the h2 stream's DATA, each side paused while the other's window or
+ * buffer is full. Any other answer is passed on as the h2 response, but a 2xx (it would read as accepted:
+ * a 502). END_STREAM on either side ends the tunnel stream's side; a reset on either side resets the other.
  */
-export class StreamUpgradeTunnel implements StreamHandler {
+export class StreamUpgradeTunnel extends UpgradeStreamCore {
   readonly #req: PublicMessage;
   readonly #res: PublicResponse;
-  readonly #stream: MuxStream;
-  readonly #context: UpgradeTunnelContext;
-  #timer: NodeJS.Timeout | undefined;
-  #headSent = false;
-  #done = false;
-  /** Bytes written to the client while its stream was full: credit handed back on its 'drain'. */
-  #owed = 0;
-  readonly #framing = new ResponseFraming({ method: 'GET', upgrade: true });
 
   constructor(req: PublicMessage, res: PublicResponse, stream: MuxStream, context: UpgradeTunnelContext) {
+    super(stream, context);
     this.#req = req;
     this.#res = res;
-    this.#stream = stream;
-    this.#context = context;
-    stream.handler = this;
-    this.#timer = setTimeout(this.#onTimeout, context.responseTimeoutMs);
-    res.on('drain', this.#onClientDrain);
-    res.on('close', this.#onClientClose);
+    res.on('drain', this.onClientDrain);
+    // The client's stream closed (ended both ways, or reset by it): the tunnel stream goes with it.
+    res.on('close', this.onClientClose);
     req.on('error', () => {});
   }
 
   /**
    * Once the backend switched: the client's bytes (WebSocket frames) flow into the stream with
-   * backpressure; its END_STREAM ends it. Not before: the agent has no backend socket to write them to
-   * until the 101 (it would drop them), so a message the client sends with its request waits here, in
-   * the request's buffer and the h2 stream's window (bounded), and an answer that refuses the upgrade
-   * never sees it.
+   * backpressure; its END_STREAM ends it. Not before: a message the client sends with its request waits
+   * here, in the request's buffer and the h2 stream's window (bounded, as the agent bounds an HTTP/1.1
+   * client's by the tunnel stream's), and an answer that refuses the upgrade never sees it.
    */
   #pumpClientBytes(): void {
     const req = this.#req;
     req.on('data', (chunk: Buffer) => {
-      if (!this.#stream.write(chunk)) req.pause();
+      if (!this.stream.write(chunk)) req.pause();
     });
     req.on('end', () => {
-      if (!this.#stream.closed) this.#stream.end();
+      if (!this.stream.closed) this.stream.end();
     });
   }
 
-  onHeaders(payload: Buffer, endStream: boolean): void {
-    if (this.#headSent || this.#done) return;
-    const framed = this.#framing.head(payload, endStream);
-    if (!framed.ok) {
-      this.#invalidHead(framed.problem);
-      return;
-    }
-    const { head, check } = framed;
-    // Interim heads are not relayed on an upgrade (the framing still counts them against a flood).
-    if (check.kind === 'interim') return;
-    if (check.kind !== 'switch' && isSuccess(head.status)) {
-      // RFC 8441 §5: every 2xx accepts the WebSocket; a backend that did not switch (it served the path as
-      // a page) would have its body read as WebSocket frames.
-      this.#invalidHead(`${head.status} to a WebSocket upgrade (only 101 accepts it)`);
-      return;
-    }
-    this.#clearTimer();
+  protected writeHead(head: ResponseHead, check: AcceptedHead): string | undefined {
+    const switched = check.kind === 'switch';
+    // RFC 8441 §5: every 2xx accepts the WebSocket; a backend that did not switch (it served the path as a
+    // page) would have its body read as WebSocket frames.
+    if (!switched && isSuccess(head.status))
+      return `${head.status} to a WebSocket upgrade (only 101 accepts it)`;
     const res = this.#res;
     try {
-      if (check.kind === 'switch') res.writeHead(200, acceptedFields(check.headers));
+      if (switched) res.writeHead(200, acceptedFields(check.headers));
       else res.writeHead(head.status, withoutHopByHop(check.headers));
     } catch (err) {
       // A status HTTP/2 has no form for (600-999), refused while a 502 can still replace it.
-      this.#invalidHead(`Node refused it (${(err as Error).message})`);
-      return;
+      return `Node refused it (${(err as Error).message})`;
     }
-    this.#headSent = true;
     // Sent now: a WebSocket server may wait for the client's first message before writing anything. (A
     // head with END_STREAM is followed by onEnd, from the stream.)
-    if (check.kind === 'switch') {
+    if (switched) {
       res.flushHeaders();
       this.#pumpClientBytes();
     }
+    return undefined;
   }
 
-  onData(chunk: Buffer): void {
-    if (this.#done) return;
-    if (!this.#headSent) {
-      this.#invalidHead('body bytes before a final response head');
-      return;
-    }
-    const fit = this.#framing.fit(chunk.length);
-    if (fit < chunk.length) {
-      // A refusal's body past its declared length: what fits is written, then the stream is aborted.
-      if (fit > 0) this.#res.write(chunk.subarray(0, fit));
-      this.#abort();
-      return;
-    }
-    if (this.#res.write(chunk)) this.#stream.consume(chunk.length);
-    else this.#owed += chunk.length;
+  protected writeToClient(chunk: Buffer): boolean {
+    return this.#res.write(chunk);
   }
 
-  onEnd(): void {
-    if (this.#done) return;
-    this.#clearTimer();
-    if (!this.#headSent) {
-      this.#fail(EdgeErrorCode.STREAM_FAILED, `tunnel ${this.#context.name}: agent ended without a response`);
-      return;
-    }
-    if (this.#framing.short) {
-      this.#abort();
-      return;
-    }
+  protected endClient(): void {
     this.#res.end();
-    this.#finish();
   }
 
-  onReset(error: StreamResetError): void {
-    this.#clearTimer();
-    if (this.#headSent) this.#res.abortStream?.(constants.NGHTTP2_CANCEL);
-    else {
-      const offline = error.protocolCode === ErrorCode.SESSION_CLOSED;
-      this.#fail(
-        offline ? EdgeErrorCode.TUNNEL_OFFLINE : EdgeErrorCode.STREAM_FAILED,
-        offline
-          ? `tunnel ${this.#context.name} is offline`
-          : `tunnel ${this.#context.name}: the upgrade failed`,
-      );
-    }
-    this.#finish();
+  protected abortClient(cancelled: boolean): void {
+    if (cancelled) this.#res.abortStream?.(constants.NGHTTP2_CANCEL);
+    else this.#res.abortStream?.();
   }
 
-  onDrain(): void {
-    this.#req.resume();
-  }
-
-  #invalidHead(problem: string): void {
-    this.#clearTimer();
-    this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
-    this.#fail(
-      EdgeErrorCode.STREAM_FAILED,
-      `tunnel ${this.#context.name}: the backend sent an invalid response head: ${problem}`,
-    );
-  }
-
-  #abort(): void {
-    this.#clearTimer();
-    this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
-    this.#res.abortStream?.();
-    this.#finish();
-  }
-
-  #fail(code: EdgeErrorCode, message: string): void {
+  protected answerError(code: EdgeErrorCode, message: string): void {
     sendEdgeError(this.#res, code, message);
-    this.#finish();
   }
 
-  #finish(): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#context.onFinish();
-  }
-
-  readonly #onTimeout = (): void => {
-    this.#timer = undefined;
-    if (this.#headSent) return;
-    this.#stream.reset(ErrorCode.CANCEL);
-    this.#fail(
-      EdgeErrorCode.RESPONSE_TIMEOUT,
-      `tunnel ${this.#context.name}: no answer to the upgrade within ${this.#context.responseTimeoutMs} ms`,
-    );
-  };
-
-  readonly #onClientDrain = (): void => {
-    if (this.#owed === 0) return;
-    const owed = this.#owed;
-    this.#owed = 0;
-    this.#stream.consume(owed);
-  };
-
-  /** The client's stream closed (ended both ways, or reset by it): the tunnel stream goes with it. */
-  readonly #onClientClose = (): void => {
-    this.#clearTimer();
-    if (!this.#stream.closed) this.#stream.reset(ErrorCode.CANCEL);
-    this.#finish();
-  };
-
-  #clearTimer(): void {
-    if (this.#timer !== undefined) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
+  protected resumeClient(): void {
+    this.#req.resume();
   }
 }
 

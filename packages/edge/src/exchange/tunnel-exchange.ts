@@ -8,6 +8,7 @@ import {
 } from '@tunnel2/protocol';
 import { sendEdgeError } from '../answers/error-response.js';
 import { EdgeErrorCode } from '../errors.js';
+import { BODY_BEFORE_HEAD, writeBodyChunk } from './body-chunk.js';
 import { writeInformational } from './informational.js';
 import type { PublicMessage, PublicResponse } from './public-message.js';
 import { pairs } from './raw-http.js';
@@ -162,19 +163,15 @@ export class TunnelExchange implements StreamHandler {
     if (this.#done) return;
     if (!this.#headSent) {
       // Body bytes with no final head (after a 1xx, a dropped 101) would go out under an implicit 200.
-      this.#invalidHead('body bytes before a final response head');
+      this.#invalidHead(BODY_BEFORE_HEAD);
       return;
     }
-    const fit = this.#framing.fit(chunk.length);
-    if (fit < chunk.length) {
-      // Past the declared length the bytes would be read as the next response on this connection (a
-      // pipelined request to another tunnel): what fits is written, then the connection is aborted.
-      if (fit > 0) this.#res.write(chunk.subarray(0, fit));
-      this.#abort();
-      return;
-    }
-    if (this.#res.write(chunk)) this.#stream.consume(chunk.length);
-    else this.#owed += chunk.length;
+    // Past the declared length the bytes would be read as the next response on this connection (a
+    // pipelined request to another tunnel): what fits is written, then the connection is aborted.
+    const outcome = writeBodyChunk(this.#res, chunk, this.#framing);
+    if (outcome === 'taken') this.#stream.consume(chunk.length);
+    else if (outcome === 'buffered') this.#owed += chunk.length;
+    else this.#abort();
   }
 
   onEnd(): void {

@@ -1,185 +1,109 @@
 import type { Duplex } from 'node:stream';
-import {
-  ErrorCode,
-  type MuxStream,
-  type StreamHandler,
-  type StreamResetError,
-  withoutHopByHop,
-} from '@tunnel2/protocol';
+import { type MuxStream, type ResponseHead, withoutHopByHop } from '@tunnel2/protocol';
 import { rejectUpgrade } from '../answers/error-response.js';
-import { EdgeErrorCode } from '../errors.js';
+import type { EdgeErrorCode } from '../errors.js';
 import { serializeResponseHead } from './raw-http.js';
-import { ResponseFraming } from './response-framing.js';
+import type { AcceptedHead } from './response-head-check.js';
+import { UpgradeStreamCore, type UpgradeTunnelContext } from './upgrade-stream-core.js';
 
-export interface UpgradeTunnelContext {
-  name: string;
-  responseTimeoutMs: number;
-  onFinish: () => void;
-}
+export type { UpgradeTunnelContext } from './upgrade-stream-core.js';
+
+/**
+ * The client's bytes a stream carries before the backend answered. The agent holds them until the 101, and
+ * with them their share of its session window (48 MiB): at a whole stream window (256 KiB) each, 200
+ * unanswered upgrades took all of it, and every other stream of the tunnel stood still. At 16 KiB (a first
+ * message fits), the 1,000 streams an agent takes at once hold 16 MiB. The rest waits in the client's
+ * connection, unread, as nginx leaves it until the upstream answers.
+ */
+export const EARLY_BYTES_LIMIT = 16 * 1024;
 
 /**
  * A public WebSocket (or any accepted upgrade) carried over one stream. Until the backend answers, this is
  * an ordinary request; after a 101 the stream carries raw bytes both ways under the same flow control.
- * A refusal (any other status) is written back with its body, then the connection closes.
+ * A refusal (any other status) is written back with its body, then the connection closes. What happens on
+ * the tunnel stream is `UpgradeStreamCore`'s; this is the raw socket's side.
  */
-export class UpgradeTunnel implements StreamHandler {
+export class UpgradeTunnel extends UpgradeStreamCore {
   readonly #socket: Duplex;
-  readonly #stream: MuxStream;
-  readonly #context: UpgradeTunnelContext;
-  #timer: NodeJS.Timeout | undefined;
-  #headSent = false;
-  #done = false;
-  #owed = 0;
-  /** The answer's head checks and a refusal's declared body length (`Infinity` after a 101). */
-  readonly #framing = new ResponseFraming({ method: 'GET', upgrade: true });
+  /** Client bytes sent on the stream before the answer (at most EARLY_BYTES_LIMIT). */
+  #early = 0;
 
   constructor(socket: Duplex, stream: MuxStream, context: UpgradeTunnelContext) {
+    super(stream, context);
     this.#socket = socket;
-    this.#stream = stream;
-    this.#context = context;
-    stream.handler = this;
-    this.#timer = setTimeout(this.#onTimeout, context.responseTimeoutMs);
-    socket.on('drain', this.#onSocketDrain);
-    socket.on('close', this.#onSocketClose);
+    socket.on('drain', this.onClientDrain);
+    socket.on('close', this.onClientClose);
     socket.on('error', () => {});
   }
 
-  /** Client bytes (the WebSocket frames after the handshake) flow into the stream with backpressure. */
+  /**
+   * Client bytes (the WebSocket frames after the handshake) flow into the stream with backpressure, from
+   * the start: a client may send its first message before the 101, and the agent holds it until its
+   * backend switched; past EARLY_BYTES_LIMIT the rest waits for the answer. `head`, read with the request,
+   * goes back into the socket to be counted the same way.
+   */
   pumpClientBytes(head: Buffer): void {
-    if (head.length > 0) this.#stream.write(head);
-    this.#socket.on('data', (chunk: Buffer) => {
-      if (!this.#stream.write(chunk)) this.#socket.pause();
-    });
-    this.#socket.on('end', () => this.#stream.end());
+    if (head.length > 0) this.#socket.unshift(head);
+    this.#socket.on('data', this.#onSocketData);
+    this.#socket.on('end', this.#onSocketEnd);
   }
 
-  onHeaders(payload: Buffer, endStream: boolean): void {
-    if (this.#headSent || this.#done) return;
-    // The same framing as a plain exchange, checked before a byte of the head is written to the raw socket.
-    const framed = this.#framing.head(payload, endStream);
-    if (!framed.ok) {
-      this.#invalidHead(framed.problem);
-      return;
+  readonly #onSocketData = (chunk: Buffer): void => {
+    let bytes = chunk;
+    if (!this.headSent) {
+      const room = EARLY_BYTES_LIMIT - this.#early;
+      if (chunk.length >= room) {
+        // The limit reached: the rest goes back, unread, until the answer resumes the socket.
+        this.#socket.pause();
+        if (chunk.length > room) this.#socket.unshift(chunk.subarray(room));
+        bytes = chunk.subarray(0, room);
+      }
+      this.#early += bytes.length;
+      if (bytes.length === 0) return;
     }
-    const { head, check } = framed;
-    // Interim heads are not relayed on an upgrade (the framing still counts them against a flood).
-    if (check.kind === 'interim') return;
-    this.#clearTimer();
-    const upgraded = check.kind === 'switch';
+    if (!this.stream.write(bytes)) this.#socket.pause();
+  };
+
+  protected writeHead(head: ResponseHead, check: AcceptedHead): undefined {
     // A 101 keeps its Connection/Upgrade fields; a refusal is a normal response that ends the connection.
-    const headers = upgraded ? check.headers : [...withoutHopByHop(check.headers), 'Connection', 'close'];
-    this.#headSent = true;
+    const headers =
+      check.kind === 'switch' ? check.headers : [...withoutHopByHop(check.headers), 'Connection', 'close'];
     this.#socket.write(serializeResponseHead(head.status, head.statusMessage, headers));
+    // Bytes held back by the limit flow now (resume() emits them from the next tick, once the answer is
+    // marked sent). If the stream has no credit, the first write pauses the socket again.
+    if (this.#early >= EARLY_BYTES_LIMIT) this.#socket.resume();
+    return undefined;
   }
 
-  onData(chunk: Buffer): void {
-    if (this.#done) return;
-    if (!this.#headSent) {
-      // Raw bytes before any head would reach the client as if they were the edge's answer.
-      this.#invalidHead('body bytes before a final response head');
-      return;
-    }
-    const fit = this.#framing.fit(chunk.length);
-    if (fit < chunk.length) {
-      // A refusal's body past its declared length: what fits is written, then the connection is aborted.
-      if (fit > 0) this.#socket.write(chunk.subarray(0, fit));
-      this.#abort();
-      return;
-    }
-    if (this.#socket.write(chunk)) this.#stream.consume(chunk.length);
-    else this.#owed += chunk.length;
+  protected writeToClient(chunk: Buffer): boolean {
+    return this.#socket.write(chunk);
   }
 
-  onEnd(): void {
-    if (this.#done) return;
-    this.#clearTimer();
-    if (!this.#headSent) {
-      this.#fail(EdgeErrorCode.STREAM_FAILED, `tunnel ${this.#context.name}: agent ended without a response`);
-      return;
-    }
-    if (this.#framing.short) {
-      // A refusal short of its declared length is aborted, not ended as if complete.
-      this.#abort();
-      return;
-    }
+  protected endClient(): void {
     this.#socket.end();
-    this.#finish();
   }
 
-  onReset(error: StreamResetError): void {
-    this.#clearTimer();
-    if (this.#headSent) this.#socket.destroy();
-    else {
-      const offline = error.protocolCode === ErrorCode.SESSION_CLOSED;
-      this.#fail(
-        offline ? EdgeErrorCode.TUNNEL_OFFLINE : EdgeErrorCode.STREAM_FAILED,
-        offline
-          ? `tunnel ${this.#context.name} is offline`
-          : `tunnel ${this.#context.name}: the upgrade failed`,
-      );
-    }
-    this.#finish();
+  protected abortClient(): void {
+    this.#socket.destroy();
   }
 
-  onDrain(): void {
+  protected answerError(code: EdgeErrorCode, message: string): void {
+    rejectUpgrade(this.#socket, { code, message });
+  }
+
+  protected resumeClient(): void {
+    // Credit back before the answer does not lift the early limit.
+    if (!this.headSent && this.#early >= EARLY_BYTES_LIMIT) return;
     this.#socket.resume();
   }
 
-  #invalidHead(problem: string): void {
-    this.#clearTimer();
-    this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
-    this.#fail(
-      EdgeErrorCode.STREAM_FAILED,
-      `tunnel ${this.#context.name}: the backend sent an invalid response head: ${problem}`,
-    );
-  }
-
-  /** The refusal's body broke its framing: the connection is destroyed and the stream reset as failed. */
-  #abort(): void {
-    this.#clearTimer();
-    this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
-    this.#socket.destroy();
-    this.#finish();
-  }
-
-  #fail(code: EdgeErrorCode, message: string): void {
-    rejectUpgrade(this.#socket, { code, message });
-    this.#finish();
-  }
-
-  #finish(): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#context.onFinish();
-  }
-
-  readonly #onTimeout = (): void => {
-    this.#timer = undefined;
-    if (this.#headSent) return;
-    this.#stream.reset(ErrorCode.CANCEL);
-    this.#fail(
-      EdgeErrorCode.RESPONSE_TIMEOUT,
-      `tunnel ${this.#context.name}: no answer to the upgrade within ${this.#context.responseTimeoutMs} ms`,
-    );
+  /**
+   * The client's FIN. After an answer it is a half-close, passed on. Before one, the client is gone, as
+   * Node's HTTP server takes a FIN while a plain request waits for its answer: the stream is cancelled, so
+   * the agent closes its backend connection now, not at the response timeout.
+   */
+  readonly #onSocketEnd = (): void => {
+    if (this.headSent) this.stream.end();
+    else if (!this.done) this.#socket.destroy();
   };
-
-  readonly #onSocketDrain = (): void => {
-    if (this.#owed === 0) return;
-    const owed = this.#owed;
-    this.#owed = 0;
-    this.#stream.consume(owed);
-  };
-
-  readonly #onSocketClose = (): void => {
-    this.#clearTimer();
-    if (!this.#stream.closed) this.#stream.reset(ErrorCode.CANCEL);
-    this.#finish();
-  };
-
-  #clearTimer(): void {
-    if (this.#timer !== undefined) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
-  }
 }

@@ -3,18 +3,17 @@ import type { Duplex } from 'node:stream';
 import { ErrorCode, type MuxStream, type StreamResetError } from '@tunnel2/protocol';
 import type { ClientOrigin } from '../access/client-address.js';
 import type { TunnelEntry } from '../agents/tunnel-entry.js';
-import { rejectUpgrade, sendRefusal } from '../answers/error-response.js';
+import { sendRefusal } from '../answers/error-response.js';
 import type { Refusal } from '../answers/refusals.js';
 import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
 import { requestHasBody } from '../exchange/raw-http.js';
-import { StreamUpgradeTunnel } from '../exchange/stream-upgrade-tunnel.js';
 import { TunnelExchange } from '../exchange/tunnel-exchange.js';
-import { UpgradeTunnel } from '../exchange/upgrade-tunnel.js';
 import type { CrossNodeForwarder, OwnerEntry } from './cross-node.js';
 import { parseGrpcTimeout } from './grpc-timeout.js';
 import type { IngressRoute } from './ingress-route.js';
 import { type PublicRequest, resolvePublicRequest } from './public-request.js';
 import { type Arrival, dispatch, type TunnelIngressOptions } from './session-routing.js';
+import { StreamUpgradeArrival, UpgradeArrival } from './upgrade-arrival.js';
 
 // The HTTP/1.1 ingress, once build-edge.ts has parsed and routed a request: it resolves what the request
 // is (public-request.ts) and hands it, as an HTTP/1.1 arrival, to session-routing.ts. An HTTP/2 ingress
@@ -152,100 +151,3 @@ class HttpArrival implements Arrival {
 
 /** How often one request may be refused by a replica and sent to another. */
 const MAX_REPLICA_RETRIES = 2;
-
-/** A public WebSocket upgrade as an arrival: refused with a raw answer on its socket, or piped once started. */
-class UpgradeArrival implements Arrival {
-  readonly request: PublicRequest;
-  readonly upgrade = true;
-  via: TunnelEntry | undefined = undefined;
-  readonly avoid = undefined;
-  readonly #socket: Duplex;
-  readonly #head: Buffer;
-  readonly #options: TunnelIngressOptions;
-
-  constructor(request: PublicRequest, socket: Duplex, head: Buffer, options: TunnelIngressOptions) {
-    this.request = request;
-    this.#socket = socket;
-    this.#head = head;
-    this.#options = options;
-  }
-
-  forward(owner: OwnerEntry, crossNode: CrossNodeForwarder): void {
-    crossNode.forwardUpgrade(this.request, this.#socket, this.#head, owner);
-  }
-
-  get gone(): boolean {
-    return this.#socket.destroyed;
-  }
-
-  refuse(refusal: Refusal): void {
-    rejectUpgrade(this.#socket, refusal);
-  }
-
-  watch(onGone: () => void): () => void {
-    const socket = this.#socket;
-    socket.once('close', onGone);
-    return () => socket.off('close', onGone);
-  }
-
-  start(stream: MuxStream, payload: Buffer): void {
-    const inFlight = this.#options.inFlight;
-    inFlight.start();
-    const tunnel = new UpgradeTunnel(this.#socket, stream, {
-      name: this.request.route.name,
-      responseTimeoutMs: this.#options.responseTimeoutMs,
-      onFinish: () => inFlight.finish(),
-    });
-    stream.sendHeaders(payload, false);
-    tunnel.pumpClientBytes(this.#head);
-  }
-}
-
-/**
- * An RFC 8441 WebSocket as an arrival: refused with an HTTP/2 response, or carried once started. Checked,
- * routed and admitted as an HTTP/1.1 upgrade (`upgrade`: the backend's head asks for one).
- */
-class StreamUpgradeArrival implements Arrival {
-  readonly request: PublicRequest;
-  readonly upgrade = true;
-  via: TunnelEntry | undefined = undefined;
-  readonly avoid = undefined;
-  readonly #res: PublicResponse;
-  readonly #options: TunnelIngressOptions;
-
-  constructor(request: PublicRequest, res: PublicResponse, options: TunnelIngressOptions) {
-    this.request = request;
-    this.#res = res;
-    this.#options = options;
-  }
-
-  forward(owner: OwnerEntry, crossNode: CrossNodeForwarder): void {
-    crossNode.forwardStreamUpgrade(this.request, this.#res, owner);
-  }
-
-  get gone(): boolean {
-    return this.#res.destroyed;
-  }
-
-  refuse(refusal: Refusal): void {
-    sendRefusal(this.#res, refusal);
-  }
-
-  watch(onGone: () => void): () => void {
-    const res = this.#res;
-    res.once('close', onGone);
-    return () => res.off('close', onGone);
-  }
-
-  start(stream: MuxStream, payload: Buffer): void {
-    const inFlight = this.#options.inFlight;
-    inFlight.start();
-    // The client's bytes follow the backend's 101 (StreamUpgradeTunnel).
-    new StreamUpgradeTunnel(this.request.req, this.#res, stream, {
-      name: this.request.route.name,
-      responseTimeoutMs: this.#options.responseTimeoutMs,
-      onFinish: () => inFlight.finish(),
-    });
-    stream.sendHeaders(payload, false);
-  }
-}
