@@ -166,7 +166,11 @@ describe('--json request lines', () => {
   const json = (tunnel?: string) => {
     const lines: string[] = [];
     const reporter = createJsonReporter(
-      { write: (line) => void lines.push(line), writeBatched: (line) => void lines.push(line), flush: () => {} },
+      {
+        write: (line) => void lines.push(line),
+        writeBatched: (line) => void lines.push(line),
+        flush: () => {},
+      },
       tunnel === undefined ? {} : { tunnel },
     );
     return { lines, reporter };
