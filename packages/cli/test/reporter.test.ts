@@ -161,3 +161,48 @@ describe('stopping', () => {
     expect(lines).toContain('        replicas  3 agents on this port now\n');
   });
 });
+
+describe('--json request lines', () => {
+  const json = (tunnel?: string) => {
+    const lines: string[] = [];
+    const reporter = createJsonReporter(
+      {
+        write: (line) => void lines.push(line),
+        writeBatched: (line) => void lines.push(line),
+        flush: () => {},
+      },
+      tunnel === undefined ? {} : { tunnel },
+    );
+    return { lines, reporter };
+  };
+
+  it('keep their keys in order, leave out an absent error, and carry the config tunnel name after time', () => {
+    const { lines, reporter } = json();
+    reporter.request({ method: 'GET', path: '/a"b', status: 200, durationMs: 1.25, bytes: 3 });
+    reporter.request({ method: 'POST', path: '/b', status: 0, durationMs: 2, bytes: 0, error: 'reset' });
+    const [ok, failed] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(Object.keys(ok!)).toEqual(['event', 'time', 'method', 'path', 'status', 'durationMs', 'bytes']);
+    expect(ok).toMatchObject({ event: 'request', path: '/a"b', status: 200, durationMs: 1.25, bytes: 3 });
+    expect(Object.keys(failed!).at(-1)).toBe('error');
+    expect(failed!.error).toBe('reset');
+    expect(lines.every((line) => line.endsWith('}\n'))).toBe(true);
+
+    const named = json('shop');
+    named.reporter.request({ method: 'GET', path: '/', status: 204, durationMs: 0, bytes: 0 });
+    expect(Object.keys(JSON.parse(named.lines[0]!) as object).slice(0, 4)).toEqual([
+      'event',
+      'time',
+      'tunnel',
+      'method',
+    ]);
+  });
+
+  it('stamp each line with the current time in ISO 8601', () => {
+    const { lines, reporter } = json();
+    const before = Date.now();
+    reporter.request({ method: 'GET', path: '/', status: 200, durationMs: 0, bytes: 0 });
+    const time = Date.parse((JSON.parse(lines[0]!) as { time: string }).time);
+    expect(time).toBeGreaterThanOrEqual(before);
+    expect(time).toBeLessThanOrEqual(Date.now());
+  });
+});

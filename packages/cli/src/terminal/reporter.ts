@@ -5,6 +5,7 @@ import type { SessionInfo } from '../session/agent-session.js';
 import type { ReconnectingEvent } from '../session/tunnel.js';
 import { terminalSafe } from '../terminal-text.js';
 import { cutText, finishingText, type InFlightUnit } from './in-flight-text.js';
+import { isoNow } from './json-time.js';
 import type { LineOutput } from './line-writer.js';
 
 export interface Reporter {
@@ -48,9 +49,38 @@ export interface ReporterOptions {
 
 /** `--json`: one JSON object per line on stdout; `event` names are a public contract. */
 export function createJsonReporter(out: LineOutput, options: ReporterOptions = {}): Reporter {
-  const tunnel = options.tunnel === undefined ? {} : { tunnel: options.tunnel };
+  const name = options.tunnel;
+  const tunnel = name === undefined ? {} : { tunnel: name };
   const line = (event: string, fields: object): string =>
-    `${JSON.stringify({ event, time: new Date().toISOString(), ...tunnel, ...fields })}\n`;
+    `${JSON.stringify({ event, time: isoNow(), ...tunnel, ...fields })}\n`;
+  // A line per request: an object of one fixed shape, not the spread above (two fewer objects per request,
+  // and JSON.stringify meets one shape). The keys and their order are the same; `error` is left out when
+  // undefined, as JSON.stringify leaves out any undefined field.
+  const requestLine = (r: RequestReport): string =>
+    `${JSON.stringify(
+      name === undefined
+        ? {
+            event: 'request',
+            time: isoNow(),
+            method: r.method,
+            path: r.path,
+            status: r.status,
+            durationMs: r.durationMs,
+            bytes: r.bytes,
+            error: r.error,
+          }
+        : {
+            event: 'request',
+            time: isoNow(),
+            tunnel: name,
+            method: r.method,
+            path: r.path,
+            status: r.status,
+            durationMs: r.durationMs,
+            bytes: r.bytes,
+            error: r.error,
+          },
+    )}\n`;
   const emit = (event: string, fields: object): void => out.write(line(event, fields));
   // `closed` is the last event: a request or connection cut by the close may report after it.
   let over = false;
@@ -68,7 +98,7 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
         ...(inspectorUrl === undefined ? {} : { inspectorUrl }),
       }),
     request: (report) => {
-      if (!over) out.writeBatched(line('request', report));
+      if (!over) out.writeBatched(requestLine(report));
     },
     connection: (report) => {
       if (!over) out.writeBatched(line('connection', report));
@@ -96,7 +126,7 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
  * connection lines first), written once it drains again.
  */
 export function jsonDroppedLine(count: number): string {
-  return `${JSON.stringify({ event: 'dropped', time: new Date().toISOString(), count })}\n`;
+  return `${JSON.stringify({ event: 'dropped', time: isoNow(), count })}\n`;
 }
 
 /** Human output: the public URL(s) first, then one line per request. */
