@@ -35,6 +35,16 @@ export type FrameType = (typeof FrameType)[keyof typeof FrameType];
  */
 export const MAX_NOTICE_BYTES = 4096;
 
+/**
+ * The most DATA an edge sends on an upgrade stream before the agent's final head (PROTOCOL.md "Upgrades"):
+ * a client's first message, sent before the 101. The agent holds these bytes, and their session credit,
+ * until its backend answers: at a whole stream window (256 KiB) each, 200 unanswered upgrades held all of
+ * an agent's 48 MiB session window and every other stream stood still; at 16 KiB the 1,000 streams of a
+ * session hold 16 MiB. The edge leaves the rest unread in the client's connection; the agent resets a
+ * stream that brings more (an edge from before this limit).
+ */
+export const MAX_EARLY_UPGRADE_BYTES = 16 * 1024;
+
 export const FrameFlags = {
   /** DATA, HEADERS: the sender will send nothing more on this stream. */
   END_STREAM: 0x1,

@@ -30,6 +30,11 @@ export interface ForwardOptions {
   /** The edge's frame limit, which bounds a response head. */
   maxHeadSize: number;
   onReport: (report: RequestReport) => void;
+  /**
+   * A WebSocket upgrade was reset: the edge sent more of the client's bytes before the backend's answer
+   * than the protocol allows (an edge older than the agent). Said to the user once, by the tunnel.
+   */
+  onEarlyBytesOverLimit?: (() => void) | undefined;
   /** The inspector's hook; absent when it is off, and then no capture code runs at all. */
   capture?: InspectorCapture | undefined;
   /**

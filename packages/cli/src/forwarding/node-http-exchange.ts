@@ -4,6 +4,7 @@ import type { ExchangeRecorder } from '@tunnel2/inspector';
 import {
   ErrorCode,
   encodeResponseHead,
+  MAX_EARLY_UPGRADE_BYTES,
   type MuxStream,
   type RequestHead,
   type StreamHandler,
@@ -52,8 +53,8 @@ export class NodeHttpExchange implements StreamHandler {
   #owed = 0;
   /**
    * A WebSocket client's bytes that came before the backend's 101 (a client that does not wait for it):
-   * kept (copied: what they weigh, not the socket reads they came in), their credit not returned, so the
-   * stream's window bounds them, and written after the switch.
+   * kept (copied: what they weigh, not the socket reads they came in), their credit not returned, and
+   * written after the switch. At most MAX_EARLY_UPGRADE_BYTES: an edge sends no more before the answer.
    */
   readonly #held = new HeldBytes();
   /** The client's side ended before the switch: the backend socket is ended after the held bytes. */
@@ -129,7 +130,8 @@ export class NodeHttpExchange implements StreamHandler {
     }
     const socket = this.#socket;
     if (socket === undefined && this.#status === 0) {
-      this.#held.push(chunk);
+      if (this.#held.length + chunk.length > MAX_EARLY_UPGRADE_BYTES) this.#resetOverLimit();
+      else this.#held.push(chunk);
       return;
     }
     // A refusal or a failed request: the client's bytes have nowhere to go.
@@ -155,6 +157,26 @@ export class NodeHttpExchange implements StreamHandler {
     const bytes = this.#held.take().length;
     this.#heldEnd = false;
     this.#stream.consume(bytes);
+  }
+
+  /**
+   * More bytes before the 101 than an edge of today sends: an edge from before the limit, which passes on
+   * a whole stream window per upgrade. Held, 200 such upgrades took the agent's whole session window and
+   * every other stream of the tunnel stood still; dropped, the WebSocket would go on corrupted. The stream
+   * is reset (its unconsumed bytes' session credit goes back with it): the edge answers the client as for
+   * any failed upgrade (502). PROTOCOL_ERROR: the edge broke the protocol's limit (not REFUSED_STREAM: the
+   * backend has the request, it must not be retried elsewhere).
+   */
+  #resetOverLimit(): void {
+    this.#held.take();
+    this.#heldEnd = false;
+    this.#stream.reset(ErrorCode.PROTOCOL_ERROR);
+    this.#request?.destroy();
+    this.#options.onEarlyBytesOverLimit?.();
+    this.#report(
+      `the edge sent more than ${MAX_EARLY_UPGRADE_BYTES} bytes before the backend's answer (an older edge)`,
+      'early_bytes_over_limit',
+    );
   }
 
   #creditRequestBody(): void {

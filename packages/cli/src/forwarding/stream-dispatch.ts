@@ -19,6 +19,8 @@ export interface HttpForwarding {
   target: Target;
   hostHeader: HostHeaderMode;
   onReport: (report: RequestReport) => void;
+  /** An upgrade reset for the early bytes an older edge sent (see ForwardOptions). */
+  onEarlyBytesOverLimit?: (() => void) | undefined;
   /** The inspector's hook, when it is on. */
   capture?: InspectorCapture | undefined;
   /** The HTTP/2 backend, for `--h2c` and https:// targets without `--http1`. */
@@ -58,6 +60,7 @@ export function forwardStream(
     backend: http.backend,
     target: http.target,
     hostHeader: http.hostHeader,
+    onEarlyBytesOverLimit: http.onEarlyBytesOverLimit,
     maxHeadSize: session.peerSettings.maxFrameSize,
     capture: http.capture,
     h2: http.h2,

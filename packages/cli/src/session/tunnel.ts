@@ -27,6 +27,7 @@ import {
   resolveProtection,
   resolveServer,
 } from './connect-options.js';
+import { earlyBytesHint, type Hint, noHttp2Hint } from './edge-hints.js';
 import { closeHttpBackend, type HttpBackend, openHttpBackend, probeHttpBackend } from './http-backend.js';
 import type { RefusalContext } from './refusal-message.js';
 import { startInspector } from './tunnel-inspector.js';
@@ -52,7 +53,7 @@ export interface TunnelEvents {
   reconnecting: [ReconnectingEvent];
   error: [AgentError];
   /** Advice that changes nothing by itself (`code`: a stable TUNNEL2_HINT_* name), e.g. an edge to upgrade. */
-  hint: [{ code: string; message: string }];
+  hint: [Hint];
   /** Once, when the tunnel has let go of everything: after close(), or a refusal that ended it. */
   close: [];
 }
@@ -61,8 +62,7 @@ export interface TunnelEvents {
 const TCP_PORT_UNAVAILABLE = 'TUNNEL2_ERR_TCP_PORT_UNAVAILABLE';
 const NAME_IN_USE = 'TUNNEL2_ERR_NAME_IN_USE';
 
-/** The `hint` code of an HTTP/2 backend behind an edge that serves no HTTP/2 to its clients. */
-export const EDGE_NO_HTTP2_HINT = 'TUNNEL2_HINT_EDGE_NO_HTTP2';
+export { EDGE_NO_HTTP2_HINT } from './edge-hints.js';
 
 /** A drained session that lasted at least this long reconnects without the backoff's first pause. */
 const IMMEDIATE_RECONNECT_AFTER_MS = 1_000;
@@ -82,6 +82,8 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
   readonly #kind: HttpBackend | { tcp: TcpTarget };
   /** The edge was told about this HTTP/2 backend's lack of HTTP/2 at the edge once: not on every reconnect. */
   #warnedNoHttp2 = false;
+  /** Said once per run, not at every upgrade: the edge sends too many early bytes (it is older than us). */
+  #warnedEarlyBytes = false;
   /** Whether the edge of the current session said `http2` (undefined before the first ready). */
   #edgeHttp2: boolean | undefined;
   readonly #logger: Logger;
@@ -165,13 +167,7 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
     const protocol = this.backendProtocol;
     if (edgeHttp2 || this.#warnedNoHttp2 || (protocol !== 'h2c' && protocol !== 'h2')) return;
     this.#warnedNoHttp2 = true;
-    this.emit('hint', {
-      code: EDGE_NO_HTTP2_HINT,
-      message:
-        `the edge at ${this.server} does not serve HTTP/2: gRPC and HTTP/2 clients cannot reach this ` +
-        `${protocol} backend through it (HTTP/1.1 clients still can); upgrade the edge ` +
-        '(@tunnel2/edge, or `tunnel2 server` of @tunnel2/cli)',
-    });
+    this.emit('hint', noHttp2Hint(this.server, protocol));
   }
 
   get url(): string | undefined {
@@ -353,6 +349,11 @@ export class Tunnel extends EventEmitter<TunnelEvents> {
         target: this.target,
         hostHeader: this.#hostHeader,
         onReport: (report) => this.emit('request', report),
+        onEarlyBytesOverLimit: () => {
+          if (this.#warnedEarlyBytes) return;
+          this.#warnedEarlyBytes = true;
+          this.emit('hint', earlyBytesHint(this.info?.name ?? this.target.host, this.server));
+        },
         capture: this.#inspector?.capture,
         h2: kind.h2,
       },

@@ -1,5 +1,10 @@
 import type { Duplex } from 'node:stream';
-import { type MuxStream, type ResponseHead, withoutHopByHop } from '@tunnel2/protocol';
+import {
+  MAX_EARLY_UPGRADE_BYTES,
+  type MuxStream,
+  type ResponseHead,
+  withoutHopByHop,
+} from '@tunnel2/protocol';
 import { rejectUpgrade } from '../answers/error-response.js';
 import type { EdgeErrorCode } from '../errors.js';
 import { serializeResponseHead } from './raw-http.js';
@@ -9,15 +14,6 @@ import { UpgradeStreamCore, type UpgradeTunnelContext } from './upgrade-stream-c
 export type { UpgradeTunnelContext } from './upgrade-stream-core.js';
 
 /**
- * The client's bytes a stream carries before the backend answered. The agent holds them until the 101, and
- * with them their share of its session window (48 MiB): at a whole stream window (256 KiB) each, 200
- * unanswered upgrades took all of it, and every other stream of the tunnel stood still. At 16 KiB (a first
- * message fits), the 1,000 streams an agent takes at once hold 16 MiB. The rest waits in the client's
- * connection, unread, as nginx leaves it until the upstream answers.
- */
-export const EARLY_BYTES_LIMIT = 16 * 1024;
-
-/**
  * A public WebSocket (or any accepted upgrade) carried over one stream. Until the backend answers, this is
  * an ordinary request; after a 101 the stream carries raw bytes both ways under the same flow control.
  * A refusal (any other status) is written back with its body, then the connection closes. What happens on
@@ -25,7 +21,7 @@ export const EARLY_BYTES_LIMIT = 16 * 1024;
  */
 export class UpgradeTunnel extends UpgradeStreamCore {
   readonly #socket: Duplex;
-  /** Client bytes sent on the stream before the answer (at most EARLY_BYTES_LIMIT). */
+  /** Client bytes sent on the stream before the answer (at most MAX_EARLY_UPGRADE_BYTES). */
   #early = 0;
 
   constructor(socket: Duplex, stream: MuxStream, context: UpgradeTunnelContext) {
@@ -39,7 +35,8 @@ export class UpgradeTunnel extends UpgradeStreamCore {
   /**
    * Client bytes (the WebSocket frames after the handshake) flow into the stream with backpressure, from
    * the start: a client may send its first message before the 101, and the agent holds it until its
-   * backend switched; past EARLY_BYTES_LIMIT the rest waits for the answer. `head`, read with the request,
+   * backend switched (and its share of the agent's session window with it); past MAX_EARLY_UPGRADE_BYTES the
+   * rest waits for the answer, unread in the client's connection, as nginx leaves it. `head`, read with the request,
    * goes back into the socket to be counted the same way.
    */
   pumpClientBytes(head: Buffer): void {
@@ -51,7 +48,7 @@ export class UpgradeTunnel extends UpgradeStreamCore {
   readonly #onSocketData = (chunk: Buffer): void => {
     let bytes = chunk;
     if (!this.headSent) {
-      const room = EARLY_BYTES_LIMIT - this.#early;
+      const room = MAX_EARLY_UPGRADE_BYTES - this.#early;
       if (chunk.length >= room) {
         // The limit reached: the rest goes back, unread, until the answer resumes the socket.
         this.#socket.pause();
@@ -71,7 +68,7 @@ export class UpgradeTunnel extends UpgradeStreamCore {
     this.#socket.write(serializeResponseHead(head.status, head.statusMessage, headers));
     // Bytes held back by the limit flow now (resume() emits them from the next tick, once the answer is
     // marked sent). If the stream has no credit, the first write pauses the socket again.
-    if (this.#early >= EARLY_BYTES_LIMIT) this.#socket.resume();
+    if (this.#early >= MAX_EARLY_UPGRADE_BYTES) this.#socket.resume();
     return undefined;
   }
 
@@ -93,7 +90,7 @@ export class UpgradeTunnel extends UpgradeStreamCore {
 
   protected resumeClient(): void {
     // Credit back before the answer does not lift the early limit.
-    if (!this.headSent && this.#early >= EARLY_BYTES_LIMIT) return;
+    if (!this.headSent && this.#early >= MAX_EARLY_UPGRADE_BYTES) return;
     this.#socket.resume();
   }
 
