@@ -213,8 +213,13 @@ describe('standalone bench scenarios (smoke)', () => {
     expect(streams).toMatchObject({ requested: 50, maxConcurrent: 50, answered: 50, wrong: 0, failed: 0 });
     // A 1 s lease is renewed every third of a second: 2 s of idling sees several whole rounds.
     expect(redis!.renewalRounds).toBeGreaterThanOrEqual(2);
-    // One renew script per session per round, and HMGET, HSET and PEXPIRE run inside it.
-    expect(redis!.scriptCallsPerSessionPerRound).toBeGreaterThanOrEqual(0.9);
+    // One renew script per session per round, and HMGET, HSET and PEXPIRE run inside it. A round is counted
+    // when it starts, so one at either snapshot may reach Redis on the other side of it (a loaded CI machine
+    // read 6 rounds of scripts in 7): within one round of one per session per round.
+    const rounds = redis!.renewalRounds;
+    const scriptRounds = redis!.scriptCallsPerSessionPerRound * rounds;
+    expect(scriptRounds).toBeGreaterThanOrEqual(rounds - 1);
+    expect(scriptRounds).toBeLessThanOrEqual(rounds + 1);
     expect(redis!.commandsByName).toMatchObject({ hmget: expect.any(Number), pexpire: expect.any(Number) });
     // 200 leases fit one pipelined batch: one round trip per round, far below one per session per lease.
     expect(redis!.roundTrips).toBe(redis!.renewalRounds);
