@@ -54,33 +54,20 @@ export function createJsonReporter(out: LineOutput, options: ReporterOptions = {
   const line = (event: string, fields: object): string =>
     `${JSON.stringify({ event, time: isoNow(), ...tunnel, ...fields })}\n`;
   // A line per request: an object of one fixed shape, not the spread above (two fewer objects per request,
-  // and JSON.stringify meets one shape). The keys and their order are the same; `error` is left out when
-  // undefined, as JSON.stringify leaves out any undefined field.
+  // and JSON.stringify meets one shape). The keys and their order are the same: JSON.stringify leaves out a
+  // field that is undefined, so an absent tunnel name or `error` is left out as the spread leaves it out.
   const requestLine = (r: RequestReport): string =>
-    `${JSON.stringify(
-      name === undefined
-        ? {
-            event: 'request',
-            time: isoNow(),
-            method: r.method,
-            path: r.path,
-            status: r.status,
-            durationMs: r.durationMs,
-            bytes: r.bytes,
-            error: r.error,
-          }
-        : {
-            event: 'request',
-            time: isoNow(),
-            tunnel: name,
-            method: r.method,
-            path: r.path,
-            status: r.status,
-            durationMs: r.durationMs,
-            bytes: r.bytes,
-            error: r.error,
-          },
-    )}\n`;
+    `${JSON.stringify({
+      event: 'request',
+      time: isoNow(),
+      tunnel: name,
+      method: r.method,
+      path: r.path,
+      status: r.status,
+      durationMs: r.durationMs,
+      bytes: r.bytes,
+      error: r.error,
+    })}\n`;
   const emit = (event: string, fields: object): void => out.write(line(event, fields));
   // `closed` is the last event: a request or connection cut by the close may report after it.
   let over = false;
