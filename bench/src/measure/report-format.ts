@@ -108,6 +108,11 @@ export function sidesLine(settings: Settings): string {
 }
 
 /** The median of the finite values, or null when there is none. */
+/** `a / b` of two figures of one run, null when either is unknown or `b` is not positive (nothing to divide by). */
+export function ratioOf(a: number | null | undefined, b: number | null | undefined): number | null {
+  return a != null && b != null && b > 0 ? a / b : null;
+}
+
 export function median(values: readonly number[]): number | null {
   const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
   if (sorted.length === 0) return null;

@@ -1,4 +1,4 @@
-import { fixed, marked } from '../measure/report-format.js';
+import { fixed, marked, ratioOf } from '../measure/report-format.js';
 import type { RssTrace } from '../scenarios/bulk-scenario.js';
 import type { TcpRatios, TcpResult, TcpTransfer } from '../scenarios/tcp-scenario.js';
 import { htmlTable } from './report-html.js';
@@ -205,7 +205,7 @@ function floorTable(result: TcpResult): Table | null {
   const cpuRow = (direction: TcpTransfer['direction']): string[] => {
     const [f, t] = [perGiB(direction, 'floor'), perGiB(direction, 'tunnel')];
     const s = (x: number | null): string => (x === null ? '–' : `${fixed(x, 2)} s`);
-    return [`${direction}: edge + agent CPU per GiB`, '–', s(f), s(t), '–', '–', times(ratio(t, f))];
+    return [`${direction}: edge + agent CPU per GiB`, '–', s(f), s(t), '–', '–', times(ratioOf(t, f))];
   };
   return {
     header: ['measure', 'direct', 'floor', 'tunnel', 'tunnel ÷ direct', 'floor ÷ direct', 'tunnel ÷ floor'],
@@ -218,7 +218,7 @@ function floorTable(result: TcpResult): Table | null {
         cpu(s.tunnelCpuPerRequestUs),
         '–',
         '–',
-        times(ratio(s.tunnelCpuPerRequestUs, s.floorCpuPerRequestUs)),
+        times(ratioOf(s.tunnelCpuPerRequestUs, s.floorCpuPerRequestUs)),
       ],
       row(
         'download MB/s',
@@ -234,9 +234,6 @@ function floorTable(result: TcpResult): Table | null {
     ],
   };
 }
-
-const ratio = (a: number | null | undefined, b: number | null | undefined): number | null =>
-  a != null && b != null && b > 0 ? a / b : null;
 
 const FLOOR_INTRO =
   'The floor: two bare Node.js processes (`relay-floor-process.ts`) that multiplex the client connections over ' +

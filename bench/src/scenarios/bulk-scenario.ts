@@ -1,7 +1,7 @@
 import { BenchError, BenchErrorCode } from '../errors.js';
 import { bulkDownload, bulkUpload } from '../measure/bulk-client.js';
 import { meterSelf, readCpuMs, readStatusKb } from '../measure/process-stats.js';
-import { fixed } from '../measure/report-format.js';
+import { fixed, ratioOf } from '../measure/report-format.js';
 import type { SideName } from '../plan/report-schema.js';
 import { type BenchStack, startBenchStack, targetOf } from '../stacks/bench-stack.js';
 import type { ChildService } from '../stacks/child-service.js';
@@ -187,9 +187,6 @@ export async function openBulkStack(sides: readonly BulkSideName[]): Promise<Bul
   }
 }
 
-const ratio = (a: number | null, b: number | null): number | null =>
-  a !== null && b !== null && b > 0 ? a / b : null;
-
 export function bulkRatios(transfers: readonly BulkTransfer[]): BulkResult['ratios'] {
   const of = (direction: BulkTransfer['direction']): BulkRatios => {
     const mbps = (side: BulkSideName): number | null => {
@@ -198,9 +195,9 @@ export function bulkRatios(transfers: readonly BulkTransfer[]): BulkResult['rati
     };
     const [direct, relay, tunnel] = [mbps('direct'), mbps('relay'), mbps('tunnel')];
     return {
-      tunnelOverDirect: ratio(tunnel, direct),
-      tunnelOverFloor: ratio(tunnel, relay),
-      floorOverDirect: ratio(relay, direct),
+      tunnelOverDirect: ratioOf(tunnel, direct),
+      tunnelOverFloor: ratioOf(tunnel, relay),
+      floorOverDirect: ratioOf(relay, direct),
     };
   };
   return { download: of('download'), upload: of('upload') };

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runLoad } from '../measure/load-runner.js';
 import { meterProcess } from '../measure/process-stats.js';
-import { fixed } from '../measure/report-format.js';
+import { fixed, ratioOf } from '../measure/report-format.js';
 import { type SecondsRecord, secondsRecord } from '../measure/seconds-record.js';
 import { perRequestUs } from '../measure/side-report.js';
 import { autoConnections } from '../plan/scenarios.js';
@@ -176,8 +176,6 @@ async function runStage(
 function summarize(stages: FloorStage[]): FloorSummary {
   const find = (side: FloorSideName, mode: FloorStage['mode']) =>
     stages.find((s) => s.side === side && s.mode === mode);
-  const ratio = (a: number | null | undefined, b: number | null | undefined): number | null =>
-    a != null && b != null && b > 0 ? a / b : null;
   const cpu = (side: FloorSideName, mode: FloorStage['mode']) =>
     find(side, mode)?.betweenCpuPerRequestUs ?? null;
   const rps = (side: FloorSideName) => find(side, 'closed')?.rps;
@@ -190,22 +188,22 @@ function summarize(stages: FloorStage[]): FloorSummary {
   return {
     relayCpuPerRequestUs: relayCpu ?? null,
     tunnelCpuPerRequestUs: tunnelCpu ?? null,
-    tunnelOverRelayCpu: ratio(tunnelCpu, relayCpu),
-    relayOverDirectRps: ratio(rps('relay'), rps('direct')),
-    tunnelOverDirectRps: ratio(rps('tunnel'), rps('direct')),
+    tunnelOverRelayCpu: ratioOf(tunnelCpu, relayCpu),
+    relayOverDirectRps: ratioOf(rps('relay'), rps('direct')),
+    tunnelOverDirectRps: ratioOf(rps('tunnel'), rps('direct')),
     httpRelayCpuPerRequestUs: httpRelayCpu ?? null,
-    tunnelOverHttpRelayCpu: ratio(tunnelCpu, httpRelayCpu),
-    httpRelayOverRelayCpu: ratio(httpRelayCpu, relayCpu),
+    tunnelOverHttpRelayCpu: ratioOf(tunnelCpu, httpRelayCpu),
+    httpRelayOverRelayCpu: ratioOf(httpRelayCpu, relayCpu),
     relayClosedCpuPerRequestUs: relayClosed ?? null,
     httpRelayClosedCpuPerRequestUs: httpRelayClosed ?? null,
     tunnelClosedCpuPerRequestUs: tunnelClosed ?? null,
-    tunnelOverRelayClosedCpu: ratio(tunnelClosed, relayClosed),
-    tunnelOverHttpRelayClosedCpu: ratio(tunnelClosed, httpRelayClosed),
-    httpRelayOverRelayClosedCpu: ratio(httpRelayClosed, relayClosed),
-    httpRelayOverDirectRps: ratio(rps('http-relay'), rps('direct')),
-    httpRelayOverRelayRps: ratio(rps('http-relay'), rps('relay')),
-    tunnelOverRelayRps: ratio(rps('tunnel'), rps('relay')),
-    tunnelOverHttpRelayRps: ratio(rps('tunnel'), rps('http-relay')),
+    tunnelOverRelayClosedCpu: ratioOf(tunnelClosed, relayClosed),
+    tunnelOverHttpRelayClosedCpu: ratioOf(tunnelClosed, httpRelayClosed),
+    httpRelayOverRelayClosedCpu: ratioOf(httpRelayClosed, relayClosed),
+    httpRelayOverDirectRps: ratioOf(rps('http-relay'), rps('direct')),
+    httpRelayOverRelayRps: ratioOf(rps('http-relay'), rps('relay')),
+    tunnelOverRelayRps: ratioOf(rps('tunnel'), rps('relay')),
+    tunnelOverHttpRelayRps: ratioOf(rps('tunnel'), rps('http-relay')),
   };
 }
 

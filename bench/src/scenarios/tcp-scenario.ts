@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { type LoadTick, runLoad } from '../measure/load-runner.js';
 import { meterProcess, meterSelf } from '../measure/process-stats.js';
-import { fixed, median } from '../measure/report-format.js';
+import { fixed, median, ratioOf } from '../measure/report-format.js';
 import { type SecondsRecord, secondsRecord } from '../measure/seconds-record.js';
 import { perRequestUs } from '../measure/side-report.js';
 import type { SideName } from '../plan/report-schema.js';
@@ -192,14 +192,11 @@ async function runStage(
   };
 }
 
-const ratio = (a: number | null | undefined, b: number | null | undefined): number | null =>
-  a != null && b != null && b > 0 ? a / b : null;
-
 function ratios(values: { direct: number | null; tunnel: number | null; floor?: number | null }): TcpRatios {
   return {
-    tunnelOverDirect: ratio(values.tunnel, values.direct),
-    floorOverDirect: ratio(values.floor, values.direct),
-    tunnelOverFloor: ratio(values.tunnel, values.floor),
+    tunnelOverDirect: ratioOf(values.tunnel, values.direct),
+    floorOverDirect: ratioOf(values.floor, values.direct),
+    tunnelOverFloor: ratioOf(values.tunnel, values.floor),
   };
 }
 
@@ -222,7 +219,7 @@ export function summarizeTcp(stages: TcpLoadStage[], transfers: TcpTransfer[]): 
   return {
     directRps,
     tunnelRps,
-    tunnelOverDirectRps: ratio(tunnelRps, directRps),
+    tunnelOverDirectRps: ratioOf(tunnelRps, directRps),
     tunnelCpuPerRequestUs: median(of('tunnel').flatMap((s) => s.tunnelCpuPerRequestUs ?? [])),
     downloadMbps,
     uploadMbps,
