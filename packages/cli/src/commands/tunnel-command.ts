@@ -46,6 +46,12 @@ function commandOutput(options: OutputOptions): CommandOutput {
     droppedLine: options.json ? jsonDroppedLine : droppedText,
     warn: writeErr,
   });
+  if (isMainThread) {
+    // An exit that does not come through the command's own end (an uncaught error, process.exit from
+    // elsewhere, the CLI's one-second backstop): the request lines still batched are handed to stdout
+    // first. Node writes a pipe at once as far as it has room, so a reader that keeps up gets them.
+    process.once('exit', () => stdout.flush());
+  }
   const terminal = options.json || options.tty === false ? undefined : stdoutTerminal();
   // no-color.org: a non-empty NO_COLOR turns colours off.
   const colour = options.color !== false && !process.env.NO_COLOR;
