@@ -72,11 +72,18 @@ edge.stdout?.setEncoding('utf8');
 while (!edgeOut.includes('"listening"')) edgeOut += (await once(edge.stdout ?? edge, 'data'))[0];
 const edgeUrl = String((JSON.parse(edgeOut.split('\n')[0] ?? '{}') as { url?: string }).url);
 const mib = (kib: number | undefined): string => ((kib ?? 0) / 1024).toFixed(1);
+/** Each build, and under --pipe each build again in a worker: [label, bin, TUNNEL2_WORKER]. */
+const variants: [string, string, string][] = Object.entries(builds).flatMap(([name, bin]) =>
+  pipe
+    ? [
+        [name, bin, ''],
+        [`${name}+worker`, bin, '1'],
+      ]
+    : [[name, bin, '0']],
+);
 try {
   for (let run = 1; run <= runs; run++) {
-    for (const [name, bin, worker] of Object.entries(builds).flatMap(([name, bin]) =>
-      pipe ? [[name, bin, ''] as const, [`${name}+worker`, bin, '1'] as const] : [[name, bin, '0'] as const],
-    )) {
+    for (const [name, bin, worker] of variants) {
       const outPath = join(dir, `${name}-${run}.out`);
       const out = pipe ? undefined : await open(outPath, 'w');
       const agent = spawn(process.execPath, [...flags, bin, 'http', '9', '--server', edgeUrl, '--json'], {

@@ -90,7 +90,7 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
 } else {
   // TUNNEL2_WORKER=1: the tunnel in a worker, the main thread relaying its lines to stdout and its signals.
   // The default until an agent with a piped stdout was measured on the main thread as fast under a busy
-  // reader, with 14-16 MiB less at its peak (bench/README.md, optimization log); kept to compare. Node flags
+  // reader, with 12-17 MiB less at its peak (bench/README.md, optimization log); kept to compare. Node flags
   // cannot be set from inside a running process, and re-executing would orphan the child on SIGKILL; a
   // worker has neither problem. TUNNEL2_YOUNG_GENERATION_MB trades memory for CPU (a larger young
   // generation scavenges less often).
