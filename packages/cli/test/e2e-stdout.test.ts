@@ -334,3 +334,41 @@ describe('the last lines before an exit', () => {
     expect(read.events.filter((e) => e.event === 'request')).toHaveLength(40);
   });
 });
+
+describe('a stderr that is not read', () => {
+  // The diagnostic log (pino, on fd 2) buffers what stderr does not take, and on the main thread flushes it
+  // at exit by retrying every 100 ms until stderr takes it all: a reader of stderr that stopped reading kept
+  // a SIGTERMed agent up for as long as it did. With a piped stdout the agent ran in a worker before, where
+  // pino does not flush at exit; on the main thread (the default now) it does.
+  it.each(THREADINGS)(
+    '%s: the tunnel serves while its debug log fills stderr, what waits for stderr is bounded, and SIGTERM still ends it',
+    async (_, env, inWorker) => {
+      const name = `stuckerr${inWorker ? 'w' : 'm'}`;
+      const agent = spawn(process.execPath, [cliBin, ...agentArgs(name, '--json', '--log-level', 'debug')], {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      cleanups.push(killed(agent));
+      agent.stdout!.resume();
+      const err = agent.stderr!;
+      err.pause();
+      await new Promise<void>((resolve) => agent.stdout!.once('data', () => resolve()));
+      // Two debug lines of ~250 bytes per request: ~1.5 MB, many times what the socket between us holds.
+      expect((await load(name, 3000)).filter((s) => s !== 200)).toEqual([]);
+      if (!inWorker) {
+        // What the agent held for stderr is bounded: read again, the log says how many lines it dropped.
+        const text = collect(err);
+        err.resume();
+        await text.waitFor(/^tunnel2: \d+ log lines dropped while stderr was not read$/m);
+        expect(text.text().length).toBeLessThan(1024 * 1024);
+        err.pause();
+        // The debug lines of more requests fill it again.
+        expect((await load(name, 3000)).filter((s) => s !== 200)).toEqual([]);
+      }
+      const exited = new Promise<number | null>((resolve) => agent.once('exit', (code) => resolve(code)));
+      agent.kill('SIGTERM');
+      // The test's timeout is the bound: before, this waited for a reader of stderr that never came.
+      expect(await exited).toBe(0);
+    },
+  );
+});

@@ -6,6 +6,7 @@ import { AgentError, USAGE_ERRORS } from '../errors.js';
 import type { Tunnel } from '../session/tunnel.js';
 import type { InFlightUnit } from '../terminal/in-flight-text.js';
 import { createLineWriter, droppedText, type LineWriter } from '../terminal/line-writer.js';
+import { diagnosticLogDestination } from '../terminal/log-destination.js';
 import {
   createHumanReporter,
   createJsonReporter,
@@ -72,7 +73,7 @@ function commandOutput(options: OutputOptions): CommandOutput {
     paths: ['authorization', 'token', '*.authorization', '*.token', 'headers.authorization'],
     censor: '<redacted>',
   };
-  const logger = pino({ level: options.logLevel ?? 'warn', redact }, pino.destination(2));
+  const logger = pino({ level: options.logLevel ?? 'warn', redact }, diagnosticLogDestination());
   return { stdout, reporter, logger, screen, json: options.json === true };
 }
 
