@@ -85,6 +85,16 @@ function agentArgs(name: string, ...flags: string[]): string[] {
   return ['http', String(backend.port), '--server', edge.url, '--subdomain', name, ...flags];
 }
 
+/** An agent with stdout and stderr pipes to this process, `env` added to ours; killed after the test. */
+function spawnAgent(env: Record<string, string>, name: string, ...flags: string[]): ChildProcess {
+  const agent = spawn(process.execPath, [cliBin, ...agentArgs(name, ...flags)], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  cleanups.push(killed(agent));
+  return agent;
+}
+
 /** Kills the agent, or (`group`) the shell's whole pipeline: the agent may outlive the shell's exit. */
 function killed(child: ChildProcess, group = false): () => void {
   return () => {
@@ -188,11 +198,7 @@ describe('a stdout whose reader went away', () => {
     ['in a worker (TUNNEL2_WORKER=1)', { TUNNEL2_WORKER: '1' }],
   ])('--no-tty with its stdout pipe closed, %s: keeps serving, and exits 0 on SIGINT', async (_, env) => {
     const name = `notty${Object.keys(env).length}`;
-    const agent = spawn(process.execPath, [cliBin, ...agentArgs(name, '--no-tty')], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    cleanups.push(killed(agent));
+    const agent = spawnAgent(env, name, '--no-tty');
     const stdout = collect(agent.stdout!);
     const stderr = collect(agent.stderr!);
     await stdout.waitFor(/forwarding http:\/\//);
@@ -214,11 +220,7 @@ describe('a stdout that is not read', () => {
     '%s: the tunnel serves every request while the pipe is full; what waits for the reader is bounded, and the reader then gets a `dropped` count and the closing events',
     async (_, env, inWorker) => {
       const name = `unread${inWorker ? 'w' : 'm'}`;
-      const agent = spawn(process.execPath, [cliBin, ...agentArgs(name, '--json')], {
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      cleanups.push(killed(agent));
+      const agent = spawnAgent(env, name, '--json');
       const out = agent.stdout!;
       // The ready line, then nothing is read: the pipe and every buffer behind it fill up.
       await new Promise<void>((resolve) => out.once('data', () => resolve()));
@@ -271,11 +273,7 @@ describe('a stdout that is not read', () => {
     '%s: SIGTERM ends an agent whose stdout reader stopped reading',
     async (_, env, inWorker) => {
       const name = `stuck${inWorker ? 'w' : 'm'}`;
-      const agent = spawn(process.execPath, [cliBin, ...agentArgs(name, '--json')], {
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      cleanups.push(killed(agent));
+      const agent = spawnAgent(env, name, '--json');
       const out = agent.stdout!;
       await new Promise<void>((resolve) => out.once('data', () => resolve()));
       out.pause();
@@ -293,11 +291,7 @@ describe('the last lines before an exit', () => {
     '%s: the request lines of requests answered just before SIGTERM reach the reader, before `closed`',
     async (_, env, inWorker) => {
       const name = `lastlines${inWorker ? 'w' : 'm'}`;
-      const agent = spawn(process.execPath, [cliBin, ...agentArgs(name, '--json')], {
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      cleanups.push(killed(agent));
+      const agent = spawnAgent(env, name, '--json');
       const read = jsonLines(agent.stdout!);
       await new Promise<void>((resolve) => agent.stdout!.once('data', () => resolve()));
       expect(await load(name, 40)).toEqual(Array(40).fill(200));
@@ -344,11 +338,7 @@ describe('a stderr that is not read', () => {
     '%s: the tunnel serves while its debug log fills stderr, what waits for stderr is bounded, and SIGTERM still ends it',
     async (_, env, inWorker) => {
       const name = `stuckerr${inWorker ? 'w' : 'm'}`;
-      const agent = spawn(process.execPath, [cliBin, ...agentArgs(name, '--json', '--log-level', 'debug')], {
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      cleanups.push(killed(agent));
+      const agent = spawnAgent(env, name, '--json', '--log-level', 'debug');
       agent.stdout!.resume();
       const err = agent.stderr!;
       err.pause();
