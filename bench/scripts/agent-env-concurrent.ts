@@ -5,8 +5,8 @@
 //   node bench/scripts/agent-env-concurrent.ts [rounds=4] [rate=closed] [duration=10] [connections=100] [A=-] [B=-]
 // A and B: the agent's added environment as `NAME=value,NAME=value`, or `-` for none. rate: requests per
 // second per side, or `closed` for a closed loop. Prints per round each agent's CPU per request (from
-// /proc) and its peak RSS in the round (VmHWM, MiB), the ratio B ÷ A, and the medians. The agents run in
-// their worker, as in `pnpm bench` (the script reads their stdout). Build first.
+// /proc) and its peak RSS in the round (VmHWM, MiB), the ratio B ÷ A, and the medians. The agents run on
+// their main thread, as in `pnpm bench` (TUNNEL2_WORKER=1 as a side's environment puts it in a worker). Build first.
 import { runLoad } from '../dist/measure/load-runner.js';
 import { meterProcess } from '../dist/measure/process-stats.js';
 import {

@@ -5,7 +5,7 @@
 // calls such as the write syscalls) and divided by the requests that process answered, warm-up included.
 //   node bench/scripts/closed-loop-profile.ts [duration=12] [warmup=4] [dir=/tmp/closed-loop-profile] [top=30]
 // Sampling at 250 µs slows every process: read the figures side by side, not as absolute costs. The agent
-// runs in its worker (the script reads its stdout), whose profile is its own file. Build first.
+// runs on its main thread (with TUNNEL2_WORKER=1 in its worker, whose profile is its own file). Build first.
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';

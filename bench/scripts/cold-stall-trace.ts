@@ -90,7 +90,8 @@ function sampleSched(traced: Traced): void {
         .map(Number);
       const [lastCpu, lastWait] = lastSched.get(tid) ?? [cpu, wait];
       lastSched.set(tid, [cpu, wait]);
-      // The agent's tunnel runs in a worker when its stdout is a pipe (as here): its JS thread is WorkerThread.
+      // The agent's tunnel runs in a worker with TUNNEL2_WORKER=1 (the default for a piped stdout, as here,
+      // before): its JS thread is then WorkerThread.
       const js =
         comm === 'WorkerThread' ||
         (comm === 'MainThread' && !tids.some((t) => t !== tid && isWorker(traced.pid, t)));

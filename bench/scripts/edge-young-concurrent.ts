@@ -5,8 +5,9 @@
 //   node bench/scripts/edge-young-concurrent.ts [rounds=4] [rate=closed] [duration=10] [connections=100] [A=3] [B=6]
 // rate: requests per second per side, or `closed` for a closed loop. Prints per round each edge's CPU per
 // request (from /proc) and its peak RSS in the round (VmHWM), the ratio B ÷ A, and the medians. Build first.
-// YOUNG_SIDE=agent gives the sizes to the two agents instead (in their worker: the script reads their
-// stdout), the edges at their default, and measures the agents.
+// YOUNG_SIDE=agent gives the sizes to the two agents instead (on their main thread, a third of it per
+// semi-space; TUNNEL2_WORKER=1 in the environment puts them in a worker), the edges at their default, and
+// measures the agents.
 import { runLoad } from '../dist/measure/load-runner.js';
 import { meterProcess } from '../dist/measure/process-stats.js';
 import {

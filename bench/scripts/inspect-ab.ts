@@ -2,9 +2,10 @@
 //   node bench/scripts/inspect-ab.ts [pairs=3] [duration=15] [connections=50] [thread=worker|main|both]
 // Runs `bench max --only tunnel` with BENCH_INSPECT=off, then on, `pairs` times, and prints each run and the
 // medians of the agent's CPU per request, the tunnel's (edge + agent) and the achieved RPS. Build first.
-// Where the agent's tunnel runs: the bench reads the agent's --json lines through a pipe, so by default it
-// runs in a worker thread (as under any --json consumer); a user at a terminal gets it on the main thread.
-// `thread` picks one or both (interleaved too); CPU is the whole process's (/proc, all threads) either way.
+// Where the agent's tunnel runs: on the main thread by default, whatever its stdout (the bench reads its
+// --json lines through a pipe); `worker` sets TUNNEL2_WORKER=1, the tunnel in a worker thread (the default
+// under a --json consumer before). `thread` picks one or both (interleaved too); CPU is the whole process's
+// (/proc, all threads) either way.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,13 +34,12 @@ const scratch = mkdtempSync(join(tmpdir(), 'inspect-ab-'));
 const samples = new Map<string, Sample[]>();
 
 /**
- * TUNNEL2_WORKER applies to every tunnel2 process, the edge too: the worker case leaves it unset (the agent's
- * piped stdout puts it in a worker, the edge stays on its main thread) and the main case sets 0 (the edge's
- * default anyway).
+ * TUNNEL2_WORKER applies to every tunnel2 process, the edge too: the worker case sets 1 (the edge then runs in
+ * a worker as well; the figures read are the agent's) and the main case 0 (everyone's default).
  */
 function threadEnv(thread: Thread): NodeJS.ProcessEnv {
   const { TUNNEL2_WORKER: _given, ...env } = process.env;
-  return thread === 'main' ? { ...env, TUNNEL2_WORKER: '0' } : env;
+  return { ...env, TUNNEL2_WORKER: thread === 'main' ? '0' : '1' };
 }
 
 function run(mode: 'off' | 'on', thread: Thread, index: number): Sample {

@@ -9,8 +9,8 @@
 // other of edge + agent, and the medians (of edge + agent, and of each side's own ratio). Rounds of one run
 // share their processes, and a stack's processes kept a persistent advantage of up to ±20 % (edge) over
 // the other's in A/A runs: repeat the whole run (fresh processes) and read the runs' medians, with A/A runs
-// (this tree as the other) between them as the control. The agents run in their worker, as in `pnpm bench` (the script
-// reads their stdout). Build both trees first.
+// (this tree as the other) between them as the control. The agents run as in `pnpm bench` (the script
+// reads their stdout: a build before the agent ran on the main thread whatever stdout is puts them in a worker). Build both trees first.
 import { join, resolve } from 'node:path';
 import { runLoad } from '../dist/measure/load-runner.js';
 import { meterProcess } from '../dist/measure/process-stats.js';

@@ -2,8 +2,6 @@
 // A plain-JS entry so an unsupported Node fails with one clear line instead of a syntax or import error: this
 // file and check-node.js use only syntax that old Node versions parse (no top-level await, `||=`, `??`).
 // biome-ignore lint/style/useNodejsImportProtocol: Node before 14.13 cannot import 'node:' specifiers, and this file must still run there to say which version is needed.
-import { fstatSync } from 'fs';
-// biome-ignore lint/style/useNodejsImportProtocol: as above, old Node must reach the version check.
 import * as nodeModule from 'module';
 // biome-ignore lint/style/useNodejsImportProtocol: as above, old Node must reach the version check.
 import { setFlagsFromString } from 'v8';
@@ -74,21 +72,25 @@ if (!(youngMb >= 1 && youngMb <= 256)) {
 if (process.env.TUNNEL2_IN_PROCESS === '1') {
   // V8's own young generation sizing (semi-spaces that grow to 16 MB and more under load).
   import(main.href);
-} else if (workerSetting === '0' || (workerSetting === '' && !agentWithPipedStdout())) {
+} else if (workerSetting !== '1') {
   // The tunnel runs on the main thread with a small young generation: buffers that a proxy churns through
   // at line rate are then freed by frequent cheap scavenges instead of piling up until a full GC, which keeps
   // RSS flat. The semi-space size cannot be set from inside a running process, but whether it grows can
   // (young-generation.js): held at a third of TUNNEL2_YOUNG_GENERATION_MB it is the young generation the
-  // worker below gets, without the worker's second isolate (about 10 MB of idle RSS). A semi-space size
-  // given to node itself is left alone.
+  // worker below gets, without the worker's second isolate (about 10 MB of RSS). A semi-space size given to
+  // node itself is left alone.
+  // Whatever stdout is. A pipe or socket (`--json | jq`, systemd, docker logs) does not block the tunnel on a
+  // reader that falls behind: libuv opens it non-blocking (O_NONBLOCK, which Node sets for any process with a
+  // piped stdout and restores at exit), writes what the pipe takes at once and queues the rest, and the line
+  // writer (src/terminal/line-writer.ts) stops writing until 'drain', holds a bounded amount and drops and
+  // counts past it. A terminal is made asynchronous likewise (src/terminal/terminal.ts).
   const nodeFlags = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS || ''}`;
   if (!nodeFlags.includes('semi-space')) holdSemiSpace(youngMb / 3);
   import(main.href);
 } else {
-  // An agent whose stdout is a pipe runs in a worker: Node writes to a pipe synchronously, so a reader that
-  // falls behind (a busy `--json` consumer) would stop the tunnel's event loop on every batch of request
-  // lines; in a worker only the main thread waits, which relays the lines (closed-loop throughput through
-  // an agent read by a busy process: 2x with the worker, bench/README.md, optimization log). Node flags
+  // TUNNEL2_WORKER=1: the tunnel in a worker, the main thread relaying its lines to stdout and its signals.
+  // The default until an agent with a piped stdout was measured on the main thread as fast under a busy
+  // reader, with 12-17 MiB less at its peak (bench/README.md, optimization log); kept to compare. Node flags
   // cannot be set from inside a running process, and re-executing would orphan the child on SIGKILL; a
   // worker has neither problem. TUNNEL2_YOUNG_GENERATION_MB trades memory for CPU (a larger young
   // generation scavenges less often).
@@ -144,16 +146,4 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
       setTimeout(() => process.exit(), 1_000).unref();
     });
   });
-}
-
-/** `tunnel2 http|tcp|start` (the commands that run an agent) with stdout a pipe or socket (not a terminal, not a file). */
-function agentWithPipedStdout() {
-  const command = process.argv[2];
-  if (command !== 'http' && command !== 'tcp' && command !== 'start') return false;
-  try {
-    const stdout = fstatSync(1);
-    return stdout.isFIFO() || stdout.isSocket();
-  } catch (_err) {
-    return false;
-  }
 }

@@ -17,7 +17,7 @@ export async function runServerCommand(argv: string[]): Promise<number> {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     onShutdownSignal,
-    // This command runs on the main thread (only agents run in a worker): SIGHUP reaches it. Registered by
+    // This command runs on the main thread (unless TUNNEL2_WORKER=1): SIGHUP reaches it. Registered by
     // the edge only when it serves TLS (a certificate reload), so it keeps its default action otherwise.
     onReloadSignal: (handler) => {
       const listener = (): void => handler();

@@ -6,6 +6,7 @@ import { AgentError, USAGE_ERRORS } from '../errors.js';
 import type { Tunnel } from '../session/tunnel.js';
 import type { InFlightUnit } from '../terminal/in-flight-text.js';
 import { createLineWriter, droppedText, type LineWriter } from '../terminal/line-writer.js';
+import { diagnosticLogDestination } from '../terminal/log-destination.js';
 import {
   createHumanReporter,
   createJsonReporter,
@@ -46,6 +47,12 @@ function commandOutput(options: OutputOptions): CommandOutput {
     droppedLine: options.json ? jsonDroppedLine : droppedText,
     warn: writeErr,
   });
+  if (isMainThread) {
+    // An exit that does not come through the command's own end (an uncaught error, process.exit from
+    // elsewhere, the CLI's one-second backstop): the request lines still batched are handed to stdout
+    // first. Node writes a pipe at once as far as it has room, so a reader that keeps up gets them.
+    process.once('exit', () => stdout.flush());
+  }
   const terminal = options.json || options.tty === false ? undefined : stdoutTerminal();
   // no-color.org: a non-empty NO_COLOR turns colours off.
   const colour = options.color !== false && !process.env.NO_COLOR;
@@ -66,7 +73,7 @@ function commandOutput(options: OutputOptions): CommandOutput {
     paths: ['authorization', 'token', '*.authorization', '*.token', 'headers.authorization'],
     censor: '<redacted>',
   };
-  const logger = pino({ level: options.logLevel ?? 'warn', redact }, pino.destination(2));
+  const logger = pino({ level: options.logLevel ?? 'warn', redact }, diagnosticLogDestination());
   return { stdout, reporter, logger, screen, json: options.json === true };
 }
 

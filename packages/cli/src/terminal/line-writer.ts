@@ -3,9 +3,10 @@ export interface LineOutput {
   /** A line that appears at the end of this event-loop turn (ready, errors, status). */
   write: (line: string) => void;
   /**
-   * A line that may wait up to the batch window (one per request). The agent runs in a worker, where each
-   * stdout write is a message to the main thread: one per request cost about 20 µs of CPU per request at
-   * 1,000 RPS (bench/README.md, optimization log), so request lines go out together, a few times a second.
+   * A line that may wait up to the batch window (one per request). Each stdout write is a system call that
+   * wakes the reader (in the bin's worker, `TUNNEL2_WORKER=1`, a message to the main thread: one per request
+   * cost about 20 µs of CPU per request at 1,000 RPS, bench/README.md, optimization log), so request lines go
+   * out together, a few times a second.
    */
   writeBatched: (line: string) => void;
   /** Writes everything pending now (before exit). */
@@ -49,7 +50,8 @@ export const droppedText = (count: number): string =>
   `tunnel2: ${count} lines dropped while stdout was not read\n`;
 
 /**
- * Coalesces output lines into few writes (stdout to a file or pipe is a synchronous syscall in Node), and
+ * Coalesces output lines into few writes (each is a system call made at once: to a file it waits for the
+ * disk; to a pipe, socket or terminal the kernel takes what fits and Node queues the rest), and
  * honours stdout's backpressure: whoever reads the agent's stdout may stop reading (a paused `less`, a
  * stuck consumer), and every line kept for it would grow the agent for as long as the tunnel serves
  * (0.93 KB per request). While a write has not drained, lines are held up to a bound and then dropped and
