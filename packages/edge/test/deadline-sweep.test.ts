@@ -10,11 +10,11 @@ import {
 /** An entry that notes when its deadline fired (fake time), and may act on others as it does. */
 class Probe extends DeadlineEntry {
   firedAt: number | undefined;
-  then?: () => void;
+  alsoDo?: () => void;
 
   onDeadline(): void {
     this.firedAt = performance.now();
-    this.then?.();
+    this.alsoDo?.();
   }
 }
 
@@ -85,7 +85,7 @@ describe('deadline sweep', () => {
     const later = new Probe();
     armDeadline(first, 100);
     armDeadline(second, 100);
-    first.then = () => {
+    first.alsoDo = () => {
       disarmDeadline(second);
       armDeadline(later, 100);
     };
