@@ -4,11 +4,14 @@
 // are loaded in one process and alternated (each batch's order swapped), so the machine's swings fall on
 // both; prints ns per request for each batch and the medians' ratio this ÷ other.
 //   node bench/scripts/head-codec-ab.ts <other-tree> [batches=6] [requests per batch=500000]
-// MODE=codec leaves out withoutHopByHop, MODE=hop leaves out the codec. Build both trees first.
+// MODE=codec leaves out withoutHopByHop, MODE=hop leaves out the codec; MODE=check runs only the edge's
+// `checkResponseHead` of that response head. Build both trees first.
 import { join, resolve } from 'node:path';
+import * as hereCheck from '../../packages/edge/dist/exchange/response-head-check.js';
 import * as here from '../../packages/protocol/dist/index.js';
 
 type Protocol = typeof here;
+type Check = typeof hereCheck;
 
 const args = process.argv.slice(2);
 if (args[0] === undefined) {
@@ -16,6 +19,9 @@ if (args[0] === undefined) {
   process.exit(2);
 }
 const other = (await import(join(resolve(args[0]), 'packages/protocol/dist/index.js'))) as Protocol;
+const otherCheck = (await import(
+  join(resolve(args[0]), 'packages/edge/dist/exchange/response-head-check.js')
+)) as Check;
 const batches = Number(args[1] ?? 6);
 const requests = Number(args[2] ?? 500_000);
 const mode = process.env.MODE ?? 'all';
@@ -50,6 +56,13 @@ const decodedResponse = here.decodeResponseHead(responsePayload);
 function run(lib: Protocol, n: number): number {
   let sink = 0;
   const started = process.hrtime.bigint();
+  const checks = lib === here ? hereCheck : otherCheck;
+  if (mode === 'check') {
+    for (let i = 0; i < n; i++)
+      if (checks.checkResponseHead(decodedResponse, { method: 'GET', upgrade: false }).ok) sink++;
+    if (sink === 0) throw new Error('nothing was accepted');
+    return Number(process.hrtime.bigint() - started) / n;
+  }
   for (let i = 0; i < n; i++) {
     const fields = mode === 'codec' ? requestFields : lib.withoutHopByHop(requestFields);
     if (mode !== 'hop')
