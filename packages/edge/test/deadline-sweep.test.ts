@@ -79,6 +79,16 @@ describe('deadline sweep', () => {
     expect(deadlineCounts()).toEqual({ lists: 0, entries: 0 });
   });
 
+  it('drops a list and its timer as soon as its last entry is disarmed (distinct deadlines leave nothing)', () => {
+    for (let timeout = 1_000; timeout < 1_100; timeout++) {
+      const entry = new Probe();
+      armDeadline(entry, timeout);
+      disarmDeadline(entry);
+    }
+    expect(deadlineCounts()).toEqual({ lists: 0, entries: 0 });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('an expiry may disarm the next entry or arm a new one in the same list', () => {
     const first = new Probe();
     const second = new Probe();

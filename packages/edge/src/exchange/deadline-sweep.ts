@@ -52,7 +52,7 @@ class DeadlineList {
     }
     if (this.head === undefined) {
       // Empty, unless an expiry armed an entry here and left (its timer then runs, and drops the list).
-      if (this.timer === undefined) lists.delete(this.timeoutMs);
+      if (this.timer === undefined) this.drop();
       return;
     }
     // An expiry that armed an entry here started a wait for a full timeout: the head may be due sooner.
@@ -70,13 +70,23 @@ class DeadlineList {
     if (this.timer === undefined) this.#wait(this.timeoutMs);
   }
 
+  /** Leaves the table (a later entry of this timeout starts a new list), its timer stopped. */
+  drop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (lists.get(this.timeoutMs) === this) lists.delete(this.timeoutMs);
+  }
+
   #wait(ms: number): void {
     // Unref'd: a pending exchange keeps the process alive through its sockets, not through this timer.
     this.timer = setTimeout(this.sweep, Math.max(this.resolutionMs, Math.ceil(ms))).unref();
   }
 }
 
-/** One list per timeout in use; a list whose entries are all gone is dropped at its next sweep. */
+/**
+ * One list per timeout in use. A list is dropped as soon as it is empty: a client choosing many distinct
+ * gRPC deadlines must not leave lists and timers behind it (at most one list per exchange in flight).
+ */
 const lists = new Map<number, DeadlineList>();
 
 /** Arms `entry` to expire `timeoutMs` from now (re-arming it if it was armed). */
@@ -93,7 +103,12 @@ export function armDeadline(entry: DeadlineEntry, timeoutMs: number): void {
 
 /** Disarms `entry`: its deadline will not fire. Nothing happens if it is not armed. */
 export function disarmDeadline(entry: DeadlineEntry): void {
-  if (entry.deadlineList !== undefined) unlink(entry);
+  const list = entry.deadlineList;
+  if (list === undefined) return;
+  unlink(entry);
+  // One request at a time then costs a timer per request, as a Timeout each did; under load the list of
+  // the response timeout is never empty and its timer only wakes for the oldest entry.
+  if (list.head === undefined) list.drop();
 }
 
 /** Timeouts with a list, armed entries in all of them: for tests (a finished entry must not stay linked). */
