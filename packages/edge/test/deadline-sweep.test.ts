@@ -4,6 +4,7 @@ import {
   DeadlineEntry,
   deadlineCounts,
   disarmDeadline,
+  IDLE_LISTS_KEPT,
   resolutionOf,
 } from '../src/exchange/deadline-sweep.js';
 
@@ -23,6 +24,9 @@ describe('deadline sweep', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
   });
   afterEach(() => {
+    // The lists are the module's: every one must run out under the fake clock that armed its timer.
+    vi.advanceTimersByTime(3_600_000);
+    expect(deadlineCounts()).toEqual({ lists: 0, entries: 0 });
     vi.useRealTimers();
   });
 
@@ -79,14 +83,30 @@ describe('deadline sweep', () => {
     expect(deadlineCounts()).toEqual({ lists: 0, entries: 0 });
   });
 
-  it('drops a list and its timer as soon as its last entry is disarmed (distinct deadlines leave nothing)', () => {
+  it('keeps a bounded number of emptied lists: many distinct deadlines leave at most a few timers', () => {
     for (let timeout = 1_000; timeout < 1_100; timeout++) {
       const entry = new Probe();
       armDeadline(entry, timeout);
       disarmDeadline(entry);
     }
+    expect(deadlineCounts().entries).toBe(0);
+    expect(deadlineCounts().lists).toBeLessThanOrEqual(IDLE_LISTS_KEPT + 1);
+    expect(vi.getTimerCount()).toBeLessThanOrEqual(IDLE_LISTS_KEPT + 1);
+    // Those left run out at their timeout and go.
+    vi.advanceTimersByTime(1_100);
     expect(deadlineCounts()).toEqual({ lists: 0, entries: 0 });
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('keeps the one list of a low rate between its requests: no timer per request', () => {
+    for (let i = 0; i < 50; i++) {
+      const entry = new Probe();
+      armDeadline(entry, 60_000);
+      disarmDeadline(entry);
+      vi.advanceTimersByTime(10);
+    }
+    expect(deadlineCounts()).toEqual({ lists: 1, entries: 0 });
+    expect(vi.getTimerCount()).toBe(1);
   });
 
   it('an expiry may disarm the next entry or arm a new one in the same list', () => {

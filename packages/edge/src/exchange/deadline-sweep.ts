@@ -24,6 +24,9 @@ export abstract class DeadlineEntry {
   abstract onDeadline(): void;
 }
 
+/** How many lists may stay in the table while empty (see `lists`). */
+export const IDLE_LISTS_KEPT = 8;
+
 /** How late past its deadline an entry of `timeoutMs` may expire: a tenth of it, at most a second. */
 export function resolutionOf(timeoutMs: number): number {
   return Math.min(1000, Math.max(1, Math.ceil(timeoutMs / 10)));
@@ -84,8 +87,10 @@ class DeadlineList {
 }
 
 /**
- * One list per timeout in use. A list is dropped as soon as it is empty: a client choosing many distinct
- * gRPC deadlines must not leave lists and timers behind it (at most one list per exchange in flight).
+ * One list per timeout in use. An emptied list is kept (its timer left to run out, then it is dropped)
+ * only while there are at most IDLE_LISTS_KEPT lists: at a low rate the response timeout's list empties
+ * after nearly every request, and dropping it each time would cost a timer per request again; but a
+ * client choosing many distinct gRPC deadlines must not leave a list and a timer behind for each.
  */
 const lists = new Map<number, DeadlineList>();
 
@@ -106,9 +111,7 @@ export function disarmDeadline(entry: DeadlineEntry): void {
   const list = entry.deadlineList;
   if (list === undefined) return;
   unlink(entry);
-  // One request at a time then costs a timer per request, as a Timeout each did; under load the list of
-  // the response timeout is never empty and its timer only wakes for the oldest entry.
-  if (list.head === undefined) list.drop();
+  if (list.head === undefined && lists.size > IDLE_LISTS_KEPT) list.drop();
 }
 
 /** Timeouts with a list, armed entries in all of them: for tests (a finished entry must not stay linked). */
