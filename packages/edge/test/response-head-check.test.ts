@@ -66,6 +66,19 @@ describe('text', () => {
   it('accepts values with tabs, spaces and obs-text, and an empty value', () => {
     expect(check(200, ['X-A', 'a\tb c\xff', 'X-B', '']).ok).toBe(true);
   });
+
+  it('decides every code unit up to 0x1ff as RFC 9110 token and field-value rules say', () => {
+    // The grammar as regular expressions, independent of how the check is written.
+    const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+    const text = /^[\t\x20-\x7e\x80-\xff]*$/;
+    for (let c = 0; c <= 0x1ff; c++) {
+      const ch = String.fromCharCode(c);
+      expect(check(200, [`X${ch}`, 'v']).ok, `name with ${c}`).toBe(token.test(`X${ch}`));
+      expect(check(200, ['X-A', `a${ch}b`]).ok, `value with ${c}`).toBe(text.test(`a${ch}b`));
+      expect(check(200, [], `O${ch}K`).ok, `reason with ${c}`).toBe(text.test(`O${ch}K`));
+      expect(fieldsAreValid([ch, `${ch}`]), `trailer with ${c}`).toBe(token.test(ch) && text.test(ch));
+    }
+  });
 });
 
 describe('Content-Length', () => {

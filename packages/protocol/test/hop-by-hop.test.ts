@@ -25,6 +25,24 @@ describe('withoutHopByHop', () => {
     expect(withoutHopByHop(raw)).toEqual(['x-c', '3']);
   });
 
+  it('drops the fixed names in any case without a Connection field, and keeps names of the same lengths', () => {
+    // biome-ignore format: one name/value pair per line
+    const raw = [
+      'TE', 'trailers',
+      'UPGRADE', 'h2c',
+      'tRAILER', 'X-Sum',
+      'KEEP-ALIVE', 'timeout=5',
+      'Proxy-CONNECTION', 'close',
+      'TRANSFER-ENCODING', 'chunked',
+      'X-', '2',
+      'Referer', 'seven',
+      'User-Agent', 'ten',
+      'X-Forwarded-For1', 'sixteen',
+      'X-Content-Options', 'seventeen',
+    ];
+    expect(withoutHopByHop(raw)).toEqual(raw.slice(12));
+  });
+
   it('returns a copy', () => {
     const raw = ['A', '1'];
     const out = withoutHopByHop(raw);

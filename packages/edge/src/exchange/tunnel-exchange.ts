@@ -9,6 +9,7 @@ import {
 import { sendEdgeError } from '../answers/error-response.js';
 import { EdgeErrorCode } from '../errors.js';
 import { BODY_BEFORE_HEAD, writeBodyChunk } from './body-chunk.js';
+import { armDeadline, DeadlineEntry, disarmDeadline } from './deadline-sweep.js';
 import { writeInformational } from './informational.js';
 import type { PublicMessage, PublicResponse } from './public-message.js';
 import { pairs } from './raw-http.js';
@@ -44,12 +45,11 @@ export interface ExchangeContext {
  * paused while the stream has no credit); response bytes flow into the client response and their credit
  * is returned only once the response has taken them (after 'drain' when the client is slow).
  */
-export class TunnelExchange implements StreamHandler {
+export class TunnelExchange extends DeadlineEntry implements StreamHandler {
   readonly #req: PublicMessage;
   readonly #res: PublicResponse;
   readonly #stream: MuxStream;
   readonly #context: ExchangeContext;
-  #timer: NodeJS.Timeout | undefined;
   #headSent = false;
   #done = false;
   /** Response bytes written while the client's buffer was full; credited on 'drain'. */
@@ -60,13 +60,15 @@ export class TunnelExchange implements StreamHandler {
   readonly #framing: ResponseFraming;
 
   constructor(req: PublicMessage, res: PublicResponse, stream: MuxStream, context: ExchangeContext) {
+    super();
     this.#req = req;
     this.#res = res;
     this.#stream = stream;
     this.#context = context;
     this.#framing = new ResponseFraming({ method: req.method ?? 'GET', upgrade: false });
     stream.handler = this;
-    this.#timer = setTimeout(this.#onTimeout, context.callTimeoutMs ?? context.responseTimeoutMs);
+    // A shared coarse sweep (deadline-sweep.ts): the 504 comes at the timeout, or up to a tenth of it later.
+    armDeadline(this, context.callTimeoutMs ?? context.responseTimeoutMs);
     res.on('close', this.#onResponseClose);
     res.on('drain', this.#onResponseDrain);
   }
@@ -280,8 +282,8 @@ export class TunnelExchange implements StreamHandler {
     this.#context.onFinish?.(this);
   }
 
-  readonly #onTimeout = (): void => {
-    this.#timer = undefined;
+  /** The response timeout, or the call's deadline, passed (deadline-sweep.ts calls it). */
+  onDeadline(): void {
     if (this.#done) return;
     const call = this.#context.callTimeoutMs;
     if (this.#headSent) {
@@ -307,7 +309,7 @@ export class TunnelExchange implements StreamHandler {
     );
     this.#req.resume();
     this.#context.onFinish?.(this);
-  };
+  }
 
   readonly #onResponseDrain = (): void => {
     if (this.#owed > 0) {
@@ -329,10 +331,7 @@ export class TunnelExchange implements StreamHandler {
   };
 
   #clearTimer(): void {
-    if (this.#timer !== undefined) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
+    disarmDeadline(this);
   }
 }
 

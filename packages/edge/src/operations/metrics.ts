@@ -11,6 +11,7 @@ import { EdgeErrorCode } from '../errors.js';
 import type { ResolvedEdgeOptions } from '../settings/edge-options.js';
 import type { TcpPortTable } from '../tcp/tcp-tunnels.js';
 import { collectProcessMetrics } from './process-metrics.js';
+import { RequestTally, requestCounter, TalliedHistogram } from './request-tally.js';
 import { countFrom } from './scrape-counter.js';
 import { collectTcpMetrics } from './tcp-metrics.js';
 import { collectTlsMetrics, type MeteredTls } from './tls-metrics.js';
@@ -66,8 +67,6 @@ export const refusalReasonByCode: Readonly<Record<EdgeErrorCode, RefusalReason>>
   TUNNEL2_ERR_TOO_MANY_TCP_PORTS: 'limit',
   TUNNEL2_ERR_AGENT_TOO_OLD: 'failed',
 };
-
-const statusClasses = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
 /** When the edge took a public request, on its response: read once, as the response closes. */
 const startedAt = Symbol('tunnel2.metrics.startedAt');
@@ -345,20 +344,20 @@ export function createEdgeMetrics(edge: MeteredEdge, version: string): EdgeMetri
     if (failed) series.errors.inc();
   });
 
-  const requests = new Counter({
-    name: 'tunnel2_http_requests_total',
-    help: 'Public HTTP requests by response status class; class="aborted" when no complete response was sent',
-    labelNames: ['class'],
-    registers: [registry],
-  });
-  const requestsByClass = statusClasses.map((c) => requests.labels({ class: c }));
-  const aborted = requests.labels({ class: 'aborted' });
-  const duration = new Histogram({
-    name: 'tunnel2_http_request_duration_seconds',
-    help: 'Public HTTP request duration, from the request head to the end of the response',
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
-    registers: [registry],
-  });
+  // Counted in plain numbers per request, read into prom-client at scrape time (request-tally.ts).
+  const tally = new RequestTally([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]);
+  const requests = requestCounter(
+    registry,
+    'tunnel2_http_requests_total',
+    'Public HTTP requests by response status class; class="aborted" when no complete response was sent',
+    tally,
+  );
+  new TalliedHistogram(
+    registry,
+    'tunnel2_http_request_duration_seconds',
+    'Public HTTP request duration, from the request head to the end of the response',
+    tally,
+  );
   const upgrades = new Counter({
     name: 'tunnel2_websocket_upgrades_total',
     help: 'Public WebSocket upgrades received, HTTP/1.1 and RFC 8441 (agent connections not included)',
@@ -400,9 +399,8 @@ export function createEdgeMetrics(edge: MeteredEdge, version: string): EdgeMetri
   // 1.5 µs of self time per request in the edge's closed-loop profile, 0.3 after (bench/README.md, #34).
   function onResponseClose(this: TimedResponse): void {
     const start = this[startedAt];
-    if (start !== undefined) duration.observe((performance.now() - start) / 1000);
-    if (!this.writableFinished) aborted.inc();
-    else requestsByClass[Math.min(4, Math.max(0, Math.floor(this.statusCode / 100) - 1))]!.inc();
+    const seconds = start === undefined ? undefined : (performance.now() - start) / 1000;
+    tally.record(seconds, this.writableFinished, this.statusCode);
   }
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     // An RFC 8441 WebSocket reaches here as an HTTP/2 request: counted once, as an upgrade, as over

@@ -7,7 +7,7 @@ import { sendRefusal } from '../answers/error-response.js';
 import type { Refusal } from '../answers/refusals.js';
 import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
 import { requestHasBody } from '../exchange/raw-http.js';
-import { TunnelExchange } from '../exchange/tunnel-exchange.js';
+import { type ExchangeContext, TunnelExchange } from '../exchange/tunnel-exchange.js';
 import type { CrossNodeForwarder, OwnerEntry } from './cross-node.js';
 import { parseGrpcTimeout } from './grpc-timeout.js';
 import type { IngressRoute } from './ingress-route.js';
@@ -60,10 +60,11 @@ export function handleTunnelWebSocket(
 }
 
 /**
- * A plain public request as an arrival. A class rather than an object of closures: the hot path allocates
- * one object per request, its methods live on the prototype.
+ * A plain public request as an arrival, and the context of the exchange that carries it. A class rather
+ * than an object of closures: the hot path allocates one object per request, its methods live on the
+ * prototype (before, each start also made a context object and two closures for its exchange).
  */
-class HttpArrival implements Arrival {
+class HttpArrival implements Arrival, ExchangeContext {
   readonly request: PublicRequest;
   readonly upgrade = false;
   readonly #res: PublicResponse;
@@ -72,6 +73,8 @@ class HttpArrival implements Arrival {
   #retries = 0;
   via: TunnelEntry | undefined = undefined;
   avoid: TunnelEntry | undefined = undefined;
+  /** A gRPC call's deadline, read when it starts (other requests pay nothing for it). */
+  callTimeoutMs: number | undefined = undefined;
 
   constructor(request: PublicRequest, res: PublicResponse, options: TunnelIngressOptions) {
     this.request = request;
@@ -98,24 +101,38 @@ class HttpArrival implements Arrival {
   }
 
   start(stream: MuxStream, payload: Buffer): void {
-    const { req, route } = this.request;
-    const inFlight = this.#options.inFlight;
-    inFlight.start();
+    const { req } = this.request;
+    this.#options.inFlight.start();
     const crossNode = this.#options.crossNode;
     if (crossNode !== undefined) this.#res.setHeader('x-tunnel2-node', crossNode.nodeId);
-    const exchange = new TunnelExchange(req, this.#res, stream, {
-      name: route.name,
-      responseTimeoutMs: this.#options.responseTimeoutMs,
-      // Read only for a gRPC call: other requests pay nothing for it.
-      callTimeoutMs: this.request.grpc ? parseGrpcTimeout(req.headers['grpc-timeout']) : undefined,
-      maxRequestBodyBytes: this.#options.maxRequestBodyBytes,
-      onFinish: () => inFlight.finish(),
-      onUnanswered: (error) => this.#retryOnReplica(error),
-    });
+    if (this.request.grpc) this.callTimeoutMs = parseGrpcTimeout(req.headers['grpc-timeout']);
+    const exchange = new TunnelExchange(req, this.#res, stream, this);
     const hasBody = requestHasBody(req);
     stream.sendHeaders(payload, !hasBody);
     if (hasBody) exchange.pumpRequestBody();
     else req.resume();
+  }
+
+  // ExchangeContext: what its exchange reads of it. Each start counted itself in flight; each exchange
+  // finishes once (a retry on another replica is a new start).
+  get name(): string {
+    return this.request.route.name;
+  }
+
+  get responseTimeoutMs(): number {
+    return this.#options.responseTimeoutMs;
+  }
+
+  get maxRequestBodyBytes(): number {
+    return this.#options.maxRequestBodyBytes;
+  }
+
+  onFinish(): void {
+    this.#options.inFlight.finish();
+  }
+
+  onUnanswered(error: StreamResetError): boolean {
+    return this.#retryOnReplica(error);
   }
 
   /** The replica's agent went away while this request waited for a stream: a bodyless one goes elsewhere. */

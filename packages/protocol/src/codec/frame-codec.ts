@@ -177,7 +177,9 @@ export class FrameDecoder {
     const length = (header[h]! << 16) | (header[h + 1]! << 8) | header[h + 2]!;
     const type = header[h + 3]!;
     const flags = header[h + 4]!;
-    const streamId = header.readUInt32BE(h + 5);
+    // Unsigned (a multiplication, not a shift, for the top byte), without Node's checked readUInt32BE.
+    const streamId =
+      header[h + 5]! * 0x1_00_00_00 + ((header[h + 6]! << 16) | (header[h + 7]! << 8) | header[h + 8]!);
     if (length > this.#maxFrameSize) {
       throw new ProtocolError(
         ProtocolErrorCode.FRAME_TOO_LARGE,

@@ -29,9 +29,19 @@ export function withoutHopByHop(raw: RawHeaders): RawHeaders {
   }
   const out: RawHeaders = [];
   for (let i = 0; i < raw.length; i += 2) {
-    const lower = raw[i]!.toLowerCase();
-    if (alwaysHopByHop.has(lower) || named?.has(lower)) continue;
-    out.push(raw[i]!, raw[i + 1]!);
+    const name = raw[i]!;
+    // Most names have none of the fixed names' lengths: no lowercase copy for them unless Connection
+    // named others (the edge runs this on every request and response head, issue #34).
+    if (named !== undefined || hopByHopLength(name.length)) {
+      const lower = name.toLowerCase();
+      if (alwaysHopByHop.has(lower) || named?.has(lower)) continue;
+    }
+    out.push(name, raw[i + 1]!);
   }
   return out;
+}
+
+/** The lengths of the names in `alwaysHopByHop`: 2, 7, 10, 16 and 17. */
+function hopByHopLength(n: number): boolean {
+  return n === 10 || n === 7 || n === 17 || n === 2 || n === 16;
 }

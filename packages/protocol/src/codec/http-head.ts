@@ -61,16 +61,26 @@ function writeLatin1(out: Buffer, value: string, offset: number): number {
   return length;
 }
 
+/**
+ * Writes a u16 the caller has bounded (`headersSize`, the target's and status's checks). By hand: Node's
+ * `writeUInt16BE` validates its offset through a wrapper that allocated an arguments array per call, two
+ * per header field (issue #34's allocation profile of the edge).
+ */
+function writeU16(out: Buffer, value: number, offset: number): void {
+  out[offset] = value >>> 8;
+  out[offset + 1] = value & 0xff;
+}
+
 function writeHeaders(out: Buffer, offset: number, headers: RawHeaders): number {
-  out.writeUInt16BE(headers.length / 2, offset);
+  writeU16(out, headers.length / 2, offset);
   let o = offset + 2;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
     const value = headers[i + 1]!;
-    out.writeUInt16BE(name.length, o);
+    writeU16(out, name.length, o);
     o += 2;
     o += writeLatin1(out, name, o);
-    out.writeUInt16BE(value.length, o);
+    writeU16(out, value.length, o);
     o += 2;
     o += writeLatin1(out, value, o);
   }
@@ -92,7 +102,8 @@ class Reader {
   }
   u16(what: string): number {
     this.need(2, what);
-    const v = this.buf.readUInt16BE(this.offset);
+    // Bounds checked just above; Node's readUInt16BE would validate the offset again, through a wrapper.
+    const v = (this.buf[this.offset]! << 8) | this.buf[this.offset + 1]!;
     this.offset += 2;
     return v;
   }
@@ -127,7 +138,7 @@ export function encodeRequestHead(head: RequestHead, limit: number): Buffer {
   const out = Buffer.allocUnsafe(size);
   out[0] = head.method.length;
   let o = 1 + writeLatin1(out, head.method, 1);
-  out.writeUInt16BE(head.target.length, o);
+  writeU16(out, head.target.length, o);
   o += 2;
   o += writeLatin1(out, head.target, o);
   writeHeaders(out, o, head.headers);
@@ -153,7 +164,7 @@ export function encodeResponseHead(head: ResponseHead, limit: number): Buffer {
   const size = 2 + 1 + reason.length + headersSize(head.headers);
   if (size > limit) throw tooLarge('response head', size, limit);
   const out = Buffer.allocUnsafe(size);
-  out.writeUInt16BE(head.status, 0);
+  writeU16(out, head.status, 0);
   out[2] = reason.length;
   const o = 3 + out.write(reason, 3, ENC);
   writeHeaders(out, o, head.headers);
