@@ -1,7 +1,7 @@
 import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { forwardHeaders } from '../src/forwarding/forward-headers.js';
+import { forwardHeaders, responseFields } from '../src/forwarding/forward-headers.js';
 import type { HostHeaderMode } from '../src/forwarding/forward-options.js';
 import { parseTarget } from '../src/forwarding/target.js';
 
@@ -68,5 +68,44 @@ describe('forwardHeaders', () => {
     expect(forwardHeaders(raw, target, 'rewrite')).toEqual(['host', '127.0.0.1:3000', ...kept]);
     expect(forwardHeaders(raw, target, 'preserve')).toEqual(['host', 'public.example', ...kept]);
     expect(forwardHeaders(['A', '1'], target, 'preserve')).toEqual(['A', '1']);
+  });
+});
+
+// The response head, from undici's raw fields (latin1 bytes) to the list the agent encodes in one pass: it
+// must be what withoutHopByHop of their strings was, Connection's options anywhere in the head included.
+describe('responseFields', () => {
+  const bytes = (list: string[]): Buffer[] => list.map((field) => Buffer.from(field, 'latin1'));
+
+  it('is withoutHopByHop of the fields as strings, from bytes or strings', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(name, value), { maxLength: 12 }), (list) => {
+        const raw = list.flat();
+        expect(responseFields(bytes(raw))).toEqual(withoutHopByHop(raw));
+        expect(responseFields(raw)).toEqual(withoutHopByHop(raw));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('drops a field Connection names before it, keeps Set-Cookie repeats, and takes no parsed object', () => {
+    // biome-ignore format: one name/value pair per line
+    const raw = [
+      'X-Early', 'gone',
+      'Set-Cookie', 'a=1',
+      'Connection', 'keep-alive, x-early',
+      'Keep-Alive', 'timeout=5',
+      'set-cookie', 'b=2',
+      'Content-Length', '5',
+    ];
+    expect(responseFields(bytes(raw))).toEqual([
+      'Set-Cookie',
+      'a=1',
+      'set-cookie',
+      'b=2',
+      'Content-Length',
+      '5',
+    ]);
+    expect(responseFields({ a: '1' })).toEqual([]);
+    expect(responseFields(null)).toEqual([]);
   });
 });

@@ -3,6 +3,7 @@ export * from './codec/frame-codec.js';
 export * from './codec/grpc-form.js';
 export * from './codec/hello.js';
 export {
+  addConnectionOptions,
   connectionOptions,
   isFieldName,
   isHopByHop,

@@ -49,13 +49,21 @@ export function isHopByHopName(name: string): boolean {
 export function connectionOptions(raw: RawHeaders): Set<string> | undefined {
   let named: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    if (!isFieldName(raw[i]!, 'connection')) continue;
-    for (const token of raw[i + 1]!.split(',')) {
-      const name = token.trim().toLowerCase();
-      if (name === '') continue;
-      named ??= new Set();
-      named.add(name);
-    }
+    if (isFieldName(raw[i]!, 'connection')) named = addConnectionOptions(raw[i + 1]!, named);
+  }
+  return named;
+}
+
+/**
+ * Adds the names one Connection field's value lists (lowercase) to `named`, for a caller that meets the
+ * field in its own pass; returns the set (undefined while nothing was listed).
+ */
+export function addConnectionOptions(value: string, named: Set<string> | undefined): Set<string> | undefined {
+  for (const token of value.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name === '') continue;
+    named ??= new Set();
+    named.add(name);
   }
   return named;
 }
