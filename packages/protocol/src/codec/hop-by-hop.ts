@@ -56,15 +56,19 @@ export function connectionOptions(raw: RawHeaders): Set<string> | undefined {
 
 /**
  * Adds the names one Connection field's value lists (lowercase) to `named`, for a caller that meets the
- * field in its own pass; returns the set (undefined while nothing was listed).
+ * field in its own pass; returns the set (undefined while nothing was listed). A name that is hop-by-hop
+ * anyway is not added: most responses say `Connection: keep-alive`, which then costs no set, no split.
  */
 export function addConnectionOptions(value: string, named: Set<string> | undefined): Set<string> | undefined {
-  for (const token of value.split(',')) {
-    const name = token.trim().toLowerCase();
-    if (name === '') continue;
-    named ??= new Set();
-    named.add(name);
-  }
+  if (!value.includes(',')) return addOption(value.trim(), named);
+  for (const token of value.split(',')) named = addOption(token.trim(), named);
+  return named;
+}
+
+function addOption(token: string, named: Set<string> | undefined): Set<string> | undefined {
+  if (token === '' || isHopByHopName(token)) return named;
+  named ??= new Set();
+  named.add(token.toLowerCase());
   return named;
 }
 
