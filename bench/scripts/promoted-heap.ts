@@ -3,6 +3,7 @@
 // PROMOTED_HEAP_TO seconds after start, and writes the bytes by allocating function, with the collector's
 // time in that window, to PROMOTED_HEAP_DIR/promoted-<pid>-<thread>.txt. Per-request objects that show up here outlived two
 // scavenges: something kept them (issue #32: node:http2 keeps closed streams reachable until a full GC).
+// PROMOTED_HEAP_ALL=1 keeps the objects minor GCs collected too: every allocation, not only what survived.
 //   TUNNEL2_BENCH_NODE_OPTIONS="--import=$PWD/bench/scripts/promoted-heap.ts" node bench/scripts/grpc-unary-cost.ts grpc
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
@@ -18,6 +19,7 @@ interface SampleNode {
 const from = Number(process.env.PROMOTED_HEAP_FROM ?? 6) * 1000;
 const to = Number(process.env.PROMOTED_HEAP_TO ?? 14) * 1000;
 const dir = process.env.PROMOTED_HEAP_DIR ?? '/tmp';
+const all = process.env.PROMOTED_HEAP_ALL === '1';
 const session = new Session();
 session.connect();
 /** Collections in the window: scavenges (kind 1) and the rest (full, incremental steps). */
@@ -65,7 +67,7 @@ function summary(head: SampleNode): string {
       .map(([name, bytes]) => `${(bytes / 1e3).toFixed(0).padStart(8)} KB  ${name}`)
       .join('\n');
   const collections = `scavenges ${gc.minor} (${gc.minorMs.toFixed(1)} ms), other ${gc.other} (${gc.otherMs.toFixed(1)} ms)`;
-  return `promoted in ${(to - from) / 1000} s: ${(total / 1e6).toFixed(2)} MB; ${collections}\n-- by allocating function\n${top(self)}\n-- our code, inclusive\n${top(ours)}\n`;
+  return `${all ? 'allocated' : 'promoted'} in ${(to - from) / 1000} s: ${(total / 1e6).toFixed(2)} MB; ${collections}\n-- by allocating function\n${top(self)}\n-- our code, inclusive\n${top(ours)}\n`;
 }
 
 setTimeout(() => {
@@ -73,7 +75,7 @@ setTimeout(() => {
   session.post('HeapProfiler.startSampling', {
     samplingInterval: 4096,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: false,
+    includeObjectsCollectedByMinorGC: all,
   });
   setTimeout(() => {
     gc.on = false;

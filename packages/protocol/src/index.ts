@@ -2,7 +2,14 @@ export * from './codec/control-frames.js';
 export * from './codec/frame-codec.js';
 export * from './codec/grpc-form.js';
 export * from './codec/hello.js';
-export { withoutHopByHop } from './codec/hop-by-hop.js';
+export {
+  addConnectionOptions,
+  connectionOptions,
+  isFieldName,
+  isHopByHop,
+  isHopByHopName,
+  withoutHopByHop,
+} from './codec/hop-by-hop.js';
 export * from './codec/http-head.js';
 export * from './codec/tcp-head.js';
 export * from './codec/tunnel-tag.js';

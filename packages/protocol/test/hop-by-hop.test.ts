@@ -1,5 +1,49 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { withoutHopByHop } from '../src/index.js';
+import { isFieldName, isHopByHopName, type RawHeaders, withoutHopByHop } from '../src/index.js';
+
+// What withoutHopByHop meant before it compared names in place (a lowercase copy of every name): the
+// definition the in-place comparison must keep, byte for byte.
+const hopByHop = new Set([
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'te',
+  'transfer-encoding',
+  'upgrade',
+  'trailer',
+]);
+function byLowercaseCopies(raw: RawHeaders): RawHeaders {
+  const named = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.toLowerCase() !== 'connection') continue;
+    for (const token of raw[i + 1]!.split(','))
+      if (token.trim() !== '') named.add(token.trim().toLowerCase());
+  }
+  const out: RawHeaders = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const lower = raw[i]!.toLowerCase();
+    if (!hopByHop.has(lower) && !named.has(lower)) out.push(raw[i]!, raw[i + 1]!);
+  }
+  return out;
+}
+
+/** Names near the hop-by-hop ones: their letters in any case, a neighbour of a letter, latin1 beyond ASCII. */
+const latin1Name = fc.oneof(
+  fc.constantFrom(...hopByHop, 'host', 'x-a', 'X-A', 'x-b', 'close', 'Keep-Alive', 'TE', 'tE', 'Te'),
+  fc
+    .tuple(fc.constantFrom(...hopByHop, 'x-a', 'close'), fc.array(fc.boolean(), { maxLength: 20 }))
+    .map(([name, upper]) => [...name].map((c, i) => (upper[i] ? c.toUpperCase() : c)).join('')),
+  fc.string({
+    unit: fc.constantFrom(...'aAeEkK-@[`{^~\xc0\xe0\xc5\xe5\xff\xb5'),
+    minLength: 1,
+    maxLength: 17,
+  }),
+);
+const value = fc.oneof(
+  fc.constantFrom('keep-alive', 'close', 'X-A, x-b', ' TE ,, Upgrade', 'keep-alive, \xc0x'),
+  fc.string({ unit: fc.constantFrom(...'aAkK-, \xc0\xe0'), maxLength: 20 }),
+);
 
 describe('withoutHopByHop', () => {
   it('drops connection-specific fields and keeps the rest in order with case and repeats', () => {
@@ -48,5 +92,42 @@ describe('withoutHopByHop', () => {
     const out = withoutHopByHop(raw);
     expect(out).toEqual(raw);
     expect(out).not.toBe(raw);
+  });
+});
+
+describe('names compared in place', () => {
+  it('isFieldName is toLowerCase equality for latin1 names', () => {
+    fc.assert(
+      fc.property(latin1Name, latin1Name, (name, other) => {
+        const lower = other.toLowerCase();
+        expect(isFieldName(name, lower)).toBe(name.toLowerCase() === lower);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('isHopByHopName is the hop-by-hop set, whatever the case', () => {
+    fc.assert(
+      fc.property(latin1Name, (name) => {
+        expect(isHopByHopName(name)).toBe(hopByHop.has(name.toLowerCase()));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('withoutHopByHop keeps exactly what lowercase copies kept, Connection options included', () => {
+    const pairs = fc.array(fc.tuple(latin1Name, value), { maxLength: 14 });
+    fc.assert(
+      fc.property(pairs, (list) => {
+        const raw = list.flat();
+        expect(withoutHopByHop(raw)).toEqual(byLowercaseCopies(raw));
+      }),
+      { numRuns: 2000 },
+    );
+    // More than eight listed names: looked up through one lowercase copy each.
+    const many = Array.from({ length: 10 }, (_, i) => `X-O${i}`).join(', ');
+    const raw = ['Connection', many, 'x-o3', '1', 'X-O9', '2', 'X-O10', '3', 'X-P', '4'];
+    expect(withoutHopByHop(raw)).toEqual(byLowercaseCopies(raw));
+    expect(withoutHopByHop(raw)).toEqual(['X-O10', '3', 'X-P', '4']);
   });
 });

@@ -178,3 +178,35 @@ describe('response head', () => {
     }
   });
 });
+
+describe('header names decoded lately are reused', () => {
+  it('gives the same string for the same bytes, and never one of other bytes (case, one byte, same slot)', () => {
+    // Names of one length with the same first and last bytes share a slot: each must still decode as itself.
+    const names = [
+      'X-Forwarded-For',
+      'x-forwarded-for',
+      'X-Forwarded-Fox',
+      'XaForwardedbFor',
+      'Host',
+      'host',
+    ];
+    const heads = [0, 1, 2].map(() => names.flatMap((name, i) => [name, `v${i}`]));
+    const decoded = heads.map(
+      (headers) =>
+        decodeRequestHead(encodeRequestHead({ method: 'GET', target: '/', headers }, 1 << 16)).headers,
+    );
+    for (const headers of decoded) expect(headers).toEqual(heads[0]);
+    // Alternating names of one slot, each time the other: every decode reads its own bytes.
+    for (let round = 0; round < 4; round++) {
+      const name = round % 2 === 0 ? 'X-Forwarded-For' : 'X-Forwarded-Fox';
+      const payload = encodeResponseHead({ status: 200, statusMessage: '', headers: [name, 'a'] }, 1 << 16);
+      expect(decodeResponseHead(payload).headers).toEqual([name, 'a']);
+    }
+    const long = `x-${'a'.repeat(60)}`;
+    const payload = encodeResponseHead(
+      { status: 200, statusMessage: '', headers: [long, '1', '', '2'] },
+      1 << 16,
+    );
+    expect(decodeResponseHead(payload).headers).toEqual([long, '1', '', '2']);
+  });
+});

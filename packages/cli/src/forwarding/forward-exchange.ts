@@ -9,13 +9,12 @@ import {
   type RawHeaders,
   type StreamHandler,
   type StreamResetError,
-  withoutHopByHop,
 } from '@tunnel2/protocol';
 import type { Dispatcher } from 'undici';
 import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
 import type { BackendErrorCode } from './backend-error-answer.js';
 import { isReplayable, isStaleConnection } from './backend-retry.js';
-import { forwardHeaders } from './forward-headers.js';
+import { forwardHeaders, rawHeaderStrings, responseFields } from './forward-headers.js';
 import type { ForwardOptions, RequestReport } from './forward-options.js';
 import { isGrpcRequest, sendGrpcErrorAnswer } from './grpc-form.js';
 import { H2Exchange } from './http2/h2-exchange.js';
@@ -197,7 +196,7 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
       this.#status = statusCode;
       this.#responseStarted = true;
     }
-    const headers = withoutHopByHop(rawHeaderStrings(controller.rawHeaders));
+    const headers = responseFields(controller.rawHeaders);
     const head = encodeResponseHead(
       { status: statusCode, statusMessage: statusMessage ?? '', headers },
       this.#options.maxHeadSize,
@@ -312,14 +311,4 @@ export class ForwardExchange implements StreamHandler, Dispatcher.DispatchHandle
     if (error !== undefined) report.error = error;
     this.#options.onReport(report);
   }
-}
-
-function rawHeaderStrings(raw: Buffer[] | string[] | Record<string, unknown> | null | undefined): RawHeaders {
-  if (!Array.isArray(raw)) return [];
-  const out: RawHeaders = new Array<string>(raw.length);
-  for (let i = 0; i < raw.length; i++) {
-    const v = raw[i]!;
-    out[i] = typeof v === 'string' ? v : v.toString('latin1');
-  }
-  return out;
 }

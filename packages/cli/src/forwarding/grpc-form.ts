@@ -2,6 +2,7 @@ import type { ExchangeRecorder } from '@tunnel2/inspector';
 import {
   encodeResponseHead,
   grpcErrorFields,
+  isFieldName,
   isGrpcContentType,
   type MuxStream,
   type RawHeaders,
@@ -17,7 +18,7 @@ import type { BackendErrorCode } from './backend-error-answer.js';
 /** Whether a request head is a gRPC call: its (first) `content-type` is gRPC's. */
 export function isGrpcRequest(headers: RawHeaders): boolean {
   for (let i = 0; i < headers.length; i += 2) {
-    if (headers[i]!.toLowerCase() === 'content-type') return isGrpcContentType(headers[i + 1]!);
+    if (isFieldName(headers[i]!, 'content-type')) return isGrpcContentType(headers[i + 1]!);
   }
   return false;
 }

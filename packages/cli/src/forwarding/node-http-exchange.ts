@@ -4,6 +4,7 @@ import type { ExchangeRecorder } from '@tunnel2/inspector';
 import {
   ErrorCode,
   encodeResponseHead,
+  isFieldName,
   MAX_EARLY_UPGRADE_BYTES,
   type MuxStream,
   type RequestHead,
@@ -29,9 +30,10 @@ export function expectsContinue(headers: string[]): boolean {
   return hasHeader(headers, 'expect', '100-continue');
 }
 
+// Every request is asked both (forward-exchange.ts): names compared in place, no lowercase copy of each.
 function hasHeader(headers: string[], name: string, value: string): boolean {
   for (let i = 0; i < headers.length; i += 2) {
-    if (headers[i]!.toLowerCase() === name && headers[i + 1]!.trim().toLowerCase() === value) return true;
+    if (isFieldName(headers[i]!, name) && headers[i + 1]!.trim().toLowerCase() === value) return true;
   }
   return false;
 }

@@ -3,7 +3,7 @@ import { decodeTunnelTag, ErrorCode, type MuxSession, type MuxStream } from '@tu
 import type { Logger } from 'pino';
 import type { BackendQueue } from './backend-queue.js';
 import { ForwardExchange } from './forward-exchange.js';
-import type { HostHeaderMode, RequestReport } from './forward-options.js';
+import type { ForwardOptions, HostHeaderMode, RequestReport } from './forward-options.js';
 import type { H2Backend } from './http2/h2-backend.js';
 import { traceStream } from './request-trace.js';
 import type { Target, TcpTarget } from './target.js';
@@ -53,20 +53,44 @@ export function forwardStream(
     return;
   }
   const http = forwarding.http;
+  const maxHeadSize = session.peerSettings.maxFrameSize;
   // Request ids are traced only when the log level asks for them (see traceStream).
-  const traced = logger.isLevelEnabled('info');
+  if (!logger.isLevelEnabled('info')) {
+    // Untraced, every stream of the tunnel is given the same options: made once, not per request.
+    let options = sharedOptions.get(http);
+    if (options === undefined || options.maxHeadSize !== maxHeadSize) {
+      options = forwardOptions(http, maxHeadSize, http.onReport);
+      sharedOptions.set(http, options);
+    }
+    new ForwardExchange(stream, options);
+    return;
+  }
   let onReport = http.onReport;
-  new ForwardExchange(stream, {
+  new ForwardExchange(
+    stream,
+    forwardOptions(http, maxHeadSize, (report) => onReport(report)),
+  );
+  onReport = traceStream(stream, logger, http.onReport);
+}
+
+/** The options an untraced tunnel's exchanges share, by the tunnel's forwarding (one per session). */
+const sharedOptions = new WeakMap<HttpForwarding, ForwardOptions>();
+
+function forwardOptions(
+  http: HttpForwarding,
+  maxHeadSize: number,
+  onReport: (report: RequestReport) => void,
+): ForwardOptions {
+  return {
     backend: http.backend,
     target: http.target,
     hostHeader: http.hostHeader,
     onEarlyBytesOverLimit: http.onEarlyBytesOverLimit,
-    maxHeadSize: session.peerSettings.maxFrameSize,
+    maxHeadSize,
     capture: http.capture,
     h2: http.h2,
-    onReport: traced ? (report) => onReport(report) : http.onReport,
-  });
-  if (traced) onReport = traceStream(stream, logger, http.onReport);
+    onReport,
+  };
 }
 
 /**

@@ -195,6 +195,9 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
     );
 
     const extras = (options.extras ?? []).map((extra) => extra.forwarding);
+    // Made once per session, not per stream: what every stream of it is forwarded by.
+    const own: Forwarding = options.tcp !== undefined ? { tcp: options.tcp } : { http: options.http };
+    const tunnels: readonly Forwarding[] = [own, ...extras];
     /** The session as handed out once the edge answered HELLO (its NOTICEs update its info). */
     let connected: ConnectedSession | undefined;
     const session = new MuxSession({
@@ -276,9 +279,8 @@ export function connectSession(options: AgentSessionOptions): Promise<ConnectedS
           resolve(connected);
         },
         onStream: (stream) => {
-          const own: Forwarding = options.tcp !== undefined ? { tcp: options.tcp } : { http: options.http };
           if (extras.length === 0) forwardStream(stream, own, session, options.logger);
-          else dispatchStream(stream, [own, ...extras], session, options.logger);
+          else dispatchStream(stream, tunnels, session, options.logger);
         },
         onNotice: (meta) => {
           const count = meta.replicas;
