@@ -41,7 +41,16 @@ export function withoutHopByHop(raw: RawHeaders): RawHeaders {
   return out;
 }
 
-/** The lengths of the names in `alwaysHopByHop`: 2, 7, 10, 16 and 17. */
+/**
+ * The lengths of the names in `alwaysHopByHop` (2, 7, 10, 16 and 17) as bits, derived from the set so a
+ * name added there cannot be skipped here (it would pass through unless written in lowercase).
+ */
+const hopByHopLengths = [...alwaysHopByHop].reduce(
+  (bits, name) => (name.length < 32 ? bits | (1 << name.length) : bits),
+  0,
+);
+
+/** True when a name of length `n` may be one of them (any name of 32 or more is lowercased and looked up). */
 function hopByHopLength(n: number): boolean {
-  return n === 10 || n === 7 || n === 17 || n === 2 || n === 16;
+  return n >= 32 || ((hopByHopLengths >>> n) & 1) === 1;
 }
