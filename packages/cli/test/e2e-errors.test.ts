@@ -69,9 +69,16 @@ describe('clear, specific errors', () => {
   it('no response head within the timeout → 504, and the backend request is cancelled', async () => {
     const stack = await startStack({ name: 'slow', edge: { responseTimeoutMs: 300 } });
     cleanups.push(() => stack.close());
+    const aborted = stack.backend.nextAbort('/loadtest/delay/');
+    const sent = performance.now();
     const res = await send({ port: stack.port, path: '/loadtest/delay/5000', headers: ['Host', stack.host] });
+    // Never before the timeout (the edge's shared deadline sweep may be late by a tenth, never early); an
+    // upper bound would be a timed assertion on a shared machine.
+    expect(performance.now() - sent).toBeGreaterThanOrEqual(300);
     expect(res.status).toBe(504);
     expect(res.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_RESPONSE_TIMEOUT');
+    // The backend sees its request go away: the timeout cancelled the stream, the agent the request.
+    expect(await aborted).toBe('/loadtest/delay/5000');
   });
 
   it('a name held by another agent → the CLI API rejects with 409', async () => {

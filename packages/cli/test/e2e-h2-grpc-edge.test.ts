@@ -207,9 +207,12 @@ describe('gRPC errors answered by the edge', () => {
 describe('grpc-timeout', () => {
   it('expiring before the head: grpc-status 4 DEADLINE_EXCEEDED, the agent stream cancelled', async () => {
     const session = h2c(port);
+    const sent = performance.now();
     const answer = await h2Request(session, grpcHeaders('grpc', '/svc/Hang', { 'grpc-timeout': '200m' }), {
       body: [Buffer.alloc(5)],
     });
+    // Never before the deadline (the edge's shared sweep may be late by a tenth of it, never early).
+    expect(performance.now() - sent).toBeGreaterThanOrEqual(200);
     session.close();
     expect(answer.headers['grpc-status']).toBe('4');
     expect(answer.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_RESPONSE_TIMEOUT');
@@ -220,11 +223,14 @@ describe('grpc-timeout', () => {
 
   it('expiring after the head: RST_STREAM CANCEL to the client', async () => {
     const session = h2c(port);
+    const sent = performance.now();
     const answer = await h2Request(
       session,
       grpcHeaders('grpc', '/svc/HeadThenHang', { 'grpc-timeout': '1S' }),
       { body: [Buffer.alloc(5)] },
     );
+    // The call's deadline still armed past the head, and not fired before it.
+    expect(performance.now() - sent).toBeGreaterThanOrEqual(1_000);
     session.close();
     expect(answer.status).toBe(200);
     expect(answer.rstCode).toBe(0x8);

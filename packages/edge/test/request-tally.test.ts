@@ -14,13 +14,14 @@ function pair() {
   const requests = requestCounter(tallied, COUNTER, 'Requests', tally);
   const histogram = new TalliedHistogram(tallied, NAME, HELP, tally);
   const direct = new Registry();
-  const directHistogram = new Histogram({ name: NAME, help: HELP, buckets: BOUNDS, registers: [direct] });
+  // Registered in the tallied registry's order (the edge's: the counter, then the histogram).
   const directCounter = new Counter({
     name: COUNTER,
     help: 'Requests',
     labelNames: ['class'],
     registers: [direct],
   });
+  const directHistogram = new Histogram({ name: NAME, help: HELP, buckets: BOUNDS, registers: [direct] });
   const record = (seconds: number | undefined, complete: boolean, status: number): void => {
     tally.record(seconds, complete, status);
     if (seconds !== undefined) directHistogram.observe(seconds);
@@ -58,5 +59,21 @@ describe('request tally', () => {
     const shapes = async (registry: Registry) =>
       (await registry.getMetricsAsJSON()).map((m) => `${m.name} ${m.type} ${m.aggregator}`).sort();
     expect(await shapes(tallied)).toEqual(await shapes(direct));
+  });
+
+  it('scrape after scrape, with requests between them: neither reset nor counted twice', async () => {
+    const { tallied, direct, record } = pair();
+    const same = async (): Promise<void> => {
+      for (const name of [NAME, COUNTER])
+        expect(await tallied.getSingleMetricAsString(name)).toBe(await direct.getSingleMetricAsString(name));
+      // The whole page too, as /metrics renders it.
+      expect(await tallied.metrics()).toBe(await direct.metrics());
+    };
+    for (let round = 0; round < 3; round++) {
+      record(0.003 * (round + 1), true, 200);
+      record(0.2, round !== 1, 500);
+      await same();
+      await same();
+    }
   });
 });

@@ -88,6 +88,85 @@ describe('head properties', () => {
     );
   });
 
+  it('u16 lengths at their bounds round-trip, and one past them is refused before anything is written', () => {
+    // The u16 fields are written by hand, without Node's range check: a length of 0x10000 written unchecked
+    // would wrap to 0 and turn the rest of the field into other headers.
+    const around = fc.constantFrom(0, 1, 0xff, 0x100, 0x1_01, 0xff_fe, 0xff_ff, 0x1_00_00, 0x1_00_01);
+    fc.assert(
+      fc.property(around, fc.constantFrom('target', 'name', 'value', 'response value'), (length, field) => {
+        const long = 'a'.repeat(length);
+        const encode = (): Buffer =>
+          field === 'target'
+            ? encodeRequestHead({ method: 'GET', target: long, headers: [] }, LIMIT)
+            : field === 'response value'
+              ? encodeResponseHead({ status: 404, statusMessage: '', headers: ['X', long] }, LIMIT)
+              : encodeRequestHead(
+                  { method: 'GET', target: '/', headers: field === 'name' ? [`X${long}`, 'v'] : ['X', long] },
+                  LIMIT,
+                );
+        const fieldLength = field === 'name' ? length + 1 : length;
+        if (fieldLength > 0xff_ff) {
+          expect(encode).toThrow(ProtocolError);
+          return;
+        }
+        const bytes = encode();
+        const decoded = field === 'response value' ? decodeResponseHead(bytes) : decodeRequestHead(bytes);
+        const text = field === 'target' ? (decoded as RequestHead).target : decoded.headers.join('');
+        expect(text.length).toBe(field === 'target' ? length : fieldLength + 1);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('raw headers that are not name/value pairs are refused, never written', () => {
+    fc.assert(
+      fc.property(rawHeaders, headerName, (headers, extra) => {
+        const odd = [...headers, extra];
+        expect(() => encodeRequestHead({ method: 'GET', target: '/', headers: odd }, LIMIT)).toThrow(
+          ProtocolError,
+        );
+        expect(() => encodeResponseHead({ status: 200, statusMessage: '', headers: odd }, LIMIT)).toThrow(
+          ProtocolError,
+        );
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('every strict prefix of a valid head is refused, and any payload accepted re-encodes to the same bytes', () => {
+    // A read past the end that yielded 0 (or NaN) instead of failing would accept a cut head, or accept
+    // bytes that do not say what was decoded from them.
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          requestHead.map((h) => ({ bytes: encodeRequestHead(h, LIMIT), request: true })),
+          responseHead.map((h) => ({ bytes: encodeResponseHead(h, LIMIT), request: false })),
+        ),
+        fc.nat(),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }),
+        ({ bytes, request }, cut, flips) => {
+          const decode = request ? decodeRequestHead : decodeResponseHead;
+          const prefix = bytes.subarray(0, cut % bytes.length);
+          expect(() => decode(prefix)).toThrow(ProtocolError);
+          const flipped = Buffer.from(bytes);
+          for (const [where, value] of flips) flipped[where % flipped.length] = value;
+          let head: RequestHead | ResponseHead;
+          try {
+            head = decode(flipped);
+          } catch (error) {
+            expect(error).toBeInstanceOf(ProtocolError);
+            return;
+          }
+          const again = request
+            ? encodeRequestHead(head as RequestHead, LIMIT)
+            : encodeResponseHead(head as ResponseHead, LIMIT);
+          expect(again).toEqual(flipped);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
   it('garbage given to the head and HELLO parsers only ever throws ProtocolError', () => {
     const garbage = fc.oneof(
       fc.uint8Array({ maxLength: 400 }),
