@@ -106,6 +106,28 @@ describe('names compared in place', () => {
     );
   });
 
+  it('isFieldName is toLowerCase equality for every pair of latin1 code units, at every place of a name', () => {
+    // Random names rarely pair a code unit with its other case: every pair, first, middle and last, so the
+    // ASCII fast path and the fallback beyond 0x7f (0xC0-0xDE against 0xE0-0xFE, 0xD7 and 0xF7, 0xFF) both
+    // answer as toLowerCase does in either direction.
+    const mismatches: string[] = [];
+    for (let c = 0; c <= 0xff; c++) {
+      for (let l = 0; l <= 0xff; l++) {
+        const lowerUnit = String.fromCharCode(l).toLowerCase();
+        const unit = String.fromCharCode(c);
+        for (const [name, lower] of [
+          [unit, lowerUnit],
+          [`${unit}-a`, `${lowerUnit}-a`],
+          [`a${unit}a`, `a${lowerUnit}a`],
+          [`a-${unit}`, `a-${lowerUnit}`],
+        ] as const) {
+          if (isFieldName(name, lower) !== (name.toLowerCase() === lower)) mismatches.push(`${c}/${l}`);
+        }
+      }
+    }
+    expect(mismatches).toEqual([]);
+  });
+
   it('isHopByHopName is the hop-by-hop set, whatever the case', () => {
     fc.assert(
       fc.property(latin1Name, (name) => {

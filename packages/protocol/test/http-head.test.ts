@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   decodeRequestHead,
@@ -208,5 +209,35 @@ describe('header names decoded lately are reused', () => {
       1 << 16,
     );
     expect(decodeResponseHead(payload).headers).toEqual([long, '1', '', '2']);
+  });
+});
+
+describe('header names decoded lately are reused, hostile names', () => {
+  // Names built to share a slot (one length, one first and one last byte) and to differ only where a loose
+  // compare would not look: the case of a middle letter, a latin1 byte beyond 0x7f against its other case
+  // or its ASCII neighbour 0x80 below. Every head, request or response, must decode to exactly its bytes,
+  // whatever the heads before it left in the cache.
+  const middle = fc.constantFrom(...'aAfF-_\x80\xc0\xe0\xc5\xe5\xd7\xf7\xff\x00\x7f');
+  const name = fc.oneof(
+    fc.string({ unit: middle, minLength: 1, maxLength: 6 }).map((m) => `X${m}r`),
+    fc.string({ unit: middle, minLength: 36, maxLength: 44 }).map((m) => `x${m}R`),
+    fc.constantFrom('X-Forwarded-For', 'X-FORWARDED-For', 'X-forwarded-For', 'Xr', 'XAr', 'Xar', ''),
+  );
+  const heads = fc.array(fc.array(name, { maxLength: 6 }), { minLength: 2, maxLength: 8 });
+
+  it('never gives a string of other bytes', () => {
+    fc.assert(
+      fc.property(heads, fc.boolean(), (list, request) => {
+        for (const names of list) {
+          const headers = names.flatMap((n, i) => [n, String(i)]);
+          const decoded = request
+            ? decodeRequestHead(encodeRequestHead({ method: 'GET', target: '/', headers }, 1 << 16)).headers
+            : decodeResponseHead(encodeResponseHead({ status: 200, statusMessage: '', headers }, 1 << 16))
+                .headers;
+          expect(decoded).toEqual(headers);
+        }
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

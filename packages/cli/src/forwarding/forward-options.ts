@@ -22,24 +22,28 @@ export interface RequestReport {
   error?: string;
 }
 
+/**
+ * Read-only: an untraced tunnel's requests all share one options object (stream-dispatch.ts), so a field
+ * one request set would be every later request's.
+ */
 export interface ForwardOptions {
   /** The backend pool, behind the agent's own line (a cancelled request leaves it without a connection). */
-  backend: BackendQueue;
-  target: Target;
-  hostHeader: HostHeaderMode;
+  readonly backend: BackendQueue;
+  readonly target: Target;
+  readonly hostHeader: HostHeaderMode;
   /** The edge's frame limit, which bounds a response head. */
-  maxHeadSize: number;
-  onReport: (report: RequestReport) => void;
+  readonly maxHeadSize: number;
+  readonly onReport: (report: RequestReport) => void;
   /**
    * A WebSocket upgrade was reset: the edge sent more of the client's bytes before the backend's answer
    * than the protocol allows (an edge older than the agent). Said to the user once, by the tunnel.
    */
-  onEarlyBytesOverLimit?: (() => void) | undefined;
+  readonly onEarlyBytesOverLimit?: (() => void) | undefined;
   /** The inspector's hook; absent when it is off, and then no capture code runs at all. */
-  capture?: InspectorCapture | undefined;
+  readonly capture?: InspectorCapture | undefined;
   /**
    * The HTTP/2 backend (`--h2c`, or an https:// target without `--http1`): requests go there, except
    * WebSocket upgrades, and all of them once ALPN has chosen HTTP/1.1. Absent: HTTP/1.1 only.
    */
-  h2?: H2Backend | undefined;
+  readonly h2?: H2Backend | undefined;
 }
