@@ -9,7 +9,6 @@ import {
 import { sendEdgeError } from '../answers/error-response.js';
 import { EdgeErrorCode } from '../errors.js';
 import { BODY_BEFORE_HEAD, writeBodyChunk } from './body-chunk.js';
-import { armDeadline, DeadlineEntry, disarmDeadline } from './deadline-sweep.js';
 import { writeInformational } from './informational.js';
 import type { PublicMessage, PublicResponse } from './public-message.js';
 import { pairs } from './raw-http.js';
@@ -45,11 +44,12 @@ export interface ExchangeContext {
  * paused while the stream has no credit); response bytes flow into the client response and their credit
  * is returned only once the response has taken them (after 'drain' when the client is slow).
  */
-export class TunnelExchange extends DeadlineEntry implements StreamHandler {
+export class TunnelExchange implements StreamHandler {
   readonly #req: PublicMessage;
   readonly #res: PublicResponse;
   readonly #stream: MuxStream;
   readonly #context: ExchangeContext;
+  #timer: NodeJS.Timeout | undefined;
   #headSent = false;
   #done = false;
   /** Response bytes written while the client's buffer was full; credited on 'drain'. */
@@ -60,15 +60,13 @@ export class TunnelExchange extends DeadlineEntry implements StreamHandler {
   readonly #framing: ResponseFraming;
 
   constructor(req: PublicMessage, res: PublicResponse, stream: MuxStream, context: ExchangeContext) {
-    super();
     this.#req = req;
     this.#res = res;
     this.#stream = stream;
     this.#context = context;
     this.#framing = new ResponseFraming({ method: req.method ?? 'GET', upgrade: false });
     stream.handler = this;
-    // A shared coarse sweep (deadline-sweep.ts): the 504 comes at the timeout, or up to a tenth of it later.
-    armDeadline(this, context.callTimeoutMs ?? context.responseTimeoutMs);
+    this.#timer = setTimeout(this.#onTimeout, context.callTimeoutMs ?? context.responseTimeoutMs);
     res.on('close', this.#onResponseClose);
     res.on('drain', this.#onResponseDrain);
   }
@@ -282,8 +280,8 @@ export class TunnelExchange extends DeadlineEntry implements StreamHandler {
     this.#context.onFinish?.(this);
   }
 
-  /** The response timeout, or the call's deadline, passed (deadline-sweep.ts calls it). */
-  onDeadline(): void {
+  readonly #onTimeout = (): void => {
+    this.#timer = undefined;
     if (this.#done) return;
     const call = this.#context.callTimeoutMs;
     if (this.#headSent) {
@@ -309,7 +307,7 @@ export class TunnelExchange extends DeadlineEntry implements StreamHandler {
     );
     this.#req.resume();
     this.#context.onFinish?.(this);
-  }
+  };
 
   readonly #onResponseDrain = (): void => {
     if (this.#owed > 0) {
@@ -331,7 +329,10 @@ export class TunnelExchange extends DeadlineEntry implements StreamHandler {
   };
 
   #clearTimer(): void {
-    disarmDeadline(this);
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
   }
 }
 

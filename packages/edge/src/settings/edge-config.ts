@@ -186,8 +186,7 @@ export const edgeSettingSpecs: { readonly [K in keyof EdgeSettings]: SettingSpec
     redact: redactRedisUrl,
   },
   responseTimeoutMs: {
-    description:
-      'a tunnelled request without a response head in this time gets 504 (checked by one shared sweep per timeout: at the timeout or up to a tenth of it, at most 1 s, later)',
+    description: 'a tunnelled request without a response head in this time gets 504',
     default: MINUTE,
     ...integer(1, HOUR),
   },
