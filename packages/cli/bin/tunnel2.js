@@ -6,6 +6,7 @@ import * as nodeModule from 'module';
 // biome-ignore lint/style/useNodejsImportProtocol: as above, old Node must reach the version check.
 import { setFlagsFromString } from 'v8';
 import { checkNodeVersion } from './check-node.js';
+import { loadWithoutOptimizingCompiler } from './optimizing-compiler.js';
 import { holdSemiSpace } from './young-generation.js';
 
 const problem = checkNodeVersion(process.versions.node);
@@ -51,6 +52,12 @@ if (pretenuring === '0') setFlagsFromString('--no-allocation-site-pretenuring');
 // it off; Node before 22.1 has no compile cache.
 if (typeof nodeModule.enableCompileCache === 'function') nodeModule.enableCompileCache();
 
+const holdTurbofan = process.env.TUNNEL2_HOLD_TURBOFAN || '1';
+if (holdTurbofan !== '0' && holdTurbofan !== '1') {
+  process.stderr.write('tunnel2: TUNNEL2_HOLD_TURBOFAN must be 0 or 1\n');
+  process.exit(1);
+}
+
 const main = new URL('../dist/main.js', import.meta.url);
 const workerSetting = process.env.TUNNEL2_WORKER || '';
 if (workerSetting !== '' && workerSetting !== '0' && workerSetting !== '1') {
@@ -86,7 +93,8 @@ if (process.env.TUNNEL2_IN_PROCESS === '1') {
   // counts past it. A terminal is made asynchronous likewise (src/terminal/terminal.ts).
   const nodeFlags = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS || ''}`;
   if (!nodeFlags.includes('semi-space')) holdSemiSpace(youngMb / 3);
-  import(main.href);
+  // V8's optimizing compiler waits until the CLI's modules are loaded (optimizing-compiler.js says why).
+  loadWithoutOptimizingCompiler(() => import(main.href), nodeFlags);
 } else {
   // TUNNEL2_WORKER=1: the tunnel in a worker, the main thread relaying its lines to stdout and its signals.
   // The default until an agent with a piped stdout was measured on the main thread as fast under a busy
