@@ -1,0 +1,126 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { buildEdge, type Edge } from '@tunnel2/edge';
+import type { RequestHead } from '@tunnel2/protocol';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { h2c, h2Request } from './support/h2-client.js';
+import { hostileAgent, responseHead } from './support/hostile-agent.js';
+import { silent, until } from './support/stack.js';
+
+// A gRPC call's deadline counts from its arrival at the edge (as Envoy counts a route timeout from the
+// request's arrival), not from when a stream to its agent opened: a call that waited for its agent (here
+// in the startup grace, where a name nobody holds waits up to reconnectWaitMs for its agent) is answered
+// DEADLINE_EXCEEDED at its deadline, and one that waited part of it reaches the agent with the time left
+// in its grpc-timeout, as a gRPC client library passes a deadline on.
+
+const RECONNECT_WAIT_MS = 10_000;
+
+let edge: Edge;
+let port: number;
+const closers: (() => void)[] = [];
+
+beforeAll(async () => {
+  edge = buildEdge({
+    port: 0,
+    logger: silent,
+    reconnectWaitMs: RECONNECT_WAIT_MS,
+    startupGraceMs: 120_000,
+  });
+  ({ port } = await edge.listen());
+});
+
+afterAll(async () => {
+  for (const close of closers) close();
+  await edge.close(0);
+});
+
+const call = (name: string, timeout?: string) => ({
+  ':method': 'POST',
+  ':path': '/svc/Method',
+  ':authority': `${name}.localhost:${port}`,
+  'content-type': 'application/grpc',
+  te: 'trailers',
+  ...(timeout === undefined ? {} : { 'grpc-timeout': timeout }),
+});
+
+/** An agent for `name` that answers every call OK at once and keeps each request head it received. */
+async function okAgent(name: string): Promise<RequestHead[]> {
+  const received: RequestHead[] = [];
+  closers.push(
+    await hostileAgent(
+      edge.url,
+      name,
+      (stream, request) => {
+        received.push(request);
+        stream.sendHeaders(responseHead(200, ['content-type', 'application/grpc', 'grpc-status', '0']), true);
+      },
+      { http2: true },
+    ),
+  );
+  return received;
+}
+
+const unitMs: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1_000, m: 1, u: 0.001, n: 0.000_001 };
+
+/** The grpc-timeout a head carries, in ms (exactly, as its units say), after checking its form. */
+function grpcTimeoutOf(head: RequestHead | undefined): number {
+  const fields = head?.headers ?? [];
+  const at = fields.findIndex((name, i) => i % 2 === 0 && name.toLowerCase() === 'grpc-timeout');
+  const value = fields[at + 1] ?? '';
+  // The spec's form: 1 to 8 digits and a unit.
+  expect(value).toMatch(/^\d{1,8}[HMSmun]$/);
+  return Number(value.slice(0, -1)) * unitMs[value.slice(-1)]!;
+}
+
+it('a call that waits for its agent past its deadline gets DEADLINE_EXCEEDED at its deadline, and never reaches the agent', async () => {
+  const session = h2c(port);
+  const sent = performance.now();
+  const answer = await h2Request(session, call('late', '300m'), { body: [Buffer.alloc(5)] });
+  const elapsed = performance.now() - sent;
+  session.close();
+  expect(answer.headers['grpc-status']).toBe('4');
+  expect(answer.headers['x-tunnel2-error']).toBe('TUNNEL2_ERR_RESPONSE_TIMEOUT');
+  expect(decodeURIComponent(String(answer.headers['grpc-message']))).toMatch(
+    /deadline \(grpc-timeout, 300 ms\) passed while it waited for its agent/,
+  );
+  // Never before its deadline; at it, not at the end of the wait for the agent (generous: a noisy machine).
+  expect(elapsed).toBeGreaterThanOrEqual(300);
+  expect(elapsed).toBeLessThan(RECONNECT_WAIT_MS / 2);
+  await until(() => edge.startup.waiting === 0);
+  // The agent comes now: the expired call is not sent to it, a new one is.
+  const received = await okAgent('late');
+  const again = h2c(port);
+  const ok = await h2Request(again, call('late'), { body: [Buffer.alloc(5)] });
+  again.close();
+  expect(ok.headers['grpc-status']).toBe('0');
+  expect(received.length).toBe(1);
+  expect(received[0]?.headers.map((f) => f.toLowerCase())).not.toContain('grpc-timeout');
+});
+
+it('a call that waited part of its deadline reaches the agent with a grpc-timeout no larger than what was left', async () => {
+  const session = h2c(port);
+  const answering = h2Request(session, call('later', '5S'), { body: [Buffer.alloc(5)] });
+  // The call is at the edge, waiting for its agent, from here on at the latest.
+  await until(() => edge.startup.waiting === 1);
+  const waitingSince = performance.now();
+  await delay(400); // the wait being measured
+  const agentAt = performance.now();
+  const received = await okAgent('later');
+  const answer = await answering;
+  session.close();
+  expect(answer.headers['grpc-status']).toBe('0');
+  expect(received.length).toBe(1);
+  const left = grpcTimeoutOf(received[0]);
+  expect(left).toBeGreaterThan(0);
+  expect(left).toBeLessThanOrEqual(5_000 - (agentAt - waitingSince));
+});
+
+it('a call that did not wait keeps (about) its whole deadline, never more', async () => {
+  const received = await okAgent('prompt');
+  const session = h2c(port);
+  const answer = await h2Request(session, call('prompt', '2S'), { body: [Buffer.alloc(5)] });
+  session.close();
+  expect(answer.headers['grpc-status']).toBe('0');
+  const left = grpcTimeoutOf(received[0]);
+  expect(left).toBeLessThanOrEqual(2_000);
+  expect(left).toBeGreaterThan(1_000);
+});
