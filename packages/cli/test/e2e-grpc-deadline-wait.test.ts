@@ -1,10 +1,11 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { buildEdge, type Edge } from '@tunnel2/edge';
 import type { RequestHead } from '@tunnel2/protocol';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { h2c, h2Request } from './support/h2-client.js';
 import { hostileAgent, responseHead } from './support/hostile-agent.js';
 import { silent, until } from './support/stack.js';
+import { twoNodes } from './support/two-nodes.js';
 
 // A gRPC call's deadline counts from its arrival at the edge (as Envoy counts a route timeout from the
 // request's arrival), not from when a stream to its agent opened: a call that waited for its agent (here
@@ -43,17 +44,18 @@ const call = (name: string, timeout?: string) => ({
 });
 
 /** An agent for `name` that answers every call OK at once and keeps each request head it received. */
-async function okAgent(name: string): Promise<RequestHead[]> {
+async function okAgent(name: string, at: Edge = edge, key?: string): Promise<RequestHead[]> {
   const received: RequestHead[] = [];
   closers.push(
     await hostileAgent(
-      edge.url,
+      at.url,
       name,
       (stream, request) => {
         received.push(request);
         stream.sendHeaders(responseHead(200, ['content-type', 'application/grpc', 'grpc-status', '0']), true);
       },
       { http2: true },
+      key === undefined ? {} : { headers: { 'x-tunnel2-agent-key': key } },
     ),
   );
   return received;
@@ -123,4 +125,60 @@ it('a call that did not wait keeps (about) its whole deadline, never more', asyn
   const left = grpcTimeoutOf(received[0]);
   expect(left).toBeLessThanOrEqual(2_000);
   expect(left).toBeGreaterThan(1_000);
+});
+
+describe('a call that arrives at another node than its agent', () => {
+  let a: Edge;
+  let b: Edge;
+  let portA: number;
+  const key = 'agent-key-of-the-far-tunnel';
+
+  beforeAll(async () => {
+    ({ a, b, portA } = await twoNodes({ a: { reconnectWaitMs: RECONNECT_WAIT_MS } }));
+    // The agent connects to B, then drops: its name stays reserved for it, and a call for it at A waits.
+    await okAgent('far', b, key);
+    closers.pop()?.();
+    await until(() => b.sessions.get('far') === undefined);
+  });
+
+  afterAll(async () => {
+    await a?.close(0);
+    await b?.close(0);
+  });
+
+  const farCall = (timeout: string) => ({ ...call('far', timeout), ':authority': `far.localhost:${portA}` });
+
+  it('waits for its agent at most until its deadline: DEADLINE_EXCEEDED at it', async () => {
+    const session = h2c(portA);
+    const sent = performance.now();
+    const answer = await h2Request(session, farCall('300m'), { body: [Buffer.alloc(5)] });
+    const elapsed = performance.now() - sent;
+    session.close();
+    expect(answer.headers['grpc-status']).toBe('4');
+    expect(decodeURIComponent(String(answer.headers['grpc-message']))).toMatch(
+      /deadline \(grpc-timeout, 300 ms\) passed while it waited for/,
+    );
+    expect(elapsed).toBeGreaterThanOrEqual(300);
+    expect(elapsed).toBeLessThan(RECONNECT_WAIT_MS / 2);
+    await until(() => a.inFlight === 0);
+  });
+
+  it('reaches the agent on the other node over the link with the time left since its arrival at the first', async () => {
+    const session = h2c(portA);
+    const answering = h2Request(session, farCall('5S'), { body: [Buffer.alloc(5)] });
+    // Waiting at A for the agent (counted in flight there) from here on at the latest.
+    await until(() => a.inFlight > 0);
+    const waitingSince = performance.now();
+    await delay(400); // the wait being measured
+    const agentAt = performance.now();
+    const received = await okAgent('far', b, key);
+    const answer = await answering;
+    session.close();
+    expect(answer.headers['grpc-status']).toBe('0');
+    expect(answer.headers['x-tunnel2-node']).toBe('node-b');
+    expect(received.length).toBe(1);
+    const left = grpcTimeoutOf(received[0]);
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(5_000 - (agentAt - waitingSince));
+  });
 });
