@@ -182,3 +182,88 @@ describe('a call that arrives at another node than its agent', () => {
     expect(left).toBeLessThanOrEqual(5_000 - (agentAt - waitingSince));
   });
 });
+
+describe('a call that waits for a free stream (its tunnel at its limit of requests at once)', () => {
+  let narrow: Edge;
+  let narrowPort: number;
+  const received: string[] = [];
+  const grpcTimeouts: number[] = [];
+  let release: () => void = () => {};
+
+  beforeAll(async () => {
+    narrow = buildEdge({ port: 0, logger: silent, maxStreamsPerSession: 1, streamWaitMs: RECONNECT_WAIT_MS });
+    ({ port: narrowPort } = await narrow.listen());
+    closers.push(
+      await hostileAgent(
+        narrow.url,
+        'narrow',
+        (stream, request) => {
+          received.push(request.target);
+          const ok = () =>
+            stream.sendHeaders(
+              responseHead(200, ['content-type', 'application/grpc', 'grpc-status', '0']),
+              true,
+            );
+          if (request.target !== '/svc/Hold') {
+            grpcTimeouts.push(grpcTimeoutOf(request));
+            ok();
+            return;
+          }
+          release = ok;
+        },
+        { http2: true },
+      ),
+    );
+  });
+
+  afterAll(async () => {
+    await narrow?.close(0);
+  });
+
+  const narrowCall = (path: string, timeout?: string) => ({
+    ...call('narrow', timeout),
+    ':path': path,
+    ':authority': `narrow.localhost:${narrowPort}`,
+  });
+  const waiting = () => narrow.sessions.get('narrow')?.slots.waiting ?? 0;
+
+  it('past its deadline: DEADLINE_EXCEEDED at it, naming the wait, never sent', async () => {
+    const session = h2c(narrowPort);
+    const held = h2Request(session, narrowCall('/svc/Hold'), { body: [Buffer.alloc(5)] });
+    await until(() => received.includes('/svc/Hold'));
+    const sent = performance.now();
+    const answer = await h2Request(session, narrowCall('/svc/Late', '300m'), { body: [Buffer.alloc(5)] });
+    const elapsed = performance.now() - sent;
+    expect(answer.headers['grpc-status']).toBe('4');
+    expect(decodeURIComponent(String(answer.headers['grpc-message']))).toMatch(
+      /passed while it waited for a free stream to its agent/,
+    );
+    expect(elapsed).toBeGreaterThanOrEqual(300);
+    expect(elapsed).toBeLessThan(RECONNECT_WAIT_MS / 2);
+    await until(() => waiting() === 0);
+    release();
+    expect((await held).headers['grpc-status']).toBe('0');
+    session.close();
+    expect(received).not.toContain('/svc/Late');
+  });
+
+  it('for part of its deadline: the agent is told the time left when the stream opened', async () => {
+    const holds = () => received.filter((t) => t === '/svc/Hold').length;
+    const before = holds();
+    const session = h2c(narrowPort);
+    const held = h2Request(session, narrowCall('/svc/Hold'), { body: [Buffer.alloc(5)] });
+    await until(() => holds() === before + 1);
+    const answering = h2Request(session, narrowCall('/svc/Later', '5S'), { body: [Buffer.alloc(5)] });
+    await until(() => waiting() === 1);
+    const waitingSince = performance.now();
+    await delay(400); // the wait being measured
+    const releasedAt = performance.now();
+    release();
+    expect((await held).headers['grpc-status']).toBe('0');
+    expect((await answering).headers['grpc-status']).toBe('0');
+    session.close();
+    const left = grpcTimeouts.at(-1) ?? Number.NaN;
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(5_000 - (releasedAt - waitingSince));
+  });
+});
