@@ -267,3 +267,70 @@ describe('a call that waits for a free stream (its tunnel at its limit of reques
     expect(left).toBeLessThanOrEqual(5_000 - (releasedAt - waitingSince));
   });
 });
+
+describe('a call that waits for a free stream on the node holding its agent', () => {
+  let a: Edge;
+  let b: Edge;
+  let portA: number;
+  const grpcTimeouts: number[] = [];
+  let release: () => void = () => {};
+  let held = 0;
+
+  beforeAll(async () => {
+    ({ a, b, portA } = await twoNodes({
+      b: { maxStreamsPerSession: 1, streamWaitMs: RECONNECT_WAIT_MS },
+    }));
+    closers.push(
+      await hostileAgent(
+        b.url,
+        'slim',
+        (stream, request) => {
+          const ok = () =>
+            stream.sendHeaders(
+              responseHead(200, ['content-type', 'application/grpc', 'grpc-status', '0']),
+              true,
+            );
+          if (request.target === '/svc/Hold') {
+            held++;
+            release = ok;
+            return;
+          }
+          grpcTimeouts.push(grpcTimeoutOf(request));
+          ok();
+        },
+        { http2: true },
+      ),
+    );
+  });
+
+  afterAll(async () => {
+    await a?.close(0);
+    await b?.close(0);
+  });
+
+  const slimCall = (path: string, timeout?: string) => ({
+    ...call('slim', timeout),
+    ':path': path,
+    ':authority': `slim.localhost:${portA}`,
+  });
+
+  it("the serving node's agent is told the time left when the stream opened there", async () => {
+    const session = h2c(portA);
+    const holding = h2Request(session, slimCall('/svc/Hold'), { body: [Buffer.alloc(5)] });
+    await until(() => held === 1);
+    const answering = h2Request(session, slimCall('/svc/Later', '5S'), { body: [Buffer.alloc(5)] });
+    await until(() => b.sessions.get('slim')?.slots.waiting === 1);
+    const waitingSince = performance.now();
+    await delay(400); // the wait being measured
+    const releasedAt = performance.now();
+    release();
+    expect((await holding).headers['grpc-status']).toBe('0');
+    const answer = await answering;
+    session.close();
+    expect(answer.headers['grpc-status']).toBe('0');
+    expect(answer.headers['x-tunnel2-node']).toBe('node-b');
+    const left = grpcTimeouts.at(-1) ?? Number.NaN;
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(5_000 - (releasedAt - waitingSince));
+  });
+});

@@ -94,6 +94,12 @@ export class CallDeadline {
 
   readonly #fire = (): void => {
     this.#timer = undefined;
+    // A timer counts from the event loop's cached time, which can be earlier than now: never answer early.
+    const left = this.left();
+    if (left > 0) {
+      this.#timer = setTimeout(this.#fire, Math.ceil(left));
+      return;
+    }
     const onPassed = this.#onPassed;
     this.#onPassed = undefined;
     if (!this.#held) onPassed?.();
@@ -111,4 +117,20 @@ export class CallDeadline {
 export function callDeadline(value: string | string[] | undefined): CallDeadline | undefined {
   const timeoutMs = grpcTimeoutMs(value);
   return timeoutMs === undefined ? undefined : new CallDeadline(timeoutMs, performance.now());
+}
+
+/**
+ * Takes `elapsedMs` off the grpc-timeout field in `headers` (a head another node wrote, stating the time
+ * left then), for a call that waited that long here since: false when it has no valid field.
+ */
+export function restateGrpcTimeout(headers: RawHeaders, elapsedMs: number): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    if (name.length !== 12 || name.toLowerCase() !== 'grpc-timeout') continue;
+    const timeoutMs = grpcTimeoutMs(headers[i + 1]);
+    if (timeoutMs === undefined) return false;
+    headers[i + 1] = formatGrpcTimeout(timeoutMs - elapsedMs);
+    return true;
+  }
+  return false;
 }
