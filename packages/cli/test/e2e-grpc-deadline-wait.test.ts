@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { buildEdge, type Edge } from '@tunnel2/edge';
-import type { RequestHead } from '@tunnel2/protocol';
+import { ErrorCode, type RequestHead } from '@tunnel2/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { h2c, h2Request } from './support/h2-client.js';
 import { hostileAgent, responseHead } from './support/hostile-agent.js';
@@ -332,5 +332,89 @@ describe('a call that waits for a free stream on the node holding its agent', ()
     const left = grpcTimeouts.at(-1) ?? Number.NaN;
     expect(left).toBeGreaterThan(0);
     expect(left).toBeLessThanOrEqual(5_000 - (releasedAt - waitingSince));
+  });
+});
+
+describe('a call a replica refused, sent to another that is at its limit of requests at once', () => {
+  let replicas: Edge;
+  let replicasPort: number;
+  let refused = 0;
+  let release: () => void = () => {};
+  const received: string[] = [];
+  const asReplica = { query: '&replica=1', headers: { authorization: 'Bearer token-r' } };
+
+  beforeAll(async () => {
+    replicas = buildEdge({
+      port: 0,
+      logger: silent,
+      auth: { tokens: ['token-r'] },
+      maxStreamsPerSession: 1,
+      streamWaitMs: RECONNECT_WAIT_MS,
+    });
+    ({ port: replicasPort } = await replicas.listen());
+    // The replica that runs calls: it holds /svc/Hold (its one stream slot) until released.
+    closers.push(
+      await hostileAgent(
+        replicas.url,
+        'dup',
+        (stream, request) => {
+          received.push(request.target);
+          const ok = () =>
+            stream.sendHeaders(
+              responseHead(200, ['content-type', 'application/grpc', 'grpc-status', '0']),
+              true,
+            );
+          if (request.target === '/svc/Hold') release = ok;
+          else ok();
+        },
+        { http2: true },
+        asReplica,
+      ),
+    );
+  });
+
+  afterAll(async () => {
+    await replicas?.close(0);
+  });
+
+  const dupCall = (path: string, timeout?: string) => ({
+    ...call('dup', timeout),
+    ':path': path,
+    ':authority': `dup.localhost:${replicasPort}`,
+  });
+
+  it('waits for the slot under its deadline: DEADLINE_EXCEEDED at it, never sent', async () => {
+    const session = h2c(replicasPort);
+    const holding = h2Request(session, dupCall('/svc/Hold'), { body: [Buffer.alloc(5)] });
+    await until(() => received.includes('/svc/Hold'));
+    // A second replica, idle (so chosen first), that refuses every stream before running it.
+    closers.push(
+      await hostileAgent(
+        replicas.url,
+        'dup',
+        (stream) => {
+          refused++;
+          stream.reset(ErrorCode.REFUSED_STREAM);
+        },
+        { http2: true },
+        asReplica,
+      ),
+    );
+    await until(() => replicas.sessions.replicas('dup').length === 2);
+    const sent = performance.now();
+    // Bodiless: a request with a body is never sent to another replica.
+    const answer = await h2Request(session, dupCall('/svc/Late', '300m'));
+    const elapsed = performance.now() - sent;
+    expect(refused).toBe(1);
+    expect(answer.headers['grpc-status']).toBe('4');
+    expect(decodeURIComponent(String(answer.headers['grpc-message']))).toMatch(
+      /passed while it waited for a free stream to its agent/,
+    );
+    expect(elapsed).toBeGreaterThanOrEqual(300);
+    expect(elapsed).toBeLessThan(RECONNECT_WAIT_MS / 2);
+    release();
+    expect((await holding).headers['grpc-status']).toBe('0');
+    session.close();
+    expect(received).not.toContain('/svc/Late');
   });
 });
