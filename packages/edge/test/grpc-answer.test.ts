@@ -2,7 +2,7 @@ import { encodeGrpcMessage, isGrpcContentType } from '@tunnel2/protocol';
 import { describe, expect, it } from 'vitest';
 import { grpcStatusOf } from '../src/answers/grpc-answer.js';
 import { EdgeErrorCode } from '../src/errors.js';
-import { parseGrpcTimeout } from '../src/public/grpc-timeout.js';
+import { formatGrpcTimeout, parseGrpcTimeout } from '../src/public/grpc-timeout.js';
 
 describe('gRPC content types', () => {
   it('are application/grpc, +suffix and ;parameters, any case; nothing else', () => {
@@ -66,5 +66,22 @@ describe('grpc-timeout', () => {
       expect(parseGrpcTimeout(bad)).toBeUndefined();
     // Beyond what a timer holds: as good as no deadline.
     expect(parseGrpcTimeout('99999999H')).toBeUndefined();
+  });
+
+  it('states a time left in whole ms rounded down, in the coarsest unit that is exact, within 8 digits', () => {
+    expect(formatGrpcTimeout(4_599.9)).toBe('4599m');
+    expect(formatGrpcTimeout(5_000)).toBe('5S');
+    expect(formatGrpcTimeout(5_000.7)).toBe('5S');
+    expect(formatGrpcTimeout(120_000)).toBe('2M');
+    expect(formatGrpcTimeout(7_200_000)).toBe('2H');
+    expect(formatGrpcTimeout(99_999_999)).toBe('99999999m');
+    // 9 digits of ms: rounded down to seconds (never more than is left).
+    expect(formatGrpcTimeout(123_456_789)).toBe('123456S');
+    expect(formatGrpcTimeout(0.4)).toBe('0m');
+    for (const ms of [1, 17.5, 999, 1_001, 65_432, 2 ** 31 - 1]) {
+      const value = formatGrpcTimeout(ms);
+      expect(value).toMatch(/^\d{1,8}[HMSm]$/);
+      expect(parseGrpcTimeout(value)).toBeLessThanOrEqual(ms);
+    }
   });
 });

@@ -45,6 +45,15 @@ export const MAX_NOTICE_BYTES = 4096;
  */
 export const MAX_EARLY_UPGRADE_BYTES = 16 * 1024;
 
+/**
+ * Interim (1xx) heads one response may have before its final head; one more is a flood and fails the
+ * exchange: at the edge (502, the stream reset PROTOCOL_ERROR) and at the agent, which stops reading its
+ * backend and answers 502 itself. Legitimate backends send one 100, a 103 or two, and a 102 now and then
+ * during a long request; Go's HTTP client gives up after 5 (max1xxResponses). 32 leaves room for a 102
+ * every few seconds for minutes while bounding the decode work and bytes one stream can cost.
+ */
+export const MAX_INTERIM_HEADS = 32;
+
 export const FrameFlags = {
   /** DATA, HEADERS: the sender will send nothing more on this stream. */
   END_STREAM: 0x1,

@@ -6,6 +6,7 @@ import {
   encodeResponseHead,
   isFieldName,
   MAX_EARLY_UPGRADE_BYTES,
+  MAX_INTERIM_HEADS,
   type MuxStream,
   type RequestHead,
   type StreamHandler,
@@ -13,6 +14,7 @@ import {
   withoutHopByHop,
 } from '@tunnel2/protocol';
 import { backendErrorCode, describeBackendError, sendBackendErrorAnswer } from './backend-error.js';
+import type { BackendErrorAnswer } from './backend-error-answer.js';
 import type { ForwardOptions } from './forward-options.js';
 import { HeldBytes } from './held-bytes.js';
 import { httpsOptions } from './target-tls.js';
@@ -66,6 +68,8 @@ export class NodeHttpExchange implements StreamHandler {
   #upgrade = false;
   /** A first byte of the backend's answer arrived (its own connection: agent false). */
   #answerBegun = false;
+  /** Interim (1xx) heads passed on so far: past MAX_INTERIM_HEADS the backend is flooding. */
+  #interim = 0;
   #recorder: ExchangeRecorder | undefined;
 
   constructor(stream: MuxStream, options: ForwardOptions) {
@@ -103,10 +107,9 @@ export class NodeHttpExchange implements StreamHandler {
     });
     this.#request = request;
     request.on('upgrade', (res, socket, rest) => this.#onUpgrade(res, socket, rest));
-    request.on('information', (info) => {
-      if (!this.#stream.closed && info.statusCode !== 101)
-        this.#sendHead(info.statusCode, info.statusMessage, info.rawHeaders);
-    });
+    request.on('information', (info) =>
+      this.#onInterim(info.statusCode, info.statusMessage, info.rawHeaders),
+    );
     request.on('response', (res) => this.#onResponse(res));
     request.on('error', (err) => this.#onError(err));
     request.once('socket', (socket) =>
@@ -278,12 +281,17 @@ export class NodeHttpExchange implements StreamHandler {
   }
 
   #onError(err: Error): void {
-    if (this.#stream.closed) return;
+    // A flood of interim heads was answered already: the error is the request dropped for it.
+    if (this.#stream.closed || this.#interim > MAX_INTERIM_HEADS) return;
     if (this.#status !== 0) {
       this.#failMidResponse(err);
       return;
     }
-    const answer = describeBackendError(err, this.#options.target.host, this.#answerBegun);
+    this.#answerError(describeBackendError(err, this.#options.target.host, this.#answerBegun));
+  }
+
+  /** The agent's own answer for a backend that gave no usable head (before any final head went out). */
+  #answerError(answer: BackendErrorAnswer): void {
     this.#status = answer.status;
     this.#dropHeld();
     sendBackendErrorAnswer(this.#stream, answer, this.#options.maxHeadSize, this.#recorder, {
@@ -292,6 +300,28 @@ export class NodeHttpExchange implements StreamHandler {
       target: this.#options.target,
     });
     this.#report(answer.message, answer.code);
+  }
+
+  /**
+   * An interim (1xx) head from the backend, passed on as the undici path does (forward-headers.ts
+   * `responseFields`): hop-by-hop fields out. One past the edge's own bound (MAX_INTERIM_HEADS) fails the
+   * exchange here, as the edge would: the backend request is dropped and the client gets a 502 of the
+   * agent's saying why, instead of heads the edge only discards after decoding each.
+   */
+  #onInterim(status: number, statusMessage: string, raw: string[]): void {
+    // Past the bound, heads already in the parser's buffer still arrive: the first one past it fails the
+    // exchange, the rest are dropped.
+    if (this.#stream.closed || status === 101 || this.#interim > MAX_INTERIM_HEADS) return;
+    if (++this.#interim > MAX_INTERIM_HEADS) {
+      this.#request?.destroy();
+      this.#answerError({
+        status: 502,
+        message: `tunnel2: backend on ${this.#options.target.host} sent more than ${MAX_INTERIM_HEADS} interim (1xx) responses`,
+        code: 'TUNNEL2_ERR_BACKEND_INVALID_RESPONSE',
+      });
+      return;
+    }
+    this.#sendHead(status, statusMessage, withoutHopByHop(raw));
   }
 
   #sendHead(status: number, statusMessage: string, headers: string[]): void {

@@ -53,6 +53,9 @@ export function forwardRequest(
 ): void {
   const { route } = request;
   const name = route.name;
+  // The HTTP hop (HTTP/1.1 only, no gRPC call crosses it) carries no deadline: the node it reaches counts
+  // one from its own arrival. Held here, so the arrival's timer never answers under the hop's response.
+  request.deadline?.hold();
   const headers = cluster.hopHeaders(req, hopOrigin(request));
   // With Expect: 100-continue the owner's backend decides on the body: the hop relays its 100 or its
   // early final answer.

@@ -2,13 +2,8 @@ import { type RawHeaders, withoutHopByHop } from '@tunnel2/protocol';
 import type { PublicMessage, PublicResponse } from './public-message.js';
 import { serializeResponseHead } from './raw-http.js';
 
-/**
- * Interim (1xx) heads one response may have before its final head; one more is a flood and fails the
- * stream (502, reset with PROTOCOL_ERROR). Legitimate backends send one 100, a 103 or two, and a 102 now
- * and then during a long request; Go's HTTP client gives up after 5 (max1xxResponses). 32 leaves room for
- * a 102 every few seconds for minutes while bounding the decode work and bytes one stream can cost.
- */
-export const MAX_INTERIM_HEADS = 32;
+// The bound on interim heads per response is shared with the agent's node:http path (protocol constants.ts).
+export { MAX_INTERIM_HEADS } from '@tunnel2/protocol';
 
 /**
  * Relays an interim (1xx) response head from the backend to the public client before the final one.

@@ -28,6 +28,8 @@ export interface ExchangeContext {
    * before the head, RST_STREAM CANCEL after it).
    */
   callTimeoutMs?: number | undefined;
+  /** The call's grpc-timeout as the client gave it (ms), when `callTimeoutMs` is what was left of it. */
+  callGivenMs?: number | undefined;
   /** A streamed body beyond this is cut off with 413 (or an aborted response once one has started). */
   maxRequestBodyBytes?: number;
   onFinish?: (exchange: TunnelExchange) => void;
@@ -303,7 +305,7 @@ export class TunnelExchange implements StreamHandler {
       EdgeErrorCode.RESPONSE_TIMEOUT,
       call === undefined
         ? `tunnel ${this.#context.name}: no response from the backend within ${this.#context.responseTimeoutMs} ms`
-        : `tunnel ${this.#context.name}: the call's deadline (grpc-timeout, ${call} ms) passed before the backend answered`,
+        : `tunnel ${this.#context.name}: the call's deadline (grpc-timeout, ${this.#context.callGivenMs ?? call} ms) passed before the backend answered`,
     );
     this.#req.resume();
     this.#context.onFinish?.(this);

@@ -2,6 +2,7 @@ import { isGrpcContentType } from '@tunnel2/protocol';
 import { type ClientOrigin, type ClientOriginResolver, normalizeAddress } from '../access/client-address.js';
 import type { PublicMessage } from '../exchange/public-message.js';
 import type { AdmissionRequest } from './admission.js';
+import { type CallDeadline, callDeadline } from './call-deadline.js';
 import type { IngressRoute } from './ingress-route.js';
 
 /**
@@ -25,6 +26,8 @@ export interface PublicRequest extends AdmissionRequest, ForwardingFacts {
   readonly origin: ClientOrigin | undefined;
   /** True when another node forwarded it and vouched for its client: such a request is never forwarded. */
   readonly vouched: boolean;
+  /** A gRPC call's deadline (its grpc-timeout), counted from now: its arrival. Undefined for the rest. */
+  readonly deadline: CallDeadline | undefined;
 }
 
 /**
@@ -53,6 +56,7 @@ export function resolvePublicRequest(
 ): PublicRequest {
   // Only read when the operator trusts a proxy in front; otherwise nothing the client wrote is looked at.
   const origin = via ?? (clients.trustsAnyone ? clients.resolve(req) : undefined);
+  const grpc = isGrpcContentType(req.headers['content-type']);
   return {
     req,
     route,
@@ -62,7 +66,8 @@ export function resolvePublicRequest(
     authorization: req.headers.authorization,
     clientAddress: origin?.address ?? normalizeAddress(req.socket.remoteAddress ?? ''),
     declaredLength: Number(req.headers['content-length'] ?? 0),
-    grpc: isGrpcContentType(req.headers['content-type']),
+    grpc,
+    deadline: grpc ? callDeadline(req.headers['grpc-timeout']) : undefined,
     peer: origin?.peer ?? req.socket.remoteAddress ?? '',
     forwardedProto: forwardedProto(req, origin),
     forwardedHost: forwardedHost(req, origin),

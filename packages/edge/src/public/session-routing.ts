@@ -164,9 +164,23 @@ function prepare(
   const request = arrival.request;
   const refusal = admit(connection, route.name, request, options.maxRequestBodyBytes);
   if (refusal !== undefined) return { refusal };
+  return encodeForwardedHead(arrival, route, connection);
+}
+
+/**
+ * The head the agent receives, encoded for its session: the forwarded fields, an upgrade's two, and a gRPC
+ * call's grpc-timeout stating the time left (written again when a wait for a stream slot made it stale).
+ */
+export function encodeForwardedHead(
+  arrival: Pick<Arrival, 'request' | 'upgrade'>,
+  route: IngressRoute,
+  connection: TunnelEntry,
+): { payload: Buffer } | { refusal: Refusal } {
+  const request = arrival.request;
   const headers = forwardedHeaders(request);
   // An upgrade keeps the two fields that ask for it; everything else hop-by-hop is dropped.
   if (arrival.upgrade) headers.push('Connection', 'Upgrade', 'Upgrade', String(request.req.headers.upgrade));
+  request.deadline?.passOn(headers);
   return encodeTunnelHead({ method: request.method, target: route.target, headers }, connection);
 }
 

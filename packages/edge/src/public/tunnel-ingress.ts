@@ -5,14 +5,15 @@ import type { ClientOrigin } from '../access/client-address.js';
 import type { TunnelEntry } from '../agents/tunnel-entry.js';
 import { sendRefusal } from '../answers/error-response.js';
 import type { Refusal } from '../answers/refusals.js';
+import { EdgeErrorCode } from '../errors.js';
 import type { PublicMessage, PublicResponse } from '../exchange/public-message.js';
 import { requestHasBody } from '../exchange/raw-http.js';
 import { type ExchangeContext, TunnelExchange } from '../exchange/tunnel-exchange.js';
+import type { CallDeadline } from './call-deadline.js';
 import type { CrossNodeForwarder, OwnerEntry } from './cross-node.js';
-import { parseGrpcTimeout } from './grpc-timeout.js';
 import type { IngressRoute } from './ingress-route.js';
 import { type PublicRequest, resolvePublicRequest } from './public-request.js';
-import { type Arrival, dispatch, type TunnelIngressOptions } from './session-routing.js';
+import { type Arrival, dispatch, encodeForwardedHead, type TunnelIngressOptions } from './session-routing.js';
 import { StreamUpgradeArrival, UpgradeArrival } from './upgrade-arrival.js';
 
 // The HTTP/1.1 ingress, once build-edge.ts has parsed and routed a request: it resolves what the request
@@ -28,7 +29,10 @@ export function handleTunnelRequest(
   via?: ClientOrigin,
 ): void {
   const request = resolvePublicRequest(req, route, options.clients, via);
-  dispatch(new HttpArrival(request, res, options), route, options, false);
+  const arrival = new HttpArrival(request, res, options);
+  dispatch(arrival, route, options, false);
+  // A gRPC call with a deadline that did not start at once waits: its deadline bounds the wait.
+  if (request.deadline !== undefined) arrival.bound(request.deadline);
 }
 
 /** Carries a public WebSocket upgrade into the tunnel: the backend's answer decides what happens next. */
@@ -73,8 +77,12 @@ class HttpArrival implements Arrival, ExchangeContext {
   #retries = 0;
   via: TunnelEntry | undefined = undefined;
   avoid: TunnelEntry | undefined = undefined;
-  /** A gRPC call's deadline, read when it starts (other requests pay nothing for it). */
+  /** A gRPC call's time left when it starts (other requests pay nothing for it). */
   callTimeoutMs: number | undefined = undefined;
+  /** The call's deadline passed while it waited, and was answered. */
+  #expired = false;
+  /** Carried to another node (what a call whose deadline passes was waiting for, for its message). */
+  #across = false;
 
   constructor(request: PublicRequest, res: PublicResponse, options: TunnelIngressOptions) {
     this.request = request;
@@ -83,15 +91,42 @@ class HttpArrival implements Arrival, ExchangeContext {
   }
 
   forward(owner: OwnerEntry, crossNode: CrossNodeForwarder, lost?: (owner: OwnerEntry) => void): void {
+    this.#across = true;
     crossNode.forwardRequest(this.request, this.#res, owner, lost);
   }
 
   get gone(): boolean {
-    return this.#res.destroyed;
+    return this.#expired || this.#res.destroyed;
   }
 
   refuse(refusal: Refusal): void {
-    sendRefusal(this.#res, refusal);
+    if (!this.#expired) sendRefusal(this.#res, refusal);
+  }
+
+  /**
+   * A gRPC call's deadline bounds whatever it waits for until an exchange carries it: at the deadline it
+   * is answered DEADLINE_EXCEEDED, and every wait it is in sees it gone (never sent to an agent after).
+   */
+  bound(deadline: CallDeadline): void {
+    if (this.#res.writableEnded || this.#res.destroyed) return;
+    // A closure for these calls only: an arrow field would cost every request one.
+    deadline.arm(() => this.#expire());
+    this.#res.once('close', deadline.cancel);
+  }
+
+  #expire(): void {
+    const res = this.#res;
+    if (this.gone || res.headersSent || res.writableEnded) return;
+    this.#expired = true;
+    const what = this.#across
+      ? 'the node that holds its tunnel'
+      : this.via !== undefined
+        ? 'a free stream to its agent (the tunnel was at its limit of requests at once)'
+        : 'its agent';
+    sendRefusal(res, {
+      code: EdgeErrorCode.RESPONSE_TIMEOUT,
+      message: `tunnel ${this.request.route.name}: the call's deadline (grpc-timeout, ${this.request.deadline?.givenMs} ms) passed while it waited for ${what}`,
+    });
   }
 
   watch(onGone: () => void): () => void {
@@ -101,11 +136,24 @@ class HttpArrival implements Arrival, ExchangeContext {
   }
 
   start(stream: MuxStream, payload: Buffer): void {
-    const { req } = this.request;
+    const { req, deadline } = this.request;
+    if (deadline !== undefined) {
+      // The exchange's timer bounds the call from here, with the time left since its arrival.
+      this.callTimeoutMs = deadline.hold();
+      if (this.callTimeoutMs === 0) {
+        stream.reset(ErrorCode.CANCEL);
+        this.#expire();
+        return;
+      }
+      // A wait for a stream slot since the head was written: the agent is told the time left now.
+      if (deadline.stale && this.via !== undefined) {
+        const encoded = encodeForwardedHead(this, this.request.route, this.via);
+        if ('payload' in encoded) payload = encoded.payload;
+      }
+    }
     this.#options.inFlight.start();
     const crossNode = this.#options.crossNode;
     if (crossNode !== undefined) this.#res.setHeader('x-tunnel2-node', crossNode.nodeId);
-    if (this.request.grpc) this.callTimeoutMs = parseGrpcTimeout(req.headers['grpc-timeout']);
     const exchange = new TunnelExchange(req, this.#res, stream, this);
     const hasBody = requestHasBody(req);
     stream.sendHeaders(payload, !hasBody);
@@ -125,6 +173,10 @@ class HttpArrival implements Arrival, ExchangeContext {
 
   get maxRequestBodyBytes(): number {
     return this.#options.maxRequestBodyBytes;
+  }
+
+  get callGivenMs(): number | undefined {
+    return this.request.deadline?.givenMs;
   }
 
   onFinish(): void {
@@ -160,6 +212,8 @@ class HttpArrival implements Arrival, ExchangeContext {
     if (!crossNode && !replicas.some((entry) => entry.ready && !entry.session.draining)) return false;
     this.#retries++;
     this.avoid = this.via;
+    // Not answered: the call waits again, under its deadline, until another exchange takes it.
+    this.request.deadline?.release();
     // In a cluster the other replicas may be on other nodes: the routing looks there too.
     dispatch(this, route, this.#options, !crossNode);
     return true;

@@ -19,7 +19,6 @@ import { encodeHead } from '../../public/admission.js';
 import type { OwnerEntry } from '../../public/cross-node.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from '../../public/cross-node.js';
 import { forwardedHeaders } from '../../public/forwarding-headers.js';
-import { parseGrpcTimeout } from '../../public/grpc-timeout.js';
 import type { PublicRequest } from '../../public/public-request.js';
 import type { Cluster } from '../cluster.js';
 import { type ForwardingContext, forwardRequest, unreachable } from '../forward-arrival.js';
@@ -82,7 +81,8 @@ export function forwardOverLink(
   const tenant = { session: name, account: owner.account, client };
   links.open(owner, tenant, (opening) => {
     try {
-      if (res.destroyed) {
+      // Gone, or answered meanwhile (a gRPC call whose deadline passed while the link opened).
+      if (res.destroyed || res.writableEnded) {
         if ('stream' in opening) opening.stream.reset(ErrorCode.CANCEL);
         return;
       }
@@ -108,6 +108,16 @@ export function forwardOverLink(
         return;
       }
       const { stream } = opening;
+      // A gRPC call: the exchange's timer bounds it from here with the time left since it arrived at this
+      // node, and the serving node's agent is told that time in its grpc-timeout.
+      const deadline = request.deadline;
+      const callTimeoutMs = deadline?.hold();
+      if (callTimeoutMs === 0) {
+        stream.reset(ErrorCode.CANCEL);
+        deadline?.release(); // the arrival answers DEADLINE_EXCEEDED
+        return;
+      }
+      deadline?.passOn(headers);
       const encoded = encodeHead(
         { method: request.method, target: route.target, headers },
         opening.maxFrameSize,
@@ -123,7 +133,8 @@ export function forwardOverLink(
       const exchange = new TunnelExchange(req, res, stream, {
         name,
         responseTimeoutMs: options.responseTimeoutMs,
-        callTimeoutMs: request.grpc ? parseGrpcTimeout(req.headers['grpc-timeout']) : undefined,
+        callTimeoutMs,
+        callGivenMs: deadline?.givenMs,
         maxRequestBodyBytes: options.maxRequestBodyBytes,
         onUnanswered: (error: StreamResetError) => {
           const code = error.protocolCode;
@@ -131,6 +142,9 @@ export function forwardOverLink(
             return false;
           handedBack = true;
           res.removeHeader('x-tunnel2-node');
+          // Sent elsewhere or answered here: until another exchange takes it, the call's deadline is timed
+          // by its arrival again.
+          deadline?.release();
           if (code === ErrorCode.SESSION_CLOSED) {
             // The link died under the request: the holder may have passed it on before.
             linkFailed(error, true);

@@ -12,11 +12,13 @@ import {
   type TcpHead,
 } from '@tunnel2/protocol';
 import type { SessionTable } from '../../agents/session-table.js';
+import type { TunnelEntry } from '../../agents/tunnel-entry.js';
 import { askOfFields } from '../../answers/error-page.js';
 import { edgeAnswer } from '../../answers/error-response.js';
 import { publishRefusal } from '../../answers/refusal-channel.js';
 import type { Refusal } from '../../answers/refusals.js';
 import { acquireStream, admit, encodeTunnelHead, type SlotClaimant } from '../../public/admission.js';
+import { restateGrpcTimeout } from '../../public/call-deadline.js';
 import { LINK_CLIENT_HEADER, LINK_SESSION_HEADER } from '../../public/cross-node.js';
 import type { LinkShares } from './link-shares.js';
 import { StreamSplice } from './stream-splice.js';
@@ -101,6 +103,13 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
 
   /** The session it goes to is one replica of its name (stream-splice.ts passes its refusal on as is). */
   #replica = false;
+  /**
+   * A gRPC call: when its head arrived here (0 for other requests) and the session it waits for. The
+   * ingress times the call and stated the time left in its grpc-timeout; a wait here for a stream slot is
+   * taken off that before the agent sees it.
+   */
+  #grpcSince = 0;
+  #connection: TunnelEntry | undefined;
 
   constructor(stream: MuxStream, context: LinkRequestContext) {
     this.#stream = stream;
@@ -145,10 +154,15 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
       return;
     }
     this.#replica = connection.replica;
+    const fields = admissionFields(head.headers);
+    if (fields.grpc) {
+      this.#grpcSince = performance.now();
+      this.#connection = connection;
+    }
     const refusal = admit(
       connection,
       meta.name,
-      { ...admissionFields(head.headers), clientAddress: meta.client },
+      { ...fields, clientAddress: meta.client },
       this.#context.maxRequestBodyBytes,
     );
     if (refusal !== undefined) {
@@ -229,7 +243,17 @@ export class LinkRequest implements StreamHandler, SlotClaimant {
   }
 
   start(agent: MuxStream, payload: Buffer): void {
+    const head = this.#head;
     this.#head = undefined;
+    // A gRPC call that waited here for a stream slot: its agent is told the time left now.
+    const waited = this.#grpcSince === 0 ? 0 : performance.now() - this.#grpcSince;
+    if (waited >= 1 && head !== undefined && this.#connection !== undefined) {
+      if (restateGrpcTimeout(head.headers, waited)) {
+        const encoded = encodeTunnelHead(head, this.#connection);
+        if ('payload' in encoded) payload = encoded.payload;
+      }
+    }
+    this.#connection = undefined;
     this.#context.started(this.#stream);
     const early = this.#early;
     this.#early = [];
