@@ -6,7 +6,7 @@ import { holdSemiSpace } from './young-generation.js';
 // Without a fixed heap growing factor V8 gives a heap this small (~13 MB live) a margin of a few MB before
 // the next full collection, and the socket buffers of a transfer at line rate cross it every few MB moved:
 // full collections back to back, three times the CPU per GiB (bench/README.md, optimization log). The
-// semi-spaces held at 3 MB (below) let those buffers die in cheap scavenges.
+// container also starts node with --max-semi-space-size=2 so that those buffers die in cheap scavenges.
 const growingPercent = Number(process.env.TUNNEL2_HEAP_GROWING_PERCENT || 300);
 if (!(Number.isInteger(growingPercent) && growingPercent >= 0 && growingPercent <= 1000)) {
   process.stderr.write('tunnel2-edge: TUNNEL2_HEAP_GROWING_PERCENT must be an integer in [0, 1000]\n');
@@ -26,12 +26,11 @@ if (pretenuring !== '0' && pretenuring !== '1') {
 }
 if (pretenuring === '0') setFlagsFromString('--no-allocation-site-pretenuring');
 
-// The semi-spaces are grown to 3 MB at start (the container too) and held there instead of growing to 64 MB
-// under load (young-generation.js: V8 reads the growth factor at every
-// scavenge, so unlike the size it can be set here): the same young generation as `tunnel2 server`'s. 1 MB
-// ones promoted much of what 100 requests in flight hold; with 2 MB ones the edge promoted ~0.35 MB per
-// scavenge in half the runs of `bench max` and peaked at 150-177 MiB instead of ~105 (bench/README.md).
+// The container starts node with --max-semi-space-size=2; started any other way, the semi-spaces are grown to
+// 2 MB at start and held there instead of growing to 64 MB under load (young-generation.js: V8 reads the
+// growth factor at every scavenge, so unlike the size it can be set here): the same young generation as
+// `tunnel2 server`'s. 1 MB ones promoted much of what 100 requests in flight hold (bench/README.md).
 const nodeFlags = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`;
-if (!nodeFlags.includes('semi-space')) holdSemiSpace(3);
+if (!nodeFlags.includes('semi-space')) holdSemiSpace(2);
 
 await import('../dist/main.js');
