@@ -69,8 +69,13 @@ if (workerSetting !== '' && workerSetting !== '0' && workerSetting !== '1') {
 // flight 1 MB semi-spaces promoted much of what they hold, the old generation grew by the heap growing factor
 // above, and the collector took ~20 % of the edge's CPU. With 6 MB, both loaded at once: edge CPU per request
 // 0.84x in a closed loop and 0.95x at 1,000 RPS, peak RSS in `bench max` 100-139 MB against 128-156, and
-// 10-15 MB more in a bulk transfer (bench/README.md, optimization log). An agent's stays at 3 MB: 6 MB saved
-// its worker 7 % of CPU but held 15-20 MB more in bulk transfers, and its idle RSS counts.
+// 10-15 MB more in a bulk transfer (bench/README.md, optimization log). With 6 MB the edge still runs in one
+// of two regimes, chosen in the first second of load and kept: nothing promoted, or ~0.35 MB per scavenge
+// and a full collection every ~1.5 s (peak in `bench max` ~105 or 150-177 MiB). 9 MB (3 MB semi-spaces)
+// gave ~100 MiB in every run, for ~7 % more edge CPU per request and ~10 MiB more at a bulk transfer's
+// peak: an operator's choice, not the default (bench/README.md, "the edge's bimodal peak"). An agent's
+// stays at 3 MB: 6 MB saved its worker 7 % of CPU but held 15-20 MB more in bulk transfers, and its idle
+// RSS counts.
 const youngMb = Number(process.env.TUNNEL2_YOUNG_GENERATION_MB || (process.argv[2] === 'server' ? 6 : 3));
 if (!(youngMb >= 1 && youngMb <= 256)) {
   process.stderr.write('tunnel2: TUNNEL2_YOUNG_GENERATION_MB must be a number of MB in [1, 256]\n');
