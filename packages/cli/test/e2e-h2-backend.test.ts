@@ -170,7 +170,12 @@ describe('an h2c backend', () => {
     });
     expect(res.headers['x-te']).toBe('trailers');
     const seen = backend.seen.at(-1)!;
-    expect(seen['grpc-timeout']).toBe('5S');
+    // The edge passes on the time left of the client's 5 s (its deadline counts from the call's arrival).
+    const timeout = /^(\d{1,8})([HMSmun])$/.exec(String(seen['grpc-timeout']));
+    const perUnit: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
+    const leftMs = Number(timeout?.[1]) * (perUnit[timeout?.[2] ?? ''] ?? Number.NaN);
+    expect(leftMs).toBeLessThanOrEqual(5000);
+    expect(leftMs).toBeGreaterThan(1000);
     expect(seen.connection).toBeUndefined();
   });
 
