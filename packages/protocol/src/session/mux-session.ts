@@ -41,7 +41,7 @@ import type {
 import { MuxStream, type StreamHost } from './mux-stream.js';
 import { RoundTripMeter } from './round-trip-meter.js';
 import { SessionWriter } from './session-writer.js';
-import { guardStream } from './stream-guard.js';
+import { guardStream, streamFailed } from './stream-guard.js';
 import { WindowBudget } from './window-budget.js';
 
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
@@ -404,11 +404,18 @@ export class MuxSession implements StreamHost {
       }
       const opened = this.#newStream(frame.streamId);
       stream = opened;
-      this.#guard(opened, () => this.#handler.onStream?.(opened));
+      try {
+        this.#handler.onStream?.(opened);
+      } catch (error) {
+        this.#streamFailed(opened, error);
+      }
       if (opened.closed) return;
     }
-    const target = stream;
-    this.#guard(target, () => target.receiveHeaders(frame.payload, endStream));
+    try {
+      stream.receiveHeaders(frame.payload, endStream);
+    } catch (error) {
+      this.#streamFailed(stream, error);
+    }
   }
 
   #onData(frame: Frame): void {
@@ -432,14 +439,23 @@ export class MuxSession implements StreamHost {
       this.creditSession(length);
       return;
     }
-    this.#guard(stream, () => stream.receiveData(frame.payload, endStream));
+    try {
+      stream.receiveData(frame.payload, endStream);
+    } catch (error) {
+      this.#streamFailed(stream, error);
+    }
   }
 
   #onWindowUpdate(frame: Frame): void {
     const increment = parseWindowUpdate(frame.payload);
     if (frame.streamId !== 0) {
       const stream = this.streams.get(frame.streamId);
-      if (stream) this.#guard(stream, () => stream.receiveWindowUpdate(increment));
+      if (stream === undefined) return;
+      try {
+        stream.receiveWindowUpdate(increment);
+      } catch (error) {
+        this.#streamFailed(stream, error);
+      }
       return;
     }
     this.sessionSendWindow += increment;
@@ -477,6 +493,11 @@ export class MuxSession implements StreamHost {
   /** Runs per-stream work; a stream-level failure resets only that stream (see guardStream). */
   #guard(stream: MuxStream, work: () => void): void {
     guardStream(stream, work, this.#handler);
+  }
+
+  /** guardStream's handling of a throw, for the per-frame paths that call the stream in their own `try`. */
+  #streamFailed(stream: MuxStream, error: unknown): void {
+    streamFailed(stream, error, this.#handler);
   }
 
   #isPeerStreamId(id: number): boolean {

@@ -12,14 +12,22 @@ export function guardStream(stream: MuxStream, work: () => void, session: Sessio
   try {
     work();
   } catch (error) {
-    if (error instanceof ProtocolError && error.code !== ProtocolErrorCode.FLOW_CONTROL) {
-      resetOnError(stream, error.protocolCode, session);
-      return;
-    }
-    if (error instanceof ProtocolError) throw error;
-    resetOnError(stream, ErrorCode.INTERNAL_ERROR, session);
-    session.onStreamError?.(stream, error);
+    streamFailed(stream, error, session);
   }
+}
+
+/**
+ * What guardStream does with a throw, for callers on the receive path that run their work in their own
+ * `try` (a closure per frame there was collector time per request: issue #34).
+ */
+export function streamFailed(stream: MuxStream, error: unknown, session: SessionHandler): void {
+  if (error instanceof ProtocolError && error.code !== ProtocolErrorCode.FLOW_CONTROL) {
+    resetOnError(stream, error.protocolCode, session);
+    return;
+  }
+  if (error instanceof ProtocolError) throw error;
+  resetOnError(stream, ErrorCode.INTERNAL_ERROR, session);
+  session.onStreamError?.(stream, error);
 }
 
 /**
