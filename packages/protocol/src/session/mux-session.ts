@@ -41,7 +41,7 @@ import type {
 import { MuxStream, type StreamHost } from './mux-stream.js';
 import { RoundTripMeter } from './round-trip-meter.js';
 import { SessionWriter } from './session-writer.js';
-import { guardStream, streamFailed } from './stream-guard.js';
+import * as guarded from './stream-guard.js';
 import { WindowBudget } from './window-budget.js';
 
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
@@ -404,18 +404,10 @@ export class MuxSession implements StreamHost {
       }
       const opened = this.#newStream(frame.streamId);
       stream = opened;
-      try {
-        this.#handler.onStream?.(opened);
-      } catch (error) {
-        this.#streamFailed(opened, error);
-      }
+      guarded.announceStream(opened, this.#handler);
       if (opened.closed) return;
     }
-    try {
-      stream.receiveHeaders(frame.payload, endStream);
-    } catch (error) {
-      this.#streamFailed(stream, error);
-    }
+    guarded.receiveHeaders(stream, frame.payload, endStream, this.#handler);
   }
 
   #onData(frame: Frame): void {
@@ -439,23 +431,14 @@ export class MuxSession implements StreamHost {
       this.creditSession(length);
       return;
     }
-    try {
-      stream.receiveData(frame.payload, endStream);
-    } catch (error) {
-      this.#streamFailed(stream, error);
-    }
+    guarded.receiveData(stream, frame.payload, endStream, this.#handler);
   }
 
   #onWindowUpdate(frame: Frame): void {
     const increment = parseWindowUpdate(frame.payload);
     if (frame.streamId !== 0) {
       const stream = this.streams.get(frame.streamId);
-      if (stream === undefined) return;
-      try {
-        stream.receiveWindowUpdate(increment);
-      } catch (error) {
-        this.#streamFailed(stream, error);
-      }
+      if (stream) guarded.receiveWindowUpdate(stream, increment, this.#handler);
       return;
     }
     this.sessionSendWindow += increment;
@@ -492,12 +475,7 @@ export class MuxSession implements StreamHost {
 
   /** Runs per-stream work; a stream-level failure resets only that stream (see guardStream). */
   #guard(stream: MuxStream, work: () => void): void {
-    guardStream(stream, work, this.#handler);
-  }
-
-  /** guardStream's handling of a throw, for the per-frame paths that call the stream in their own `try`. */
-  #streamFailed(stream: MuxStream, error: unknown): void {
-    streamFailed(stream, error, this.#handler);
+    guarded.guardStream(stream, work, this.#handler);
   }
 
   #isPeerStreamId(id: number): boolean {
