@@ -70,6 +70,23 @@ const answers: Record<string, [number, string[], string, string]> = {
   '/101': [101, ['Upgrade', 'websocket', 'Connection', 'Upgrade'], 'Switching Protocols', 'xyz'],
   '/cl-same': [200, ['Content-Length', '3', 'content-length', '3'], 'OK', 'xyz'],
   '/te-chunked': [200, ['Transfer-Encoding', 'chunked'], 'OK', 'xyz'],
+  '/hop': [
+    200,
+    [
+      'X-Secret',
+      's',
+      'Connection',
+      'X-Secret, close',
+      'Keep-Alive',
+      't=5',
+      'X-Kept',
+      'k',
+      'Content-Length',
+      '3',
+    ],
+    'OK',
+    'xyz',
+  ],
 };
 
 /** Pipelines requests on one connection, as a front proxy reusing it would; everything read until it closes. */
@@ -151,6 +168,14 @@ it('repeated identical lengths and a chunked Transfer-Encoding are framings the 
   expect(chunked).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
   expect(chunked.match(/transfer-encoding: chunked\r\n/gi)?.length).toBe(1);
   expect(chunked).toMatch(/\r\n\r\n3\r\nxyz\r\n0\r\n\r\n$/);
+});
+
+it("the agent's hop-by-hop fields never reach the client, whatever else its head carries", async () => {
+  const text = await rawExchange(port, last('evil', '/hop'));
+  expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  expect(text).toMatch(/\r\nX-Kept: k\r\n/);
+  expect(text).not.toMatch(/x-secret|keep-alive|t=5/i);
+  expect(text).toMatch(/\r\n\r\nxyz$/);
 });
 
 it('an HTTP/1.0 client gets a body of undeclared length delimited by the close', async () => {

@@ -5,6 +5,7 @@ export * from './codec/hello.js';
 export {
   addConnectionOptions,
   connectionOptions,
+  dropHopByHop,
   isFieldName,
   isHopByHop,
   isHopByHopName,

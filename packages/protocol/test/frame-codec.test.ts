@@ -151,6 +151,29 @@ describe('frame decoding across chunk boundaries', () => {
     expect(decodeChunks([empty, a!, empty, empty, b!, empty])).toEqual(allGoldenFrames);
   });
 
+  it('hands on the same frames as fields (onFrameFields) at every split offset, split DATA included', () => {
+    for (const splitData of [false, true]) {
+      for (let cut = 0; cut <= allGoldenBytes.length; cut++) {
+        const objects: Frame[] = [];
+        const fields: Frame[] = [];
+        const byObject = new FrameDecoder({ maxFrameSize: 1024, splitData, onFrame: (f) => objects.push(f) });
+        const byFields = new FrameDecoder({
+          maxFrameSize: 1024,
+          splitData,
+          // Given both, the decoder calls only onFrameFields.
+          onFrame: () => expect.unreachable('onFrame with onFrameFields given'),
+          onFrameFields: (type, flags, streamId, payload) => fields.push({ type, flags, streamId, payload }),
+        });
+        for (const piece of splitAt(allGoldenBytes, [cut])) {
+          byObject.push(piece);
+          byFields.push(piece);
+        }
+        expect(fields, `split at ${cut}`).toEqual(objects);
+      }
+    }
+    expect(() => new FrameDecoder({ maxFrameSize: 1024 })).toThrow(TypeError);
+  });
+
   it('hands on whole frames as views of the chunk, without copying', () => {
     const seen: Frame[] = [];
     const decoder = new FrameDecoder({ maxFrameSize: 1024, onFrame: (f) => seen.push(f) });

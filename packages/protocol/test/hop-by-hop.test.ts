@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isFieldName, isHopByHopName, type RawHeaders, withoutHopByHop } from '../src/index.js';
+import { dropHopByHop, isFieldName, isHopByHopName, type RawHeaders, withoutHopByHop } from '../src/index.js';
 
 // What withoutHopByHop meant before it compared names in place (a lowercase copy of every name): the
 // definition the in-place comparison must keep, byte for byte.
@@ -151,5 +151,30 @@ describe('names compared in place', () => {
     const raw = ['Connection', many, 'x-o3', '1', 'X-O9', '2', 'X-O10', '3', 'X-P', '4'];
     expect(withoutHopByHop(raw)).toEqual(byLowercaseCopies(raw));
     expect(withoutHopByHop(raw)).toEqual(['X-O10', '3', 'X-P', '4']);
+  });
+});
+
+describe('dropHopByHop', () => {
+  it('leaves in the list itself exactly what withoutHopByHop copies', () => {
+    const pairs = fc.array(fc.tuple(latin1Name, value), { maxLength: 14 });
+    fc.assert(
+      fc.property(pairs, (list) => {
+        const raw = list.flat();
+        const expected = withoutHopByHop(raw);
+        const same = dropHopByHop(raw);
+        expect(same).toBe(raw);
+        expect(raw).toEqual(expected);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('keeps a list without hop-by-hop fields as it is', () => {
+    const raw = ['Content-Type', 'text/plain', 'Content-Length', '2', 'Date', 'x'];
+    expect(dropHopByHop(raw)).toEqual(['Content-Type', 'text/plain', 'Content-Length', '2', 'Date', 'x']);
+    expect(dropHopByHop(['Connection', 'x-a', 'X-A', '1', 'Keep-Alive', 't', 'X-B', '2'])).toEqual([
+      'X-B',
+      '2',
+    ]);
   });
 });

@@ -27,6 +27,28 @@ describe('OutboundBatch', () => {
     expect(batch.bytes).toBe(0);
   });
 
+  it('a batch drained again and again, small turns and bursts alike, sends what a fresh batch sends', () => {
+    const reused = new OutboundBatch(1024);
+    // Turn sizes around the lists' kept length (256 frames), so a burst's let-go lists are covered too.
+    for (const [turn, frames] of [3, 1, 300, 2, 257, 256, 0, 5].entries()) {
+      const fresh = new OutboundBatch(1024);
+      for (const batch of [reused, fresh]) {
+        for (let i = 0; i < frames; i++)
+          batch.add(FrameType.DATA, i % 2, 2 * i + 1, i % 3 === 0 ? undefined : Buffer.alloc(i % 7, turn));
+      }
+      expect(reused.empty).toBe(frames === 0);
+      expect(reused.bytes).toBe(fresh.bytes);
+      const got: Buffer[] = [];
+      const want: Buffer[] = [];
+      reused.take((m) => got.push(Buffer.from(m)));
+      fresh.take((m) => want.push(Buffer.from(m)));
+      expect(got, `turn ${turn}`).toEqual(want);
+      expect(got.flatMap((m) => decodeFrames(m))).toHaveLength(frames);
+      expect(reused.empty).toBe(true);
+      expect(reused.bytes).toBe(0);
+    }
+  });
+
   it('splits at maxMessageSize on frame boundaries; a bigger frame gets a message of its own', () => {
     const batch = new OutboundBatch(100);
     batch.add(FrameType.DATA, 0, 1, Buffer.alloc(40));

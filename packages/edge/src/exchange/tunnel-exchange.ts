@@ -1,4 +1,5 @@
 import {
+  dropHopByHop,
   ErrorCode,
   encodeRequestHead,
   type MuxStream,
@@ -144,12 +145,13 @@ export class TunnelExchange implements StreamHandler {
     // A call's deadline runs on past the head; the response timeout ends with it.
     if (this.#context.callTimeoutMs === undefined) this.#clearTimer();
     const res = this.#res;
+    // The head was decoded for this exchange alone: its fields are filtered in place, not copied.
+    const fields = dropHopByHop(check.headers);
     try {
       // HTTP/2: a final head that ends the stream is one HEADERS frame with END_STREAM (a gRPC trailers-only
       // answer must be), not a head followed by an empty DATA frame.
-      if (endStream && res.endWithHead !== undefined)
-        res.endWithHead(head.status, withoutHopByHop(check.headers));
-      else res.writeHead(head.status, head.statusMessage || undefined, withoutHopByHop(check.headers));
+      if (endStream && res.endWithHead !== undefined) res.endWithHead(head.status, fields);
+      else res.writeHead(head.status, head.statusMessage || undefined, fields);
     } catch (err) {
       // The check above should leave Node nothing to refuse; if it does, the agent's reason must not stay
       // on the response, where the 502's head would pick it up.

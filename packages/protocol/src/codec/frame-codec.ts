@@ -81,10 +81,16 @@ function checkPayloadSize(type: number, length: number): void {
   }
 }
 
+/** A decoded frame as its fields: what a receiver on the hot path takes, with no object per frame. */
+export type FrameFieldsHandler = (type: number, flags: number, streamId: number, payload: Buffer) => void;
+
 export interface FrameDecoderOptions {
   /** Largest payload accepted; checked from the header, before any byte of the payload is kept. */
   maxFrameSize: number;
-  onFrame: (frame: Frame) => void;
+  /** Each frame as a `Frame` object. Ignored when `onFrameFields` is given. */
+  onFrame?: (frame: Frame) => void;
+  /** Each frame as its fields (the session's receive loop: an object per frame was collector time). */
+  onFrameFields?: FrameFieldsHandler;
   /**
    * Hands a DATA payload that straddles chunks on in pieces (views of each chunk) instead of joining it:
    * each piece is a DATA frame of its own, END_STREAM only on the last. Off by default (whole frames).
@@ -99,7 +105,7 @@ export interface FrameDecoderOptions {
  */
 export class FrameDecoder {
   readonly #maxFrameSize: number;
-  readonly #onFrame: (frame: Frame) => void;
+  readonly #onFrame: FrameFieldsHandler;
   readonly #splitData: boolean;
   /** DATA payload bytes still to come of a frame passed on in pieces (splitData only). */
   #dataLeft = 0;
@@ -116,7 +122,11 @@ export class FrameDecoder {
 
   constructor(options: FrameDecoderOptions) {
     this.#maxFrameSize = options.maxFrameSize;
-    this.#onFrame = options.onFrame;
+    const { onFrame, onFrameFields } = options;
+    if (onFrameFields !== undefined) this.#onFrame = onFrameFields;
+    else if (onFrame !== undefined)
+      this.#onFrame = (type, flags, streamId, payload) => onFrame({ type, flags, streamId, payload });
+    else throw new TypeError('FrameDecoder needs onFrame or onFrameFields');
     this.#splitData = options.splitData ?? false;
   }
 
@@ -232,12 +242,12 @@ export class FrameDecoder {
 
   #emitPiece(payload: Buffer, last: boolean): void {
     const flags = last ? this.#pendingFlags : this.#pendingFlags & ~FrameFlags.END_STREAM;
-    this.#onFrame({ type: FrameType.DATA, flags, streamId: this.#pendingStream, payload });
+    this.#onFrame(FrameType.DATA, flags, this.#pendingStream, payload);
   }
 
   #emit(type: number, flags: number, streamId: number, payload: Buffer): void {
     if (!knownTypes.has(type)) return;
-    this.#onFrame({ type, flags, streamId, payload });
+    this.#onFrame(type, flags, streamId, payload);
   }
 }
 

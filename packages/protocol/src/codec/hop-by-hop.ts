@@ -101,3 +101,24 @@ export function withoutHopByHop(raw: RawHeaders): RawHeaders {
   }
   return out;
 }
+
+/**
+ * Removes the hop-by-hop fields (what withoutHopByHop leaves out) from `raw` itself and returns it: for a
+ * list its caller owns, such as a head it has just decoded, where a copy per head was collector time
+ * (issue #34). Most such lists lose nothing: an agent has already dropped these fields.
+ */
+export function dropHopByHop(raw: RawHeaders): RawHeaders {
+  const named = connectionOptions(raw);
+  let write = 0;
+  for (let read = 0; read < raw.length; read += 2) {
+    const name = raw[read]!;
+    if (isHopByHop(name, named)) continue;
+    if (write !== read) {
+      raw[write] = name;
+      raw[write + 1] = raw[read + 1]!;
+    }
+    write += 2;
+  }
+  if (write !== raw.length) raw.length = write;
+  return raw;
+}

@@ -6,7 +6,7 @@ import {
   parseWindowUpdate,
   u32Payload,
 } from '../codec/control-frames.js';
-import { type Frame, FrameDecoder } from '../codec/frame-codec.js';
+import { FrameDecoder } from '../codec/frame-codec.js';
 import { encodeHelloPayload, type Hello, parseHello } from '../codec/hello.js';
 import {
   MAX_WINDOW,
@@ -41,7 +41,7 @@ import type {
 import { MuxStream, type StreamHost } from './mux-stream.js';
 import { RoundTripMeter } from './round-trip-meter.js';
 import { SessionWriter } from './session-writer.js';
-import { guardStream } from './stream-guard.js';
+import * as guarded from './stream-guard.js';
 import { WindowBudget } from './window-budget.js';
 
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
@@ -113,7 +113,7 @@ export class MuxSession implements StreamHost {
     this.#nextStreamId = options.role === 'edge' ? 1 : 2;
     this.#decoder = new FrameDecoder({
       maxFrameSize: this.localSettings.maxFrameSize,
-      onFrame: (frame) => this.#onFrame(frame),
+      onFrameFields: (type, flags, streamId, payload) => this.#onFrame(type, flags, streamId, payload),
       splitData: true,
     });
   }
@@ -289,43 +289,42 @@ export class MuxSession implements StreamHost {
     this.enqueue(type, flags, streamId, payload);
   }
 
-  #onFrame(frame: Frame): void {
+  #onFrame(type: number, flags: number, streamId: number, payload: Buffer): void {
     // A handler may close the session while the rest of a message is still being decoded.
     if (this.#closed) return;
     this.framesReceived++;
-    if (!this.#helloReceived && frame.type !== FrameType.HELLO && frame.type !== FrameType.GOAWAY) {
-      throw frameError(`frame type ${frame.type} before HELLO`);
+    if (!this.#helloReceived && type !== FrameType.HELLO && type !== FrameType.GOAWAY) {
+      throw frameError(`frame type ${type} before HELLO`);
     }
-    switch (frame.type) {
+    switch (type) {
       case FrameType.DATA:
-        this.#onData(frame);
+        this.#onData(flags, streamId, payload);
         return;
       case FrameType.HEADERS:
-        this.#onHeaders(frame);
+        this.#onHeaders(flags, streamId, payload);
         return;
       case FrameType.WINDOW_UPDATE:
-        this.#onWindowUpdate(frame);
+        this.#onWindowUpdate(streamId, payload);
         return;
       case FrameType.RESET: {
-        const stream = this.streams.get(frame.streamId);
-        if (stream)
-          this.#guard(stream, () => stream.receiveReset(new StreamResetError(parseReset(frame.payload))));
+        const stream = this.streams.get(streamId);
+        if (stream) this.#guard(stream, () => stream.receiveReset(new StreamResetError(parseReset(payload))));
         return;
       }
       case FrameType.PING:
-        if ((frame.flags & FrameFlags.ACK) === 0) {
-          this.#answer(FrameType.PING, FrameFlags.ACK, 0, frame.payload);
+        if ((flags & FrameFlags.ACK) === 0) {
+          this.#answer(FrameType.PING, FrameFlags.ACK, 0, payload);
           this.#heartbeat?.pinged();
-        } else if (this.roundTrip.acked(frame.payload)) this.ping();
+        } else if (this.roundTrip.acked(payload)) this.ping();
         return;
       case FrameType.GOAWAY:
-        this.#onGoAway(parseGoAway(frame.payload));
+        this.#onGoAway(parseGoAway(payload));
         return;
       case FrameType.HELLO:
-        this.#onHello(frame);
+        this.#onHello(flags, payload);
         return;
       case FrameType.NOTICE:
-        this.#onNotice(frame.payload);
+        this.#onNotice(payload);
         return;
       default:
         return;
@@ -350,14 +349,14 @@ export class MuxSession implements StreamHost {
       this.#handler.onNotice(meta as Record<string, unknown>);
   }
 
-  #onHello(frame: Frame): void {
+  #onHello(flags: number, payload: Buffer): void {
     if (this.#helloReceived) throw frameError('second HELLO');
-    const hello = parseHello(frame.payload);
+    const hello = parseHello(payload);
     this.#helloReceived = true;
     this.peerSettings = hello.settings;
     this.sessionSendWindow = hello.settings.initialSessionWindow;
     const sentBefore = this.#helloSent; // one sent from inside onHello began the session in sendHello
-    this.#handler.onHello(hello, (frame.flags & FrameFlags.ACK) !== 0);
+    this.#handler.onHello(hello, (flags & FrameFlags.ACK) !== 0);
     if (sentBefore) this.#begin();
   }
   // Both HELLOs out, once: nothing precedes ours (the edge may answer after onHello: tunnels are claimed).
@@ -387,33 +386,32 @@ export class MuxSession implements StreamHost {
     this.enqueue(FrameType.WINDOW_UPDATE, 0, 0, u32Payload(extra));
   }
 
-  #onHeaders(frame: Frame): void {
-    const endStream = (frame.flags & FrameFlags.END_STREAM) !== 0;
-    let stream = this.streams.get(frame.streamId);
+  #onHeaders(flags: number, streamId: number, payload: Buffer): void {
+    const endStream = (flags & FrameFlags.END_STREAM) !== 0;
+    let stream = this.streams.get(streamId);
     if (stream === undefined) {
-      if (!this.#isPeerStreamId(frame.streamId) || frame.streamId <= this.#lastPeerStreamId) return; // stale
-      this.#lastPeerStreamId = frame.streamId;
+      if (!this.#isPeerStreamId(streamId) || streamId <= this.#lastPeerStreamId) return; // stale
+      this.#lastPeerStreamId = streamId;
       // A side that serves no streams (the edge) refuses them, so a peer cannot park streams it opened.
       const refuse =
         this.#handler.onStream === undefined ||
         this.#goingAway ||
         this.streams.size >= this.localSettings.maxConcurrentStreams;
       if (refuse) {
-        this.#answer(FrameType.RESET, 0, frame.streamId, u32Payload(ErrorCode.REFUSED_STREAM));
+        this.#answer(FrameType.RESET, 0, streamId, u32Payload(ErrorCode.REFUSED_STREAM));
         return;
       }
-      const opened = this.#newStream(frame.streamId);
+      const opened = this.#newStream(streamId);
       stream = opened;
-      this.#guard(opened, () => this.#handler.onStream?.(opened));
+      guarded.announceStream(opened, this.#handler);
       if (opened.closed) return;
     }
-    const target = stream;
-    this.#guard(target, () => target.receiveHeaders(frame.payload, endStream));
+    guarded.receiveHeaders(stream, payload, endStream, this.#handler);
   }
 
-  #onData(frame: Frame): void {
-    const length = frame.payload.length;
-    const endStream = (frame.flags & FrameFlags.END_STREAM) !== 0;
+  #onData(flags: number, streamId: number, payload: Buffer): void {
+    const length = payload.length;
+    const endStream = (flags & FrameFlags.END_STREAM) !== 0;
     this.#flood.data(length, endStream);
     if (length > this.#sessionRecvWindow) {
       throw new ProtocolError(
@@ -423,23 +421,23 @@ export class MuxSession implements StreamHost {
       );
     }
     this.#sessionRecvWindow -= length;
-    const stream = this.streams.get(frame.streamId);
+    const stream = this.streams.get(streamId);
     if (stream === undefined) {
-      if (frame.streamId > this.#lastPeerStreamId && this.#isPeerStreamId(frame.streamId)) {
-        throw frameError(`DATA on stream ${frame.streamId} that was never opened`);
+      if (streamId > this.#lastPeerStreamId && this.#isPeerStreamId(streamId)) {
+        throw frameError(`DATA on stream ${streamId} that was never opened`);
       }
       // Late data for a stream we already closed: drop it, but keep the session window whole.
       this.creditSession(length);
       return;
     }
-    this.#guard(stream, () => stream.receiveData(frame.payload, endStream));
+    guarded.receiveData(stream, payload, endStream, this.#handler);
   }
 
-  #onWindowUpdate(frame: Frame): void {
-    const increment = parseWindowUpdate(frame.payload);
-    if (frame.streamId !== 0) {
-      const stream = this.streams.get(frame.streamId);
-      if (stream) this.#guard(stream, () => stream.receiveWindowUpdate(increment));
+  #onWindowUpdate(streamId: number, payload: Buffer): void {
+    const increment = parseWindowUpdate(payload);
+    if (streamId !== 0) {
+      const stream = this.streams.get(streamId);
+      if (stream) guarded.receiveWindowUpdate(stream, increment, this.#handler);
       return;
     }
     this.sessionSendWindow += increment;
@@ -476,7 +474,7 @@ export class MuxSession implements StreamHost {
 
   /** Runs per-stream work; a stream-level failure resets only that stream (see guardStream). */
   #guard(stream: MuxStream, work: () => void): void {
-    guardStream(stream, work, this.#handler);
+    guarded.guardStream(stream, work, this.#handler);
   }
 
   #isPeerStreamId(id: number): boolean {

@@ -9,10 +9,14 @@ import type { FrameTransport } from './mux-session-options.js';
  * large ones over as they are (`takePieces`): a producer must not change a chunk once it has written it.
  */
 export class OutboundBatch {
+  // Written by index up to #count and never truncated: `length = 0` gives up an array's backing store, so
+  // each turn's frames regrew four of them (collector time per request, issue #34). A drained batch keeps
+  // no payload (#clear), and lists that grew past MAX_KEPT_FRAMES are let go.
   #types: number[] = [];
   #flags: number[] = [];
   #streams: number[] = [];
   #payloads: (Buffer | undefined)[] = [];
+  #count = 0;
   #bytes = 0;
   readonly #maxMessageSize: number;
   /** Message buffers whose send completed, reused so a busy session does not churn large allocations. */
@@ -26,14 +30,15 @@ export class OutboundBatch {
     return this.#bytes;
   }
   get empty(): boolean {
-    return this.#types.length === 0;
+    return this.#count === 0;
   }
 
   add(type: number, flags: number, streamId: number, payload: Buffer | undefined): void {
-    this.#types.push(type);
-    this.#flags.push(flags);
-    this.#streams.push(streamId);
-    this.#payloads.push(payload);
+    const i = this.#count++;
+    this.#types[i] = type;
+    this.#flags[i] = flags;
+    this.#streams[i] = streamId;
+    this.#payloads[i] = payload;
     this.#bytes += FRAME_HEADER_SIZE + (payload?.length ?? 0);
   }
 
@@ -71,7 +76,7 @@ export class OutboundBatch {
    * gets the message's size; the pieces must not be kept after the send completes.
    */
   takePieces(send: (pieces: Buffer[], size: number, last: boolean) => void): void {
-    const count = this.#types.length;
+    const count = this.#count;
     let start = 0;
     while (start < count) {
       const end = this.#messageEnd(start);
@@ -113,7 +118,7 @@ export class OutboundBatch {
    * batch's last message (once it is written, every frame of the batch is).
    */
   take(send: (message: Buffer, release: () => void, last: boolean) => void): void {
-    const count = this.#types.length;
+    const count = this.#count;
     let start = 0;
     while (start < count) {
       const end = this.#messageEnd(start);
@@ -145,7 +150,7 @@ export class OutboundBatch {
 
   /** Where the message that starts at frame `start` ends: at most maxMessageSize bytes, or one bigger frame. */
   #messageEnd(start: number): number {
-    const count = this.#types.length;
+    const count = this.#count;
     let size = 0;
     let end = start;
     while (end < count) {
@@ -158,10 +163,13 @@ export class OutboundBatch {
   }
 
   #clear(): void {
-    this.#types.length = 0;
-    this.#flags.length = 0;
-    this.#streams.length = 0;
-    this.#payloads.length = 0;
+    if (this.#count > MAX_KEPT_FRAMES) {
+      this.#types = [];
+      this.#flags = [];
+      this.#streams = [];
+      this.#payloads = [];
+    } else this.#payloads.fill(undefined, 0, this.#count);
+    this.#count = 0;
     this.#bytes = 0;
   }
 
@@ -171,6 +179,8 @@ export class OutboundBatch {
 }
 
 const MAX_FREE_BUFFERS = 8;
+/** A turn that queued more frames than this (a burst) does not leave lists that long behind. */
+const MAX_KEPT_FRAMES = 256;
 /**
  * Payloads shorter than this are copied next to their frame header rather than sent as a piece of their own:
  * each piece becomes a WebSocket fragment with its own header and write entry, which costs more than

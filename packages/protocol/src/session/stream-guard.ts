@@ -12,14 +12,65 @@ export function guardStream(stream: MuxStream, work: () => void, session: Sessio
   try {
     work();
   } catch (error) {
-    if (error instanceof ProtocolError && error.code !== ProtocolErrorCode.FLOW_CONTROL) {
-      resetOnError(stream, error.protocolCode, session);
-      return;
-    }
-    if (error instanceof ProtocolError) throw error;
-    resetOnError(stream, ErrorCode.INTERNAL_ERROR, session);
-    session.onStreamError?.(stream, error);
+    streamFailed(stream, error, session);
   }
+}
+
+// The receive path's calls into a stream, each guarded like guardStream's work but in its own `try`: a
+// closure per frame (and its context) was collector time per request (issue #34).
+
+/** The session's handler hears of a stream the peer opened. */
+export function announceStream(stream: MuxStream, session: SessionHandler): void {
+  try {
+    session.onStream?.(stream);
+  } catch (error) {
+    streamFailed(stream, error, session);
+  }
+}
+
+export function receiveHeaders(
+  stream: MuxStream,
+  payload: Buffer,
+  endStream: boolean,
+  session: SessionHandler,
+): void {
+  try {
+    stream.receiveHeaders(payload, endStream);
+  } catch (error) {
+    streamFailed(stream, error, session);
+  }
+}
+
+export function receiveData(
+  stream: MuxStream,
+  payload: Buffer,
+  endStream: boolean,
+  session: SessionHandler,
+): void {
+  try {
+    stream.receiveData(payload, endStream);
+  } catch (error) {
+    streamFailed(stream, error, session);
+  }
+}
+
+export function receiveWindowUpdate(stream: MuxStream, increment: number, session: SessionHandler): void {
+  try {
+    stream.receiveWindowUpdate(increment);
+  } catch (error) {
+    streamFailed(stream, error, session);
+  }
+}
+
+/** What guardStream does with a throw. */
+function streamFailed(stream: MuxStream, error: unknown, session: SessionHandler): void {
+  if (error instanceof ProtocolError && error.code !== ProtocolErrorCode.FLOW_CONTROL) {
+    resetOnError(stream, error.protocolCode, session);
+    return;
+  }
+  if (error instanceof ProtocolError) throw error;
+  resetOnError(stream, ErrorCode.INTERNAL_ERROR, session);
+  session.onStreamError?.(stream, error);
 }
 
 /**
