@@ -42,6 +42,7 @@ import { MuxStream, type StreamHost } from './mux-stream.js';
 import { RoundTripMeter } from './round-trip-meter.js';
 import { SessionWriter } from './session-writer.js';
 import * as guarded from './stream-guard.js';
+import { StreamTable } from './stream-table.js';
 import { WindowBudget } from './window-budget.js';
 
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
@@ -56,7 +57,8 @@ export class MuxSession implements StreamHost {
   readonly localSettings: ProtocolSettings;
   peerSettings: ProtocolSettings = { ...settingsBeforeHello };
   sessionSendWindow = 0;
-  readonly streams = new Map<number, MuxStream>();
+  /** Open streams by id (not a Map: stream-table.ts says why). */
+  readonly streams = new StreamTable<MuxStream>();
   /** Frames decoded from and queued to the peer; plain counters an owner samples for metrics. */
   framesReceived = 0;
   framesSent = 0;
@@ -190,7 +192,7 @@ export class MuxSession implements StreamHost {
       this.peerSettings.initialStreamWindow,
       this.localSettings.initialStreamWindow,
     );
-    this.streams.set(id, stream);
+    this.streams.set(stream);
     return stream;
   }
 
@@ -232,7 +234,7 @@ export class MuxSession implements StreamHost {
     if (this.#closed) return;
     this.#closed = true;
     this.#heartbeat?.stop();
-    const streams = [...this.streams.values()];
+    const streams = this.streams.values();
     for (const stream of streams) {
       try {
         stream.receiveReset(new StreamResetError(ErrorCode.SESSION_CLOSED, 'session closed'));
@@ -462,7 +464,7 @@ export class MuxSession implements StreamHost {
   #onGoAway(goAway: GoAway): void {
     this.#peerGoingAway = true;
     // Streams we opened that the peer never saw will not be served: refuse them so callers may retry.
-    for (const stream of [...this.streams.values()]) {
+    for (const stream of this.streams.values()) {
       if (!this.#isPeerStreamId(stream.id) && stream.id > goAway.lastStreamId) {
         this.#guard(stream, () =>
           stream.receiveReset(new StreamResetError(ErrorCode.REFUSED_STREAM, 'refused: peer is going away')),
