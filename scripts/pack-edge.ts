@@ -47,6 +47,7 @@ export async function packEdge(outDir: string): Promise<string[]> {
   await writeFile(join(outDir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   await copyFile(join(edgeDir, 'bin', 'tunnel2-edge.js'), join(outDir, 'bin', 'tunnel2-edge.js'));
   await copyFile(join(edgeDir, 'bin', 'young-generation.js'), join(outDir, 'bin', 'young-generation.js'));
+  await copyFile(join(edgeDir, 'bin', 'malloc-arenas.js'), join(outDir, 'bin', 'malloc-arenas.js'));
   await copyFile(join(cliDir, 'LICENSE'), join(outDir, 'LICENSE'));
   return bundled;
 }

@@ -6,7 +6,9 @@
 // A and B: the agent's added environment as `NAME=value,NAME=value`, or `-` for none. rate: requests per
 // second per side, or `closed` for a closed loop. Prints per round each agent's CPU per request (from
 // /proc) and its peak RSS in the round (VmHWM, MiB), the ratio B ÷ A, and the medians. The agents run on
-// their main thread, as in `pnpm bench` (TUNNEL2_WORKER=1 as a side's environment puts it in a worker). Build first.
+// their main thread, as in `pnpm bench` (TUNNEL2_WORKER=1 as a side's environment puts it in a worker).
+// ENV_SIDE=both gives each side's environment to its edge too and measures edge + agent (CPU per request of
+// the two together, peak RSS of each). Build first.
 import { runLoad } from '../dist/measure/load-runner.js';
 import { meterProcess } from '../dist/measure/process-stats.js';
 import {
@@ -23,6 +25,7 @@ const rate = args[1] === undefined || args[1] === 'closed' ? undefined : Number(
 const duration = Number(args[2] ?? 10);
 const connections = Number(args[3] ?? 100);
 const specs = [args[4] ?? '-', args[5] ?? '-'] as const;
+const bothSides = process.env.ENV_SIDE === 'both';
 
 function parseEnv(spec: string): Record<string, string> {
   if (spec === '-') return {};
@@ -49,7 +52,7 @@ const started = [backend];
 try {
   const sides = [];
   for (const [i, spec] of specs.entries()) {
-    const edge = await startEdgeService();
+    const edge = await startEdgeService([], bothSides ? { ...process.env, ...parseEnv(spec) } : undefined);
     started.push(edge);
     const agent = await startAgentService(
       backend.readyValue,
@@ -61,25 +64,30 @@ try {
       parseEnv(spec),
     );
     started.push(agent);
-    sides.push({ spec, agent, target: targetOf(agent.readyValue) });
+    sides.push({ spec, agent, edge, target: targetOf(agent.readyValue) });
   }
   await Promise.all(sides.map((side) => load(side.target, 3))); // warm-up, discarded
   const cpu: number[][] = [[], []];
   const rss: number[][] = [[], []];
   for (let round = 1; round <= rounds; round++) {
     const meters = sides.map((side) => meterProcess(side.agent.pid));
+    const edgeMeters = bothSides ? sides.map((side) => meterProcess(side.edge.pid)) : [];
     const results = await Promise.all(sides.map((side) => load(side.target, duration)));
     const line: string[] = [];
     for (const [i, meter] of meters.entries()) {
       const usage = meter.stop();
+      const edgeUsage = edgeMeters[i]?.stop();
       const ok = results[i]!.outcomes.ok;
-      const us = ((usage?.cpuMs ?? 0) * 1000) / Math.max(1, ok);
+      const us = (((usage?.cpuMs ?? 0) + (edgeUsage?.cpuMs ?? 0)) * 1000) / Math.max(1, ok);
       cpu[i]!.push(us);
       rss[i]!.push(usage?.peakRssMb ?? 0);
-      line.push(`${specs[i]}: ${us.toFixed(1)} µs, ${(usage?.peakRssMb ?? 0).toFixed(0)} MiB (${ok} ok)`);
+      const edgePeak = edgeUsage === undefined ? '' : `, edge ${(edgeUsage?.peakRssMb ?? 0).toFixed(0)} MiB`;
+      line.push(
+        `${specs[i]}: ${us.toFixed(1)} µs, ${(usage?.peakRssMb ?? 0).toFixed(0)} MiB${edgePeak} (${ok} ok)`,
+      );
     }
     process.stdout.write(
-      `round ${round}: agent ${line.join(' | ')}; CPU B ÷ A ${(cpu[1]![round - 1]! / cpu[0]![round - 1]!).toFixed(3)}\n`,
+      `round ${round}: ${bothSides ? 'edge + agent' : 'agent'} ${line.join(' | ')}; CPU B ÷ A ${(cpu[1]![round - 1]! / cpu[0]![round - 1]!).toFixed(3)}\n`,
     );
   }
   const ratios = cpu[1]!.map((us, i) => us / cpu[0]![i]!);

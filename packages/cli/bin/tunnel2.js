@@ -6,6 +6,7 @@ import * as nodeModule from 'module';
 // biome-ignore lint/style/useNodejsImportProtocol: as above, old Node must reach the version check.
 import { setFlagsFromString } from 'v8';
 import { checkNodeVersion } from './check-node.js';
+import { execWithMallocArenas, parseMallocArenas } from './malloc-arenas.js';
 import { loadWithoutOptimizingCompiler } from './optimizing-compiler.js';
 import { holdSemiSpace } from './young-generation.js';
 
@@ -14,6 +15,22 @@ if (problem !== undefined) {
   process.stderr.write(`${problem}\n`);
   process.exit(1);
 }
+
+// A command that runs a tunnel or an edge is executed again with glibc's malloc held to one arena first
+// (malloc-arenas.js says why); one that prints and exits (`--version`, `token`, `http --help`) is not worth
+// the ~30 ms. TUNNEL2_MALLOC_ARENAS changes the number (0 = glibc's default); MALLOC_ARENA_MAX, when set,
+// is left alone.
+const arenaSetting = parseMallocArenas(process.env.TUNNEL2_MALLOC_ARENAS);
+if ('problem' in arenaSetting) {
+  process.stderr.write(`tunnel2: ${arenaSetting.problem}\n`);
+  process.exit(1);
+}
+const command = process.argv[2];
+const runsLong = command === 'http' || command === 'tcp' || command === 'start' || command === 'server';
+const printsOnly = process.argv.some(
+  (arg) => arg === '--help' || arg === '-h' || arg === '--version' || arg === '-V',
+);
+if (runsLong && !printsOnly) execWithMallocArenas(arenaSetting.arenas);
 
 // V8 schedules the next full collection when the old generation has grown by a margin over what survived
 // the last one, and for a heap as small as a tunnel's (~13 MB) that margin is a few MB. A proxy allocates

@@ -110,7 +110,13 @@ describe('the idle agent and the built-ins it has no use for yet', () => {
       outdir: join(root, 'dist'),
     });
     await mkdir(join(root, 'bin'));
-    for (const file of ['tunnel2.js', 'check-node.js', 'young-generation.js', 'optimizing-compiler.js']) {
+    for (const file of [
+      'tunnel2.js',
+      'check-node.js',
+      'young-generation.js',
+      'optimizing-compiler.js',
+      'malloc-arenas.js',
+    ]) {
       await copyFile(join(cliDir, 'bin', file), join(root, 'bin', file));
     }
     await copyFile(join(cliDir, 'package.json'), join(root, 'package.json'));

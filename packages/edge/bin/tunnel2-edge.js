@@ -1,7 +1,19 @@
 #!/usr/bin/env node
 // The edge server's executable, what the container image runs: `tunnel2-edge --help` lists every setting.
 import { setFlagsFromString } from 'node:v8';
+import { execWithMallocArenas, parseMallocArenas } from './malloc-arenas.js';
 import { holdSemiSpace } from './young-generation.js';
+
+// Executed again with glibc's malloc held to one arena (malloc-arenas.js says why); the container image sets
+// MALLOC_ARENA_MAX itself and starts once. TUNNEL2_MALLOC_ARENAS changes the number (0 = glibc's default).
+const arenaSetting = parseMallocArenas(process.env.TUNNEL2_MALLOC_ARENAS);
+if ('problem' in arenaSetting) {
+  process.stderr.write(`tunnel2-edge: ${arenaSetting.problem}\n`);
+  process.exit(1);
+}
+if (!process.argv.some((arg) => arg === '--help' || arg === '-h' || arg === '--version' || arg === '-V')) {
+  execWithMallocArenas(arenaSetting.arenas);
+}
 
 // Without a fixed heap growing factor V8 gives a heap this small (~13 MB live) a margin of a few MB before
 // the next full collection, and the socket buffers of a transfer at line rate cross it every few MB moved:
