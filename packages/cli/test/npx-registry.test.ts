@@ -74,7 +74,7 @@ describe('the published @tunnel2/cli', () => {
   it('holds the bundle, its declarations, README, LICENSE and notices, and has no dependencies', async () => {
     for (const file of packed.files) {
       expect(file).toMatch(
-        /^(package\.json|README\.md|LICENSE|THIRD-PARTY-NOTICES\.md|tunnel2\.schema\.json|bin\/(tunnel2|check-node|young-generation|optimizing-compiler)\.js|dist\/[\w-]+\.(js|d\.ts)|static\/[\w.-]+)$/,
+        /^(package\.json|README\.md|LICENSE|THIRD-PARTY-NOTICES\.md|tunnel2\.schema\.json|bin\/(tunnel2|check-node|young-generation|optimizing-compiler|malloc-arenas)\.js|dist\/[\w-]+\.(js|d\.ts)|static\/[\w.-]+)$/,
       );
     }
     expect(packed.files).toEqual(

@@ -28,6 +28,7 @@ import { type Http2Problem, http2RequestProblem, isHttp2WebSocket } from './list
 import { PrefaceSniffer } from './listeners/preface-sniff.js';
 import { type DropReason, PublicConnections } from './listeners/public-connections.js';
 import { type EdgeTls, PublicPort } from './listeners/public-port.js';
+import { NO_ROUTE_SCHEMAS } from './no-route-schemas.js';
 import { answerFrameworkError, ignoreBody } from './public/framework-answers.js';
 import { resolveIngressRoute } from './public/ingress-route.js';
 import { StartupGrace } from './public/startup-grace.js';
@@ -274,6 +275,7 @@ export function buildEdge(edgeOptions: EdgeOptions = {}): Edge {
     bodyLimit: 64 * 1024,
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
+    schemaController: NO_ROUTE_SCHEMAS,
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', ignoreBody);
