@@ -46,7 +46,7 @@ describe('NO_ROUTE_SCHEMAS', () => {
       `const { buildEdge } = await import(${JSON.stringify(edgeDist)});`,
       "const edge = buildEdge({ port: 0, host: '127.0.0.1' });",
       'const { port } = await edge.listen();',
-      "const answer = await fetch(`http://127.0.0.1:${port}/session/nobody/`, { headers: { connection: 'close' } });",
+      "const answer = await fetch('http://127.0.0.1:' + port + '/session/nobody/', { headers: { connection: 'close' } });",
       'const loaded = Object.keys(createRequire(import.meta.url).cache).filter((file) => /[\\\\/](ajv|@fastify[\\\\/]ajv-compiler|@fastify[\\\\/]fast-json-stringify-compiler)[\\\\/]/.test(file));',
       'await edge.close(0);',
       'process.stdout.write(JSON.stringify({ status: answer.status, loaded }));',
