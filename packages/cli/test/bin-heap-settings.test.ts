@@ -213,8 +213,12 @@ describe('the young generation on the main thread', () => {
       });
       return Number(/new space (\d+)/.exec(stderr)?.[1]);
     };
-    expect(await grown({})).toBeLessThanOrEqual(2 * MB);
-    expect(await grown({ TUNNEL2_YOUNG_GENERATION_MB: '6' })).toBeGreaterThan(2 * MB);
+    // Left to V8 these survivors grow the main thread's new space to 64 MB (the second case). Held, it stays at
+    // 2 MB in most runs, but in some (3 of 10 under execFile, the same before the malloc arena change) V8 still
+    // grew it to 3.5-13 MB: why is not known (closing note of issue #34). What is asserted is the hold's
+    // point, a new space far from V8's own growth.
+    expect(await grown({})).toBeLessThanOrEqual(24 * MB);
+    expect(await grown({ TUNNEL2_YOUNG_GENERATION_MB: '6' })).toBeGreaterThan(32 * MB);
   });
 
   it('TUNNEL2_YOUNG_GENERATION_MB sets it (a third of it per semi-space)', async () => {
